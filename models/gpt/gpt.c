@@ -1,0 +1,175 @@
+/* GPT: model assembly from the shared transformer blocks, forward, backward, recompute. */
+#include "models/gpt/gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+
+#define EMB_PREFIX "language_model.embedding"
+#define ENC_PREFIX "language_model.encoder"
+
+static void layer_prefix(char *buf, size_t n, int l) { snprintf(buf, n, ENC_PREFIX ".layers.%d", l); }
+
+static void register_params(zt_gpt *m) {
+  const zt_gpt_config *c = &m->cfg;
+  zt_param_table_init(&m->table);
+  zt_embedding_register(&m->table, EMB_PREFIX, c->padded_vocab_size, c->max_positions, c->hidden_size, c->init_std);
+  for (int l = 0; l < c->num_layers; l++) {
+    char pre[96];
+    layer_prefix(pre, sizeof pre, l);
+    zt_block_register(&m->table, pre, &m->bcfg, &m->ffns[l]);
+  }
+  int64_t C[1] = {c->hidden_size};
+  zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
+  zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
+  if (c->untie_embeddings) {
+    int64_t w[2] = {c->padded_vocab_size, c->hidden_size};
+    zt_param_table_add(&m->table, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
+  } else {
+    int i = zt_param_table_find(&m->table, EMB_PREFIX ".word_embeddings.weight");
+    m->table.params[i].tied_group = 0; /* used by the embedding and the output layer */
+  }
+}
+
+/* Sizing pass (plan not yet allocated: pointers come back NULL) and carving pass share this. */
+static void plan_memory(zt_gpt *m) {
+  zt_memplan *p = &m->plan;
+  const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->cfg.num_layers;
+  const size_t N = (size_t)B * T, V = (size_t)m->cfg.padded_vocab_size;
+  m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, m->table.numel);
+  m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, m->table.numel);
+  m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * m->table.numel);
+  m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
+  /* with full recompute every block's activations overlap one region, recomputed layer by layer */
+  size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
+  for (int l = 0; l < L; l++) {
+    if (m->cfg.recompute_full) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
+    zt_block_plan_acts(&m->blocks[l], p, &m->bcfg, B, T);
+    size_t cur = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS);
+    end = cur > end ? cur : end;
+  }
+  zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, end);
+  m->recompute_out = m->cfg.recompute_full ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C) : NULL;
+  m->lnf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
+  m->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->logits = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * V);
+  m->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->dres = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
+  m->pos_scratch = (int32_t *)zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  zt_block_plan_scratch(&m->scratch, p, &m->bcfg, &m->ffns[0], B, T);
+}
+
+void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
+  memset(m, 0, sizeof(*m));
+  m->cfg = *cfg;
+  const int C = cfg->hidden_size, NH = cfg->num_heads, L = cfg->num_layers;
+  zt_check(C % NH == 0, "gpt", "hidden size %d is not divisible by %d heads", C, NH);
+  m->bcfg = (zt_block_config){.C = C, .NH = NH, .HD = C / NH, .FFN = cfg->ffn_hidden_size, .ln_eps = cfg->ln_eps,
+                              .attn_dropout = cfg->attn_dropout, .hidden_dropout = cfg->hidden_dropout,
+                              .init_std = cfg->init_std, .out_init_std = cfg->init_std / sqrtf(2.0f * L),
+                              .self_mask = ZT_ATTN_CAUSAL};
+  m->blocks = zt_calloc((size_t)L, sizeof(zt_block), "gpt blocks");
+  m->ffns = zt_calloc((size_t)L, sizeof(zt_ffn), "gpt mlps");
+  for (int l = 0; l < L; l++) {
+    m->ffns[l] = zt_ffn_dense_mlp();
+    m->blocks[l].ffn = m->ffns[l];
+    m->blocks[l].layer = l;
+  }
+  register_params(m);
+  m->B = cfg->micro_batch;
+  m->T = cfg->seq_length;
+  plan_memory(m);                  /* sizing */
+  zt_memplan_print(&m->plan);
+  zt_memplan_check_fits(&m->plan, mem_limit);
+  zt_memplan_allocate(&m->plan);
+  plan_memory(m);                  /* carving */
+  for (int l = 0; l < L; l++) {
+    char pre[96];
+    layer_prefix(pre, sizeof pre, l);
+    zt_block_bind(&m->blocks[l], &m->table, pre, m->params, m->grads);
+  }
+  zt_embedding_bind(&m->emb, &m->table, EMB_PREFIX, m->params, m->grads);
+  m->lnf_w = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.weight");
+  m->lnf_b = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.bias");
+  m->dlnf_w = zt_param_ptr(&m->table, m->grads, ENC_PREFIX, "final_layernorm.weight");
+  m->dlnf_b = zt_param_ptr(&m->table, m->grads, ENC_PREFIX, "final_layernorm.bias");
+  if (cfg->untie_embeddings) {
+    m->out_w = zt_param_ptr(&m->table, m->params, "language_model", "output_layer.weight");
+    m->dout_w = zt_param_ptr(&m->table, m->grads, "language_model", "output_layer.weight");
+  } else {
+    m->out_w = m->emb.wte;
+    m->dout_w = m->emb.dwte;
+  }
+}
+
+void zt_gpt_free(zt_gpt *m) {
+  for (int l = 0; l < m->cfg.num_layers; l++) zt_ffn_destroy(&m->ffns[l]);
+  free(m->ffns);
+  free(m->blocks);
+  zt_param_table_free(&m->table);
+  zt_memplan_free(&m->plan);
+}
+
+void zt_gpt_init_params(zt_gpt *m, uint64_t seed) { zt_param_table_initialize(&m->table, m->params, seed); }
+
+size_t zt_gpt_num_params(const zt_gpt *m) {
+  size_t n = 0;
+  for (int i = 0; i < m->table.count; i++) n += m->table.params[i].numel;
+  return n;
+}
+
+float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
+                     const float *loss_mask, const zt_pass *pass) {
+  zt_check(pass->B == m->B && pass->T == m->T, "gpt", "batch %dx%d differs from the planned %dx%d",
+           pass->B, pass->T, m->B, m->T);
+  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+  const int N = pass->B * pass->T;
+  const size_t NC = (size_t)N * C;
+  m->pass = *pass;
+  m->tokens = tokens;
+  m->positions = positions;
+  m->targets = targets;
+  m->loss_mask = loss_mask;
+  zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass, m->pos_scratch);
+  for (int l = 0; l < L; l++)
+    zt_block_forward(&m->blocks[l], m->layer_in + (size_t)(l + 1) * NC, m->layer_in + (size_t)l * NC, &m->bcfg,
+                     pass, &m->scratch);
+  zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_in + (size_t)L * NC, m->lnf_w, m->lnf_b, N, C,
+                       m->cfg.ln_eps);
+  zt_matmul_forward(m->logits, m->lnf, m->out_w, NULL, N, C, V);
+  zt_cross_entropy_forward(m->losses, m->lse, m->logits, targets, N, V);
+  double num = 0.0, den = 0.0;
+  for (int n = 0; n < N; n++) {
+    double w = loss_mask ? loss_mask[n] : 1.0;
+    num += w * m->losses[n];
+    den += w;
+  }
+  return den > 0 ? (float)(num / den) : 0.0f;
+}
+
+void zt_gpt_backward(zt_gpt *m, float grad_scale) {
+  const zt_pass *pass = &m->pass;
+  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+  const int N = pass->B * pass->T;
+  const size_t NC = (size_t)N * C;
+  double den = 0.0;
+  for (int n = 0; n < N; n++) den += m->loss_mask ? m->loss_mask[n] : 1.0;
+  for (int n = 0; n < N; n++)
+    m->dloss[n] = den > 0 ? (float)((m->loss_mask ? m->loss_mask[n] : 1.0) * grad_scale / den) : 0.0f;
+  zt_cross_entropy_backward(m->logits, m->logits, m->lse, m->targets, m->dloss, N, V);
+  zt_matmul_backward(m->scratch.dln, m->dout_w, NULL, m->logits, m->lnf, m->out_w, N, C, V);
+  zt_layernorm_backward(m->dres, m->dlnf_w, m->dlnf_b, m->scratch.dln, m->layer_in + (size_t)L * NC, m->lnf_w,
+                        m->lnf_mean, m->lnf_rstd, N, C);
+  for (int l = L - 1; l >= 0; l--) {
+    const float *x = m->layer_in + (size_t)l * NC;
+    if (m->cfg.recompute_full) zt_block_forward(&m->blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
+    zt_block_backward(&m->blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
+  }
+  zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
+                              m->pos_scratch);
+}

@@ -1,0 +1,74 @@
+/* The GPT model with Megatron semantics: word + learned absolute position embeddings, L pre-LN
+ * blocks (fused QKV, 4h GELU MLP), final LayerNorm, output layer tied to the word embeddings (or
+ * separate with untie), cross-entropy over the padded vocabulary with a loss mask, full activation
+ * recompute. Parameters, gradients, optimizer state and activations come from one memory plan. */
+#ifndef ZT_GPT_H
+#define ZT_GPT_H
+
+#include <stdint.h>
+
+#include "models/transformer/embedding.h"
+#include "models/transformer/transformer.h"
+#include "runtime/base/memplan.h"
+#include "runtime/tensor/param_table.h"
+
+typedef struct {
+  int num_layers, hidden_size, num_heads, ffn_hidden_size;
+  int max_positions;
+  int padded_vocab_size;     /* the output layer's width; includes Megatron's padding rows */
+  float ln_eps, attn_dropout, hidden_dropout, init_std;
+  int untie_embeddings;      /* 1: separate output_layer.weight */
+  int recompute_full;        /* 1: keep only each layer's input; recompute the block in backward */
+  int micro_batch, seq_length;
+} zt_gpt_config;
+
+typedef struct {
+  zt_gpt_config cfg;
+  zt_block_config bcfg;
+  zt_param_table table;
+  zt_memplan plan;
+  float *params, *grads;     /* flat buffers in parameter-table order */
+  float *optim_state;        /* 2 x table.numel floats (Adam moments), owned by the optimizer */
+
+  zt_embedding emb;
+  zt_block *blocks;
+  zt_ffn *ffns;
+  float *lnf_w, *lnf_b, *dlnf_w, *dlnf_b;
+  float *out_w, *dout_w;     /* = word embeddings when tied */
+
+  /* activations for micro batch B x T */
+  int B, T;
+  float *layer_in;           /* [L+1, B, T, C]: input of layer l, and the final hidden state */
+  float *recompute_out;      /* [B, T, C] throw-away block output during recompute */
+  float *lnf, *lnf_mean, *lnf_rstd;
+  float *logits;             /* [B, T, V]; holds dlogits during backward */
+  float *losses, *lse, *dloss; /* [B, T] */
+  float *dres;               /* [B, T, C] residual-stream gradient */
+  int32_t *pos_scratch;      /* [B, T] */
+  zt_block_scratch scratch;
+  /* inputs of the last forward, for backward */
+  const int32_t *tokens, *positions, *targets;
+  const float *loss_mask;
+  zt_pass pass;
+} zt_gpt;
+
+/* Registers parameters, sizes the memory plan (optimizer state: 2 floats per parameter), prints it,
+ * refuses it if it does not fit in `mem_limit` bytes (0: host MemAvailable), allocates, binds. */
+void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit);
+void zt_gpt_free(zt_gpt *m);
+/* Initializes parameters: N(0, std), output projections N(0, std/sqrt(2L)), norms 1/0, biases 0. */
+void zt_gpt_init_params(zt_gpt *m, uint64_t seed);
+
+/* Forward over tokens[B,T] (positions NULL: 0..T-1) with next-token targets[B,T] and loss_mask[B,T]
+ * (NULL: all ones). Returns sum(loss * mask) / sum(mask). pass->B/T must equal the planned shape;
+ * pass->training enables dropout. */
+float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
+                     const float *loss_mask, const zt_pass *pass);
+/* Backward of the last forward; gradients accumulate into m->grads scaled by grad_scale (1/number
+ * of micro batches for gradient accumulation). */
+void zt_gpt_backward(zt_gpt *m, float grad_scale);
+
+/* Number of parameters (padded vocabulary included, as Megatron counts them). */
+size_t zt_gpt_num_params(const zt_gpt *m);
+
+#endif

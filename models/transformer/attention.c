@@ -1,0 +1,112 @@
+/* The attention sublayer: projections around the scaled-dot-product attention op. */
+#include <math.h>
+#include <stdio.h>
+
+#include "models/transformer/transformer.h"
+
+static void add_linear(zt_param_table *t, const char *prefix, const char *name, const char *lin,
+                       int64_t out, int64_t in, float std, int split_dim) {
+  char buf[200];
+  int64_t w[2] = {out, in}, b[1] = {out};
+  snprintf(buf, sizeof buf, "%s.%s.%s.weight", prefix, name, lin);
+  zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, split_dim);
+  snprintf(buf, sizeof buf, "%s.%s.%s.bias", prefix, name, lin);
+  /* column-parallel biases split with their outputs; row-parallel (dense) bias is replicated */
+  zt_param_table_add(t, buf, 1, b, ZT_INIT_ZEROS, 0, 1, split_dim == 0 ? 0 : -1);
+}
+
+void zt_attn_register(zt_param_table *t, const char *prefix, const char *name, zt_attn_kind kind,
+                      const zt_block_config *cfg) {
+  if (kind == ZT_ATTN_SELF) {
+    add_linear(t, prefix, name, "query_key_value", 3 * cfg->C, cfg->C, cfg->init_std, 0);
+  } else {
+    add_linear(t, prefix, name, "query", cfg->C, cfg->C, cfg->init_std, 0);
+    add_linear(t, prefix, name, "key_value", 2 * cfg->C, cfg->C, cfg->init_std, 0);
+  }
+  add_linear(t, prefix, name, "dense", cfg->C, cfg->C, cfg->out_init_std, 1);
+}
+
+void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const zt_param_table *t,
+                  const char *prefix, const char *name, float *params, float *grads) {
+  char pre[200];
+  snprintf(pre, sizeof pre, "%s.%s", prefix, name);
+  const char *q = kind == ZT_ATTN_SELF ? "query_key_value" : "query";
+  char qw[64], qb[64];
+  snprintf(qw, sizeof qw, "%s.weight", q);
+  snprintf(qb, sizeof qb, "%s.bias", q);
+  zt_attn_params *dst[2] = {p, g};
+  float *flat[2] = {params, grads};
+  for (int i = 0; i < 2; i++) {
+    dst[i]->kind = kind;
+    dst[i]->qkv_w = zt_param_ptr(t, flat[i], pre, qw);
+    dst[i]->qkv_b = zt_param_ptr(t, flat[i], pre, qb);
+    dst[i]->kv_w = kind == ZT_ATTN_CROSS ? zt_param_ptr(t, flat[i], pre, "key_value.weight") : NULL;
+    dst[i]->kv_b = kind == ZT_ATTN_CROSS ? zt_param_ptr(t, flat[i], pre, "key_value.bias") : NULL;
+    dst[i]->proj_w = zt_param_ptr(t, flat[i], pre, "dense.weight");
+    dst[i]->proj_b = zt_param_ptr(t, flat[i], pre, "dense.bias");
+  }
+}
+
+void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, const zt_block_config *cfg,
+                       int B, int T, int Tk) {
+  size_t N = (size_t)B * T;
+  a->qkv = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * (kind == ZT_ATTN_SELF ? 3 : 1) * cfg->C);
+  a->kv = kind == ZT_ATTN_CROSS ? zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * cfg->C) : NULL;
+  a->probs = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, (size_t)B * cfg->NH * T * Tk);
+  a->ctx = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
+}
+
+/* The strided views of Q, K, V for the attention op (q and kv point at the projections). */
+static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg, const zt_pass *pass, int Tk,
+                                  zt_attn_mask_kind mask, uint64_t site, const float *qbuf, const float *kvbuf,
+                                  const float **q, const float **k, const float **v) {
+  const int C = cfg->C, HD = cfg->HD;
+  zt_attention_desc d = {.B = pass->B, .Tq = pass->T, .Tk = Tk, .NH = cfg->NH, .HD = HD, .mask = mask,
+                         .key_padding = pass->key_padding, .scale = 1.0f / sqrtf((float)HD)};
+  if (kind == ZT_ATTN_SELF) {
+    d.ld_q = d.ld_kv = 3 * C;
+    d.hs_q = d.hs_k = d.hs_v = 3 * HD;
+    *q = qbuf; *k = qbuf + HD; *v = qbuf + 2 * HD;
+  } else {
+    d.ld_q = C; d.hs_q = HD;
+    d.ld_kv = 2 * C; d.hs_k = d.hs_v = 2 * HD;
+    *q = qbuf; *k = kvbuf; *v = kvbuf + HD;
+  }
+  d.dropout = (zt_dropout){.p = pass->training ? cfg->attn_dropout : 0.0f, .seed = pass->seed, .site = site,
+                           .first_sample = pass->first_sample};
+  return d;
+}
+
+void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, float *out, const float *x, const float *mem,
+                     const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
+                     uint64_t site) {
+  const int N = pass->B * pass->T, C = cfg->C;
+  const float *q, *k, *v;
+  if (p->kind == ZT_ATTN_SELF) {
+    zt_matmul_forward(a->qkv, x, p->qkv_w, p->qkv_b, N, C, 3 * C);
+  } else {
+    zt_matmul_forward(a->qkv, x, p->qkv_w, p->qkv_b, N, C, C);
+    zt_matmul_forward(a->kv, mem, p->kv_w, p->kv_b, pass->B * Tk, C, 2 * C);
+  }
+  zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
+  zt_attention_forward(a->ctx, a->probs, q, k, v, &d);
+  zt_matmul_forward(out, a->ctx, p->proj_w, p->proj_b, N, C, C);
+}
+
+void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_acts *a, float *dx,
+                      float *dmem, const float *dout, const float *x, const float *mem,
+                      const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
+                      uint64_t site, float *dctx, float *dqkv, float *dkv, float *attn_scratch) {
+  const int N = pass->B * pass->T, C = cfg->C;
+  zt_matmul_backward(dctx, g->proj_w, g->proj_b, dout, a->ctx, p->proj_w, N, C, C);
+  const float *q, *k, *v, *dq_, *dk_, *dv_;
+  zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
+  describe(p->kind, cfg, pass, Tk, mask, site, dqkv, dkv, &dq_, &dk_, &dv_);
+  zt_attention_backward((float *)dq_, (float *)dk_, (float *)dv_, dctx, a->probs, q, k, v, &d, attn_scratch);
+  if (p->kind == ZT_ATTN_SELF) {
+    zt_matmul_backward(dx, g->qkv_w, g->qkv_b, dqkv, x, p->qkv_w, N, C, 3 * C);
+  } else {
+    zt_matmul_backward(dx, g->qkv_w, g->qkv_b, dqkv, x, p->qkv_w, N, C, C);
+    zt_matmul_backward(dmem, g->kv_w, g->kv_b, dkv, mem, p->kv_w, pass->B * Tk, C, 2 * C);
+  }
+}

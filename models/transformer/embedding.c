@@ -1,0 +1,55 @@
+/* Word + position embeddings with embedding dropout. */
+#include "models/transformer/embedding.h"
+
+#include <stdio.h>
+
+void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max_pos, int C, float std) {
+  char buf[200];
+  int64_t w[2] = {V, C}, p[2] = {max_pos, C};
+  snprintf(buf, sizeof buf, "%s.word_embeddings.weight", prefix);
+  zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, 0); /* vocab-parallel over rows */
+  snprintf(buf, sizeof buf, "%s.position_embeddings.weight", prefix);
+  zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
+}
+
+void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, float *params, float *grads) {
+  e->wte = zt_param_ptr(t, params, prefix, "word_embeddings.weight");
+  e->wpe = zt_param_ptr(t, params, prefix, "position_embeddings.weight");
+  e->dwte = zt_param_ptr(t, grads, prefix, "word_embeddings.weight");
+  e->dwpe = zt_param_ptr(t, grads, prefix, "position_embeddings.weight");
+  const zt_param *w = zt_param_get(t, prefix, "word_embeddings.weight");
+  e->V = (int)w->shape[0];
+  e->C = (int)w->shape[1];
+  e->max_pos = (int)zt_param_get(t, prefix, "position_embeddings.weight")->shape[0];
+}
+
+static const int32_t *positions_or_default(const int32_t *positions, const zt_pass *pass, int32_t *scratch) {
+  if (positions) return positions;
+  for (int b = 0; b < pass->B; b++)
+    for (int t = 0; t < pass->T; t++) scratch[b * pass->T + t] = t;
+  return scratch;
+}
+
+static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
+  return (zt_dropout){.p = pass->training ? p : 0.0f, .seed = pass->seed,
+                      .site = zt_dropout_site(0, ZT_SITE_EMBEDDING), .first_sample = pass->first_sample};
+}
+
+void zt_embedding_layer_forward(const zt_embedding *e, float *out, const int32_t *tokens, const int32_t *positions,
+                                float dropout_p, const zt_pass *pass, int32_t *pos_scratch) {
+  const int N = pass->B * pass->T;
+  zt_embedding_forward(out, tokens, e->wte, N, e->C, 0);
+  zt_embedding_forward(out, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+  zt_dropout d = embedding_dropout(dropout_p, pass);
+  zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+}
+
+void zt_embedding_layer_backward(const zt_embedding *e, float *dout, const int32_t *tokens,
+                                 const int32_t *positions, float dropout_p, const zt_pass *pass,
+                                 int32_t *pos_scratch) {
+  const int N = pass->B * pass->T;
+  zt_dropout d = embedding_dropout(dropout_p, pass);
+  zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+  zt_embedding_backward(e->dwte, tokens, dout, N, e->C);
+  zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), dout, N, e->C);
+}

@@ -1,0 +1,64 @@
+/* Errors, logging and checked allocation. */
+#include "runtime/base/error.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static int g_rank = 0;
+static int g_world = 1;
+
+void zt_set_rank(int rank, int world_size) { g_rank = rank; g_world = world_size; }
+int zt_rank(void) { return g_rank; }
+int zt_world_size(void) { return g_world; }
+
+void zt_fatal(const char *what, const char *fmt, ...) {
+  fflush(stdout);
+  if (g_world > 1) fprintf(stderr, "[rank %d] ", g_rank);
+  fprintf(stderr, "error: %s: ", what);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  fflush(stderr);
+  exit(1);
+}
+
+void zt_log(const char *fmt, ...) {
+  if (g_rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+void zt_warn(const char *fmt, ...) {
+  if (g_world > 1) fprintf(stderr, "[rank %d] ", g_rank);
+  fputs("warning: ", stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+void *zt_malloc(size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) zt_fatal("out of memory", "allocating %zu bytes (%.1f MiB) for %s", bytes, bytes / 1048576.0, what);
+  return p;
+}
+
+void *zt_calloc(size_t count, size_t size, const char *what) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) zt_fatal("out of memory", "allocating %zu x %zu bytes for %s", count, size, what);
+  return p;
+}
+
+void *zt_aligned_alloc(size_t bytes, const char *what) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *p = aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) zt_fatal("out of memory", "allocating %zu bytes (%.1f MiB) for %s", bytes, bytes / 1048576.0, what);
+  memset(p, 0, rounded);
+  return p;
+}

@@ -1,0 +1,78 @@
+/* Memory plan: reserve, check, allocate once, carve. */
+#include "runtime/base/memplan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+
+static const char *kind_names[ZT_MEM_KINDS] = {"params", "grads", "optimizer state", "activations"};
+
+const char *zt_mem_kind_name(zt_mem_kind k) { return kind_names[k]; }
+
+float *zt_memplan_floats(zt_memplan *p, zt_mem_kind k, size_t count) {
+  size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+  if (!p->allocated) { p->bytes[k] += bytes; return NULL; }
+  zt_check(p->used[k] + bytes <= p->bytes[k], "memory plan",
+           "%s region overflows its plan (%zu + %zu > %zu bytes)", kind_names[k], p->used[k], bytes, p->bytes[k]);
+  float *r = (float *)(p->base[k] + p->used[k]);
+  p->used[k] += bytes;
+  return r;
+}
+
+size_t zt_memplan_cursor(const zt_memplan *p, zt_mem_kind k) { return p->allocated ? p->used[k] : p->bytes[k]; }
+
+void zt_memplan_set_cursor(zt_memplan *p, zt_mem_kind k, size_t cursor) {
+  if (p->allocated) p->used[k] = cursor;
+  else p->bytes[k] = cursor;
+}
+
+void zt_memplan_rewind(zt_memplan *p) { memset(p->used, 0, sizeof(p->used)); }
+
+size_t zt_memplan_total(const zt_memplan *p) {
+  size_t t = 0;
+  for (int k = 0; k < ZT_MEM_KINDS; k++) t += p->bytes[k];
+  return t;
+}
+
+void zt_memplan_print(const zt_memplan *p) {
+  zt_log("> memory plan (MiB): params %.1f | grads %.1f | optimizer state %.1f | activations %.1f | total %.1f\n",
+         p->bytes[ZT_MEM_PARAMS] / 1048576.0, p->bytes[ZT_MEM_GRADS] / 1048576.0,
+         p->bytes[ZT_MEM_OPTIM] / 1048576.0, p->bytes[ZT_MEM_ACTIVATIONS] / 1048576.0,
+         zt_memplan_total(p) / 1048576.0);
+}
+
+size_t zt_host_available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024;
+}
+
+void zt_memplan_check_fits(const zt_memplan *p, size_t limit) {
+  if (limit == 0) limit = zt_host_available_bytes();
+  if (limit == 0) return;
+  size_t total = zt_memplan_total(p);
+  zt_check(total <= limit, "memory plan does not fit",
+           "needs %.1f MiB (params %.1f, grads %.1f, optimizer state %.1f, activations %.1f) but only "
+           "%.1f MiB are available; reduce --micro-batch-size or --seq-length, or use --checkpoint-activations",
+           total / 1048576.0, p->bytes[ZT_MEM_PARAMS] / 1048576.0, p->bytes[ZT_MEM_GRADS] / 1048576.0,
+           p->bytes[ZT_MEM_OPTIM] / 1048576.0, p->bytes[ZT_MEM_ACTIVATIONS] / 1048576.0, limit / 1048576.0);
+}
+
+void zt_memplan_allocate(zt_memplan *p) {
+  for (int k = 0; k < ZT_MEM_KINDS; k++)
+    p->base[k] = p->bytes[k] ? zt_aligned_alloc(p->bytes[k], kind_names[k]) : NULL;
+  p->allocated = 1;
+  zt_memplan_rewind(p);
+}
+
+void zt_memplan_free(zt_memplan *p) {
+  for (int k = 0; k < ZT_MEM_KINDS; k++) free(p->base[k]);
+  memset(p, 0, sizeof(*p));
+}

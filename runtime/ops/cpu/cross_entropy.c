@@ -1,0 +1,34 @@
+/* Fused softmax + cross-entropy: the probabilities are never stored; backward recomputes them from
+ * the logits and the saved log-sum-exp and writes the gradient in place of the logits. */
+#include <math.h>
+
+#include "runtime/ops/ops.h"
+
+void zt_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets,
+                              int N, int V) {
+  #pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    const float *l = logits + (size_t)n * V;
+    float m = -INFINITY;
+    #pragma omp simd reduction(max : m)
+    for (int v = 0; v < V; v++) m = l[v] > m ? l[v] : m;
+    float s = 0.0f;
+    #pragma omp simd reduction(+ : s)
+    for (int v = 0; v < V; v++) s += expf(l[v] - m);
+    lse[n] = m + logf(s);
+    losses[n] = lse[n] - l[targets[n]];
+  }
+}
+
+void zt_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *targets, const float *dloss, int N, int V) {
+  #pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    const float *l = logits + (size_t)n * V;
+    float *d = dlogits + (size_t)n * V;
+    float w = dloss[n], z = lse[n];
+    #pragma omp simd
+    for (int v = 0; v < V; v++) d[v] = expf(l[v] - z) * w;
+    d[targets[n]] -= w;
+  }
+}

@@ -1,0 +1,108 @@
+/* The op API: every op as an explicit forward/backward pair on contiguous fp32 row-major buffers.
+ * Parameter gradients accumulate (+=), activation gradients are written (=) unless a comment says
+ * otherwise. This header declares the CPU reference implementations (runtime/ops/cpu/); the CUDA
+ * backend implements the same signatures in runtime/ops/cuda/ and is tested against these. */
+#ifndef ZT_OPS_H
+#define ZT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- matmul: out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias[OC] (bias may be NULL) ---------- */
+void zt_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                       int N, int IC, int OC);
+/* dinp[N,IC] = dout @ weight (skipped when dinp is NULL); dweight[OC,IC] += dout^T @ inp;
+ * dbias[OC] += sum_n dout (skipped when dbias is NULL). */
+void zt_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, int N, int IC, int OC);
+
+/* ---- layernorm over the last dim: out[N,C], mean[N], rstd[N] ------------------------------- */
+void zt_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C, float eps);
+/* dinp[N,C] = ...; dweight[C] += ...; dbias[C] += ... */
+void zt_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                           const float *inp, const float *weight, const float *mean,
+                           const float *rstd, int N, int C);
+
+/* ---- GELU, tanh approximation: out[n] = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) ------ */
+void zt_gelu_forward(float *out, const float *inp, size_t n);
+void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* ---- dropout keyed by Philox ---------------------------------------------------------------
+ * Element e of sample s at site `site` is kept when philox_uniform(seed, DROPOUT, stream(s, site), e)
+ * >= p, so masks depend only on (seed, global sample index, site, position in the sample), never on
+ * threads, batch layout or backend. Kept elements are scaled by 1/(1-p). */
+typedef struct {
+  float p;               /* drop probability in [0, 1) */
+  uint64_t seed;
+  uint64_t site;         /* which dropout in the model (layer * 16 + slot) */
+  uint64_t first_sample; /* global index of row 0 of the batch */
+} zt_dropout;
+
+/* Stream id of (sample, site) in the dropout RNG. */
+static inline uint64_t zt_dropout_stream(const zt_dropout *d, uint64_t sample) {
+  return (sample << 20) ^ d->site;
+}
+/* x[B, S] (S elements per sample): out = dropout(x); out may alias x. p == 0 copies. */
+void zt_dropout_forward(float *out, const float *x, int B, size_t S, const zt_dropout *d);
+/* dx = dout * mask / (1-p); dx may alias dout. */
+void zt_dropout_backward(float *dx, const float *dout, int B, size_t S, const zt_dropout *d);
+/* out[i] = x[i] * keep(first_elem + i) / (1-p) for i < n, elements of one sample's stream; the
+ * forward and the backward of dropout are both this map. out may alias x. */
+void zt_dropout_apply_range(float *out, const float *x, size_t n, const zt_dropout *d, uint64_t sample,
+                            uint64_t first_elem);
+/* Fused bias-dropout-add of Megatron's residual path: out = residual + dropout(x). */
+void zt_dropout_add_forward(float *out, const float *residual, const float *x, int B, size_t S,
+                            const zt_dropout *d);
+
+/* ---- residual add: out = a + b; backward: da = db = dout (callers pass dout through) -------- */
+void zt_residual_forward(float *out, const float *a, const float *b, size_t n);
+/* dst += src: the accumulation used where two gradient paths meet (the residual stream). */
+void zt_accumulate(float *dst, const float *src, size_t n);
+
+/* ---- embedding lookup: out[N,C] (=, or += when accumulate) from table[*,C] at ids[N] -------- */
+void zt_embedding_forward(float *out, const int32_t *ids, const float *table, int N, int C,
+                          int accumulate);
+/* dtable[ids[n], :] += dout[n, :] (duplicates summed in order; deterministic). */
+void zt_embedding_backward(float *dtable, const int32_t *ids, const float *dout, int N, int C);
+
+/* ---- scaled-dot-product attention ------------------------------------------------------------
+ * Strided views allow Megatron's fused QKV layout ([T, NH, 3, HD] per row), separate Q and fused
+ * KV (cross-attention), or separate tensors. Row (b, t) of head h of Q starts at
+ * q + (b*Tq + t)*ld_q + h*hs_q; likewise K and V with Tk, ld_kv, hs_k, hs_v. */
+typedef enum {
+  ZT_ATTN_NONE = 0,    /* every query sees every key (bidirectional / cross-attention) */
+  ZT_ATTN_CAUSAL = 1,  /* query i sees keys j <= i (requires Tq == Tk) */
+} zt_attn_mask_kind;
+
+typedef struct {
+  int B, Tq, Tk, NH, HD;
+  int ld_q, hs_q, ld_kv, hs_k, hs_v;
+  zt_attn_mask_kind mask;
+  const uint8_t *key_padding; /* [B, Tk], nonzero = key masked out (BERT/T5 padding); or NULL */
+  float scale;                /* usually 1/sqrt(HD) */
+  zt_dropout dropout;         /* on the probabilities; element id ((h*Tq)+i)*Tk + j within a sample */
+} zt_attention_desc;
+
+/* out[B, Tq, NH*HD] (row stride NH*HD); probs[B, NH, Tq, Tk] receives the softmax before dropout
+ * (kept for backward). Masked positions get probability 0; a row with no visible key is all zeros. */
+void zt_attention_forward(float *out, float *probs, const float *q, const float *k, const float *v,
+                          const zt_attention_desc *a);
+/* dq, dk, dv use the same strided layouts as q, k, v and are written (=). When K and V overlap
+ * the same rows as Q (fused QKV), the regions are disjoint so "=" is exact. scratch: per-thread
+ * work space of zt_attention_scratch_floats(a) floats. */
+void zt_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
+                           const float *q, const float *k, const float *v,
+                           const zt_attention_desc *a, float *scratch);
+size_t zt_attention_scratch_floats(const zt_attention_desc *a);
+
+/* ---- fused softmax + cross-entropy with a loss mask over V classes --------------------------
+ * losses[N] = logsumexp(logits[n]) - logits[n, targets[n]]; lse[N] is kept for backward. */
+void zt_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets,
+                              int N, int V);
+/* dlogits[n, v] = (softmax(logits[n])_v - [v == targets[n]]) * dloss[n]; dlogits may alias logits.
+ * dloss[n] is the weight of row n in the loss (0 for masked tokens). */
+void zt_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *targets, const float *dloss, int N, int V);
+
+#endif

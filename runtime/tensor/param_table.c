@@ -1,0 +1,70 @@
+/* Parameter table bookkeeping and deterministic initialization. */
+#include "runtime/tensor/param_table.h"
+
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/base/philox.h"
+
+void zt_param_table_init(zt_param_table *t) { memset(t, 0, sizeof(*t)); }
+
+void zt_param_table_free(zt_param_table *t) {
+  free(t->params);
+  memset(t, 0, sizeof(*t));
+}
+
+int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int64_t *shape,
+                       zt_init_kind init, float init_std, int no_weight_decay, int tp_split_dim) {
+  zt_check(strlen(name) < sizeof(t->params[0].name), "parameter table", "name too long: %s", name);
+  zt_check(zt_param_table_find(t, name) < 0, "parameter table", "parameter %s registered twice", name);
+  if (t->count == t->capacity) {
+    t->capacity = t->capacity ? 2 * t->capacity : 64;
+    t->params = realloc(t->params, (size_t)t->capacity * sizeof(zt_param));
+    zt_check(t->params != NULL, "out of memory", "parameter table of %d entries", t->capacity);
+  }
+  zt_param *p = &t->params[t->count];
+  memset(p, 0, sizeof(*p));
+  strcpy(p->name, name);
+  p->ndim = ndim;
+  p->numel = 1;
+  for (int i = 0; i < ndim; i++) { p->shape[i] = shape[i]; p->numel *= (size_t)shape[i]; }
+  p->offset = t->numel;
+  p->tp_split_dim = tp_split_dim;
+  p->expert_id = -1;
+  p->tied_group = -1;
+  p->no_weight_decay = no_weight_decay;
+  p->init = init;
+  p->init_std = init_std;
+  t->numel += (p->numel + 15) / 16 * 16;
+  return t->count++;
+}
+
+int zt_param_table_find(const zt_param_table *t, const char *name) {
+  for (int i = 0; i < t->count; i++)
+    if (strcmp(t->params[i].name, name) == 0) return i;
+  return -1;
+}
+
+void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {
+  memset(flat, 0, t->numel * sizeof(float)); /* alignment padding stays zero */
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    float *dst = flat + p->offset;
+    switch (p->init) {
+      case ZT_INIT_NORMAL:
+        zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
+        break;
+      case ZT_INIT_ZEROS: break;
+      case ZT_INIT_ONES:
+        for (size_t j = 0; j < p->numel; j++) dst[j] = 1.0f;
+        break;
+    }
+  }
+}
+
+size_t zt_param_table_decay_numel(const zt_param_table *t) {
+  size_t n = 0;
+  for (int i = 0; i < t->count; i++)
+    if (!t->params[i].no_weight_decay) n += t->params[i].numel;
+  return n;
+}

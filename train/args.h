@@ -1,0 +1,90 @@
+/* Megatron-compatible command-line arguments for pretrain_gpt (and the later drivers):
+ * names and defaults of megatron/arguments.py, parsing, validation with clear errors before any
+ * allocation, the closest-name suggestion for unknown flags, and Megatron's argument summary. */
+#ifndef ZT_ARGS_H
+#define ZT_ARGS_H
+
+#include <stdint.h>
+
+typedef enum { ZT_LR_DECAY_LINEAR = 0, ZT_LR_DECAY_COSINE, ZT_LR_DECAY_CONSTANT, ZT_LR_DECAY_INVSQRT } zt_lr_decay_style;
+typedef enum { ZT_OPTIMIZER_ADAM = 0, ZT_OPTIMIZER_SGD } zt_optimizer_kind;
+typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_FULL } zt_recompute_granularity;
+
+typedef struct {
+  /* model shape (--num-layers, --hidden-size, ...). Unset ints are -1 after defaults are applied
+   * unless noted; derived values are filled in by zt_args_finalize. */
+  int num_layers;
+  int hidden_size;
+  int ffn_hidden_size;              /* default 4 * hidden_size */
+  int num_attention_heads;
+  int kv_channels;                  /* default hidden_size / heads; other values refused */
+  int max_position_embeddings;
+  int make_vocab_size_divisible_by; /* 128 */
+  float layernorm_epsilon;          /* 1e-5 */
+  int untie_embeddings_and_output_weights; /* 0: output layer tied to word embeddings */
+  int seq_length;
+  int vocab_size;                   /* --vocab-size; with --mock-data default 50257 (GPT-2) */
+  int padded_vocab_size;            /* derived: multiple of make_vocab_size_divisible_by * TP */
+
+  /* regularization and init */
+  float attention_dropout;          /* 0.1 */
+  float hidden_dropout;             /* 0.1 */
+  float weight_decay;               /* 0.01 */
+  float clip_grad;                  /* 1.0; 0 disables */
+  float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999, 1e-8 */
+  float sgd_momentum;               /* 0.9 */
+  zt_optimizer_kind optimizer;      /* --optimizer {adam, sgd}; adam is decoupled (AdamW) as in Megatron */
+  float init_method_std;            /* 0.02 */
+  uint64_t seed;                    /* 1234 */
+
+  /* batch and iterations */
+  int micro_batch_size;
+  int global_batch_size;            /* default micro_batch_size * data_parallel_size */
+  int64_t train_iters;              /* -1 unset */
+  int64_t train_samples;            /* -1 unset */
+  int num_microbatches;             /* derived: gbs / (mbs * dp) */
+
+  /* learning-rate schedule (Megatron counts it in samples) */
+  double lr;                        /* required */
+  double min_lr;                    /* 0.0 */
+  zt_lr_decay_style lr_decay_style; /* linear */
+  int64_t lr_decay_iters;           /* -1 unset */
+  int64_t lr_decay_samples;         /* -1 unset */
+  int64_t lr_warmup_iters;          /* 0 */
+  int64_t lr_warmup_samples;        /* 0 */
+  double lr_warmup_fraction;        /* -1 unset */
+
+  /* activation recompute */
+  zt_recompute_granularity recompute_granularity; /* --checkpoint-activations or --recompute-granularity full */
+  int recompute_method_uniform;     /* --recompute-method {uniform, block}: 1 uniform (default), 0 block */
+  int recompute_num_layers;         /* 1; --checkpoint-num-layers is its old name */
+
+  /* parallelism: 1 until the parallelism issue lands; values other than 1 are refused */
+  int tensor_model_parallel_size;
+  int pipeline_model_parallel_size;
+  int data_parallel_size;           /* derived: world / (tp * pp) */
+
+  /* data */
+  int mock_data;                    /* --mock-data: synthetic patterned token stream */
+
+  /* logging and validation */
+  int log_interval;                 /* 100 */
+  int eval_interval;                /* 1000 */
+  int eval_iters;                   /* 100 */
+  int skip_train;                   /* --skip-train: only evaluate */
+} zt_args;
+
+/* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
+ * derives values for a world of `world_size` processes. Any error (unknown flag, with the closest
+ * valid name; a known Megatron flag we do not support yet; a bad value; inconsistent values) is
+ * reported through zt_fatal before anything is allocated. --help prints usage and exits 0. */
+void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
+
+/* Prints Megatron's "------------------------ arguments ------------------------" block: every
+ * argument, sorted by name, as "  name ....... value" with Python's formatting of values. */
+void zt_args_print(const zt_args *args);
+
+/* Levenshtein distance, used for "did you mean" suggestions (also by the config parser later). */
+int zt_edit_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,197 @@
+/* Megatron's pretrain loop for the single-process CPU path. */
+#include "train/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/base/timer.h"
+#include "runtime/profile/throughput.h"
+
+void zt_engine_init(zt_engine *e, const zt_args *a) {
+  memset(e, 0, sizeof(*e));
+  e->args = a;
+  zt_gpt_config c = {
+      .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_attention_heads,
+      .ffn_hidden_size = a->ffn_hidden_size, .max_positions = a->max_position_embeddings,
+      .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->layernorm_epsilon,
+      .attn_dropout = a->attention_dropout, .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
+      .untie_embeddings = a->untie_embeddings_and_output_weights,
+      .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
+      .micro_batch = a->micro_batch_size, .seq_length = a->seq_length};
+  zt_log("building GPT model ...\n");
+  zt_gpt_build(&e->model, &c, 0);
+  zt_gpt_init_params(&e->model, a->seed);
+  zt_log(" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): %zu\n",
+         zt_gpt_num_params(&e->model));
+
+  zt_opt_config oc = {.kind = a->optimizer == ZT_OPTIMIZER_SGD ? ZT_OPT_SGD : ZT_OPT_ADAM,
+                      .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
+                      .momentum = a->sgd_momentum, .weight_decay = a->weight_decay};
+  zt_optimizer_init(&e->opt, &oc, &e->model.table, e->model.optim_state);
+
+  /* Megatron's scheduler works in samples: iteration counts are multiplied by the global batch */
+  const int64_t gbs = a->global_batch_size;
+  int64_t decay = a->lr_decay_samples >= 0 ? a->lr_decay_samples
+                  : a->lr_decay_iters >= 0 ? a->lr_decay_iters * gbs
+                  : a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs;
+  int64_t warmup = a->lr_warmup_fraction >= 0 ? (int64_t)(a->lr_warmup_fraction * decay)
+                   : a->lr_warmup_samples > 0 ? a->lr_warmup_samples : a->lr_warmup_iters * gbs;
+  zt_check(decay > 0 && warmup <= decay, "learning-rate schedule",
+           "warmup of %lld samples exceeds the decay length of %lld samples", (long long)warmup, (long long)decay);
+  e->sched = (zt_lr_schedule){.max_lr = a->lr, .min_lr = a->min_lr, .warmup_steps = warmup, .decay_steps = decay,
+                              .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0};
+
+  for (int s = 0; s < 3; s++)
+    e->data[s] = (zt_mock_data){.vocab_size = a->vocab_size, .seq_length = a->seq_length, .seed = a->seed,
+                                .split_id = (uint64_t)s};
+  const size_t BT = (size_t)a->micro_batch_size * a->seq_length;
+  e->text = zt_malloc((BT + a->micro_batch_size) * sizeof(int32_t), "batch text");
+  e->tokens = zt_malloc(BT * sizeof(int32_t), "batch tokens");
+  e->targets = zt_malloc(BT * sizeof(int32_t), "batch targets");
+  e->loss_mask = zt_malloc(BT * sizeof(float), "loss mask");
+  for (size_t i = 0; i < BT; i++) e->loss_mask[i] = 1.0f;
+
+  zt_flops_model fm = {.num_layers = a->num_layers, .hidden_size = a->hidden_size,
+                       .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
+                       .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
+                       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
+  e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
+}
+
+void zt_engine_free(zt_engine *e) {
+  zt_gpt_free(&e->model);
+  free(e->text);
+  free(e->tokens);
+  free(e->targets);
+  free(e->loss_mask);
+}
+
+/* Loads micro batch rows from sample `first` on: tokens = text[:, :-1], targets = text[:, 1:]. */
+static void load_micro_batch(zt_engine *e, int split, uint64_t first) {
+  const int B = e->args->micro_batch_size, T = e->args->seq_length;
+  for (int b = 0; b < B; b++) {
+    int32_t *row = e->text + (size_t)b * (T + 1);
+    zt_mock_data_sample(&e->data[split], first + b, row);
+    memcpy(e->tokens + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
+    memcpy(e->targets + (size_t)b * T, row + 1, (size_t)T * sizeof(int32_t));
+  }
+}
+
+static void check_finite_loss(const zt_engine *e, float loss, int micro, const char *what) {
+  if (isfinite(loss)) return;
+  zt_fatal("non-finite loss", "%s is %s at iteration %lld (micro batch %d); the run stops: lower --lr or "
+           "check --init-method-std", what, isnan(loss) ? "nan" : "inf", (long long)e->iteration + 1, micro);
+}
+
+float zt_engine_train_step(zt_engine *e, double *grad_norm) {
+  const zt_args *a = e->args;
+  const int nmb = a->num_microbatches, B = a->micro_batch_size;
+  double loss_sum = 0.0;
+  for (int mb = 0; mb < nmb; mb++) {
+    /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
+    uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size;
+    load_micro_batch(e, 0, first);
+    zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1};
+    float loss = zt_gpt_forward(&e->model, e->tokens, NULL, e->targets, e->loss_mask, &pass);
+    check_finite_loss(e, loss, mb, "lm loss");
+    zt_gpt_backward(&e->model, 1.0f / nmb);
+    loss_sum += loss;
+  }
+  size_t n = e->model.table.numel;
+  double norm = zt_grad_global_norm(e->model.grads, n);
+  if (!isfinite(norm))
+    zt_fatal("non-finite gradient", "grad norm is %s at iteration %lld; the run stops", isnan(norm) ? "nan" : "inf",
+             (long long)e->iteration + 1);
+  float clip = 1.0f;
+  if (a->clip_grad > 0) {
+    double coeff = a->clip_grad / (norm + 1e-6);
+    if (coeff < 1.0) clip = (float)coeff;
+  }
+  zt_optimizer_step(&e->opt, e->model.params, e->model.grads, zt_lr_get(&e->sched), clip);
+  zt_lr_step(&e->sched, a->global_batch_size);
+  e->iteration++;
+  e->consumed_samples += a->global_batch_size;
+  e->consumed_tokens += (int64_t)a->global_batch_size * a->seq_length;
+  *grad_norm = norm;
+  return (float)(loss_sum / nmb);
+}
+
+float zt_engine_evaluate(zt_engine *e, int split) {
+  const zt_args *a = e->args;
+  const int B = a->micro_batch_size;
+  double total = 0.0;
+  int count = 0;
+  uint64_t base = split == 1 ? (uint64_t)e->consumed_valid_samples : 0;
+  for (int it = 0; it < a->eval_iters; it++)
+    for (int mb = 0; mb < a->num_microbatches; mb++) {
+      uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size;
+      load_micro_batch(e, split, first);
+      zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0};
+      total += zt_gpt_forward(&e->model, e->tokens, NULL, e->targets, e->loss_mask, &pass);
+      count++;
+    }
+  if (split == 1) e->consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
+  return count ? (float)(total / count) : 0.0f;
+}
+
+static void print_validation(const char *prefix, float loss) {
+  char line[512];
+  double ppl = exp(loss < 20 ? loss : 20);
+  int len = snprintf(line, sizeof line, " validation loss at %s | lm loss value: %.6E | lm loss PPL: %.6E | ",
+                     prefix, loss, ppl);
+  char dashes[512];
+  int n = len + 1 < (int)sizeof dashes - 1 ? len + 1 : (int)sizeof dashes - 1;
+  memset(dashes, '-', (size_t)n);
+  dashes[n] = 0;
+  zt_log("%s\n%s\n%s\n", dashes, line, dashes);
+}
+
+static void print_log_line(const zt_engine *e, double elapsed_per_iter, float loss, double grad_norm) {
+  const zt_args *a = e->args;
+  const double samples_per_s = a->global_batch_size / elapsed_per_iter;
+  const int world = zt_world_size();
+  zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
+         " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
+         " lm loss: %.6E | loss scale: %.1f | grad norm: %.3f | number of skipped iterations: %3d |"
+         " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
+         " TFLOPs: %.2f |\n",
+         (long long)e->iteration, (long long)a->train_iters, (long long)e->consumed_samples,
+         (long long)e->consumed_tokens, elapsed_per_iter * 1000.0, zt_lr_get(&e->sched), a->global_batch_size,
+         loss, 1.0, grad_norm, 0, 0, samples_per_s, samples_per_s * a->seq_length / world,
+         e->flops_per_iteration / (elapsed_per_iter * world * 1e12));
+}
+
+void zt_engine_run(zt_engine *e) {
+  const zt_args *a = e->args;
+  if (!a->skip_train) {
+    zt_log("training ...\n");
+    double interval_start = zt_now(), loss_acc = 0.0;
+    int in_interval = 0;
+    while (e->iteration < a->train_iters) {
+      double norm;
+      loss_acc += zt_engine_train_step(e, &norm);
+      in_interval++;
+      if (e->iteration % a->log_interval == 0) {
+        double now = zt_now();
+        print_log_line(e, (now - interval_start) / in_interval, (float)(loss_acc / in_interval), norm);
+        interval_start = now;
+        loss_acc = 0.0;
+        in_interval = 0;
+      }
+      if (a->eval_iters > 0 && e->iteration % a->eval_interval == 0) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "iteration %lld", (long long)e->iteration);
+        double t0 = zt_now();
+        print_validation(prefix, zt_engine_evaluate(e, 1));
+        interval_start += zt_now() - t0; /* validation time is not training time */
+      }
+    }
+    zt_log("[after training is done]\n");
+  }
+  if (a->eval_iters > 0) {
+    print_validation("the end of training for val data", zt_engine_evaluate(e, 1));
+    print_validation("the end of training for test data", zt_engine_evaluate(e, 2));
+  }
+}
