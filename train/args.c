@@ -1,0 +1,687 @@
+/* Megatron-compatible command line: a table of the supported flags (type, field, default, help),
+ * refusal by name of the Megatron-DeepSpeed flags we do not support yet (args_table.c), strict value
+ * parsing, cross-checks before anything is allocated, and Megatron's argument summary. */
+#include "train/args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "train/args_table.h"
+
+/* Enum fields are written through int pointers by the table. */
+_Static_assert(sizeof(zt_lr_decay_style) == sizeof(int), "enum size");
+_Static_assert(sizeof(zt_optimizer_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(zt_recompute_granularity) == sizeof(int), "enum size");
+
+/* ---- the supported flags ------------------------------------------------------------------------ */
+
+typedef enum { F_INT, F_I64, F_U64, F_FLOAT, F_DOUBLE, F_TRUE, F_CONST, F_CHOICE, F_HELP } flag_kind;
+
+typedef struct {
+  const char *name;
+  int value; /* < 0: a Megatron choice we do not support yet */
+} choice;
+
+typedef struct {
+  const char *name;
+  flag_kind kind;
+  size_t offset;
+  const choice *choices; /* F_CHOICE: the valid values; F_CONST: choices[0].value is stored */
+  const char *group;
+  const char *deflt;
+  const char *help;
+} flag;
+
+static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM}, {"sgd", ZT_OPTIMIZER_SGD}, {NULL, 0}};
+static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT}, {"linear", ZT_LR_DECAY_LINEAR},
+                                        {"cosine", ZT_LR_DECAY_COSINE},
+                                        {"inverse-square-root", ZT_LR_DECAY_INVSQRT}, {NULL, 0}};
+static const choice k_granularity[] = {{"full", ZT_RECOMPUTE_FULL}, {"selective", -1}, {NULL, 0}};
+static const choice k_recompute_methods[] = {{"uniform", 1}, {"block", 0}, {NULL, 0}};
+static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL}, {NULL, 0}};
+
+#define OFF(field) offsetof(zt_args, field)
+#define SHAPE "model shape"
+#define REG "regularization and initialization"
+#define OPT "optimizer"
+#define BATCH "batch size and iterations"
+#define LR "learning-rate schedule"
+#define RECOMP "activation recompute"
+#define PAR "parallelism"
+#define DATA "data"
+#define LOG "logging and validation"
+
+/* Ordered by help group. */
+static const flag k_flags[] = {
+  {"--num-layers", F_INT, OFF(num_layers), NULL, SHAPE, "None (required)", "Number of transformer layers."},
+  {"--hidden-size", F_INT, OFF(hidden_size), NULL, SHAPE, "None (required)", "Transformer hidden size."},
+  {"--ffn-hidden-size", F_INT, OFF(ffn_hidden_size), NULL, SHAPE, "4 x hidden size", "Hidden size of the MLP."},
+  {"--num-attention-heads", F_INT, OFF(num_attention_heads), NULL, SHAPE, "None (required)",
+   "Number of attention heads."},
+  {"--kv-channels", F_INT, OFF(kv_channels), NULL, SHAPE, "hidden size / heads",
+   "Projection size per attention head (only the default is supported)."},
+  {"--max-position-embeddings", F_INT, OFF(max_position_embeddings), NULL, SHAPE, "None (required)",
+   "Number of learned positions; must be >= --seq-length."},
+  {"--make-vocab-size-divisible-by", F_INT, OFF(make_vocab_size_divisible_by), NULL, SHAPE, "128",
+   "Pad the vocabulary to a multiple of this times the tensor-parallel size."},
+  {"--layernorm-epsilon", F_FLOAT, OFF(layernorm_epsilon), NULL, SHAPE, "1e-05", "LayerNorm epsilon."},
+  {"--untie-embeddings-and-output-weights", F_TRUE, OFF(untie_embeddings_and_output_weights), NULL, SHAPE,
+   "False", "Give the output layer its own weights instead of the word embeddings."},
+  {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
+  {"--vocab-size", F_INT, OFF(vocab_size), NULL, SHAPE, "50257", "Vocabulary size (GPT-2's by default)."},
+  {"--attention-dropout", F_FLOAT, OFF(attention_dropout), NULL, REG, "0.1", "Dropout on attention probabilities."},
+  {"--hidden-dropout", F_FLOAT, OFF(hidden_dropout), NULL, REG, "0.1", "Dropout on the residual branches."},
+  {"--weight-decay", F_FLOAT, OFF(weight_decay), NULL, REG, "0.01", "Weight-decay coefficient."},
+  {"--clip-grad", F_FLOAT, OFF(clip_grad), NULL, REG, "1.0", "Clip the global gradient norm to this; 0 disables."},
+  {"--init-method-std", F_FLOAT, OFF(init_method_std), NULL, REG, "0.02",
+   "Std of the normal init (output projections use std / sqrt(2 x layers))."},
+  {"--seed", F_U64, OFF(seed), NULL, REG, "1234", "Random seed (dropout, init, mock data)."},
+  {"--optimizer", F_CHOICE, OFF(optimizer), k_optimizers, OPT, "adam",
+   "adam is Adam with decoupled weight decay (AdamW), as in Megatron."},
+  {"--adam-beta1", F_FLOAT, OFF(adam_beta1), NULL, OPT, "0.9", "Adam beta1."},
+  {"--adam-beta2", F_FLOAT, OFF(adam_beta2), NULL, OPT, "0.999", "Adam beta2."},
+  {"--adam-eps", F_FLOAT, OFF(adam_eps), NULL, OPT, "1e-08", "Adam epsilon."},
+  {"--sgd-momentum", F_FLOAT, OFF(sgd_momentum), NULL, OPT, "0.9", "SGD momentum."},
+  {"--micro-batch-size", F_INT, OFF(micro_batch_size), NULL, BATCH, "None (required)",
+   "Samples per data-parallel rank per forward/backward."},
+  {"--global-batch-size", F_INT, OFF(global_batch_size), NULL, BATCH, "micro batch x data-parallel size",
+   "Samples per optimizer step; the rest is gradient accumulation."},
+  {"--train-iters", F_I64, OFF(train_iters), NULL, BATCH, "None", "Iterations to train (or --train-samples)."},
+  {"--train-samples", F_I64, OFF(train_samples), NULL, BATCH, "None", "Samples to train (or --train-iters)."},
+  {"--lr", F_DOUBLE, OFF(lr), NULL, LR, "None (required)", "Peak learning rate."},
+  {"--min-lr", F_DOUBLE, OFF(min_lr), NULL, LR, "0.0", "Learning rate at the end of decay."},
+  {"--lr-decay-style", F_CHOICE, OFF(lr_decay_style), k_decay_styles, LR, "linear", "Decay after warmup."},
+  {"--lr-decay-iters", F_I64, OFF(lr_decay_iters), NULL, LR, "--train-iters", "Iterations to decay over."},
+  {"--lr-decay-samples", F_I64, OFF(lr_decay_samples), NULL, LR, "--train-samples", "Samples to decay over."},
+  {"--lr-warmup-iters", F_I64, OFF(lr_warmup_iters), NULL, LR, "0", "Iterations of linear warmup."},
+  {"--lr-warmup-samples", F_I64, OFF(lr_warmup_samples), NULL, LR, "0", "Samples of linear warmup."},
+  {"--lr-warmup-fraction", F_DOUBLE, OFF(lr_warmup_fraction), NULL, LR, "None",
+   "Warmup as a fraction of the decay length (excludes the two above)."},
+  {"--checkpoint-activations", F_CONST, OFF(recompute_granularity), k_full, RECOMP, "False",
+   "Recompute activations in the backward pass (= --recompute-granularity full)."},
+  {"--recompute-granularity", F_CHOICE, OFF(recompute_granularity), k_granularity, RECOMP, "None",
+   "full recomputes whole layers (selective is not supported yet)."},
+  {"--recompute-method", F_CHOICE, OFF(recompute_method_uniform), k_recompute_methods, RECOMP, "uniform",
+   "uniform: checkpoint chunks of --recompute-num-layers layers (block is not supported yet)."},
+  {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1", "Layers per recompute chunk."},
+  {"--checkpoint-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
+   "Old name of --recompute-num-layers."},
+  {"--tensor-model-parallel-size", F_INT, OFF(tensor_model_parallel_size), NULL, PAR, "1",
+   "Tensor-parallel degree (only 1 for now)."},
+  {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
+   "Pipeline-parallel degree (only 1 for now)."},
+  {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
+   "Train on a synthetic patterned token stream (required until --data-path lands)."},
+  {"--log-interval", F_INT, OFF(log_interval), NULL, LOG, "100", "Iterations between log lines."},
+  {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
+  {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
+  {"--skip-train", F_TRUE, OFF(skip_train), NULL, LOG, "False", "Only evaluate."},
+  {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
+};
+enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
+
+static const flag *find_flag(const char *name) {
+  for (int i = 0; i < NFLAGS; i++)
+    if (strcmp(k_flags[i].name, name) == 0) return &k_flags[i];
+  return NULL;
+}
+
+/* Whether `name` was given on the command line (names come from the code, so a typo is a bug). */
+static int given(const unsigned char *seen, const char *name) {
+  const flag *f = find_flag(name);
+  if (!f) zt_fatal("internal error", "args: no flag %s in the table", name);
+  return seen[f - k_flags];
+}
+
+/* ---- Python float repr, for messages and the summary --------------------------------------------- */
+
+/* Writes v as Python's repr would: the shortest digits that round-trip (to a float when `as_float`, so
+ * a --hidden-dropout 0.1 held as float prints 0.1), fixed notation for decimal exponents in [-4, 16),
+ * otherwise d.ddde+XX; integral values keep ".0". */
+static void py_float(char *out, size_t n, double v, int as_float) {
+  if (isnan(v)) { snprintf(out, n, "nan"); return; }
+  if (isinf(v)) { snprintf(out, n, v < 0 ? "-inf" : "inf"); return; }
+  char buf[40];
+  for (int p = 1; p <= 17; p++) {
+    snprintf(buf, sizeof buf, "%.*e", p - 1, v);
+    if (as_float ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+  }
+  /* buf is "[-]d[.ddd]e[+-]XX": split into sign, digit string and decimal exponent. */
+  const char *s = buf;
+  int neg = (*s == '-');
+  if (neg) s++;
+  char digits[24];
+  int nd = 0;
+  for (; *s != 'e'; s++)
+    if (*s != '.') digits[nd++] = *s;
+  int exp = atoi(s + 1);
+  while (nd > 1 && digits[nd - 1] == '0') nd--;
+  digits[nd] = '\0';
+
+  char body[64];
+  int k = 0;
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) {
+      k += sprintf(body + k, "0.");
+      for (int i = 0; i < -exp - 1; i++) body[k++] = '0';
+      k += sprintf(body + k, "%s", digits);
+    } else {
+      for (int i = 0; i <= exp; i++) body[k++] = i < nd ? digits[i] : '0';
+      body[k++] = '.';
+      if (nd > exp + 1) k += sprintf(body + k, "%s", digits + exp + 1);
+      else body[k++] = '0';
+      body[k] = '\0';
+    }
+  } else {
+    body[k++] = digits[0];
+    if (nd > 1) k += sprintf(body + k, ".%s", digits + 1);
+    sprintf(body + k, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
+  }
+  snprintf(out, n, "%s%s", neg ? "-" : "", body);
+}
+
+/* ---- value parsing ------------------------------------------------------------------------------- */
+
+static const char *metavar(const flag *f) {
+  switch (f->kind) {
+  case F_INT: case F_I64: case F_U64: return "INT";
+  case F_FLOAT: case F_DOUBLE: return "FLOAT";
+  default: return "";
+  }
+}
+
+/* "adam, sgd" for messages, "adam,sgd" (sep ",") for the help's {choices}. */
+static void choices_text(const choice *c, const char *sep, char *out, size_t n) {
+  size_t k = 0;
+  out[0] = '\0';
+  for (; c->name && k < n; c++) k += snprintf(out + k, n - k, "%s%s", k ? sep : "", c->name);
+}
+
+static long long parse_int(const char *flag, const char *s, long long lo, long long hi) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  /* Python int() would also take " 12" and "1_000"; plain digits are enough and cannot be misread. */
+  if (end == s || *end != '\0' || s[0] == ' ' || s[0] == '\t')
+    zt_fatal("bad argument value", "%s %s: expected an integer", flag, s);
+  if (errno == ERANGE || v < lo || v > hi)
+    zt_fatal("bad argument value", "%s %s: out of range [%lld, %lld]", flag, s, lo, hi);
+  return v;
+}
+
+static double parse_double(const char *flag, const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || s[0] == ' ' || s[0] == '\t')
+    zt_fatal("bad argument value", "%s %s: expected a number", flag, s);
+  if (!isfinite(v)) zt_fatal("bad argument value", "%s %s: must be a finite number", flag, s);
+  return v;
+}
+
+static void set_value(zt_args *a, const flag *f, const char *value) {
+  char *field = (char *)a + f->offset;
+  switch (f->kind) {
+  case F_INT: *(int *)field = (int)parse_int(f->name, value, INT_MIN, INT_MAX); break;
+  case F_I64: *(int64_t *)field = parse_int(f->name, value, LLONG_MIN, LLONG_MAX); break;
+  case F_U64: *(uint64_t *)field = (uint64_t)parse_int(f->name, value, 0, LLONG_MAX); break;
+  case F_FLOAT: {
+    double v = parse_double(f->name, value);
+    if (isinf((float)v)) zt_fatal("bad argument value", "%s %s: too large for a float", f->name, value);
+    *(float *)field = (float)v;
+    break;
+  }
+  case F_DOUBLE: *(double *)field = parse_double(f->name, value); break;
+  case F_TRUE: *(int *)field = 1; break;
+  case F_CONST: *(int *)field = f->choices[0].value; break;
+  case F_CHOICE: {
+    const choice *c = f->choices;
+    while (c->name && strcmp(c->name, value) != 0) c++;
+    if (!c->name) {
+      char list[160];
+      choices_text(f->choices, ", ", list, sizeof list);
+      zt_fatal("bad argument value", "%s %s: invalid choice (choose from %s)", f->name, value, list);
+    }
+    if (c->value < 0)
+      zt_fatal("unsupported argument", "%s %s is not supported yet (it lands with the selective-recompute "
+               "work); use %s full", f->name, value, f->name);
+    *(int *)field = c->value;
+    break;
+  }
+  case F_HELP: break;
+  }
+}
+
+/* ---- unknown and known-unsupported flags --------------------------------------------------------- */
+
+int zt_edit_distance(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  int *row = zt_malloc((nb + 1) * sizeof(int), "edit distance row");
+  for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= na; i++) {
+    int diag = row[0]; /* distance(a[:i-1], b[:j-1]) */
+    row[0] = (int)i;
+    for (size_t j = 1; j <= nb; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  int d = row[nb];
+  free(row);
+  return d;
+}
+
+/* Calls fn(name, ctx) on each space-separated flag of a known-group list; stops when fn returns 1. */
+static int each_token(const char *list, int (*fn)(const char *name, void *ctx), void *ctx) {
+  char tok[96];
+  while (*list) {
+    size_t len = strcspn(list, " ");
+    if (len > 0 && len < sizeof tok) {
+      memcpy(tok, list, len);
+      tok[len] = '\0';
+      if (fn(tok, ctx)) return 1;
+    }
+    list += len;
+    while (*list == ' ') list++;
+  }
+  return 0;
+}
+
+static int token_equals(const char *name, void *ctx) { return strcmp(name, (const char *)ctx) == 0; }
+
+typedef struct {
+  const char *typed;
+  int best;
+  char name[96];
+} suggestion;
+
+static int consider(const char *name, void *ctx) {
+  suggestion *s = ctx;
+  int d = zt_edit_distance(s->typed, name);
+  if (d < s->best) {
+    s->best = d;
+    snprintf(s->name, sizeof s->name, "%s", name);
+  }
+  return 0;
+}
+
+/* Refuses `name` (a flag without its "=value"): as deprecated, as known but unsupported, or as unknown
+ * with the closest supported or known flag when that one is near enough to be a typo. */
+static void refuse_flag(const char *name) __attribute__((noreturn));
+static void refuse_flag(const char *name) {
+  for (const zt_args_deprecated *d = zt_args_deprecated_flags; d->flag; d++)
+    if (strcmp(d->flag, name) == 0)
+      zt_fatal("unsupported argument", "%s is deprecated (Megatron refuses it too); use %s", name, d->replacement);
+  for (const zt_args_known_group *g = zt_args_known_groups; g->area; g++)
+    if (each_token(g->flags, token_equals, (void *)name))
+      zt_fatal("unsupported argument", "%s is a Megatron-DeepSpeed flag that zerotron does not support yet "
+               "(it lands with the %s work); remove it", name, g->area);
+
+  suggestion s = {name, INT_MAX, ""};
+  for (int i = 0; i < NFLAGS; i++) consider(k_flags[i].name, &s);
+  for (const zt_args_known_group *g = zt_args_known_groups; g->area; g++) each_token(g->flags, consider, &s);
+  int len = (int)strlen(name), limit = len / 3 > 2 ? len / 3 : 2;
+  if (s.best <= limit) zt_fatal("unrecognized argument", "%s; did you mean %s?", name, s.name);
+  zt_fatal("unrecognized argument", "%s (see --help for the supported flags)", name);
+}
+
+/* ---- help ---------------------------------------------------------------------------------------- */
+
+static void print_help(const char *prog) {
+  zt_log("usage: %s --num-layers INT --hidden-size INT --num-attention-heads INT --seq-length INT\n"
+         "       --max-position-embeddings INT --micro-batch-size INT --lr FLOAT\n"
+         "       (--train-iters INT | --train-samples INT) --mock-data [options]\n\n"
+         "Megatron-compatible flags, as --flag value or --flag=value. Megatron-DeepSpeed flags not listed\n"
+         "here are refused by name until the work they belong to lands.\n", prog);
+  const char *group = NULL;
+  for (int i = 0; i < NFLAGS; i++) {
+    const flag *f = &k_flags[i];
+    if (!group || strcmp(group, f->group) != 0) {
+      group = f->group;
+      zt_log("\n%s:\n", group);
+    }
+    char left[256];
+    if (f->kind == F_CHOICE) {
+      char list[160];
+      choices_text(f->choices, ",", list, sizeof list);
+      snprintf(left, sizeof left, "%s {%s}", f->name, list);
+    } else {
+      snprintf(left, sizeof left, "%s %s", f->name, metavar(f));
+    }
+    if (strlen(left) > 38) zt_log("  %s\n  %-38s", left, "");
+    else zt_log("  %-38s", left);
+    if (f->deflt[0]) zt_log(" %s [default: %s]\n", f->help, f->deflt);
+    else zt_log(" %s\n", f->help);
+  }
+}
+
+/* ---- validation and derived values --------------------------------------------------------------- */
+
+static void check_positive(const char *flag, long long v) {
+  zt_check(v > 0, "bad argument value", "%s %lld: must be > 0", flag, v);
+}
+
+static void check_real(int ok, const char *flag, double v, int as_float, const char *rule) {
+  if (ok) return;
+  char text[40];
+  py_float(text, sizeof text, v, as_float);
+  zt_fatal("bad argument value", "%s %s: must be %s", flag, text, rule);
+}
+
+static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
+  static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
+                                         "--max-position-embeddings", "--seq-length", "--micro-batch-size",
+                                         "--lr"};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    zt_check(given(seen, required[i]), "missing argument", "%s is required", required[i]);
+  int by_iters = given(seen, "--train-iters"), by_samples = given(seen, "--train-samples");
+  zt_check(!(by_iters && by_samples), "inconsistent arguments",
+           "--train-iters and --train-samples are mutually exclusive (got --train-iters %lld and "
+           "--train-samples %lld)", (long long)a->train_iters, (long long)a->train_samples);
+  zt_check(by_iters || by_samples, "missing argument", "one of --train-iters or --train-samples is required");
+  zt_check(a->mock_data, "missing argument", "--mock-data is required for now: zerotron has no data loader "
+           "yet (--data-path lands with the data issue)");
+
+  /* sizes */
+  check_positive("--num-layers", a->num_layers);
+  check_positive("--hidden-size", a->hidden_size);
+  check_positive("--num-attention-heads", a->num_attention_heads);
+  check_positive("--max-position-embeddings", a->max_position_embeddings);
+  check_positive("--seq-length", a->seq_length);
+  check_positive("--micro-batch-size", a->micro_batch_size);
+  check_positive("--make-vocab-size-divisible-by", a->make_vocab_size_divisible_by);
+  check_positive("--vocab-size", a->vocab_size);
+  check_positive("--log-interval", a->log_interval);
+  check_positive("--eval-interval", a->eval_interval);
+  zt_check(a->eval_iters >= 0, "bad argument value", "--eval-iters %d: must be >= 0", a->eval_iters);
+  if (given(seen, "--ffn-hidden-size")) check_positive("--ffn-hidden-size", a->ffn_hidden_size);
+  if (given(seen, "--kv-channels")) check_positive("--kv-channels", a->kv_channels);
+  if (given(seen, "--global-batch-size")) check_positive("--global-batch-size", a->global_batch_size);
+  if (by_iters) check_positive("--train-iters", a->train_iters);
+  if (by_samples) check_positive("--train-samples", a->train_samples);
+  if (given(seen, "--lr-decay-iters")) check_positive("--lr-decay-iters", a->lr_decay_iters);
+  if (given(seen, "--lr-decay-samples")) check_positive("--lr-decay-samples", a->lr_decay_samples);
+  zt_check(a->lr_warmup_iters >= 0, "bad argument value", "--lr-warmup-iters %lld: must be >= 0",
+           (long long)a->lr_warmup_iters);
+  zt_check(a->lr_warmup_samples >= 0, "bad argument value", "--lr-warmup-samples %lld: must be >= 0",
+           (long long)a->lr_warmup_samples);
+
+  /* shape */
+  zt_check(a->hidden_size % a->num_attention_heads == 0, "inconsistent arguments",
+           "--hidden-size %d is not divisible by --num-attention-heads %d", a->hidden_size, a->num_attention_heads);
+  int head_dim = a->hidden_size / a->num_attention_heads;
+  if (given(seen, "--kv-channels"))
+    zt_check(a->kv_channels == head_dim, "unsupported argument",
+             "--kv-channels %d differs from --hidden-size %d / --num-attention-heads %d = %d; other values are "
+             "not supported yet", a->kv_channels, a->hidden_size, a->num_attention_heads, head_dim);
+  a->kv_channels = head_dim;
+  if (!given(seen, "--ffn-hidden-size")) {
+    zt_check(a->hidden_size <= INT_MAX / 4, "bad argument value", "--hidden-size %d: too large", a->hidden_size);
+    a->ffn_hidden_size = 4 * a->hidden_size;
+  }
+  zt_check(a->seq_length <= a->max_position_embeddings, "inconsistent arguments",
+           "--seq-length %d is larger than --max-position-embeddings %d", a->seq_length, a->max_position_embeddings);
+
+  /* regularization, optimizer, init */
+  check_real(a->layernorm_epsilon > 0, "--layernorm-epsilon", a->layernorm_epsilon, 1, "> 0");
+  check_real(a->attention_dropout >= 0 && a->attention_dropout < 1, "--attention-dropout", a->attention_dropout, 1,
+             "in [0, 1)");
+  check_real(a->hidden_dropout >= 0 && a->hidden_dropout < 1, "--hidden-dropout", a->hidden_dropout, 1, "in [0, 1)");
+  check_real(a->weight_decay >= 0, "--weight-decay", a->weight_decay, 1, ">= 0");
+  check_real(a->clip_grad >= 0, "--clip-grad", a->clip_grad, 1, ">= 0 (0 disables clipping)");
+  check_real(a->adam_beta1 >= 0 && a->adam_beta1 < 1, "--adam-beta1", a->adam_beta1, 1, "in [0, 1)");
+  check_real(a->adam_beta2 >= 0 && a->adam_beta2 < 1, "--adam-beta2", a->adam_beta2, 1, "in [0, 1)");
+  check_real(a->adam_eps > 0, "--adam-eps", a->adam_eps, 1, "> 0");
+  check_real(a->sgd_momentum >= 0 && a->sgd_momentum < 1, "--sgd-momentum", a->sgd_momentum, 1, "in [0, 1)");
+  check_real(a->init_method_std > 0, "--init-method-std", a->init_method_std, 1, "> 0");
+
+  /* learning-rate schedule; Megatron's rules: the schedule is in the unit of the training length, and a
+   * warmup fraction excludes an explicit warmup length. */
+  check_real(a->lr >= 0, "--lr", a->lr, 0, ">= 0");
+  check_real(a->min_lr >= 0, "--min-lr", a->min_lr, 0, ">= 0");
+  if (a->min_lr > a->lr) {
+    char lo[40], hi[40];
+    py_float(lo, sizeof lo, a->min_lr, 0);
+    py_float(hi, sizeof hi, a->lr, 0);
+    zt_fatal("inconsistent arguments", "--min-lr %s is larger than --lr %s", lo, hi);
+  }
+  if (given(seen, "--lr-warmup-fraction")) {
+    check_real(a->lr_warmup_fraction >= 0 && a->lr_warmup_fraction <= 1, "--lr-warmup-fraction",
+               a->lr_warmup_fraction, 0, "in [0, 1]");
+    zt_check(a->lr_warmup_iters == 0, "inconsistent arguments", "--lr-warmup-fraction and --lr-warmup-iters are "
+             "mutually exclusive (got --lr-warmup-iters %lld)", (long long)a->lr_warmup_iters);
+    zt_check(a->lr_warmup_samples == 0, "inconsistent arguments", "--lr-warmup-fraction and --lr-warmup-samples "
+             "are mutually exclusive (got --lr-warmup-samples %lld)", (long long)a->lr_warmup_samples);
+  }
+  const char *unit = by_iters ? "--train-iters" : "--train-samples";
+  const char *bad_decay = by_iters ? "--lr-decay-samples" : "--lr-decay-iters";
+  const char *bad_warmup = by_iters ? "--lr-warmup-samples" : "--lr-warmup-iters";
+  zt_check(!given(seen, bad_decay), "inconsistent arguments", "%s cannot be used with %s: the schedule is counted "
+           "in the unit of the training length", bad_decay, unit);
+  zt_check((by_iters ? a->lr_warmup_samples : a->lr_warmup_iters) == 0, "inconsistent arguments", "%s cannot be "
+           "used with %s: the schedule is counted in the unit of the training length", bad_warmup, unit);
+
+  /* activation recompute */
+  check_positive("--recompute-num-layers", a->recompute_num_layers);
+  zt_check(a->recompute_num_layers <= a->num_layers, "inconsistent arguments",
+           "--recompute-num-layers %d is larger than --num-layers %d", a->recompute_num_layers, a->num_layers);
+  zt_check(a->recompute_granularity == ZT_RECOMPUTE_NONE || a->recompute_method_uniform, "unsupported argument",
+           "--recompute-method block is not supported yet (only uniform recompute is implemented); use "
+           "--recompute-method uniform");
+
+  /* parallel layout and batch */
+  zt_check(world_size >= 1, "internal error", "args: world size %d", world_size);
+  int tp = a->tensor_model_parallel_size, pp = a->pipeline_model_parallel_size;
+  check_positive("--tensor-model-parallel-size", tp);
+  check_positive("--pipeline-model-parallel-size", pp);
+  zt_check(tp == 1, "unsupported argument", "--tensor-model-parallel-size %d: tensor parallelism lands with the "
+           "3D-parallelism issue; use 1", tp);
+  zt_check(pp == 1, "unsupported argument", "--pipeline-model-parallel-size %d: pipeline parallelism lands with "
+           "the 3D-parallelism issue; use 1", pp);
+  zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
+           "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
+  a->data_parallel_size = world_size / (tp * pp);
+  long long per_step = (long long)a->micro_batch_size * a->data_parallel_size;
+  if (!given(seen, "--global-batch-size")) {
+    zt_check(per_step <= INT_MAX, "bad batch size", "--micro-batch-size %d x data-parallel size %d is too large",
+             a->micro_batch_size, a->data_parallel_size);
+    a->global_batch_size = (int)per_step;
+  }
+  zt_check(a->global_batch_size % per_step == 0, "bad batch size", "--global-batch-size %d is not divisible by "
+           "--micro-batch-size %d x data-parallel size %d = %lld", a->global_batch_size, a->micro_batch_size,
+           a->data_parallel_size, per_step);
+  a->num_microbatches = (int)(a->global_batch_size / per_step);
+  if (by_samples) {
+    a->train_iters = a->train_samples / a->global_batch_size;
+    zt_check(a->train_iters > 0, "inconsistent arguments", "--train-samples %lld is less than one global batch "
+             "(--global-batch-size %d)", (long long)a->train_samples, a->global_batch_size);
+  }
+
+  long long multiple = (long long)a->make_vocab_size_divisible_by * tp;
+  long long padded = (a->vocab_size + multiple - 1) / multiple * multiple;
+  zt_check(padded <= INT_MAX, "bad argument value", "--vocab-size %d padded to a multiple of %lld overflows",
+           a->vocab_size, multiple);
+  a->padded_vocab_size = (int)padded;
+}
+
+/* ---- entry points -------------------------------------------------------------------------------- */
+
+static void set_defaults(zt_args *a) {
+  memset(a, 0, sizeof *a);
+  a->num_layers = a->hidden_size = a->ffn_hidden_size = a->num_attention_heads = -1;
+  a->kv_channels = a->max_position_embeddings = a->seq_length = a->micro_batch_size = -1;
+  a->global_batch_size = a->padded_vocab_size = -1;
+  a->make_vocab_size_divisible_by = 128;
+  a->layernorm_epsilon = 1e-5f;
+  a->vocab_size = 50257;
+  a->attention_dropout = a->hidden_dropout = 0.1f;
+  a->weight_decay = 0.01f;
+  a->clip_grad = 1.0f;
+  a->adam_beta1 = 0.9f;
+  a->adam_beta2 = 0.999f;
+  a->adam_eps = 1e-8f;
+  a->sgd_momentum = 0.9f;
+  a->optimizer = ZT_OPTIMIZER_ADAM;
+  a->init_method_std = 0.02f;
+  a->seed = 1234;
+  a->train_iters = a->train_samples = -1;
+  a->lr = -1.0;
+  a->min_lr = 0.0;
+  a->lr_decay_style = ZT_LR_DECAY_LINEAR;
+  a->lr_decay_iters = a->lr_decay_samples = -1;
+  a->lr_warmup_fraction = -1.0;
+  a->recompute_granularity = ZT_RECOMPUTE_NONE;
+  a->recompute_method_uniform = 1;
+  a->recompute_num_layers = 1;
+  a->tensor_model_parallel_size = a->pipeline_model_parallel_size = a->data_parallel_size = 1;
+  a->log_interval = 100;
+  a->eval_interval = 1000;
+  a->eval_iters = 100;
+}
+
+/* A value follows a flag unless the next word is itself a flag; "-5" or "-.5" are values. */
+static int is_value(const char *s) {
+  return s[0] != '-' || (s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9');
+}
+
+void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
+  /* --help wins wherever it is, as with argparse. */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      print_help(argc > 0 ? argv[0] : "pretrain_gpt");
+      exit(0);
+    }
+  set_defaults(args);
+  unsigned char seen[NFLAGS] = {0};
+  const flag *prev = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (arg[0] != '-' || strcmp(arg, "-") == 0 || strcmp(arg, "--") == 0) {
+      if (prev && (prev->kind == F_TRUE || prev->kind == F_CONST))
+        zt_fatal("unrecognized argument", "%s: %s is a switch and takes no value", arg, prev->name);
+      zt_fatal("unrecognized argument", "%s: positional arguments are not accepted (flags start with --)", arg);
+    }
+    char name[128];
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), arg);
+    const flag *f = find_flag(name);
+    if (!f) refuse_flag(name);
+
+    const char *value = NULL;
+    if (f->kind == F_TRUE || f->kind == F_CONST) {
+      zt_check(!eq, "bad argument value", "%s: %s is a switch and takes no value", arg, name);
+    } else if (eq) {
+      value = eq + 1;
+    } else if (i + 1 < argc && is_value(argv[i + 1])) {
+      value = argv[++i];
+    } else if (f->kind == F_CHOICE) {
+      char list[160];
+      choices_text(f->choices, ", ", list, sizeof list);
+      zt_fatal("missing argument value", "%s expects one value (one of %s)", name, list);
+    } else {
+      zt_fatal("missing argument value", "%s expects one value (%s)", name, metavar(f));
+    }
+    set_value(args, f, value);
+    seen[f - k_flags] = 1;
+    prev = f;
+  }
+  finalize(args, seen, world_size);
+}
+
+/* ---- Megatron's argument summary ----------------------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  char value[48];
+} summary_line;
+
+static int by_name(const void *x, const void *y) {
+  return strcmp(((const summary_line *)x)->name, ((const summary_line *)y)->name);
+}
+
+void zt_args_print(const zt_args *a) {
+  summary_line lines[64];
+  int n = 0;
+#define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 48, "%lld", (long long)(v)))
+#define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 48, "None")) : INT_LINE(nm, v))
+#define STR_LINE(nm, s) (lines[n].name = (nm), snprintf(lines[n++].value, 48, "%s", (s)))
+#define BOOL_LINE(nm, v) STR_LINE(nm, (v) ? "True" : "False")
+#define FLT_LINE(nm, v, f) (lines[n].name = (nm), py_float(lines[n++].value, 48, (v), (f)))
+  INT_LINE("num_layers", a->num_layers);
+  INT_LINE("hidden_size", a->hidden_size);
+  INT_LINE("ffn_hidden_size", a->ffn_hidden_size);
+  INT_LINE("num_attention_heads", a->num_attention_heads);
+  INT_LINE("kv_channels", a->kv_channels);
+  INT_LINE("max_position_embeddings", a->max_position_embeddings);
+  INT_LINE("make_vocab_size_divisible_by", a->make_vocab_size_divisible_by);
+  FLT_LINE("layernorm_epsilon", a->layernorm_epsilon, 1);
+  BOOL_LINE("untie_embeddings_and_output_weights", a->untie_embeddings_and_output_weights);
+  INT_LINE("seq_length", a->seq_length);
+  INT_LINE("vocab_size", a->vocab_size);
+  INT_LINE("padded_vocab_size", a->padded_vocab_size);
+  FLT_LINE("attention_dropout", a->attention_dropout, 1);
+  FLT_LINE("hidden_dropout", a->hidden_dropout, 1);
+  FLT_LINE("weight_decay", a->weight_decay, 1);
+  FLT_LINE("clip_grad", a->clip_grad, 1);
+  FLT_LINE("adam_beta1", a->adam_beta1, 1);
+  FLT_LINE("adam_beta2", a->adam_beta2, 1);
+  FLT_LINE("adam_eps", a->adam_eps, 1);
+  FLT_LINE("sgd_momentum", a->sgd_momentum, 1);
+  STR_LINE("optimizer", a->optimizer == ZT_OPTIMIZER_SGD ? "sgd" : "adam");
+  FLT_LINE("init_method_std", a->init_method_std, 1);
+  lines[n].name = "seed";
+  snprintf(lines[n++].value, 48, "%llu", (unsigned long long)a->seed);
+  INT_LINE("micro_batch_size", a->micro_batch_size);
+  INT_LINE("global_batch_size", a->global_batch_size);
+  OPT_LINE("train_iters", a->train_iters);
+  OPT_LINE("train_samples", a->train_samples);
+  FLT_LINE("lr", a->lr, 0);
+  FLT_LINE("min_lr", a->min_lr, 0);
+  const char *style = "linear";
+  for (const choice *c = k_decay_styles; c->name; c++)
+    if (c->value == (int)a->lr_decay_style) style = c->name;
+  STR_LINE("lr_decay_style", style);
+  OPT_LINE("lr_decay_iters", a->lr_decay_iters);
+  OPT_LINE("lr_decay_samples", a->lr_decay_samples);
+  INT_LINE("lr_warmup_iters", a->lr_warmup_iters);
+  INT_LINE("lr_warmup_samples", a->lr_warmup_samples);
+  if (a->lr_warmup_fraction < 0) STR_LINE("lr_warmup_fraction", "None");
+  else FLT_LINE("lr_warmup_fraction", a->lr_warmup_fraction, 0);
+  int recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL;
+  STR_LINE("recompute_granularity", recompute ? "full" : "None");
+  STR_LINE("recompute_method", !recompute ? "None" : a->recompute_method_uniform ? "uniform" : "block");
+  INT_LINE("recompute_num_layers", a->recompute_num_layers);
+  INT_LINE("tensor_model_parallel_size", a->tensor_model_parallel_size);
+  INT_LINE("pipeline_model_parallel_size", a->pipeline_model_parallel_size);
+  INT_LINE("data_parallel_size", a->data_parallel_size);
+  INT_LINE("world_size", (long long)a->data_parallel_size * a->tensor_model_parallel_size *
+                             a->pipeline_model_parallel_size);
+  BOOL_LINE("mock_data", a->mock_data);
+  INT_LINE("log_interval", a->log_interval);
+  INT_LINE("eval_interval", a->eval_interval);
+  INT_LINE("eval_iters", a->eval_iters);
+  BOOL_LINE("skip_train", a->skip_train);
+#undef INT_LINE
+#undef OPT_LINE
+#undef STR_LINE
+#undef BOOL_LINE
+#undef FLT_LINE
+  qsort(lines, (size_t)n, sizeof lines[0], by_name);
+  static const char dots[] = "................................................"; /* 48 */
+  zt_log("------------------------ arguments ------------------------\n");
+  for (int i = 0; i < n; i++) {
+    int pad = 48 - (int)strlen(lines[i].name);
+    zt_log("  %s %.*s %s\n", lines[i].name, pad > 0 ? pad : 0, dots, lines[i].value);
+  }
+  zt_log("-------------------- end of arguments ---------------------\n");
+}
