@@ -1,12 +1,14 @@
 /* pretrain_gpt: Megatron-DeepSpeed's pretrain_gpt.py as one binary. */
 #include <omp.h>
 
+#include "runtime/base/blas.h"
 #include "runtime/base/error.h"
 #include "runtime/ops/cuda/cuda_device.h"
 #include "train/args.h"
 #include "train/engine.h"
 
 int main(int argc, char **argv) {
+  zt_blas_setup(argc, argv);
   zt_set_rank(0, 1);
   zt_args args;
   zt_args_parse(&args, argc, argv, zt_world_size());
@@ -14,7 +16,7 @@ int main(int argc, char **argv) {
   zt_log("> padded vocab (size: %d) with %d dummy tokens (new size: %d)\n", args.vocab_size,
          args.padded_vocab_size - args.vocab_size, args.padded_vocab_size);
   int ngpu = zt_cuda_device_count();
-  zt_log("> compute: CPU, %d OpenMP threads%s\n", omp_get_max_threads(),
+  zt_log("> compute: CPU, %d OpenMP threads, OpenBLAS %s kernels%s\n", omp_get_max_threads(), zt_blas_core(),
          ngpu > 0 ? " (a CUDA device is present; GPU training is not available yet, so this run uses the CPU)" : "");
   zt_engine e;
   zt_engine_init(&e, &args);
