@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "runtime/ops/cpu/vmath.h"
 #include "runtime/ops/ops.h"
 
 /* Element id of probability (h, i, j) within one sample's dropout stream. */
@@ -45,7 +46,7 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
         if (m == -INFINITY) { memset(row, 0, (size_t)Tk * sizeof(float)); continue; }
         float s = 0.0f;
         for (int j = 0; j < Tk; j++) {
-          float e = (j < nk && !(pad && pad[j])) ? expf(row[j] - m) : 0.0f;
+          float e = (j < nk && !(pad && pad[j])) ? zt_expf(row[j] - m) : 0.0f;
           row[j] = e;
           s += e;
         }

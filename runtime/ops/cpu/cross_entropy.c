@@ -2,6 +2,7 @@
  * the logits and the saved log-sum-exp and writes the gradient in place of the logits. */
 #include <math.h>
 
+#include "runtime/ops/cpu/vmath.h"
 #include "runtime/ops/ops.h"
 
 void zt_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets,
@@ -14,7 +15,7 @@ void zt_cross_entropy_forward(float *losses, float *lse, const float *logits, co
     for (int v = 0; v < V; v++) m = l[v] > m ? l[v] : m;
     float s = 0.0f;
     #pragma omp simd reduction(+ : s)
-    for (int v = 0; v < V; v++) s += expf(l[v] - m);
+    for (int v = 0; v < V; v++) s += zt_expf(l[v] - m);
     lse[n] = m + logf(s);
     losses[n] = lse[n] - l[targets[n]];
   }
@@ -28,7 +29,7 @@ void zt_cross_entropy_backward(float *dlogits, const float *logits, const float 
     float *d = dlogits + (size_t)n * V;
     float w = dloss[n], z = lse[n];
     #pragma omp simd
-    for (int v = 0; v < V; v++) d[v] = expf(l[v] - z) * w;
+    for (int v = 0; v < V; v++) d[v] = zt_expf(l[v] - z) * w;
     d[targets[n]] -= w;
   }
 }
