@@ -9,6 +9,10 @@
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
 
+_Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
+                   (int)ZT_LR_DECAY_CONSTANT == (int)ZT_DECAY_CONSTANT && (int)ZT_LR_DECAY_INVSQRT == (int)ZT_DECAY_INVSQRT,
+               "args and schedule decay styles must match");
+
 void zt_engine_init(zt_engine *e, const zt_args *a) {
   memset(e, 0, sizeof(*e));
   e->args = a;

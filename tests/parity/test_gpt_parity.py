@@ -298,7 +298,7 @@ def main():
         return 2
     binary = sys.argv[1]
     t0 = time.time()
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contend under ctest -j)
     with tempfile.TemporaryDirectory(prefix="zt_gpt_parity_") as tmp:
         for tag, args in [("tied", []), ("untied_recompute", ["--untie-recompute"])]:
             try:

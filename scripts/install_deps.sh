@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what zerotron needs on Debian/Ubuntu (as root, or through sudo).
+#   scripts/install_deps.sh          build and run: compiler, CMake, OpenBLAS (OpenMP build)
+#   scripts/install_deps.sh --test   also the test oracles: PyTorch and NumPy for /usr/bin/python3
+set -euo pipefail
+pkgs=(build-essential cmake libopenblas-dev libopenblas-openmp-dev)
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(python3 python3-numpy python3-torch)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "error: install_deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

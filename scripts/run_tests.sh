@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: install (with the PyTorch/NumPy oracles), build (CUDA code too when nvcc is
+# present), and run every ctest label: unit, parity, slow (mpi and gpu tests join as they land; GPU
+# tests print SKIP where there is no GPU). Tests run one at a time: each uses all cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh --test
+bash scripts/build.sh
+cd build
+set +e
+ctest --output-on-failure --timeout 1800 2>&1 | tee ctest.log
+rc=${PIPESTATUS[0]}
+set -e
+summary=$(grep -E "tests passed|tests failed" ctest.log | tail -1)
+passed=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed" ctest.log || true)
+failed=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*Failed|Not Run|Timeout|Exception)" ctest.log || true)
+skipped=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped" ctest.log || true)
+echo "$summary"
+echo "ctest: $passed passed, $failed failed, $skipped skipped"
+exit "$rc"
