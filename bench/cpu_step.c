@@ -18,14 +18,14 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Best-of-5 sgemm rate for an M x N x K product (C = A B^T, our linear layers' layout). */
+/* Best-of-10 sgemm rate for an M x N x K product (C = A B^T, our linear layers' layout). */
 static double sgemm_gflops(int M, int N, int K) {
   float *A = zt_aligned_alloc((size_t)M * K * 4, "bench A"), *B = zt_aligned_alloc((size_t)N * K * 4, "bench B");
   float *C = zt_aligned_alloc((size_t)M * N * 4, "bench C");
   for (size_t i = 0; i < (size_t)M * K; i++) A[i] = (float)(i % 7) * 0.1f;
   for (size_t i = 0; i < (size_t)N * K; i++) B[i] = (float)(i % 5) * 0.1f;
   double best = 1e30;
-  for (int r = 0; r < 6; r++) {
+  for (int r = 0; r < 11; r++) {
     double t0 = zt_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
     double t = zt_now() - t0;
@@ -71,9 +71,13 @@ int main(int argc, char **argv) {
     zt_engine_train_step(&e, &norm);
     times[s] = zt_now() - t0;
   }
+  /* the bound is measured again after the steps and the higher figure kept: on a shared or
+   * frequency-scaling machine this makes the ratio conservative rather than flattering */
+  double bound_after = sgemm_gflops(2048, 2048, 2048);
+  if (bound_after > bound) bound = bound_after;
   qsort(times, (size_t)steps, sizeof(double), cmp_double);
   double med = times[steps / 2], gflop = e.flops_per_iteration / 1e9;
-  printf("machine: %d OpenMP threads, OpenBLAS %s kernels; sgemm 2048^3: %.1f GFLOP/s; sgemm %dx%dx%d (MLP shape): %.1f GFLOP/s\n",
+  printf("machine: %d OpenMP threads, OpenBLAS %s kernels; sgemm 2048^3 (best before/after the steps): %.1f GFLOP/s; sgemm %dx%dx%d (MLP shape): %.1f GFLOP/s\n",
          omp_get_max_threads(), zt_blas_core(), bound, args.micro_batch_size * args.seq_length, 4 * args.hidden_size, args.hidden_size,
          model_shape);
   printf("model: L=%d h=%d heads=%d V=%d seq=%d mbs=%d gbs=%d recompute=%s: %.1f GFLOP per step\n", args.num_layers,

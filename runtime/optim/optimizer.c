@@ -39,8 +39,11 @@ double zt_grad_global_norm(const float *grads, size_t n) {
   return sqrt(total);
 }
 
+/* update = m_hat / (sqrt(v_hat) + eps) (+ wd p in AdamW mode) with the bias corrections folded into
+ * two scalars, as torch.optim.AdamW does: one divide and one sqrt per element. Divides dominated the
+ * step before (3 per element: 264 ms for 124M parameters on 2 cores against a 140 ms memory bound). */
 static void adam_range(float *p, float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps,
-                       float wd, int adam_w, float bc1, float bc2, float gs) {
+                       float wd, int adam_w, float inv_bc1, float inv_sqrt_bc2, float gs) {
   #pragma omp parallel for simd schedule(static) if (n > 32768)
   for (size_t i = 0; i < n; i++) {
     float grad = g[i] * gs;
@@ -49,7 +52,7 @@ static void adam_range(float *p, float *g, float *m, float *v, size_t n, float l
     float vi = b2 * v[i] + (1.0f - b2) * grad * grad;
     m[i] = mi;
     v[i] = vi;
-    float update = (mi / bc1) / (sqrtf(vi / bc2) + eps);
+    float update = (mi * inv_bc1) / (sqrtf(vi) * inv_sqrt_bc2 + eps);
     if (adam_w) update += wd * p[i];
     p[i] -= lr * update;
     g[i] = 0.0f;
@@ -78,7 +81,7 @@ void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, 
     float wd = pp->no_weight_decay ? 0.0f : c->weight_decay;
     if (c->kind == ZT_OPT_ADAM)
       adam_range(params + off, grads + off, o->m + off, o->v + off, n, (float)lr, c->beta1, c->beta2, c->eps, wd,
-                 c->adam_w_mode, bc1, bc2, grad_scale);
+                 c->adam_w_mode, 1.0f / bc1, 1.0f / sqrtf(bc2), grad_scale);
     else
       sgd_range(params + off, grads + off, o->m + off, n, (float)lr, c->momentum, wd, o->step == 1, grad_scale);
   }
