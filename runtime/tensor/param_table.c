@@ -28,6 +28,7 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
   p->ndim = ndim;
   p->numel = 1;
   for (int i = 0; i < ndim; i++) { p->shape[i] = shape[i]; p->numel *= (size_t)shape[i]; }
+  p->dtype = ZT_DTYPE_FP32;
   p->offset = t->numel;
   p->tp_split_dim = tp_split_dim;
   p->expert_id = -1;

@@ -20,6 +20,7 @@ typedef struct {
   int ndim;
   int64_t shape[ZT_MAX_DIMS];
   size_t numel;
+  zt_dtype dtype;       /* storage dtype of the parameter (fp32 masters on the CPU path) */
   size_t offset;        /* in elements, within the flat parameter (and gradient) buffer */
   int tp_split_dim;     /* -1 replicated over tensor-parallel ranks; else the dimension split */
   int expert_id;        /* -1 for dense parameters */
