@@ -42,5 +42,27 @@ else
   bad "memory plan refusal" "rc=$rc"; echo "$out" | tail -3
 fi
 
+# 4. --train-samples derives the iterations (100 samples / 16 = 6); --optimizer sgd trains
+out=$("$bin" "${tiny[@]}" --lr 0.1 --optimizer sgd --train-samples 100 --lr-decay-samples 100 --log-interval 1 --eval-iters 0 2>&1)
+rc=$?
+l1=$(grep -m1 -F " iteration        1/       6" <<<"$out" | sed -E 's/.*lm loss: ([0-9.E+-]+).*/\1/')
+l6=$(grep -m1 -F " iteration        6/       6" <<<"$out" | sed -E 's/.*lm loss: ([0-9.E+-]+).*/\1/')
+if [ $rc -eq 0 ] && [ -n "$l1" ] && [ -n "$l6" ] && ! grep -q " iteration        7/" <<<"$out" \
+   && awk -v a="$l1" -v b="$l6" 'BEGIN { exit !(b + 0 < a + 0) }'; then
+  ok "--train-samples 100 runs 6 iterations; sgd lowers the loss ($l1 -> $l6)"
+else
+  bad "--train-samples / sgd" "rc=$rc first '$l1' last '$l6'"; echo "$out" | tail -3
+fi
+
+# 5. --skip-train: no training iterations, only the final validation and test evaluations
+out=$("$bin" "${tiny[@]}" --lr 1e-3 --train-iters 10 --skip-train --eval-iters 2 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q " iteration " <<<"$out" && grep -q "validation loss at the end of training for val data" <<<"$out" \
+   && grep -q "validation loss at the end of training for test data" <<<"$out"; then
+  ok "--skip-train only evaluates"
+else
+  bad "--skip-train" "rc=$rc"; echo "$out" | tail -3
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

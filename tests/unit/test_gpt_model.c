@@ -5,6 +5,7 @@
 
 #include "models/gpt/gpt.h"
 #include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
 #include "testutil.h"
 
 enum { B = 2, T = 12, V = 64 };
@@ -85,7 +86,42 @@ static void test_lr_schedule(void) {
            (long long)t.num_steps, lr);
 }
 
+/* SGD with momentum and L2 weight decay, two steps, against torch.optim.SGD's formulas by hand;
+ * the bias (no_weight_decay) must not decay. */
+static void test_sgd(void) {
+  zt_param_table t;
+  zt_param_table_init(&t);
+  int64_t w[1] = {2}, b[1] = {1};
+  zt_param_table_add(&t, "w", 1, w, ZT_INIT_ZEROS, 0, 0, -1);
+  zt_param_table_add(&t, "b", 1, b, ZT_INIT_ZEROS, 0, 1, -1);
+  float p[32] = {0}, g[32] = {0}, state[64] = {0};
+  size_t ob = t.params[1].offset;
+  p[0] = 1.0f; p[1] = -2.0f; p[ob] = 0.5f;
+  zt_opt_config c = {.kind = ZT_OPT_SGD, .momentum = 0.9f, .weight_decay = 0.1f};
+  zt_optimizer o;
+  zt_optimizer_init(&o, &c, &t, state);
+  double ep[3] = {1.0, -2.0, 0.5}, buf[3] = {0};
+  const double gr[2][3] = {{0.5, 1.0, -1.0}, {0.25, -0.5, 2.0}};
+  int ok = 1;
+  for (int step = 0; step < 2; step++) {
+    g[0] = (float)gr[step][0]; g[1] = (float)gr[step][1]; g[ob] = (float)gr[step][2];
+    zt_optimizer_step(&o, p, g, 0.1, 0.5f); /* grads scaled by 0.5 (a clip coefficient) */
+    for (int i = 0; i < 3; i++) {
+      double d = 0.5 * gr[step][i] + (i < 2 ? 0.1 * ep[i] : 0.0);
+      buf[i] = step == 0 ? d : 0.9 * buf[i] + d;
+      ep[i] -= 0.1 * buf[i];
+    }
+    float got[3] = {p[0], p[1], p[ob]};
+    for (int i = 0; i < 3; i++) ok &= fabs(got[i] - ep[i]) < 1e-6;
+    ok &= g[0] == 0.0f && g[1] == 0.0f && g[ob] == 0.0f;
+  }
+  tu_check(ok, "sgd momentum + weight decay, grads zeroed", "p = %.7f %.7f %.7f, expected %.7f %.7f %.7f", p[0], p[1],
+           p[ob], ep[0], ep[1], ep[2]);
+  zt_param_table_free(&t);
+}
+
 int main(void) {
+  test_sgd();
   test_recompute();
   test_lr_schedule();
   return tu_finish();
