@@ -62,7 +62,8 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
                                   const float **q, const float **k, const float **v) {
   const int C = cfg->C, HD = cfg->HD;
   zt_attention_desc d = {.B = pass->B, .Tq = pass->T, .Tk = Tk, .NH = cfg->NH, .HD = HD, .mask = mask,
-                         .key_padding = pass->key_padding, .scale = 1.0f / sqrtf((float)HD)};
+                         .key_padding = pass->key_padding,
+                         .key_start = pass->key_start, .scale = 1.0f / sqrtf((float)HD)};
   if (kind == ZT_ATTN_SELF) {
     d.ld_q = d.ld_kv = 3 * C;
     d.hs_q = d.hs_k = d.hs_v = 3 * HD;

@@ -23,13 +23,15 @@ typedef struct {
 } zt_block_config;
 
 /* Where a forward/backward pass runs: batch shape, the global sample index of row 0 (dropout key),
- * the seed, whether dropout is active (training) and the optional key padding mask [B, T]. */
+ * the seed, whether dropout is active (training), the optional key padding mask [B, T] and the optional
+ * per-query first visible key [B, T] for documents packed into one sequence. */
 typedef struct {
   int B, T;
   uint64_t first_sample;
   uint64_t seed;
   int training;
   const uint8_t *key_padding;
+  const int32_t *key_start;  /* [B, T]: first key each query may see (--reset-attention-mask), or NULL */
 } zt_pass;
 
 /* ---- attention sublayer ------------------------------------------------------------------------

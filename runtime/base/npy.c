@@ -19,14 +19,32 @@ static int host_is_little_endian(void) {
   return b == 1;
 }
 
-static void check_descr_arg(const char *descr, const char *fn) {
-  zt_check(descr && (strcmp(descr, "<f4") == 0 || strcmp(descr, "<i4") == 0), "npy",
-           "%s: unsupported dtype '%s' (only '<f4' float32 and '<i4' int32)", fn, descr ? descr : "(null)");
-  zt_check(host_is_little_endian(), "npy", "%s: big-endian hosts are not supported", fn);
+static const struct {
+  const char *descr, *name;
+  size_t size;
+} NPY_DTYPES[] = {{"<f4", "float32", 4}, {"<i4", "int32", 4}, {"<u4", "uint32", 4},
+                  {"<i8", "int64", 8},   {"<u8", "uint64", 8}, {"<f8", "float64", 8}};
+
+static int descr_index(const char *descr) {
+  for (size_t i = 0; descr && i < sizeof NPY_DTYPES / sizeof NPY_DTYPES[0]; i++)
+    if (strcmp(descr, NPY_DTYPES[i].descr) == 0) return (int)i;
+  return -1;
 }
 
+/* Element size of a supported descr; dies on others. */
+static size_t check_descr_arg(const char *descr, const char *fn) {
+  int i = descr_index(descr);
+  zt_check(i >= 0, "npy", "%s: unsupported dtype '%s' (supported: <f4 <i4 <u4 <i8 <u8 <f8)", fn,
+           descr ? descr : "(null)");
+  zt_check(host_is_little_endian(), "npy", "%s: big-endian hosts are not supported", fn);
+  return NPY_DTYPES[i].size;
+}
+
+size_t zt_npy_itemsize(const char *descr) { return check_descr_arg(descr, "zt_npy_itemsize"); }
+
 static const char *descr_name(const char *descr) {
-  return strcmp(descr, "<f4") == 0 ? "float32" : strcmp(descr, "<i4") == 0 ? "int32" : "?";
+  int i = descr_index(descr);
+  return i >= 0 ? NPY_DTYPES[i].name : "?";
 }
 
 /* Element count of a shape, dying on negative dimensions or a byte size that overflows size_t. */
@@ -34,14 +52,14 @@ static size_t shape_numel(const char *path, int ndim, const int64_t *shape) {
   size_t n = 1;
   for (int i = 0; i < ndim; i++) {
     zt_check(shape[i] >= 0, "npy", "%s: dimension %d is %lld (negative)", path, i, (long long)shape[i]);
-    zt_check(shape[i] == 0 || n <= SIZE_MAX / 4 / (size_t)shape[i], "npy", "%s: shape too large", path);
+    zt_check(shape[i] == 0 || n <= SIZE_MAX / 8 / (size_t)shape[i], "npy", "%s: shape too large", path);
     n *= (size_t)shape[i];
   }
   return n;
 }
 
 void zt_npy_save(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape) {
-  check_descr_arg(descr, "zt_npy_save");
+  const size_t itemsize = check_descr_arg(descr, "zt_npy_save");
   zt_check(ndim >= 0 && ndim <= ZT_NPY_MAX_DIMS, "npy", "%s: %d dimensions (at most %d)", path, ndim,
            ZT_NPY_MAX_DIMS);
   const size_t numel = shape_numel(path, ndim, shape);
@@ -69,7 +87,7 @@ void zt_npy_save(const char *path, const void *data, const char *descr, int ndim
 
   FILE *f = fopen(path, "wb");
   if (!f) zt_fatal("npy", "cannot create %s: %s", path, strerror(errno));
-  size_t bytes = numel * 4;
+  size_t bytes = numel * itemsize;
   int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, hlen, f) == hlen &&
            (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
   int err = errno;
@@ -140,8 +158,9 @@ static void parse_header(const char *path, const char *h, char *descr, size_t de
   *ndim = n;
 }
 
-void *zt_npy_load(const char *path, const char *descr, int *ndim, int64_t *shape) {
-  check_descr_arg(descr, "zt_npy_load");
+/* want: the required descr, or NULL for any supported one (returned in got[8]). */
+static void *load_impl(const char *path, const char *want_descr, char *got, int *ndim, int64_t *shape) {
+  if (want_descr) check_descr_arg(want_descr, "zt_npy_load");
   FILE *f = fopen(path, "rb");
   if (!f) zt_fatal("npy", "cannot open %s: %s", path, strerror(errno));
   zt_check(fseek(f, 0, SEEK_END) == 0, "npy", "cannot seek in %s: %s", path, strerror(errno));
@@ -179,12 +198,17 @@ void *zt_npy_load(const char *path, const char *descr, int *ndim, int64_t *shape
   int64_t shp[32] = {0};
   parse_header(path, h, file_descr, sizeof file_descr, &fortran, &nd, shp);
   free(h);
-  zt_check(strcmp(file_descr, descr) == 0, "npy", "%s holds dtype '%s', expected '%s' (%s)", path, file_descr,
-           descr, descr_name(descr));
+  if (want_descr)
+    zt_check(strcmp(file_descr, want_descr) == 0, "npy", "%s holds dtype '%s', expected '%s' (%s)", path,
+             file_descr, want_descr, descr_name(want_descr));
+  zt_check(descr_index(file_descr) >= 0, "npy", "%s holds dtype '%s' (supported: <f4 <i4 <u4 <i8 <u8 <f8)", path,
+           file_descr);
+  const size_t itemsize = NPY_DTYPES[descr_index(file_descr)].size;
+  if (got) memcpy(got, NPY_DTYPES[descr_index(file_descr)].descr, 4);
   zt_check(!fortran, "npy", "%s is in Fortran (column-major) order; only C order is supported", path);
 
   const size_t numel = shape_numel(path, nd, shp);
-  const size_t want = numel * 4, have = (size_t)fsize - off - hlen;
+  const size_t want = numel * itemsize, have = (size_t)fsize - off - hlen;
   if (have != want) {
     char dims[96] = "";
     int len = 0;
@@ -199,4 +223,12 @@ void *zt_npy_load(const char *path, const char *descr, int *ndim, int64_t *shape
   *ndim = nd;
   for (int i = 0; i < nd; i++) shape[i] = shp[i];
   return data;
+}
+
+void *zt_npy_load(const char *path, const char *descr, int *ndim, int64_t *shape) {
+  return load_impl(path, descr, NULL, ndim, shape);
+}
+
+void *zt_npy_load_any(const char *path, char descr[8], int *ndim, int64_t *shape) {
+  return load_impl(path, NULL, descr, ndim, shape);
 }

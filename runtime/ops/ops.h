@@ -80,6 +80,8 @@ typedef struct {
   int ld_q, hs_q, ld_kv, hs_k, hs_v;
   zt_attn_mask_kind mask;
   const uint8_t *key_padding; /* [B, Tk], nonzero = key masked out (BERT/T5 padding); or NULL */
+  const int32_t *key_start;   /* [B, Tq]: query i sees only keys j >= key_start[b*Tq + i] (documents
+                               * packed in one sequence, Megatron's --reset-attention-mask); or NULL */
   float scale;                /* usually 1/sqrt(HD) */
   zt_dropout dropout;         /* on the probabilities; element id ((h*Tq)+i)*Tk + j within a sample */
 } zt_attention_desc;

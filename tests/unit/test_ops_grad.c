@@ -477,6 +477,7 @@ typedef struct {
   float p, scale; /* scale 0: 1/sqrt(HD) */
   uint64_t first_sample;
   const char *pad; /* B*Tk chars, '1' = key masked; or NULL */
+  const char *starts; /* B*Tq digits: the first key each query sees (--reset-attention-mask); or NULL */
 } attn_case;
 
 typedef struct {
@@ -488,6 +489,7 @@ typedef struct {
 
 static int attn_visible(const zt_attention_desc *a, int b, int i, int j) {
   if (a->mask == ZT_ATTN_CAUSAL && j > i) return 0;
+  if (a->key_start && j < a->key_start[b * a->Tq + i]) return 0;
   return !(a->key_padding && a->key_padding[b * a->Tk + j]);
 }
 
@@ -595,6 +597,12 @@ static void test_attention(const attn_case *t) {
     for (int i = 0; i < t->B * t->Tk; i++) pad[i] = t->pad[i] == '1';
     a.key_padding = pad;
   }
+  int32_t *starts = NULL;
+  if (t->starts) {
+    starts = malloc((size_t)t->B * t->Tq * sizeof(int32_t));
+    for (int i = 0; i < t->B * t->Tq; i++) starts[i] = t->starts[i] - '0';
+    a.key_start = starts;
+  }
   float *fb[3] = {0}, *gb[3] = {0};
   double *db[3] = {0}, *fd[3] = {0};
   for (int i = 0; i < L.nbuf; i++) {
@@ -682,6 +690,7 @@ static void test_attention(const attn_case *t) {
     a1.B = 1;
     a1.dropout.first_sample = t->first_sample + t->B - 1;
     if (pad) a1.key_padding = pad + (size_t)(t->B - 1) * t->Tk;
+    if (starts) a1.key_start = starts + (size_t)(t->B - 1) * t->Tq;
     size_t qoff = (size_t)(t->B - 1) * t->Tq * a.ld_q, koff = (size_t)(t->B - 1) * t->Tk * a.ld_kv;
     size_t o1 = (size_t)t->Tq * C, p1 = (size_t)t->NH * t->Tq * t->Tk;
     float *out1 = tu_falloc(o1), *probs1 = tu_falloc(p1);
@@ -692,7 +701,7 @@ static void test_attention(const attn_case *t) {
     free(out1); free(probs1); free(want);
   }
   for (int i = 0; i < L.nbuf; i++) { free(fb[i]); free(gb[i]); free(db[i]); free(fd[i]); }
-  free(pad); free(G); free(out); free(probs); free(Gd); free(ref); free(rprobs); free(keep);
+  free(pad); free(starts); free(G); free(out); free(probs); free(Gd); free(ref); free(rprobs); free(keep);
   free(scratch);
 }
 
@@ -759,22 +768,27 @@ int main(void) {
   test_residual();
   test_embedding();
   static const attn_case cases[] = {
-    {"causal_separate", 2, 6, 6, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_SEPARATE, 0, 0, 0, NULL},
-    {"causal_fused_qkv", 2, 7, 7, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_FUSED_QKV, 0, 0, 0, NULL},
-    {"causal_fused_qkv_dropout", 2, 7, 7, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_FUSED_QKV, 0.2f, 0, 5, NULL},
+    {"causal_separate", 2, 6, 6, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_SEPARATE, 0, 0, 0, NULL, NULL},
+    {"causal_fused_qkv", 2, 7, 7, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_FUSED_QKV, 0, 0, 0, NULL, NULL},
+    {"causal_fused_qkv_dropout", 2, 7, 7, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_FUSED_QKV, 0.2f, 0, 5, NULL, NULL},
     /* sample 1 has every key padded: all its rows are fully masked */
     {"bidir_padding", 3, 6, 6, 3, 5, ZT_ATTN_NONE, LAYOUT_SEPARATE, 0, 0, 0,
-     "000011" "111111" "100000"},
+     "000011" "111111" "100000", NULL},
     {"bidir_padding_dropout", 2, 6, 6, 3, 5, ZT_ATTN_NONE, LAYOUT_SEPARATE, 0.3f, 0, 9,
-     "001000" "000011"},
+     "001000" "000011", NULL},
     {"cross_q_fused_kv_dropout", 2, 6, 9, 3, 5, ZT_ATTN_NONE, LAYOUT_Q_FUSED_KV, 0.25f, 0.37f, 2,
-     "000000000" "010000111"},
-    {"cross_separate", 2, 6, 9, 3, 5, ZT_ATTN_NONE, LAYOUT_SEPARATE, 0, 0, 0, NULL},
+     "000000000" "010000111", NULL},
+    {"cross_separate", 2, 6, 9, 3, 5, ZT_ATTN_NONE, LAYOUT_SEPARATE, 0, 0, 0, NULL, NULL},
     {"cross_padded_strides_dropout", 2, 6, 9, 3, 5, ZT_ATTN_NONE, LAYOUT_PADDED, 0.15f, 0, 1,
-     "000000001" "000000000"},
+     "000000001" "000000000", NULL},
     /* causal + padded key 0 in sample 0: query row 0 sees no key */
     {"causal_padding_dropout", 2, 6, 6, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_SEPARATE, 0.1f, 0, 0,
-     "100000" "000100"},
+     "100000" "000100", NULL},
+    /* documents packed in a row (Megatron's --reset-attention-mask): EOD at 2 and 4 in sample 0 */
+    {"causal_reset_mask_fused_qkv", 2, 7, 7, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_FUSED_QKV, 0, 0, 0, NULL,
+     "0003355" "0000000"},
+    {"causal_reset_mask_dropout", 2, 6, 6, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_SEPARATE, 0.2f, 0, 3, NULL,
+     "000111" "011144"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_attention(&cases[i]);
   test_cross_entropy();

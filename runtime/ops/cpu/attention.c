@@ -40,13 +40,14 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
       for (int i = 0; i < Tq; i++) {
         float *row = P + (size_t)i * Tk;
         int nk = visible_keys(a, i);
+        int lo = a->key_start ? a->key_start[(size_t)b * Tq + i] : 0;
         float m = -INFINITY;
-        for (int j = 0; j < nk; j++)
+        for (int j = lo; j < nk; j++)
           if (!(pad && pad[j]) && row[j] > m) m = row[j];
         if (m == -INFINITY) { memset(row, 0, (size_t)Tk * sizeof(float)); continue; }
         float s = 0.0f;
         for (int j = 0; j < Tk; j++) {
-          float e = (j < nk && !(pad && pad[j])) ? zt_expf(row[j] - m) : 0.0f;
+          float e = (j >= lo && j < nk && !(pad && pad[j])) ? zt_expf(row[j] - m) : 0.0f;
           row[j] = e;
           s += e;
         }

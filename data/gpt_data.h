@@ -1,0 +1,55 @@
+/* The GPT training data as Megatron-DeepSpeed assembles it from the command line:
+ *   --data-path P                 one dataset, split into train/valid/test documents by --split
+ *   --data-path w1 P1 w2 P2 ...   each dataset split by --split, then blended by weight per split
+ *                                 (each asked for ceil(n * w * 1.005) samples)
+ *   --train-data-path / --valid-data-path / --test-data-path [w P ...]
+ *                                 separate datasets per split (all documents; --split unused)
+ * Sample counts per split come from the trainer (Megatron's train_val_test_num_samples). */
+#ifndef ZT_GPT_DATA_H
+#define ZT_GPT_DATA_H
+
+#include <stdint.h>
+
+#include "data/blendable_dataset.h"
+#include "data/gpt_dataset.h"
+#include "data/indexed_dataset.h"
+
+typedef struct {
+  int data_path_n;
+  const char *const *data_path;        /* --data-path words */
+  int split_path_n[3];
+  const char *const *split_path[3];    /* --train/valid/test-data-path words */
+  const char *split;                   /* --split */
+  const char *cache_path;              /* --data-cache-path or NULL */
+  int seq_length;
+  uint64_t seed;
+  int64_t train_exact_num_epochs;      /* 0: not given */
+  int64_t num_samples[3];              /* train, valid, test */
+  int mmap_warmup;                     /* --mmap-warmup: read the .bin files once at start */
+} zt_gpt_data_config;
+
+typedef struct {
+  int num;                             /* member datasets: 0 = this split is absent */
+  zt_gpt_dataset *members;
+  int blended;
+  zt_blend_index blend;
+  int64_t size;
+} zt_gpt_split;
+
+typedef struct {
+  int num_files;
+  zt_indexed_dataset *files;
+  zt_gpt_split split[3];
+} zt_gpt_data;
+
+/* Parses the path lists (weights, prefixes), opens and validates the datasets, builds or loads the
+ * index arrays. Every problem dies naming the flag or the file before training starts. */
+void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *cfg);
+void zt_gpt_data_free(zt_gpt_data *g);
+
+/* 1 if split (0 train, 1 valid, 2 test) has data. */
+static inline int zt_gpt_data_has(const zt_gpt_data *g, int split) { return g->split[split].num > 0; }
+/* Sample i of split: seq_length + 1 token ids. */
+void zt_gpt_data_get(const zt_gpt_data *g, int split, int64_t i, int32_t *out);
+
+#endif

@@ -1,0 +1,425 @@
+/* GPTDataset index building, caching and sample assembly (Megatron-DeepSpeed's gpt_dataset.py and
+ * helpers.cpp semantics; see gpt_dataset.h). */
+#include "data/gpt_dataset.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/numpy_random.h"
+#include "runtime/base/error.h"
+#include "runtime/base/md5.h"
+#include "runtime/base/npy.h"
+#include "runtime/base/timer.h"
+
+/* ---- --split --------------------------------------------------------------------------------- */
+
+void zt_split_bounds(const char *split, int64_t n, int64_t bounds[4]) {
+  double w[3] = {0, 0, 0};
+  const char sep = strchr(split, ',') ? ',' : strchr(split, '/') ? '/' : 0;
+  int count = 0;
+  const char *p = split;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    while (*end == ' ' || *end == '\t') end++;
+    zt_check(end != p && errno == 0 && (*end == sep || *end == 0), "bad argument value",
+             "--split '%s': expected up to 3 numbers separated by ',' or '/' (e.g. '969, 30, 1')", split);
+    zt_check(count < 3, "bad argument value", "--split '%s' has more than 3 parts (train, valid, test)", split);
+    zt_check(isfinite(v) && v >= 0, "bad argument value", "--split '%s': part %d is %g; parts must be >= 0",
+             split, count + 1, v);
+    w[count++] = v;
+    if (*end == 0) break;
+    p = end + 1;
+  }
+  const double sum = w[0] + w[1] + w[2];
+  zt_check(sum > 0, "bad argument value", "--split '%s' sums to 0", split);
+  bounds[0] = 0;
+  for (int i = 0; i < 3; i++) /* Python's round(): half to even, which rint() does by default */
+    bounds[i + 1] = bounds[i] + (int64_t)rint(w[i] / sum * (double)n);
+  const int64_t diff = bounds[3] - n;
+  for (int i = 1; i < 4; i++) bounds[i] -= diff;
+}
+
+/* ---- index building ------------------------------------------------------------------------- */
+
+int64_t zt_gpt_num_epochs(int64_t tokens_per_epoch, int seq_length, int64_t num_samples) {
+  zt_check(tokens_per_epoch > 0, "dataset", "the documents hold no tokens, so no sample can be drawn");
+  int64_t epochs = 0, total = 0;
+  for (;;) {
+    epochs++;
+    total += tokens_per_epoch;
+    if ((total - 1) / seq_length >= num_samples) return epochs;
+  }
+}
+
+/* doc_idx for `epochs` epochs of the documents, shuffled (Megatron's _build_doc_idx, one part). */
+static void fill_doc_idx(int32_t *out, int64_t epochs, int64_t doc_begin, int64_t doc_end, zt_np_random *rng) {
+  const int64_t n = doc_end - doc_begin;
+  for (int64_t e = 0; e < epochs; e++)
+    for (int64_t k = 0; k < n; k++) out[e * n + k] = (int32_t)(doc_begin + k);
+  zt_np_shuffle_i32(rng, out, epochs * n);
+}
+
+static void build_sample_idx(zt_gpt_dataset *d, int64_t tokens_per_epoch) {
+  const int s = d->seq_length;
+  const int64_t n = (d->num_epochs * tokens_per_epoch - 1) / s;
+  d->total_samples = n;
+  d->sample_idx = zt_malloc((size_t)(n + 1) * 2 * sizeof(int64_t), "sample_idx");
+  int64_t doc_pos = 0, offset = 0;
+  d->sample_idx[0] = 0;
+  d->sample_idx[1] = 0;
+  for (int64_t k = 1; k <= n; k++) {
+    int64_t remaining = (int64_t)s + 1;
+    while (remaining != 0) {
+      const int64_t doc_len = zt_indexed_size(d->data, d->doc_idx[doc_pos]) - offset;
+      remaining -= doc_len;
+      if (remaining <= 0) {
+        offset += remaining + doc_len - 1;
+        remaining = 0;
+      } else {
+        doc_pos++;
+        offset = 0;
+      }
+    }
+    d->sample_idx[2 * k] = doc_pos;
+    d->sample_idx[2 * k + 1] = offset;
+  }
+}
+
+void zt_gpt_build_indices(zt_gpt_dataset *d, const zt_indexed_dataset *data, const zt_gpt_dataset_spec *sp,
+                          int64_t tokens_per_epoch) {
+  const int64_t ndocs = sp->doc_end - sp->doc_begin;
+  zt_check(sp->seed <= 0xffffffffull, "bad argument value",
+           "--seed %llu: the dataset shuffle (NumPy's RandomState) needs a seed below 2^32",
+           (unsigned long long)sp->seed);
+  zt_np_random rng;
+  zt_np_random_seed(&rng, (uint32_t)sp->seed);
+
+  const int64_t E = d->num_epochs, s = sp->seq_length;
+  int separate_last = 0;
+  int64_t from_prev = 0;
+  if (E == 1 || sp->exact_num_epochs > 0) {
+    if (E == 1) zt_log(" > only one epoch required, setting separate_last_epoch to False\n");
+  } else {
+    from_prev = ((E - 1) * tokens_per_epoch - 1) / s;
+    const int64_t last = sp->num_samples - from_prev, per_epoch = (tokens_per_epoch - 1) / s;
+    separate_last = last < (int64_t)(0.80 * (double)per_epoch);
+    zt_log(" > last epoch number of samples (%lld) is %s than 80%% of number of samples per epoch (%lld), "
+           "setting separate_last_epoch to %s\n", (long long)last, separate_last ? "smaller" : "larger",
+           (long long)per_epoch, separate_last ? "True" : "False");
+  }
+
+  double t0 = zt_now();
+  zt_check(E <= INT64_MAX / (ndocs > 0 ? ndocs : 1), "dataset", "%lld epochs of %lld documents overflow",
+           (long long)E, (long long)ndocs);
+  d->doc_idx_len = E * ndocs;
+  d->doc_idx = zt_malloc((size_t)d->doc_idx_len * sizeof(int32_t), "doc_idx");
+  if (!separate_last) {
+    fill_doc_idx(d->doc_idx, E, sp->doc_begin, sp->doc_end, &rng);
+  } else {
+    fill_doc_idx(d->doc_idx, E - 1, sp->doc_begin, sp->doc_end, &rng);
+    fill_doc_idx(d->doc_idx + (E - 1) * ndocs, 1, sp->doc_begin, sp->doc_end, &rng);
+  }
+  double t1 = zt_now();
+  build_sample_idx(d, tokens_per_epoch);
+  double t2 = zt_now();
+
+  const int64_t n = d->total_samples, first = separate_last ? from_prev : n;
+  d->num_samples = n;
+  d->shuffle_idx = zt_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "shuffle_idx");
+  for (int64_t k = 0; k < n; k++) d->shuffle_idx[k] = k;
+  zt_np_shuffle_i64(&rng, d->shuffle_idx, first);
+  if (first < n) zt_np_shuffle_i64(&rng, d->shuffle_idx + first, n - first);
+  double t3 = zt_now();
+  zt_log(" > built the %s index arrays: doc-idx %.3f s, sample-idx %.3f s, shuffle-idx %.3f s\n", d->name,
+         t1 - t0, t2 - t1, t3 - t2);
+}
+
+/* ---- cache ------------------------------------------------------------------------------------ */
+
+static char *path_join(const char *dir, const char *name) {
+  size_t len = strlen(dir) + strlen(name) + 2;
+  char *p = zt_malloc(len, "path");
+  snprintf(p, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] != '/' ? "/" : "", name);
+  return p;
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+typedef struct {
+  char *dsc, *doc, *sample, *shuffle;
+} cache_files;
+
+static cache_files cache_names(const char *dir, const char *hash) {
+  char name[64];
+  cache_files c;
+  snprintf(name, sizeof name, "%s.dsc", hash);
+  c.dsc = path_join(dir, name);
+  snprintf(name, sizeof name, "%s_doc_idx.npy", hash);
+  c.doc = path_join(dir, name);
+  snprintf(name, sizeof name, "%s_sample_idx.npy", hash);
+  c.sample = path_join(dir, name);
+  snprintf(name, sizeof name, "%s_shuffle_idx.npy", hash);
+  c.shuffle = path_join(dir, name);
+  return c;
+}
+
+static void cache_free(cache_files *c) {
+  free(c->dsc);
+  free(c->doc);
+  free(c->sample);
+  free(c->shuffle);
+}
+
+static int cache_complete(const cache_files *c) {
+  return file_exists(c->dsc) && file_exists(c->doc) && file_exists(c->sample) && file_exists(c->shuffle);
+}
+
+/* Writes through a temporary name and renames, so a reader never sees a partial file. */
+static void save_npy_atomic(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape) {
+  size_t len = strlen(path) + 32;
+  char *tmp = zt_malloc(len, "path");
+  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+  zt_npy_save(tmp, data, descr, ndim, shape);
+  if (rename(tmp, path) != 0) {
+    int err = errno;
+    unlink(tmp);
+    zt_fatal("dataset cache", "cannot rename %s to %s: %s", tmp, path, strerror(err));
+  }
+  free(tmp);
+}
+
+static void save_text_atomic(const char *path, const char *text) {
+  size_t len = strlen(path) + 32;
+  char *tmp = zt_malloc(len, "path");
+  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) zt_fatal("dataset cache", "cannot create %s: %s", tmp, strerror(errno));
+  int ok = fputs(text, f) >= 0;
+  ok = (fflush(f) == 0) && ok && fsync(fileno(f)) == 0;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    int err = errno;
+    unlink(tmp);
+    zt_fatal("dataset cache", "cannot write %s: %s", path, strerror(err));
+  }
+  free(tmp);
+}
+
+static void make_dirs(const char *dir) {
+  char *p = zt_malloc(strlen(dir) + 1, "path");
+  strcpy(p, dir);
+  for (char *q = p + 1; *q; q++) {
+    if (*q != '/') continue;
+    *q = 0;
+    mkdir(p, 0777);
+    *q = '/';
+  }
+  if (mkdir(p, 0777) != 0 && errno != EEXIST)
+    zt_fatal("dataset cache", "cannot create the index cache directory %s: %s (choose a writable one with "
+             "--data-cache-path)", p, strerror(errno));
+  free(p);
+}
+
+static void save_cache(const zt_gpt_dataset *d, const cache_files *c, const char *dir, const char *desc) {
+  make_dirs(dir);
+  zt_check(access(dir, W_OK) == 0, "dataset cache",
+           "the index cache directory %s is not writable (choose another with --data-cache-path)", dir);
+  int64_t shape[2] = {d->doc_idx_len, 0};
+  save_npy_atomic(c->doc, d->doc_idx, "<i4", 1, shape);
+  shape[0] = d->total_samples + 1;
+  shape[1] = 2;
+  save_npy_atomic(c->sample, d->sample_idx, "<i8", 2, shape);
+  shape[0] = d->num_samples;
+  /* Megatron's dtype: uint32 unless the sample count reaches 2^32 - 1 */
+  if (d->total_samples < (int64_t)0xfffffffeLL) {
+    uint32_t *u = zt_malloc((size_t)(d->num_samples > 0 ? d->num_samples : 1) * 4, "shuffle_idx");
+    for (int64_t k = 0; k < d->num_samples; k++) u[k] = (uint32_t)d->shuffle_idx[k];
+    save_npy_atomic(c->shuffle, u, "<u4", 1, shape);
+    free(u);
+  } else {
+    save_npy_atomic(c->shuffle, d->shuffle_idx, "<i8", 1, shape);
+  }
+  save_text_atomic(c->dsc, desc); /* last: its presence marks a complete cache */
+}
+
+static int64_t *load_as_i64(const char *path, int want_ndim, int64_t *shape) {
+  char descr[8];
+  int ndim;
+  void *raw = zt_npy_load_any(path, descr, &ndim, shape);
+  zt_check(ndim == want_ndim, "dataset cache", "%s has %d dimensions, expected %d", path, ndim, want_ndim);
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  if (strcmp(descr, "<i8") == 0) return raw;
+  int64_t *out = zt_malloc((n ? n : 1) * sizeof(int64_t), "index array");
+  if (strcmp(descr, "<i4") == 0) for (size_t k = 0; k < n; k++) out[k] = ((int32_t *)raw)[k];
+  else if (strcmp(descr, "<u4") == 0) for (size_t k = 0; k < n; k++) out[k] = ((uint32_t *)raw)[k];
+  else zt_fatal("dataset cache", "%s holds dtype '%s'; expected an integer index array", path, descr);
+  free(raw);
+  return out;
+}
+
+/* Loads and checks the cached arrays against the dataset: every position and offset in range. */
+static void load_cache(zt_gpt_dataset *d, const cache_files *c, int64_t ndocs_total) {
+  int64_t shape[4];
+  int ndim;
+  zt_log(" > loading doc-idx mapping from %s\n", c->doc);
+  double t0 = zt_now();
+  d->doc_idx = zt_npy_load(c->doc, "<i4", &ndim, shape);
+  zt_check(ndim == 1, "dataset cache", "%s has %d dimensions, expected 1", c->doc, ndim);
+  d->doc_idx_len = shape[0];
+  for (int64_t k = 0; k < d->doc_idx_len; k++)
+    zt_check(d->doc_idx[k] >= 0 && d->doc_idx[k] < ndocs_total, "dataset cache",
+             "%s: entry %lld is document %d, outside the %lld documents of %s", c->doc, (long long)k, d->doc_idx[k],
+             (long long)ndocs_total, d->data->prefix);
+  zt_log(" > loading sample-idx mapping from %s\n", c->sample);
+  d->sample_idx = load_as_i64(c->sample, 2, shape);
+  zt_check(shape[1] == 2 && shape[0] >= 1, "dataset cache", "%s has shape (%lld, %lld), expected (n+1, 2)",
+           c->sample, (long long)shape[0], (long long)shape[1]);
+  d->total_samples = shape[0] - 1;
+  for (int64_t k = 0; k <= d->total_samples; k++)
+    zt_check(d->sample_idx[2 * k] >= 0 && d->sample_idx[2 * k] < d->doc_idx_len && d->sample_idx[2 * k + 1] >= 0,
+             "dataset cache", "%s: row %lld (%lld, %lld) is outside doc_idx (%lld entries)", c->sample, (long long)k,
+             (long long)d->sample_idx[2 * k], (long long)d->sample_idx[2 * k + 1], (long long)d->doc_idx_len);
+  zt_log(" > loading shuffle-idx mapping from %s\n", c->shuffle);
+  d->shuffle_idx = load_as_i64(c->shuffle, 1, shape);
+  d->num_samples = shape[0];
+  for (int64_t k = 0; k < d->num_samples; k++)
+    zt_check(d->shuffle_idx[k] >= 0 && d->shuffle_idx[k] < d->total_samples, "dataset cache",
+             "%s: entry %lld is sample %lld, outside the %lld samples", c->shuffle, (long long)k,
+             (long long)d->shuffle_idx[k], (long long)d->total_samples);
+  zt_log("    loaded indexed file in %.3f seconds\n", zt_now() - t0);
+}
+
+static char *dirname_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t len = slash ? (size_t)(slash - path) : 0;
+  if (slash == path) len = 1; /* "/x" -> "/" */
+  char *d = zt_malloc(len + 1, "path");
+  memcpy(d, path, len);
+  d[len] = 0;
+  return d;
+}
+
+void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, const zt_gpt_dataset_spec *sp) {
+  memset(d, 0, sizeof(*d));
+  d->data = data;
+  d->seq_length = sp->seq_length;
+  snprintf(d->name, sizeof d->name, "%s", sp->name);
+  zt_check(sp->doc_begin >= 0 && sp->doc_begin < sp->doc_end && sp->doc_end <= data->num_items, "dataset",
+           "%s: documents [%lld, %lld) are not within the %lld documents of %s", sp->name, (long long)sp->doc_begin,
+           (long long)sp->doc_end, (long long)data->num_items, data->prefix);
+  zt_check(sp->doc_end <= INT32_MAX, "dataset", "%s has %lld documents; Megatron's int32 doc_idx holds at most %d",
+           data->prefix, (long long)sp->doc_end, INT32_MAX);
+  int64_t tokens_per_epoch = 0;
+  for (int64_t k = sp->doc_begin; k < sp->doc_end; k++) tokens_per_epoch += zt_indexed_size(data, k);
+  zt_check(tokens_per_epoch > 0, "dataset", "%s: the %s documents [%lld, %lld) of %s hold no tokens", sp->name,
+           sp->name, (long long)sp->doc_begin, (long long)sp->doc_end, data->prefix);
+  d->num_epochs = sp->exact_num_epochs > 0 ? sp->exact_num_epochs
+                                            : zt_gpt_num_epochs(tokens_per_epoch, sp->seq_length, sp->num_samples);
+
+  char desc[4096];
+  snprintf(desc, sizeof desc,
+           "GPT Dataset\n\nData prefix %s\nDataset name %s\nNumber of samples %lld\nNumber of epochs %lld\n"
+           "Sequence length %d\nRandom seed %llu\nSplit %s\n",
+           sp->prefix, sp->name, (long long)sp->num_samples, (long long)d->num_epochs, sp->seq_length,
+           (unsigned long long)sp->seed, sp->split_string);
+  zt_md5_hex(desc, strlen(desc), d->desc_hash);
+
+  char *dirs[2];
+  int ndirs = 0;
+  char *base = dirname_of(sp->prefix);
+  dirs[ndirs++] = path_join(base, "index-cache");
+  free(base);
+  if (sp->cache_path && sp->cache_path[0]) {
+    dirs[ndirs] = zt_malloc(strlen(sp->cache_path) + 1, "path");
+    strcpy(dirs[ndirs++], sp->cache_path);
+  }
+  int hit = -1;
+  for (int i = 0; i < ndirs && hit < 0; i++) {
+    cache_files c = cache_names(dirs[i], d->desc_hash);
+    if (cache_complete(&c)) hit = i;
+    cache_free(&c);
+  }
+  const char *build_dir = dirs[ndirs - 1];
+  if (hit < 0 && zt_rank() == 0) {
+    zt_log(" > WARNING: could not find index map files, building the indices on rank 0 ...\n");
+    zt_gpt_build_indices(d, data, sp, tokens_per_epoch);
+    cache_files c = cache_names(build_dir, d->desc_hash);
+    double t0 = zt_now();
+    save_cache(d, &c, build_dir, desc);
+    zt_log(" > saved the %s index arrays to %s/%s_*.npy in %.3f s\n", sp->name, build_dir, d->desc_hash,
+           zt_now() - t0);
+    cache_free(&c);
+  } else {
+    if (hit < 0) { /* another rank builds: wait for its .dsc, which it writes last */
+      cache_files c = cache_names(build_dir, d->desc_hash);
+      double start = zt_now(), next_note = start + 60;
+      while (!cache_complete(&c)) {
+        usleep(100000);
+        if (zt_now() > next_note) {
+          zt_warn("rank %d: still waiting for rank 0 to write %s (%.0f s)\n", zt_rank(), c.dsc, zt_now() - start);
+          next_note += 60;
+        }
+      }
+      cache_free(&c);
+      hit = ndirs - 1;
+    }
+    cache_files c = cache_names(dirs[hit], d->desc_hash);
+    load_cache(d, &c, data->num_items);
+    cache_free(&c);
+  }
+  for (int i = 0; i < ndirs; i++) free(dirs[i]);
+  if (d->num_samples < sp->num_samples) {
+    if (sp->exact_num_epochs > 0)
+      zt_fatal("bad argument value", "--train-data-exact-num-epochs %lld gives %lld training samples, but training "
+               "needs %lld", (long long)sp->exact_num_epochs, (long long)d->num_samples, (long long)sp->num_samples);
+    zt_fatal("dataset", "%s: %lld samples available but %lld requested", sp->name, (long long)d->num_samples,
+             (long long)sp->num_samples);
+  }
+  zt_log("    total number of samples: %lld\n    total number of epochs: %lld\n", (long long)d->num_samples,
+         (long long)d->num_epochs);
+}
+
+void zt_gpt_dataset_free(zt_gpt_dataset *d) {
+  free(d->doc_idx);
+  free(d->sample_idx);
+  free(d->shuffle_idx);
+  memset(d, 0, sizeof(*d));
+}
+
+void zt_gpt_dataset_get(const zt_gpt_dataset *d, int64_t i, int32_t *out) {
+  zt_check(i >= 0 && i < d->num_samples, "dataset", "%s sample %lld requested; the dataset has %lld", d->name,
+           (long long)i, (long long)d->num_samples);
+  const int64_t j = d->shuffle_idx[i];
+  const int64_t doc_f = d->sample_idx[2 * j], off_f = d->sample_idx[2 * j + 1];
+  const int64_t doc_l = d->sample_idx[2 * j + 2], off_l = d->sample_idx[2 * j + 3];
+  const int64_t want = (int64_t)d->seq_length + 1;
+  int64_t n = 0;
+  if (doc_f == doc_l) {
+    zt_check(off_l - off_f + 1 == want, "dataset", "%s sample %lld spans %lld tokens, expected %lld (corrupt index "
+             "cache?)", d->name, (long long)i, (long long)(off_l - off_f + 1), (long long)want);
+    zt_indexed_get(d->data, d->doc_idx[doc_f], off_f, want, out);
+    return;
+  }
+  for (int64_t k = doc_f; k <= doc_l; k++) {
+    const int64_t doc = d->doc_idx[k];
+    const int64_t from = k == doc_f ? off_f : 0;
+    const int64_t to = k == doc_l ? off_l + 1 : zt_indexed_size(d->data, doc);
+    zt_check(to >= from && n + (to - from) <= want, "dataset", "%s sample %lld overflows %lld tokens (corrupt "
+             "index cache?)", d->name, (long long)i, (long long)want);
+    if (to > from) zt_indexed_get(d->data, doc, from, to - from, out + n);
+    n += to - from;
+  }
+  zt_check(n == want, "dataset", "%s sample %lld has %lld tokens, expected %lld (corrupt index cache?)", d->name,
+           (long long)i, (long long)n, (long long)want);
+}
