@@ -16,9 +16,8 @@
 #include "data/tokenizer/wordpiece.h"
 #include "runtime/base/error.h"
 
-/* INTERIM, removed once unicode.c and gpt2_bpe.c are in the tree: weak references let the library
- * link without them (a weak reference also does not pull wordpiece.o out of the archive); a kind
- * whose code is missing dies below. */
+/* INTERIM, removed once gpt2_bpe.c is in the tree: weak references let the library link without it;
+ * GPT2BPETokenizer dies below while it is missing. */
 #pragma weak zt_gpt2_bpe_load
 #pragma weak zt_gpt2_bpe_free
 #pragma weak zt_gpt2_bpe_vocab_size
@@ -27,17 +26,6 @@
 #pragma weak zt_gpt2_bpe_cache_free
 #pragma weak zt_gpt2_bpe_encode
 #pragma weak zt_gpt2_bpe_decode
-#pragma weak zt_wordpiece_load
-#pragma weak zt_wordpiece_free
-#pragma weak zt_wordpiece_vocab_size
-#pragma weak zt_wordpiece_scratch_new
-#pragma weak zt_wordpiece_scratch_free
-#pragma weak zt_wordpiece_encode
-#pragma weak zt_wordpiece_decode
-#pragma weak zt_unicode_is_white_space
-#pragma weak zt_utf8_decode
-#pragma weak zt_utf8_encode
-#pragma weak zt_utf8_valid
 
 /* ---- zt_ids ------------------------------------------------------------------------------------ */
 
@@ -314,18 +302,9 @@ static char *spm_decode_megatron(const zt_tokenizer *t, const int32_t *ids, size
 /* ---- NullTokenizer ----------------------------------------------------------------------------- */
 
 /* Python's str.isspace for what int() strips around a number. */
-static int py_isspace(uint32_t cp) {
-  if (!zt_unicode_is_white_space) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F);
-  return zt_unicode_is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F);
-}
+static int py_isspace(uint32_t cp) { return zt_unicode_is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
 
-static uint32_t decode_cp(const char *s, size_t n, size_t *used) {
-  if (!zt_utf8_decode) { /* INTERIM: bytes as code points */
-    *used = 1;
-    return (uint8_t)s[0];
-  }
-  return zt_utf8_decode((const uint8_t *)s, n, used);
-}
+static uint32_t decode_cp(const char *s, size_t n, size_t *used) { return zt_utf8_decode((const uint8_t *)s, n, used); }
 
 /* Python's int(token) for a base-10 token: surrounding whitespace, a sign, ASCII digits with single
  * underscores between them. Returns 0 and sets *value, or -1. */
@@ -339,7 +318,6 @@ static int py_int(const char *s, size_t len, long long *value) {
   while (e > b) { /* strip from the end: step back over one UTF-8 sequence */
     size_t st = e - 1;
     while (st > b && ((uint8_t)s[st] & 0xC0) == 0x80 && e - st < 4) st--;
-    if (!zt_utf8_decode) st = e - 1;
     uint32_t cp = decode_cp(s + st, e - st, &used);
     if (used != e - st || !py_isspace(cp)) break;
     e = st;
@@ -402,9 +380,7 @@ static char *null_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, si
 /* ---- factory and dispatch ---------------------------------------------------------------------- */
 
 zt_tokenizer *zt_tokenizer_create(const zt_tokenizer_spec *spec) {
-  if ((spec->kind == ZT_TOK_GPT2BPE && !zt_gpt2_bpe_load) ||
-      ((spec->kind == ZT_TOK_BERT_LOWER || spec->kind == ZT_TOK_BERT_CASE) && !zt_wordpiece_load) ||
-      ((spec->kind == ZT_TOK_SENTENCEPIECE || spec->kind == ZT_TOK_GPT_SENTENCEPIECE) && !zt_utf8_valid))
+  if (spec->kind == ZT_TOK_GPT2BPE && !zt_gpt2_bpe_load)
     zt_fatal("--tokenizer-type", "%s is not built into this library yet", zt_tokenizer_kind_name(spec->kind));
   zt_tokenizer *t = zt_calloc(1, sizeof *t, "tokenizer");
   t->kind = spec->kind;

@@ -36,4 +36,9 @@ void zt_wordpiece_encode(const zt_wordpiece *w, zt_wordpiece_scratch *s, const c
  * dies naming it. */
 char *zt_wordpiece_decode(const zt_wordpiece *w, const int32_t *ids, size_t n, size_t *len_out);
 
+/* BasicTokenizer alone (no vocabulary): its output tokens joined by single spaces, as a malloc'd
+ * string (for tests against an independent implementation). */
+char *zt_wordpiece_basic_tokenize(int lower_case, zt_wordpiece_scratch *s, const char *text, size_t len,
+                                  size_t *len_out);
+
 #endif

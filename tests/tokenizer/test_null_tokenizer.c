@@ -84,7 +84,7 @@ int main(void) {
   /* int() strips surrounding whitespace (incl. \n \t \r \v \f, \x1c-\x1f, U+00A0, U+3000) */
   check_encode("encode trailing newline", t, "5 6\n", (const int32_t[]){5, 6}, 2);
   check_encode("encode tab/newline inside pieces", t, "\t7\r\n 8\x0b", (const int32_t[]){7, 8}, 2);
-  /* TODO(bert): enable once unicode.c lands */ if (0) check_encode("encode unicode spaces", t, "\xc2\xa0" "9\xe3\x80\x80 \x1f" "10", (const int32_t[]){9, 10}, 2);
+  check_encode("encode unicode spaces", t, "\xc2\xa0" "9\xe3\x80\x80 \x1f" "10", (const int32_t[]){9, 10}, 2);
   /* int() takes a sign, leading zeros and single underscores between digits */
   check_encode("encode sign/zeros/underscores", t, "+12 007 1_0 -0", (const int32_t[]){12, 7, 10, 0}, 4);
   check_encode("encode one", t, "42", (const int32_t[]){42}, 1);
