@@ -37,4 +37,8 @@ void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *
  * the vocabulary dies naming it. */
 char *zt_gpt2_bpe_decode(const zt_gpt2_bpe *b, const int32_t *ids, size_t n, size_t *len_out);
 
+/* The pre-tokenization alone (for tests and tools): stores the end offset of each pre-token of the valid
+ * UTF-8 text[0..len) in ends[0..max_ends) and returns the number of pre-tokens. */
+size_t zt_gpt2_bpe_pretokenize(const char *text, size_t len, size_t *ends, size_t max_ends);
+
 #endif
