@@ -16,17 +16,6 @@
 #include "data/tokenizer/wordpiece.h"
 #include "runtime/base/error.h"
 
-/* INTERIM, removed once gpt2_bpe.c is in the tree: weak references let the library link without it;
- * GPT2BPETokenizer dies below while it is missing. */
-#pragma weak zt_gpt2_bpe_load
-#pragma weak zt_gpt2_bpe_free
-#pragma weak zt_gpt2_bpe_vocab_size
-#pragma weak zt_gpt2_bpe_eod
-#pragma weak zt_gpt2_bpe_cache_new
-#pragma weak zt_gpt2_bpe_cache_free
-#pragma weak zt_gpt2_bpe_encode
-#pragma weak zt_gpt2_bpe_decode
-
 /* ---- zt_ids ------------------------------------------------------------------------------------ */
 
 void zt_ids_push(zt_ids *v, int32_t id) {
@@ -380,8 +369,6 @@ static char *null_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, si
 /* ---- factory and dispatch ---------------------------------------------------------------------- */
 
 zt_tokenizer *zt_tokenizer_create(const zt_tokenizer_spec *spec) {
-  if (spec->kind == ZT_TOK_GPT2BPE && !zt_gpt2_bpe_load)
-    zt_fatal("--tokenizer-type", "%s is not built into this library yet", zt_tokenizer_kind_name(spec->kind));
   zt_tokenizer *t = zt_calloc(1, sizeof *t, "tokenizer");
   t->kind = spec->kind;
   t->eod = -1;
