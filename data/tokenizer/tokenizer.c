@@ -75,6 +75,7 @@ typedef struct {
   char **special;        /* special token strings, insertion order (duplicates kept once) */
   size_t *special_len;
   int32_t *special_id;
+  uint8_t first_byte[256]; /* 1 where some special token starts with that byte */
 } spm_megatron;
 
 struct zt_tokenizer {
@@ -133,6 +134,9 @@ static int32_t spm_add_special(spm_megatron *m, const char *tok) {
   m->special_len[m->n_special] = strlen(tok);
   m->special_id[m->n_special] = id;
   m->n_special = n;
+  zt_check(tok[0], "--tokenizer-model", "%s: a special token (the model's pad/bos/eos piece) is the empty string",
+           zt_spm_path(m->proc));
+  m->first_byte[(uint8_t)tok[0]] = 1;
   return id;
 }
 
@@ -206,32 +210,23 @@ static const char *valid_utf8(zt_tok_state *s, const char *text, size_t len, siz
 }
 
 /* Megatron's _SentencePieceTokenizer.tokenize: repeatedly find the earliest occurrence of any special
- * token (ties: the first inserted), encode the text before it with the model, emit its id. */
+ * token (ties: the first inserted), encode the text before it with the model, emit its id. One scan:
+ * the first position where some special token matches is the earliest occurrence, and trying the
+ * tokens there in insertion order settles ties as Python's min() over the dict does. */
 static void spm_encode_megatron(const spm_megatron *m, const char *text, size_t len, zt_ids *out) {
   size_t idx = 0;
-  for (;;) {
-    size_t best_pos = (size_t)-1;
-    int best = -1;
+  for (size_t p = 0; p < len; p++) {
+    if (!m->first_byte[(uint8_t)text[p]]) continue;
     for (int k = 0; k < m->n_special; k++) {
       size_t L = m->special_len[k];
-      if (L == 0) { /* "" is found at offset 0 and consumes nothing: Python would loop forever */
-        zt_fatal("SentencePieceTokenizer", "the model's pad/bos/eos piece is the empty string");
-      }
-      const char *hit = NULL;
-      for (size_t p = idx; p + L <= len && (best < 0 || p < best_pos); p++)
-        if (text[p] == m->special[k][0] && memcmp(text + p, m->special[k], L) == 0) {
-          hit = text + p;
-          break;
-        }
-      if (hit && (best < 0 || (size_t)(hit - text) < best_pos)) {
-        best_pos = (size_t)(hit - text);
-        best = k;
+      if (p + L <= len && memcmp(text + p, m->special[k], L) == 0) {
+        zt_spm_encode(m->proc, text + idx, p - idx, out);
+        zt_ids_push(out, m->special_id[k]);
+        idx = p + L;
+        p = idx - 1;
+        break;
       }
     }
-    if (best < 0) break;
-    zt_spm_encode(m->proc, text + idx, best_pos - idx, out);
-    zt_ids_push(out, m->special_id[best]);
-    idx = best_pos + m->special_len[best];
   }
   zt_spm_encode(m->proc, text + idx, len - idx, out);
 }

@@ -7,8 +7,9 @@ through the C shim plus Megatron's wrapper logic in tokenizer.c, driven by test_
     pieces; tokenize splits the text on them; detokenize writes them between decoded runs), and
   * the spm_encode command line (--output_format=id) for the plain model ids.
 Three small models are trained here with spm_train (or Python's trainer) on a generated corpus with
-Unicode text: unigram with the default ids, BPE with byte fallback / identity normalization / a pad
-piece / no bos / user-defined <MASK> and <EOD>, and unigram with no bos/eos/pad.
+Unicode text: unigram with the default ids (eos piece renamed "<MASK>>"), BPE with byte fallback /
+identity normalization / a pad piece "<SE" / no bos / user-defined <MASK> and <EOD>, and unigram with
+no bos/eos/pad.
   test_sentencepiece.py TOOL      (SKIP, exit 77, when neither spm_train nor python3-sentencepiece exists)
 Prints PASS/FAIL lines and "N passed, M failed"."""
 import os
@@ -67,6 +68,9 @@ TEXTS = [
     "<pad> <PAD> <BOS> <EOS> <unk>", "<extra_id_0> <extra_id_4> <extra_id_5> <extra_id_10>", "<EO<EOD>D>",
     "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３", "ﬁ ligature ½ ①", "\u00a0nbsp\u3000ideographic", "e\u0301 combining",
     "ab" * 300, "x" * 1000 + "<EOD>" + "y" * 10,
+    # special tokens that are prefixes of one another (a model's eos piece "<MASK>>", pad piece "<SE"):
+    # at one position the first inserted wins, not the longest
+    "<SEP>", "<SE", "a<SE<SEP>", "<MASK>>", "x<MASK>>>y", "<MASK>",
 ] + corpus(200, 99)
 
 
@@ -204,12 +208,13 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         lines = corpus(600, 1)
         models = {
-            "unigram-default": (train(d, "uni", lines, ["--vocab_size=500", "--model_type=unigram", "--hard_vocab_limit=false"]),
+            "unigram-default": (train(d, "uni", lines, ["--vocab_size=500", "--model_type=unigram", "--hard_vocab_limit=false",
+                                                  "--eos_piece=<MASK>>"]),
                                 dict(bos=1, eos=2, pad=-1)),
             "bpe-bytefallback": (train(d, "bpe", lines, [
                 "--vocab_size=400", "--model_type=bpe", "--byte_fallback=true", "--normalization_rule_name=identity",
                 "--remove_extra_whitespaces=false", "--unk_id=0", "--bos_id=-1", "--eos_id=1", "--pad_id=2",
-                "--user_defined_symbols=<MASK>,<EOD>", "--character_coverage=0.99"]), dict(bos=-1, eos=1, pad=2)),
+                "--user_defined_symbols=<MASK>,<EOD>", "--character_coverage=0.99", "--pad_piece=<SE"]), dict(bos=-1, eos=1, pad=2)),
             "unigram-no-specials": (train(d, "nospec", lines, [
                 "--vocab_size=300", "--model_type=unigram", "--hard_vocab_limit=false", "--bos_id=-1", "--eos_id=-1", "--pad_id=-1"]),
                 dict(bos=-1, eos=-1, pad=-1)),
