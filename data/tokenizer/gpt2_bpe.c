@@ -227,9 +227,12 @@ static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pat
   for (cJSON *it = root->child; it; it = it->next) {
     n_keys++;
     double v = it->valuedouble;
-    if (!cJSON_IsNumber(it) || !(v >= 0 && v < (double)INT32_MAX) || v != (double)(int32_t)v)
-      zt_fatal(WHAT, "vocab file %s: token \"%s\" (entry %d) has id %s, expected an integer in 0..%d", path,
-               it->string, n_keys, cJSON_IsNumber(it) ? "out of range" : "that is not a number", INT32_MAX - 1);
+    if (!cJSON_IsNumber(it))
+      zt_fatal(WHAT, "vocab file %s: token \"%s\" (entry %d): the id is not a number (expected an integer in 0..%d)",
+               path, it->string, n_keys, INT32_MAX - 1);
+    if (!(v >= 0 && v < (double)INT32_MAX) || v != (double)(int32_t)v)
+      zt_fatal(WHAT, "vocab file %s: token \"%s\" (entry %d): id %g is not an integer in 0..%d", path, it->string,
+               n_keys, v, INT32_MAX - 1);
     if ((int32_t)v > max_id) max_id = (int32_t)v;
   }
   zt_check(n_keys > 0, WHAT, "vocab file %s: empty vocabulary", path);

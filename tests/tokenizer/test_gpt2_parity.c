@@ -10,7 +10,9 @@
  *       Data come from the cache of fetch_data.sh (${ZT_DATA_CACHE:-$HOME/.cache/zerotron}), fetched once;
  *       without network or node the test prints "SKIP: <reason>" and exits 77.
  *   test_gpt2_parity encode <vocab.json> <merges.txt>
- *       reads "<len>\n<bytes>" records on stdin, writes one line of ids per record (for test_gpt2_ref.py). */
+ *       reads "<len>\n<bytes>" records on stdin, writes one line of ids per record (for test_gpt2_ref.py);
+ *   test_gpt2_parity decode <vocab.json> <merges.txt>
+ *       reads lines of ids, writes each decoded string as a "<len>\n<bytes>" record (test_gpt2_files.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,10 +296,33 @@ static int encode_mode(const char *vocab, const char *merges) {
   return 0;
 }
 
+static int decode_mode(const char *vocab, const char *merges) {
+  zt_gpt2_bpe *b = zt_gpt2_bpe_load(vocab, merges);
+  static char line[1 << 20];
+  zt_ids ids = {0};
+  while (fgets(line, sizeof line, stdin)) {
+    ids.n = 0;
+    for (char *p = line, *q; *p && *p != '\n'; p = q) {
+      long v = strtol(p, &q, 10);
+      if (q == p) break;
+      zt_ids_push(&ids, (int32_t)v);
+    }
+    size_t n;
+    char *s = zt_gpt2_bpe_decode(b, ids.ids, ids.n, &n);
+    printf("%zu\n", n);
+    fwrite(s, 1, n, stdout);
+    free(s);
+  }
+  zt_ids_free(&ids);
+  zt_gpt2_bpe_free(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "encode")) return encode_mode(argv[2], argv[3]);
+  if (argc == 4 && !strcmp(argv[1], "decode")) return decode_mode(argv[2], argv[3]);
   if (argc != 3) {
-    fprintf(stderr, "usage: test_gpt2_parity <fetch_data.sh> <test_gpt2_parity.js> | encode <vocab> <merges>\n");
+    fprintf(stderr, "usage: test_gpt2_parity <fetch_data.sh> <test_gpt2_parity.js> | encode|decode <vocab> <merges>\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IONBF, 0);
