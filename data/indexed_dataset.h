@@ -77,5 +77,14 @@ void zt_indexed_builder_merge(zt_indexed_builder *b, const char *other_prefix);
 void zt_indexed_builder_finish(zt_indexed_builder *b);
 /* Removes the temporary files and frees b (used on errors and signals). */
 void zt_indexed_builder_abort(zt_indexed_builder *b);
+/* Items and documents added so far. */
+int64_t zt_indexed_builder_num_items(const zt_indexed_builder *b);
+int64_t zt_indexed_builder_num_docs(const zt_indexed_builder *b);
+/* Optional first half of finish: flushes and syncs the .bin.tmp, writes and syncs the .idx.tmp.
+ * Calling it on every builder before finishing any keeps the window between renames short. */
+void zt_indexed_builder_sync(zt_indexed_builder *b);
+/* Installs SIGINT/SIGTERM/SIGHUP/SIGQUIT handlers that remove the temporaries of every open builder
+ * and then die of the signal (exit via zt_fatal removes them in any case, through atexit). */
+void zt_indexed_cleanup_on_signals(void);
 
 #endif

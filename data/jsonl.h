@@ -1,0 +1,61 @@
+/* Loose JSON lines (Megatron's preprocess_data input): a streaming reader of plain or gzip files
+ * (zlib reads both; gzip is recognized by its magic, not by the name) that hands out chunks of whole
+ * lines, and the extraction of one key's text from a line (cJSON).
+ *
+ * Line rules follow Python's text-mode iteration: lines end at '\n', a trailing '\r' is dropped, the
+ * last line may lack its '\n'. Line numbers are 1-based. */
+#ifndef ZT_JSONL_H
+#define ZT_JSONL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct zt_jsonl_reader zt_jsonl_reader;
+
+/* A run of whole lines. Line i is buf[start[i] .. start[i] + len[i]) and is NUL-terminated in place of
+ * its newline. */
+typedef struct {
+  char *buf;
+  size_t buf_len, buf_cap;
+  size_t *start, *len;
+  size_t n, cap;
+  int64_t first_line;  /* line number of line 0 */
+  size_t input_bytes;  /* bytes these lines took in the (decompressed) input, newlines included */
+} zt_jsonl_chunk;
+
+/* Opens path for reading (dies naming it when it is missing, a directory or unreadable). */
+zt_jsonl_reader *zt_jsonl_open(const char *path);
+/* Fills c with the next lines, about target_bytes of them (always at least one whole line unless at
+ * the end). Returns the number of lines (0 at the end of the input). A read or decompression error
+ * dies naming the file and the line. */
+size_t zt_jsonl_read_chunk(zt_jsonl_reader *r, zt_jsonl_chunk *c, size_t target_bytes);
+/* 1 when the input is gzip-compressed (known once the first chunk has been read). */
+int zt_jsonl_is_gzip(const zt_jsonl_reader *r);
+void zt_jsonl_close(zt_jsonl_reader *r);
+void zt_jsonl_chunk_free(zt_jsonl_chunk *c);
+
+/* ---- extraction ---------------------------------------------------------------------------------- */
+
+/* The texts of one key in one line: a JSON string gives one text, a list of strings gives one text per
+ * element (Megatron tokenizes each element as its own item). Pointers stay valid until the next
+ * zt_jsonl_parse on the same doc. */
+typedef struct {
+  const char **text;
+  size_t *len;
+  size_t n, cap;
+} zt_jsonl_texts;
+
+typedef struct zt_jsonl_doc zt_jsonl_doc;
+
+zt_jsonl_doc *zt_jsonl_doc_new(void);
+void zt_jsonl_doc_free(zt_jsonl_doc *d);
+/* Parses line[0..len) (NUL-terminated at len) as one JSON object. On failure returns -1 and writes
+ * a message (with the byte offset in the line) into err. Invalid UTF-8 is refused with its byte
+ * offset, before parsing. */
+int zt_jsonl_parse(zt_jsonl_doc *d, const char *line, size_t len, char *err, size_t err_cap);
+/* The texts of key (the last occurrence when a key repeats, as Python's json does). Returns -1 with a
+ * message naming the key (missing key; not a string or list of strings) into err. */
+int zt_jsonl_get(zt_jsonl_doc *d, const char *key, zt_jsonl_texts *out, char *err, size_t err_cap);
+void zt_jsonl_texts_free(zt_jsonl_texts *t);
+
+#endif
