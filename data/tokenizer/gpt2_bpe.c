@@ -571,19 +571,25 @@ static void bpe_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t *
 
 enum { CL_L = 0, CL_N, CL_WS, CL_O };
 
-static uint8_t ascii_class[128];
-static int ascii_class_ready;
-
-static void init_ascii_class(void) {
-  for (int i = 0; i < 128; i++) {
-    uint8_t k = CL_O;
-    if ((i >= 'a' && i <= 'z') || (i >= 'A' && i <= 'Z')) k = CL_L;
-    else if (i >= '0' && i <= '9') k = CL_N;
-    else if (i == ' ' || (i >= 0x09 && i <= 0x0D)) k = CL_WS;
-    ascii_class[i] = k;
-  }
-  __atomic_store_n(&ascii_class_ready, 1, __ATOMIC_RELEASE);
-}
+/* Classes of the ASCII characters (L: letters, N: digits, W: \t \n \v \f \r and space, O: the rest). */
+#define L CL_L
+#define N CL_N
+#define W CL_WS
+#define O CL_O
+static const uint8_t ascii_class[128] = {
+  O, O, O, O, O, O, O, O, O, W, W, W, W, W, O, O,
+  O, O, O, O, O, O, O, O, O, O, O, O, O, O, O, O,
+  W, O, O, O, O, O, O, O, O, O, O, O, O, O, O, O,
+  N, N, N, N, N, N, N, N, N, N, O, O, O, O, O, O,
+  O, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+  L, L, L, L, L, L, L, L, L, L, L, O, O, O, O, O,
+  O, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+  L, L, L, L, L, L, L, L, L, L, L, O, O, O, O, O,
+};
+#undef L
+#undef N
+#undef W
+#undef O
 
 /* Class of the code point at s[i] (valid UTF-8) and its byte length. */
 static inline int char_class(const uint8_t *s, size_t n, size_t i, size_t *w) {
@@ -645,7 +651,6 @@ static size_t pretoken_end(const uint8_t *s, size_t n, size_t i) {
 }
 
 size_t zt_gpt2_bpe_pretokenize(const char *text, size_t len, size_t *ends, size_t max_ends) {
-  if (!__atomic_load_n(&ascii_class_ready, __ATOMIC_ACQUIRE)) init_ascii_class();
   const uint8_t *s = (const uint8_t *)text;
   size_t k = 0;
   for (size_t i = 0; i < len;) {
@@ -720,7 +725,6 @@ static size_t sanitize_utf8(const uint8_t *s, size_t n, uint8_t **buf, size_t *c
 }
 
 void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len, zt_ids *out) {
-  if (!__atomic_load_n(&ascii_class_ready, __ATOMIC_ACQUIRE)) init_ascii_class();
   if (c->owner != b) {
     cache_clear(c);
     c->owner = b;
