@@ -73,7 +73,8 @@ def check_table(binary):
 def utf8_cases():
   rng = random.Random(1234)
   cases = [b"", b"abc", b"\xff", b"\xc0\xaf", b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
-           b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x82", b"a\xe2\x82b", b"\xc3", b"\x80\x80", b"\xf8\x88\x80\x80\x80",
+           b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x82", b"a\xe2\x82b", b"\xc3", b"\x80\x80",
+           b"\xf8\x88\x80\x80\x80",
            b"\xef\xbf\xbd", b"\xf0\x90\x80", b"\xf1\x80\x80\xc0", b"\xe1\x80\xe1\x80\x80", b"\xf5\x80", b"\xdf\xbf",
            "h\u00e9llo w\u00f6rld \U0001F600".encode(), b"\xed\x9f\xbf\xee\x80\x80"]
   interesting = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
