@@ -383,7 +383,7 @@ int32_t zt_gpt2_bpe_eod(const zt_gpt2_bpe *b) { return b->eod; }
 enum {
   CACHE_SLOTS = 1 << 17,        /* open addressing, at most half full */
   CACHE_MAX_ENTRIES = 1 << 16,
-  CACHE_KEY_BYTES = 1 << 21,    /* bounded memory: ~4 MiB in all; the cache is emptied when full */
+  CACHE_KEY_BYTES = 1 << 21,    /* bounded memory: ~5 MiB in all; the cache is emptied when full */
   CACHE_ID_COUNT = 1 << 18,
   CACHE_MAX_WORD = 256,         /* longer pre-tokens are not cached */
   LINEAR_MAX = 48,              /* words up to this many bytes use the plain O(n^2) merge loop */
