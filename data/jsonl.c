@@ -223,7 +223,8 @@ int zt_jsonl_parse(zt_jsonl_doc *d, const char *line, size_t len, char *err, siz
   d->root = cJSON_ParseWithLengthOpts(line, len + 1, &end, 1);
   if (!d->root) {
     size_t at = end && end >= line && end <= line + len ? (size_t)(end - line) : 0;
-    snprintf(err, err_cap, "invalid JSON at byte offset %zu of the line (near \"%.20s\")", at, line + at);
+    if (at >= len) snprintf(err, err_cap, "invalid JSON: the line ends at byte offset %zu inside a value", at);
+    else snprintf(err, err_cap, "invalid JSON at byte offset %zu of the line (near \"%.20s\")", at, line + at);
     return -1;
   }
   if (!cJSON_IsObject(d->root)) {
