@@ -58,7 +58,8 @@ extern "C" void zt_spm_encode(const zt_spm *p, const char *text, size_t len, zt_
   if (len == 0) return;
   std::vector<int> ids;
   sentencepiece::util::Status st = p->proc.Encode(absl::string_view(text, len), &ids);
-  if (!st.ok()) zt_fatal("SentencePiece", "%s: encoding %zu bytes failed: %s", p->path.c_str(), len, st.ToString().c_str());
+  if (!st.ok())
+    zt_fatal("SentencePiece", "%s: encoding %zu bytes failed: %s", p->path.c_str(), len, st.ToString().c_str());
   for (int id : ids) zt_ids_push(out, id);
 }
 

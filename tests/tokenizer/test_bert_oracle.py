@@ -421,7 +421,8 @@ def mode_hfjs(tool):
         req = {"module": os.path.join(pkg, "package", "dist", "tokenizers.mjs"), "tokenizer": tokenizer, "texts": texts}
         try:
             p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_bert_hfjs.mjs")],
-                               input=json.dumps(req).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+                               input=json.dumps(req).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=300)
         except OSError as e:
             print("SKIP: cannot run node (%s)" % e)
             sys.exit(77)

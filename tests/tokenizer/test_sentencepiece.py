@@ -207,17 +207,16 @@ def main():
         sys.exit(77)
     with tempfile.TemporaryDirectory() as d:
         lines = corpus(600, 1)
+        uni = ["--vocab_size=500", "--model_type=unigram", "--hard_vocab_limit=false", "--eos_piece=<MASK>>"]
+        bpe = ["--vocab_size=400", "--model_type=bpe", "--byte_fallback=true", "--normalization_rule_name=identity",
+               "--remove_extra_whitespaces=false", "--unk_id=0", "--bos_id=-1", "--eos_id=1", "--pad_id=2",
+               "--user_defined_symbols=<MASK>,<EOD>", "--character_coverage=0.99", "--pad_piece=<SE"]
+        nospec = ["--vocab_size=300", "--model_type=unigram", "--hard_vocab_limit=false", "--bos_id=-1",
+                  "--eos_id=-1", "--pad_id=-1"]
         models = {
-            "unigram-default": (train(d, "uni", lines, ["--vocab_size=500", "--model_type=unigram", "--hard_vocab_limit=false",
-                                                  "--eos_piece=<MASK>>"]),
-                                dict(bos=1, eos=2, pad=-1)),
-            "bpe-bytefallback": (train(d, "bpe", lines, [
-                "--vocab_size=400", "--model_type=bpe", "--byte_fallback=true", "--normalization_rule_name=identity",
-                "--remove_extra_whitespaces=false", "--unk_id=0", "--bos_id=-1", "--eos_id=1", "--pad_id=2",
-                "--user_defined_symbols=<MASK>,<EOD>", "--character_coverage=0.99", "--pad_piece=<SE"]), dict(bos=-1, eos=1, pad=2)),
-            "unigram-no-specials": (train(d, "nospec", lines, [
-                "--vocab_size=300", "--model_type=unigram", "--hard_vocab_limit=false", "--bos_id=-1", "--eos_id=-1", "--pad_id=-1"]),
-                dict(bos=-1, eos=-1, pad=-1)),
+            "unigram-default": (train(d, "uni", lines, uni), dict(bos=1, eos=2, pad=-1)),
+            "bpe-bytefallback": (train(d, "bpe", lines, bpe), dict(bos=-1, eos=1, pad=2)),
+            "unigram-no-specials": (train(d, "nospec", lines, nospec), dict(bos=-1, eos=-1, pad=-1)),
         }
         texts_bytes = [t.encode("utf-8") for t in TEXTS] + [b"bad \xff utf-8 \xe4\xb8 <EOD>\xc3"]
         texts_str = [b.decode("utf-8", "replace") for b in texts_bytes]
@@ -294,8 +293,8 @@ def main():
             check(p.returncode == 1 and needle in err and "--tokenizer-model" in err,
                   "bad model file %s dies naming it" % os.path.basename(path), "rc %d: %s" % (p.returncode, err))
         p = subprocess.run([tool, "GPTSentencePieceTokenizer", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        check(p.returncode == 1 and "--tokenizer-model" in p.stderr.decode(), "no --tokenizer-model dies naming the flag",
-              p.stderr.decode())
+        check(p.returncode == 1 and "--tokenizer-model" in p.stderr.decode(),
+              "no --tokenizer-model dies naming the flag", p.stderr.decode())
     print("%d passed, %d failed" % (PASSED, FAILED))
     sys.exit(1 if FAILED else 0)
 
