@@ -224,6 +224,15 @@ def area_errors():
     rc, _, se = preprocess(path, os.path.join(TMP, "bad_many"), "--workers", 4)
     C.check(rc != 0 and ("%s:151:" % path) in se and ":7001:" not in se, "first bad line (151) reported", se)
 
+    # a truncated gzip input: refused naming the file, nothing left behind
+    data = gzip.compress(("\n".join(random_lines(rng, 8000)) + "\n").encode())
+    path = os.path.join(TMP, "trunc.jsonl.gz")
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+    rc, _, se = preprocess(path, os.path.join(TMP, "trunc"), "--workers", 2)
+    C.check(rc != 0 and path in se and "truncated gzip file?" in se and no_files(os.path.join(TMP, "trunc_text_document"))
+            == [], "truncated gzip input refused, nothing left", se)
+
     inp = os.path.join(TMP, "ok.jsonl")
     write_lines(inp, good)
     out = os.path.join(TMP, "o")
