@@ -206,3 +206,14 @@ void zt_gpt_data_get(const zt_gpt_data *g, int split, int64_t i, int32_t *out) {
   }
   zt_gpt_dataset_get(&s->members[s->blend.dataset_index[i]], s->blend.dataset_sample_index[i], out);
 }
+
+void zt_gpt_ltor_masks(const int32_t *tokens, int T, int32_t eod, int eod_mask_loss, float *loss_mask,
+                       int32_t *pos, int32_t *key_start) {
+  int32_t doc_begin = 0;
+  for (int t = 0; t < T; t++) {
+    if (eod_mask_loss) loss_mask[t] = tokens[t] == eod ? 0.0f : 1.0f;
+    if (pos) pos[t] = t - doc_begin;
+    if (key_start) key_start[t] = doc_begin;
+    if (tokens[t] == eod) doc_begin = t + 1;
+  }
+}

@@ -52,4 +52,11 @@ static inline int zt_gpt_data_has(const zt_gpt_data *g, int split) { return g->s
 /* Sample i of split: seq_length + 1 token ids. */
 void zt_gpt_data_get(const zt_gpt_data *g, int split, int64_t i, int32_t *out);
 
+/* Megatron's get_ltor_masks_and_position_ids for one row of T input tokens: loss_mask (1, or 0 on
+ * eod when eod_mask_loss), pos (NULL, or positions restarting after each eod: --reset-position-ids),
+ * key_start (NULL, or for each query the first key it may see: after the last eod strictly before
+ * it, --reset-attention-mask). loss_mask is only written when eod_mask_loss. */
+void zt_gpt_ltor_masks(const int32_t *tokens, int T, int32_t eod, int eod_mask_loss, float *loss_mask,
+                       int32_t *pos, int32_t *key_start);
+
 #endif

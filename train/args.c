@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/gpt_dataset.h"
+#include "data/tokenizer/tokenizer.h"
 #include "runtime/base/error.h"
 #include "train/args_table.h"
 
@@ -21,11 +23,12 @@ _Static_assert(sizeof(zt_recompute_granularity) == sizeof(int), "enum size");
 
 /* ---- the supported flags ------------------------------------------------------------------------ */
 
-typedef enum { F_INT, F_I64, F_U64, F_FLOAT, F_DOUBLE, F_TRUE, F_CONST, F_CHOICE, F_HELP } flag_kind;
+typedef enum { F_INT, F_I64, F_U64, F_FLOAT, F_DOUBLE, F_TRUE, F_CONST, F_CHOICE, F_STR, F_LIST, F_HELP } flag_kind;
 
 typedef struct {
   const char *name;
-  int value; /* < 0: a Megatron choice we do not support yet */
+  int value;       /* < 0: a Megatron choice we do not support yet */
+  const char *why; /* for those: why, and what to use instead */
 } choice;
 
 typedef struct {
@@ -38,13 +41,31 @@ typedef struct {
   const char *help;
 } flag;
 
-static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM}, {"sgd", ZT_OPTIMIZER_SGD}, {NULL, 0}};
-static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT}, {"linear", ZT_LR_DECAY_LINEAR},
-                                        {"cosine", ZT_LR_DECAY_COSINE},
-                                        {"inverse-square-root", ZT_LR_DECAY_INVSQRT}, {NULL, 0}};
-static const choice k_granularity[] = {{"full", ZT_RECOMPUTE_FULL}, {"selective", -1}, {NULL, 0}};
-static const choice k_recompute_methods[] = {{"uniform", 1}, {"block", 0}, {NULL, 0}};
-static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL}, {NULL, 0}};
+static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM, NULL}, {"sgd", ZT_OPTIMIZER_SGD, NULL}, {NULL, 0, NULL}};
+static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT, NULL}, {"linear", ZT_LR_DECAY_LINEAR, NULL},
+                                        {"cosine", ZT_LR_DECAY_COSINE, NULL},
+                                        {"inverse-square-root", ZT_LR_DECAY_INVSQRT, NULL}, {NULL, 0, NULL}};
+static const choice k_granularity[] = {
+    {"full", ZT_RECOMPUTE_FULL, NULL},
+    {"selective", -1, "it lands with the selective-recompute work; use --recompute-granularity full"},
+    {NULL, 0, NULL}};
+static const choice k_tokenizers[] = {
+    {"GPT2BPETokenizer", ZT_TOK_GPT2BPE, NULL},
+    {"BertWordPieceLowerCase", ZT_TOK_BERT_LOWER, NULL},
+    {"BertWordPieceCase", ZT_TOK_BERT_CASE, NULL},
+    {"SentencePieceTokenizer", ZT_TOK_SENTENCEPIECE, NULL},
+    {"GPTSentencePieceTokenizer", ZT_TOK_GPT_SENTENCEPIECE, NULL},
+    {"NullTokenizer", ZT_TOK_NULL, NULL},
+    {"HFTokenizer", -1, "it would need the Hugging Face tokenizers library (Python/Rust); export the model's "
+                        "GPT-2 BPE files (vocab.json + merges.txt) or SentencePiece .model instead"},
+    {NULL, 0, NULL}};
+static const choice k_data_impl[] = {{"mmap", 0, NULL}, {"infer", 1, NULL}, {NULL, 0, NULL}};
+static const choice k_dataloader[] = {
+    {"single", 0, NULL},
+    {"cyclic", -1, "it lands with the curriculum/data-efficiency work; use --dataloader-type single"},
+    {NULL, 0, NULL}};
+static const choice k_recompute_methods[] = {{"uniform", 1, NULL}, {"block", 0, NULL}, {NULL, 0, NULL}};
+static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NULL}};
 
 #define OFF(field) offsetof(zt_args, field)
 #define SHAPE "model shape"
@@ -74,7 +95,8 @@ static const flag k_flags[] = {
   {"--untie-embeddings-and-output-weights", F_TRUE, OFF(untie_embeddings_and_output_weights), NULL, SHAPE,
    "False", "Give the output layer its own weights instead of the word embeddings."},
   {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
-  {"--vocab-size", F_INT, OFF(vocab_size), NULL, SHAPE, "50257", "Vocabulary size (GPT-2's by default)."},
+  {"--vocab-size", F_INT, OFF(vocab_size), NULL, SHAPE, "50257",
+   "Vocabulary size for --mock-data and NullTokenizer (otherwise the tokenizer's)."},
   {"--attention-dropout", F_FLOAT, OFF(attention_dropout), NULL, REG, "0.1", "Dropout on attention probabilities."},
   {"--hidden-dropout", F_FLOAT, OFF(hidden_dropout), NULL, REG, "0.1", "Dropout on the residual branches."},
   {"--weight-decay", F_FLOAT, OFF(weight_decay), NULL, REG, "0.01", "Weight-decay coefficient."},
@@ -116,8 +138,35 @@ static const flag k_flags[] = {
    "Tensor-parallel degree (only 1 for now)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
    "Pipeline-parallel degree (only 1 for now)."},
+  {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
+   "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
+  {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
+  {"--train-data-path", F_LIST, OFF(train_data_path), NULL, DATA, "None", "Separate training set(s)."},
+  {"--valid-data-path", F_LIST, OFF(valid_data_path), NULL, DATA, "None", "Separate validation set(s)."},
+  {"--test-data-path", F_LIST, OFF(test_data_path), NULL, DATA, "None", "Separate test set(s)."},
+  {"--data-cache-path", F_STR, OFF(data_cache_path), NULL, DATA, "None",
+   "Where index caches are looked up after dirname(prefix)/index-cache, and written."},
+  {"--data-impl", F_CHOICE, OFF(data_impl), k_data_impl, DATA, "infer",
+   "Indexed dataset implementation (mmap; infer checks the file)."},
+  {"--mmap-warmup", F_TRUE, OFF(mmap_warmup), NULL, DATA, "False", "Read the token files once at start."},
+  {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA, "GPT2BPETokenizer", "Tokenizer."},
+  {"--vocab-file", F_STR, OFF(vocab_file), NULL, DATA, "None", "GPT-2 vocab.json or BERT vocab.txt."},
+  {"--merge-file", F_STR, OFF(merge_file), NULL, DATA, "None", "GPT-2 merges.txt."},
+  {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None", "SentencePiece .model file."},
+  {"--vocab-extra-ids", F_INT, OFF(vocab_extra_ids), NULL, DATA, "0", "Extra <extra_id_N> tokens (T5)."},
+  {"--reset-position-ids", F_TRUE, OFF(reset_position_ids), NULL, DATA, "False",
+   "Restart position ids after each end-of-document token."},
+  {"--reset-attention-mask", F_TRUE, OFF(reset_attention_mask), NULL, DATA, "False",
+   "Tokens attend only within their own document."},
+  {"--eod-mask-loss", F_TRUE, OFF(eod_mask_loss), NULL, DATA, "False", "No loss on end-of-document tokens."},
+  {"--train-data-exact-num-epochs", F_I64, OFF(train_data_exact_num_epochs), NULL, DATA, "None",
+   "Build the training set from exactly this many epochs."},
+  {"--dataloader-type", F_CHOICE, OFF(dataloader_type), k_dataloader, DATA, "single",
+   "single: Megatron's sequential sampler from the consumed samples."},
+  {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "0",
+   "Loader worker processes: only 0 (batches are read from the mmap'd files in the training process)."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
-   "Train on a synthetic patterned token stream (required until --data-path lands)."},
+   "Train on a synthetic patterned token stream instead of --data-path."},
   {"--log-interval", F_INT, OFF(log_interval), NULL, LOG, "100", "Iterations between log lines."},
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
@@ -192,6 +241,8 @@ static const char *metavar(const flag *f) {
   switch (f->kind) {
   case F_INT: case F_I64: case F_U64: return "INT";
   case F_FLOAT: case F_DOUBLE: return "FLOAT";
+  case F_STR: return "STR";
+  case F_LIST: return "[STR ...]";
   default: return "";
   }
 }
@@ -247,12 +298,12 @@ static void set_value(zt_args *a, const flag *f, const char *value) {
       choices_text(f->choices, ", ", list, sizeof list);
       zt_fatal("bad argument value", "%s %s: invalid choice (choose from %s)", f->name, value, list);
     }
-    if (c->value < 0)
-      zt_fatal("unsupported argument", "%s %s is not supported yet (it lands with the selective-recompute "
-               "work); use %s full", f->name, value, f->name);
+    if (c->value < 0) zt_fatal("unsupported argument", "%s %s is not supported: %s", f->name, value, c->why);
     *(int *)field = c->value;
     break;
   }
+  case F_STR: *(const char **)field = value; break;
+  case F_LIST: break; /* filled by the parser, which sees the following words */
   case F_HELP: break;
   }
 }
@@ -377,6 +428,65 @@ static void check_real(int ok, const char *flag, double v, int as_float, const c
   zt_fatal("bad argument value", "%s %s: must be %s", flag, text, rule);
 }
 
+static void pad_vocab(zt_args *a) {
+  long long multiple = (long long)a->make_vocab_size_divisible_by * a->tensor_model_parallel_size;
+  long long padded = (a->vocab_size + multiple - 1) / multiple * multiple;
+  zt_check(padded <= INT_MAX, "bad argument value", "vocabulary size %d padded to a multiple of %lld overflows",
+           a->vocab_size, multiple);
+  a->padded_vocab_size = (int)padded;
+}
+
+/* The data source (exactly one of --mock-data, --data-path, the per-split paths) and the files its
+ * tokenizer needs; the files themselves are opened, and checked, before the model is built. */
+static void check_data(zt_args *a, const unsigned char *seen) {
+  const int paths = a->data_path.n > 0, split_paths = a->train_data_path.n > 0 || a->valid_data_path.n > 0 ||
+                    a->test_data_path.n > 0;
+  static const char *const list_flags[] = {"--data-path", "--train-data-path", "--valid-data-path",
+                                           "--test-data-path"};
+  const zt_strlist *lists[] = {&a->data_path, &a->train_data_path, &a->valid_data_path, &a->test_data_path};
+  for (int i = 0; i < 4; i++)
+    zt_check(!given(seen, list_flags[i]) || lists[i]->n > 0, "missing argument value",
+             "%s expects a prefix, or weight prefix pairs", list_flags[i]);
+  zt_check(a->mock_data || paths || split_paths, "missing argument",
+           "no training data: give --data-path PREFIX (a preprocess_data output such as my-gpt2_text_document), "
+           "--train-data-path/--valid-data-path/--test-data-path, or --mock-data");
+  zt_check(!(a->mock_data && (paths || split_paths)), "inconsistent arguments",
+           "--mock-data and %s are mutually exclusive", paths ? "--data-path" : "--train-data-path");
+  zt_check(!(paths && split_paths), "inconsistent arguments",
+           "--data-path and --train-data-path/--valid-data-path/--test-data-path are mutually exclusive");
+  int64_t bounds[4];
+  zt_split_bounds(a->split, 1000, bounds); /* syntax only; the real split is over the documents */
+  zt_check(a->num_workers == 0, "unsupported argument",
+           "--num-workers %d: zerotron reads batches from the memory-mapped dataset in the training process "
+           "(microseconds per sample); background loader workers are not supported, use --num-workers 0",
+           a->num_workers);
+  zt_check(a->vocab_extra_ids >= 0, "bad argument value", "--vocab-extra-ids %d: must be >= 0",
+           a->vocab_extra_ids);
+  if (given(seen, "--train-data-exact-num-epochs"))
+    check_positive("--train-data-exact-num-epochs", a->train_data_exact_num_epochs);
+  a->vocab_size_given = given(seen, "--vocab-size");
+  if (a->mock_data) return;
+  const char *tok = zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type);
+  switch ((zt_tokenizer_kind)a->tokenizer_type) {
+  case ZT_TOK_GPT2BPE:
+    zt_check(a->vocab_file && a->merge_file, "missing argument", "--tokenizer-type %s needs --vocab-file "
+             "(vocab.json) and --merge-file (merges.txt)%s", tok, a->vocab_file ? "; --merge-file is missing" :
+             a->merge_file ? "; --vocab-file is missing" : "");
+    break;
+  case ZT_TOK_BERT_LOWER:
+  case ZT_TOK_BERT_CASE:
+    zt_check(a->vocab_file != NULL, "missing argument", "--tokenizer-type %s needs --vocab-file (vocab.txt)", tok);
+    break;
+  case ZT_TOK_SENTENCEPIECE:
+  case ZT_TOK_GPT_SENTENCEPIECE:
+    zt_check(a->tokenizer_model != NULL, "missing argument", "--tokenizer-type %s needs --tokenizer-model", tok);
+    break;
+  case ZT_TOK_NULL:
+    zt_check(a->vocab_size_given, "missing argument", "--tokenizer-type NullTokenizer needs --vocab-size");
+    break;
+  }
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
                                          "--max-position-embeddings", "--seq-length", "--micro-batch-size",
@@ -388,8 +498,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "--train-iters and --train-samples are mutually exclusive (got --train-iters %lld and "
            "--train-samples %lld)", (long long)a->train_iters, (long long)a->train_samples);
   zt_check(by_iters || by_samples, "missing argument", "one of --train-iters or --train-samples is required");
-  zt_check(a->mock_data, "missing argument", "--mock-data is required for now: zerotron has no data loader "
-           "yet (--data-path lands with the data issue)");
+  check_data(a, seen);
 
   /* sizes */
   check_positive("--num-layers", a->num_layers);
@@ -506,11 +615,16 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "(--global-batch-size %d)", (long long)a->train_samples, a->global_batch_size);
   }
 
-  long long multiple = (long long)a->make_vocab_size_divisible_by * tp;
-  long long padded = (a->vocab_size + multiple - 1) / multiple * multiple;
-  zt_check(padded <= INT_MAX, "bad argument value", "--vocab-size %d padded to a multiple of %lld overflows",
-           a->vocab_size, multiple);
-  a->padded_vocab_size = (int)padded;
+  pad_vocab(a);
+}
+
+void zt_args_set_vocab_size(zt_args *a, int vocab_size, const char *tokenizer_name) {
+  if (a->vocab_size_given && a->tokenizer_type != ZT_TOK_NULL)
+    zt_check(a->vocab_size == vocab_size, "inconsistent arguments",
+             "--vocab-size %d differs from the %d tokens of the %s tokenizer (drop --vocab-size)", a->vocab_size,
+             vocab_size, tokenizer_name);
+  a->vocab_size = vocab_size;
+  pad_vocab(a);
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
@@ -523,6 +637,10 @@ static void set_defaults(zt_args *a) {
   a->make_vocab_size_divisible_by = 128;
   a->layernorm_epsilon = 1e-5f;
   a->vocab_size = 50257;
+  a->split = "969, 30, 1";
+  a->tokenizer_type = ZT_TOK_GPT2BPE;
+  a->data_impl = 1;
+  a->train_data_exact_num_epochs = -1;
   a->attention_dropout = a->hidden_dropout = 0.1f;
   a->weight_decay = 0.01f;
   a->clip_grad = 1.0f;
@@ -578,6 +696,22 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
     if (!f) refuse_flag(name);
 
     const char *value = NULL;
+    if (f->kind == F_LIST) { /* argparse's nargs='*': every following word up to the next flag */
+      zt_strlist *list = (zt_strlist *)((char *)args + f->offset);
+      if (eq) {
+        list->n = 1;
+        list->v = (const char *const *)&argv[i];
+        argv[i] = (char *)eq + 1;
+      } else {
+        int first = i + 1;
+        while (i + 1 < argc && is_value(argv[i + 1])) i++;
+        list->n = i + 1 - first;
+        list->v = (const char *const *)&argv[first];
+      }
+      seen[f - k_flags] = 1;
+      prev = f;
+      continue;
+    }
     if (f->kind == F_TRUE || f->kind == F_CONST) {
       zt_check(!eq, "bad argument value", "%s: %s is a switch and takes no value", arg, name);
     } else if (eq) {
@@ -602,21 +736,32 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
 
 typedef struct {
   const char *name;
-  char value[48];
+  char value[256];
 } summary_line;
+
+/* Python's repr of a list of strings (or None), as Megatron prints nargs='*' arguments. */
+static void py_list(char *out, size_t n, const zt_strlist *l) {
+  if (l->n == 0) {
+    snprintf(out, n, "None");
+    return;
+  }
+  size_t k = (size_t)snprintf(out, n, "[");
+  for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(out + k, n - k, "%s'%s'", i ? ", " : "", l->v[i]);
+  if (k < n) snprintf(out + k, n - k, "]");
+}
 
 static int by_name(const void *x, const void *y) {
   return strcmp(((const summary_line *)x)->name, ((const summary_line *)y)->name);
 }
 
 void zt_args_print(const zt_args *a) {
-  summary_line lines[64];
+  summary_line lines[96];
   int n = 0;
-#define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 48, "%lld", (long long)(v)))
-#define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 48, "None")) : INT_LINE(nm, v))
-#define STR_LINE(nm, s) (lines[n].name = (nm), snprintf(lines[n++].value, 48, "%s", (s)))
+#define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%lld", (long long)(v)))
+#define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 256, "None")) : INT_LINE(nm, v))
+#define STR_LINE(nm, s) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%s", (s)))
 #define BOOL_LINE(nm, v) STR_LINE(nm, (v) ? "True" : "False")
-#define FLT_LINE(nm, v, f) (lines[n].name = (nm), py_float(lines[n++].value, 48, (v), (f)))
+#define FLT_LINE(nm, v, f) (lines[n].name = (nm), py_float(lines[n++].value, 256, (v), (f)))
   INT_LINE("num_layers", a->num_layers);
   INT_LINE("hidden_size", a->hidden_size);
   INT_LINE("ffn_hidden_size", a->ffn_hidden_size);
@@ -640,7 +785,7 @@ void zt_args_print(const zt_args *a) {
   STR_LINE("optimizer", a->optimizer == ZT_OPTIMIZER_SGD ? "sgd" : "adam");
   FLT_LINE("init_method_std", a->init_method_std, 1);
   lines[n].name = "seed";
-  snprintf(lines[n++].value, 48, "%llu", (unsigned long long)a->seed);
+  snprintf(lines[n++].value, 256, "%llu", (unsigned long long)a->seed);
   INT_LINE("micro_batch_size", a->micro_batch_size);
   INT_LINE("global_batch_size", a->global_batch_size);
   OPT_LINE("train_iters", a->train_iters);
@@ -667,6 +812,29 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("world_size", (long long)a->data_parallel_size * a->tensor_model_parallel_size *
                              a->pipeline_model_parallel_size);
   BOOL_LINE("mock_data", a->mock_data);
+#define LIST_LINE(nm, l) (lines[n].name = (nm), py_list(lines[n++].value, 256, (l)))
+#define OPTSTR_LINE(nm, s) STR_LINE(nm, (s) ? (s) : "None")
+  LIST_LINE("data_path", &a->data_path);
+  LIST_LINE("train_data_path", &a->train_data_path);
+  LIST_LINE("valid_data_path", &a->valid_data_path);
+  LIST_LINE("test_data_path", &a->test_data_path);
+  STR_LINE("split", a->split);
+  OPTSTR_LINE("data_cache_path", a->data_cache_path);
+  STR_LINE("data_impl", a->data_impl ? "infer" : "mmap");
+  BOOL_LINE("mmap_warmup", a->mmap_warmup);
+  STR_LINE("tokenizer_type", zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type));
+  OPTSTR_LINE("vocab_file", a->vocab_file);
+  OPTSTR_LINE("merge_file", a->merge_file);
+  OPTSTR_LINE("tokenizer_model", a->tokenizer_model);
+  INT_LINE("vocab_extra_ids", a->vocab_extra_ids);
+  BOOL_LINE("reset_position_ids", a->reset_position_ids);
+  BOOL_LINE("reset_attention_mask", a->reset_attention_mask);
+  BOOL_LINE("eod_mask_loss", a->eod_mask_loss);
+  OPT_LINE("train_data_exact_num_epochs", a->train_data_exact_num_epochs);
+  STR_LINE("dataloader_type", "single");
+  INT_LINE("num_workers", a->num_workers);
+#undef LIST_LINE
+#undef OPTSTR_LINE
   INT_LINE("log_interval", a->log_interval);
   INT_LINE("eval_interval", a->eval_interval);
   INT_LINE("eval_iters", a->eval_iters);

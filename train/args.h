@@ -11,6 +11,11 @@ typedef enum { ZT_OPTIMIZER_ADAM = 0, ZT_OPTIMIZER_SGD } zt_optimizer_kind;
 typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_FULL } zt_recompute_granularity;
 
 typedef struct {
+  int n;
+  const char *const *v;
+} zt_strlist;
+
+typedef struct {
   /* model shape (--num-layers, --hidden-size, ...). Unset ints are -1 after defaults are applied
    * unless noted; derived values are filled in by zt_args_finalize. */
   int num_layers;
@@ -64,8 +69,22 @@ typedef struct {
   int pipeline_model_parallel_size;
   int data_parallel_size;           /* derived: world / (tp * pp) */
 
-  /* data */
+  /* data (lists point into argv) */
   int mock_data;                    /* --mock-data: synthetic patterned token stream */
+  zt_strlist data_path;             /* --data-path: prefix, or weight prefix pairs */
+  zt_strlist train_data_path, valid_data_path, test_data_path;
+  const char *split;                /* "969, 30, 1" */
+  const char *data_cache_path;      /* NULL */
+  int mmap_warmup;
+  int data_impl;                    /* 0 mmap, 1 infer (both read Megatron's mmap format) */
+  int dataloader_type;              /* 0 single */
+  const char *vocab_file, *merge_file, *tokenizer_model; /* NULL */
+  int tokenizer_type;               /* zt_tokenizer_kind; GPT2BPETokenizer by default */
+  int vocab_size_given;             /* --vocab-size was on the command line */
+  int vocab_extra_ids;              /* 0 */
+  int reset_position_ids, reset_attention_mask, eod_mask_loss;
+  int64_t train_data_exact_num_epochs; /* -1 unset */
+  int num_workers;                  /* 0: batches are read in the training process */
 
   /* logging and validation */
   int log_interval;                 /* 100 */
@@ -86,5 +105,9 @@ void zt_args_print(const zt_args *args);
 
 /* Levenshtein distance, used for "did you mean" suggestions (also by the config parser later). */
 int zt_edit_distance(const char *a, const char *b);
+
+/* Sets the vocabulary size from the tokenizer (named in messages) and recomputes the padded size;
+ * a --vocab-size that disagrees is refused with both numbers. */
+void zt_args_set_vocab_size(zt_args *args, int vocab_size, const char *tokenizer_name);
 
 #endif

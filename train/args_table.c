@@ -25,12 +25,10 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"ZeRO",
    "--zero-stage --zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size "
    "--zero-allgather-bucket-size --remote-device --use-pin-memory --use-distributed-optimizer"},
-  {"data pipeline",
-   "--data-path --split --train-data-path --valid-data-path --test-data-path --data-cache-path --data-impl "
-   "--mmap-warmup --vocab-file --merge-file --tokenizer-type --tokenizer-model --trust-remote-code "
-   "--num-workers --dataloader-type --reset-position-ids --reset-attention-mask --eod-mask-loss "
-   "--train-data-exact-num-epochs --return-data-index --repeated-dataloader --train-idx-path "
-   "--train-desc-path --train-doc-idx-path --train-sample-idx-path --train-shuffle-idx-path"},
+  {"data-efficiency (curriculum learning)",
+   "--return-data-index --repeated-dataloader --train-idx-path --train-desc-path --train-doc-idx-path "
+   "--train-sample-idx-path --train-shuffle-idx-path"},
+  {"Hugging Face tokenizer", "--trust-remote-code"},
   {"checkpoint",
    "--save --load --save-interval --load-tag --no-save-optim --no-save-rng --no-load-optim --no-load-rng "
    "--no-load-lr-state --finetune --no-initialization --use-checkpoint-args --exit-on-missing-checkpoint "
@@ -61,7 +59,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--disable-bias-linear --init-method-xavier-uniform"},
   {"encoder-decoder (BERT/T5)",
    "--encoder-num-layers --decoder-num-layers --encoder-seq-length --decoder-seq-length "
-   "--bert-no-binary-head --mask-prob --short-seq-prob --vocab-extra-ids --pipeline-model-parallel-split-rank"},
+   "--bert-no-binary-head --mask-prob --short-seq-prob --pipeline-model-parallel-split-rank"},
   {"token-based schedule", "--train-tokens --lr-decay-tokens --lr-warmup-tokens"},
   {"batch-size ramp-up", "--rampup-batch-size"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},

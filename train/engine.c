@@ -13,9 +13,62 @@ _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DEC
                    (int)ZT_LR_DECAY_CONSTANT == (int)ZT_DECAY_CONSTANT && (int)ZT_LR_DECAY_INVSQRT == (int)ZT_DECAY_INVSQRT,
                "args and schedule decay styles must match");
 
-void zt_engine_init(zt_engine *e, const zt_args *a) {
+zt_tokenizer *zt_engine_tokenizer(zt_args *a) {
+  zt_tokenizer *tok = NULL;
+  if (!a->mock_data) {
+    const char *name = zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type);
+    zt_log("> building %s tokenizer ...\n", name);
+    zt_tokenizer_spec spec = {.kind = (zt_tokenizer_kind)a->tokenizer_type, .vocab_file = a->vocab_file,
+                              .merge_file = a->merge_file, .tokenizer_model = a->tokenizer_model,
+                              .vocab_size = a->vocab_size, .vocab_extra_ids = a->vocab_extra_ids};
+    tok = zt_tokenizer_create(&spec);
+    zt_args_set_vocab_size(a, zt_tokenizer_vocab_size(tok), name);
+  }
+  zt_log(" > padded vocab (size: %d) with %d dummy tokens (new size: %d)\n", a->vocab_size,
+         a->padded_vocab_size - a->vocab_size, a->padded_vocab_size);
+  return tok;
+}
+
+/* Megatron's train_val_test_num_samples and the datasets behind them. */
+static void build_data(zt_engine *e, const zt_tokenizer *tok) {
+  const zt_args *a = e->args;
+  e->eod = a->vocab_size - 1; /* the mock stream's separator */
+  if (a->mock_data) {
+    for (int s = 0; s < 3; s++)
+      e->data[s] = (zt_mock_data){.vocab_size = a->vocab_size, .seq_length = a->seq_length, .seed = a->seed,
+                                  .split_id = (uint64_t)s};
+    return;
+  }
+  e->eod = zt_tokenizer_eod(tok);
+  zt_check(e->eod >= 0 || !(a->reset_position_ids || a->reset_attention_mask || a->eod_mask_loss),
+           "inconsistent arguments", "--reset-position-ids/--reset-attention-mask/--eod-mask-loss need an "
+           "end-of-document token, and the %s tokenizer has none",
+           zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type));
+  const int64_t gbs = a->global_batch_size;
+  zt_gpt_data_config c = {
+      .data_path_n = a->data_path.n, .data_path = a->data_path.v,
+      .split_path_n = {a->train_data_path.n, a->valid_data_path.n, a->test_data_path.n},
+      .split_path = {a->train_data_path.v, a->valid_data_path.v, a->test_data_path.v},
+      .split = a->split, .cache_path = a->data_cache_path, .seq_length = a->seq_length, .seed = a->seed,
+      .train_exact_num_epochs = a->train_data_exact_num_epochs > 0 ? a->train_data_exact_num_epochs : 0,
+      .num_samples = {a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs,
+                      (a->train_iters / a->eval_interval + 1) * a->eval_iters * gbs, (int64_t)a->eval_iters * gbs},
+      .mmap_warmup = a->mmap_warmup};
+  zt_log("> building train, validation, and test datasets ...\n");
+  zt_gpt_data_build(&e->gdata, &c);
+  e->use_gdata = 1;
+  if (a->eval_iters > 0)
+    for (int s = 1; s < 3; s++)
+      if (!zt_gpt_data_has(&e->gdata, s))
+        zt_log(" > no %s documents (--split '%s'): %s evaluation is skipped\n", s == 1 ? "validation" : "test",
+               a->split, s == 1 ? "validation" : "test");
+  zt_log("> finished creating GPT datasets ...\n");
+}
+
+void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok) {
   memset(e, 0, sizeof(*e));
   e->args = a;
+  build_data(e, tok);
   zt_gpt_config c = {
       .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_attention_heads,
       .ffn_hidden_size = a->ffn_hidden_size, .max_positions = a->max_position_embeddings,
@@ -47,15 +100,14 @@ void zt_engine_init(zt_engine *e, const zt_args *a) {
   e->sched = (zt_lr_schedule){.max_lr = a->lr, .min_lr = a->min_lr, .warmup_steps = warmup, .decay_steps = decay,
                               .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0};
 
-  for (int s = 0; s < 3; s++)
-    e->data[s] = (zt_mock_data){.vocab_size = a->vocab_size, .seq_length = a->seq_length, .seed = a->seed,
-                                .split_id = (uint64_t)s};
   const size_t BT = (size_t)a->micro_batch_size * a->seq_length;
   e->text = zt_malloc((BT + a->micro_batch_size) * sizeof(int32_t), "batch text");
   e->tokens = zt_malloc(BT * sizeof(int32_t), "batch tokens");
   e->targets = zt_malloc(BT * sizeof(int32_t), "batch targets");
   e->loss_mask = zt_malloc(BT * sizeof(float), "loss mask");
   for (size_t i = 0; i < BT; i++) e->loss_mask[i] = 1.0f;
+  if (a->reset_position_ids) e->positions = zt_malloc(BT * sizeof(int32_t), "position ids");
+  if (a->reset_attention_mask) e->key_start = zt_malloc(BT * sizeof(int32_t), "attention mask starts");
 
   zt_flops_model fm = {.num_layers = a->num_layers, .hidden_size = a->hidden_size,
                        .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
@@ -70,16 +122,35 @@ void zt_engine_free(zt_engine *e) {
   free(e->tokens);
   free(e->targets);
   free(e->loss_mask);
+  free(e->positions);
+  free(e->key_start);
+  if (e->use_gdata) zt_gpt_data_free(&e->gdata);
 }
+
+static const char *const SPLIT_NAME[3] = {"train", "valid", "test"};
 
 /* Loads micro batch rows from sample `first` on: tokens = text[:, :-1], targets = text[:, 1:]. */
 static void load_micro_batch(zt_engine *e, int split, uint64_t first) {
-  const int B = e->args->micro_batch_size, T = e->args->seq_length;
+  const zt_args *a = e->args;
+  const int B = a->micro_batch_size, T = a->seq_length;
   for (int b = 0; b < B; b++) {
     int32_t *row = e->text + (size_t)b * (T + 1);
-    zt_mock_data_sample(&e->data[split], first + b, row);
+    if (e->use_gdata) {
+      zt_gpt_data_get(&e->gdata, split, (int64_t)(first + b), row);
+      for (int t = 0; t <= T; t++)
+        if (row[t] < 0 || row[t] >= a->vocab_size)
+          zt_fatal("dataset", "%s sample %llu holds token id %d, outside the %s tokenizer's %d ids (was the data "
+                   "preprocessed with another tokenizer?)", SPLIT_NAME[split], (unsigned long long)(first + b),
+                   row[t], zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type), a->vocab_size);
+    } else {
+      zt_mock_data_sample(&e->data[split], first + b, row);
+    }
     memcpy(e->tokens + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
     memcpy(e->targets + (size_t)b * T, row + 1, (size_t)T * sizeof(int32_t));
+    if (a->eod_mask_loss || e->positions || e->key_start)
+      zt_gpt_ltor_masks(e->tokens + (size_t)b * T, T, e->eod, a->eod_mask_loss, e->loss_mask + (size_t)b * T,
+                        e->positions ? e->positions + (size_t)b * T : NULL,
+                        e->key_start ? e->key_start + (size_t)b * T : NULL);
   }
 }
 
@@ -97,8 +168,9 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
     uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size;
     load_micro_batch(e, 0, first);
-    zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1};
-    float loss = zt_gpt_forward(&e->model, e->tokens, NULL, e->targets, e->loss_mask, &pass);
+    zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
+                    .key_start = e->key_start};
+    float loss = zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
     check_finite_loss(e, loss, mb, "lm loss");
     zt_gpt_backward(&e->model, 1.0f / nmb);
     loss_sum += loss;
@@ -132,8 +204,9 @@ float zt_engine_evaluate(zt_engine *e, int split) {
     for (int mb = 0; mb < a->num_microbatches; mb++) {
       uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size;
       load_micro_batch(e, split, first);
-      zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0};
-      total += zt_gpt_forward(&e->model, e->tokens, NULL, e->targets, e->loss_mask, &pass);
+      zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0,
+                      .key_start = e->key_start};
+      total += zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
       count++;
     }
   if (split == 1) e->consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
@@ -167,6 +240,8 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, float lo
          e->flops_per_iteration / (elapsed_per_iter * world * 1e12));
 }
 
+static int has_split(const zt_engine *e, int split) { return !e->use_gdata || zt_gpt_data_has(&e->gdata, split); }
+
 void zt_engine_run(zt_engine *e) {
   const zt_args *a = e->args;
   if (!a->skip_train) {
@@ -184,7 +259,7 @@ void zt_engine_run(zt_engine *e) {
         loss_acc = 0.0;
         in_interval = 0;
       }
-      if (a->eval_iters > 0 && e->iteration % a->eval_interval == 0) {
+      if (a->eval_iters > 0 && has_split(e, 1) && e->iteration % a->eval_interval == 0) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "iteration %lld", (long long)e->iteration);
         double t0 = zt_now();
@@ -195,7 +270,7 @@ void zt_engine_run(zt_engine *e) {
     zt_log("[after training is done]\n");
   }
   if (a->eval_iters > 0) {
-    print_validation("the end of training for val data", zt_engine_evaluate(e, 1));
-    print_validation("the end of training for test data", zt_engine_evaluate(e, 2));
+    if (has_split(e, 1)) print_validation("the end of training for val data", zt_engine_evaluate(e, 1));
+    if (has_split(e, 2)) print_validation("the end of training for test data", zt_engine_evaluate(e, 2));
   }
 }

@@ -12,15 +12,15 @@ int main(int argc, char **argv) {
   zt_set_rank(0, 1);
   zt_args args;
   zt_args_parse(&args, argc, argv, zt_world_size());
+  zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);
-  zt_log("> padded vocab (size: %d) with %d dummy tokens (new size: %d)\n", args.vocab_size,
-         args.padded_vocab_size - args.vocab_size, args.padded_vocab_size);
   int ngpu = zt_cuda_device_count();
   zt_log("> compute: CPU, %d OpenMP threads, OpenBLAS %s kernels%s\n", omp_get_max_threads(), zt_blas_core(),
          ngpu > 0 ? " (a CUDA device is present; GPU training is not available yet, so this run uses the CPU)" : "");
   zt_engine e;
-  zt_engine_init(&e, &args);
+  zt_engine_init(&e, &args, tok);
   zt_engine_run(&e);
   zt_engine_free(&e);
+  if (tok) zt_tokenizer_free(tok);
   return 0;
 }
