@@ -48,20 +48,59 @@ static void parse_path_list(path_list *p, const char *flag, int nwords, const ch
   }
 }
 
-static const zt_indexed_dataset *open_file(zt_gpt_data *g, const char *prefix, int mmap_warmup) {
+/* The smallest and largest token id in the file (one parallel pass over the .bin). */
+static void token_range(const zt_indexed_dataset *d, int64_t *lo_out, int64_t *hi_out) {
+  const int64_t n = (int64_t)(d->bin_bytes / (size_t)d->itemsize);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+#define RANGE_LOOP(T)                                                   \
+  {                                                                     \
+    const T *p = (const T *)(const void *)d->bin;                       \
+    _Pragma("omp parallel for reduction(min : lo) reduction(max : hi)") \
+    for (int64_t i = 0; i < n; i++) {                                   \
+      if ((int64_t)p[i] < lo) lo = (int64_t)p[i];                       \
+      if ((int64_t)p[i] > hi) hi = (int64_t)p[i];                       \
+    }                                                                   \
+  }
+  switch (d->dtype) {
+  case ZT_IDX_UINT8: RANGE_LOOP(uint8_t) break;
+  case ZT_IDX_INT8: RANGE_LOOP(int8_t) break;
+  case ZT_IDX_INT16: RANGE_LOOP(int16_t) break;
+  case ZT_IDX_UINT16: RANGE_LOOP(uint16_t) break;
+  case ZT_IDX_INT32: RANGE_LOOP(int32_t) break;
+  case ZT_IDX_INT64: RANGE_LOOP(int64_t) break;
+  default: zt_fatal("dataset", "%s.bin holds %s values, not token ids", d->prefix, zt_idx_dtype_name(d->dtype));
+  }
+#undef RANGE_LOOP
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+static const zt_indexed_dataset *open_file(zt_gpt_data *g, const char *prefix, const zt_gpt_data_config *c) {
   for (int i = 0; i < g->num_files; i++)
     if (strcmp(g->files[i].prefix, prefix) == 0) return &g->files[i];
   zt_log(" > building dataset index from %s ...\n", prefix);
   double t0 = zt_now();
   zt_indexed_dataset *d = &g->files[g->num_files++];
   zt_indexed_open(d, prefix);
-  if (mmap_warmup) { /* --mmap-warmup: page the token file in once, as Megatron's warmup pass does */
+  if (c->mmap_warmup) { /* --mmap-warmup: page the token file in once, as Megatron's warmup pass does */
     volatile uint8_t sink = 0;
     for (size_t off = 0; off < d->bin_bytes; off += 4096) sink ^= d->bin[off];
     (void)sink;
   }
   zt_log(" > finished creating indexed dataset in %.6f seconds\n    number of documents: %lld (%s tokens)\n",
          zt_now() - t0, (long long)d->num_items, zt_idx_dtype_name(d->dtype));
+  if (c->vocab_size > 0 && d->bin_bytes > 0) {
+    /* a dataset written with another tokenizer would index past the embedding: refuse it now */
+    t0 = zt_now();
+    int64_t lo, hi;
+    token_range(d, &lo, &hi);
+    zt_check(lo >= 0 && hi < c->vocab_size, "dataset", "%s.bin holds token ids %lld..%lld, outside the %lld ids of "
+             "the %s tokenizer (was it preprocessed with another tokenizer?)", prefix, (long long)lo, (long long)hi,
+             (long long)c->vocab_size, c->tokenizer_name ? c->tokenizer_name : "given");
+    zt_log(" > checked %lld token ids in %.3f s: %lld..%lld, within the vocabulary of %lld\n",
+           (long long)(d->bin_bytes / (size_t)d->itemsize), zt_now() - t0, (long long)lo, (long long)hi,
+           (long long)c->vocab_size);
+  }
   return d;
 }
 
@@ -130,7 +169,7 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
     }
     int present[3] = {1, 1, 1};
     for (int i = 0; i < p.n; i++) {
-      const zt_indexed_dataset *d = open_file(g, p.prefixes[i], c->mmap_warmup);
+      const zt_indexed_dataset *d = open_file(g, p.prefixes[i], c);
       int64_t b[4];
       zt_split_bounds(c->split, d->num_items, b);
       zt_log(" > dataset split:\n");
@@ -172,7 +211,7 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
       }
       g->split[k].members = zt_malloc(sizeof(zt_gpt_dataset) * (size_t)p.n, "datasets");
       for (int i = 0; i < p.n; i++) {
-        const zt_indexed_dataset *d = open_file(g, p.prefixes[i], c->mmap_warmup);
+        const zt_indexed_dataset *d = open_file(g, p.prefixes[i], c);
         build_member(&g->split[k].members[i], d, p.prefixes[i], k, 0, d->num_items, per[i][k], c);
       }
       g->split[k].num = p.n;

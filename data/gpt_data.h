@@ -26,6 +26,8 @@ typedef struct {
   int64_t train_exact_num_epochs;      /* 0: not given */
   int64_t num_samples[3];              /* train, valid, test */
   int mmap_warmup;                     /* --mmap-warmup: read the .bin files once at start */
+  int64_t vocab_size;                  /* every token id must be below this (0: not checked) */
+  const char *tokenizer_name;          /* for that message */
 } zt_gpt_data_config;
 
 typedef struct {

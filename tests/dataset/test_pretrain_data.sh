@@ -103,7 +103,7 @@ expect_error "--num-workers 2" "--num-workers 2: zerotron reads batches" "${base
   --data-path "$tmp/a_text_document" --num-workers 2
 expect_error "a split without training documents" "--split '0,50,50' leaves no training documents" "${base[@]}" \
   "${tok[@]}" --data-path "$tmp/a_text_document" --split 0,50,50
-expect_error "tokens outside the vocabulary" "holds token id" "${base[@]}" --tokenizer-type NullTokenizer \
+expect_error "tokens outside the vocabulary" "a_text_document.bin holds token ids 0..63, outside the 21 ids of the NullTokenizer tokenizer" "${base[@]}" --tokenizer-type NullTokenizer \
   --vocab-size 20 --data-path "$tmp/a_text_document"
 expect_error "an odd weight list" "--data-path has 3 words" "${base[@]}" "${tok[@]}" \
   --data-path 0.5 "$tmp/a_text_document" 0.5
