@@ -4,6 +4,7 @@
  * so one worker can at best reach 1 / (1/parse + 1/tokenize) MB/s of JSON lines.
  *
  * usage: bench_preprocess_bounds INPUT.jsonl TOKENIZER_TYPE VOCAB_FILE MERGE_FILE [KEY] */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

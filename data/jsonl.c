@@ -1,5 +1,6 @@
 /* Loose JSON lines: chunked line reader over zlib (plain or gzip input) and per-line extraction of
  * key texts with cJSON. See data/jsonl.h for the line rules. */
+#define _POSIX_C_SOURCE 200809L
 #include "data/jsonl.h"
 
 #include <cjson/cJSON.h>

@@ -1,5 +1,6 @@
 /* Rule-based English sentence splitting (see data/sentence_split.h for the rules and how the output
  * is shaped like NLTK punkt's). Works on UTF-8 bytes; letters and case come from the Unicode tables. */
+#define _POSIX_C_SOURCE 200809L
 #include "data/sentence_split.h"
 
 #include <ctype.h>

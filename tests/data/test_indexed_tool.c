@@ -5,6 +5,7 @@
  * dump prints: "dtype NAME", "items N", "docs D", "doc_idx v0 v1 ...", then one line per item:
  * "item I SIZE: t0 t1 ...". SPEC: one document per line, its items separated by '|', an item's tokens
  * by spaces; a line "#" is a document without items ("1 2||3" is three items, the middle one empty). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
  * hand for each rule (abbreviations, initials, decimals, quotes and brackets, ellipses, case of the
  * next word, Unicode), punkt's output shape (leading whitespace kept, trailing whitespace stripped),
  * and --keep-newlines (the sentences concatenate back to the right-stripped text). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 
