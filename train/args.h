@@ -103,9 +103,6 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
  * argument, sorted by name, as "  name ....... value" with Python's formatting of values. */
 void zt_args_print(const zt_args *args);
 
-/* Levenshtein distance, used for "did you mean" suggestions (also by the config parser later). */
-int zt_edit_distance(const char *a, const char *b);
-
 /* Sets the vocabulary size from the tokenizer (named in messages) and recomputes the padded size;
  * a --vocab-size that disagrees is refused with both numbers. */
 void zt_args_set_vocab_size(zt_args *args, int vocab_size, const char *tokenizer_name);

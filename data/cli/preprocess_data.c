@@ -27,8 +27,8 @@
 #include "data/jsonl.h"
 #include "data/sentence_split.h"
 #include "data/tokenizer/tokenizer.h"
+#include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
-#include "train/args.h"
 
 /* ---- arguments (names, defaults and choices of Megatron-DeepSpeed's get_args) ---------------------- */
 
