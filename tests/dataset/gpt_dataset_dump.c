@@ -4,7 +4,8 @@
  *   gpt_dataset_dump data OUTDIR SEQ SEED SPLIT NS_TRAIN NS_VALID NS_TEST CACHE|- EXACT_EPOCHS \
  *                    (--data-path|--split-paths) WORDS...   (split paths: train;valid;test lists
  *                    separated by a literal ';' word)
- *   gpt_dataset_dump masks TOKENS.npy EOD OUTPREFIX   (int32 [R, T] -> loss_mask, pos, start) */
+ *   gpt_dataset_dump masks TOKENS.npy EOD OUTPREFIX   (int32 [R, T] -> loss_mask, pos, start)
+ * A leading "--rank R --world W" makes the process act as that rank (only rank 0 builds caches). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,12 @@ static int masks_mode(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 5 && strcmp(argv[1], "--rank") == 0 && strcmp(argv[3], "--world") == 0) {
+    zt_set_rank(atoi(argv[2]), atoi(argv[4]));
+    argv[4] = argv[0];
+    argv += 4;
+    argc -= 4;
+  }
   if (argc > 1 && strcmp(argv[1], "data") == 0) return data_mode(argc, argv);
   if (argc > 1 && strcmp(argv[1], "masks") == 0) return masks_mode(argc, argv);
   fprintf(stderr, "usage: gpt_dataset_dump data|masks ...\n");

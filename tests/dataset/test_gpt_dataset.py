@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import numpy as np
@@ -284,6 +285,26 @@ def main():
         if r.returncode == 0:
             check(tag + "_cache_same_samples",
                   np.array_equal(load(out, "split0_samples"), load(out2, "split0_samples")))
+
+    # 1b. several ranks, one cache: rank 1 starts first and must wait for rank 0 to build, then load
+    seq, seed, ns = 40, 2024, [90, 10, 5]
+    outs = [os.path.join(tmp, "rank%d" % r) for r in range(2)]
+    for o in outs:
+        os.makedirs(o)
+    cmd = lambda r: [DUMP, "--rank", str(r), "--world", "2", "data", outs[r], str(seq), str(seed), split,
+                     str(ns[0]), str(ns[1]), str(ns[2]), os.path.join(tmp, "shared-cache"), "0", "--data-path",
+                     prefix_a]
+    waiting = subprocess.Popen(cmd(1), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    early = waiting.poll() is None
+    builder = subprocess.run(cmd(0), capture_output=True, text=True)
+    w_out, w_err = waiting.communicate(timeout=60)
+    check("ranks_rank1_waits_for_rank0", early and waiting.returncode == 0 and builder.returncode == 0,
+          "rank 1 exited early: %s / %s %s" % (early, w_err[-300:], builder.stderr[-300:]))
+    # (rank 1 alone would finish in milliseconds: still running after a second means it waited)
+    check("ranks_rank0_builds", "building the indices on rank 0" in builder.stdout, builder.stdout[-300:])
+    if builder.returncode == 0 and waiting.returncode == 0:
+        check("ranks_same_samples", np.array_equal(load(outs[0], "split0_samples"), load(outs[1], "split0_samples")))
 
     # 2. a cache written by Megatron (here: by NumPy, with a deliberately different shuffle) is used
     #    as it is, not rebuilt
