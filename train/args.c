@@ -104,7 +104,7 @@ static const flag k_flags[] = {
   {"--clip-grad", F_FLOAT, OFF(clip_grad), NULL, REG, "1.0", "Clip the global gradient norm to this; 0 disables."},
   {"--init-method-std", F_FLOAT, OFF(init_method_std), NULL, REG, "0.02",
    "Std of the normal init (output projections use std / sqrt(2 x layers))."},
-  {"--seed", F_U64, OFF(seed), NULL, REG, "1234", "Random seed (dropout, init, mock data)."},
+  {"--seed", F_U64, OFF(seed), NULL, REG, "1234", "Random seed (dropout, init, data order)."},
   {"--optimizer", F_CHOICE, OFF(optimizer), k_optimizers, OPT, "adam",
    "adam is Adam with decoupled weight decay (AdamW), as in Megatron."},
   {"--adam-beta1", F_FLOAT, OFF(adam_beta1), NULL, OPT, "0.9", "Adam beta1."},
@@ -150,7 +150,8 @@ static const flag k_flags[] = {
   {"--data-impl", F_CHOICE, OFF(data_impl), k_data_impl, DATA, "infer",
    "Indexed dataset implementation (mmap; infer checks the file)."},
   {"--mmap-warmup", F_TRUE, OFF(mmap_warmup), NULL, DATA, "False", "Read the token files once at start."},
-  {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA, "GPT2BPETokenizer", "Tokenizer."},
+  {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA, "GPT2BPETokenizer",
+   "Tokenizer (HFTokenizer is refused: it needs the Python/Rust tokenizers library)."},
   {"--vocab-file", F_STR, OFF(vocab_file), NULL, DATA, "None", "GPT-2 vocab.json or BERT vocab.txt."},
   {"--merge-file", F_STR, OFF(merge_file), NULL, DATA, "None", "GPT-2 merges.txt."},
   {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None", "SentencePiece .model file."},
@@ -163,7 +164,7 @@ static const flag k_flags[] = {
   {"--train-data-exact-num-epochs", F_I64, OFF(train_data_exact_num_epochs), NULL, DATA, "None",
    "Build the training set from exactly this many epochs."},
   {"--dataloader-type", F_CHOICE, OFF(dataloader_type), k_dataloader, DATA, "single",
-   "single: Megatron's sequential sampler from the consumed samples."},
+   "single: Megatron's sequential sampler from the consumed samples (cyclic is refused)."},
   {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "0",
    "Loader worker processes: only 0 (batches are read from the mmap'd files in the training process)."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
@@ -370,7 +371,8 @@ static void refuse_flag(const char *name) {
 static void print_help(const char *prog) {
   zt_log("usage: %s --num-layers INT --hidden-size INT --num-attention-heads INT --seq-length INT\n"
          "       --max-position-embeddings INT --micro-batch-size INT --lr FLOAT\n"
-         "       (--train-iters INT | --train-samples INT) --mock-data [options]\n\n"
+         "       (--train-iters INT | --train-samples INT)\n"
+         "       (--data-path PREFIX --vocab-file FILE --merge-file FILE | --mock-data) [options]\n\n"
          "Megatron-compatible flags, as --flag value or --flag=value. Megatron-DeepSpeed flags not listed\n"
          "here are refused by name until the work they belong to lands.\n", prog);
   const char *group = NULL;
