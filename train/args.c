@@ -15,6 +15,7 @@
 #include "data/tokenizer/tokenizer.h"
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
+#include "runtime/base/pyfmt.h"
 #include "train/args_table.h"
 
 /* Enum fields are written through int pointers by the table. */
@@ -192,51 +193,6 @@ static int given(const unsigned char *seen, const char *name) {
 
 /* ---- Python float repr, for messages and the summary --------------------------------------------- */
 
-/* Writes v as Python's repr would: the shortest digits that round-trip (to a float when `as_float`, so
- * a --hidden-dropout 0.1 held as float prints 0.1), fixed notation for decimal exponents in [-4, 16),
- * otherwise d.ddde+XX; integral values keep ".0". */
-static void py_float(char *out, size_t n, double v, int as_float) {
-  if (isnan(v)) { snprintf(out, n, "nan"); return; }
-  if (isinf(v)) { snprintf(out, n, v < 0 ? "-inf" : "inf"); return; }
-  char buf[40];
-  for (int p = 1; p <= 17; p++) {
-    snprintf(buf, sizeof buf, "%.*e", p - 1, v);
-    if (as_float ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
-  }
-  /* buf is "[-]d[.ddd]e[+-]XX": split into sign, digit string and decimal exponent. */
-  const char *s = buf;
-  int neg = (*s == '-');
-  if (neg) s++;
-  char digits[24];
-  int nd = 0;
-  for (; *s != 'e'; s++)
-    if (*s != '.') digits[nd++] = *s;
-  int exp = atoi(s + 1);
-  while (nd > 1 && digits[nd - 1] == '0') nd--;
-  digits[nd] = '\0';
-
-  char body[64];
-  int k = 0;
-  if (exp >= -4 && exp < 16) {
-    if (exp < 0) {
-      k += sprintf(body + k, "0.");
-      for (int i = 0; i < -exp - 1; i++) body[k++] = '0';
-      k += sprintf(body + k, "%s", digits);
-    } else {
-      for (int i = 0; i <= exp; i++) body[k++] = i < nd ? digits[i] : '0';
-      body[k++] = '.';
-      if (nd > exp + 1) k += sprintf(body + k, "%s", digits + exp + 1);
-      else body[k++] = '0';
-      body[k] = '\0';
-    }
-  } else {
-    body[k++] = digits[0];
-    if (nd > 1) k += sprintf(body + k, ".%s", digits + 1);
-    sprintf(body + k, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
-  }
-  snprintf(out, n, "%s%s", neg ? "-" : "", body);
-}
-
 /* ---- value parsing ------------------------------------------------------------------------------- */
 
 static const char *metavar(const flag *f) {
@@ -406,7 +362,7 @@ static void check_positive(const char *flag, long long v) {
 static void check_real(int ok, const char *flag, double v, int as_float, const char *rule) {
   if (ok) return;
   char text[40];
-  py_float(text, sizeof text, v, as_float);
+  zt_py_float(text, sizeof text, v, as_float);
   zt_fatal("bad argument value", "%s %s: must be %s", flag, text, rule);
 }
 
@@ -541,8 +497,8 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_real(a->min_lr >= 0, "--min-lr", a->min_lr, 0, ">= 0");
   if (a->min_lr > a->lr) {
     char lo[40], hi[40];
-    py_float(lo, sizeof lo, a->min_lr, 0);
-    py_float(hi, sizeof hi, a->lr, 0);
+    zt_py_float(lo, sizeof lo, a->min_lr, 0);
+    zt_py_float(hi, sizeof hi, a->lr, 0);
     zt_fatal("inconsistent arguments", "--min-lr %s is larger than --lr %s", lo, hi);
   }
   if (given(seen, "--lr-warmup-fraction")) {
@@ -743,7 +699,7 @@ void zt_args_print(const zt_args *a) {
 #define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 256, "None")) : INT_LINE(nm, v))
 #define STR_LINE(nm, s) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%s", (s)))
 #define BOOL_LINE(nm, v) STR_LINE(nm, (v) ? "True" : "False")
-#define FLT_LINE(nm, v, f) (lines[n].name = (nm), py_float(lines[n++].value, 256, (v), (f)))
+#define FLT_LINE(nm, v, f) (lines[n].name = (nm), zt_py_float(lines[n++].value, 256, (v), (f)))
   INT_LINE("num_layers", a->num_layers);
   INT_LINE("hidden_size", a->hidden_size);
   INT_LINE("ffn_hidden_size", a->ffn_hidden_size);
