@@ -1,0 +1,823 @@
+/* ds_config.json loading and strict validation (see train/ds_config.h and docs/ds_config.md):
+ * hjson-style comments and trailing commas are blanked out before cJSON parses the text (so line and
+ * column stay right), duplicate keys are refused at every level, every member is checked against the
+ * key table of train/ds_config_schema.c (unknown keys with a suggestion, types, ranges, "lands with"
+ * refusals of unimplemented features), then the typed fields are filled. */
+#include "train/ds_config.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/edit_distance.h"
+#include "runtime/base/error.h"
+
+#define WHAT "ds_config"
+
+static void ds_fail(const zt_ds_config *c, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void ds_fail(const zt_ds_config *c, const char *fmt, ...) {
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  zt_fatal(WHAT, "%s: %s", c->path, msg);
+}
+
+/* Shortest decimal that reads back as v; integral values without exponent. */
+static const char *fmt_num(double v, char *buf, size_t n) {
+  if (isnan(v)) {
+    snprintf(buf, n, "None");
+  } else if (v == floor(v) && fabs(v) < 1e16) {
+    snprintf(buf, n, "%.0f", v);
+  } else {
+    for (int p = 1; p <= 17; p++) {
+      snprintf(buf, n, "%.*g", p, v);
+      if (strtod(buf, NULL) == v) break;
+    }
+  }
+  return buf;
+}
+
+/* JSON text of an item for messages (numbers via fmt_num). */
+static void fmt_item(const cJSON *it, char *buf, size_t n) {
+  if (cJSON_IsNumber(it)) {
+    fmt_num(it->valuedouble, buf, n);
+    return;
+  }
+  char *s = cJSON_PrintUnformatted(it);
+  snprintf(buf, n, "%s", s ? s : "?");
+  if (strlen(buf) == n - 1 && n > 4) strcpy(buf + n - 4, "...");
+  free(s);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Pre-parse: hjson comments (// # and block) and trailing commas become spaces, outside strings. */
+
+static void strip_hjson(char *t) {
+  size_t n = strlen(t);
+  bool in_str = false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = t[i];
+    if (in_str) {
+      if (ch == '\\' && i + 1 < n) i++;
+      else if (ch == '"') in_str = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_str = true;
+    } else if (ch == '#' || (ch == '/' && t[i + 1] == '/')) {
+      while (i < n && t[i] != '\n') t[i++] = ' ';
+    } else if (ch == '/' && t[i + 1] == '*') {
+      size_t j = i;
+      while (j < n && !(t[j] == '*' && j + 1 < n && t[j + 1] == '/' && j >= i + 2)) j++;
+      size_t end = j < n ? j + 2 : n;
+      for (size_t k = i; k < end; k++)
+        if (t[k] != '\n') t[k] = ' ';
+      i = end - 1;
+    } else if (ch == ',') {
+      size_t j = i + 1;
+      /* look past blanks and comments for the closing bracket */
+      for (;;) {
+        while (j < n && isspace((unsigned char)t[j])) j++;
+        if (j < n && (t[j] == '#' || (t[j] == '/' && t[j + 1] == '/'))) {
+          while (j < n && t[j] != '\n') j++;
+        } else if (j + 1 < n && t[j] == '/' && t[j + 1] == '*') {
+          j += 2;
+          while (j + 1 < n && !(t[j] == '*' && t[j + 1] == '/')) j++;
+          j += 2;
+        } else {
+          break;
+        }
+      }
+      if (j < n && (t[j] == '}' || t[j] == ']')) t[i] = ' ';
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Duplicate keys (DeepSpeed's dict_raise_error_on_duplicate_keys), at every level. */
+
+static void check_duplicates(const zt_ds_config *c, const cJSON *obj, const char *path) {
+  if (cJSON_IsObject(obj)) {
+    char dups[2048] = "";
+    for (const cJSON *a = obj->child; a; a = a->next) {
+      bool first = true, dup = false;
+      for (const cJSON *b = obj->child; b != a; b = b->next)
+        if (strcmp(a->string, b->string) == 0) first = false;
+      for (const cJSON *b = a->next; b; b = b->next)
+        if (strcmp(a->string, b->string) == 0) dup = true;
+      if (first && dup) {
+        size_t l = strlen(dups);
+        snprintf(dups + l, sizeof dups - l, "%s'%s'", l ? ", " : "", a->string);
+      }
+    }
+    if (dups[0]) {
+      if (path[0]) ds_fail(c, "Duplicate keys in DeepSpeed config: [%s] (in \"%s\")", dups, path);
+      ds_fail(c, "Duplicate keys in DeepSpeed config: [%s]", dups);
+    }
+  }
+  if (cJSON_IsObject(obj) || cJSON_IsArray(obj)) {
+    int idx = 0;
+    for (const cJSON *a = obj->child; a; a = a->next, idx++) {
+      char sub[1024];
+      if (cJSON_IsObject(obj)) snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", a->string);
+      else snprintf(sub, sizeof sub, "%s[%d]", path, idx);
+      check_duplicates(c, a, sub);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Schema lookup: dotted paths, "*" matches one member name. */
+
+static bool path_match(const char *pat, const char *path) {
+  while (*pat && *path) {
+    if (pat[0] == '*' && (pat[1] == '.' || pat[1] == 0)) {
+      while (*path && *path != '.') path++;
+      pat++;
+    } else {
+      if (*pat != *path) return false;
+      pat++;
+      path++;
+    }
+  }
+  return *pat == 0 && *path == 0;
+}
+
+static const zt_ds_key *schema_find(const char *path) {
+  for (int i = 0; i < zt_ds_schema_count; i++)
+    if (path_match(zt_ds_schema[i].path, path)) return &zt_ds_schema[i];
+  return NULL;
+}
+
+/* parent pattern of a schema path: everything before the last '.' */
+static bool schema_is_child_of(const zt_ds_key *k, const char *parent, const char **last) {
+  const char *dot = strrchr(k->path, '.');
+  char pp[1024];
+  if (!dot) {
+    *last = k->path;
+    return parent[0] == 0;
+  }
+  size_t l = (size_t)(dot - k->path);
+  if (l >= sizeof pp) return false;
+  memcpy(pp, k->path, l);
+  pp[l] = 0;
+  *last = dot + 1;
+  return parent[0] && path_match(pp, parent);
+}
+
+static bool is_auto(const cJSON *it) { return cJSON_IsString(it) && strcmp(it->valuestring, "auto") == 0; }
+
+static cJSON *parse_default(const zt_ds_key *k) { return k->def ? cJSON_Parse(k->def) : NULL; }
+
+/* Whether a value counts as the default for the "lands with" rule: null and "auto" always do. */
+static bool is_default_value(const zt_ds_key *k, const cJSON *v) {
+  if (cJSON_IsNull(v) || is_auto(v)) return true;
+  cJSON *d = parse_default(k);
+  bool eq = d && cJSON_Compare(v, d, true);
+  if (d && !eq && cJSON_IsNumber(v) && cJSON_IsNumber(d)) eq = v->valuedouble == d->valuedouble;
+  cJSON_Delete(d);
+  return eq;
+}
+
+static const char *type_name(const zt_ds_key *k) {
+  switch (k->type) {
+    case ZT_DS_BOOL: return "a boolean (true or false)";
+    case ZT_DS_INT: return "an integer";
+    case ZT_DS_FLOAT: return "a number";
+    case ZT_DS_STRING: return "a string";
+    case ZT_DS_ENUM: return "one of the strings";
+    case ZT_DS_OBJECT: return (k->flags & ZT_DS_BOOLOBJ) ? "an object (or a boolean)" : "an object";
+    case ZT_DS_LIST: return "a list";
+    default: return "a value";
+  }
+}
+
+static bool enum_has(const char *choices, const char *s) {
+  size_t l = strlen(s);
+  for (const char *p = choices; *p;) {
+    const char *e = strchr(p, '|');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == l && strncmp(p, s, n) == 0) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
+static void check_value(const zt_ds_config *c, const zt_ds_key *k, const cJSON *v, const char *path) {
+  char val[256];
+  fmt_item(v, val, sizeof val);
+  if (is_auto(v)) {
+    if (k->flags & ZT_DS_AUTO) return;
+    if (k->type != ZT_DS_STRING && k->type != ZT_DS_ANY)
+      ds_fail(c, "%s does not accept \"auto\" (it has no matching Megatron flag); give %s", path, type_name(k));
+  }
+  if (cJSON_IsNull(v)) {
+    if (k->flags & ZT_DS_NULL) return;
+    ds_fail(c, "%s must be %s%s%s, got null", path, type_name(k), k->choices ? " " : "", k->choices ? k->choices : "");
+  }
+  bool ok = true;
+  switch (k->type) {
+    case ZT_DS_BOOL: ok = cJSON_IsBool(v); break;
+    case ZT_DS_INT:
+    case ZT_DS_FLOAT: ok = cJSON_IsNumber(v); break;
+    case ZT_DS_STRING: ok = cJSON_IsString(v); break;
+    case ZT_DS_ENUM: ok = cJSON_IsString(v); break;
+    case ZT_DS_OBJECT: ok = cJSON_IsObject(v) || ((k->flags & ZT_DS_BOOLOBJ) && cJSON_IsBool(v)); break;
+    case ZT_DS_LIST: ok = cJSON_IsArray(v); break;
+    default: break;
+  }
+  if (!ok) {
+    if (k->type == ZT_DS_ENUM)
+      ds_fail(c, "%s must be one of the strings %s, got %s", path, k->choices, val);
+    ds_fail(c, "%s must be %s, got %s", path, type_name(k), val);
+  }
+  if (k->type == ZT_DS_ENUM && !enum_has(k->choices, v->valuestring))
+    ds_fail(c, "%s must be one of %s, got %s", path, k->choices, val);
+  if (k->type == ZT_DS_INT) {
+    double d = v->valuedouble;
+    if (d != floor(d) || fabs(d) > 9.3e18) ds_fail(c, "%s must be an integer, got %s", path, val);
+  }
+  if ((k->type == ZT_DS_INT || k->type == ZT_DS_FLOAT) && k->min <= k->max) {
+    double d = v->valuedouble;
+    if (d < k->min || d > k->max) {
+      char lo[64], hi[64];
+      if (k->max >= 9e18) ds_fail(c, "%s must be >= %s, got %s", path, fmt_num(k->min, lo, sizeof lo), val);
+      ds_fail(c, "%s must be in [%s, %s], got %s", path, fmt_num(k->min, lo, sizeof lo),
+              fmt_num(k->max, hi, sizeof hi), val);
+    }
+  }
+}
+
+static void unknown_key(const zt_ds_config *c, const char *parent, const char *key) {
+  const char *best = NULL;
+  int bestd = 1 << 30;
+  for (int i = 0; i < zt_ds_schema_count; i++) {
+    const char *last;
+    if (!schema_is_child_of(&zt_ds_schema[i], parent, &last) || strcmp(last, "*") == 0) continue;
+    int d = zt_edit_distance(key, last);
+    if (d < bestd) {
+      bestd = d;
+      best = last;
+    }
+  }
+  int len = (int)strlen(key);
+  const char *sep = parent[0] ? "." : "";
+  if (best && (bestd <= 2 || bestd * 3 <= len))
+    ds_fail(c, "unknown key \"%s%s%s\" (did you mean \"%s%s%s\"?)", parent, sep, key, parent, sep, best);
+  ds_fail(c, "unknown key \"%s%s%s\"", parent, sep, key);
+}
+
+static void refuse_lands(const zt_ds_config *c, const char *path, const cJSON *v, const char *lands) {
+  char val[256];
+  if (cJSON_IsObject(v) || !v) ds_fail(c, "%s is not supported yet: lands with %s", path, lands);
+  fmt_item(v, val, sizeof val);
+  ds_fail(c, "%s %s is not supported yet: lands with %s", path, val, lands);
+}
+
+/* Whether the block at path is enabled ("enabled" given, else its default); "auto" counts as false. */
+static bool block_enabled(const cJSON *obj, const char *path) {
+  char ep[1100];
+  snprintf(ep, sizeof ep, "%s.enabled", path);
+  const zt_ds_key *k = schema_find(ep);
+  if (!k) return true;
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(obj, "enabled");
+  if (e) return cJSON_IsTrue(e);
+  return k->def && strcmp(k->def, "true") == 0;
+}
+
+static void walk(const zt_ds_config *c, const cJSON *obj, const char *path, bool active, bool opaque) {
+  for (const cJSON *it = obj->child; it; it = it->next) {
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", it->string);
+    const zt_ds_key *k = schema_find(sub);
+    if (!k) {
+      if (opaque) continue;
+      unknown_key(c, path, it->string);
+    }
+    check_value(c, k, it, sub);
+    if (k->alias_of) {
+      const char *target = k->alias_of;
+      if (cJSON_GetObjectItemCaseSensitive(obj, target))
+        ds_fail(c, "Cannot provide deprecated parameter '%s' and replacing parameter '%s' together", it->string,
+                target);
+    }
+    bool is_obj = cJSON_IsObject(it);
+    if (active && k->lands && !(k->flags & ZT_DS_INERT)) {
+      if (is_obj ? (k->flags & ZT_DS_PRESENT) != 0 : !is_default_value(k, it)) refuse_lands(c, sub, it, k->lands);
+    }
+    if (k->type == ZT_DS_OBJECT && (k->flags & ZT_DS_BOOLOBJ) && cJSON_IsTrue(it) && active)
+      ds_fail(c, "%s true (the legacy form of ZeRO stage 1) is not supported yet: lands with the ZeRO work", sub);
+    if (is_obj && k->type == ZT_DS_OBJECT)
+      walk(c, it, sub, active && block_enabled(it, sub), (k->flags & ZT_DS_OPAQUE) != 0);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Typed access. */
+
+static cJSON *get_path(const zt_ds_config *c, const char *path) {
+  cJSON *cur = (cJSON *)c->json;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) {
+    if (!cJSON_IsObject(cur)) return NULL;
+    cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+  }
+  return cur;
+}
+
+/* The item of a key or of its deprecated alias. */
+static cJSON *get_key(const zt_ds_config *c, const char *path) {
+  cJSON *it = get_path(c, path);
+  if (it) return it;
+  const char *dot = strrchr(path, '.');
+  const char *last = dot ? dot + 1 : path;
+  size_t plen = dot ? (size_t)(dot - path) : 0;
+  for (int i = 0; i < zt_ds_schema_count; i++) {
+    const zt_ds_key *k = &zt_ds_schema[i];
+    if (!k->alias_of || strcmp(k->alias_of, last) != 0) continue;
+    const char *kd = strrchr(k->path, '.');
+    size_t klen = kd ? (size_t)(kd - k->path) : 0;
+    if (klen == plen && strncmp(k->path, path, plen) == 0) {
+      it = get_path(c, k->path);
+      if (it) return it;
+    }
+  }
+  return NULL;
+}
+
+static double default_num(const char *path) {
+  const zt_ds_key *k = schema_find(path);
+  if (!k || !k->def) return NAN;
+  cJSON *d = cJSON_Parse(k->def);
+  double v = cJSON_IsNumber(d) ? d->valuedouble : NAN;
+  cJSON_Delete(d);
+  return v;
+}
+
+static zt_ds_num get_num(const zt_ds_config *c, const char *path) {
+  zt_ds_num n = {false, false, default_num(path)};
+  const cJSON *it = get_key(c, path);
+  if (is_auto(it)) n.is_auto = true;
+  else if (cJSON_IsNumber(it)) {
+    n.given = true;
+    n.value = it->valuedouble;
+  }
+  return n;
+}
+
+static bool get_bool(const zt_ds_config *c, const char *path) {
+  const cJSON *it = get_key(c, path);
+  if (cJSON_IsBool(it)) return cJSON_IsTrue(it);
+  const zt_ds_key *k = schema_find(path);
+  return k && k->def && strcmp(k->def, "true") == 0;
+}
+
+static void get_str(const zt_ds_config *c, const char *path, char *dst, size_t n) {
+  const cJSON *it = get_key(c, path);
+  if (cJSON_IsString(it)) {
+    snprintf(dst, n, "%s", it->valuestring);
+    return;
+  }
+  const zt_ds_key *k = schema_find(path);
+  cJSON *d = k && k->def ? cJSON_Parse(k->def) : NULL;
+  snprintf(dst, n, "%s", cJSON_IsString(d) ? d->valuestring : "");
+  cJSON_Delete(d);
+}
+
+/* Writes a resolved number into the tree, creating the parents (for the print). */
+static void set_num(zt_ds_config *c, const char *path, double v) {
+  cJSON *cur = (cJSON *)c->json;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *save = NULL;
+  char *tok = strtok_r(buf, ".", &save);
+  while (tok) {
+    char *next = strtok_r(NULL, ".", &save);
+    if (!next) {
+      cJSON *it = cJSON_GetObjectItemCaseSensitive(cur, tok);
+      if (it) cJSON_ReplaceItemInObjectCaseSensitive(cur, tok, cJSON_CreateNumber(v));
+      else cJSON_AddNumberToObject(cur, tok, v);
+      return;
+    }
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    if (!cJSON_IsObject(o)) {
+      if (o) cJSON_DeleteItemFromObjectCaseSensitive(cur, tok);
+      o = cJSON_AddObjectToObject(cur, tok);
+    }
+    cur = o;
+    tok = next;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Optimizer and scheduler blocks: type names and per-type params. */
+
+static const char *const kDsOptimizers[] = {"adagrad", "adam", "adamw", "lamb", "onebitadam", "onebitlamb",
+                                            "zerooneadam", "muadam", "muadamw", "musgd", "lion"};
+
+static void check_optimizer(zt_ds_config *c) {
+  cJSON *opt = get_path(c, "optimizer");
+  if (!opt) return;
+  if (!cJSON_IsObject(opt)) return; /* the walk reports the type */
+  cJSON *params = cJSON_GetObjectItemCaseSensitive(opt, "params");
+  if (cJSON_IsObject(params) && cJSON_GetObjectItemCaseSensitive(params, "max_grad_norm"))
+    ds_fail(c, "'max_grad_norm' is not supported as an optimizer parameter, please switch to using the deepspeed "
+               "parameter 'gradient_clipping' see: https://www.deepspeed.ai/docs/config-json/#gradient-clipping for "
+               "more details");
+  cJSON *type = cJSON_GetObjectItemCaseSensitive(opt, "type");
+  if (!type) ds_fail(c, "optimizer.type is required in an \"optimizer\" block (adam, adamw or lamb)");
+  if (!cJSON_IsString(type)) {
+    char v[128];
+    fmt_item(type, v, sizeof v);
+    ds_fail(c, "optimizer.type must be a string, got %s", v);
+  }
+  char low[64];
+  snprintf(low, sizeof low, "%s", type->valuestring);
+  for (char *p = low; *p; p++) *p = (char)tolower((unsigned char)*p);
+  bool ds_name = false;
+  for (size_t i = 0; i < sizeof kDsOptimizers / sizeof kDsOptimizers[0]; i++)
+    if (strcmp(low, kDsOptimizers[i]) == 0) ds_name = true;
+  if (!ds_name)
+    ds_fail(c, "optimizer.type \"%s\" is not a DeepSpeed optimizer (DeepSpeed would look it up in torch.optim): "
+               "zerotron implements adam, adamw and lamb", type->valuestring);
+  if (!strcmp(low, "onebitadam") || !strcmp(low, "onebitlamb") || !strcmp(low, "zerooneadam"))
+    ds_fail(c, "optimizer.type \"%s\" is not supported yet: lands with the 1-bit optimizer work", type->valuestring);
+  if (strcmp(low, "adam") && strcmp(low, "adamw") && strcmp(low, "lamb"))
+    ds_fail(c, "optimizer.type \"%s\" is not supported yet: lands with the optimizer work (zerotron implements "
+               "adam, adamw and lamb)", type->valuestring);
+  memcpy(c->optimizer_type, low, strlen(low) + 1); /* one of adam, adamw, lamb */
+  if (cJSON_IsObject(params)) {
+    bool lamb = strcmp(low, "lamb") == 0;
+    for (cJSON *p = params->child; p; p = p->next) {
+      const char *n = p->string;
+      bool adam_only = !strcmp(n, "adam_w_mode") || !strcmp(n, "torch_adam") || !strcmp(n, "amsgrad");
+      bool lamb_only = !strcmp(n, "max_coeff") || !strcmp(n, "min_coeff");
+      if ((lamb && adam_only) || (!lamb && lamb_only))
+        ds_fail(c, "optimizer.params.%s is not a parameter of optimizer \"%s\" (%s only)", n, type->valuestring,
+                lamb ? "adam/adamw" : "lamb");
+    }
+    cJSON *betas = cJSON_GetObjectItemCaseSensitive(params, "betas");
+    if (betas && !is_auto(betas)) {
+      char v[256];
+      fmt_item(betas, v, sizeof v);
+      bool ok = cJSON_GetArraySize(betas) == 2;
+      for (cJSON *b = betas->child; b && ok; b = b->next)
+        ok = cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble < 1;
+      if (!ok) ds_fail(c, "optimizer.params.betas must be a list of two numbers in [0, 1), got %s", v);
+    }
+  }
+}
+
+typedef struct {
+  const char *type;
+  const char *params; /* space-separated, with spaces around */
+  const char *required;
+} sched_spec;
+
+static const sched_spec kSchedulers[] = {
+  {"LRRangeTest", " lr_range_test_min_lr lr_range_test_step_size lr_range_test_step_rate lr_range_test_staircase "
+                  "last_batch_iteration ", ""},
+  {"OneCycle", " cycle_min_lr cycle_max_lr decay_lr_rate cycle_first_step_size cycle_second_step_size "
+               "cycle_first_stair_count cycle_second_stair_count decay_step_size cycle_momentum cycle_min_mom "
+               "cycle_max_mom decay_mom_rate last_batch_iteration ", "cycle_min_lr cycle_max_lr"},
+  {"WarmupLR", " warmup_min_lr warmup_max_lr warmup_num_steps warmup_type last_batch_iteration ", ""},
+  {"WarmupDecayLR", " warmup_min_lr warmup_max_lr warmup_num_steps warmup_type total_num_steps "
+                    "last_batch_iteration ", "total_num_steps"},
+  {"WarmupCosineLR", " total_num_steps warmup_min_ratio warmup_num_steps cos_min_ratio warmup_type "
+                     "last_batch_iteration ", "total_num_steps"},
+};
+
+static void check_scheduler(zt_ds_config *c) {
+  cJSON *s = get_path(c, "scheduler");
+  if (!cJSON_IsObject(s)) return;
+  cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
+  if (!type) ds_fail(c, "scheduler.type is required in a \"scheduler\" block");
+  if (!cJSON_IsString(type)) {
+    char v[128];
+    fmt_item(type, v, sizeof v);
+    ds_fail(c, "scheduler.type must be a string, got %s", v);
+  }
+  const sched_spec *spec = NULL;
+  for (size_t i = 0; i < sizeof kSchedulers / sizeof kSchedulers[0]; i++)
+    if (strcmp(type->valuestring, kSchedulers[i].type) == 0) spec = &kSchedulers[i];
+  if (!spec)
+    ds_fail(c, "scheduler.type \"%s\" is not supported yet: lands with the scheduler work (zerotron implements "
+               "LRRangeTest, OneCycle, WarmupLR, WarmupDecayLR, WarmupCosineLR; torch.optim.lr_scheduler names are "
+               "not)", type->valuestring);
+  snprintf(c->scheduler_type, sizeof c->scheduler_type, "%s", spec->type);
+  cJSON *params = cJSON_GetObjectItemCaseSensitive(s, "params");
+  if (cJSON_IsObject(params))
+    for (cJSON *p = params->child; p; p = p->next) {
+      char key[256], pad[256];
+      snprintf(key, sizeof key, "scheduler.params.%s", p->string);
+      snprintf(pad, sizeof pad, " %s ", p->string);
+      if (schema_find(key) && !strstr(spec->params, pad))
+        ds_fail(c, "scheduler.params.%s is not a parameter of scheduler \"%s\" (its parameters:%s)", p->string,
+                spec->type, spec->params);
+    }
+  char req[256];
+  snprintf(req, sizeof req, "%s", spec->required);
+  for (char *tok = strtok(req, " "); tok; tok = strtok(NULL, " ")) {
+    if (!cJSON_IsObject(params) || !cJSON_GetObjectItemCaseSensitive(params, tok))
+      ds_fail(c, "scheduler.params.%s is required by scheduler \"%s\"", tok, spec->type);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static void fill_fields(zt_ds_config *c) {
+  c->train_batch_size = get_num(c, "train_batch_size");
+  c->train_micro_batch_size_per_gpu = get_num(c, "train_micro_batch_size_per_gpu");
+  c->gradient_accumulation_steps = get_num(c, "gradient_accumulation_steps");
+  c->steps_per_print = get_num(c, "steps_per_print");
+  c->wall_clock_breakdown = get_bool(c, "wall_clock_breakdown");
+  c->memory_breakdown = get_bool(c, "memory_breakdown");
+  c->dump_state = get_bool(c, "dump_state");
+  c->gradient_clipping = get_num(c, "gradient_clipping");
+  c->prescale_gradients = get_bool(c, "prescale_gradients");
+  c->gradient_predivide_factor = get_num(c, "gradient_predivide_factor");
+  get_str(c, "communication_data_type", c->communication_data_type, sizeof c->communication_data_type);
+  if (c->communication_data_type[0] && strcmp(c->communication_data_type, "fp32"))
+    ds_fail(c, "communication_data_type \"%s\" is not supported yet: lands with the CUDA mixed-precision work",
+            c->communication_data_type);
+
+  c->has_optimizer = cJSON_IsObject(get_path(c, "optimizer"));
+  c->lr = get_num(c, "optimizer.params.lr");
+  c->eps = get_num(c, "optimizer.params.eps");
+  c->weight_decay = get_num(c, "optimizer.params.weight_decay");
+  c->beta1 = (zt_ds_num){false, false, 0.9};
+  c->beta2 = (zt_ds_num){false, false, 0.999};
+  const cJSON *betas = get_path(c, "optimizer.params.betas");
+  if (is_auto(betas)) {
+    c->beta1.is_auto = c->beta2.is_auto = true;
+  } else if (cJSON_IsArray(betas)) {
+    c->beta1 = (zt_ds_num){true, false, cJSON_GetArrayItem(betas, 0)->valuedouble};
+    c->beta2 = (zt_ds_num){true, false, cJSON_GetArrayItem(betas, 1)->valuedouble};
+  }
+  c->adam_w_mode = get_bool(c, "optimizer.params.adam_w_mode");
+  if (!strcmp(c->optimizer_type, "adamw")) c->adam_w_mode = true; /* DeepSpeed: adamw forces it */
+  c->torch_adam = get_bool(c, "optimizer.params.torch_adam");
+  c->bias_correction = get_bool(c, "optimizer.params.bias_correction");
+  c->max_coeff = get_num(c, "optimizer.params.max_coeff");
+  c->min_coeff = get_num(c, "optimizer.params.min_coeff");
+
+  c->has_scheduler = cJSON_IsObject(get_path(c, "scheduler"));
+#define SN(f) c->sched.f = get_num(c, "scheduler.params." #f)
+  SN(lr_range_test_min_lr); SN(lr_range_test_step_size); SN(lr_range_test_step_rate);
+  c->sched.lr_range_test_staircase = get_bool(c, "scheduler.params.lr_range_test_staircase");
+  SN(cycle_min_lr); SN(cycle_max_lr); SN(decay_lr_rate); SN(cycle_first_step_size); SN(cycle_second_step_size);
+  SN(cycle_first_stair_count); SN(cycle_second_stair_count); SN(decay_step_size);
+  c->sched.cycle_momentum = get_bool(c, "scheduler.params.cycle_momentum");
+  SN(cycle_min_mom); SN(cycle_max_mom); SN(decay_mom_rate);
+  SN(warmup_min_lr); SN(warmup_max_lr); SN(warmup_num_steps); SN(total_num_steps);
+  SN(warmup_min_ratio); SN(cos_min_ratio);
+#undef SN
+  get_str(c, "scheduler.params.warmup_type", c->sched.warmup_type, sizeof c->sched.warmup_type);
+
+  const cJSON *z = get_path(c, "zero_optimization");
+  c->zero_stage = cJSON_IsObject(z) ? (int)get_num(c, "zero_optimization.stage").value : 0;
+
+  c->tensorboard_enabled = get_bool(c, "tensorboard.enabled");
+  get_str(c, "tensorboard.output_path", c->tensorboard_output_path, sizeof c->tensorboard_output_path);
+  get_str(c, "tensorboard.job_name", c->tensorboard_job_name, sizeof c->tensorboard_job_name);
+  c->csv_monitor_enabled = get_bool(c, "csv_monitor.enabled");
+  get_str(c, "csv_monitor.output_path", c->csv_monitor_output_path, sizeof c->csv_monitor_output_path);
+  get_str(c, "csv_monitor.job_name", c->csv_monitor_job_name, sizeof c->csv_monitor_job_name);
+  c->timers_throughput_enabled = get_bool(c, "timers.throughput.enabled");
+  c->timers_throughput_synchronized = get_bool(c, "timers.throughput.synchronized");
+}
+
+void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *name) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->path, sizeof c->path, "%s", name);
+  size_t n = strlen(text);
+  char *buf = zt_malloc(n + 1, "ds_config text");
+  memcpy(buf, text, n + 1);
+  strip_hjson(buf);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(buf, &end, true);
+  if (!root) {
+    const char *err = cJSON_GetErrorPtr();
+    size_t off = (err && err >= buf && err <= buf + n) ? (size_t)(err - buf) : n;
+    int line = 1, col = 1;
+    for (size_t i = 0; i < off; i++) {
+      if (buf[i] == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    char near[32] = "";
+    if (off < n) {
+      snprintf(near, sizeof near, "%.20s", text + off);
+      for (char *p = near; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = 0;
+    }
+    free(buf);
+    if (off >= n) ds_fail(c, "line %d column %d: JSON syntax error: unexpected end of the file", line, col);
+    ds_fail(c, "line %d column %d: JSON syntax error near \"%s\"", line, col, near);
+  }
+  free(buf);
+  c->json = root;
+  if (!cJSON_IsObject(root)) ds_fail(c, "the configuration must be a JSON object ({...})");
+  check_duplicates(c, root, "");
+  check_optimizer(c);
+  check_scheduler(c);
+  walk(c, root, "", true, false);
+  const cJSON *fp16 = get_path(c, "fp16"), *bf16 = get_path(c, "bf16");
+  if (!bf16) bf16 = get_path(c, "bfloat16");
+  if (cJSON_IsObject(fp16) && cJSON_IsObject(bf16) && cJSON_IsTrue(cJSON_GetObjectItem(fp16, "enabled")) &&
+      cJSON_IsTrue(cJSON_GetObjectItem(bf16, "enabled")))
+    ds_fail(c, "bfloat16 and fp16 modes cannot be simultaneously enabled");
+  fill_fields(c);
+}
+
+void zt_ds_config_load(zt_ds_config *c, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) zt_fatal(WHAT, "%s: cannot open the DeepSpeed config file", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  if (n < 0) zt_fatal(WHAT, "%s: cannot read the DeepSpeed config file", path);
+  char *text = zt_malloc((size_t)n + 1, "ds_config file");
+  size_t got = fread(text, 1, (size_t)n, f);
+  fclose(f);
+  text[got] = 0;
+  if (strlen(text) != got) zt_fatal(WHAT, "%s: the file contains a NUL byte; not a JSON text", path);
+  zt_ds_config_load_string(c, text, path);
+  free(text);
+}
+
+void zt_ds_config_free(zt_ds_config *c) {
+  cJSON_Delete((cJSON *)c->json);
+  c->json = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* "auto" and the Megatron flags. */
+
+static bool nearly_equal(double a, double b) {
+  return a == b || fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b));
+}
+
+static void reconcile_one(zt_ds_config *c, zt_ds_num *d, const char *key, const zt_ds_megatron_value *m,
+                          const char *flag, bool may_stay_auto) {
+  char a[64], b[64];
+  if (d->is_auto && !d->given) {
+    if (m->set) {
+      d->given = true;
+      d->value = m->value;
+      if (!strstr(key, "betas")) set_num(c, key, m->value);
+    } else if (!may_stay_auto) {
+      zt_fatal("inconsistent arguments", "\"auto\" for %s in %s needs %s on the command line", key, c->path, flag);
+    }
+  } else if (d->given) {
+    if (m->explicit_ && !nearly_equal(d->value, m->value))
+      zt_fatal("inconsistent arguments", "%s %s contradicts %s %s in %s", flag, fmt_num(m->value, a, sizeof a), key,
+               fmt_num(d->value, b, sizeof b), c->path);
+  } else if (m->explicit_) {
+    d->given = true;
+    d->value = m->value;
+    if (!strstr(key, "betas")) set_num(c, key, m->value);
+  }
+}
+
+void zt_ds_config_reconcile(zt_ds_config *c, const zt_ds_megatron *m) {
+  reconcile_one(c, &c->train_micro_batch_size_per_gpu, "train_micro_batch_size_per_gpu", &m->micro_batch_size,
+                "--micro-batch-size", true);
+  reconcile_one(c, &c->train_batch_size, "train_batch_size", &m->global_batch_size, "--global-batch-size", true);
+  if (c->gradient_accumulation_steps.is_auto) c->gradient_accumulation_steps.is_auto = true; /* derived later */
+  reconcile_one(c, &c->gradient_clipping, "gradient_clipping", &m->clip_grad, "--clip-grad", false);
+  if (c->has_optimizer) {
+    reconcile_one(c, &c->lr, "optimizer.params.lr", &m->lr, "--lr", false);
+    reconcile_one(c, &c->beta1, "optimizer.params.betas[0]", &m->adam_beta1, "--adam-beta1", false);
+    reconcile_one(c, &c->beta2, "optimizer.params.betas[1]", &m->adam_beta2, "--adam-beta2", false);
+    if (c->beta1.given && c->beta2.given && cJSON_IsObject(get_path(c, "optimizer.params"))) {
+      cJSON *p = get_path(c, "optimizer.params");
+      double bb[2] = {c->beta1.value, c->beta2.value};
+      cJSON *arr = cJSON_CreateDoubleArray(bb, 2);
+      if (cJSON_GetObjectItemCaseSensitive(p, "betas")) cJSON_ReplaceItemInObjectCaseSensitive(p, "betas", arr);
+      else cJSON_AddItemToObject(p, "betas", arr);
+    }
+    reconcile_one(c, &c->eps, "optimizer.params.eps", &m->adam_eps, "--adam-eps", false);
+    reconcile_one(c, &c->weight_decay, "optimizer.params.weight_decay", &m->weight_decay, "--weight-decay", false);
+  }
+  if (c->has_scheduler) {
+    const char *t = c->scheduler_type;
+    bool warm = !strcmp(t, "WarmupLR") || !strcmp(t, "WarmupDecayLR");
+    if (warm) {
+      zt_ds_megatron_value zero = {true, false, 0.0}; /* HF: fill_only(warmup_min_lr, 0), not a flag */
+      reconcile_one(c, &c->sched.warmup_min_lr, "scheduler.params.warmup_min_lr", &zero, "(HF rule: 0)", false);
+      reconcile_one(c, &c->sched.warmup_max_lr, "scheduler.params.warmup_max_lr", &m->lr, "--lr", false);
+    }
+    if (warm || !strcmp(t, "WarmupCosineLR"))
+      reconcile_one(c, &c->sched.warmup_num_steps, "scheduler.params.warmup_num_steps", &m->lr_warmup_iters,
+                    "--lr-warmup-iters", false);
+    if (!strcmp(t, "WarmupDecayLR") || !strcmp(t, "WarmupCosineLR"))
+      reconcile_one(c, &c->sched.total_num_steps, "scheduler.params.total_num_steps", &m->train_iters,
+                    "--train-iters", false);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The batch triple (DeepSpeed config.py). */
+
+static long long floordiv(long long a, long long b) {
+  long long q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+void zt_ds_config_batch(zt_ds_config *c, int dp_world_size) {
+  zt_check(dp_world_size >= 1, WHAT, "%s: data-parallel world size %d must be >= 1", c->path, dp_world_size);
+  long long W = dp_world_size;
+  bool hb = c->train_batch_size.given, hm = c->train_micro_batch_size_per_gpu.given,
+       hg = c->gradient_accumulation_steps.given;
+  long long tb = hb ? (long long)c->train_batch_size.value : 0;
+  long long mb = hm ? (long long)c->train_micro_batch_size_per_gpu.value : 0;
+  long long gas = hg ? (long long)c->gradient_accumulation_steps.value : 0;
+  if (hb && hm && hg) {
+  } else if (hb && hm) {
+    if (mb == 0) ds_fail(c, "Micro batch size per gpu: %lld has to be greater than 0", mb);
+    gas = floordiv(floordiv(tb, mb), W);
+  } else if (hb && hg) {
+    if (gas == 0) ds_fail(c, "Gradient accumulation steps: %lld has to be greater than 0", gas);
+    mb = floordiv(floordiv(tb, W), gas);
+  } else if (hm && hg) {
+    tb = mb * gas * W;
+  } else if (hb) {
+    gas = 1;
+    mb = floordiv(tb, W);
+  } else if (hm) {
+    tb = mb * W;
+    gas = 1;
+  } else {
+    ds_fail(c, "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+  }
+  if (tb <= 0) ds_fail(c, "Train batch size: %lld has to be greater than 0", tb);
+  if (mb <= 0) ds_fail(c, "Micro batch size per gpu: %lld has to be greater than 0", mb);
+  if (gas <= 0) ds_fail(c, "Gradient accumulation steps: %lld has to be greater than 0", gas);
+  if (tb != mb * gas * W)
+    ds_fail(c, "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+               "gradient_acc_step * world_size %lld != %lld * %lld * %lld", tb, mb, gas, W);
+  c->train_batch_size = (zt_ds_num){true, c->train_batch_size.is_auto, (double)tb};
+  c->train_micro_batch_size_per_gpu = (zt_ds_num){true, c->train_micro_batch_size_per_gpu.is_auto, (double)mb};
+  c->gradient_accumulation_steps = (zt_ds_num){true, c->gradient_accumulation_steps.is_auto, (double)gas};
+  set_num(c, "train_batch_size", (double)tb);
+  set_num(c, "train_micro_batch_size_per_gpu", (double)mb);
+  set_num(c, "gradient_accumulation_steps", (double)gas);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The effective configuration. */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void fmt_print_value(const cJSON *v, char *buf, size_t n) {
+  if (cJSON_IsNull(v)) snprintf(buf, n, "None");
+  else if (cJSON_IsString(v)) snprintf(buf, n, "%s", v->valuestring);
+  else fmt_item(v, buf, n);
+}
+
+void zt_ds_config_print(const zt_ds_config *c) {
+  char **lines = zt_calloc((size_t)zt_ds_schema_count, sizeof(char *), "ds_config print lines");
+  int nl = 0;
+  for (int i = 0; i < zt_ds_schema_count; i++) {
+    const zt_ds_key *k = &zt_ds_schema[i];
+    if (k->type == ZT_DS_OBJECT || k->alias_of || strchr(k->path, '*')) continue;
+    char val[512];
+    const cJSON *it = get_key(c, k->path);
+    if (it) {
+      fmt_print_value(it, val, sizeof val);
+    } else if (!k->def) {
+      snprintf(val, sizeof val, "None (required by its scheduler)");
+    } else {
+      cJSON *d = cJSON_Parse(k->def);
+      fmt_print_value(d, val, sizeof val);
+      cJSON_Delete(d);
+    }
+    size_t len = strlen(k->path);
+    int dots = len < 60 ? (int)(60 - len) : 3;
+    char *line = zt_malloc(len + (size_t)dots + strlen(val) + 8, "ds_config print line");
+    sprintf(line, "  %s %.*s %s", k->path, dots,
+            "............................................................", val);
+    lines[nl++] = line;
+  }
+  qsort(lines, (size_t)nl, sizeof(char *), cmp_str);
+  zt_log("DeepSpeedEngine configuration:\n");
+  for (int i = 0; i < nl; i++) {
+    zt_log("%s\n", lines[i]);
+    free(lines[i]);
+  }
+  free(lines);
+}

@@ -1,0 +1,134 @@
+/* DeepSpeed ds_config.json: loading (hjson-style comments and trailing commas, duplicate keys refused),
+ * strict validation against a table of every key DeepSpeed parses (train/ds_config_schema.c), "auto"
+ * values resolved from the Megatron flags, the batch-size triple of DeepSpeed's config.py, and the
+ * DeepSpeed-style print of the effective configuration. Every error goes through zt_fatal:
+ * "error: ds_config: <file>: <detail>". See docs/ds_config.md. */
+#ifndef ZT_DS_CONFIG_H
+#define ZT_DS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
+ * "auto"; value is meaningful only once resolved, given then becomes true), value (the file's value,
+ * the resolved value, or DeepSpeed's code default when not given). */
+typedef struct {
+  bool given;
+  bool is_auto;
+  double value;
+} zt_ds_num;
+
+typedef struct zt_ds_config {
+  char path[1024];   /* the file, as named in every message */
+  void *json;        /* the parsed cJSON tree (owned) */
+
+  /* batch triple; after zt_ds_config_batch all three are given and consistent */
+  zt_ds_num train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps;
+  zt_ds_num steps_per_print;           /* not given = None: no periodic DeepSpeed step log */
+  bool wall_clock_breakdown, memory_breakdown, dump_state;
+  zt_ds_num gradient_clipping;         /* 0.0 = off (code default) */
+  bool prescale_gradients;
+  zt_ds_num gradient_predivide_factor; /* 1.0 */
+  char communication_data_type[8];     /* "" (None) or "fp32" */
+
+  /* optimizer: has_optimizer false = none in the file (Megatron's --optimizer decides) */
+  bool has_optimizer;
+  char optimizer_type[16];             /* lower-cased: "adam", "adamw", "lamb" */
+  zt_ds_num lr, beta1, beta2, eps, weight_decay; /* betas "auto" sets is_auto on both */
+  bool adam_w_mode, torch_adam, bias_correction;
+  zt_ds_num max_coeff, min_coeff;      /* lamb */
+
+  /* scheduler: has_scheduler false = none in the file */
+  bool has_scheduler;
+  char scheduler_type[24];             /* as in the file: LRRangeTest, OneCycle, WarmupLR, ... */
+  struct {
+    zt_ds_num lr_range_test_min_lr, lr_range_test_step_size, lr_range_test_step_rate;
+    bool lr_range_test_staircase;
+    zt_ds_num cycle_min_lr, cycle_max_lr, decay_lr_rate, cycle_first_step_size, cycle_second_step_size;
+    zt_ds_num cycle_first_stair_count, cycle_second_stair_count, decay_step_size;
+    bool cycle_momentum;
+    zt_ds_num cycle_min_mom, cycle_max_mom, decay_mom_rate;
+    zt_ds_num warmup_min_lr, warmup_max_lr, warmup_num_steps, total_num_steps;
+    zt_ds_num warmup_min_ratio, cos_min_ratio;
+    char warmup_type[8];               /* "log" or "linear" */
+  } sched;
+
+  int zero_stage;                      /* only 0 is accepted for now */
+
+  bool tensorboard_enabled, csv_monitor_enabled;
+  char tensorboard_output_path[512], tensorboard_job_name[128];
+  char csv_monitor_output_path[512], csv_monitor_job_name[128];
+  bool timers_throughput_enabled, timers_throughput_synchronized;
+} zt_ds_config;
+
+/* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key
+ * path and the value on any error, and with "... lands with <work>" for a known key of a feature
+ * zerotron does not implement yet. */
+void zt_ds_config_load(zt_ds_config *c, const char *path);
+/* Same from a string (tests); name stands for the file in messages. */
+void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *name);
+void zt_ds_config_free(zt_ds_config *c);
+
+/* Megatron values for the "auto" resolution and the consistency check. For each: explicit = given on
+ * the command line; set = Megatron has a value at all (explicit or its default). */
+typedef struct {
+  bool set, explicit_;
+  double value;
+} zt_ds_megatron_value;
+
+typedef struct {
+  zt_ds_megatron_value micro_batch_size;  /* --micro-batch-size   <-> train_micro_batch_size_per_gpu */
+  zt_ds_megatron_value global_batch_size; /* --global-batch-size  <-> train_batch_size */
+  zt_ds_megatron_value clip_grad;         /* --clip-grad          <-> gradient_clipping */
+  zt_ds_megatron_value lr;                /* --lr                 <-> optimizer lr, warmup_max_lr */
+  zt_ds_megatron_value adam_beta1, adam_beta2; /* --adam-beta1/2  <-> optimizer betas */
+  zt_ds_megatron_value adam_eps;          /* --adam-eps           <-> optimizer eps */
+  zt_ds_megatron_value weight_decay;      /* --weight-decay       <-> optimizer weight_decay */
+  zt_ds_megatron_value lr_warmup_iters;   /* --lr-warmup-iters    <-> scheduler warmup_num_steps */
+  zt_ds_megatron_value train_iters;       /* --train-iters        <-> scheduler total_num_steps */
+} zt_ds_megatron;
+
+/* Resolves "auto" values from m (HF rule) and refuses any contradiction between an explicit flag and
+ * a value in the file: "error: inconsistent arguments: --micro-batch-size 8 contradicts
+ * train_micro_batch_size_per_gpu 4 in ds.json". A key absent from the file takes an explicit flag's
+ * value. Call before zt_ds_config_batch. */
+void zt_ds_config_reconcile(zt_ds_config *c, const zt_ds_megatron *m);
+
+/* DeepSpeed's batch triple (config.py _set_batch_related_parameters + _batch_assertion) for a
+ * data-parallel world of dp_world_size ranks; fills the missing members or dies with DeepSpeed's
+ * exact message after "error: ds_config: <file>: ". */
+void zt_ds_config_batch(zt_ds_config *c, int dp_world_size);
+
+/* "DeepSpeedEngine configuration:" then "  <key path> ..... <effective value>" for every key of the
+ * schema (defaults included), sorted, via zt_log. */
+void zt_ds_config_print(const zt_ds_config *c);
+
+/* The key table, for the docs and tests. */
+typedef enum {
+  ZT_DS_BOOL, ZT_DS_INT, ZT_DS_FLOAT, ZT_DS_STRING, ZT_DS_ENUM, ZT_DS_OBJECT, ZT_DS_LIST, ZT_DS_ANY
+} zt_ds_type;
+
+enum {
+  ZT_DS_AUTO = 1,       /* accepts "auto" */
+  ZT_DS_NULL = 2,       /* accepts null */
+  ZT_DS_OPAQUE = 4,     /* object whose members are not checked (free-form kwargs, named groups) */
+  ZT_DS_PRESENT = 8,    /* refused whenever present (feature not implemented) */
+  ZT_DS_BOOLOBJ = 16,   /* object that also accepts a boolean (legacy forms) */
+  ZT_DS_INERT = 32,     /* parsed and range-checked, accepted with any value, no effect yet (lands) */
+};
+
+typedef struct {
+  const char *path;     /* dotted; "*" matches any member name */
+  zt_ds_type type;
+  unsigned flags;
+  const char *def;      /* DeepSpeed's code default as printed ("None", "true", "5e8", "\"fp32\"") */
+  double min, max;      /* inclusive range for INT/FLOAT (min > max: none) */
+  const char *choices;  /* ENUM: "a|b|c" */
+  const char *lands;    /* NULL: supported; else the work it lands with (refused when not default) */
+  const char *alias_of; /* deprecated name of another key (both given: refused) */
+} zt_ds_key;
+
+extern const zt_ds_key zt_ds_schema[];
+extern const int zt_ds_schema_count;
+
+#endif
