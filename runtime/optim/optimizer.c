@@ -1,5 +1,7 @@
 /* Adam(W) and SGD on contiguous parameter ranges; one pass reads p, g, m, v and writes p, m, v and a
- * zeroed g (32 bytes per parameter: the step is memory-bound, so nothing else touches the data). */
+ * zeroed g (32 bytes per parameter: the step is memory-bound, so nothing else touches the data).
+ * Lamb (DeepSpeed FusedLamb) needs two passes per parameter tensor: moments and the norms of p and of
+ * the update, then the update scaled by the clamped trust ratio. */
 #include "runtime/optim/optimizer.h"
 
 #include <math.h>
@@ -71,9 +73,108 @@ static void sgd_range(float *p, float *g, float *buf, size_t n, float lr, float 
   }
 }
 
+void zt_opt_config_lamb_defaults(zt_opt_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->kind = ZT_OPT_LAMB;
+  cfg->beta1 = 0.9f;
+  cfg->beta2 = 0.999f;
+  cfg->eps = 1e-8f;
+  cfg->weight_decay = 0.0f;
+  cfg->max_coeff = 10.0f;
+  cfg->min_coeff = 0.01f;
+  cfg->bias_correction = 1;
+}
+
+/* FusedLamb on one tensor (csrc/lamb/fused_lamb_cuda_kernel.cu): part 1 updates m, v and sums p^2 and
+ * u^2 with u = m_hat / denom + wd p (p before the update); the trust ratio ||p|| / ||u|| is clamped to
+ * [min_coeff, max_coeff] and is 1 when either norm is 0; part 3 recomputes u from the stored moments
+ * and applies p -= step * ratio * u. Sums: 256 fixed blocks in double, added in block order, so the
+ * result does not depend on the thread count. Returns the applied ratio. */
+typedef struct {
+  float b1, b2, eps, wd, bc1, bc2, step, max_coeff, min_coeff, gs;
+  int eps_inside;
+} lamb_args;
+
+static inline float lamb_update(float m, float v, float p, const lamb_args *a) {
+  float mh = m / a->bc1, vh = v / a->bc2;
+  float denom = a->eps_inside ? sqrtf(vh + a->eps) : sqrtf(vh) + a->eps;
+  return mh / denom + a->wd * p;
+}
+
+static float lamb_range(float *p, float *g, float *m, float *v, size_t n, const lamb_args *a) {
+  enum { BLOCKS = 256 };
+  double pw[BLOCKS], pu[BLOCKS];
+  const size_t per = (n + BLOCKS - 1) / BLOCKS;
+  #pragma omp parallel for schedule(static) if (n > 32768)
+  for (int b = 0; b < BLOCKS; b++) {
+    size_t lo = (size_t)b * per, hi = lo + per < n ? lo + per : n;
+    double sw = 0.0, su = 0.0;
+    for (size_t i = lo; i < hi; i++) {
+      float grad = g[i] * a->gs;
+      float mi = a->b1 * m[i] + (1.0f - a->b1) * grad;
+      float vi = a->b2 * v[i] + (1.0f - a->b2) * grad * grad;
+      m[i] = mi;
+      v[i] = vi;
+      float u = lamb_update(mi, vi, p[i], a);
+      su += (double)u * u;
+      sw += (double)p[i] * p[i];
+    }
+    pw[b] = sw;
+    pu[b] = su;
+  }
+  double w2 = 0.0, u2 = 0.0;
+  for (int b = 0; b < BLOCKS; b++) { w2 += pw[b]; u2 += pu[b]; }
+  float wn = (float)sqrt(w2), un = (float)sqrt(u2);
+  float ratio = 1.0f;
+  if (wn != 0.0f && un != 0.0f) {
+    ratio = wn / un;
+    if (ratio > a->max_coeff) ratio = a->max_coeff;
+    if (ratio < a->min_coeff) ratio = a->min_coeff;
+  }
+  const float scale = a->step * ratio;
+  #pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (size_t i = 0; i < n; i++) {
+    float u = lamb_update(m[i], v[i], p[i], a);
+    p[i] -= scale * u;
+    g[i] = 0.0f;
+  }
+  return ratio;
+}
+
+static void lamb_step(zt_optimizer *o, float *params, float *grads, double lr, float grad_scale) {
+  const zt_opt_config *c = &o->cfg;
+  /* the kernel: 1 - std::pow(beta, step) in double, stored as float */
+  float bc1 = 1.0f, bc2 = 1.0f;
+  if (c->bias_correction) {
+    bc1 = (float)(1.0 - pow((double)c->beta1, (double)o->step));
+    bc2 = (float)(1.0 - pow((double)c->beta2, (double)o->step));
+  }
+  lamb_args a = {.b1 = c->beta1, .b2 = c->beta2, .eps = c->eps, .max_coeff = c->max_coeff,
+                 .min_coeff = c->min_coeff, .gs = grad_scale, .eps_inside = c->eps_inside_sqrt};
+  if (c->lamb_legacy) { /* moments used raw; the corrections folded into the step size */
+    a.bc1 = a.bc2 = 1.0f;
+    a.step = c->bias_correction ? (float)(lr * sqrt((double)bc2) / bc1) : (float)lr;
+  } else {
+    a.bc1 = bc1;
+    a.bc2 = bc2;
+    a.step = (float)lr;
+  }
+  for (int i = 0; i < o->table->count; i++) {
+    const zt_param *pp = &o->table->params[i];
+    size_t off = pp->offset;
+    a.wd = pp->no_weight_decay ? 0.0f : c->weight_decay;
+    float r = lamb_range(params + off, grads + off, o->m + off, o->v + off, pp->numel, &a);
+    if (o->lamb_coeffs) o->lamb_coeffs[i] = r;
+  }
+}
+
 void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, float grad_scale) {
   const zt_opt_config *c = &o->cfg;
   o->step++;
+  if (c->kind == ZT_OPT_LAMB) {
+    lamb_step(o, params, grads, lr, grad_scale);
+    return;
+  }
   float bc1 = 1.0f - powf(c->beta1, (float)o->step), bc2 = 1.0f - powf(c->beta2, (float)o->step);
   for (int i = 0; i < o->table->count; i++) {
     const zt_param *pp = &o->table->params[i];

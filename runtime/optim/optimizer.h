@@ -1,7 +1,8 @@
 /* Optimizers over the flat parameter buffer, with weight-decay groups from the parameter table:
  * Adam with decoupled weight decay (Megatron's --optimizer adam = apex FusedAdam, adam_w_mode) or
- * L2-coupled Adam, SGD with momentum, and the global gradient norm with clipping. Each step also
- * zeroes the gradients it consumed, so no separate pass is needed before the next accumulation. */
+ * L2-coupled Adam, SGD with momentum, DeepSpeed's FusedLamb (per-tensor trust ratio), and the global
+ * gradient norm with clipping. Each step also zeroes the gradients it consumed, so no separate pass is
+ * needed before the next accumulation. */
 #ifndef ZT_OPTIMIZER_H
 #define ZT_OPTIMIZER_H
 
@@ -10,14 +11,21 @@
 
 #include "runtime/tensor/param_table.h"
 
-typedef enum { ZT_OPT_ADAM = 0, ZT_OPT_SGD = 1 } zt_opt_kind;
+typedef enum { ZT_OPT_ADAM = 0, ZT_OPT_SGD = 1, ZT_OPT_LAMB = 2 } zt_opt_kind;
 
 typedef struct {
   zt_opt_kind kind;
-  float beta1, beta2, eps;   /* Adam */
+  float beta1, beta2, eps;   /* Adam and Lamb */
   int adam_w_mode;           /* 1: decoupled weight decay (AdamW); 0: L2 added to the gradient */
   float momentum;            /* SGD */
   float weight_decay;        /* applied to parameters without no_weight_decay */
+  /* Lamb only (DeepSpeed FusedLamb; zt_opt_config_lamb_defaults sets its defaults): the trust ratio
+   * ||p|| / ||u|| of each parameter-table entry is clamped to [min_coeff, max_coeff] */
+  float max_coeff, min_coeff;  /* 10.0, 0.01 */
+  int bias_correction;         /* 1 */
+  int eps_inside_sqrt;         /* 0: denominator sqrt(v_hat) + eps; 1: sqrt(v_hat + eps) */
+  int lamb_legacy;             /* 0: current kernel (bias-corrected m_hat, v_hat inside u, step lr);
+                                  1: DeepSpeed <= 0.16 kernel (u from raw m, v; step lr*sqrt(bc2)/bc1) */
 } zt_opt_config;
 
 typedef struct {
@@ -25,7 +33,13 @@ typedef struct {
   const zt_param_table *table;
   float *m, *v;              /* Adam moments (SGD uses m as the momentum buffer) */
   int64_t step;              /* number of applied steps (bias correction) */
+  float *lamb_coeffs;        /* optional (caller-owned, table->count floats): Lamb's applied trust ratio
+                                per parameter after each step, as FusedLamb.get_lamb_coeffs() */
 } zt_optimizer;
+
+/* FusedLamb's defaults (deepspeed/ops/lamb/fused_lamb.py): betas (0.9, 0.999), eps 1e-8 outside the
+ * sqrt, weight_decay 0, max_coeff 10, min_coeff 0.01, bias_correction on. */
+void zt_opt_config_lamb_defaults(zt_opt_config *cfg);
 
 /* state: 2 * table->numel floats, zeroed (from the memory plan's optimizer-state region). */
 void zt_optimizer_init(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state);
