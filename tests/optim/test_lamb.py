@@ -193,6 +193,27 @@ def main():
             else:
                 passed += 1
                 print("PASS %s" % case["name"])
+        # a tensor large enough for the OpenMP path: the same bits with 1 and 3 threads (fixed-order sums)
+        big = make_case("threads", rng, cfg_with(weight_decay=0.01),
+                        [(70001, 0, normal(0.02), grad(1e-3)), (40000, 1, normal(1.0), grad(1e-2))])
+        path = os.path.join(d, "threads.txt")
+        write_case(path, big)
+        outs = []
+        for nt in ("1", "3"):
+            env = dict(os.environ, OMP_NUM_THREADS=nt)
+            outs.append(subprocess.run([DRIVER, path], capture_output=True, text=True, env=env))
+        ok = all(o.returncode == 0 for o in outs) and outs[0].stdout == outs[1].stdout and outs[0].stdout
+        if ok:
+            exp, _, _ = lamb_oracle(big["cfg"], big["tensors"], big["p0"], big["steps"])
+            got = [[float(np.float32(float(x))) for x in l.split()[1:]]
+                   for l in outs[0].stdout.splitlines() if l.startswith("coeffs")]
+            ok = all(rel_ok(np.array(g), np.array(e[0]), 1e-5) for g, e in zip(got, exp))
+        if ok:
+            passed += 1
+            print("PASS deterministic_threads")
+        else:
+            failed += 1
+            print("FAIL deterministic_threads: outputs differ between 1 and 3 threads or from the oracle")
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
