@@ -36,7 +36,7 @@ void zt_ds_sched_defaults(zt_ds_sched_kind kind, zt_ds_sched_params *p) {
   p->cycle_first_step_size = 2000;
   p->cycle_second_step_size = NAN;
   p->cycle_first_stair_count = 0;
-  p->cycle_second_stair_count = -1;
+  p->cycle_second_stair_count = 0;
   p->decay_step_size = 0;
   p->cycle_momentum = 1;
   p->cycle_min_mom = 0.8;
@@ -47,7 +47,7 @@ void zt_ds_sched_defaults(zt_ds_sched_kind kind, zt_ds_sched_params *p) {
   p->warmup_max_lr = kind == ZT_DS_WARMUP_DECAY_LR ? 0.001 : NAN;
   p->warmup_num_steps = 1000;
   snprintf(p->warmup_type, sizeof(p->warmup_type), "log");
-  p->total_num_steps = -1;
+  p->total_num_steps = NAN;
   p->warmup_min_ratio = 0.0;
   p->cos_min_ratio = 1e-4;
 }
@@ -79,8 +79,8 @@ static void warmup_setup(zt_ds_sched *s, const char *what) {
 }
 
 static void need_total(const char *what, zt_ds_sched_params *p, double given_warmup) {
-  zt_check(p->total_num_steps >= 0 && isfinite(p->total_num_steps), what,
-           "params.total_num_steps is required (DeepSpeed has no default); got %g", p->total_num_steps);
+  zt_check(!isnan(p->total_num_steps), what, "params.total_num_steps is required (DeepSpeed has no default)");
+  need_finite(what, "total_num_steps", p->total_num_steps);
   if (p->total_num_steps < p->warmup_num_steps)
     zt_warn("%s: total_num_steps %g is less than warmup_num_steps %g\n", what, p->total_num_steps, given_warmup);
 }
@@ -200,9 +200,6 @@ void zt_ds_sched_init(zt_ds_sched *s, zt_ds_sched_kind kind, const zt_ds_sched_p
       zt_check(isfinite(p->decay_step_size) && p->decay_step_size >= 0, what,
                "params.decay_step_size is %g: it must be >= 0 (0 disables the post-cycle decay)",
                p->decay_step_size);
-      zt_check(p->cycle_first_stair_count >= 0, what, "params.cycle_first_stair_count is %d: it must be >= 0",
-               p->cycle_first_stair_count);
-      if (p->cycle_second_stair_count < 0) p->cycle_second_stair_count = p->cycle_first_stair_count;
       s->total_size = p->cycle_first_step_size + p->cycle_second_step_size;
       s->step_ratio = p->cycle_first_step_size / s->total_size;
       /* math.isclose(x, 0) with its default tolerances is x == 0 */

@@ -17,10 +17,10 @@ typedef enum {
 } zt_ds_sched_kind;
 
 /* Parameters under DeepSpeed's names (the ds_config "scheduler.params" keys). Numbers are doubles
- * (JSON numbers; Python accepts floats for the step counts too). "Unset" markers: NAN for a float
- * with no default (cycle_min_lr, cycle_max_lr, cycle_second_step_size = None, WarmupLR's
- * warmup_max_lr = None -> the optimizer's lr), -1 for cycle_second_stair_count (None) and
- * total_num_steps (required). Only the fields of the chosen kind are read. */
+ * (JSON numbers; Python accepts floats for the step counts too). "Unset" marker: NAN for a value with
+ * no default (cycle_min_lr, cycle_max_lr, total_num_steps: required) or a None default
+ * (cycle_second_step_size -> first, WarmupLR's warmup_max_lr -> the optimizer's lr). Only the fields
+ * of the chosen kind are read. */
 typedef struct {
   /* LRRangeTest */
   double lr_range_test_min_lr;     /* 1e-3 */
@@ -33,7 +33,7 @@ typedef struct {
   double cycle_first_step_size;       /* 2000, must be > 0 */
   double cycle_second_step_size;      /* NAN (None) -> cycle_first_step_size; must be >= 0 */
   int cycle_first_stair_count;        /* 0: accepted, unused by the formulas (as in DeepSpeed) */
-  int cycle_second_stair_count;       /* -1 (None): accepted, unused */
+  int cycle_second_stair_count;       /* None in DeepSpeed: accepted, unused */
   double decay_step_size;             /* 0 = no post-cycle decay; must be >= 0 */
   int cycle_momentum;                 /* 1 */
   double cycle_min_mom, cycle_max_mom;  /* 0.8, 0.9 (beta1; beta2 is forced to 0.99) */
@@ -43,7 +43,7 @@ typedef struct {
   double warmup_max_lr;     /* WarmupLR: NAN (None -> optimizer lr); WarmupDecayLR: 0.001 */
   double warmup_num_steps;  /* 1000, clamped to >= 2 */
   char warmup_type[64];     /* "log" (default) or "linear"; anything else: warning, log */
-  double total_num_steps;   /* WarmupDecayLR, WarmupCosineLR: required (-1 = unset) */
+  double total_num_steps;   /* WarmupDecayLR, WarmupCosineLR: required (NAN = unset) */
   double warmup_min_ratio;  /* WarmupCosineLR: 0 */
   double cos_min_ratio;     /* WarmupCosineLR: 1e-4 */
 } zt_ds_sched_params;
