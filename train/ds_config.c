@@ -269,6 +269,9 @@ static void unknown_key(const zt_ds_config *c, const char *parent, const char *k
     }
   }
   int len = (int)strlen(key);
+  if (!strcmp(parent, "aio") && !strcmp(key, "thread_count"))
+    ds_fail(c, "unknown key \"aio.thread_count\" (did you mean \"aio.intra_op_parallelism\"? DeepSpeed's docs still "
+               "show the old name, its parser reads only intra_op_parallelism)");
   const char *sep = parent[0] ? "." : "";
   if (best && (bestd <= 2 || bestd * 3 <= len))
     ds_fail(c, "unknown key \"%s%s%s\" (did you mean \"%s%s%s\"?)", parent, sep, key, parent, sep, best);
