@@ -463,7 +463,7 @@ static void check_optimizer(zt_ds_config *c) {
     for (cJSON *p = params->child; p; p = p->next) {
       const char *n = p->string;
       bool adam_only = !strcmp(n, "adam_w_mode") || !strcmp(n, "torch_adam") || !strcmp(n, "amsgrad");
-      bool lamb_only = !strcmp(n, "max_coeff") || !strcmp(n, "min_coeff");
+      bool lamb_only = !strcmp(n, "max_coeff") || !strcmp(n, "min_coeff") || !strcmp(n, "eps_inside_sqrt");
       if ((lamb && adam_only) || (!lamb && lamb_only))
         ds_fail(c, "optimizer.params.%s is not a parameter of optimizer \"%s\" (%s only)", n, type->valuestring,
                 lamb ? "adam/adamw" : "lamb");
@@ -572,6 +572,7 @@ static void fill_fields(zt_ds_config *c) {
   c->bias_correction = get_bool(c, "optimizer.params.bias_correction");
   c->max_coeff = get_num(c, "optimizer.params.max_coeff");
   c->min_coeff = get_num(c, "optimizer.params.min_coeff");
+  c->eps_inside_sqrt = get_bool(c, "optimizer.params.eps_inside_sqrt");
 
   c->has_scheduler = cJSON_IsObject(get_path(c, "scheduler"));
 #define SN(f) c->sched.f = get_num(c, "scheduler.params." #f)

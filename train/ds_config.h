@@ -37,6 +37,7 @@ typedef struct zt_ds_config {
   zt_ds_num lr, beta1, beta2, eps, weight_decay; /* betas "auto" sets is_auto on both */
   bool adam_w_mode, torch_adam, bias_correction;
   zt_ds_num max_coeff, min_coeff;      /* lamb */
+  bool eps_inside_sqrt;                /* lamb */
 
   /* scheduler: has_scheduler false = none in the file */
   bool has_scheduler;

@@ -100,6 +100,7 @@ const zt_ds_key zt_ds_schema[] = {
   B("optimizer.params.bias_correction", "true", "no planned work (bias_correction false)"),
   F("optimizer.params.max_coeff", 0, "10.0", 0, BIG, NULL),
   F("optimizer.params.min_coeff", 0, "0.01", 0, BIG, NULL),
+  B("optimizer.params.eps_inside_sqrt", "false", NULL),
   B("optimizer.params.amsgrad", "false", "no planned work (FusedAdam refuses amsgrad)"),
 
   /* ---- scheduler (lr_schedules.py; per-type params checked in ds_config.c) ---- */
@@ -120,16 +121,16 @@ const zt_ds_key zt_ds_schema[] = {
   I("scheduler.params.cycle_second_stair_count", ZT_DS_NULL, "null", 0, BIG, NULL),
   I("scheduler.params.decay_step_size", 0, "0", 0, BIG, NULL),
   B("scheduler.params.cycle_momentum", "true", NULL),
-  F("scheduler.params.cycle_min_mom", 0, "0.8", 0, 1, NULL),
-  F("scheduler.params.cycle_max_mom", 0, "0.9", 0, 1, NULL),
+  F("scheduler.params.cycle_min_mom", 0, "0.8", -BIG, BIG, NULL),
+  F("scheduler.params.cycle_max_mom", 0, "0.9", -BIG, BIG, NULL),
   F("scheduler.params.decay_mom_rate", 0, "0.0", 0, BIG, NULL),
   F("scheduler.params.warmup_min_lr", ZT_DS_AUTO, "0.0", 0, BIG, NULL),
   F("scheduler.params.warmup_max_lr", ZT_DS_AUTO, "0.001", 0, BIG, NULL),
   I("scheduler.params.warmup_num_steps", ZT_DS_AUTO, "1000", 0, BIG, NULL),
   E("scheduler.params.warmup_type", 0, "\"log\"", "log|linear", NULL),
   I("scheduler.params.total_num_steps", ZT_DS_AUTO, NULL, 1, BIG, NULL),
-  F("scheduler.params.warmup_min_ratio", 0, "0.0", 0, 1, NULL),
-  F("scheduler.params.cos_min_ratio", 0, "0.0001", 0, 1, NULL),
+  F("scheduler.params.warmup_min_ratio", 0, "0.0", -BIG, BIG, NULL),
+  F("scheduler.params.cos_min_ratio", 0, "0.0001", -BIG, BIG, NULL),
 
   /* ---- zero_optimization (zero/config.py); stage 0 only, the rest parsed and inert ---- */
   O("zero_optimization", ZT_DS_BOOLOBJ, NULL),

@@ -30,7 +30,34 @@ static void pnum(const char *name, zt_ds_num n) {
   printf(" %s=%s%.17g%s", name, n.given ? "" : "(default)", n.value, n.is_auto ? "(auto)" : "");
 }
 
+static void print_schema(void) {
+  static const char *const tn[] = {"bool", "int", "float", "string", "enum", "object", "list", "any"};
+  printf("| key | type | DeepSpeed default | range / choices | zerotron |\n|---|---|---|---|---|\n");
+  for (int i = 0; i < zt_ds_schema_count; i++) {
+    const zt_ds_key *k = &zt_ds_schema[i];
+    char range[128] = "";
+    if (k->choices) snprintf(range, sizeof range, "%s", k->choices);
+    else if (k->min <= k->max && k->min <= -9e18) range[0] = 0;
+    else if (k->min <= k->max && k->max >= 9e18) snprintf(range, sizeof range, ">= %g", k->min);
+    else if (k->min <= k->max) snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
+    for (char *p = range; *p; p++)
+      if (*p == '|') *p = '/';
+    char status[256];
+    if (!k->lands) snprintf(status, sizeof status, "SUPPORTED");
+    else if (k->flags & ZT_DS_INERT) snprintf(status, sizeof status, "accepted, no effect until %s", k->lands);
+    else if (k->flags & ZT_DS_PRESENT) snprintf(status, sizeof status, "refused when present: lands with %s", k->lands);
+    else snprintf(status, sizeof status, "non-default refused: lands with %s", k->lands);
+    printf("| `%s` | %s%s%s | %s | %s | %s%s%s |\n", k->path, tn[k->type], (k->flags & ZT_DS_AUTO) ? ", \"auto\"" : "",
+           (k->flags & ZT_DS_NULL) ? ", null" : "", k->def ? k->def : "(required)", range, status,
+           k->alias_of ? "; alias of " : "", k->alias_of ? k->alias_of : "");
+  }
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--schema")) {
+    print_schema();
+    return 0;
+  }
   if (argc < 2) zt_fatal("ds_config_tool", "usage: ds_config_tool FILE [--world N] [--m NAME=VALUE]... [--d ...]");
   int world = 0, quiet = 0, have_m = 0;
   zt_ds_megatron m;

@@ -396,6 +396,17 @@ rc, out, err = run(p, "--m", "train_iters=5000")
 check("scheduler auto without --lr-warmup-iters", rc != 0 and err == 'error: inconsistent arguments: "auto" for '
       f"scheduler.params.warmup_num_steps in {p} needs --lr-warmup-iters on the command line", err)
 
+# ---- 7. docs/ds_config.md carries the current key table ---------------------------------------------
+doc = os.path.join(CONFIGS, "..", "..", "..", "docs", "ds_config.md")
+schema = subprocess.run([TOOL, "--schema"], capture_output=True, text=True).stdout
+if os.path.exists(doc):
+    with open(doc) as f:
+        text = f.read()
+    table = text.split("## Key table", 1)[-1]
+    rows = [l for l in table.splitlines() if l.startswith("|")]
+    check("docs key table matches ds_config_tool --schema", rows == schema.splitlines(),
+          "regenerate: ds_config_tool --schema, paste under '## Key table' in docs/ds_config.md")
+
 print(f"{count - len(failures)}/{count} checks passed")
 for f in failures:
     print("FAIL", f)
