@@ -3,6 +3,7 @@
  * column stay right), duplicate keys are refused at every level, every member is checked against the
  * key table of train/ds_config_schema.c (unknown keys with a suggestion, types, ranges, "lands with"
  * refusals of unimplemented features), then the typed fields are filled. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include "train/ds_config.h"
 
 #include <cjson/cJSON.h>
@@ -330,7 +331,8 @@ static cJSON *get_path(const zt_ds_config *c, const char *path) {
   cJSON *cur = (cJSON *)c->json;
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", path);
-  for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) {
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save)) {
     if (!cJSON_IsObject(cur)) return NULL;
     cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
   }
@@ -529,7 +531,8 @@ static void check_scheduler(zt_ds_config *c) {
     }
   char req[256];
   snprintf(req, sizeof req, "%s", spec->required);
-  for (char *tok = strtok(req, " "); tok; tok = strtok(NULL, " ")) {
+  char *save = NULL;
+  for (char *tok = strtok_r(req, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
     if (!cJSON_IsObject(params) || !cJSON_GetObjectItemCaseSensitive(params, tok))
       ds_fail(c, "scheduler.params.%s is required by scheduler \"%s\"", tok, spec->type);
   }
@@ -758,12 +761,15 @@ void zt_ds_config_batch(zt_ds_config *c, int dp_world_size) {
     if (gas == 0) ds_fail(c, "Gradient accumulation steps: %lld has to be greater than 0", gas);
     mb = floordiv(floordiv(tb, W), gas);
   } else if (hm && hg) {
-    tb = mb * gas * W;
+    if (__builtin_mul_overflow(mb, gas, &tb) || __builtin_mul_overflow(tb, W, &tb))
+      ds_fail(c, "train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps %lld * world_size %lld overflows",
+              mb, gas, W);
   } else if (hb) {
     gas = 1;
     mb = floordiv(tb, W);
   } else if (hm) {
-    tb = mb * W;
+    if (__builtin_mul_overflow(mb, W, &tb))
+      ds_fail(c, "train_micro_batch_size_per_gpu %lld * world_size %lld overflows", mb, W);
     gas = 1;
   } else {
     ds_fail(c, "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
@@ -771,7 +777,8 @@ void zt_ds_config_batch(zt_ds_config *c, int dp_world_size) {
   if (tb <= 0) ds_fail(c, "Train batch size: %lld has to be greater than 0", tb);
   if (mb <= 0) ds_fail(c, "Micro batch size per gpu: %lld has to be greater than 0", mb);
   if (gas <= 0) ds_fail(c, "Gradient accumulation steps: %lld has to be greater than 0", gas);
-  if (tb != mb * gas * W)
+  long long prod;
+  if (__builtin_mul_overflow(mb, gas, &prod) || __builtin_mul_overflow(prod, W, &prod) || tb != prod)
     ds_fail(c, "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
                "gradient_acc_step * world_size %lld != %lld * %lld * %lld", tb, mb, gas, W);
   c->train_batch_size = (zt_ds_num){true, c->train_batch_size.is_auto, (double)tb};

@@ -354,6 +354,10 @@ expect_error("reference example 10 != 3*3*1", write('{"train_batch_size": 10, "t
              "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
              "* world_size 10 != 3 * 3 * 1", "--world", "1")
 
+expect_error("batch product overflow", write('{"train_micro_batch_size_per_gpu": 4000000000000, '
+             '"gradient_accumulation_steps": 4000000000000}'), "train_micro_batch_size_per_gpu 4000000000000 * "
+             "gradient_accumulation_steps 4000000000000 * world_size 8 overflows", "--world", "8")
+
 # ---- 6. auto and Megatron-flag consistency -------------------------------------------------------
 p = write('{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}')
 rc, out, err = run(p, "--world", "1", "--m", "micro_batch_size=8")
