@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   double model_shape = sgemm_gflops(args.micro_batch_size * args.seq_length, 4 * args.hidden_size, args.hidden_size);
 
   zt_engine e;
-  zt_engine_init(&e, &args, NULL); /* --mock-data */
+  zt_engine_init(&e, &args, NULL, NULL); /* --mock-data, no DeepSpeed config */
   double norm, times[1000];
   for (int w = 0; w < 2; w++) zt_engine_train_step(&e, &norm); /* warm-up: page faults, BLAS buffers */
   for (int s = 0; s < steps; s++) {

@@ -79,6 +79,7 @@ static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NUL
 #define PAR "parallelism"
 #define DATA "data"
 #define LOG "logging and validation"
+#define DS "DeepSpeed (docs/ds_config.md)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -170,6 +171,10 @@ static const flag k_flags[] = {
    "Loader worker processes: only 0 (batches are read from the mmap'd files in the training process)."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
    "Train on a synthetic patterned token stream instead of --data-path."},
+  {"--deepspeed", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Enable DeepSpeed: read --deepspeed_config."},
+  {"--deepspeed_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "The ds_config.json file."},
+  {"--deepscale", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Old name of --deepspeed."},
+  {"--deepscale_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "Old name of --deepspeed_config."},
   {"--log-interval", F_INT, OFF(log_interval), NULL, LOG, "100", "Iterations between log lines."},
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
@@ -185,6 +190,9 @@ static const flag *find_flag(const char *name) {
 }
 
 /* Whether `name` was given on the command line (names come from the code, so a typo is a bug). */
+static int given(const unsigned char *seen, const char *name);
+int zt_args_given(const zt_args *a, const char *flag) { return given(a->given_, flag); }
+
 static int given(const unsigned char *seen, const char *name) {
   const flag *f = find_flag(name);
   if (!f) zt_fatal("internal error", "args: no flag %s in the table", name);
@@ -437,6 +445,11 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "--train-samples %lld)", (long long)a->train_iters, (long long)a->train_samples);
   zt_check(by_iters || by_samples, "missing argument", "one of --train-iters or --train-samples is required");
   check_data(a, seen);
+  zt_check(!(a->deepspeed_config && !a->deepspeed), "inconsistent arguments",
+           "--deepspeed_config %s is given without --deepspeed (Megatron-DeepSpeed would silently ignore the "
+           "file): add --deepspeed", a->deepspeed_config);
+  zt_check(!(a->deepspeed && !a->deepspeed_config), "missing argument",
+           "--deepspeed needs --deepspeed_config FILE (the ds_config.json)");
 
   /* sizes */
   check_positive("--num-layers", a->num_layers);
@@ -617,7 +630,8 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
       exit(0);
     }
   set_defaults(args);
-  unsigned char seen[NFLAGS] = {0};
+  _Static_assert(NFLAGS <= sizeof args->given_, "zt_args.given_ is too small for the flag table");
+  unsigned char *seen = args->given_;
   const flag *prev = NULL;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -773,6 +787,8 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("num_workers", a->num_workers);
 #undef LIST_LINE
 #undef OPTSTR_LINE
+  BOOL_LINE("deepspeed", a->deepspeed);
+  STR_LINE("deepspeed_config", a->deepspeed_config ? a->deepspeed_config : "None");
   INT_LINE("log_interval", a->log_interval);
   INT_LINE("eval_interval", a->eval_interval);
   INT_LINE("eval_iters", a->eval_iters);

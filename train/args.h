@@ -86,11 +86,16 @@ typedef struct {
   int64_t train_data_exact_num_epochs; /* -1 unset */
   int num_workers;                  /* 0: batches are read in the training process */
 
+  /* DeepSpeed */
+  int deepspeed;                    /* --deepspeed */
+  const char *deepspeed_config;     /* --deepspeed_config (or its old name --deepscale_config) */
+
   /* logging and validation */
   int log_interval;                 /* 100 */
   int eval_interval;                /* 1000 */
   int eval_iters;                   /* 100 */
   int skip_train;                   /* --skip-train: only evaluate */
+  unsigned char given_[256];        /* which flags were on the command line (zt_args_given) */
 } zt_args;
 
 /* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
@@ -102,6 +107,9 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
 /* Prints Megatron's "------------------------ arguments ------------------------" block: every
  * argument, sorted by name, as "  name ....... value" with Python's formatting of values. */
 void zt_args_print(const zt_args *args);
+
+/* 1 if `flag` (e.g. "--clip-grad") was given on the command line. */
+int zt_args_given(const zt_args *args, const char *flag);
 
 /* Sets the vocabulary size from the tokenizer (named in messages) and recomputes the padded size;
  * a --vocab-size that disagrees is refused with both numbers. */

@@ -20,8 +20,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--disable-mem-efficient-ln --use-flash-attn --use-flash-attn-v1 --use-flash-attn-v2 "
    "--use-flash-attn-triton --use-flash-attn-builder"},
   {"DeepSpeed config",
-   "--deepspeed --deepspeed_config --deepscale --deepscale_config --cpu-optimizer --cpu_torch_adam "
-   "--ds_fused_adam"},
+   "--cpu-optimizer --cpu_torch_adam --ds_fused_adam"},
   {"ZeRO",
    "--zero-stage --zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size "
    "--zero-allgather-bucket-size --remote-device --use-pin-memory --use-distributed-optimizer"},

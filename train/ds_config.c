@@ -677,6 +677,33 @@ static bool nearly_equal(double a, double b) {
   return a == b || fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b));
 }
 
+/* The double a float flag stands for: its shortest decimal repr (0.01f -> 0.01). */
+static double widen(float f) {
+  char buf[32];
+  for (int p = 1; p <= 9; p++) {
+    snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+    if ((float)strtod(buf, NULL) == f) break;
+  }
+  return strtod(buf, NULL);
+}
+
+void zt_ds_megatron_from_args(zt_ds_megatron *m, const zt_args *a) {
+  memset(m, 0, sizeof *m);
+#define MV(field, flag, is_set, val) \
+  m->field = (zt_ds_megatron_value){(is_set) || zt_args_given(a, flag), zt_args_given(a, flag), (double)(val)}
+  MV(micro_batch_size, "--micro-batch-size", false, a->micro_batch_size);
+  MV(global_batch_size, "--global-batch-size", false, a->global_batch_size);
+  MV(clip_grad, "--clip-grad", true, widen(a->clip_grad));
+  MV(lr, "--lr", false, a->lr);
+  MV(adam_beta1, "--adam-beta1", true, widen(a->adam_beta1));
+  MV(adam_beta2, "--adam-beta2", true, widen(a->adam_beta2));
+  MV(adam_eps, "--adam-eps", true, widen(a->adam_eps));
+  MV(weight_decay, "--weight-decay", true, widen(a->weight_decay));
+  MV(lr_warmup_iters, "--lr-warmup-iters", true, a->lr_warmup_iters);
+  MV(train_iters, "--train-iters", a->train_iters > 0, a->train_iters);
+#undef MV
+}
+
 static void reconcile_one(zt_ds_config *c, zt_ds_num *d, const char *key, const zt_ds_megatron_value *m,
                           const char *flag, bool may_stay_auto) {
   char a[64], b[64];

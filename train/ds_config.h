@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "train/args.h"
+
 /* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
  * "auto"; value is meaningful only once resolved, given then becomes true), value (the file's value,
  * the resolved value, or DeepSpeed's code default when not given). */
@@ -88,6 +90,11 @@ typedef struct {
   zt_ds_megatron_value lr_warmup_iters;   /* --lr-warmup-iters    <-> scheduler warmup_num_steps */
   zt_ds_megatron_value train_iters;       /* --train-iters        <-> scheduler total_num_steps */
 } zt_ds_megatron;
+
+/* Fills m from pretrain_gpt's parsed arguments (train/args.h): explicit_ from zt_args_given; set for
+ * the flags that have a Megatron default (clip grad, betas, eps, weight decay, warmup iters) or a value
+ * (--train-iters > 0); float-stored flags are widened through their shortest decimal (0.01f -> 0.01). */
+void zt_ds_megatron_from_args(zt_ds_megatron *m, const zt_args *a);
 
 /* Resolves "auto" values from m (HF rule) and refuses any contradiction between an explicit flag and
  * a value in the file: "error: inconsistent arguments: --micro-batch-size 8 contradicts

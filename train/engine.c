@@ -66,9 +66,107 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
   zt_log("> finished creating GPT datasets ...\n");
 }
 
-void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok) {
+/* ---- --deepspeed ----------------------------------------------------------------------------- */
+
+static zt_ds_megatron_value mv(const zt_args *a, const char *flag, double value) {
+  return (zt_ds_megatron_value){.set = true, .explicit_ = zt_args_given(a, flag) != 0, .value = value};
+}
+
+zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
+  if (!a->deepspeed) return NULL;
+  zt_ds_config *c = zt_malloc(sizeof(*c), "ds_config");
+  zt_ds_config_load(c, a->deepspeed_config);
+  zt_ds_megatron m = {
+      .micro_batch_size = mv(a, "--micro-batch-size", a->micro_batch_size),
+      .global_batch_size = mv(a, "--global-batch-size", a->global_batch_size),
+      .clip_grad = mv(a, "--clip-grad", a->clip_grad),
+      .lr = mv(a, "--lr", a->lr),
+      .adam_beta1 = mv(a, "--adam-beta1", a->adam_beta1),
+      .adam_beta2 = mv(a, "--adam-beta2", a->adam_beta2),
+      .adam_eps = mv(a, "--adam-eps", a->adam_eps),
+      .weight_decay = mv(a, "--weight-decay", a->weight_decay),
+      .lr_warmup_iters = mv(a, "--lr-warmup-iters", (double)a->lr_warmup_iters),
+      /* the schedule may be longer than the run (e.g. a range test): --train-iters only fills "auto" */
+      .train_iters = {.set = true, .explicit_ = false, .value = (double)a->train_iters}};
+  zt_ds_config_reconcile(c, &m);
+  zt_ds_config_batch(c, a->data_parallel_size);
+  /* DeepSpeed's triple drives the batch; Megatron's derived values follow it */
+  a->micro_batch_size = (int)c->train_micro_batch_size_per_gpu.value;
+  a->global_batch_size = (int)c->train_batch_size.value;
+  a->num_microbatches = (int)c->gradient_accumulation_steps.value;
+  if (a->train_samples >= 0) {
+    a->train_iters = a->train_samples / a->global_batch_size;
+    zt_check(a->train_iters > 0, "inconsistent arguments", "--train-samples %lld is less than one global batch "
+             "(train_batch_size %d in %s)", (long long)a->train_samples, a->global_batch_size, c->path);
+  }
+  zt_ds_config_print(c);
+  return c;
+}
+
+/* The ds_config's optimizer block (adam, adamw, lamb) over Megatron's --optimizer. */
+static void ds_optimizer(const zt_ds_config *ds, zt_opt_config *oc) {
+  if (strcmp(ds->optimizer_type, "lamb") == 0) {
+    zt_opt_config_lamb_defaults(oc);
+    oc->max_coeff = (float)ds->max_coeff.value;
+    oc->min_coeff = (float)ds->min_coeff.value;
+    oc->bias_correction = ds->bias_correction;
+  } else {
+    oc->kind = ZT_OPT_ADAM;
+    oc->adam_w_mode = strcmp(ds->optimizer_type, "adamw") == 0 ? 1 : ds->adam_w_mode;
+  }
+  oc->beta1 = (float)ds->beta1.value;
+  oc->beta2 = (float)ds->beta2.value;
+  oc->eps = (float)ds->eps.value;
+  oc->weight_decay = (float)ds->weight_decay.value;
+}
+
+/* The ds_config's scheduler block: DeepSpeed's parameter names, only the keys the file gives. */
+static void ds_scheduler(zt_engine *e, const zt_ds_config *ds, double base_lr) {
+  const int kind = zt_ds_sched_kind_from_name(ds->scheduler_type);
+  zt_check(kind >= 0, "ds_config", "%s: scheduler type \"%s\" is not one of DeepSpeed's", ds->path,
+           ds->scheduler_type);
+  zt_ds_sched_params p;
+  zt_ds_sched_defaults((zt_ds_sched_kind)kind, &p);
+#define TAKE(f) if (ds->sched.f.given) p.f = ds->sched.f.value
+  TAKE(lr_range_test_min_lr); TAKE(lr_range_test_step_size); TAKE(lr_range_test_step_rate);
+  TAKE(cycle_min_lr); TAKE(cycle_max_lr); TAKE(decay_lr_rate); TAKE(cycle_first_step_size);
+  TAKE(cycle_second_step_size); TAKE(decay_step_size); TAKE(cycle_min_mom); TAKE(cycle_max_mom);
+  TAKE(decay_mom_rate); TAKE(warmup_min_lr); TAKE(warmup_max_lr); TAKE(warmup_num_steps); TAKE(total_num_steps);
+  TAKE(warmup_min_ratio); TAKE(cos_min_ratio);
+#undef TAKE
+  if (ds->sched.cycle_first_stair_count.given) p.cycle_first_stair_count = (int)ds->sched.cycle_first_stair_count.value;
+  if (ds->sched.cycle_second_stair_count.given)
+    p.cycle_second_stair_count = (int)ds->sched.cycle_second_stair_count.value;
+  p.lr_range_test_staircase = ds->sched.lr_range_test_staircase;
+  p.cycle_momentum = ds->sched.cycle_momentum;
+  if (ds->sched.warmup_type[0]) snprintf(p.warmup_type, sizeof p.warmup_type, "%s", ds->sched.warmup_type);
+  zt_ds_sched_init(&e->ds_sched, (zt_ds_sched_kind)kind, &p, base_lr);
+  if (e->opt.cfg.kind == ZT_OPT_SGD) zt_ds_sched_disable_momentum(&e->ds_sched, "SGD");
+  e->use_ds_sched = 1;
+  zt_log("> DeepSpeed scheduler %s from %s replaces Megatron's learning-rate schedule\n", ds->scheduler_type,
+         ds->path);
+}
+
+static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
+  const zt_args *a = e->args;
+  e->clip_grad = (float)ds->gradient_clipping.value;
+  if (!ds->gradient_clipping.given)
+    zt_log("> gradient_clipping is not in %s: DeepSpeed's default 0.0, no clipping (Megatron's --clip-grad is "
+           "not used with --deepspeed)\n", ds->path);
+  if (ds->has_scheduler) ds_scheduler(e, ds, ds->has_optimizer ? ds->lr.value : a->lr);
+  zt_monitor_config mc = {.csv_enabled = ds->csv_monitor_enabled, .csv_output_path = ds->csv_monitor_output_path,
+                          .csv_job_name = ds->csv_monitor_job_name, .tb_enabled = ds->tensorboard_enabled,
+                          .tb_output_path = ds->tensorboard_output_path, .tb_job_name = ds->tensorboard_job_name};
+  if (ds->csv_monitor_enabled || ds->tensorboard_enabled) e->monitor = zt_monitor_open(&mc);
+  zt_ds_throughput_init(&e->tput, a->global_batch_size,
+                        ds->steps_per_print.given ? (int64_t)ds->steps_per_print.value : 0);
+}
+
+void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
+  e->ds = ds;
+  e->clip_grad = a->clip_grad;
   build_data(e, tok);
   zt_gpt_config c = {
       .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_attention_heads,
@@ -87,7 +185,10 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok) {
   zt_opt_config oc = {.kind = a->optimizer == ZT_OPTIMIZER_SGD ? ZT_OPT_SGD : ZT_OPT_ADAM,
                       .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
                       .momentum = a->sgd_momentum, .weight_decay = a->weight_decay};
+  if (ds && ds->has_optimizer) ds_optimizer(ds, &oc);
   zt_optimizer_init(&e->opt, &oc, &e->model.table, e->model.optim_state);
+  e->beta_cfg[0] = ds && ds->has_optimizer ? ds->beta1.value : a->adam_beta1;
+  e->beta_cfg[1] = ds && ds->has_optimizer ? ds->beta2.value : a->adam_beta2;
 
   /* Megatron's scheduler works in samples: iteration counts are multiplied by the global batch */
   const int64_t gbs = a->global_batch_size;
@@ -100,6 +201,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok) {
            "warmup of %lld samples exceeds the decay length of %lld samples", (long long)warmup, (long long)decay);
   e->sched = (zt_lr_schedule){.max_lr = a->lr, .min_lr = a->min_lr, .warmup_steps = warmup, .decay_steps = decay,
                               .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0};
+
+  if (ds) ds_engine_init(e, ds);
 
   const size_t BT = (size_t)a->micro_batch_size * a->seq_length;
   e->text = zt_malloc((BT + a->micro_batch_size) * sizeof(int32_t), "batch text");
@@ -126,6 +229,7 @@ void zt_engine_free(zt_engine *e) {
   free(e->positions);
   free(e->key_start);
   if (e->use_gdata) zt_gpt_data_free(&e->gdata);
+  zt_monitor_close(e->monitor);
 }
 
 /* Loads micro batch rows from sample `first` on: tokens = text[:, :-1], targets = text[:, 1:]. */
@@ -154,38 +258,123 @@ static void check_finite_loss(const zt_engine *e, float loss, int micro, const c
            "check --init-method-std", what, isnan(loss) ? "nan" : "inf", (long long)e->iteration + 1, micro);
 }
 
+/* The learning rate the next optimizer step uses. */
+static double current_lr(const zt_engine *e) {
+  return e->use_ds_sched ? zt_ds_sched_lr(&e->ds_sched) : zt_lr_get(&e->sched);
+}
+
+/* DeepSpeed's gradient averaging over the data-parallel group (engine.allreduce_bucket): with
+ * prescale_gradients the gradients are divided by the world size before the sum; otherwise they are
+ * divided by gradient_predivide_factor before it and multiplied by factor / world after it. With one
+ * data-parallel rank the sum is the identity and only the scaling remains. */
+static void scale_floats(float *x, float f, size_t n) {
+  #pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) x[i] *= f;
+}
+
+static void reduce_gradients(zt_engine *e) {
+  if (!e->ds) return;
+  const double W = e->args->data_parallel_size, f = e->ds->gradient_predivide_factor.value;
+  float *g = e->model.grads;
+  const size_t n = e->model.table.numel;
+  if (e->ds->prescale_gradients) {
+    scale_floats(g, (float)(1.0 / W), n);
+    return;
+  }
+  if (f != 1.0) scale_floats(g, (float)(1.0 / f), n);
+  if (f != W) scale_floats(g, (float)(f / W), n);
+}
+
+/* DeepSpeed's per-step output: monitor events, the step/lr/mom line and the timers. */
+static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_before) {
+  const zt_ds_config *ds = e->ds;
+  const double lr = current_lr(e);
+  const double ms[5] = {1e3 * e->t_fwd, 1e3 * (e->t_bwd_inner + e->t_bwd_allreduce), 1e3 * e->t_bwd_inner,
+                        1e3 * e->t_bwd_allreduce, 1e3 * e->t_step};
+  if (e->monitor) {
+    zt_monitor_write(e->monitor, "Train/Samples/train_loss", train_loss, samples_before);
+    zt_monitor_write(e->monitor, "Train/Samples/lr", lr, e->consumed_samples);
+    if (ds->wall_clock_breakdown) {
+      static const char *const events[5] = {
+          "Train/Samples/elapsed_time_ms_forward", "Train/Samples/elapsed_time_ms_backward",
+          "Train/Samples/elapsed_time_ms_backward_inner", "Train/Samples/elapsed_time_ms_backward_allreduce",
+          "Train/Samples/elapsed_time_ms_step"};
+      for (int i = 0; i < 5; i++) zt_monitor_write(e->monitor, events[i], ms[i], e->consumed_samples);
+    }
+    zt_monitor_flush(e->monitor);
+  }
+  const int64_t every = ds->steps_per_print.given ? (int64_t)ds->steps_per_print.value : 0;
+  const int report = every > 0 && e->iteration % every == 0;
+  if (report) { /* the betas as the config gives them (or as OneCycle sets them), not as float32 */
+    double mom[1][2] = {{e->beta_cfg[0], e->beta_cfg[1]}};
+    if (e->use_ds_sched) zt_ds_sched_mom(&e->ds_sched, &mom[0][0], &mom[0][1]);
+    zt_ds_report_progress(e->iteration, 0, &lr, (const double(*)[2])mom, 1);
+  }
+  if (ds->wall_clock_breakdown && (report || every == 0)) {
+    static const char *const names[5] = {"fwd", "bwd", "bwd_inner", "bwd_allreduce", "step"};
+    zt_ds_timers_log(names, ms, 5);
+    e->t_fwd = e->t_bwd_inner = e->t_bwd_allreduce = e->t_step = 0;
+  }
+}
+
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const zt_args *a = e->args;
   const int nmb = a->num_microbatches, B = a->micro_batch_size;
   double loss_sum = 0.0;
   for (int mb = 0; mb < nmb; mb++) {
+    if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
     uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size;
+    double t0 = zt_now();
     load_micro_batch(e, 0, first);
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
                     .key_start = e->key_start};
     float loss = zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
     check_finite_loss(e, loss, mb, "lm loss");
+    double t1 = zt_now();
     zt_gpt_backward(&e->model, 1.0f / nmb);
+    double t2 = zt_now();
+    e->t_fwd += t1 - t0;
+    e->t_bwd_inner += t2 - t1;
     loss_sum += loss;
+    if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
   }
+  double t3 = zt_now();
+  reduce_gradients(e);
+  double t4 = zt_now();
   size_t n = e->model.table.numel;
   double norm = zt_grad_global_norm(e->model.grads, n);
   if (!isfinite(norm))
     zt_fatal("non-finite gradient", "grad norm is %s at iteration %lld; the run stops", isnan(norm) ? "nan" : "inf",
              (long long)e->iteration + 1);
   float clip = 1.0f;
-  if (a->clip_grad > 0) {
-    double coeff = a->clip_grad / (norm + 1e-6);
+  if (e->clip_grad > 0) {
+    double coeff = e->clip_grad / (norm + 1e-6);
     if (coeff < 1.0) clip = (float)coeff;
   }
-  zt_optimizer_step(&e->opt, e->model.params, e->model.grads, zt_lr_get(&e->sched), clip);
-  zt_lr_step(&e->sched, a->global_batch_size);
+  if (e->use_ds_sched) { /* OneCycle cycles beta1 (and holds beta2 at 0.99) */
+    double b1 = e->beta_cfg[0], b2 = e->beta_cfg[1];
+    if (zt_ds_sched_mom(&e->ds_sched, &b1, &b2)) {
+      e->opt.cfg.beta1 = (float)b1;
+      e->opt.cfg.beta2 = (float)b2;
+    }
+  }
+  zt_optimizer_step(&e->opt, e->model.params, e->model.grads, current_lr(e), clip);
+  if (e->use_ds_sched) zt_ds_sched_step(&e->ds_sched);
+  else zt_lr_step(&e->sched, a->global_batch_size);
+  const int64_t samples_before = e->consumed_samples;
   e->iteration++;
   e->consumed_samples += a->global_batch_size;
   e->consumed_tokens += (int64_t)a->global_batch_size * a->seq_length;
+  e->t_bwd_allreduce += t4 - t3;
+  e->t_step += zt_now() - t4;
   *grad_norm = norm;
-  return (float)(loss_sum / nmb);
+  const float mean = (float)(loss_sum / nmb);
+  if (e->ds) {
+    zt_ds_throughput_stop(&e->tput, 1);
+    ds_after_step(e, mean, samples_before);
+  }
+  return mean;
 }
 
 float zt_engine_evaluate(zt_engine *e, int split) {
@@ -229,7 +418,7 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, float lo
          " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
          " TFLOPs: %.2f |\n",
          (long long)e->iteration, (long long)a->train_iters, (long long)e->consumed_samples,
-         (long long)e->consumed_tokens, elapsed_per_iter * 1000.0, zt_lr_get(&e->sched), a->global_batch_size,
+         (long long)e->consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), a->global_batch_size,
          loss, 1.0, grad_norm, 0, 0, samples_per_s, samples_per_s * a->seq_length / world,
          e->flops_per_iteration / (elapsed_per_iter * world * 1e12));
 }

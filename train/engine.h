@@ -9,9 +9,13 @@
 #include "data/mock_data.h"
 #include "data/tokenizer/tokenizer.h"
 #include "models/gpt/gpt.h"
+#include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/profile/monitor.h"
 #include "train/args.h"
+#include "train/ds_config.h"
+#include "train/ds_log.h"
 
 typedef struct {
   const zt_args *args;
@@ -27,6 +31,15 @@ typedef struct {
   float *loss_mask;              /* [mbs, seq] */
   int32_t *positions;            /* [mbs, seq] with --reset-position-ids, else NULL */
   int32_t *key_start;            /* [mbs, seq] with --reset-attention-mask, else NULL */
+  /* --deepspeed: the ds_config's optimizer, scheduler, clipping, gradient scaling, logs, monitors */
+  const zt_ds_config *ds;        /* NULL without --deepspeed */
+  int use_ds_sched;              /* a "scheduler" block replaces Megatron's schedule */
+  zt_ds_sched ds_sched;
+  double beta_cfg[2];            /* the optimizer's configured betas (OneCycle cycles beta1) */
+  float clip_grad;               /* --clip-grad, or gradient_clipping with --deepspeed */
+  zt_monitor *monitor;
+  zt_ds_throughput tput;
+  double t_fwd, t_bwd_inner, t_bwd_allreduce, t_step; /* seconds since the last timers log */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;
@@ -38,8 +51,13 @@ zt_tokenizer *zt_engine_tokenizer(zt_args *args);
 
 /* Builds everything from validated args: the datasets first (so bad data is refused before the
  * model is allocated), then the model (printing its memory plan), optimizer and schedule. tok is
- * the data's tokenizer (its eod id) or NULL for --mock-data. */
-void zt_engine_init(zt_engine *e, const zt_args *args, const zt_tokenizer *tok);
+ * the data's tokenizer (its eod id) or NULL for --mock-data; ds the DeepSpeed config or NULL. */
+void zt_engine_init(zt_engine *e, const zt_args *args, const zt_tokenizer *tok, const zt_ds_config *ds);
+
+/* --deepspeed: loads args->deepspeed_config, reconciles it with the Megatron flags (auto values,
+ * contradictions refused), applies DeepSpeed's batch triple and clipping to args, prints the
+ * effective configuration. Returns the config (free with zt_ds_config_free + free), or NULL. */
+zt_ds_config *zt_engine_deepspeed_setup(zt_args *args);
 void zt_engine_free(zt_engine *e);
 
 /* One training iteration over the global batch; returns the mean lm loss and sets *grad_norm. */

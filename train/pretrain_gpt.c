@@ -1,5 +1,6 @@
 /* pretrain_gpt: Megatron-DeepSpeed's pretrain_gpt.py as one binary. */
 #include <omp.h>
+#include <stdlib.h>
 
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
@@ -14,13 +15,18 @@ int main(int argc, char **argv) {
   zt_args_parse(&args, argc, argv, zt_world_size());
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);
+  zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
   int ngpu = zt_cuda_device_count();
   zt_log("> compute: CPU, %d OpenMP threads, OpenBLAS %s kernels%s\n", omp_get_max_threads(), zt_blas_core(),
          ngpu > 0 ? " (a CUDA device is present; GPU training is not available yet, so this run uses the CPU)" : "");
   zt_engine e;
-  zt_engine_init(&e, &args, tok);
+  zt_engine_init(&e, &args, tok, ds);
   zt_engine_run(&e);
   zt_engine_free(&e);
   if (tok) zt_tokenizer_free(tok);
+  if (ds) {
+    zt_ds_config_free(ds);
+    free(ds);
+  }
   return 0;
 }
