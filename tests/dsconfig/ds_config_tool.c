@@ -2,6 +2,7 @@
  * values and resolves the batch triple, then prints the effective configuration and the typed fields
  * (or dies with the loader's error). Usage:
  *   ds_config_tool FILE [--world N] [--m NAME=VALUE]... [--d NAME=VALUE]... [--quiet]
+ *   ds_config_tool FILE [--world N] --megatron PRETRAIN_GPT_ARGS...   (zt_args_parse + zt_ds_megatron_from_args)
  * --m: a Megatron flag given explicitly on the command line; --d: a Megatron default (set, not explicit).
  * NAME: micro_batch_size global_batch_size clip_grad lr adam_beta1 adam_beta2 adam_eps weight_decay
  *       lr_warmup_iters train_iters. */
@@ -75,6 +76,13 @@ int main(int argc, char **argv) {
       v->explicit_ = expl;
       v->value = strtod(eq + 1, NULL);
       have_m = 1;
+    } else if (!strcmp(argv[i], "--megatron")) {
+      static zt_args a;
+      char **av = argv + i; /* av[0] ("--megatron") stands for the program name */
+      zt_args_parse(&a, argc - i, av, world ? world : 1);
+      zt_ds_megatron_from_args(&m, &a);
+      have_m = 1;
+      break;
     } else if (!strcmp(argv[i], "--quiet")) {
       quiet = 1;
     } else {

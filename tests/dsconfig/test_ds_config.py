@@ -400,6 +400,24 @@ rc, out, err = run(p, "--m", "train_iters=5000")
 check("scheduler auto without --lr-warmup-iters", rc != 0 and err == 'error: inconsistent arguments: "auto" for '
       f"scheduler.params.warmup_num_steps in {p} needs --lr-warmup-iters on the command line", err)
 
+# zt_ds_megatron_from_args: the same through pretrain_gpt's own argument parser.
+MEG = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
+       "--max-position-embeddings", "32", "--micro-batch-size", "2", "--lr", "1e-3", "--train-iters", "20",
+       "--mock-data", "--vocab-size", "128"]
+p = write('{"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 2, "gradient_clipping": "auto", '
+          '"optimizer": {"type": "adamw", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": 0.01}}, '
+          '"scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": "auto", "total_num_steps": "auto"}}}')
+rc, out, err = run(p, "--world", "1", "--quiet", "--megatron", *MEG, "--adam-beta2", "0.95")
+t = typed(out) if rc == 0 else {}
+want = {"train_micro_batch_size_per_gpu": "2(auto)", "train_batch_size": "4", "gradient_clipping": "1(auto)",
+        "lr": "0.001(auto)", "beta1": "0.90000000000000002(auto)", "beta2": "0.94999999999999996(auto)",
+        "eps": "1e-08(auto)", "weight_decay": "0.01", "warmup_num_steps": "0(auto)", "total_num_steps": "20(auto)"}
+for k, v in want.items():
+    check(f"from args: {k}", t.get(k) == v, f"want {v}, got {t.get(k)} (rc={rc} err={err})")
+rc, out, err = run(p, "--world", "1", "--quiet", "--megatron", *MEG, "--weight-decay", "0.1")
+check("from args: contradiction", rc != 0 and err == "error: inconsistent arguments: --weight-decay 0.1 contradicts "
+      f"optimizer.params.weight_decay 0.01 in {p}", err)
+
 # ---- 7. docs/ds_config.md carries the current key table ---------------------------------------------
 doc = os.path.join(CONFIGS, "..", "..", "..", "docs", "ds_config.md")
 schema = subprocess.run([TOOL, "--schema"], capture_output=True, text=True).stdout
