@@ -360,6 +360,12 @@ const zt_ds_key zt_ds_schema[] = {
   O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP),
   O("weight_quantization", ZT_DS_PRESENT | ZT_DS_OPAQUE, INF),
   O("tensor_parallel", ZT_DS_PRESENT | ZT_DS_OPAQUE, P3D),
+  /* read by DeepSpeed's config.py but not in the reference (checked against DeepSpeed's source from memory) */
+  O("quantize_training", ZT_DS_OPAQUE, NULL), /* legacy MoQ block; refused as soon as enabled */
+  B("quantize_training.enabled", "false", COMP),
+  O("compile", ZT_DS_OPAQUE | ZT_DS_INERT, "the torch.compile path (a call in the client script, not a config switch)"),
+  B("graph_harvesting", "false", "the CUDA-graph work"),
+  I("sequence_parallel_size", 0, "1", 1, BIG, P3D),
   O("progressive_layer_drop", 0, NULL),
   B("progressive_layer_drop.enabled", "false", PLD),
   F("progressive_layer_drop.theta", 0, "1.0", 0, BIG, PLD),

@@ -238,6 +238,9 @@ BAD = [
     ('{"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 1e3, "warmup_max_lr": 6e-4}}}', None),
     ('{"timers": {"throughput": {"enabled": false, "synchronized": false}}}', None),
     ('{"data_types": {"grad_accum_dtype": "bf16"}}', 'data_types.grad_accum_dtype "bf16" is not supported yet: lands with the CUDA mixed-precision work'),
+    ('{"quantize_training": {"enabled": true, "quantize_bits": {"start_bits": 16}}}', "quantize_training.enabled true is not supported yet: lands with the compression work"),
+    ('{"sequence_parallel_size": 2}', "sequence_parallel_size 2 is not supported yet: lands with the 3D-parallelism work"),
+    ('{"compile": {"disable": false, "backend": "inductor"}, "graph_harvesting": false, "sequence_parallel_size": 1}', None),
     ('{"vocabulary_size": 50257, "dataloader_drop_last": true, "zero_allow_untested_optimizer": true}', None),
 ]
 for i, (text, msg) in enumerate(BAD):
