@@ -68,26 +68,14 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
 
 /* ---- --deepspeed ----------------------------------------------------------------------------- */
 
-static zt_ds_megatron_value mv(const zt_args *a, const char *flag, double value) {
-  return (zt_ds_megatron_value){.set = true, .explicit_ = zt_args_given(a, flag) != 0, .value = value};
-}
-
 zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
   if (!a->deepspeed) return NULL;
   zt_ds_config *c = zt_malloc(sizeof(*c), "ds_config");
   zt_ds_config_load(c, a->deepspeed_config);
-  zt_ds_megatron m = {
-      .micro_batch_size = mv(a, "--micro-batch-size", a->micro_batch_size),
-      .global_batch_size = mv(a, "--global-batch-size", a->global_batch_size),
-      .clip_grad = mv(a, "--clip-grad", a->clip_grad),
-      .lr = mv(a, "--lr", a->lr),
-      .adam_beta1 = mv(a, "--adam-beta1", a->adam_beta1),
-      .adam_beta2 = mv(a, "--adam-beta2", a->adam_beta2),
-      .adam_eps = mv(a, "--adam-eps", a->adam_eps),
-      .weight_decay = mv(a, "--weight-decay", a->weight_decay),
-      .lr_warmup_iters = mv(a, "--lr-warmup-iters", (double)a->lr_warmup_iters),
-      /* the schedule may be longer than the run (e.g. a range test): --train-iters only fills "auto" */
-      .train_iters = {.set = true, .explicit_ = false, .value = (double)a->train_iters}};
+  zt_ds_megatron m;
+  zt_ds_megatron_from_args(&m, a);
+  /* the schedule may be longer than the run (e.g. a range test): --train-iters only fills "auto" */
+  m.train_iters.explicit_ = false;
   zt_ds_config_reconcile(c, &m);
   zt_ds_config_batch(c, a->data_parallel_size);
   /* DeepSpeed's triple drives the batch; Megatron's derived values follow it */
