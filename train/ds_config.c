@@ -601,6 +601,17 @@ static void fill_fields(zt_ds_config *c) {
   get_str(c, "csv_monitor.job_name", c->csv_monitor_job_name, sizeof c->csv_monitor_job_name);
   c->timers_throughput_enabled = get_bool(c, "timers.throughput.enabled");
   c->timers_throughput_synchronized = get_bool(c, "timers.throughput.synchronized");
+  c->flops_profiler_enabled = get_bool(c, "flops_profiler.enabled");
+  c->fp_recompute_fwd_factor = get_num(c, "flops_profiler.recompute_fwd_factor").value;
+  const char *fp_ints[3] = {"flops_profiler.profile_step", "flops_profiler.module_depth", "flops_profiler.top_modules"};
+  int *fp_dst[3] = {&c->fp_profile_step, &c->fp_module_depth, &c->fp_top_modules};
+  for (int i = 0; i < 3; i++) {
+    double v = get_num(c, fp_ints[i]).value;
+    zt_check(v <= 2147483647.0, c->path, "%s must be at most 2147483647, got %.0f", fp_ints[i], v);
+    *fp_dst[i] = (int)v;
+  }
+  c->fp_detailed = get_bool(c, "flops_profiler.detailed");
+  get_str(c, "flops_profiler.output_file", c->fp_output_file, sizeof c->fp_output_file);
 }
 
 void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *name) {

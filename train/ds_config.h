@@ -62,6 +62,12 @@ typedef struct zt_ds_config {
   char tensorboard_output_path[512], tensorboard_job_name[128];
   char csv_monitor_output_path[512], csv_monitor_job_name[128];
   bool timers_throughput_enabled, timers_throughput_synchronized;
+
+  /* flops_profiler (runtime/profile/flops_profiler.h); fp_output_file "" = null: print to stdout */
+  bool flops_profiler_enabled, fp_detailed;
+  int fp_profile_step, fp_module_depth, fp_top_modules;
+  double fp_recompute_fwd_factor;
+  char fp_output_file[512];
 } zt_ds_config;
 
 /* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/timer.h"
 
 #define EMB_PREFIX "language_model.embedding"
 #define ENC_PREFIX "language_model.encoder"
@@ -135,20 +136,32 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
   m->positions = positions;
   m->targets = targets;
   m->loss_mask = loss_mask;
+  double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2;
   zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass, m->pos_scratch);
+  if (ft) ft[ZT_GPT_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   for (int l = 0; l < L; l++)
     zt_block_forward(&m->blocks[l], m->layer_in + (size_t)(l + 1) * NC, m->layer_in + (size_t)l * NC, &m->bcfg,
                      pass, &m->scratch);
+  if (ft) t2 = zt_now();
   zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_in + (size_t)L * NC, m->lnf_w, m->lnf_b, N, C,
                        m->cfg.ln_eps);
+  if (ft) {
+    double t3 = zt_now();
+    ft[ZT_GPT_FT_FINAL_LN] += t3 - t2;
+    ft[ZT_GPT_FT_ENCODER] += t3 - t1;
+    ft[ZT_GPT_FT_LM] += t3 - t0;
+    t1 = t3;
+  }
   zt_matmul_forward(m->logits, m->lnf, m->out_w, NULL, N, C, V);
   zt_cross_entropy_forward(m->losses, m->lse, m->logits, targets, N, V);
+  if (ft) ft[ZT_GPT_FT_LOGITS] += (t2 = zt_now()) - t1;
   double num = 0.0, den = 0.0;
   for (int n = 0; n < N; n++) {
     double w = loss_mask ? loss_mask[n] : 1.0;
     num += w * m->losses[n];
     den += w;
   }
+  if (ft) ft[ZT_GPT_FT_MODEL] += zt_now() - t0;
   return den > 0 ? (float)(num / den) : 0.0f;
 }
 

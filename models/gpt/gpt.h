@@ -50,7 +50,15 @@ typedef struct {
   const int32_t *tokens, *positions, *targets;
   const float *loss_mask;
   zt_pass pass;
+  /* Flops profiler (runtime/profile/flops_profiler.h): NULL, or ZT_GPT_FT_SLOTS forward latencies of
+   * the model-level modules (the layers' own slots hang off blocks[l].fwd_time). */
+  double *fwd_time;
 } zt_gpt;
+
+/* Model-level forward latency slots: the whole forward (GPTModel), language_model, embedding and its
+ * word/position parts (consecutive), encoder, final_layernorm, output layer + cross-entropy. */
+enum { ZT_GPT_FT_MODEL, ZT_GPT_FT_LM, ZT_GPT_FT_EMB, ZT_GPT_FT_WORD, ZT_GPT_FT_POS, ZT_GPT_FT_ENCODER,
+       ZT_GPT_FT_FINAL_LN, ZT_GPT_FT_LOGITS, ZT_GPT_FT_SLOTS };
 
 /* Registers parameters, sizes the memory plan (optimizer state: 2 floats per parameter), prints it,
  * refuses it if it does not fit in `mem_limit` bytes (0: host MemAvailable), allocates, binds. */

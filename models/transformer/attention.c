@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "models/transformer/transformer.h"
+#include "runtime/base/timer.h"
 
 static void add_linear(zt_param_table *t, const char *prefix, const char *name, const char *lin,
                        int64_t out, int64_t in, float std, int split_dim) {
@@ -83,15 +84,19 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, float *out, const
                      uint64_t site) {
   const int N = pass->B * pass->T, C = cfg->C;
   const float *q, *k, *v;
+  double *ft = a->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   if (p->kind == ZT_ATTN_SELF) {
     zt_matmul_forward(a->qkv, x, p->qkv_w, p->qkv_b, N, C, 3 * C);
   } else {
     zt_matmul_forward(a->qkv, x, p->qkv_w, p->qkv_b, N, C, C);
     zt_matmul_forward(a->kv, mem, p->kv_w, p->kv_b, pass->B * Tk, C, 2 * C);
   }
+  if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
   zt_attention_forward(a->ctx, a->probs, q, k, v, &d);
+  if (ft) ft[ZT_FT_CORE] += (t1 = zt_now()) - t0, t0 = t1;
   zt_matmul_forward(out, a->ctx, p->proj_w, p->proj_b, N, C, C);
+  if (ft) ft[ZT_FT_DENSE] += zt_now() - t0;
 }
 
 void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_acts *a, float *dx,

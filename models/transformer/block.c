@@ -3,6 +3,7 @@
 
 #include "models/transformer/transformer.h"
 #include "runtime/base/error.h"
+#include "runtime/base/timer.h"
 
 const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix) {
   char name[200];
@@ -85,15 +86,25 @@ void zt_block_forward(zt_block *blk, float *out, const float *x, const zt_block_
   const int N = pass->B * pass->T, C = cfg->C;
   const size_t S = (size_t)pass->T * C;
   zt_block_acts *a = &blk->a;
+  double *ft = blk->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0;
+  a->attn.fwd_time = ft;
+  blk->ffn.fwd_time = ft;
   zt_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C, cfg->ln_eps);
+  if (ft) ft[ZT_FT_LN1] += (t1 = zt_now()) - t0;
   zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, cfg->self_mask,
                   zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS));
+  if (ft) ft[ZT_FT_ATTN] += zt_now() - t1;
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   zt_dropout_add_forward(a->res2, x, s->tmp, pass->B, S, &d1);
+  if (ft) t1 = zt_now();
   zt_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N, C, cfg->ln_eps);
+  if (ft) ft[ZT_FT_LN2] += zt_now() - t1;
+  if (ft) t1 = zt_now();
   blk->ffn.forward(&blk->ffn, s->tmp, a->ln2, cfg, N);
+  if (ft) ft[ZT_FT_MLP] += zt_now() - t1;
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
   zt_dropout_add_forward(out, a->res2, s->tmp, pass->B, S, &d2);
+  if (ft) ft[ZT_FT_LAYER] += zt_now() - t0;
 }
 
 void zt_block_backward(zt_block *blk, float *dres, const float *x, const zt_block_config *cfg,

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "runtime/base/timer.h"
+
 void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max_pos, int C, float std) {
   char buf[200];
   int64_t w[2] = {V, C}, p[2] = {max_pos, C};
@@ -38,8 +40,11 @@ static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
 void zt_embedding_layer_forward(const zt_embedding *e, float *out, const int32_t *tokens, const int32_t *positions,
                                 float dropout_p, const zt_pass *pass, int32_t *pos_scratch) {
   const int N = pass->B * pass->T;
+  double *ft = e->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   zt_embedding_forward(out, tokens, e->wte, N, e->C, 0);
+  if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
   zt_embedding_forward(out, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+  if (ft) ft[1] += zt_now() - t0;
   zt_dropout d = embedding_dropout(dropout_p, pass);
   zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
 }

@@ -9,6 +9,7 @@ typedef struct {
   float *wte, *wpe;     /* parameters */
   float *dwte, *dwpe;   /* gradients */
   int V, max_pos, C;
+  double *fwd_time;     /* flops profiler: [word, position] forward seconds accumulate here, or NULL */
 } zt_embedding;
 
 /* Registers "<prefix>.word_embeddings.weight" and "<prefix>.position_embeddings.weight". */

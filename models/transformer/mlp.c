@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "models/transformer/transformer.h"
+#include "runtime/base/timer.h"
 
 typedef struct {
   float *fc_w, *fc_b, *proj_w, *proj_b;          /* parameters */
@@ -43,9 +44,13 @@ static void mlp_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
 
 static void mlp_forward(zt_ffn *self, float *out, const float *inp, const zt_block_config *cfg, int N) {
   dense_mlp *m = self->state;
+  double *ft = self->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   zt_matmul_forward(m->fc, inp, m->fc_w, m->fc_b, N, cfg->C, cfg->FFN);
+  if (ft) ft[ZT_FT_FC1] += (t1 = zt_now()) - t0, t0 = t1;
   zt_gelu_forward(m->gelu, m->fc, (size_t)N * cfg->FFN);
+  if (ft) ft[ZT_FT_GELU] += (t1 = zt_now()) - t0, t0 = t1;
   zt_matmul_forward(out, m->gelu, m->proj_w, m->proj_b, N, cfg->FFN, cfg->C);
+  if (ft) ft[ZT_FT_FC2] += zt_now() - t0;
 }
 
 static size_t mlp_scratch_floats(const zt_block_config *cfg, int N) { return (size_t)N * cfg->FFN; }

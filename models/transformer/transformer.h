@@ -42,6 +42,12 @@ typedef struct {
  * mask over the Tk encoder positions, then dense [C, C]. */
 typedef enum { ZT_ATTN_SELF = 0, ZT_ATTN_CROSS = 1 } zt_attn_kind;
 
+/* Forward latency slots of one layer, filled only when a flops profiler is attached
+ * (runtime/profile/flops_profiler.h): zt_block.fwd_time points at ZT_FT_SLOTS doubles or is NULL,
+ * and then the timing code costs one branch per module. Seconds accumulate. */
+enum { ZT_FT_LAYER, ZT_FT_LN1, ZT_FT_ATTN, ZT_FT_QKV, ZT_FT_CORE, ZT_FT_DENSE, ZT_FT_LN2, ZT_FT_MLP, ZT_FT_FC1,
+       ZT_FT_GELU, ZT_FT_FC2, ZT_FT_SLOTS };
+
 typedef struct {
   zt_attn_kind kind;
   float *qkv_w, *qkv_b;      /* self: query_key_value; cross: query */
@@ -54,6 +60,7 @@ typedef struct {
   float *kv;     /* cross only: [B, Tk, 2C] */
   float *probs;  /* [B, NH, T, Tk] softmax before dropout */
   float *ctx;    /* [B, T, C] attention output before the projection */
+  double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 } zt_attn_acts;
 
 /* name is "self_attention" or "inter_attention"; Tk = T for self-attention. */
@@ -93,6 +100,7 @@ struct zt_ffn {
   void (*backward)(zt_ffn *self, float *dinp, const float *dout, const float *inp,
                    const zt_block_config *cfg, int N, float *scratch);
   void *state;   /* the implementation's parameters and activations */
+  double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 };
 
 /* The dense MLP: dense_h_to_4h [FFN, C] -> GELU -> dense_4h_to_h [C, FFN]. */
@@ -128,6 +136,7 @@ typedef struct {
   zt_block_acts a;
   zt_ffn ffn;
   int layer;              /* 0-based layer number (dropout sites, names) */
+  double *fwd_time;       /* ZT_FT_SLOTS forward latencies for the flops profiler, or NULL */
 } zt_block;
 
 /* Registers the block's parameters as "<prefix>.input_layernorm.weight", ".self_attention.

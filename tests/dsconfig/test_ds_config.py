@@ -85,7 +85,7 @@ SEED_CASES = {
     "doc_curriculum_learning.json": f"curriculum_learning.enabled true {LANDS} the data-efficiency work",
     "doc_data_efficiency.json": f"data_efficiency.enabled true {LANDS} the data-efficiency work",
     "doc_data_efficiency_disabled.json": None,
-    "doc_flops_profiler.json": f"flops_profiler.enabled true {LANDS} the profiling work",
+    "doc_flops_profiler.json": None,
     "doc_layer_reduction.json": f"compression_training {LANDS} the compression work",
     "doc_lr_range_test.json": None,
     "doc_monitors.json": None,
