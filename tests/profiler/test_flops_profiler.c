@@ -11,6 +11,7 @@
 #include "models/gpt/gpt.h"
 #include "runtime/profile/flops_profiler.h"
 #include "runtime/profile/throughput.h"
+#include "train/ds_config.h"
 
 enum { L = 2, C = 16, NH = 2, FFN = 64, T = 8, B = 2, V = 32, P = 8 };
 
@@ -174,7 +175,23 @@ static void test_bit_identical(const char *report_path) {
   }
 }
 
+static void test_ds_config(void) {
+  zt_ds_config d;
+  zt_ds_config_load_string(&d, "{\"flops_profiler\": {\"enabled\": true, \"recompute_fwd_factor\": 1.0, "
+                               "\"profile_step\": 4, \"module_depth\": 3, \"top_modules\": 2, "
+                               "\"detailed\": false, \"output_file\": \"out/prof.txt\"}}", "inline");
+  tu_check(d.flops_profiler_enabled && d.fp_recompute_fwd_factor == 1.0 && d.fp_profile_step == 4 &&
+           d.fp_module_depth == 3 && d.fp_top_modules == 2 && !d.fp_detailed &&
+           strcmp(d.fp_output_file, "out/prof.txt") == 0, "ds_config flops_profiler fields", " ");
+  zt_ds_config_load_string(&d, "{\"flops_profiler\": {}}", "inline");
+  tu_check(!d.flops_profiler_enabled && d.fp_recompute_fwd_factor == 0.0 && d.fp_profile_step == 1 &&
+           d.fp_module_depth == -1 && d.fp_top_modules == 1 && d.fp_detailed && d.fp_output_file[0] == '\0',
+           "ds_config flops_profiler defaults", "step %d depth %d top %d", d.fp_profile_step, d.fp_module_depth,
+           d.fp_top_modules);
+}
+
 int main(int argc, char **argv) {
+  test_ds_config();
   test_counts();
   test_format();
   test_bit_identical(argc > 1 ? argv[1] : NULL);
