@@ -183,11 +183,13 @@ static void test_ds_config(void) {
   tu_check(d.flops_profiler_enabled && d.fp_recompute_fwd_factor == 1.0 && d.fp_profile_step == 4 &&
            d.fp_module_depth == 3 && d.fp_top_modules == 2 && !d.fp_detailed &&
            strcmp(d.fp_output_file, "out/prof.txt") == 0, "ds_config flops_profiler fields", " ");
+  zt_ds_config_free(&d);
   zt_ds_config_load_string(&d, "{\"flops_profiler\": {}}", "inline");
   tu_check(!d.flops_profiler_enabled && d.fp_recompute_fwd_factor == 0.0 && d.fp_profile_step == 1 &&
            d.fp_module_depth == -1 && d.fp_top_modules == 1 && d.fp_detailed && d.fp_output_file[0] == '\0',
            "ds_config flops_profiler defaults", "step %d depth %d top %d", d.fp_profile_step, d.fp_module_depth,
            d.fp_top_modules);
+  zt_ds_config_free(&d);
 }
 
 int main(int argc, char **argv) {
