@@ -148,6 +148,25 @@ static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
   if (ds->csv_monitor_enabled || ds->tensorboard_enabled) e->monitor = zt_monitor_open(&mc);
   zt_ds_throughput_init(&e->tput, a->global_batch_size,
                         ds->steps_per_print.given ? (int64_t)ds->steps_per_print.value : 0);
+  e->wall_clock = ds->wall_clock_breakdown || ds->flops_profiler_enabled; /* as DeepSpeed's config does */
+  if (ds->flops_profiler_enabled) {
+    zt_flops_profiler_config fc = {.recompute_fwd_factor = ds->fp_recompute_fwd_factor,
+                                   .module_depth = ds->fp_module_depth, .top_modules = ds->fp_top_modules,
+                                   .detailed = ds->fp_detailed, .output_file = ds->fp_output_file};
+    e->fprof = zt_flops_profiler_new(&e->model, &fc);
+  }
+}
+
+/* flops_profiler: the report of the profiled iteration, with that iteration's engine timings. */
+static void flops_report(zt_engine *e, double fwd, double bwd, double step) {
+  const zt_args *a = e->args;
+  zt_flops_report_args r = {.profile_step = (int)e->iteration, .world_size = zt_world_size(),
+                            .dp_size = a->data_parallel_size, .mp_size = a->tensor_model_parallel_size,
+                            .micro_batch = a->micro_batch_size, .fwd_latency = fwd, .bwd_latency = bwd,
+                            .step_latency = step};
+  if (zt_rank() == 0) zt_flops_profiler_report(e->fprof, &r);
+  zt_flops_profiler_free(e->fprof);
+  e->fprof = NULL;
 }
 
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
@@ -218,6 +237,7 @@ void zt_engine_free(zt_engine *e) {
   free(e->key_start);
   if (e->use_gdata) zt_gpt_data_free(&e->gdata);
   zt_monitor_close(e->monitor);
+  if (e->fprof) zt_flops_profiler_free(e->fprof); /* the run ended before profile_step */
 }
 
 /* Loads micro batch rows from sample `first` on: tokens = text[:, :-1], targets = text[:, 1:]. */
@@ -282,7 +302,7 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
   if (e->monitor) {
     zt_monitor_write(e->monitor, "Train/Samples/train_loss", train_loss, samples_before);
     zt_monitor_write(e->monitor, "Train/Samples/lr", lr, e->consumed_samples);
-    if (ds->wall_clock_breakdown) {
+    if (e->wall_clock) {
       static const char *const events[5] = {
           "Train/Samples/elapsed_time_ms_forward", "Train/Samples/elapsed_time_ms_backward",
           "Train/Samples/elapsed_time_ms_backward_inner", "Train/Samples/elapsed_time_ms_backward_allreduce",
@@ -298,7 +318,7 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
     if (e->use_ds_sched) zt_ds_sched_mom(&e->ds_sched, &mom[0][0], &mom[0][1]);
     zt_ds_report_progress(e->iteration, 0, &lr, (const double(*)[2])mom, 1);
   }
-  if (ds->wall_clock_breakdown && (report || every == 0)) {
+  if (e->wall_clock && (report || every == 0)) {
     static const char *const names[5] = {"fwd", "bwd", "bwd_inner", "bwd_allreduce", "step"};
     zt_ds_timers_log(names, ms, 5);
     e->t_fwd = e->t_bwd_inner = e->t_bwd_allreduce = e->t_step = 0;
@@ -308,7 +328,9 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const zt_args *a = e->args;
   const int nmb = a->num_microbatches, B = a->micro_batch_size;
-  double loss_sum = 0.0;
+  double loss_sum = 0.0, it_fwd = 0.0, it_bwd = 0.0;
+  /* flops_profiler: DeepSpeed profiles the iteration that starts after profile_step steps */
+  const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
   for (int mb = 0; mb < nmb; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
@@ -317,13 +339,17 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     load_micro_batch(e, 0, first);
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
                     .key_start = e->key_start};
+    if (profiling) zt_flops_profiler_attach(e->fprof, &e->model); /* the last micro batch's times remain */
     float loss = zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
+    if (profiling) zt_flops_profiler_detach(e->fprof, &e->model);
     check_finite_loss(e, loss, mb, "lm loss");
     double t1 = zt_now();
     zt_gpt_backward(&e->model, 1.0f / nmb);
     double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
+    it_fwd += t1 - t0;
+    it_bwd += t2 - t1;
     loss_sum += loss;
     if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
   }
@@ -354,8 +380,12 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   e->iteration++;
   e->consumed_samples += a->global_batch_size;
   e->consumed_tokens += (int64_t)a->global_batch_size * a->seq_length;
+  const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
-  e->t_step += zt_now() - t4;
+  e->t_step += t5 - t4;
+  /* per micro batch, the unit of the profile's MACs (the iteration ran nmb of them) */
+  if (profiling) flops_report(e, e->wall_clock ? it_fwd / nmb : 0, e->wall_clock ? (it_bwd + (t4 - t3)) / nmb : 0,
+                              e->wall_clock ? t5 - t4 : 0);
   *grad_norm = norm;
   const float mean = (float)(loss_sum / nmb);
   if (e->ds) {

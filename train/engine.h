@@ -12,6 +12,7 @@
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/profile/flops_profiler.h"
 #include "runtime/profile/monitor.h"
 #include "train/args.h"
 #include "train/ds_config.h"
@@ -39,6 +40,8 @@ typedef struct {
   float clip_grad;               /* --clip-grad, or gradient_clipping with --deepspeed */
   zt_monitor *monitor;
   zt_ds_throughput tput;
+  int wall_clock;                /* wall_clock_breakdown (or flops_profiler, which turns it on) */
+  zt_flops_profiler *fprof;      /* flops_profiler: reports once, at profile_step */
   double t_fwd, t_bwd_inner, t_bwd_allreduce, t_step; /* seconds since the last timers log */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;

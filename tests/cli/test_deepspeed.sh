@@ -81,7 +81,27 @@ else
   bad "optimizer block equivalence" "'$(losses "$o1")' vs '$(losses "$o2")'"
 fi
 
-# 3. errors before any work
+# 3. flops_profiler: the report at profile_step, with the parameter count of the model, and the same losses
+cat > "$tmp/fp.json" <<'EOF'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8,
+ "flops_profiler": {"enabled": true, "profile_step": 2, "module_depth": -1, "top_modules": 1, "detailed": true}}
+EOF
+cat > "$tmp/nofp.json" <<'EOF'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8}
+EOF
+o1=$("$bin" "${tiny[@]}" --train-iters 4 --log-interval 1 --eval-iters 0 --deepspeed --deepspeed_config "$tmp/fp.json" 2>&1)
+o2=$("$bin" "${tiny[@]}" --train-iters 4 --log-interval 1 --eval-iters 0 --deepspeed --deepspeed_config "$tmp/nofp.json" 2>&1)
+params=$(grep -oE "model parallel rank \(0, 0\): [0-9]+" <<<"$o1" | grep -oE "[0-9]+$")
+if grep -q "^Profile Summary at step 3:" <<<"$o1" && grep -qE "^params per GPU: +112.38 K" <<<"$o1" \
+   && [ "$params" = "112384" ] && grep -q "^------------------------------ Detailed Profile per GPU" <<<"$o1" \
+   && grep -qE "^ +\(0\): ParallelTransformerLayer\($" <<<"$o1" \
+   && [ "$(grep -c 'DeepSpeed Flops Profiler' <<<"$o1")" -eq 1 ] && [ "$(losses "$o1")" = "$(losses "$o2")" ]; then
+  ok "flops_profiler report once at profile_step ($params params), losses unchanged"
+else
+  bad "flops_profiler" "$(grep -E 'Profile Summary|params per GPU' <<<"$o1" | head -2) '$(losses "$o1")' vs '$(losses "$o2")'"
+fi
+
+# 4. errors before any work
 expect_error() { # name, expected text, json, extra args...
   local name="$1" want="$2" json="$3"; shift 3
   printf '%s\n' "$json" > "$tmp/e.json"
