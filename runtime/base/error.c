@@ -6,21 +6,29 @@
 
 static int g_rank = 0;
 static int g_world = 1;
+static void (*g_fatal_hook)(int exit_code) = NULL;
 
 void zt_set_rank(int rank, int world_size) { g_rank = rank; g_world = world_size; }
 int zt_rank(void) { return g_rank; }
 int zt_world_size(void) { return g_world; }
+void zt_set_fatal_hook(void (*hook)(int exit_code)) { g_fatal_hook = hook; }
 
 void zt_fatal(const char *what, const char *fmt, ...) {
   fflush(stdout);
-  if (g_world > 1) fprintf(stderr, "[rank %d] ", g_rank);
-  fprintf(stderr, "error: %s: ", what);
+  /* Rank 0 prints exactly what a single process prints; other ranks say who they are. */
+  if (g_rank != 0) fprintf(stderr, "error: [rank %d] %s: ", g_rank, what);
+  else fprintf(stderr, "error: %s: ", what);
   va_list ap;
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
   fflush(stderr);
+  if (g_fatal_hook) {
+    void (*hook)(int) = g_fatal_hook;
+    g_fatal_hook = NULL; /* a hook that fails itself must not recurse */
+    hook(1);
+  }
   exit(1);
 }
 

@@ -1,6 +1,7 @@
 /* Errors and rank-aware logging for every zerotron module.
- * zt_fatal/zt_check print "error: <what>: <detail>" (with the rank when there is more than one)
- * and exit non-zero; zt_log prints on rank 0 only unless asked otherwise. */
+ * zt_fatal/zt_check print "error: <what>: <detail>" ("error: [rank N] <what>: ..." on ranks other than 0)
+ * and exit non-zero (through the fatal hook when one is set, e.g. MPI_Abort so the whole job ends);
+ * zt_log prints on rank 0 only unless asked otherwise. */
 #ifndef ZT_ERROR_H
 #define ZT_ERROR_H
 
@@ -12,7 +13,11 @@ void zt_set_rank(int rank, int world_size);
 int zt_rank(void);
 int zt_world_size(void);
 
-/* Prints "error: <what>: <formatted detail>" to stderr and exits with status 1. */
+/* Called by zt_fatal after the message is printed, instead of exit(1) (runtime/comm installs one that calls
+ * MPI_Abort so a failing rank ends every rank of the job). The hook should not return; if it does, exit(1). */
+void zt_set_fatal_hook(void (*hook)(int exit_code));
+
+/* Prints "error: <what>: <formatted detail>" to stderr and exits with status 1 (see zt_set_fatal_hook). */
 void zt_fatal(const char *what, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 /* zt_check(cond, what, fmt, ...): zt_fatal unless cond holds. */

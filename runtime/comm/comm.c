@@ -1,0 +1,373 @@
+/* The MPI backend of runtime/comm: start-up and the fatal hook, groups, and collectives on CPU buffers.
+ * Reductions are our own ring (reduce-scatter then allgather over MPI_Sendrecv) so the summation order is
+ * fixed by the group size alone: bitwise the same result on every rank and on every rerun. Messages are cut
+ * into chunks of at most g_chunk_bytes so element counts above 2^31 never reach an int MPI count. */
+#include "runtime/comm/comm.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+
+struct zt_group {
+  MPI_Comm comm;
+  int rank, size;
+  int *world_ranks; /* size entries: group rank -> world rank */
+  char desc[112];   /* "group of 4 (world ranks 0,2,4,6)" for error messages */
+  zt_group *next;   /* list of live groups, freed by zt_comm_finalize */
+};
+
+enum { TAG_COLL = 7001, TAG_P2P = 7002 };
+typedef enum { RED_SUM_F32, RED_SUM_F64, RED_MAX_F64 } red_op;
+
+static int g_inited = 0;
+static int g_we_started_mpi = 0;
+static zt_group g_world;
+static zt_group *g_groups = NULL;
+static size_t g_chunk_bytes = (size_t)1 << 30;
+static char *g_acc = NULL, *g_tmp = NULL; /* ring scratch, grown on demand and kept (no per-call malloc) */
+static size_t g_acc_cap = 0, g_tmp_cap = 0;
+
+static void need_init(const char *op) {
+  zt_check(g_inited, "comm", "%s called before zt_comm_init (or after zt_comm_finalize)", op);
+}
+
+/* Dies naming the operation, the group, the sizes (fmt, ...) and MPI's own text for the error code. */
+static void mpi_fail(const char *op, const zt_group *g, int rc, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+static void mpi_fail(const char *op, const zt_group *g, int rc, const char *fmt, ...) {
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) len = snprintf(msg, sizeof msg, "MPI error code %d", rc);
+  msg[len >= 0 && len < (int)sizeof msg ? len : (int)sizeof msg - 1] = '\0';
+  char detail[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  zt_fatal("comm", "%s on %s (%s) failed: %s", op, g ? g->desc : "MPI_COMM_WORLD", detail, msg);
+}
+
+#define CHECK_MPI(call, op, g, ...) \
+  do { int rc_ = (call); if (rc_ != MPI_SUCCESS) mpi_fail((op), (g), rc_, __VA_ARGS__); } while (0)
+
+static void describe(zt_group *g) {
+  int len = snprintf(g->desc, sizeof g->desc, "group of %d (world ranks ", g->size);
+  for (int i = 0; i < g->size && len < (int)sizeof g->desc; i++) {
+    if (len > (int)sizeof g->desc - 16) { len += snprintf(g->desc + len, sizeof g->desc - len, "..."); break; }
+    len += snprintf(g->desc + len, sizeof g->desc - len, i ? ",%d" : "%d", g->world_ranks[i]);
+  }
+  if (len < (int)sizeof g->desc) snprintf(g->desc + len, sizeof g->desc - len, ")");
+}
+
+static void abort_hook(int exit_code) {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized && g_world.size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  exit(exit_code);
+}
+
+void zt_comm_init(int *argc, char ***argv) {
+  zt_check(!g_inited, "comm", "zt_comm_init called twice");
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) zt_fatal("comm", "MPI_Init_thread failed with code %d (is the launcher's MPI the one "
+                                            "zerotron was built with?)", rc);
+    g_we_started_mpi = 1;
+    if (provided < MPI_THREAD_FUNNELED)
+      zt_warn("comm: MPI provides thread level %d, below MPI_THREAD_FUNNELED (%d)", provided, MPI_THREAD_FUNNELED);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  memset(&g_world, 0, sizeof g_world);
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &g_world.comm), "MPI_Comm_dup", NULL, "the world communicator");
+  CHECK_MPI(MPI_Comm_set_errhandler(g_world.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", NULL,
+            "MPI_ERRORS_RETURN");
+  MPI_Comm_rank(g_world.comm, &g_world.rank);
+  MPI_Comm_size(g_world.comm, &g_world.size);
+  g_world.world_ranks = zt_malloc(sizeof(int) * (size_t)g_world.size, "comm: world rank table");
+  for (int i = 0; i < g_world.size; i++) g_world.world_ranks[i] = i;
+  describe(&g_world);
+  zt_set_rank(g_world.rank, g_world.size);
+  zt_set_fatal_hook(abort_hook);
+  g_inited = 1;
+}
+
+void zt_comm_finalize(void) {
+  if (!g_inited) return;
+  while (g_groups) zt_group_free(g_groups);
+  MPI_Comm_free(&g_world.comm);
+  free(g_world.world_ranks);
+  free(g_acc);
+  free(g_tmp);
+  g_acc = g_tmp = NULL;
+  g_acc_cap = g_tmp_cap = 0;
+  g_inited = 0;
+  zt_set_fatal_hook(NULL);
+  if (g_we_started_mpi) MPI_Finalize();
+}
+
+int zt_comm_rank(void) { need_init("zt_comm_rank"); return g_world.rank; }
+int zt_comm_size(void) { need_init("zt_comm_size"); return g_world.size; }
+const zt_group *zt_comm_world(void) { need_init("zt_comm_world"); return &g_world; }
+
+void zt_comm_set_chunk_bytes(size_t bytes) {
+  bytes = bytes / 8 * 8;
+  g_chunk_bytes = bytes < 8 ? 8 : bytes;
+}
+
+zt_group *zt_group_create(const int *world_ranks, int n) {
+  need_init("zt_group_create");
+  zt_check(n >= 1 && n <= g_world.size, "comm", "zt_group_create: %d ranks for a world of %d", n, g_world.size);
+  int me = -1;
+  for (int i = 0; i < n; i++) {
+    zt_check(world_ranks[i] >= 0 && world_ranks[i] < g_world.size, "comm",
+             "zt_group_create: rank list entry %d is %d, outside the world of %d", i, world_ranks[i], g_world.size);
+    for (int j = 0; j < i; j++)
+      zt_check(world_ranks[j] != world_ranks[i], "comm", "zt_group_create: world rank %d listed twice (entries %d "
+               "and %d)", world_ranks[i], j, i);
+    if (world_ranks[i] == g_world.rank) me = i;
+  }
+  if (me < 0) return NULL;
+  zt_group *g = zt_calloc(1, sizeof *g, "comm: group");
+  g->size = n;
+  g->rank = me;
+  g->world_ranks = zt_malloc(sizeof(int) * (size_t)n, "comm: group rank table");
+  memcpy(g->world_ranks, world_ranks, sizeof(int) * (size_t)n);
+  describe(g);
+  MPI_Group wg, ng;
+  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &wg), "MPI_Comm_group", g, "%d ranks", n);
+  CHECK_MPI(MPI_Group_incl(wg, n, world_ranks, &ng), "MPI_Group_incl", g, "%d ranks", n);
+  CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, ng, TAG_COLL, &g->comm), "MPI_Comm_create_group", g,
+            "%d ranks", n);
+  MPI_Group_free(&ng);
+  MPI_Group_free(&wg);
+  CHECK_MPI(MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", g,
+            "MPI_ERRORS_RETURN");
+  int r = -1;
+  MPI_Comm_rank(g->comm, &r);
+  zt_check(r == me, "comm", "zt_group_create: MPI gave group rank %d to world rank %d, expected %d", r,
+           g_world.rank, me);
+  g->next = g_groups;
+  g_groups = g;
+  return g;
+}
+
+void zt_group_free(zt_group *g) {
+  if (!g) return;
+  need_init("zt_group_free");
+  zt_check(g != &g_world, "comm", "zt_group_free: the world group is freed by zt_comm_finalize");
+  for (zt_group **p = &g_groups; *p; p = &(*p)->next)
+    if (*p == g) { *p = g->next; break; }
+  MPI_Comm_free(&g->comm);
+  free(g->world_ranks);
+  free(g);
+}
+
+int zt_group_rank(const zt_group *g) { zt_check(g, "comm", "zt_group_rank of a NULL group"); return g->rank; }
+int zt_group_size(const zt_group *g) { zt_check(g, "comm", "zt_group_size of a NULL group"); return g->size; }
+int zt_group_world_rank(const zt_group *g, int group_rank) {
+  zt_check(g && group_rank >= 0 && group_rank < g->size, "comm", "zt_group_world_rank: rank %d of %s", group_rank,
+           g ? g->desc : "a NULL group");
+  return g->world_ranks[group_rank];
+}
+
+static void check_group(const zt_group *g, const char *op) {
+  need_init(op);
+  zt_check(g, "comm", "%s on a NULL group (this rank, world rank %d, is not a member)", op, g_world.rank);
+}
+
+static void *grow(char **p, size_t *cap, size_t bytes, const char *what) {
+  if (bytes > *cap) {
+    free(*p);
+    *p = zt_malloc(bytes, what);
+    *cap = bytes;
+  }
+  return *p;
+}
+
+/* Number of messages for `bytes` bytes: none for an empty block, so sender and receiver always agree. */
+static size_t n_chunks(size_t bytes) { return (bytes + g_chunk_bytes - 1) / g_chunk_bytes; }
+
+/* Sends sbytes to dst while receiving rbytes from src, in chunks; a chunk index one side has no data for
+ * talks to MPI_PROC_NULL. */
+static void xfer(const zt_group *g, const char *op, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                 size_t rbytes, int src, int tag) {
+  size_t ns = n_chunks(sbytes), nr = n_chunks(rbytes), nk = ns > nr ? ns : nr;
+  for (size_t k = 0; k < nk; k++) {
+    size_t off = k * g_chunk_bytes;
+    size_t sc = k < ns ? (sbytes - off < g_chunk_bytes ? sbytes - off : g_chunk_bytes) : 0;
+    size_t rc = k < nr ? (rbytes - off < g_chunk_bytes ? rbytes - off : g_chunk_bytes) : 0;
+    CHECK_MPI(MPI_Sendrecv(k < ns ? (const char *)sbuf + off : NULL, (int)sc, MPI_BYTE, k < ns ? dst : MPI_PROC_NULL,
+                           tag, k < nr ? (char *)rbuf + off : NULL, (int)rc, MPI_BYTE, k < nr ? src : MPI_PROC_NULL,
+                           tag, g->comm, MPI_STATUS_IGNORE),
+              op, g, "sending %zu bytes, receiving %zu bytes", sbytes, rbytes);
+  }
+}
+
+/* Block b of n elements over p ranks: the first n % p blocks hold one element more. */
+static size_t block_off(size_t n, int p, int b) { return (n / p) * b + ((size_t)b < n % p ? (size_t)b : n % p); }
+static size_t block_len(size_t n, int p, int b) { return n / p + ((size_t)b < n % p ? 1 : 0); }
+
+static size_t elem_size(red_op op) { return op == RED_SUM_F32 ? sizeof(float) : sizeof(double); }
+
+/* dst[i] = in[i] (+ or max) own[i]; dst may alias in. */
+static void reduce(red_op op, void *dst, const void *in, const void *own, size_t count) {
+  if (op == RED_SUM_F32) {
+    float *d = dst; const float *a = in, *b = own;
+    for (size_t i = 0; i < count; i++) d[i] = a[i] + b[i];
+  } else if (op == RED_SUM_F64) {
+    double *d = dst; const double *a = in, *b = own;
+    for (size_t i = 0; i < count; i++) d[i] = a[i] + b[i];
+  } else {
+    double *d = dst; const double *a = in, *b = own;
+    for (size_t i = 0; i < count; i++) d[i] = (isnan(a[i]) || isnan(b[i])) ? NAN : (a[i] > b[i] ? a[i] : b[i]);
+  }
+}
+
+/* Ring reduce-scatter of src (n elements, block layout above). Returns scratch holding this rank's block
+ * (block `rank`), reduced over the group. At step s rank r sends its partial of block (r-s-1) to r+1 and
+ * receives block (r-s-2) from r-1, adding its own contribution: block b is summed starting at rank b+1
+ * and ending at rank b, an order fixed by p alone. */
+static void *ring_reduce_scatter(const zt_group *g, const char *op_name, red_op op, const void *src, size_t n) {
+  int p = g->size, r = g->rank;
+  size_t es = elem_size(op), maxb = block_len(n, p, 0) * es;
+  char *acc = grow(&g_acc, &g_acc_cap, maxb, "comm: ring accumulator");
+  char *tmp = grow(&g_tmp, &g_tmp_cap, maxb < g_chunk_bytes ? maxb : g_chunk_bytes, "comm: ring receive chunk");
+  int right = (r + 1) % p, left = (r - 1 + p) % p;
+  for (int s = 0; s < p - 1; s++) {
+    int sb = ((r - s - 1) % p + p) % p, rb = ((r - s - 2) % p + p) % p;
+    const char *sendp = s == 0 ? (const char *)src + block_off(n, p, sb) * es : acc;
+    const char *own = (const char *)src + block_off(n, p, rb) * es;
+    size_t sbytes = block_len(n, p, sb) * es, rbytes = block_len(n, p, rb) * es;
+    size_t ns = n_chunks(sbytes), nr = n_chunks(rbytes), nk = ns > nr ? ns : nr;
+    /* chunk k sends acc[k*C, ...) before it writes the same range, and later chunks only touch higher ranges */
+    for (size_t k = 0; k < nk; k++) {
+      size_t off = k * g_chunk_bytes;
+      size_t sc = k < ns ? (sbytes - off < g_chunk_bytes ? sbytes - off : g_chunk_bytes) : 0;
+      size_t rc = k < nr ? (rbytes - off < g_chunk_bytes ? rbytes - off : g_chunk_bytes) : 0;
+      CHECK_MPI(MPI_Sendrecv(k < ns ? sendp + off : NULL, (int)sc, MPI_BYTE, k < ns ? right : MPI_PROC_NULL, TAG_COLL,
+                             tmp, (int)rc, MPI_BYTE, k < nr ? left : MPI_PROC_NULL, TAG_COLL, g->comm,
+                             MPI_STATUS_IGNORE),
+                op_name, g, "n = %zu elements, ring chunk of %zu bytes", n, g_chunk_bytes);
+      if (rc) reduce(op, acc + off, tmp, own + off, rc / es);
+    }
+  }
+  if (p == 1) memcpy(acc, src, n * es);
+  return acc;
+}
+
+/* Ring allgather in place: buf holds n elements in the block layout and this rank's block is filled. */
+static void ring_allgather(const zt_group *g, const char *op_name, void *buf, size_t n, size_t es) {
+  int p = g->size, r = g->rank, right = (r + 1) % p, left = (r - 1 + p) % p;
+  for (int s = 0; s < p - 1; s++) {
+    int sb = ((r - s) % p + p) % p, rb = ((r - s - 1) % p + p) % p;
+    xfer(g, op_name, (char *)buf + block_off(n, p, sb) * es, block_len(n, p, sb) * es, right,
+         (char *)buf + block_off(n, p, rb) * es, block_len(n, p, rb) * es, left, TAG_COLL);
+  }
+}
+
+static void allreduce(const zt_group *g, const char *op_name, red_op op, void *buf, size_t n) {
+  check_group(g, op_name);
+  zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op_name, n, g->desc);
+  if (g->size == 1 || n == 0) return;
+  size_t es = elem_size(op);
+  void *mine = ring_reduce_scatter(g, op_name, op, buf, n);
+  memcpy((char *)buf + block_off(n, g->size, g->rank) * es, mine, block_len(n, g->size, g->rank) * es);
+  ring_allgather(g, op_name, buf, n, es);
+}
+
+void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n) {
+  allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, buf, n);
+}
+void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n) {
+  allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, buf, n);
+}
+void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n) {
+  allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, buf, n);
+}
+
+void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+  const char *op = "zt_allgather_f32";
+  check_group(g, op);
+  if (n_per_rank == 0) return;
+  zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
+  size_t n = n_per_rank * (size_t)g->size;
+  memcpy(recv + n_per_rank * (size_t)g->rank, send, n_per_rank * sizeof(float));
+  if (g->size > 1) ring_allgather(g, op, recv, n, sizeof(float));
+}
+
+void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+  const char *op = "zt_reduce_scatter_sum_f32";
+  check_group(g, op);
+  if (n_per_rank == 0) return;
+  zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
+  if (g->size == 1) { memmove(recv, send, n_per_rank * sizeof(float)); return; }
+  void *mine = ring_reduce_scatter(g, op, RED_SUM_F32, send, n_per_rank * (size_t)g->size);
+  memcpy(recv, mine, n_per_rank * sizeof(float));
+}
+
+void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
+  const char *op = "zt_broadcast";
+  check_group(g, op);
+  zt_check(root_group_rank >= 0 && root_group_rank < g->size, "comm", "%s: root %d outside %s", op, root_group_rank,
+           g->desc);
+  zt_check(buf || bytes == 0, "comm", "%s: NULL buffer for %zu bytes on %s", op, bytes, g->desc);
+  for (size_t off = 0; off < bytes; off += g_chunk_bytes) {
+    size_t c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
+    CHECK_MPI(MPI_Bcast((char *)buf + off, (int)c, MPI_BYTE, root_group_rank, g->comm), op, g,
+              "%zu bytes from group rank %d", bytes, root_group_rank);
+  }
+}
+
+static void check_peer(const zt_group *g, const char *op, const char *role, int peer, size_t n, const void *buf) {
+  check_group(g, op);
+  zt_check(peer >= 0 && peer < g->size, "comm", "%s: %s %d outside %s", op, role, peer, g->desc);
+  zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op, n, g->desc);
+}
+
+void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst) {
+  const char *op = "zt_send_f32";
+  check_peer(g, op, "destination", dst, n, buf);
+  size_t bytes = n * sizeof(float);
+  for (size_t k = 0; k < n_chunks(bytes); k++) {
+    size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
+    CHECK_MPI(MPI_Send((const char *)buf + off, (int)c, MPI_BYTE, dst, TAG_P2P, g->comm), op, g,
+              "%zu floats to group rank %d", n, dst);
+  }
+}
+
+void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src) {
+  const char *op = "zt_recv_f32";
+  check_peer(g, op, "source", src, n, buf);
+  size_t bytes = n * sizeof(float);
+  for (size_t k = 0; k < n_chunks(bytes); k++) {
+    size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
+    MPI_Status st;
+    CHECK_MPI(MPI_Recv((char *)buf + off, (int)c, MPI_BYTE, src, TAG_P2P, g->comm, &st), op, g,
+              "%zu floats from group rank %d", n, src);
+    int got = 0;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    zt_check((size_t)got == c, "comm", "%s on %s: expected %zu floats from group rank %d, the message held %d bytes "
+             "where %zu were due (sender and receiver disagree on the size)", op, g->desc, n, src, got, c);
+  }
+}
+
+void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int dst, float *recv, size_t n_recv,
+                     int src) {
+  const char *op = "zt_sendrecv_f32";
+  check_peer(g, op, "destination", dst, n_send, send);
+  check_peer(g, op, "source", src, n_recv, recv);
+  xfer(g, op, send, n_send * sizeof(float), dst, recv, n_recv * sizeof(float), src, TAG_P2P);
+}
+
+void zt_barrier(const zt_group *g) {
+  check_group(g, "zt_barrier");
+  CHECK_MPI(MPI_Barrier(g->comm), "zt_barrier", g, "no payload");
+}

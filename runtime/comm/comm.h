@@ -1,0 +1,56 @@
+/* Collective communication over MPI for CPU buffers: start-up, process groups and the collectives the
+ * parallel layers need (allreduce, allgather, reduce-scatter, broadcast, point-to-point, barrier).
+ * Every MPI failure ends the job through zt_fatal naming the operation, the group and the sizes. */
+#ifndef ZT_COMM_H
+#define ZT_COMM_H
+
+#include <stddef.h>
+
+/* A set of world ranks (in the order given at creation) with its own MPI communicator. */
+typedef struct zt_group zt_group;
+
+/* Starts MPI (MPI_Init_thread, FUNNELED: only the main thread calls MPI), sets zt_set_rank(world rank,
+ * world size) and installs a fatal hook so zt_fatal on any rank aborts the whole job (MPI_Abort).
+ * Works under mpirun, srun (--mpi=pmix) and as a plain process (a world of 1). Call once, early. */
+void zt_comm_init(int *argc, char ***argv);
+/* Frees the groups' communicators still alive and ends MPI. Every rank must call it. */
+void zt_comm_finalize(void);
+int zt_comm_rank(void);
+int zt_comm_size(void);
+
+/* All processes, world rank order. */
+const zt_group *zt_comm_world(void);
+/* Collective over the listed members only (MPI_Comm_create_group): every rank may call it with the same
+ * list; ranks not in the list get NULL without communicating. Members calling for several groups must
+ * create them in the same order. Group rank i is world rank world_ranks[i]. */
+zt_group *zt_group_create(const int *world_ranks, int n);
+void zt_group_free(zt_group *g); /* members only; NULL is fine */
+int zt_group_rank(const zt_group *g);
+int zt_group_size(const zt_group *g);
+int zt_group_world_rank(const zt_group *g, int group_rank); /* world rank of a member */
+
+/* Sums in place over the group. Deterministic: a fixed ring order (reduce-scatter then allgather, written
+ * over MPI_Sendrecv), so every rank gets bitwise the same result and a rerun with the same group size and n
+ * gets the same bits. (Results can differ in the last bits between different group sizes.) */
+void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n);
+void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n);
+void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n);
+/* recv[r * n_per_rank + i] = send[i] of group rank r; recv holds size * n_per_rank. send may not alias recv. */
+void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv);
+/* recv[i] = sum over ranks of send[rank_me * n_per_rank + i]; send holds size * n_per_rank (same ring order
+ * as the allreduce, so equal to the matching block of zt_allreduce_sum_f32 bit for bit). */
+void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv);
+void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank);
+/* Point to point with group ranks; blocking. A ring of zt_send_f32 may deadlock on large messages: use
+ * zt_sendrecv_f32 for exchanges. */
+void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst);
+void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src);
+void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int dst, float *recv, size_t n_recv,
+                     int src);
+void zt_barrier(const zt_group *g);
+
+/* Largest single MPI message in bytes (default 1 GiB, so counts stay below 2^31); larger buffers go in
+ * several messages. A knob for tests of the chunking; rounded down to a multiple of 8, at least 8. */
+void zt_comm_set_chunk_bytes(size_t bytes);
+
+#endif
