@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/base/blas.h"
+#include "runtime/comm/comm.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 #include "train/engine.h"
@@ -39,6 +40,7 @@ static double sgemm_gflops(int M, int N, int K) {
 
 int main(int argc, char **argv) {
   zt_blas_setup(argc, argv);
+  zt_comm_init(&argc, &argv);
   int steps = 5;
   /* bench flags before "--": --steps N; everything after "--" is passed to the pretrain_gpt parser */
   int i = 1;
@@ -87,5 +89,6 @@ int main(int argc, char **argv) {
          times[0] * 1e3, med * 1e3, steps, gflop / med, 100.0 * gflop / med / bound);
   zt_engine_free(&e);
   free(av);
+  zt_comm_finalize();
   return 0;
 }

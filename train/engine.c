@@ -174,6 +174,10 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->args = a;
   e->ds = ds;
   e->clip_grad = a->clip_grad;
+  e->dp_group = zt_comm_world();
+  e->dp_rank = zt_group_rank(e->dp_group);
+  zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
+           "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
   build_data(e, tok);
   zt_gpt_config c = {
       .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_attention_heads,
@@ -281,16 +285,33 @@ static void scale_floats(float *x, float f, size_t n) {
 }
 
 static void reduce_gradients(zt_engine *e) {
-  if (!e->ds) return;
-  const double W = e->args->data_parallel_size, f = e->ds->gradient_predivide_factor.value;
+  const int W = e->args->data_parallel_size;
   float *g = e->model.grads;
   const size_t n = e->model.table.numel;
+  if (!e->ds) { /* Megatron: divide by the data-parallel size, then sum */
+    if (W > 1) {
+      scale_floats(g, 1.0f / (float)W, n);
+      zt_allreduce_sum_f32(e->dp_group, g, n);
+    }
+    return;
+  }
+  const double f = e->ds->gradient_predivide_factor.value;
   if (e->ds->prescale_gradients) {
     scale_floats(g, (float)(1.0 / W), n);
+    if (W > 1) zt_allreduce_sum_f32(e->dp_group, g, n);
     return;
   }
   if (f != 1.0) scale_floats(g, (float)(1.0 / f), n);
+  if (W > 1) zt_allreduce_sum_f32(e->dp_group, g, n);
   if (f != W) scale_floats(g, (float)(f / W), n);
+}
+
+/* Megatron's average_losses_across_data_parallel_group. */
+static double dp_mean(const zt_engine *e, double v) {
+  const int W = e->args->data_parallel_size;
+  if (W == 1) return v;
+  zt_allreduce_sum_f64(e->dp_group, &v, 1);
+  return v / W;
 }
 
 /* DeepSpeed's per-step output: monitor events, the step/lr/mom line and the timers. */
@@ -334,7 +355,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   for (int mb = 0; mb < nmb; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
-    uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size;
+    uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size +
+                     (uint64_t)e->dp_rank * B;
     double t0 = zt_now();
     load_micro_batch(e, 0, first);
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
@@ -387,7 +409,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   if (profiling) flops_report(e, e->wall_clock ? it_fwd / nmb : 0, e->wall_clock ? (it_bwd + (t4 - t3)) / nmb : 0,
                               e->wall_clock ? t5 - t4 : 0);
   *grad_norm = norm;
-  const float mean = (float)(loss_sum / nmb);
+  const float mean = (float)dp_mean(e, loss_sum / nmb);
   if (e->ds) {
     zt_ds_throughput_stop(&e->tput, 1);
     ds_after_step(e, mean, samples_before);
@@ -403,7 +425,8 @@ float zt_engine_evaluate(zt_engine *e, int split) {
   uint64_t base = split == 1 ? (uint64_t)e->consumed_valid_samples : 0;
   for (int it = 0; it < a->eval_iters; it++)
     for (int mb = 0; mb < a->num_microbatches; mb++) {
-      uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size;
+      uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size +
+                       (uint64_t)e->dp_rank * B;
       load_micro_batch(e, split, first);
       zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0,
                       .key_start = e->key_start};
@@ -411,7 +434,7 @@ float zt_engine_evaluate(zt_engine *e, int split) {
       count++;
     }
   if (split == 1) e->consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
-  return count ? (float)(total / count) : 0.0f;
+  return count ? (float)dp_mean(e, total / count) : 0.0f;
 }
 
 static void print_validation(const char *prefix, float loss) {

@@ -9,6 +9,7 @@
 #include "data/mock_data.h"
 #include "data/tokenizer/tokenizer.h"
 #include "models/gpt/gpt.h"
+#include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
@@ -43,6 +44,8 @@ typedef struct {
   int wall_clock;                /* wall_clock_breakdown (or flops_profiler, which turns it on) */
   zt_flops_profiler *fprof;      /* flops_profiler: reports once, at profile_step */
   double t_fwd, t_bwd_inner, t_bwd_allreduce, t_step; /* seconds since the last timers log */
+  const zt_group *dp_group;      /* data-parallel group (the world while TP = PP = 1) */
+  int dp_rank;
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;

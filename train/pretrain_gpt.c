@@ -4,15 +4,16 @@
 
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
+#include "runtime/comm/comm.h"
 #include "runtime/ops/cuda/cuda_device.h"
 #include "train/args.h"
 #include "train/engine.h"
 
 int main(int argc, char **argv) {
-  zt_blas_setup(argc, argv);
-  zt_set_rank(0, 1);
+  zt_blas_setup(argc, argv); /* may re-execute the program: before MPI starts */
+  zt_comm_init(&argc, &argv); /* mpirun, srun, or a single process */
   zt_args args;
-  zt_args_parse(&args, argc, argv, zt_world_size());
+  zt_args_parse(&args, argc, argv, zt_comm_size());
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);
   zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
@@ -28,5 +29,6 @@ int main(int argc, char **argv) {
     zt_ds_config_free(ds);
     free(ds);
   }
+  zt_comm_finalize();
   return 0;
 }
