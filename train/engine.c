@@ -146,8 +146,11 @@ static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
                           .csv_job_name = ds->csv_monitor_job_name, .tb_enabled = ds->tensorboard_enabled,
                           .tb_output_path = ds->tensorboard_output_path, .tb_job_name = ds->tensorboard_job_name};
   if (ds->csv_monitor_enabled || ds->tensorboard_enabled) e->monitor = zt_monitor_open(&mc);
+  /* timers.throughput.enabled false silences DeepSpeed's throughput lines; "synchronized" is a device
+   * synchronization, which the CPU does not need */
   zt_ds_throughput_init(&e->tput, a->global_batch_size,
-                        ds->steps_per_print.given ? (int64_t)ds->steps_per_print.value : 0);
+                        ds->steps_per_print.given && ds->timers_throughput_enabled ? (int64_t)ds->steps_per_print.value
+                                                                                    : 0);
   e->wall_clock = ds->wall_clock_breakdown || ds->flops_profiler_enabled; /* as DeepSpeed's config does */
   if (ds->flops_profiler_enabled) {
     zt_flops_profiler_config fc = {.recompute_fwd_factor = ds->fp_recompute_fwd_factor,

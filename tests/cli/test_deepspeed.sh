@@ -101,6 +101,13 @@ else
   bad "flops_profiler" "$(grep -E 'Profile Summary|params per GPU' <<<"$o1" | head -2) '$(losses "$o1")' vs '$(losses "$o2")'"
 fi
 
+# timers.throughput.enabled false silences the throughput lines (DeepSpeed's ThroughputTimer)
+printf '%s\n' '{"train_batch_size": 8, "steps_per_print": 1, "timers": {"throughput": {"enabled": false}}}' > "$tmp/tp.json"
+o=$("$bin" "${tiny[@]}" --train-iters 4 --eval-iters 0 --deepspeed --deepspeed_config "$tmp/tp.json" 2>&1)
+if [ "$(grep -c RunningAvgSamplesPerSec <<<"$o")" -eq 0 ] && [ "$(grep -c 'step=[0-9]*, skipped' <<<"$o")" -eq 4 ]; then
+  ok "timers.throughput.enabled false: step lines only"
+else bad "throughput disabled" "$(grep -c RunningAvg <<<"$o") throughput lines"; fi
+
 # 4. errors before any work
 expect_error() { # name, expected text, json, extra args...
   local name="$1" want="$2" json="$3"; shift 3
