@@ -367,6 +367,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       memcpy(name, a, n);
       name[n] = '\0';
       val = eq + 1;
+    } else if (a[1] != '-' && (a[1] == 'H' || a[1] == 'i' || a[1] == 'e') && a[2] != '\0') {
+      snprintf(name, sizeof name, "-%c", a[1]);  /* -Hhostfile, as argparse allows */
+      val = a + 2;
     } else {
       snprintf(name, sizeof name, "%s", a);
     }

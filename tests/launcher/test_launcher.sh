@@ -68,6 +68,7 @@ expect_res "include whole host + slots, hostfile order kept" "{'worker-0': [0, 1
 expect_res "include slots in the given order, duplicates dropped" "{'worker-2': [2, 0]}" "${A[@]}" --include 'worker-2:2,0,2' prog
 expect_res "include: a later spec for the host replaces" "{'worker-0': [3]}" "${A[@]}" --include='worker-0:1@worker-0:3' prog
 expect_res "exclude slots" "{'worker-0': [0, 3], 'worker-1': [0, 1], 'worker-2': [0, 1, 2]}" "${A[@]}" -e 'worker-0:1,2' prog
+expect_res "-iHOST attached value" "{'worker-2': [1]}" -Hhf --no_ssh_check --master_addr 10.1.1.1 -iworker-2:1 prog
 expect_res "exclude a whole host" "{'worker-0': [0, 1, 2, 3], 'worker-2': [0, 1, 2]}" "${A[@]}" -e worker-1 prog
 expect_res "exclude all slots removes the host" "{'worker-0': [0, 1, 2, 3], 'worker-2': [0, 1, 2]}" "${A[@]}" --exclude 'worker-1:0,1' prog
 expect_err "include and exclude" "error: --include/--exclude: include_str and exclude_str are mutually exclusive." "${A[@]}" -i worker-0 -e worker-1 prog
