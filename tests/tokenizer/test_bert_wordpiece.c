@@ -4,8 +4,6 @@
  * vocab_size with Megatron's added [BOS]/[EOS]/<extra_id_N>, eod = -1, decode, and the errors. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "data/tokenizer/tokenizer.h"
 #include "tests/unit/testutil.h"
@@ -50,27 +48,9 @@ static void expect_decode(const char *name, zt_tokenizer *t, const int32_t *ids,
 }
 
 /* Runs fn in a child; expects exit status 1 and needle in its stderr. */
+static void run_void(void *fn) { ((void (*)(void))fn)(); }
 static void expect_death(const char *name, void (*fn)(void), const char *needle) {
-  int pfd[2];
-  if (pipe(pfd) != 0) exit(2);
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pfd[1], 2);
-    close(pfd[0]);
-    fn();
-    _exit(0);
-  }
-  close(pfd[1]);
-  char err[4096] = {0};
-  size_t n = 0;
-  ssize_t r;
-  while ((r = read(pfd[0], err + n, sizeof err - 1 - n)) > 0) n += (size_t)r;
-  close(pfd[0]);
-  int st;
-  waitpid(pid, &st, 0);
-  tu_check(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, needle), name, "exit %d, stderr: %s",
-           WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+  tu_expect_fatal(name, run_void, (void *)fn, needle);
 }
 
 static char bad_vocab_path[256];

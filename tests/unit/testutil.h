@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int tu_passed, tu_failed;
 
@@ -31,6 +33,31 @@ tu_check(int ok, const char *name, const char *fmt, ...) {
   }
   fflush(stdout);
   return ok;
+}
+
+/* Runs fn(ctx) in a forked child and checks that it dies as zt_fatal does: exit status 1 with
+ * `needle` in its stderr. */
+static inline int tu_expect_fatal(const char *name, void (*fn)(void *ctx), void *ctx, const char *needle) {
+  int pfd[2];
+  if (pipe(pfd) != 0) exit(2);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    fn(ctx);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char err[4096] = {0};
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof err - 1 && (r = read(pfd[0], err + n, sizeof err - 1 - n)) > 0) n += (size_t)r;
+  close(pfd[0]);
+  int st;
+  waitpid(pid, &st, 0);
+  return tu_check(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, needle) != NULL, name, "exit %d, stderr: %s",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
 }
 
 /* Prints the summary line and gives the process exit status. */
