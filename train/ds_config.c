@@ -612,6 +612,31 @@ static void fill_fields(zt_ds_config *c) {
   }
   c->fp_detailed = get_bool(c, "flops_profiler.detailed");
   get_str(c, "flops_profiler.output_file", c->fp_output_file, sizeof c->fp_output_file);
+
+  c->comms_logger_enabled = get_bool(c, "comms_logger.enabled");
+  c->cl_verbose = get_bool(c, "comms_logger.verbose");
+  c->cl_prof_all = get_bool(c, "comms_logger.prof_all");
+  c->cl_debug = get_bool(c, "comms_logger.debug");
+  if (c->cl_debug)
+    ds_fail(c, "comms_logger.debug true is not supported: DeepSpeed appends the Python caller's name to each record "
+               "and zerotron's C collectives have no caller names; use debug false");
+  static const char *cl_ops[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv",
+                                 "barrier"};
+  const cJSON *ops = get_key(c, "comms_logger.prof_ops");
+  int i = 0;
+  const cJSON *op;
+  cJSON_ArrayForEach(op, ops) {
+    if (!cJSON_IsString(op)) ds_fail(c, "comms_logger.prof_ops[%d] must be a string (an op name)", i);
+    int ok = 0;
+    for (int j = 0; j < 7; j++) ok |= strcmp(op->valuestring, cl_ops[j]) == 0;
+    if (!ok)
+      ds_fail(c, "comms_logger.prof_ops[%d] \"%s\" is not an op zerotron logs (all_reduce, all_gather, "
+                 "reduce_scatter, broadcast, send, recv, barrier)", i, op->valuestring);
+    if (i >= 8) ds_fail(c, "comms_logger.prof_ops has %d names, at most 8 allowed", cJSON_GetArraySize(ops));
+    snprintf(c->cl_prof_ops[i], sizeof c->cl_prof_ops[i], "%s", op->valuestring);
+    i++;
+  }
+  c->cl_n_prof_ops = i;
 }
 
 void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *name) {

@@ -68,6 +68,11 @@ typedef struct zt_ds_config {
   int fp_profile_step, fp_module_depth, fp_top_modules;
   double fp_recompute_fwd_factor;
   char fp_output_file[512];
+
+  /* comms_logger (runtime/comm/comms_logger.h); cl_prof_ops: op names DeepSpeed logs (all_reduce, ...) */
+  bool comms_logger_enabled, cl_verbose, cl_prof_all, cl_debug;
+  char cl_prof_ops[8][24];
+  int cl_n_prof_ops;
 } zt_ds_config;
 
 /* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key

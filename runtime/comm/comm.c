@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/timer.h"
+#include "runtime/comm/comms_logger.h"
 
 struct zt_group {
   MPI_Comm comm;
@@ -283,17 +285,17 @@ static void allreduce(const zt_group *g, const char *op_name, red_op op, void *b
   ring_allgather(g, op_name, buf, n, es);
 }
 
-void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n) {
+static void allreduce_sum_f32_impl(const zt_group *g, float *buf, size_t n) {
   allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, buf, n);
 }
-void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n) {
+static void allreduce_sum_f64_impl(const zt_group *g, double *buf, size_t n) {
   allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, buf, n);
 }
-void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n) {
+static void allreduce_max_f64_impl(const zt_group *g, double *buf, size_t n) {
   allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, buf, n);
 }
 
-void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+static void allgather_f32_impl(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
   const char *op = "zt_allgather_f32";
   check_group(g, op);
   if (n_per_rank == 0) return;
@@ -303,7 +305,7 @@ void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, f
   if (g->size > 1) ring_allgather(g, op, recv, n, sizeof(float));
 }
 
-void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+static void reduce_scatter_sum_f32_impl(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
   const char *op = "zt_reduce_scatter_sum_f32";
   check_group(g, op);
   if (n_per_rank == 0) return;
@@ -313,7 +315,7 @@ void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_pe
   memcpy(recv, mine, n_per_rank * sizeof(float));
 }
 
-void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
+static void broadcast_impl(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
   const char *op = "zt_broadcast";
   check_group(g, op);
   zt_check(root_group_rank >= 0 && root_group_rank < g->size, "comm", "%s: root %d outside %s", op, root_group_rank,
@@ -332,7 +334,7 @@ static void check_peer(const zt_group *g, const char *op, const char *role, int 
   zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op, n, g->desc);
 }
 
-void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst) {
+static void send_f32_impl(const zt_group *g, const float *buf, size_t n, int dst) {
   const char *op = "zt_send_f32";
   check_peer(g, op, "destination", dst, n, buf);
   size_t bytes = n * sizeof(float);
@@ -343,7 +345,7 @@ void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst) {
   }
 }
 
-void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src) {
+static void recv_f32_impl(const zt_group *g, float *buf, size_t n, int src) {
   const char *op = "zt_recv_f32";
   check_peer(g, op, "source", src, n, buf);
   size_t bytes = n * sizeof(float);
@@ -367,7 +369,49 @@ void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int ds
   xfer(g, op, send, n_send * sizeof(float), dst, recv, n_recv * sizeof(float), src, TAG_P2P);
 }
 
-void zt_barrier(const zt_group *g) {
+static void barrier_impl(const zt_group *g) {
   check_group(g, "zt_barrier");
   CHECK_MPI(MPI_Barrier(g->comm), "zt_barrier", g, "no payload");
 }
+
+/* The public collectives: with the comms logger on, each call is timed and recorded under DeepSpeed's op
+ * name and message size (runtime/comm/comms_logger.h); off, the one branch is all it costs. */
+#define ZT_LOGGED(op, bytes, g, call) \
+  do { \
+    if (zt_comms_logger_on) { \
+      double t0_ = zt_now(); \
+      call; \
+      zt_comms_logger_record((op), (bytes), 1e3 * (zt_now() - t0_), zt_group_size(g)); \
+    } else { \
+      call; \
+    } \
+  } while (0)
+
+void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n) {
+  ZT_LOGGED("all_reduce", n * sizeof(float), g, allreduce_sum_f32_impl(g, buf, n));
+}
+void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n) {
+  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce_sum_f64_impl(g, buf, n));
+}
+void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n) {
+  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce_max_f64_impl(g, buf, n));
+}
+/* DeepSpeed logs all_gather(tensor_list, tensor) by its input tensor (one rank's share) and
+ * reduce_scatter(output, input_list) by its input list (every rank's share). */
+void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+  ZT_LOGGED("all_gather", n_per_rank * sizeof(float), g, allgather_f32_impl(g, send, n_per_rank, recv));
+}
+void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
+  ZT_LOGGED("reduce_scatter", n_per_rank * sizeof(float) * (size_t)(g ? g->size : 1), g,
+            reduce_scatter_sum_f32_impl(g, send, n_per_rank, recv));
+}
+void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
+  ZT_LOGGED("broadcast", bytes, g, broadcast_impl(g, buf, bytes, root_group_rank));
+}
+void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst) {
+  ZT_LOGGED("send", n * sizeof(float), g, send_f32_impl(g, buf, n, dst));
+}
+void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src) {
+  ZT_LOGGED("recv", n * sizeof(float), g, recv_f32_impl(g, buf, n, src));
+}
+void zt_barrier(const zt_group *g) { ZT_LOGGED("barrier", 0, g, barrier_impl(g)); }

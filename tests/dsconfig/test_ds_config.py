@@ -81,7 +81,7 @@ SEED_CASES = {
                     'still show the old name, its parser reads only intra_op_parallelism)',
     "doc_autotuning_disabled.json": None,
     "doc_comet.json": f"comet.enabled true {LANDS} the monitoring work",
-    "doc_comms_logger.json": f"comms_logger.enabled true {LANDS} the profiling work",
+    "doc_comms_logger.json": None,
     "doc_curriculum_learning.json": f"curriculum_learning.enabled true {LANDS} the data-efficiency work",
     "doc_data_efficiency.json": f"data_efficiency.enabled true {LANDS} the data-efficiency work",
     "doc_data_efficiency_disabled.json": None,
@@ -171,6 +171,14 @@ BAD = [
     ('{"communication_data_type": "fp8"}', 'communication_data_type must be one of fp16|bf16|fp32, got "fp8"'),
     ('{"communication_data_type": "bf16"}', 'communication_data_type "bf16" is not supported yet: lands with the CUDA mixed-precision work'),
     ('{"steps_per_print": 0}', "steps_per_print must be >= 1, got 0"),
+    ('{"comms_logger": {"enabled": true, "debug": true}}',
+     "comms_logger.debug true is not supported: DeepSpeed appends the Python caller's name to each record and "
+     "zerotron's C collectives have no caller names; use debug false"),
+    ('{"comms_logger": {"enabled": true, "prof_ops": ["all_reduce", "allreduce"]}}',
+     'comms_logger.prof_ops[1] "allreduce" is not an op zerotron logs (all_reduce, all_gather, reduce_scatter, '
+     'broadcast, send, recv, barrier)'),
+    ('{"comms_logger": {"prof_ops": [3]}}', "comms_logger.prof_ops[0] must be a string (an op name)"),
+    ('{"comms_logger": {"enabled": true, "verbose": true, "prof_all": false, "prof_ops": ["barrier"]}}', None),
     ('{"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}',
      'scheduler.params.warmup_type must be one of log|linear, got "cosine"'),
     ('{"zero_optimization": {"stage": 0, "stage": 1}}', "Duplicate keys in DeepSpeed config: ['stage'] (in \"zero_optimization\")"),
