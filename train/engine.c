@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/comm/comms_logger.h"
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
 
@@ -152,6 +153,12 @@ static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
                         ds->steps_per_print.given && ds->timers_throughput_enabled ? (int64_t)ds->steps_per_print.value
                                                                                     : 0);
   e->wall_clock = ds->wall_clock_breakdown || ds->flops_profiler_enabled; /* as DeepSpeed's config does */
+  if (ds->comms_logger_enabled) {
+    zt_comms_logger_config cc = {.enabled = true, .verbose = ds->cl_verbose, .prof_all = ds->cl_prof_all,
+                                 .n_prof_ops = ds->cl_n_prof_ops};
+    memcpy(cc.prof_ops, ds->cl_prof_ops, sizeof cc.prof_ops);
+    zt_comms_logger_configure(&cc);
+  }
   if (ds->flops_profiler_enabled) {
     zt_flops_profiler_config fc = {.recompute_fwd_factor = ds->fp_recompute_fwd_factor,
                                    .module_depth = ds->fp_module_depth, .top_modules = ds->fp_top_modules,
@@ -495,6 +502,7 @@ void zt_engine_run(zt_engine *e) {
       }
     }
     zt_log("[after training is done]\n");
+    if (e->ds && e->ds->comms_logger_enabled) zt_comms_logger_log_summary(); /* deepspeed.comm.log_summary() */
   }
   if (a->eval_iters > 0) {
     if (has_split(e, 1)) print_validation("the end of training for val data", zt_engine_evaluate(e, 1));

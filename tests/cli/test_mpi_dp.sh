@@ -41,6 +41,20 @@ v1=$(grep -F "validation loss at the end of training for val data" <<<"$ref" | s
 v2=$(grep -F "validation loss at the end of training for val data" <<<"$out" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*/\1/')
 if [ -n "$v1" ] && close "$v1" "$v2" 1e-5; then ok "validation loss equal ($v1 vs $v2)"; else bad "validation loss" "'$v1' vs '$v2'"; fi
 
+# --deepspeed comms_logger: DeepSpeed's summary of the gradient all-reduces (112384 floats = 439.0 KB, one per
+# iteration) and the loss averages (8 B: 4 training + 1 validation)
+tmpd=$(mktemp -d)
+printf '%s\n' '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "comms_logger": {"enabled": true}}' > "$tmpd/cl.json"
+out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 8 --train-iters 4 --eval-interval 4 --eval-iters 1 \
+      --deepspeed --deepspeed_config "$tmpd/cl.json" 2>&1)
+rm -rf "$tmpd"
+if grep -qE "^Comm. Op +Message Size +Count +Total Latency\(ms\) +Avg Latency\(ms\) +tput_avg \(Gbps\) +busbw_avg \(Gbps\)" <<<"$out" \
+   && grep -qE "^ +439.0 KB +4 +[0-9.]+" <<<"$out" && grep -qE "^ +8.0 B +5 +[0-9.]+" <<<"$out"; then
+  ok "comms_logger summary: 4 gradient all-reduces of 439.0 KB, 5 loss averages"
+else
+  bad "comms_logger summary" "$(grep -A3 'Comm. Op' <<<"$out")"
+fi
+
 # an error on the command line is reported once (rank 0) and ends every rank
 out=$(timeout 60 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 3 2>&1)
 rc=$?
