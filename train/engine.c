@@ -367,8 +367,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
     uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size +
                      (uint64_t)e->dp_rank * B;
-    double t0 = zt_now();
     load_micro_batch(e, 0, first);
+    double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
                     .key_start = e->key_start};
     if (profiling) zt_flops_profiler_attach(e->fprof, &e->model); /* the last micro batch's times remain */
