@@ -617,9 +617,6 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_verbose = get_bool(c, "comms_logger.verbose");
   c->cl_prof_all = get_bool(c, "comms_logger.prof_all");
   c->cl_debug = get_bool(c, "comms_logger.debug");
-  if (c->cl_debug)
-    ds_fail(c, "comms_logger.debug true is not supported: DeepSpeed appends the Python caller's name to each record "
-               "and zerotron's C collectives have no caller names; use debug false");
   static const char *cl_ops[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv",
                                  "barrier"};
   const cJSON *ops = get_key(c, "comms_logger.prof_ops");

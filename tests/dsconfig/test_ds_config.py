@@ -172,8 +172,8 @@ BAD = [
     ('{"communication_data_type": "bf16"}', 'communication_data_type "bf16" is not supported yet: lands with the CUDA mixed-precision work'),
     ('{"steps_per_print": 0}', "steps_per_print must be >= 1, got 0"),
     ('{"comms_logger": {"enabled": true, "debug": true}}',
-     "comms_logger.debug true is not supported: DeepSpeed appends the Python caller's name to each record and "
-     "zerotron's C collectives have no caller names; use debug false"),
+     "comms_logger.debug true is not supported yet: lands with per-caller tracing (DeepSpeed records the Python "
+     "caller of each op; C collectives have none)"),
     ('{"comms_logger": {"enabled": true, "prof_ops": ["all_reduce", "allreduce"]}}',
      'comms_logger.prof_ops[1] "allreduce" is not an op zerotron logs (all_reduce, all_gather, reduce_scatter, '
      'broadcast, send, recv, barrier)'),
