@@ -11,6 +11,7 @@
 #include "models/gpt/gpt.h"
 #include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
+#include "runtime/optim/loss_scaler.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/profile/flops_profiler.h"
@@ -46,6 +47,13 @@ typedef struct {
   double t_fwd, t_bwd_inner, t_bwd_allreduce, t_step; /* seconds since the last timers log */
   const zt_group *dp_group;      /* data-parallel group (the world while TP = PP = 1) */
   int dp_rank;
+  /* mixed precision (--fp16/--bf16 or the ds_config blocks): the model's params hold values of
+   * half_dtype (on the CPU in fp32 slots: the ops compute in fp32), master the fp32 weights the
+   * optimizer updates; both NULL/ZT_DTYPE_FP32 in fp32 training */
+  zt_dtype half_dtype;
+  float *master;                 /* [table.numel] fp32 master weights, or NULL */
+  zt_loss_scaler scaler;         /* static 1.0 unless fp16 */
+  int64_t skipped_iters;         /* steps skipped for overflow, since the start of training */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;
