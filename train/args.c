@@ -13,6 +13,7 @@
 
 #include "data/gpt_dataset.h"
 #include "data/tokenizer/tokenizer.h"
+#include "checkpoints/ckpt_reader.h"
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
@@ -80,6 +81,7 @@ static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NUL
 #define DATA "data"
 #define LOG "logging and validation"
 #define DS "DeepSpeed (docs/ds_config.md)"
+#define CKPT "checkpoints (docs/checkpoints.md)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -175,6 +177,29 @@ static const flag k_flags[] = {
   {"--deepspeed_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "The ds_config.json file."},
   {"--deepscale", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Old name of --deepspeed."},
   {"--deepscale_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "Old name of --deepspeed_config."},
+  {"--save", F_STR, OFF(save), NULL, CKPT, "None", "Directory to save checkpoints to (DeepSpeed layout, HDF5)."},
+  {"--save-interval", F_INT, OFF(save_interval), NULL, CKPT, "None",
+   "Iterations between checkpoint saves (and one at the end of training)."},
+  {"--load", F_STR, OFF(load), NULL, CKPT, "None", "Directory containing a checkpoint to resume from."},
+  {"--load-tag", F_STR, OFF(load_tag), NULL, CKPT, "None", "Tag to load (e.g. global_step100) instead of latest."},
+  {"--no-save-optim", F_TRUE, OFF(no_save_optim), NULL, CKPT, "None", "Do not save optimizer states."},
+  {"--no-save-rng", F_TRUE, OFF(no_save_rng), NULL, CKPT, "None", "Do not save the random state (seed)."},
+  {"--no-load-optim", F_TRUE, OFF(no_load_optim), NULL, CKPT, "None",
+   "Do not load optimizer states, scheduler and loss scaler."},
+  {"--no-load-rng", F_TRUE, OFF(no_load_rng), NULL, CKPT, "None",
+   "Do not load the random state (a different --seed is then accepted)."},
+  {"--finetune", F_TRUE, OFF(finetune), NULL, CKPT, "False",
+   "Load the weights only: iteration 0, no optimizer or rng state."},
+  {"--use-checkpoint-args", F_TRUE, OFF(use_checkpoint_args), NULL, CKPT, "False",
+   "Take the model shape from the --load checkpoint's saved arguments."},
+  {"--exit-on-missing-checkpoint", F_TRUE, OFF(exit_on_missing_checkpoint), NULL, CKPT, "False",
+   "With --load: stop when there is no checkpoint instead of starting from random."},
+  {"--exit-interval", F_INT, OFF(exit_interval), NULL, CKPT, "None",
+   "Save (with --save) and exit when the iteration is a multiple of this."},
+  {"--exit-duration-in-mins", F_INT, OFF(exit_duration_in_mins), NULL, CKPT, "None",
+   "Save (with --save) and exit after this many minutes."},
+  {"--exit-signal-handler", F_TRUE, OFF(exit_signal_handler), NULL, CKPT, "False",
+   "On SIGTERM: save (with --save) after the current iteration and exit."},
   {"--log-interval", F_INT, OFF(log_interval), NULL, LOG, "100", "Iterations between log lines."},
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
@@ -450,6 +475,15 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "file): add --deepspeed", a->deepspeed_config);
   zt_check(!(a->deepspeed && !a->deepspeed_config), "missing argument",
            "--deepspeed needs --deepspeed_config FILE (the ds_config.json)");
+  /* checkpoints */
+  if (given(seen, "--save-interval")) check_positive("--save-interval", a->save_interval);
+  if (given(seen, "--exit-interval")) check_positive("--exit-interval", a->exit_interval);
+  if (given(seen, "--exit-duration-in-mins")) check_positive("--exit-duration-in-mins", a->exit_duration_in_mins);
+  zt_check(!(a->save_interval > 0 && !a->save), "missing argument", "--save-interval %d needs --save DIR",
+           a->save_interval);
+  zt_check(!(a->load_tag && !a->load), "missing argument", "--load-tag %s needs --load DIR", a->load_tag);
+  zt_check(!(a->finetune && !a->load), "missing argument", "--finetune needs --load DIR (the checkpoint to start "
+           "from)");
 
   /* sizes */
   check_positive("--num-layers", a->num_layers);
@@ -615,11 +649,45 @@ static void set_defaults(zt_args *a) {
   a->log_interval = 100;
   a->eval_interval = 1000;
   a->eval_iters = 100;
+  a->save_interval = a->exit_interval = a->exit_duration_in_mins = -1;
 }
 
 /* A value follows a flag unless the next word is itself a flag; "-5" or "-.5" are values. */
 static int is_value(const char *s) {
   return s[0] != '-' || (s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9');
+}
+
+/* --use-checkpoint-args: Megatron's load_args_from_checkpoint. The model shape comes from the saved arguments of
+ * the --load checkpoint where the command line leaves it out (always for the ones Megatron forces); the
+ * vocabulary (size, padding multiple) and the tokenizer type follow it. */
+static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
+  zt_check(a->load != NULL, "missing argument", "--use-checkpoint-args needs --load DIR");
+  char *text = zt_ckpt_saved_args(a->load, a->load_tag);
+  if (!text) {
+    zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
+             "%s to provide arguments", a->load);
+    zt_log("Checkpoint not found to provide arguments, using provided arguments.\n");
+    return;
+  }
+  static const struct { const char *name; int force; } keys[] = {
+    {"num_layers", 0}, {"hidden_size", 0}, {"ffn_hidden_size", 0}, {"seq_length", 0}, {"num_attention_heads", 0},
+    {"kv_channels", 0}, {"max_position_embeddings", 0}, {"untie_embeddings_and_output_weights", 1},
+    {"tokenizer_type", 0}, {"vocab_size", 0}, {"make_vocab_size_divisible_by", 0},
+    {"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char value[256], flagname[96];
+    if (!zt_ckpt_arg(text, keys[i].name, value, sizeof value) || strcmp(value, "None") == 0) continue;
+    snprintf(flagname, sizeof flagname, "--%s", keys[i].name);
+    for (char *p = flagname + 2; *p; p++)
+      if (*p == '_') *p = '-';
+    const flag *f = find_flag(flagname);
+    if (!f || (seen[f - k_flags] && !keys[i].force)) continue;
+    if (f->kind == F_TRUE) *(int *)((char *)a + f->offset) = strcmp(value, "True") == 0;
+    else set_value(a, f, value);
+    seen[f - k_flags] = 1;
+    zt_log("Setting %s to %s from checkpoint\n", keys[i].name, value);
+  }
+  free(text);
 }
 
 void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
@@ -681,6 +749,7 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
     seen[f - k_flags] = 1;
     prev = f;
   }
+  if (args->use_checkpoint_args) apply_checkpoint_args(args, seen);
   finalize(args, seen, world_size);
 }
 
@@ -701,6 +770,9 @@ static void py_list(char *out, size_t n, const zt_strlist *l) {
   for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(out + k, n - k, "%s'%s'", i ? ", " : "", l->v[i]);
   if (k < n) snprintf(out + k, n - k, "]");
 }
+
+/* zt_args_summary: set while zt_args_print collects the lines into a string instead of logging them */
+static char **summary_sink = NULL;
 
 static int by_name(const void *x, const void *y) {
   return strcmp(((const summary_line *)x)->name, ((const summary_line *)y)->name);
@@ -793,12 +865,35 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("eval_interval", a->eval_interval);
   INT_LINE("eval_iters", a->eval_iters);
   BOOL_LINE("skip_train", a->skip_train);
+  STR_LINE("save", a->save ? a->save : "None");
+  STR_LINE("load", a->load ? a->load : "None");
+  STR_LINE("load_tag", a->load_tag ? a->load_tag : "None");
+  OPT_LINE("save_interval", a->save_interval);
+  STR_LINE("no_save_optim", a->no_save_optim ? "True" : "None");
+  STR_LINE("no_save_rng", a->no_save_rng ? "True" : "None");
+  STR_LINE("no_load_optim", a->no_load_optim ? "True" : "None");
+  STR_LINE("no_load_rng", a->no_load_rng ? "True" : "None");
+  BOOL_LINE("finetune", a->finetune);
+  BOOL_LINE("use_checkpoint_args", a->use_checkpoint_args);
+  BOOL_LINE("exit_on_missing_checkpoint", a->exit_on_missing_checkpoint);
+  OPT_LINE("exit_interval", a->exit_interval);
+  OPT_LINE("exit_duration_in_mins", a->exit_duration_in_mins);
+  BOOL_LINE("exit_signal_handler", a->exit_signal_handler);
 #undef INT_LINE
 #undef OPT_LINE
 #undef STR_LINE
 #undef BOOL_LINE
 #undef FLT_LINE
   qsort(lines, (size_t)n, sizeof lines[0], by_name);
+  if (summary_sink) {
+    const size_t cap = (size_t)n * (sizeof lines[0].value + 64) + 1;
+    size_t k = 0;
+    char *s = zt_malloc(cap, "argument summary");
+    s[0] = '\0';
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(s + k, cap - k, "%s %s\n", lines[i].name, lines[i].value);
+    *summary_sink = s;
+    return;
+  }
   static const char dots[] = "................................................"; /* 48 */
   zt_log("------------------------ arguments ------------------------\n");
   for (int i = 0; i < n; i++) {
@@ -806,4 +901,12 @@ void zt_args_print(const zt_args *a) {
     zt_log("  %s %.*s %s\n", lines[i].name, pad > 0 ? pad : 0, dots, lines[i].value);
   }
   zt_log("-------------------- end of arguments ---------------------\n");
+}
+
+char *zt_args_summary(const zt_args *a) {
+  char *s = NULL;
+  summary_sink = &s;
+  zt_args_print(a);
+  summary_sink = NULL;
+  return s;
 }

@@ -90,6 +90,17 @@ typedef struct {
   int deepspeed;                    /* --deepspeed */
   const char *deepspeed_config;     /* --deepspeed_config (or its old name --deepscale_config) */
 
+  /* checkpoints (docs/checkpoints.md) */
+  const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */
+  int save_interval;                /* -1 None: save at the end of training only */
+  int no_save_optim, no_save_rng, no_load_optim, no_load_rng;
+  int finetune;                     /* load weights only; iteration and consumed samples start at 0 */
+  int use_checkpoint_args;          /* model shape from the --load checkpoint's saved arguments */
+  int exit_on_missing_checkpoint;
+  int exit_interval;                /* -1 None */
+  int exit_duration_in_mins;        /* -1 None */
+  int exit_signal_handler;          /* SIGTERM: save (with --save) and exit */
+
   /* logging and validation */
   int log_interval;                 /* 100 */
   int eval_interval;                /* 1000 */
@@ -107,6 +118,8 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
 /* Prints Megatron's "------------------------ arguments ------------------------" block: every
  * argument, sorted by name, as "  name ....... value" with Python's formatting of values. */
 void zt_args_print(const zt_args *args);
+/* The same summary as "name value" lines (malloc'd), as checkpoints store it. */
+char *zt_args_summary(const zt_args *args);
 
 /* 1 if `flag` (e.g. "--clip-grad") was given on the command line. */
 int zt_args_given(const zt_args *args, const char *flag);

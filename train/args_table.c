@@ -29,10 +29,8 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--train-sample-idx-path --train-shuffle-idx-path"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"checkpoint",
-   "--save --load --save-interval --load-tag --no-save-optim --no-save-rng --no-load-optim --no-load-rng "
-   "--no-load-lr-state --finetune --no-initialization --use-checkpoint-args --exit-on-missing-checkpoint "
-   "--universal-checkpoint --override-opt_param-scheduler --use-checkpoint-opt_param-scheduler "
-   "--exit-interval --exit-duration-in-mins --exit-signal-handler --kill-switch-file"},
+   "--no-load-lr-state --no-initialization --universal-checkpoint --override-opt_param-scheduler "
+   "--use-checkpoint-opt_param-scheduler --kill-switch-file"},
   {"3D-parallelism",
    "--num-layers-per-virtual-pipeline-stage --standalone-embedding-stage --no-pipeline-parallel "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "

@@ -552,9 +552,21 @@ static void fill_fields(zt_ds_config *c) {
   c->prescale_gradients = get_bool(c, "prescale_gradients");
   c->gradient_predivide_factor = get_num(c, "gradient_predivide_factor");
   get_str(c, "communication_data_type", c->communication_data_type, sizeof c->communication_data_type);
-  if (c->communication_data_type[0] && strcmp(c->communication_data_type, "fp32"))
-    ds_fail(c, "communication_data_type \"%s\" is not supported yet: lands with the CUDA mixed-precision work",
-            c->communication_data_type);
+
+  c->fp16_auto = is_auto(get_key(c, "fp16.enabled"));
+  c->fp16_enabled = get_bool(c, "fp16.enabled");
+  const char *bf16_key = get_path(c, "bf16") || !get_path(c, "bfloat16") ? "bf16.enabled" : "bfloat16.enabled";
+  c->bf16_auto = is_auto(get_key(c, bf16_key));
+  c->bf16_enabled = get_bool(c, bf16_key);
+  c->loss_scale = get_num(c, "fp16.loss_scale");
+  c->initial_scale_power = get_num(c, "fp16.initial_scale_power");
+  c->loss_scale_window = get_num(c, "fp16.loss_scale_window");
+  c->hysteresis = get_num(c, "fp16.hysteresis");
+  c->min_loss_scale = get_num(c, "fp16.min_loss_scale");
+  c->consecutive_hysteresis = get_bool(c, "fp16.consecutive_hysteresis");
+  c->dynamic_loss_args = c->initial_scale_power.given || c->loss_scale_window.given || c->hysteresis.given ||
+                         c->min_loss_scale.given || get_key(c, "fp16.consecutive_hysteresis") != NULL;
+  get_str(c, "data_types.grad_accum_dtype", c->grad_accum_dtype, sizeof c->grad_accum_dtype);
 
   c->has_optimizer = cJSON_IsObject(get_path(c, "optimizer"));
   c->lr = get_num(c, "optimizer.params.lr");

@@ -31,7 +31,16 @@ typedef struct zt_ds_config {
   zt_ds_num gradient_clipping;         /* 0.0 = off (code default) */
   bool prescale_gradients;
   zt_ds_num gradient_predivide_factor; /* 1.0 */
-  char communication_data_type[8];     /* "" (None) or "fp32" */
+  char communication_data_type[8];     /* "" (None), "fp32", "fp16" or "bf16" */
+
+  /* fp16 / bf16 (docs/mixed_precision.md); *_auto: "enabled": "auto" (takes --fp16 / --bf16) */
+  bool fp16_enabled, fp16_auto, bf16_enabled, bf16_auto;
+  zt_ds_num loss_scale;                /* 0 = dynamic */
+  zt_ds_num initial_scale_power, loss_scale_window, hysteresis, min_loss_scale;
+  bool consecutive_hysteresis;
+  bool dynamic_loss_args;              /* one of the five dynamic keys is in the file (DeepSpeed's
+                                          get_dynamic_loss_scale_args is then not None) */
+  char grad_accum_dtype[8];            /* data_types.grad_accum_dtype: "" (None), fp32, fp16, bf16 */
 
   /* optimizer: has_optimizer false = none in the file (Megatron's --optimizer decides) */
   bool has_optimizer;

@@ -13,8 +13,7 @@
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
 
-void zt_ds_log_dist(const char *fmt, ...) {
-  if (zt_rank() != 0) return;
+static void ds_vlog(const char *where, const char *rank_tag, const char *fmt, va_list ap) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   struct tm tm;
@@ -22,11 +21,24 @@ void zt_ds_log_dist(const char *fmt, ...) {
   char stamp[32];
   strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
   char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  zt_log("[%s,%03d] [INFO] [%s] %s%s\n", stamp, (int)(tv.tv_usec / 1000), where, rank_tag, msg);
+}
+
+void zt_ds_log_dist(const char *fmt, ...) {
+  if (zt_rank() != 0) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  ds_vlog("logging.py:96:log_dist", "[Rank 0] ", fmt, ap);
   va_end(ap);
-  zt_log("[%s,%03d] [INFO] [logging.py:96:log_dist] [Rank 0] %s\n", stamp, (int)(tv.tv_usec / 1000), msg);
+}
+
+void zt_ds_logger_info(const char *where, const char *fmt, ...) {
+  if (zt_rank() != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  ds_vlog(where, "", fmt, ap);
+  va_end(ap);
 }
 
 void zt_ds_report_progress(int64_t step, int64_t skipped, const double *lr, const double (*mom)[2], int n) {

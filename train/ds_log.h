@@ -11,6 +11,11 @@
 /* log_dist(message, ranks=[0]) with DeepSpeed's logger prefix. */
 void zt_ds_log_dist(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* logger.info(message) from DeepSpeed module code (rank 0): "[<stamp>] [INFO] [<where>] <message>";
+ * where is "file.py:function" (DeepSpeed's logger also prints the source line number, which changes
+ * with every DeepSpeed release and is left out). */
+void zt_ds_logger_info(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* engine._report_progress: lr and (beta1, beta2) of each of the n parameter groups. */
 void zt_ds_report_progress(int64_t step, int64_t skipped, const double *lr, const double (*mom)[2], int n);
 

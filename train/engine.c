@@ -9,6 +9,7 @@
 #include "runtime/comm/comms_logger.h"
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
+#include "checkpoints/checkpoint.h"
 
 _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
                    (int)ZT_LR_DECAY_CONSTANT == (int)ZT_DECAY_CONSTANT && (int)ZT_LR_DECAY_INVSQRT == (int)ZT_DECAY_INVSQRT,
@@ -239,6 +240,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
+  zt_ckpt_engine_start(e); /* --load (validated before any state changes), SIGTERM handler, exit clock */
 }
 
 void zt_engine_free(zt_engine *e) {
@@ -500,9 +502,11 @@ void zt_engine_run(zt_engine *e) {
         print_validation(prefix, zt_engine_evaluate(e, 1));
         interval_start += zt_now() - t0; /* validation time is not training time */
       }
+      if (zt_ckpt_after_step(e)) return; /* --save-interval; --exit-*: saved, the program ends (Megatron's sys.exit) */
     }
     zt_log("[after training is done]\n");
     if (e->ds && e->ds->comms_logger_enabled) zt_comms_logger_log_summary(); /* deepspeed.comm.log_summary() */
+    zt_ckpt_end_of_training(e);
   }
   if (a->eval_iters > 0) {
     if (has_split(e, 1)) print_validation("the end of training for val data", zt_engine_evaluate(e, 1));

@@ -54,6 +54,9 @@ typedef struct {
   float *master;                 /* [table.numel] fp32 master weights, or NULL */
   zt_loss_scaler scaler;         /* static 1.0 unless fp16 */
   int64_t skipped_iters;         /* steps skipped for overflow, since the start of training */
+  int grads_half;                /* gradients are stored (accumulated) in half_dtype, else fp32 */
+  zt_dtype comm_dtype;           /* data type of the data-parallel gradient all-reduce */
+  int last_skipped;              /* the last zt_engine_train_step skipped its update */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;

@@ -42,6 +42,7 @@ static void plan_memory(zt_gpt *m) {
   m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, m->table.numel);
   m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, m->table.numel);
   m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * m->table.numel);
+  m->master = m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, m->table.numel) : NULL;
   m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
   /* with full recompute every block's activations overlap one region, recomputed layer by layer */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;

@@ -20,6 +20,7 @@ typedef struct {
   int untie_embeddings;      /* 1: separate output_layer.weight */
   int recompute_full;        /* 1: keep only each layer's input; recompute the block in backward */
   int micro_batch, seq_length;
+  int master_weights;        /* 1: plan fp32 master weights (mixed precision) in the optimizer-state region */
 } zt_gpt_config;
 
 typedef struct {
@@ -29,6 +30,7 @@ typedef struct {
   zt_memplan plan;
   float *params, *grads;     /* flat buffers in parameter-table order */
   float *optim_state;        /* 2 x table.numel floats (Adam moments), owned by the optimizer */
+  float *master;             /* table.numel fp32 master weights with cfg.master_weights, else NULL */
 
   zt_embedding emb;
   zt_block *blocks;

@@ -1,6 +1,7 @@
 /* fp16/bf16 <-> fp32 by bit manipulation; no reliance on compiler _Float16 support. */
 #include "runtime/base/dtype.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -80,4 +81,25 @@ void zt_convert(void *dst, zt_dtype dst_dt, const void *src, zt_dtype src_dt, si
       d[i] = dst_dt == ZT_DTYPE_FP16 ? zt_fp32_to_fp16(f32[i]) : zt_fp32_to_bf16(f32[i]);
   }
   if (tmp && tmp != dst) free(tmp);
+}
+
+size_t zt_round_f32(float *dst, const float *src, size_t n, zt_dtype dt) {
+  size_t bad = 0;
+  #pragma omp parallel for reduction(+ : bad) if (n > 1 << 16)
+  for (size_t i = 0; i < n; i++) {
+    float r = dt == ZT_DTYPE_FP16 ? zt_fp16_to_fp32(zt_fp32_to_fp16(src[i]))
+              : dt == ZT_DTYPE_BF16 ? zt_bf16_to_fp32(zt_fp32_to_bf16(src[i])) : src[i];
+    bad += !isfinite(r);
+    dst[i] = r;
+  }
+  return bad;
+}
+
+size_t zt_count_nonrepresentable(const float *x, size_t n, zt_dtype dt) {
+  /* the largest finite value of the type, and the threshold from which rounding gives infinity */
+  const float lim = dt == ZT_DTYPE_FP16 ? 65520.0f : dt == ZT_DTYPE_BF16 ? 3.3961776e38f : INFINITY;
+  size_t bad = 0;
+  #pragma omp parallel for reduction(+ : bad) if (n > 1 << 16)
+  for (size_t i = 0; i < n; i++) bad += !(fabsf(x[i]) < lim);
+  return bad;
 }

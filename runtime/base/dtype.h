@@ -20,4 +20,11 @@ float zt_bf16_to_fp32(uint16_t b);
 /* Converts n elements between storage dtypes (src and dst must not overlap unless equal dtype). */
 void zt_convert(void *dst, zt_dtype dst_dt, const void *src, zt_dtype src_dt, size_t n);
 
+/* Rounds n floats to the nearest value of dt (kept in fp32 slots: how the CPU path stores fp16/bf16
+ * tensors it computes on in fp32); dst may equal src. Returns how many results are inf or nan. */
+size_t zt_round_f32(float *dst, const float *src, size_t n, zt_dtype dt);
+/* How many of n floats would not survive a conversion to dt: nan, or beyond its largest finite value
+ * once rounded (fp16: |x| >= 65520). */
+size_t zt_count_nonrepresentable(const float *x, size_t n, zt_dtype dt);
+
 #endif

@@ -26,6 +26,11 @@ typedef struct {
   int64_t cur_iter, last_overflow_iter;
   int cur_hysteresis;        /* DeepSpeed's cur_hysteresis; Megatron's hysteresis_tracker */
   int64_t growth_tracker;    /* Megatron only */
+  int scale_is_int;          /* DeepSpeed prints the initial 2**power as a Python int, later values as floats */
+  int prev_is_int;           /* scale_is_int before the last update */
+  /* what the last update did, for the caller's log lines */
+  double prev_scale;
+  enum { ZT_SCALE_KEPT, ZT_SCALE_REDUCED, ZT_SCALE_HYSTERESIS, ZT_SCALE_GREW, ZT_SCALE_AT_MIN } event;
 } zt_loss_scaler;
 
 /* A static scale (kind ZT_SCALER_STATIC; scale 1 for bf16 and fp32). */
@@ -33,9 +38,11 @@ void zt_loss_scaler_init_static(zt_loss_scaler *s, double scale);
 /* A dynamic scaler of the given kind. */
 void zt_loss_scaler_init_dynamic(zt_loss_scaler *s, zt_scaler_kind kind, double init_scale, int64_t window,
                                  int hysteresis, int consecutive_hysteresis, double min_scale);
-/* Records one iteration's outcome and updates the scale. Logs DeepSpeed's OVERFLOW lines for the
- * DeepSpeed kinds when log is nonzero (rank 0); stops the run (zt_fatal) with DeepSpeed's message when
- * ZT_SCALER_DS_DYNAMIC overflows at the minimum scale. Returns 1 when the step must be skipped. */
-int zt_loss_scaler_update(zt_loss_scaler *s, int overflow, int log);
+/* Records one iteration's outcome (overflow: some gradient is inf or nan) and updates the scale; sets
+ * prev_scale and event for the caller's log lines (ZT_SCALE_AT_MIN: ZT_SCALER_DS_DYNAMIC overflowed at
+ * the minimum scale, where DeepSpeed raises "Current loss scale already at minimum - cannot decrease
+ * scale anymore. Exiting run."; the state is left unchanged). Returns 1 when the step must be skipped
+ * (any overflow, static scales included). */
+int zt_loss_scaler_update(zt_loss_scaler *s, int overflow);
 
 #endif

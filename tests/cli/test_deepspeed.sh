@@ -125,7 +125,8 @@ expect_error "an inconsistent batch triple" \
 expect_error "a contradicting Megatron flag" "--micro-batch-size 8 contradicts train_micro_batch_size_per_gpu 4" \
   '{"train_micro_batch_size_per_gpu": 4}'
 expect_error "ZeRO stage 2 (not implemented yet)" "lands with" '{"train_batch_size": 8, "zero_optimization": {"stage": 2}}'
-expect_error "fp16 (not implemented yet)" "lands with" '{"train_batch_size": 8, "fp16": {"enabled": true}}'
+expect_error "fp16_master_weights_and_grads (not implemented yet)" "lands with the ZeRO-Offload work" \
+  '{"train_batch_size": 8, "fp16": {"enabled": true, "fp16_master_weights_and_grads": true}}'
 o=$("$bin" "${tiny[@]}" --train-iters 2 --deepspeed_config "$tmp/ds.json" 2>&1)
 if [ $? -ne 0 ] && grep -qF -- "--deepspeed_config $tmp/ds.json is given without --deepspeed" <<<"$o"; then
   ok "refuses --deepspeed_config without --deepspeed"

@@ -1,0 +1,611 @@
+/* The training engine's checkpoints (see checkpoint.h, docs/checkpoints.md): what goes into the model-state
+ * and optimizer-state files, Megatron's save and exit points, and --load with everything validated and
+ * staged before the engine's state is replaced. */
+#include "checkpoints/checkpoint.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoints/ckpt_fs.h"
+#include "checkpoints/ckpt_reader.h"
+#include "checkpoints/h5io.h"
+#include "runtime/base/error.h"
+#include "runtime/base/pyfmt.h"
+#include "runtime/base/timer.h"
+
+static volatile sig_atomic_t g_sigterm = 0;
+static double g_start_time = 0.0;
+static int64_t g_saved_iteration = -1;
+
+static void on_sigterm(int sig) {
+  (void)sig;
+  g_sigterm = 1;
+}
+
+/* ---- the parallel layout of this rank --------------------------------------------------------------- */
+
+typedef struct {
+  int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size, mp_rank;
+} layout;
+
+/* The one place that knows where this rank sits; tensor and pipeline parallelism plug in here (the file
+ * format and the reader already carry per-tensor slices and per-rank files). */
+static layout rank_layout(const zt_engine *e) {
+  const zt_args *a = e->args;
+  layout l = {.tp_rank = 0, .tp_size = a->tensor_model_parallel_size, .pp_rank = 0,
+              .pp_size = a->pipeline_model_parallel_size, .dp_rank = e->dp_rank, .dp_size = a->data_parallel_size};
+  zt_check(l.tp_size == 1 && l.pp_size == 1, "unsupported argument", "--save/--load with "
+           "--tensor-model-parallel-size %d and --pipeline-model-parallel-size %d: checkpoints of tensor- and "
+           "pipeline-parallel runs are not written yet (use 1 and 1)", l.tp_size, l.pp_size);
+  l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
+  return l;
+}
+
+static const char *optimizer_name(const zt_optimizer *o) {
+  return o->cfg.kind == ZT_OPT_SGD ? "sgd" : o->cfg.kind == ZT_OPT_LAMB ? "lamb" : "adam";
+}
+
+static const char *const k_decay_names[] = {"linear", "cosine", "constant", "inverse-square-root"};
+
+/* Megatron's print_datetime. */
+static void print_datetime(const char *what) {
+  char stamp[32];
+  time_t now = time(NULL);
+  strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
+  zt_log("[%s] datetime: %s \n", what, stamp);
+}
+
+static int deflate_level(void) {
+  const char *s = getenv("ZT_CKPT_DEFLATE");
+  if (!s || !*s) return 0;
+  int v = atoi(s);
+  zt_check(v >= 0 && v <= 9, "bad environment value", "ZT_CKPT_DEFLATE=%s: a zlib level 0-9", s);
+  return v;
+}
+
+static char *read_file_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = zt_malloc((size_t)(n > 0 ? n : 0) + 1, "ds_config text");
+  size_t k = fread(s, 1, (size_t)(n > 0 ? n : 0), f);
+  s[k] = '\0';
+  fclose(f);
+  return s;
+}
+
+/* ---- writing -------------------------------------------------------------------------------------- */
+
+static void write_i64_dataset(const zt_h5 *f, hid_t loc, const char *name, const int64_t *v, size_t n) {
+  hsize_t dim = n;
+  hid_t sp = H5Screate_simple(1, &dim, NULL);
+  hid_t d = H5Dcreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  zt_check(d >= 0 && (n == 0 || H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0), "checkpoint",
+           "%s: cannot write dataset %s", f->path, name);
+  H5Dclose(d);
+  H5Sclose(sp);
+}
+
+static void common_attrs(const zt_h5 *f, const zt_engine *e, const layout *l, const char *kind) {
+  zt_h5_attr_str(f, f->id, "zt_format", ZT_CKPT_FORMAT);
+  zt_h5_attr_i64(f, f->id, "zt_format_version", ZT_CKPT_FORMAT_VERSION);
+  zt_h5_attr_str(f, f->id, "file_kind", kind);
+  zt_h5_attr_str(f, f->id, "ds_version", "zerotron 0.1.0");
+  zt_h5_attr_i64(f, f->id, "iteration", e->iteration);
+  zt_h5_attr_i64(f, f->id, "zero_stage", 0);
+  zt_h5_attr_i64(f, f->id, "dp_world_size", l->dp_size);
+  zt_h5_attr_i64(f, f->id, "mp_world_size", (int64_t)l->tp_size * l->pp_size);
+  zt_h5_attr_i64(f, f->id, "tp_world_size", l->tp_size);
+  zt_h5_attr_i64(f, f->id, "pp_world_size", l->pp_size);
+  zt_h5_attr_i64(f, f->id, "mp_rank", l->mp_rank);
+  zt_h5_attr_i64(f, f->id, "tp_rank", l->tp_rank);
+  zt_h5_attr_i64(f, f->id, "pp_rank", l->pp_rank);
+}
+
+static void write_model_file(const zt_engine *e, const layout *l, const char *path, const char *args_text,
+                             const char *ds_text, int deflate) {
+  const zt_args *a = e->args;
+  const zt_param_table *t = &e->model.table;
+  const zt_dtype wdt = e->master ? e->half_dtype : ZT_DTYPE_FP32;
+  zt_h5 f;
+  zt_h5_create(&f, path);
+  zt_ckpt_phase("model file created");
+  common_attrs(&f, e, l, "model_states");
+  zt_h5_attr_f64(&f, f.id, "checkpoint_version", ZT_CKPT_MEGATRON_VERSION);
+  zt_h5_attr_i64(&f, f.id, "global_steps", e->iteration);
+  zt_h5_attr_i64(&f, f.id, "global_samples", e->consumed_samples);
+  zt_h5_attr_i64(&f, f.id, "consumed_train_samples", e->consumed_samples);
+  zt_h5_attr_i64(&f, f.id, "consumed_valid_samples", e->consumed_valid_samples);
+  zt_h5_attr_i64(&f, f.id, "tokens", e->consumed_tokens);
+  zt_h5_attr_i64(&f, f.id, "skipped_steps", e->skipped_iters);
+  zt_h5_attr_str(&f, f.id, "dtype", zt_dtype_name(wdt));
+  zt_h5_attr_i64(&f, f.id, "vocab_size", a->vocab_size);
+  zt_h5_attr_i64(&f, f.id, "padded_vocab_size", a->padded_vocab_size);
+  zt_h5_attr_str(&f, f.id, "args", args_text);
+  zt_h5_attr_str(&f, f.id, "ds_config", ds_text);
+  zt_h5_attr_str(&f, f.id, "ds_config_path", e->ds ? e->ds->path : "");
+
+  hid_t g = zt_h5_group_create(&f, f.id, "module");
+  const char **names = zt_malloc((size_t)t->count * sizeof(char *) + 1, "checkpoint names");
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    names[i] = p->name;
+    hid_t d = zt_h5_write_tensor(&f, g, p->name, wdt, e->model.params + p->offset, p->ndim, p->shape, deflate);
+    int64_t full[ZT_MAX_DIMS];
+    for (int k = 0; k < p->ndim; k++) full[k] = p->shape[k] * (k == p->tp_split_dim ? l->tp_size : 1);
+    zt_h5_attr_i64v(&f, d, "full_shape", full, p->ndim);
+    zt_h5_attr_i64(&f, d, "tp_split_dim", p->tp_split_dim);
+    zt_h5_attr_i64(&f, d, "tp_rank", l->tp_rank);
+    zt_h5_attr_i64(&f, d, "tp_world_size", l->tp_size);
+    zt_h5_attr_i64(&f, d, "slice_offset", p->tp_split_dim >= 0 ? (int64_t)l->tp_rank * p->shape[p->tp_split_dim] : 0);
+    zt_h5_attr_i64(&f, d, "tied_group", p->tied_group);
+    zt_h5_attr_i64(&f, d, "no_weight_decay", p->no_weight_decay);
+    zt_h5_attr_i64(&f, d, "expert_id", p->expert_id);
+    zt_h5_attr_i64(&f, d, "index", i);
+    H5Dclose(d);
+    if (i == t->count / 2) zt_ckpt_phase("model file half written");
+  }
+  H5Gclose(g);
+  zt_h5_write_strings(&f, f.id, "param_names", names, (size_t)t->count);
+  free(names);
+
+  /* Megatron's OptimizerParamScheduler state_dict, or DeepSpeed's {'last_batch_iteration'} */
+  g = zt_h5_group_create(&f, f.id, "lr_scheduler");
+  if (e->use_ds_sched) {
+    zt_h5_attr_str(&f, g, "type", "deepspeed");
+    zt_h5_attr_str(&f, g, "name", zt_ds_sched_name(e->ds_sched.kind));
+    zt_h5_attr_i64(&f, g, "last_batch_iteration", zt_ds_sched_state(&e->ds_sched));
+  } else {
+    zt_h5_attr_str(&f, g, "type", "megatron");
+    zt_h5_attr_f64(&f, g, "max_lr", e->sched.max_lr);
+    zt_h5_attr_f64(&f, g, "min_lr", e->sched.min_lr);
+    zt_h5_attr_i64(&f, g, "lr_warmup_steps", e->sched.warmup_steps);
+    zt_h5_attr_i64(&f, g, "lr_decay_steps", e->sched.decay_steps);
+    zt_h5_attr_str(&f, g, "lr_decay_style", k_decay_names[e->sched.style]);
+    zt_h5_attr_i64(&f, g, "num_steps", e->sched.num_steps);
+  }
+  H5Gclose(g);
+  /* dropout and data order are keyed by (seed, sample index): the seed and the data position are the state */
+  if (!a->no_save_rng) {
+    g = zt_h5_group_create(&f, f.id, "rng_state");
+    zt_h5_attr_i64(&f, g, "seed", (int64_t)a->seed);
+    zt_h5_attr_i64(&f, g, "consumed_train_samples", e->consumed_samples);
+    zt_h5_attr_str(&f, g, "generator", "philox4x32-10 keyed by (seed, purpose, sample index)");
+    H5Gclose(g);
+  }
+  zt_h5_close(&f);
+  zt_ckpt_phase("model file closed");
+  zt_ckpt_fsync(path);
+}
+
+/* The flat optimizer space: the parameters in table order without the buffer's alignment gaps, padded to
+ * a multiple of 2 x DP (DeepSpeed's nccl_start_alignment_factor); rank r owns the r-th equal part. */
+typedef struct {
+  size_t flat, padded, part, lo, hi;
+} partition;
+
+static partition make_partition(const zt_param_table *t, int dp_rank, int dp_size) {
+  partition p = {0};
+  for (int i = 0; i < t->count; i++) p.flat += t->params[i].numel;
+  const size_t align = 2 * (size_t)dp_size;
+  p.padded = (p.flat + align - 1) / align * align;
+  p.part = p.padded / (size_t)dp_size;
+  p.lo = (size_t)dp_rank * p.part;
+  p.hi = p.lo + p.part < p.flat ? p.lo + p.part : p.flat;
+  if (p.hi < p.lo) p.hi = p.lo;
+  return p;
+}
+
+static void write_optim_file(const zt_engine *e, const layout *l, const char *path, int deflate) {
+  const zt_param_table *t = &e->model.table;
+  const zt_optimizer *o = &e->opt;
+  const partition pt = make_partition(t, l->dp_rank, l->dp_size);
+  const size_t n = pt.hi - pt.lo;
+  const int sgd = o->cfg.kind == ZT_OPT_SGD;
+  const float *srcs[3] = {e->master ? e->master : e->model.params, o->m, o->v};
+  static const char *const adam_names[3] = {"fp32", "exp_avg", "exp_avg_sq"};
+  static const char *const sgd_names[2] = {"fp32", "momentum_buffer"};
+  const int nstates = sgd ? 2 : 3;
+  float *buf = zt_malloc(n * sizeof(float) + 1, "checkpoint optimizer partition");
+  const char **names = zt_malloc((size_t)t->count * sizeof(char *) + 1, "checkpoint names");
+  int64_t *cols = zt_malloc(3 * ((size_t)t->count + 1) * sizeof(int64_t), "slice mapping");
+  int64_t *start = cols, *numel = cols + t->count + 1, *poff = cols + 2 * (t->count + 1);
+  size_t nmap = 0;
+
+  zt_h5 f;
+  zt_h5_create(&f, path);
+  zt_ckpt_phase("optimizer file created");
+  common_attrs(&f, e, l, "optim_states");
+  zt_h5_attr_i64(&f, f.id, "partition_count", l->dp_size);
+  zt_h5_attr_i64(&f, f.id, "dp_rank", l->dp_rank);
+  zt_h5_attr_str(&f, f.id, "optimizer", optimizer_name(o));
+  zt_h5_attr_i64(&f, f.id, "step", o->step);
+  zt_h5_attr_f64(&f, f.id, "beta1", o->cfg.beta1);
+  zt_h5_attr_f64(&f, f.id, "beta2", o->cfg.beta2);
+  zt_h5_attr_f64(&f, f.id, "eps", o->cfg.eps);
+  zt_h5_attr_f64(&f, f.id, "weight_decay", o->cfg.weight_decay);
+  zt_h5_attr_i64(&f, f.id, "adam_w_mode", o->cfg.adam_w_mode);
+  zt_h5_attr_f64(&f, f.id, "momentum", o->cfg.momentum);
+  zt_h5_attr_i64(&f, f.id, "flat_numel", (int64_t)pt.flat);
+  zt_h5_attr_i64(&f, f.id, "partition_numel", (int64_t)pt.part);
+  zt_h5_attr_i64(&f, f.id, "partition_start", (int64_t)pt.lo);
+  zt_h5_attr_i64(&f, f.id, "group_padding", l->dp_rank == l->dp_size - 1 ? (int64_t)(pt.padded - pt.flat) : 0);
+  zt_h5_attr_str(&f, f.id, "half_dtype", zt_dtype_name(e->half_dtype));
+  zt_h5_attr_str(&f, f.id, "fp32_source", e->master ? "fp32 master weights" : "fp32 weights (no mixed precision)");
+
+  hid_t g = zt_h5_group_create(&f, f.id, "state");
+  for (int s = 0; s < nstates; s++) {
+    size_t c = 0;
+    for (int i = 0; i < t->count; i++) {
+      const zt_param *p = &t->params[i];
+      const size_t a = c > pt.lo ? c : pt.lo, b = c + p->numel < pt.hi ? c + p->numel : pt.hi;
+      if (a < b) {
+        memcpy(buf + (a - pt.lo), srcs[s] + p->offset + (a - c), (b - a) * sizeof(float));
+        if (s == 0) {
+          names[nmap] = p->name;
+          start[nmap] = (int64_t)(a - pt.lo);
+          numel[nmap] = (int64_t)(b - a);
+          poff[nmap] = (int64_t)(a - c);
+          nmap++;
+        }
+      }
+      c += p->numel;
+    }
+    int64_t shape[1] = {(int64_t)n};
+    H5Dclose(zt_h5_write_tensor(&f, g, sgd ? sgd_names[s] : adam_names[s], ZT_DTYPE_FP32, buf, 1, shape, deflate));
+    zt_ckpt_phase("optimizer state written");
+  }
+  H5Gclose(g);
+  g = zt_h5_group_create(&f, f.id, "param_slice_mappings");
+  zt_h5_write_strings(&f, g, "names", names, nmap);
+  write_i64_dataset(&f, g, "start", start, nmap);
+  write_i64_dataset(&f, g, "numel", numel, nmap);
+  write_i64_dataset(&f, g, "param_offset", poff, nmap);
+  H5Gclose(g);
+
+  const zt_loss_scaler *sc = &e->scaler;
+  g = zt_h5_group_create(&f, f.id, "loss_scaler");
+  zt_h5_attr_i64(&f, g, "kind", sc->kind);
+  zt_h5_attr_i64(&f, g, "dynamic_loss_scale", sc->kind != ZT_SCALER_STATIC);
+  zt_h5_attr_f64(&f, g, "cur_scale", sc->cur_scale);
+  zt_h5_attr_f64(&f, g, "min_scale", sc->min_scale);
+  zt_h5_attr_i64(&f, g, "scale_window", sc->scale_window);
+  zt_h5_attr_i64(&f, g, "delayed_shift", sc->delayed_shift);
+  zt_h5_attr_i64(&f, g, "consecutive_hysteresis", sc->consecutive_hysteresis);
+  zt_h5_attr_i64(&f, g, "cur_iter", sc->cur_iter);
+  zt_h5_attr_i64(&f, g, "last_overflow_iter", sc->last_overflow_iter);
+  zt_h5_attr_i64(&f, g, "cur_hysteresis", sc->cur_hysteresis);
+  zt_h5_attr_i64(&f, g, "growth_tracker", sc->growth_tracker);
+  H5Gclose(g);
+  zt_h5_close(&f);
+  zt_ckpt_phase("optimizer file closed");
+  zt_ckpt_fsync(path);
+  free(buf);
+  free(names);
+  free(cols);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+void zt_ckpt_save(zt_engine *e) {
+  const zt_args *a = e->args;
+  const layout l = rank_layout(e);
+  const zt_group *world = zt_comm_world();
+  const int rank0 = zt_rank() == 0, deflate = deflate_level();
+  char tag[64], tmp[4200], final[4200];
+  snprintf(tag, sizeof tag, "global_step%lld", (long long)e->iteration);
+  snprintf(tmp, sizeof tmp, "%s/.%s.tmp", a->save, tag);
+  snprintf(final, sizeof final, "%s/%s", a->save, tag);
+  zt_log("saving checkpoint at iteration %7lld to %s\n", (long long)e->iteration, a->save);
+  const double t0 = zt_now();
+  if (rank0) {
+    zt_ckpt_mkdirs(a->save);
+    zt_ckpt_rmtree(tmp); /* left by a save that was killed */
+    zt_ckpt_mkdirs(tmp);
+    zt_ckpt_phase("temporary directory created");
+  }
+  zt_barrier(world);
+  char path[4400];
+  if (l.dp_rank == 0) { /* the model states of this model-parallel rank */
+    char *args_text = zt_args_summary(a);
+    char *ds_text = e->ds ? read_file_text(e->ds->path) : strdup("");
+    snprintf(path, sizeof path, "%s/mp_rank_%02d_model_states.h5", tmp, l.mp_rank);
+    write_model_file(e, &l, path, args_text, ds_text, deflate);
+    free(args_text);
+    free(ds_text);
+  }
+  if (!a->no_save_optim) { /* every data-parallel rank writes its partition */
+    snprintf(path, sizeof path, "%s/%szero_pp_rank_%d_mp_rank_%02d_optim_states.h5", tmp,
+             e->half_dtype == ZT_DTYPE_BF16 ? "bf16_" : "", l.dp_rank, l.mp_rank);
+    write_optim_file(e, &l, path, deflate);
+  }
+  zt_barrier(world);
+  if (rank0) {
+    DIR *d = opendir(tmp);
+    zt_check(d, "checkpoint", "%s: cannot list", tmp);
+    char **names = NULL;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+      if (ends_with(de->d_name, ".h5")) {
+        names = realloc(names, (size_t)(n + 1) * sizeof(char *));
+        names[n++] = strdup(de->d_name);
+      }
+    closedir(d);
+    zt_ckpt_manifest_write(tmp, names, n);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    zt_ckpt_phase("manifest written");
+    zt_ckpt_fsync(tmp);
+    zt_ckpt_install_dir(tmp, final);
+    zt_ckpt_phase("tag directory installed");
+    char text[64];
+    snprintf(text, sizeof text, "%lld", (long long)e->iteration);
+    zt_ckpt_write_atomic(a->save, "latest_checkpointed_iteration.txt", text);
+    zt_ckpt_write_atomic(a->save, "latest", tag); /* last: the previous checkpoint stays current until here */
+    zt_ckpt_phase("latest replaced");
+  }
+  zt_barrier(world);
+  g_saved_iteration = e->iteration;
+  const double ms = 1e3 * (zt_now() - t0);
+  zt_log("  successfully saved checkpoint at iteration %7lld to %s\n", (long long)e->iteration, a->save);
+  zt_log("(min, max) time across ranks (ms):\n    save-checkpoint ................................: (%.2f, %.2f)\n",
+         ms, ms);
+}
+
+/* ---- loading -------------------------------------------------------------------------------------- */
+
+/* Megatron's OptimizerParamScheduler._check_and_set (no --override-opt_param-scheduler). */
+static void check_sched(const char *file, const char *name, double cls, double saved) {
+  zt_check(cls == saved, "checkpoint", "%s: OptimizerParamScheduler: class input value %.17g and checkpoint value "
+           "%.17g for %s do not match", file, cls, saved, name);
+}
+
+static void load_scheduler(zt_engine *e, const zt_ckpt_reader *r, int64_t *num_steps, int64_t *last_batch) {
+  const zt_h5 *f = &r->model[0];
+  hid_t g = zt_h5_group_open(f, f->id, "lr_scheduler");
+  char *type = zt_h5_get_str(f, g, "/lr_scheduler", "type");
+  const char *want = e->use_ds_sched ? "deepspeed" : "megatron";
+  zt_check(strcmp(type, want) == 0, "checkpoint", "%s: the checkpoint's learning-rate scheduler is %s's, this run "
+           "uses %s's (%s)", f->path, type, want, e->use_ds_sched ? "a ds_config scheduler block" : "no ds_config "
+           "scheduler block");
+  if (e->use_ds_sched) {
+    char *name = zt_h5_get_str(f, g, "/lr_scheduler", "name");
+    zt_check(strcmp(name, zt_ds_sched_name(e->ds_sched.kind)) == 0, "checkpoint", "%s: the checkpoint's scheduler "
+             "is %s, the ds_config's %s", f->path, name, zt_ds_sched_name(e->ds_sched.kind));
+    free(name);
+    *last_batch = zt_h5_get_i64(f, g, "/lr_scheduler", "last_batch_iteration");
+  } else {
+    check_sched(f->path, "learning rate", e->sched.max_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "max_lr"));
+    check_sched(f->path, "minimum learning rate", e->sched.min_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "min_lr"));
+    check_sched(f->path, "warmup iterations", (double)e->sched.warmup_steps,
+                (double)zt_h5_get_i64(f, g, "/lr_scheduler", "lr_warmup_steps"));
+    check_sched(f->path, "total number of iterations", (double)e->sched.decay_steps,
+                (double)zt_h5_get_i64(f, g, "/lr_scheduler", "lr_decay_steps"));
+    char *style = zt_h5_get_str(f, g, "/lr_scheduler", "lr_decay_style");
+    zt_check(strcmp(style, k_decay_names[e->sched.style]) == 0, "checkpoint", "%s: OptimizerParamScheduler: class "
+             "input value %s and checkpoint value %s for learning rate decay style do not match", f->path,
+             k_decay_names[e->sched.style], style);
+    free(style);
+    *num_steps = zt_h5_get_i64(f, g, "/lr_scheduler", "num_steps");
+  }
+  free(type);
+  H5Gclose(g);
+}
+
+static void load_scaler(const zt_ckpt_reader *r, zt_loss_scaler *sc) {
+  const zt_h5 *f = &r->optim[0];
+  hid_t g = zt_h5_group_open(f, f->id, "loss_scaler");
+  const char *w = "/loss_scaler";
+  const int64_t kind = zt_h5_get_i64(f, g, w, "kind");
+  zt_check(kind == sc->kind, "checkpoint", "%s: loss scaler kind %lld, this run's %d (a different --fp16/--bf16 or "
+           "loss-scale setting); use --no-load-optim or --finetune to start the scaler afresh", f->path,
+           (long long)kind, (int)sc->kind);
+  sc->cur_scale = zt_h5_get_f64(f, g, w, "cur_scale");
+  sc->cur_iter = zt_h5_get_i64(f, g, w, "cur_iter");
+  sc->last_overflow_iter = zt_h5_get_i64(f, g, w, "last_overflow_iter");
+  sc->cur_hysteresis = (int)zt_h5_get_i64(f, g, w, "cur_hysteresis");
+  sc->growth_tracker = zt_h5_get_i64(f, g, w, "growth_tracker");
+  H5Gclose(g);
+}
+
+/* Cuts this rank's slice of a full tensor (tensor parallelism plugs in here). */
+static void take_slice(const zt_param *p, const layout *l, const float *full, const zt_ckpt_tensor *t, float *dst) {
+  if (p->tp_split_dim < 0 || l->tp_size == 1) {
+    memcpy(dst, full, p->numel * sizeof(float));
+    return;
+  }
+  zt_ckpt_slice_copy(dst, full, t->ndim, t->full_shape, p->tp_split_dim,
+                     (int64_t)l->tp_rank * p->shape[p->tp_split_dim], p->shape[p->tp_split_dim], 0);
+}
+
+static void load_checkpoint(zt_engine *e) {
+  const zt_args *a = e->args;
+  const layout l = rank_layout(e);
+  char tag[256];
+  if (!zt_ckpt_resolve(a->load, a->load_tag, tag, sizeof tag)) {
+    zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
+             "%s (no %s/latest)", a->load, a->load);
+    zt_log("WARNING: could not find the metadata file %s/latest \n", a->load);
+    zt_log("    will not load any checkpoints and will start from random\n");
+    return;
+  }
+  zt_ckpt_reader r;
+  zt_ckpt_open(&r, a->load, tag); /* every file checked against the manifest first */
+  zt_log(" loading checkpoint from %s at iteration %lld\n", a->load, (long long)r.iteration);
+  const zt_param_table *t = &e->model.table;
+  const int load_optim = !a->finetune && !a->no_load_optim, load_rng = !a->finetune && !a->no_load_rng;
+
+  /* 1. the model must match tensor for tensor */
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    const int k = zt_ckpt_find(&r, p->name);
+    zt_check(k >= 0, "checkpoint", "%s: parameter %s of this model is not in the checkpoint (a different "
+             "architecture?)", r.dir, p->name);
+    const zt_ckpt_tensor *ct = &r.tensors[k];
+    int same = ct->ndim == p->ndim;
+    char want[96] = "", got[96] = "";
+    for (int d = 0; d < p->ndim; d++) {
+      const int64_t full = p->shape[d] * (d == p->tp_split_dim ? l.tp_size : 1);
+      same = same && d < ct->ndim && ct->full_shape[d] == full;
+      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? ", " : "", (long long)full);
+    }
+    for (int d = 0; d < ct->ndim; d++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)ct->full_shape[d]);
+    zt_check(same, "checkpoint", "%s: %s has shape [%s] in the checkpoint, [%s] in this model (--num-layers, "
+             "--hidden-size, --seq-length/--max-position-embeddings or the vocabulary differ; "
+             "--use-checkpoint-args takes the saved shape)", r.dir, p->name, got, want);
+  }
+  zt_check(r.n_tensors == t->count, "checkpoint", "%s: the checkpoint holds %d tensors, this model %d", r.dir,
+           r.n_tensors, t->count);
+  if (load_optim) {
+    zt_check(r.has_optim, "checkpoint", "Unable to load optimizer from checkpoint %s. Specify --no-load-optim or "
+             "--finetune to prevent attempting to load the optimizer state, exiting ...", r.dir);
+    zt_check(strcmp(r.optimizer, optimizer_name(&e->opt)) == 0, "checkpoint", "%s: the optimizer states are %s's, "
+             "this run uses %s (use --no-load-optim or --finetune to start the optimizer afresh)", r.dir, r.optimizer,
+             optimizer_name(&e->opt));
+  }
+  uint64_t saved_seed = 0;
+  if (load_rng) {
+    const zt_h5 *f = &r.model[0];
+    zt_check(zt_h5_exists(f->id, "rng_state"), "checkpoint", "Unable to load rng state from checkpoint %s. Specify "
+             "--no-load-rng or --finetune to prevent attempting to load the rng state, exiting ...", r.dir);
+    hid_t g = zt_h5_group_open(f, f->id, "rng_state");
+    saved_seed = (uint64_t)zt_h5_get_i64(f, g, "/rng_state", "seed");
+    H5Gclose(g);
+    zt_check(saved_seed == a->seed, "checkpoint", "%s: saved with --seed %llu, this run has --seed %llu: dropout and "
+             "data order are keyed by the seed, so the run would not continue the saved one; pass --seed %llu, or "
+             "--no-load-rng to continue with the new seed", r.dir, (unsigned long long)saved_seed,
+             (unsigned long long)a->seed, (unsigned long long)saved_seed);
+  }
+  int64_t num_steps = 0, last_batch = -1;
+  if (load_optim) load_scheduler(e, &r, &num_steps, &last_batch);
+  zt_loss_scaler scaler = e->scaler;
+  if (load_optim) load_scaler(&r, &scaler);
+  int64_t opt_step = 0;
+  if (load_optim) opt_step = zt_h5_get_i64(&r.optim[0], r.optim[0].id, "/", "step");
+
+  /* 2. stage every tensor (reads verify each dataset's crc32c), then commit */
+  const size_t N = t->numel;
+  const int nst = !load_optim ? 0 : e->opt.cfg.kind == ZT_OPT_SGD ? 2 : 3;
+  float *stage = zt_calloc(N * (1 + (size_t)nst) + 1, sizeof(float), "checkpoint staging");
+  size_t maxn = 1;
+  for (int i = 0; i < r.n_tensors; i++)
+    if (r.tensors[i].numel > maxn) maxn = r.tensors[i].numel;
+  float *full = zt_malloc(maxn * sizeof(float), "checkpoint tensor");
+  static const char *const adam_states[3] = {"fp32", "exp_avg", "exp_avg_sq"};
+  static const char *const sgd_states[2] = {"fp32", "momentum_buffer"};
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    const int k = zt_ckpt_find(&r, p->name);
+    zt_ckpt_read_weights(&r, k, full);
+    take_slice(p, &l, full, &r.tensors[k], stage + p->offset);
+    for (int s = 0; s < nst; s++) {
+      zt_ckpt_read_state(&r, k, e->opt.cfg.kind == ZT_OPT_SGD ? sgd_states[s] : adam_states[s], full);
+      take_slice(p, &l, full, &r.tensors[k], stage + (size_t)(1 + s) * N + p->offset);
+    }
+  }
+  free(full);
+
+  /* 3. commit */
+  float *params = e->model.params;
+  memcpy(params, stage, N * sizeof(float));
+  if (e->master) {
+    /* the half weights as the run holds them: values of half_dtype in fp32 slots */
+    uint16_t *h = zt_malloc(N * sizeof(uint16_t) + 2, "checkpoint half weights");
+    zt_convert(h, e->half_dtype, params, ZT_DTYPE_FP32, N);
+    zt_convert(params, ZT_DTYPE_FP32, h, e->half_dtype, N);
+    free(h);
+    /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
+    memcpy(e->master, load_optim ? stage + N : params, N * sizeof(float));
+  }
+  if (load_optim) {
+    /* stage: [weights | fp32 | exp_avg or momentum_buffer | exp_avg_sq] */
+    memcpy(e->opt.m, stage + 2 * N, N * sizeof(float));
+    if (nst == 3) memcpy(e->opt.v, stage + 3 * N, N * sizeof(float));
+    e->opt.step = opt_step;
+    if (e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
+    else e->sched.num_steps = num_steps;
+    e->scaler = scaler;
+    e->skipped_iters = r.skipped_steps;
+  }
+  free(stage);
+  if (!a->finetune) {
+    e->iteration = r.iteration;
+    e->consumed_samples = r.consumed_train_samples;
+    e->consumed_valid_samples = r.consumed_valid_samples;
+    e->consumed_tokens = r.tokens;
+  }
+  const int64_t it = r.iteration;
+  zt_ckpt_close(&r);
+  if (a->finetune) zt_log(" > --finetune: iteration, consumed samples, optimizer and rng start afresh\n");
+  zt_log("  successfully loaded checkpoint from %s at iteration %lld\n", a->load, (long long)(a->finetune ? 0 : it));
+}
+
+void zt_ckpt_engine_start(zt_engine *e) {
+  const zt_args *a = e->args;
+  g_start_time = zt_now();
+  if (a->exit_signal_handler) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+  }
+  if (a->load) load_checkpoint(e);
+}
+
+/* Whether any rank says so (Megatron all-reduces these decisions). */
+static int any_rank(int flag) {
+  double v = flag ? 1.0 : 0.0;
+  if (zt_world_size() > 1) zt_allreduce_max_f64(zt_comm_world(), &v, 1);
+  return v > 0;
+}
+
+int zt_ckpt_after_step(zt_engine *e) {
+  const zt_args *a = e->args;
+  const int64_t it = e->iteration;
+  int saved = 0;
+  if (a->exit_signal_handler && any_rank(g_sigterm)) {
+    if (a->save) zt_ckpt_save(e);
+    print_datetime("exiting program after receiving SIGTERM.");
+    return 1;
+  }
+  if (a->save && a->save_interval > 0 && it % a->save_interval == 0) {
+    zt_ckpt_save(e);
+    saved = 1;
+  }
+  if (a->exit_duration_in_mins > 0) {
+    const double minutes = (zt_now() - g_start_time) / 60.0;
+    if (any_rank(minutes > a->exit_duration_in_mins)) {
+      if (a->save && !saved) zt_ckpt_save(e);
+      char m[40], line[96];
+      zt_py_float(m, sizeof m, minutes, 0);
+      snprintf(line, sizeof line, "exiting program after %s minutes", m);
+      print_datetime(line);
+      return 1;
+    }
+  }
+  if (a->exit_interval > 0 && it % a->exit_interval == 0) {
+    if (a->save && !saved) zt_ckpt_save(e);
+    zt_barrier(zt_comm_world());
+    char line[96];
+    snprintf(line, sizeof line, "exiting program at iteration %lld", (long long)it);
+    print_datetime(line);
+    return 1;
+  }
+  return 0;
+}
+
+void zt_ckpt_end_of_training(zt_engine *e) {
+  if (e->args->save && e->iteration != 0 && g_saved_iteration != e->iteration) zt_ckpt_save(e);
+}

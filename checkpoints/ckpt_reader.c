@@ -1,0 +1,359 @@
+/* The layout-independent checkpoint reader (see ckpt_reader.h). */
+#include "checkpoints/ckpt_reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "checkpoints/ckpt_fs.h"
+#include "runtime/base/error.h"
+
+int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n) {
+  tag_out[0] = '\0';
+  if (tag && *tag) {
+    snprintf(tag_out, n, "%s", tag);
+  } else if (!zt_ckpt_read_text(root, "latest", tag_out, n) || !tag_out[0]) {
+    tag_out[0] = '\0';
+    return 0;
+  }
+  zt_check(!strchr(tag_out, '/'), "checkpoint", "%s/latest names \"%s\", not a tag directory", root, tag_out);
+  char dir[4352];
+  snprintf(dir, sizeof dir, "%s/%s", root, tag_out);
+  struct stat st;
+  zt_check(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "checkpoint", "%s: the checkpoint directory of tag %s is "
+           "missing%s", dir, tag_out, tag && *tag ? " (--load-tag)" : " (named by latest)");
+  return 1;
+}
+
+static int parse_model_name(const char *s, int *mp) {
+  char tail[64];
+  return sscanf(s, "mp_rank_%d_%63s", mp, tail) == 2 && strcmp(tail, "model_states.h5") == 0;
+}
+
+static int parse_optim_name(const char *s, int *dp, int *mp) {
+  char tail[64];
+  if (strncmp(s, "bf16_", 5) == 0) s += 5;
+  return sscanf(s, "zero_pp_rank_%d_mp_rank_%d_%63s", dp, mp, tail) == 3 && strcmp(tail, "optim_states.h5") == 0;
+}
+
+static void check_format(const zt_h5 *f, const char *kind) {
+  char *fmt = zt_h5_has_attr(f->id, "zt_format") ? zt_h5_get_str(f, f->id, "/", "zt_format") : strdup("");
+  zt_check(strcmp(fmt, ZT_CKPT_FORMAT) == 0, "checkpoint", "%s: not a zerotron checkpoint file (zt_format \"%s\")",
+           f->path, fmt);
+  free(fmt);
+  int64_t v = zt_h5_get_i64(f, f->id, "/", "zt_format_version");
+  zt_check(v >= 1 && v <= ZT_CKPT_FORMAT_VERSION, "checkpoint", "%s: format version %lld; this build reads versions "
+           "1 to %d", f->path, (long long)v, ZT_CKPT_FORMAT_VERSION);
+  char *k = zt_h5_get_str(f, f->id, "/", "file_kind");
+  zt_check(strcmp(k, kind) == 0, "checkpoint", "%s: file_kind \"%s\", expected \"%s\"", f->path, k, kind);
+  free(k);
+}
+
+static zt_dtype dtype_named(const zt_h5 *f, const char *s) {
+  if (strcmp(s, "fp16") == 0) return ZT_DTYPE_FP16;
+  if (strcmp(s, "bf16") == 0) return ZT_DTYPE_BF16;
+  zt_check(strcmp(s, "fp32") == 0, "checkpoint", "%s: weights dtype \"%s\"", f->path, s);
+  return ZT_DTYPE_FP32;
+}
+
+/* Adds the tensors of one model file to the union. */
+static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f) {
+  hid_t g = zt_h5_group_open(f, f->id, "module");
+  char **names = NULL;
+  size_t n = zt_h5_read_strings(f, f->id, "param_names", &names);
+  for (size_t i = 0; i < n; i++) {
+    if (zt_ckpt_find(r, names[i]) >= 0) continue;
+    r->tensors = realloc(r->tensors, (size_t)(r->n_tensors + 1) * sizeof(zt_ckpt_tensor));
+    zt_ckpt_tensor *t = &r->tensors[r->n_tensors++];
+    memset(t, 0, sizeof *t);
+    zt_check(strlen(names[i]) < sizeof t->name, "checkpoint", "%s: parameter name %s is too long", f->path, names[i]);
+    snprintf(t->name, sizeof t->name, "%s", names[i]);
+    hid_t d = H5Dopen2(g, names[i], H5P_DEFAULT);
+    zt_check(d >= 0, "checkpoint", "%s: dataset /module/%s (listed in param_names) is missing", f->path, names[i]);
+    char where[200];
+    snprintf(where, sizeof where, "/module/%s", names[i]);
+    t->ndim = zt_h5_get_i64v(f, d, where, "full_shape", t->full_shape, ZT_MAX_DIMS);
+    t->numel = 1;
+    for (int k = 0; k < t->ndim; k++) t->numel *= (size_t)t->full_shape[k];
+    t->tp_split_dim = (int)zt_h5_get_i64(f, d, where, "tp_split_dim");
+    t->tied_group = (int)zt_h5_get_i64(f, d, where, "tied_group");
+    t->no_weight_decay = (int)zt_h5_get_i64(f, d, where, "no_weight_decay");
+    t->expert_id = (int)zt_h5_get_i64(f, d, where, "expert_id");
+    char *dt = zt_h5_get_str(f, d, where, "dtype");
+    t->dtype = dtype_named(f, dt);
+    free(dt);
+    H5Dclose(d);
+  }
+  zt_h5_free_strings(names, n);
+  H5Gclose(g);
+}
+
+static void read_map(const zt_h5 *f, zt_ckpt_slice_map *m) {
+  hid_t g = zt_h5_group_open(f, f->id, "param_slice_mappings");
+  m->n = zt_h5_read_strings(f, g, "names", &m->names);
+  int64_t *cols[3];
+  static const char *const col_names[3] = {"start", "numel", "param_offset"};
+  for (int c = 0; c < 3; c++) {
+    cols[c] = zt_malloc((m->n + 1) * sizeof(int64_t), "slice mapping");
+    hid_t d = zt_h5_exists(g, col_names[c]) ? H5Dopen2(g, col_names[c], H5P_DEFAULT) : -1;
+    zt_check(d >= 0, "checkpoint", "%s: /param_slice_mappings/%s is missing", f->path, col_names[c]);
+    hid_t sp = H5Dget_space(d);
+    zt_check((size_t)H5Sget_simple_extent_npoints(sp) == m->n &&
+                 (m->n == 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, cols[c]) >= 0),
+             "checkpoint", "%s: /param_slice_mappings/%s does not hold %zu integers", f->path, col_names[c], m->n);
+    H5Sclose(sp);
+    H5Dclose(d);
+  }
+  m->start = cols[0];
+  m->numel = cols[1];
+  m->param_offset = cols[2];
+  H5Gclose(g);
+}
+
+void zt_ckpt_open(zt_ckpt_reader *r, const char *root, const char *tag) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->root, sizeof r->root, "%s", root);
+  zt_check(zt_ckpt_resolve(root, tag, r->tag, sizeof r->tag), "checkpoint",
+           "%s: no checkpoint (no %s/latest file; pass a tag explicitly)", root, root);
+  snprintf(r->dir, sizeof r->dir, "%s/%s", root, r->tag);
+  r->n_files = zt_ckpt_manifest_verify(r->dir, &r->files);
+
+  int mp_max = -1, dp_max = -1, n_model = 0, n_optim = 0;
+  for (int i = 0; i < r->n_files; i++) {
+    int mp, dp;
+    if (parse_model_name(r->files[i], &mp)) {
+      n_model++;
+      if (mp > mp_max) mp_max = mp;
+    } else if (parse_optim_name(r->files[i], &dp, &mp)) {
+      n_optim++;
+      if (dp > dp_max) dp_max = dp;
+    }
+  }
+  zt_check(n_model > 0, "checkpoint", "%s: no mp_rank_XX_model_states.h5 file", r->dir);
+  zt_check(n_model == mp_max + 1, "checkpoint", "%s: %d model-state files for model-parallel ranks 0..%d", r->dir,
+           n_model, mp_max);
+  r->mp_size = n_model;
+  r->model = zt_calloc((size_t)r->mp_size, sizeof(zt_h5), "checkpoint files");
+  for (int i = 0; i < r->n_files; i++) {
+    int mp;
+    if (!parse_model_name(r->files[i], &mp)) continue;
+    char path[8800];
+    snprintf(path, sizeof path, "%s/%s", r->dir, r->files[i]);
+    zt_h5_open(&r->model[mp], path);
+    check_format(&r->model[mp], "model_states");
+  }
+  const zt_h5 *m0 = &r->model[0];
+  r->tp_size = (int)zt_h5_get_i64(m0, m0->id, "/", "tp_world_size");
+  r->pp_size = (int)zt_h5_get_i64(m0, m0->id, "/", "pp_world_size");
+  r->dp_size = (int)zt_h5_get_i64(m0, m0->id, "/", "dp_world_size");
+  zt_check(r->tp_size * r->pp_size == r->mp_size, "checkpoint", "%s: %d model-state files, but tp_world_size %d x "
+           "pp_world_size %d", r->dir, r->mp_size, r->tp_size, r->pp_size);
+  r->iteration = zt_h5_get_i64(m0, m0->id, "/", "iteration");
+  r->consumed_train_samples = zt_h5_get_i64(m0, m0->id, "/", "consumed_train_samples");
+  r->consumed_valid_samples = zt_h5_get_i64(m0, m0->id, "/", "consumed_valid_samples");
+  r->tokens = zt_h5_get_i64(m0, m0->id, "/", "tokens");
+  r->skipped_steps = zt_h5_get_i64(m0, m0->id, "/", "skipped_steps");
+  r->vocab_size = zt_h5_get_i64(m0, m0->id, "/", "vocab_size");
+  r->padded_vocab_size = zt_h5_get_i64(m0, m0->id, "/", "padded_vocab_size");
+  r->zero_stage = (int)zt_h5_get_i64(m0, m0->id, "/", "zero_stage");
+  char *dt = zt_h5_get_str(m0, m0->id, "/", "dtype");
+  r->weights_dtype = dtype_named(m0, dt);
+  free(dt);
+  r->args_text = zt_h5_get_str(m0, m0->id, "/", "args");
+  r->ds_config = zt_h5_get_str(m0, m0->id, "/", "ds_config");
+  for (int m = 0; m < r->mp_size; m++) collect_tensors(r, &r->model[m]);
+
+  if (n_optim > 0) {
+    zt_check(n_optim == r->mp_size * r->dp_size && dp_max + 1 == r->dp_size, "checkpoint",
+             "%s: %d optimizer-state files, expected dp_world_size %d x %d model-parallel ranks", r->dir, n_optim,
+             r->dp_size, r->mp_size);
+    r->has_optim = 1;
+    r->optim = zt_calloc((size_t)n_optim, sizeof(zt_h5), "checkpoint files");
+    r->maps = zt_calloc((size_t)n_optim, sizeof(zt_ckpt_slice_map), "checkpoint slice maps");
+    for (int i = 0; i < r->n_files; i++) {
+      int dp, mp;
+      if (!parse_optim_name(r->files[i], &dp, &mp)) continue;
+      zt_check(mp < r->mp_size, "checkpoint", "%s/%s: model-parallel rank %d of %d", r->dir, r->files[i], mp,
+               r->mp_size);
+      char path[8800];
+      snprintf(path, sizeof path, "%s/%s", r->dir, r->files[i]);
+      zt_h5 *f = &r->optim[mp * r->dp_size + dp];
+      zt_h5_open(f, path);
+      check_format(f, "optim_states");
+      read_map(f, &r->maps[mp * r->dp_size + dp]);
+    }
+    char *o = zt_h5_get_str(&r->optim[0], r->optim[0].id, "/", "optimizer");
+    snprintf(r->optimizer, sizeof r->optimizer, "%s", o);
+    free(o);
+  }
+}
+
+void zt_ckpt_close(zt_ckpt_reader *r) {
+  for (int m = 0; m < r->mp_size; m++) zt_h5_close(&r->model[m]);
+  if (r->has_optim)
+    for (int i = 0; i < r->mp_size * r->dp_size; i++) {
+      zt_h5_close(&r->optim[i]);
+      zt_h5_free_strings(r->maps[i].names, r->maps[i].n);
+      free(r->maps[i].start);
+      free(r->maps[i].numel);
+      free(r->maps[i].param_offset);
+    }
+  free(r->model);
+  free(r->optim);
+  free(r->maps);
+  free(r->tensors);
+  free(r->args_text);
+  free(r->ds_config);
+  for (int i = 0; i < r->n_files; i++) free(r->files[i]);
+  free(r->files);
+  memset(r, 0, sizeof *r);
+}
+
+int zt_ckpt_find(const zt_ckpt_reader *r, const char *name) {
+  for (int i = 0; i < r->n_tensors; i++)
+    if (strcmp(r->tensors[i].name, name) == 0) return i;
+  return -1;
+}
+
+void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *full, int dim, int64_t offset,
+                        int64_t len, int to_full) {
+  size_t outer = 1, inner = 1;
+  for (int k = 0; k < dim; k++) outer *= (size_t)full[k];
+  for (int k = dim + 1; k < ndim; k++) inner *= (size_t)full[k];
+  const size_t F = (size_t)full[dim], L = (size_t)len;
+  for (size_t o = 0; o < outer; o++) {
+    float *fp = (to_full ? dst : (float *)src) + (o * F + (size_t)offset) * inner;
+    float *lp = (to_full ? (float *)src : dst) + o * L * inner;
+    if (to_full) memcpy(fp, lp, L * inner * sizeof(float));
+    else memcpy(lp, fp, L * inner * sizeof(float));
+  }
+}
+
+/* Where model file m holds tensor t: its local shape along the split dimension (len) and offset. Returns 0
+ * when the file does not hold it. */
+static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, int64_t *offset, int64_t *len,
+                       size_t *numel) {
+  const zt_h5 *f = &r->model[m];
+  hid_t g = zt_h5_group_open(f, f->id, "module");
+  if (!zt_h5_exists(g, t->name)) {
+    H5Gclose(g);
+    return 0;
+  }
+  int64_t shape[8];
+  int nd = zt_h5_tensor_shape(f, g, t->name, shape, NULL);
+  zt_check(nd == t->ndim, "checkpoint", "%s: /module/%s has %d dimensions, its full_shape %d", f->path, t->name, nd,
+           t->ndim);
+  hid_t d = H5Dopen2(g, t->name, H5P_DEFAULT);
+  char where[200];
+  snprintf(where, sizeof where, "/module/%s", t->name);
+  *offset = zt_h5_get_i64(f, d, where, "slice_offset");
+  H5Dclose(d);
+  H5Gclose(g);
+  *numel = 1;
+  for (int k = 0; k < nd; k++) {
+    *numel *= (size_t)shape[k];
+    const int split = k == t->tp_split_dim;
+    zt_check(split || shape[k] == t->full_shape[k], "checkpoint", "%s: /module/%s dimension %d is %lld, full shape "
+             "%lld (not the split dimension %d)", f->path, t->name, k, (long long)shape[k],
+             (long long)t->full_shape[k], t->tp_split_dim);
+  }
+  *len = t->tp_split_dim >= 0 ? shape[t->tp_split_dim] : 0;
+  if (t->tp_split_dim >= 0)
+    zt_check(*offset >= 0 && *offset + *len <= t->full_shape[t->tp_split_dim], "checkpoint", "%s: /module/%s slice "
+             "[%lld, %lld) along dimension %d exceeds the full size %lld", f->path, t->name, (long long)*offset,
+             (long long)(*offset + *len), t->tp_split_dim, (long long)t->full_shape[t->tp_split_dim]);
+  return 1;
+}
+
+/* Assembles the full tensor from per-mp-rank local tensors; fetch(m, local) fills model file m's slice. */
+static void assemble(const zt_ckpt_reader *r, int i, float *out, const char *what,
+                     void (*fetch)(const zt_ckpt_reader *, int, int, const char *, float *, size_t), const char *state) {
+  const zt_ckpt_tensor *t = &r->tensors[i];
+  size_t covered = 0;
+  float *local = NULL;
+  for (int m = 0; m < r->mp_size && covered < t->numel; m++) {
+    int64_t off, len;
+    size_t n;
+    if (!local_slice(r, m, t, &off, &len, &n)) continue;
+    if (t->tp_split_dim < 0 || n == t->numel) {
+      fetch(r, m, i, state, out, n);
+      covered = t->numel;
+      break;
+    }
+    local = realloc(local, n * sizeof(float) + 1);
+    fetch(r, m, i, state, local, n);
+    zt_ckpt_slice_copy(out, local, t->ndim, t->full_shape, t->tp_split_dim, off, len, 1);
+    covered += n;
+  }
+  free(local);
+  zt_check(covered == t->numel, "checkpoint", "%s: the %s of %s cover %zu of its %zu elements", r->dir, what, t->name,
+           covered, t->numel);
+}
+
+static void fetch_weights(const zt_ckpt_reader *r, int m, int i, const char *state, float *out, size_t n) {
+  const zt_h5 *f = &r->model[m];
+  hid_t g = zt_h5_group_open(f, f->id, "module");
+  zt_h5_read_tensor(f, g, r->tensors[i].name, out, n);
+  H5Gclose(g);
+}
+
+/* The local (tensor-parallel slice) flat state of tensor i on mp rank m, from its data-parallel partitions. */
+static void fetch_state(const zt_ckpt_reader *r, int m, int i, const char *state, float *out, size_t n) {
+  const char *name = r->tensors[i].name;
+  size_t covered = 0;
+  for (int dp = 0; dp < r->dp_size; dp++) {
+    const zt_h5 *f = &r->optim[m * r->dp_size + dp];
+    const zt_ckpt_slice_map *map = &r->maps[m * r->dp_size + dp];
+    for (size_t k = 0; k < map->n; k++) {
+      if (strcmp(map->names[k], name) != 0) continue;
+      zt_check(map->param_offset[k] >= 0 && (size_t)(map->param_offset[k] + map->numel[k]) <= n, "checkpoint",
+               "%s: slice of %s [%lld, %lld) exceeds its %zu elements", f->path, name, (long long)map->param_offset[k],
+               (long long)(map->param_offset[k] + map->numel[k]), n);
+      hid_t g = zt_h5_group_open(f, f->id, "state");
+      zt_check(zt_h5_exists(g, state), "checkpoint", "%s: optimizer state %s is missing (optimizer %s)", f->path, state,
+               r->optimizer);
+      zt_h5_read_range(f, g, state, (size_t)map->start[k], (size_t)map->numel[k], out + map->param_offset[k]);
+      H5Gclose(g);
+      covered += (size_t)map->numel[k];
+    }
+  }
+  zt_check(covered == n, "checkpoint", "%s: the optimizer partitions of model-parallel rank %d hold %zu of the %zu "
+           "elements of %s", r->dir, m, covered, n, name);
+}
+
+void zt_ckpt_read_weights(const zt_ckpt_reader *r, int i, float *out) {
+  assemble(r, i, out, "weight slices", fetch_weights, NULL);
+}
+
+void zt_ckpt_read_state(const zt_ckpt_reader *r, int i, const char *state, float *out) {
+  zt_check(r->has_optim, "checkpoint", "%s: no optimizer states (saved with --no-save-optim)", r->dir);
+  assemble(r, i, out, "optimizer partitions", fetch_state, state);
+}
+
+int zt_ckpt_arg(const char *text, const char *name, char *buf, size_t n) {
+  const size_t len = strlen(name);
+  for (const char *p = text; p && *p;) {
+    const char *eol = strchr(p, '\n');
+    size_t linelen = eol ? (size_t)(eol - p) : strlen(p);
+    if (linelen > len && strncmp(p, name, len) == 0 && p[len] == ' ') {
+      size_t vlen = linelen - len - 1;
+      if (vlen >= n) vlen = n - 1;
+      memcpy(buf, p + len + 1, vlen);
+      buf[vlen] = '\0';
+      return 1;
+    }
+    p = eol ? eol + 1 : NULL;
+  }
+  return 0;
+}
+
+char *zt_ckpt_saved_args(const char *root, const char *tag) {
+  char t[256];
+  if (!zt_ckpt_resolve(root, tag, t, sizeof t)) return NULL;
+  zt_ckpt_reader r;
+  zt_ckpt_open(&r, root, t);
+  char *s = strdup(r.args_text);
+  zt_ckpt_close(&r);
+  return s;
+}

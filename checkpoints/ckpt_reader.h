@@ -1,0 +1,84 @@
+/* The layout-independent checkpoint reader: finds the tag (`latest` or an explicit one), verifies every
+ * file against the tag's manifest before anything is read, opens the model-state files of every model-
+ * parallel rank and the optimizer-state partitions of every data-parallel rank, and returns any tensor
+ * as its FULL fp32 value, whatever tensor-parallel slicing and data-parallel partitioning the saving run
+ * used: weights are assembled from the per-rank slices (full shape, split dimension, offset), optimizer
+ * states (fp32 masters, moments) from the partitions' slice mappings. Memory stays near one tensor.
+ * Used by the engine's --load, zero_to_fp32, export_hf and inspect_checkpoint. docs/checkpoints.md. */
+#ifndef ZT_CKPT_READER_H
+#define ZT_CKPT_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoints/h5io.h"
+#include "runtime/tensor/tensor.h"
+
+#define ZT_CKPT_FORMAT "zerotron-checkpoint"
+#define ZT_CKPT_FORMAT_VERSION 1
+#define ZT_CKPT_MEGATRON_VERSION 3.0 /* Megatron's checkpoint_version */
+
+typedef struct {
+  char name[128];
+  int ndim;
+  int64_t full_shape[ZT_MAX_DIMS];
+  size_t numel;                /* of the full tensor */
+  int tp_split_dim;            /* -1 replicated */
+  int tied_group, no_weight_decay, expert_id;
+  zt_dtype dtype;              /* stored dtype of the weights */
+} zt_ckpt_tensor;
+
+typedef struct {               /* one optimizer partition file's slice mapping */
+  size_t n;
+  char **names;
+  int64_t *start, *numel, *param_offset;
+} zt_ckpt_slice_map;
+
+typedef struct {
+  char root[4096], tag[256], dir[4352];
+  int n_files;
+  char **files;                /* verified against the manifest, sorted */
+  int mp_size, tp_size, pp_size, dp_size;
+  zt_h5 *model;                /* [mp_size], by mp rank */
+  int has_optim;               /* optimizer partitions present (not --no-save-optim) */
+  zt_h5 *optim;                /* [mp_size * dp_size]: mp * dp_size + dp */
+  zt_ckpt_slice_map *maps;     /* same indexing */
+  char optimizer[16];          /* "adam", "sgd", "lamb" */
+  int n_tensors;
+  zt_ckpt_tensor *tensors;     /* the union over model files, in saved order */
+  /* scalar metadata of mp_rank_00 */
+  int64_t iteration, consumed_train_samples, consumed_valid_samples, tokens, skipped_steps;
+  int64_t vocab_size, padded_vocab_size;
+  int zero_stage;
+  zt_dtype weights_dtype;
+  char *args_text;             /* "name value" lines, Megatron's argument summary */
+  char *ds_config;             /* the DeepSpeed config file's text, "" without --deepspeed */
+} zt_ckpt_reader;
+
+/* The tag to load under root: `tag` when given, else the contents of root/latest. Returns 0 (tag_out
+ * empty) when there is no root/latest; fatal when root/<tag> is missing. */
+int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);
+/* Opens root/<tag> (tag NULL: latest; fatal when there is none): verifies the manifest, reads metadata. */
+void zt_ckpt_open(zt_ckpt_reader *r, const char *root, const char *tag);
+void zt_ckpt_close(zt_ckpt_reader *r);
+
+/* Index of a tensor by name, or -1. */
+int zt_ckpt_find(const zt_ckpt_reader *r, const char *name);
+/* The full fp32 weights of tensor i (out holds tensors[i].numel floats). */
+void zt_ckpt_read_weights(const zt_ckpt_reader *r, int i, float *out);
+/* The full fp32 optimizer state `state` ("fp32", "exp_avg", "exp_avg_sq", "momentum_buffer") of tensor i;
+ * fatal when the checkpoint has no optimizer partitions. */
+void zt_ckpt_read_state(const zt_ckpt_reader *r, int i, const char *state, float *out);
+/* The value of a saved argument (Megatron's name, e.g. "num_layers") into buf; 0 when absent. */
+int zt_ckpt_arg(const char *args_text, const char *name, char *buf, size_t n);
+
+/* --use-checkpoint-args: the saved argument summary of root/<tag or latest> (malloc'd "name value\n"
+ * lines), or NULL when there is no checkpoint. */
+char *zt_ckpt_saved_args(const char *root, const char *tag);
+
+/* Copies the slice [offset, offset + len) along dimension dim of the full tensor src (shape full) into dst
+ * (the same shape with len along dim); direction reversed when to_full is set. */
+void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *full, int dim, int64_t offset,
+                        int64_t len, int to_full);
+
+#endif

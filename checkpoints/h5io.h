@@ -1,0 +1,61 @@
+/* Thin HDF5 helpers for the checkpoint files: files, groups that keep creation order, typed scalar and
+ * array attributes, UTF-8 string attributes and string-list datasets, and tensor datasets stored in fp32,
+ * fp16 (IEEE half, read by h5py as float16) or bf16 (uint16 bit patterns, "dtype" attribute "bf16"), each
+ * with a CRC32C of its stored bytes that every read verifies. Every failure names the file and object. */
+#ifndef ZT_H5IO_H
+#define ZT_H5IO_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/base/dtype.h"
+
+typedef struct {
+  hid_t id;
+  char path[4096];
+} zt_h5;
+
+/* Creates (truncating) a file for writing; fatal on failure. */
+void zt_h5_create(zt_h5 *f, const char *path);
+/* Opens read-only; fatal (naming the file) when it is not a readable HDF5 file. */
+void zt_h5_open(zt_h5 *f, const char *path);
+void zt_h5_close(zt_h5 *f);
+
+/* A group (creation order tracked, so h5py lists members in the order written); close with H5Gclose. */
+hid_t zt_h5_group_create(const zt_h5 *f, hid_t loc, const char *name);
+/* Opens an existing group; fatal naming the file when it is missing. */
+hid_t zt_h5_group_open(const zt_h5 *f, hid_t loc, const char *name);
+int zt_h5_exists(hid_t loc, const char *name);
+
+/* Attributes on an object (file root, group or dataset). */
+void zt_h5_attr_i64(const zt_h5 *f, hid_t obj, const char *name, int64_t v);
+void zt_h5_attr_f64(const zt_h5 *f, hid_t obj, const char *name, double v);
+void zt_h5_attr_str(const zt_h5 *f, hid_t obj, const char *name, const char *s);
+void zt_h5_attr_i64v(const zt_h5 *f, hid_t obj, const char *name, const int64_t *v, int n);
+int zt_h5_has_attr(hid_t obj, const char *name);
+/* Readers: fatal naming file, object and attribute when missing or of another kind. `where` names the
+ * object in messages (e.g. "/module/<name>"). */
+int64_t zt_h5_get_i64(const zt_h5 *f, hid_t obj, const char *where, const char *name);
+double zt_h5_get_f64(const zt_h5 *f, hid_t obj, const char *where, const char *name);
+char *zt_h5_get_str(const zt_h5 *f, hid_t obj, const char *where, const char *name); /* malloc'd */
+int zt_h5_get_i64v(const zt_h5 *f, hid_t obj, const char *where, const char *name, int64_t *v, int max);
+
+/* A dataset of n UTF-8 strings, and its reader (returns n; *out is malloc'd, each string malloc'd). */
+void zt_h5_write_strings(const zt_h5 *f, hid_t loc, const char *name, const char *const *s, size_t n);
+size_t zt_h5_read_strings(const zt_h5 *f, hid_t loc, const char *name, char ***out);
+void zt_h5_free_strings(char **s, size_t n);
+
+/* Writes fp32 data (n = product of shape) as a dataset stored in `storage` dtype (rounded to nearest even
+ * for fp16/bf16), with attributes "dtype" and "crc32c" (of the stored little-endian bytes). deflate: 0 off,
+ * 1-9 zlib level (chunked storage). Returns the open dataset (close with H5Dclose) for more attributes. */
+hid_t zt_h5_write_tensor(const zt_h5 *f, hid_t loc, const char *name, zt_dtype storage, const float *data,
+                         int ndim, const int64_t *shape, int deflate);
+/* Shape of a dataset (returns ndim) and its storage dtype (from the "dtype" attribute). */
+int zt_h5_tensor_shape(const zt_h5 *f, hid_t loc, const char *name, int64_t *shape, zt_dtype *storage);
+/* Reads a whole dataset into fp32, verifying its CRC32C (fatal, naming the file and dataset, on mismatch). */
+void zt_h5_read_tensor(const zt_h5 *f, hid_t loc, const char *name, float *out, size_t n);
+/* Reads elements [start, start + n) of a 1-D fp32 dataset (no CRC check: callers verified the file). */
+void zt_h5_read_range(const zt_h5 *f, hid_t loc, const char *name, size_t start, size_t n, float *out);
+
+#endif
