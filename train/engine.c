@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/pyfmt.h"
 #include "runtime/comm/comms_logger.h"
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
@@ -80,6 +81,14 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
   m.train_iters.explicit_ = false;
   zt_ds_config_reconcile(c, &m);
   zt_ds_config_batch(c, a->data_parallel_size);
+  /* fp16 / bf16: the config governs, "auto" takes the flag, an explicit flag the config disables is refused */
+  const int fp16 = c->fp16_auto ? a->fp16 : c->fp16_enabled, bf16 = c->bf16_auto ? a->bf16 : c->bf16_enabled;
+  zt_check(!(fp16 && bf16), "ds_config", "%s: bfloat16 and fp16 modes cannot be simultaneously enabled (--%s "
+           "and the %s block)", c->path, a->fp16 ? "fp16" : "bf16", a->fp16 ? "bf16" : "fp16");
+  zt_check(!(a->fp16 && !fp16), "inconsistent arguments", "--fp16 contradicts fp16.enabled false in %s", c->path);
+  zt_check(!(a->bf16 && !bf16), "inconsistent arguments", "--bf16 contradicts bf16.enabled false in %s", c->path);
+  a->fp16 = fp16;
+  a->bf16 = bf16;
   /* DeepSpeed's triple drives the batch; Megatron's derived values follow it */
   a->micro_batch_size = (int)c->train_micro_batch_size_per_gpu.value;
   a->global_batch_size = (int)c->train_batch_size.value;
@@ -180,6 +189,82 @@ static void flops_report(zt_engine *e, double fwd, double bwd, double step) {
   e->fprof = NULL;
 }
 
+/* ---- mixed precision (docs/mixed_precision.md) ----------------------------------------------- */
+
+static zt_dtype dtype_from_name(const char *s) {
+  return !strcmp(s, "fp16") ? ZT_DTYPE_FP16 : !strcmp(s, "bf16") ? ZT_DTYPE_BF16 : ZT_DTYPE_FP32;
+}
+
+/* The half type, where gradients accumulate, the all-reduce type and the loss scaler: Megatron's
+ * rules (--fp16/--bf16, --loss-scale, --initial-loss-scale, ...) or, with --deepspeed, the fp16/bf16
+ * blocks as DeepSpeed's engine reads them (the optimizer DeepSpeed would wrap decides the scaler). */
+static void mixed_precision_setup(zt_engine *e) {
+  const zt_args *a = e->args;
+  const zt_ds_config *ds = e->ds;
+  e->half_dtype = a->fp16 ? ZT_DTYPE_FP16 : a->bf16 ? ZT_DTYPE_BF16 : ZT_DTYPE_FP32;
+  zt_loss_scaler_init_static(&e->scaler, 1.0);
+  if (!ds) {
+    e->grads_half = a->fp16 && !a->accumulate_allreduce_grads_in_fp32;
+    e->comm_dtype = e->grads_half ? e->half_dtype : ZT_DTYPE_FP32;
+    if (a->fp16) {
+      if (a->loss_scale > 0) zt_loss_scaler_init_static(&e->scaler, a->loss_scale);
+      else zt_loss_scaler_init_dynamic(&e->scaler, ZT_SCALER_MEGATRON, a->initial_loss_scale, a->loss_scale_window,
+                                       a->hysteresis, 0, a->min_loss_scale);
+    }
+    return;
+  }
+  const zt_dtype accum = dtype_from_name(ds->grad_accum_dtype);
+  if (a->bf16) {
+    zt_check(!ds->grad_accum_dtype[0] || accum == ZT_DTYPE_FP32 || ds->zero_stage > 0, "ds_config",
+             "%s: Bfloat16 wrapper must use a gradient accumulation type of fp32, enable ZeRO to use Bfloat16 "
+             "gradient accumulation (data_types.grad_accum_dtype is \"%s\")", ds->path, ds->grad_accum_dtype);
+    e->grads_half = ds->zero_stage > 0 && (!ds->grad_accum_dtype[0] || accum == ZT_DTYPE_BF16);
+  } else if (a->fp16) {
+    zt_check(!ds->grad_accum_dtype[0] || accum != ZT_DTYPE_BF16, "ds_config", "%s: data_types.grad_accum_dtype "
+             "\"bf16\" with an fp16 model is not supported (use fp16 or fp32)", ds->path);
+    e->grads_half = !ds->grad_accum_dtype[0] || accum == ZT_DTYPE_FP16;
+  } else {
+    zt_check(!ds->grad_accum_dtype[0] || accum == ZT_DTYPE_FP32, "ds_config", "%s: data_types.grad_accum_dtype "
+             "\"%s\" needs fp16 or bf16 enabled", ds->path, ds->grad_accum_dtype);
+  }
+  /* communication_data_type: None follows the model (fp16, bf16 or fp32) */
+  e->comm_dtype = ds->communication_data_type[0] ? dtype_from_name(ds->communication_data_type) : e->half_dtype;
+  if (!a->fp16) return;
+  if (ds->loss_scale.value > 0) {
+    zt_loss_scaler_init_static(&e->scaler, ds->loss_scale.value);
+    return;
+  }
+  const double power_scale = ldexp(1.0, (int)ds->initial_scale_power.value);
+  if (ds->zero_stage == 0) { /* FP16_Optimizer: 2**initial_scale_power, no hysteresis */
+    zt_loss_scaler_init_dynamic(&e->scaler, ZT_SCALER_DS_FUSED, power_scale, (int64_t)ds->loss_scale_window.value,
+                                1, 0, ds->min_loss_scale.value);
+  } else if (ds->dynamic_loss_args) { /* ZeRO: get_dynamic_loss_scale_args */
+    zt_loss_scaler_init_dynamic(&e->scaler, ZT_SCALER_DS_DYNAMIC, power_scale, (int64_t)ds->loss_scale_window.value,
+                                (int)ds->hysteresis.value, ds->consecutive_hysteresis, ds->min_loss_scale.value);
+  } else { /* ZeRO with none of the five keys: DynamicLossScaler()'s own defaults */
+    zt_loss_scaler_init_dynamic(&e->scaler, ZT_SCALER_DS_DYNAMIC, ldexp(1.0, 32), 1000, 1, 0, 1.0);
+  }
+  e->scaler.scale_is_int = 1;
+}
+
+/* After the model's fp32 initialization: the weights become half values and the masters copy them
+ * (as DeepSpeed and Megatron build the fp32 masters from the already-converted half model). */
+static void mixed_precision_init_weights(zt_engine *e) {
+  if (e->half_dtype == ZT_DTYPE_FP32) return;
+  const size_t n = e->model.table.numel;
+  zt_round_f32(e->model.params, e->model.params, n, e->half_dtype);
+  memcpy(e->model.master, e->model.params, n * sizeof(float));
+  e->master = e->model.master;
+  char scale[40] = "1";
+  if (e->half_dtype == ZT_DTYPE_FP16) zt_py_float(scale, sizeof scale, e->scaler.cur_scale, 0);
+  static const char *const kinds[] = {"static", "DeepSpeed DynamicLossScaler", "DeepSpeed FP16_Optimizer",
+                                      "Megatron DynamicGradScaler"};
+  zt_log("> mixed precision: %s weights with fp32 master weights; gradients %s in %s; all-reduce in %s; "
+         "loss scale %s (%s)\n", zt_dtype_name(e->half_dtype), e->grads_half ? "stored" : "accumulated",
+         zt_dtype_name(e->grads_half ? e->half_dtype : ZT_DTYPE_FP32), zt_dtype_name(e->comm_dtype), scale,
+         kinds[e->scaler.kind]);
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
@@ -198,9 +283,12 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .untie_embeddings = a->untie_embeddings_and_output_weights,
       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
       .micro_batch = a->micro_batch_size, .seq_length = a->seq_length};
+  mixed_precision_setup(e);
+  c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
   zt_log("building GPT model ...\n");
   zt_gpt_build(&e->model, &c, 0);
   zt_gpt_init_params(&e->model, a->seed);
+  mixed_precision_init_weights(e);
   zt_log(" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): %zu\n",
          zt_gpt_num_params(&e->model));
 
@@ -296,6 +384,14 @@ static void scale_floats(float *x, float f, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] *= f;
 }
 
+/* The data-parallel sum in the communication type (fp16/bf16 all-reduce: operands and result rounded
+ * to it, as a half-precision NCCL reduction delivers them). */
+static void allreduce_grads(zt_engine *e, float *g, size_t n) {
+  if (e->comm_dtype != ZT_DTYPE_FP32) zt_round_f32(g, g, n, e->comm_dtype);
+  zt_allreduce_sum_f32(e->dp_group, g, n);
+  if (e->comm_dtype != ZT_DTYPE_FP32) zt_round_f32(g, g, n, e->comm_dtype);
+}
+
 static void reduce_gradients(zt_engine *e) {
   const int W = e->args->data_parallel_size;
   float *g = e->model.grads;
@@ -303,18 +399,18 @@ static void reduce_gradients(zt_engine *e) {
   if (!e->ds) { /* Megatron: divide by the data-parallel size, then sum */
     if (W > 1) {
       scale_floats(g, 1.0f / (float)W, n);
-      zt_allreduce_sum_f32(e->dp_group, g, n);
+      allreduce_grads(e, g, n);
     }
     return;
   }
   const double f = e->ds->gradient_predivide_factor.value;
   if (e->ds->prescale_gradients) {
     scale_floats(g, (float)(1.0 / W), n);
-    if (W > 1) zt_allreduce_sum_f32(e->dp_group, g, n);
+    if (W > 1) allreduce_grads(e, g, n);
     return;
   }
   if (f != 1.0) scale_floats(g, (float)(1.0 / f), n);
-  if (W > 1) zt_allreduce_sum_f32(e->dp_group, g, n);
+  if (W > 1) allreduce_grads(e, g, n);
   if (f != W) scale_floats(g, (float)(f / W), n);
 }
 
@@ -335,6 +431,8 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
   if (e->monitor) {
     zt_monitor_write(e->monitor, "Train/Samples/train_loss", train_loss, samples_before);
     zt_monitor_write(e->monitor, "Train/Samples/lr", lr, e->consumed_samples);
+    if (e->half_dtype == ZT_DTYPE_FP16)
+      zt_monitor_write(e->monitor, "Train/Samples/loss_scale", e->scaler.cur_scale, e->consumed_samples);
     if (e->wall_clock) {
       static const char *const events[5] = {
           "Train/Samples/elapsed_time_ms_forward", "Train/Samples/elapsed_time_ms_backward",
@@ -349,12 +447,51 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
   if (report) { /* the betas as the config gives them (or as OneCycle sets them), not as float32 */
     double mom[1][2] = {{e->beta_cfg[0], e->beta_cfg[1]}};
     if (e->use_ds_sched) zt_ds_sched_mom(&e->ds_sched, &mom[0][0], &mom[0][1]);
-    zt_ds_report_progress(e->iteration, 0, &lr, (const double(*)[2])mom, 1);
+    zt_ds_report_progress(e->iteration, e->skipped_iters, &lr, (const double(*)[2])mom, 1);
   }
   if (e->wall_clock && (report || every == 0)) {
     static const char *const names[5] = {"fwd", "bwd", "bwd_inner", "bwd_allreduce", "step"};
     zt_ds_timers_log(names, ms, 5);
     e->t_fwd = e->t_bwd_inner = e->t_bwd_allreduce = e->t_step = 0;
+  }
+}
+
+/* The loss scaler's lines, as DeepSpeed prints them (rank 0), and DeepSpeed's stop at the minimum
+ * scale. Megatron's scaler prints nothing (the log line shows the scale and the skipped iterations). */
+static void log_scaler_event(const zt_engine *e) {
+  const zt_loss_scaler *s = &e->scaler;
+  char prev[40], cur[40];
+  if (s->event == ZT_SCALE_AT_MIN)
+    zt_fatal("loss scale", "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run. "
+             "(iteration %lld, loss scale %g = min_loss_scale)", (long long)e->iteration + 1, s->cur_scale);
+  if (s->kind == ZT_SCALER_DS_DYNAMIC && s->event == ZT_SCALE_REDUCED)
+    zt_ds_logger_info("loss_scaler.py:update_scale", "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+                      "scale: %lld, reducing to %lld", (long long)s->prev_scale, (long long)s->cur_scale);
+  if (s->kind == ZT_SCALER_DS_DYNAMIC && s->event == ZT_SCALE_HYSTERESIS)
+    zt_ds_logger_info("loss_scaler.py:update_scale", "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+                      "scale: %lld, but hysteresis is %d. Reducing hysteresis to %d", (long long)s->prev_scale,
+                      s->cur_hysteresis + 1, s->cur_hysteresis);
+  if (s->kind == ZT_SCALER_DS_FUSED && s->event == ZT_SCALE_REDUCED) {
+    /* Python prints the initial 2**power as an int, every later (halved or doubled) value as a float */
+    if (s->prev_is_int) snprintf(prev, sizeof prev, "%lld", (long long)s->prev_scale);
+    else zt_py_float(prev, sizeof prev, s->prev_scale, 0);
+    zt_py_float(cur, sizeof cur, s->cur_scale, 0);
+    zt_ds_logger_info("fused_optimizer.py:_update_scale", "\nGrad overflow on iteration %lld",
+                      (long long)s->cur_iter - 1);
+    zt_ds_logger_info("fused_optimizer.py:_update_scale", "Reducing dynamic loss scale from %s to %s", prev, cur);
+    zt_ds_log_dist("Overflow detected. Skipping step. Attempted loss scale: %s, reducing to %s", prev, cur);
+  }
+  if (s->kind == ZT_SCALER_DS_DYNAMIC && s->consecutive_hysteresis &&
+      (s->event == ZT_SCALE_KEPT || s->event == ZT_SCALE_GREW))
+    zt_ds_logger_info("loss_scaler.py:update_scale", "Consecutive hysteresis is enabled. Restoring hysteresis to %d",
+                      s->delayed_shift);
+  if (s->kind == ZT_SCALER_DS_FUSED && s->event == ZT_SCALE_GREW) {
+    if (s->prev_is_int) snprintf(prev, sizeof prev, "%lld", (long long)s->prev_scale);
+    else zt_py_float(prev, sizeof prev, s->prev_scale, 0);
+    zt_py_float(cur, sizeof cur, s->cur_scale, 0);
+    zt_ds_logger_info("fused_optimizer.py:_update_scale", "No Grad overflow for %lld iterations",
+                      (long long)s->scale_window);
+    zt_ds_logger_info("fused_optimizer.py:_update_scale", "Increasing dynamic loss scale from %s to %s", prev, cur);
   }
 }
 
@@ -364,6 +501,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   double loss_sum = 0.0, it_fwd = 0.0, it_bwd = 0.0;
   /* flops_profiler: DeepSpeed profiles the iteration that starts after profile_step steps */
   const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
+  const size_t n = e->model.table.numel;
+  int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
   for (int mb = 0; mb < nmb; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
@@ -378,7 +517,10 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     if (profiling) zt_flops_profiler_detach(e->fprof, &e->model);
     check_finite_loss(e, loss, mb, "lm loss");
     double t1 = zt_now();
-    zt_gpt_backward(&e->model, 1.0f / nmb);
+    zt_gpt_backward(&e->model, (float)e->scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
+    if (e->grads_half) overflow |= zt_round_f32(e->model.grads, e->model.grads, n, e->half_dtype) > 0;
+    else if (e->half_dtype == ZT_DTYPE_FP16) /* fp32 accumulation of fp16 micro-batch gradients */
+      overflow |= zt_count_nonrepresentable(e->model.grads, n, ZT_DTYPE_FP16) > 0;
     double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
@@ -390,26 +532,45 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   double t3 = zt_now();
   reduce_gradients(e);
   double t4 = zt_now();
-  size_t n = e->model.table.numel;
-  double norm = zt_grad_global_norm(e->model.grads, n);
-  if (!isfinite(norm))
+  const double scale = e->scaler.cur_scale;
+  double norm = zt_grad_global_norm(e->model.grads, n) / scale; /* of the unscaled gradients */
+  int skip = 0;
+  if (e->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
+    double ov = overflow || !isfinite(norm);
+    if (a->data_parallel_size > 1) zt_allreduce_max_f64(e->dp_group, &ov, 1);
+    skip = zt_loss_scaler_update(&e->scaler, ov != 0.0);
+    log_scaler_event(e);
+  } else if (!isfinite(norm)) {
     zt_fatal("non-finite gradient", "grad norm is %s at iteration %lld; the run stops", isnan(norm) ? "nan" : "inf",
              (long long)e->iteration + 1);
-  float clip = 1.0f;
-  if (e->clip_grad > 0) {
-    double coeff = e->clip_grad / (norm + 1e-6);
-    if (coeff < 1.0) clip = (float)coeff;
   }
-  if (e->use_ds_sched) { /* OneCycle cycles beta1 (and holds beta2 at 0.99) */
-    double b1 = e->beta_cfg[0], b2 = e->beta_cfg[1];
-    if (zt_ds_sched_mom(&e->ds_sched, &b1, &b2)) {
-      e->opt.cfg.beta1 = (float)b1;
-      e->opt.cfg.beta2 = (float)b2;
+  e->last_skipped = skip;
+  if (skip) { /* DeepSpeed and Megatron: no update, no scheduler step; the iteration still counts */
+    zt_grads_zero(e->model.grads, n);
+    e->skipped_iters++;
+    norm = NAN;
+  } else {
+    /* clipping on the unscaled norm; unscaling and clipping fused into one factor (DeepSpeed's
+     * unscale_and_clip_grads; Megatron's unscale-then-clip rounds the same way for power-of-two scales) */
+    double clip = 1.0;
+    if (e->clip_grad > 0) {
+      double coeff = e->clip_grad / (norm + 1e-6);
+      if (coeff < 1.0) clip = coeff;
     }
+    const float factor = scale == 1.0 ? (float)clip : (float)(clip / scale);
+    if (e->use_ds_sched) { /* OneCycle cycles beta1 (and holds beta2 at 0.99) */
+      double b1 = e->beta_cfg[0], b2 = e->beta_cfg[1];
+      if (zt_ds_sched_mom(&e->ds_sched, &b1, &b2)) {
+        e->opt.cfg.beta1 = (float)b1;
+        e->opt.cfg.beta2 = (float)b2;
+      }
+    }
+    float *weights = e->master ? e->master : e->model.params;
+    zt_optimizer_step(&e->opt, weights, e->model.grads, current_lr(e), factor);
+    if (e->master) zt_round_f32(e->model.params, e->master, n, e->half_dtype); /* the half copy of the masters */
+    if (e->use_ds_sched) zt_ds_sched_step(&e->ds_sched);
+    else zt_lr_step(&e->sched, a->global_batch_size);
   }
-  zt_optimizer_step(&e->opt, e->model.params, e->model.grads, current_lr(e), clip);
-  if (e->use_ds_sched) zt_ds_sched_step(&e->ds_sched);
-  else zt_lr_step(&e->sched, a->global_batch_size);
   const int64_t samples_before = e->consumed_samples;
   e->iteration++;
   e->consumed_samples += a->global_batch_size;
@@ -461,18 +622,26 @@ static void print_validation(const char *prefix, float loss) {
   zt_log("%s\n%s\n%s\n", dashes, line, dashes);
 }
 
-static void print_log_line(const zt_engine *e, double elapsed_per_iter, float loss, double grad_norm) {
+/* Megatron's training_log line. The lm loss is the mean over the interval's applied (not skipped)
+ * iterations and is left out when all were skipped; the grad norm is the last iteration's, left out
+ * when that one was skipped (Megatron's None). */
+static void print_log_line(const zt_engine *e, double elapsed_per_iter, int applied, double loss_sum,
+                           double grad_norm, int skipped) {
   const zt_args *a = e->args;
   const double samples_per_s = a->global_batch_size / elapsed_per_iter;
   const int world = zt_world_size();
+  char lm[64] = "", gn[64] = "";
+  const float loss = applied > 0 ? (float)(loss_sum / applied) : 0.0f;
+  if (loss > 0) snprintf(lm, sizeof lm, " lm loss: %.6E |", loss);
+  if (!isnan(grad_norm)) snprintf(gn, sizeof gn, " grad norm: %.3f |", grad_norm);
   zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
          " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
-         " lm loss: %.6E | loss scale: %.1f | grad norm: %.3f | number of skipped iterations: %3d |"
+         "%s loss scale: %.1f |%s number of skipped iterations: %3d |"
          " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
          " TFLOPs: %.2f |\n",
          (long long)e->iteration, (long long)a->train_iters, (long long)e->consumed_samples,
          (long long)e->consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), a->global_batch_size,
-         loss, 1.0, grad_norm, 0, 0, samples_per_s, samples_per_s * a->seq_length / world,
+         lm, e->scaler.cur_scale, gn, skipped, 0, samples_per_s, samples_per_s * a->seq_length / world,
          e->flops_per_iteration / (elapsed_per_iter * world * 1e12));
 }
 
@@ -483,17 +652,23 @@ void zt_engine_run(zt_engine *e) {
   if (!a->skip_train) {
     zt_log("training ...\n");
     double interval_start = zt_now(), loss_acc = 0.0;
-    int in_interval = 0;
+    int in_interval = 0, applied = 0, skipped = 0;
     while (e->iteration < a->train_iters) {
       double norm;
-      loss_acc += zt_engine_train_step(e, &norm);
+      float loss = zt_engine_train_step(e, &norm);
       in_interval++;
+      if (e->last_skipped) {
+        skipped++;
+      } else {
+        loss_acc += loss;
+        applied++;
+      }
       if (e->iteration % a->log_interval == 0) {
         double now = zt_now();
-        print_log_line(e, (now - interval_start) / in_interval, (float)(loss_acc / in_interval), norm);
+        print_log_line(e, (now - interval_start) / in_interval, applied, loss_acc, norm, skipped);
         interval_start = now;
         loss_acc = 0.0;
-        in_interval = 0;
+        in_interval = applied = skipped = 0;
       }
       if (a->eval_iters > 0 && has_split(e, 1) && e->iteration % a->eval_interval == 0) {
         char prefix[64];
