@@ -390,6 +390,19 @@ static int submit_op(zt_aio_handle *h, int is_read, void *buf, size_t nbytes, co
       return -1;
     }
   }
+  if (!is_read) {
+    /* Extend the file to its final size first (a hole, as fio's default): ext4 and xfs serialize O_DIRECT
+     * writes past the end of the file (each waits for the previous one), but run writes inside it in parallel. */
+    off_t size = lseek(fd, 0, SEEK_END);
+    uint64_t end = (uint64_t)offset + nbytes;
+    if (size >= 0 && (uint64_t)size < end && ftruncate(fd, (off_t)end) != 0) {
+      int e = errno;
+      set_err(h, "aio write to %s: cannot extend the file from %lld to %llu bytes: %s", path, (long long)size,
+              (unsigned long long)end, strerror(e));
+      close(fd);
+      return -1;
+    }
+  }
   zt_aio_op *op = calloc(1, sizeof *op);
   if (!op || !(op->path = strdup(path))) {
     free(op);

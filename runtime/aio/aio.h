@@ -54,7 +54,9 @@ const char *zt_aio_error(const zt_aio_handle *h);
  *  A comes from statx(STATX_DIOALIGN) of the opened file (512 where the file system does not say,
  *  e.g. tmpfs). zt_aio_padded_size rounds a size up to what every handle accepts.
  * Writes open the file O_WRONLY|O_CREAT|O_DIRECT (mode 0600, no truncation: bytes outside
- * [file_offset, file_offset + nbytes) of an existing file are kept), as DeepSpeed does. A size that is
+ * [file_offset, file_offset + nbytes) of an existing file are kept), as DeepSpeed does, and first extend a
+ * shorter file to file_offset + nbytes with ftruncate (a hole; ext4/xfs serialize O_DIRECT writes that
+ * extend a file but run writes inside it concurrently). A failed write can leave the file at that size. A size that is
  * not a multiple of block_size is fine: the last iocb of each thread's range is short. Sizes that are
  * not a multiple of A are refused, not padded: callers pad their tensors (zt_aio_padded_size), as
  * DeepSpeed's swapper pads every swapped tensor to 1024 x intra_op_parallelism bytes.

@@ -18,6 +18,8 @@ typedef struct {
   int loops, warmup;
   int validate;     /* compare the data read (or written, read back) with the pattern */
   int keep;         /* keep the files */
+  const char *file; /* instead of dirs: this one file (kept; a read needs it to hold io_size bytes and
+                       skips the untimed write) */
 } zt_aio_bench_spec;
 
 typedef struct {

@@ -15,7 +15,7 @@
 static void usage(void) {
   printf("usage: aio_bench --folder DIR [DIR ...] [--io_size SIZE] [--read] [--block_size SIZE] [--queue_depth N]\n"
          "                 [--single_submit] [--sequential_requests] [--io_parallel N] [--loops N] [--warmup N]\n"
-         "                 [--validate] [--lock_memory] [--keep]\n\n"
+         "                 [--validate] [--lock_memory] [--keep] [--file PATH]\n\n"
          "Read or write --io_size bytes (split over one file per folder) with a DeepNVMe handle (libaio, O_DIRECT).\n"
          "  --folder DIR ...        folders on the devices to measure (files _zt_aio_bench_<pid>_<i>.swp, removed after)\n"
          "  --io_size SIZE          bytes per loop over all folders (default 400M; K/M/G are powers of 1024)\n"
@@ -28,7 +28,9 @@ static void usage(void) {
          "  --loops N               timed repetitions (default 3), after --warmup N untimed ones (default 1)\n"
          "  --validate              check the data read (or written) against the pattern\n"
          "  --lock_memory           mlock the buffers (DeepSpeed's pinned tensors)\n"
-         "  --keep                  keep the files\n");
+         "  --keep                  keep the files\n"
+         "  --file PATH             (zerotron) use this one file instead of --folder: kept; --read reads it as it is\n"
+         "                          (it must hold --io_size bytes), e.g. to read the same file as fio\n");
 }
 
 int main(int argc, char **argv) {
@@ -71,6 +73,8 @@ int main(int argc, char **argv) {
       s.validate = 1;
     } else if (!strcmp(a, "--lock_memory")) {
       cfg.lock_memory = 1;
+    } else if (!strcmp(a, "--file")) {
+      s.file = zt_aio_arg_value(TOOL, argc, argv, &i);
     } else if (!strcmp(a, "--keep")) {
       s.keep = 1;
     } else if (!strcmp(a, "--gpu") || !strcmp(a, "--use_gds") || !strcmp(a, "--slow_bounce_buffer")) {
@@ -83,7 +87,11 @@ int main(int argc, char **argv) {
       zt_fatal(TOOL, "unrecognized argument: %s (see --help)", a);
     }
   }
-  if (ndirs == 0) zt_fatal(TOOL, "the following arguments are required: --folder");
+  if (ndirs == 0 && !s.file) zt_fatal(TOOL, "the following arguments are required: --folder (or --file)");
+  if (ndirs > 0 && s.file) zt_fatal(TOOL, "--folder and --file exclude each other (--file %s)", s.file);
+  if (s.file && s.validate && s.is_read)
+    zt_fatal(TOOL, "--validate with --read --file %s: the file was not written by aio_bench, there is nothing to "
+             "compare with", s.file);
   char err[1024];
   if (zt_aio_config_check(&cfg, err, sizeof err) != 0) zt_fatal(TOOL, "%s (from --block_size/--queue_depth/--io_parallel)", err);
   s.dirs = dirs;
@@ -91,6 +99,7 @@ int main(int argc, char **argv) {
   printf("aio_bench: %s %lld bytes (%.1f MiB) %s", s.is_read ? "read" : "write", (long long)s.io_size,
          (double)s.io_size / 1048576.0, s.is_read ? "from" : "to");
   for (int d = 0; d < ndirs; d++) printf(" %s", dirs[d]);
+  if (s.file) printf(" %s", s.file);
   printf("\n  block_size %lld, queue_depth %d, single_submit %s, overlap_events %s, intra_op_parallelism %d, "
          "loops %d (+%d warm-up), lock_memory %s\n", (long long)cfg.block_size, cfg.queue_depth,
          cfg.single_submit ? "true" : "false", cfg.overlap_events ? "true" : "false", cfg.intra_op_parallelism,
