@@ -77,6 +77,7 @@ static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NUL
 #define BATCH "batch size and iterations"
 #define LR "learning-rate schedule"
 #define RECOMP "activation recompute"
+#define MIXP "mixed precision"
 #define PAR "parallelism"
 #define DATA "data"
 #define LOG "logging and validation"
@@ -130,6 +131,18 @@ static const flag k_flags[] = {
   {"--lr-warmup-samples", F_I64, OFF(lr_warmup_samples), NULL, LR, "0", "Samples of linear warmup."},
   {"--lr-warmup-fraction", F_DOUBLE, OFF(lr_warmup_fraction), NULL, LR, "None",
    "Warmup as a fraction of the decay length (excludes the two above)."},
+  {"--fp16", F_TRUE, OFF(fp16), NULL, MIXP, "False",
+   "fp16 weights and gradients with fp32 master weights and a loss scaler (docs/mixed_precision.md)."},
+  {"--bf16", F_TRUE, OFF(bf16), NULL, MIXP, "False", "bf16 weights with fp32 master weights and fp32 gradients."},
+  {"--loss-scale", F_DOUBLE, OFF(loss_scale), NULL, MIXP, "None", "Static loss scale (fp16); unset: dynamic."},
+  {"--initial-loss-scale", F_DOUBLE, OFF(initial_loss_scale), NULL, MIXP, "4294967296",
+   "First dynamic loss scale (fp16)."},
+  {"--min-loss-scale", F_DOUBLE, OFF(min_loss_scale), NULL, MIXP, "1.0", "Floor of the dynamic loss scale."},
+  {"--loss-scale-window", F_INT, OFF(loss_scale_window), NULL, MIXP, "1000",
+   "Overflow-free iterations before the dynamic scale doubles."},
+  {"--hysteresis", F_INT, OFF(hysteresis), NULL, MIXP, "2", "Overflows tolerated before the scale halves."},
+  {"--accumulate-allreduce-grads-in-fp32", F_TRUE, OFF(accumulate_allreduce_grads_in_fp32), NULL, MIXP, "False",
+   "Accumulate and all-reduce gradients in fp32 (always on with --bf16)."},
   {"--checkpoint-activations", F_CONST, OFF(recompute_granularity), k_full, RECOMP, "False",
    "Recompute activations in the backward pass (= --recompute-granularity full)."},
   {"--recompute-granularity", F_CHOICE, OFF(recompute_granularity), k_granularity, RECOMP, "None",
@@ -564,6 +577,21 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check((by_iters ? a->lr_warmup_samples : a->lr_warmup_iters) == 0, "inconsistent arguments", "%s cannot be "
            "used with %s: the schedule is counted in the unit of the training length", bad_warmup, unit);
 
+  /* mixed precision */
+  zt_check(!(a->fp16 && a->bf16), "inconsistent arguments", "--fp16 and --bf16 cannot be used together");
+  if (a->bf16 && !a->accumulate_allreduce_grads_in_fp32) { /* as Megatron's arguments.py */
+    a->accumulate_allreduce_grads_in_fp32 = 1;
+    zt_log("accumulate and all-reduce gradients in fp32 for bfloat16 data type.\n");
+  }
+  if (given(seen, "--loss-scale"))
+    check_real(a->loss_scale > 0, "--loss-scale", a->loss_scale, 0, "> 0 (leave it out for a dynamic scale)");
+  check_real(a->initial_loss_scale > 0, "--initial-loss-scale", a->initial_loss_scale, 0, "> 0");
+  check_real(a->min_loss_scale > 0, "--min-loss-scale", a->min_loss_scale, 0, "> 0");
+  check_real(a->min_loss_scale <= a->initial_loss_scale, "--min-loss-scale", a->min_loss_scale, 0,
+             "<= --initial-loss-scale");
+  check_positive("--loss-scale-window", a->loss_scale_window);
+  check_positive("--hysteresis", a->hysteresis);
+
   /* activation recompute */
   check_positive("--recompute-num-layers", a->recompute_num_layers);
   zt_check(a->recompute_num_layers <= a->num_layers, "inconsistent arguments",
@@ -642,6 +670,11 @@ static void set_defaults(zt_args *a) {
   a->lr_decay_style = ZT_LR_DECAY_LINEAR;
   a->lr_decay_iters = a->lr_decay_samples = -1;
   a->lr_warmup_fraction = -1.0;
+  a->loss_scale = -1.0;
+  a->initial_loss_scale = 4294967296.0;
+  a->min_loss_scale = 1.0;
+  a->loss_scale_window = 1000;
+  a->hysteresis = 2;
   a->recompute_granularity = ZT_RECOMPUTE_NONE;
   a->recompute_method_uniform = 1;
   a->recompute_num_layers = 1;
@@ -779,7 +812,7 @@ static int by_name(const void *x, const void *y) {
 }
 
 void zt_args_print(const zt_args *a) {
-  summary_line lines[96];
+  summary_line lines[192];
   int n = 0;
 #define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%lld", (long long)(v)))
 #define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 256, "None")) : INT_LINE(nm, v))
@@ -826,6 +859,16 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("lr_warmup_samples", a->lr_warmup_samples);
   if (a->lr_warmup_fraction < 0) STR_LINE("lr_warmup_fraction", "None");
   else FLT_LINE("lr_warmup_fraction", a->lr_warmup_fraction, 0);
+  BOOL_LINE("fp16", a->fp16);
+  BOOL_LINE("bf16", a->bf16);
+  if (a->loss_scale > 0) FLT_LINE("loss_scale", a->loss_scale, 0);
+  else STR_LINE("loss_scale", "None");
+  FLT_LINE("initial_loss_scale", a->initial_loss_scale, 0);
+  FLT_LINE("min_loss_scale", a->min_loss_scale, 0);
+  INT_LINE("loss_scale_window", a->loss_scale_window);
+  INT_LINE("hysteresis", a->hysteresis);
+  BOOL_LINE("accumulate_allreduce_grads_in_fp32", a->accumulate_allreduce_grads_in_fp32);
+  STR_LINE("params_dtype", a->fp16 ? "torch.float16" : a->bf16 ? "torch.bfloat16" : "torch.float32");
   int recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL;
   STR_LINE("recompute_granularity", recompute ? "full" : "None");
   STR_LINE("recompute_method", !recompute ? "None" : a->recompute_method_uniform ? "uniform" : "block");

@@ -59,6 +59,15 @@ typedef struct {
   int64_t lr_warmup_samples;        /* 0 */
   double lr_warmup_fraction;        /* -1 unset */
 
+  /* mixed precision (docs/mixed_precision.md) */
+  int fp16, bf16;                   /* --fp16 / --bf16: half-precision weights with fp32 masters */
+  double loss_scale;                /* --loss-scale: static scale; <= 0 unset (dynamic) */
+  double initial_loss_scale;        /* 2**32 */
+  double min_loss_scale;            /* 1.0 */
+  int loss_scale_window;            /* 1000 */
+  int hysteresis;                   /* 2 */
+  int accumulate_allreduce_grads_in_fp32; /* forced on by --bf16, as Megatron does */
+
   /* activation recompute */
   zt_recompute_granularity recompute_granularity; /* --checkpoint-activations or --recompute-granularity full */
   int recompute_method_uniform;     /* --recompute-method {uniform, block}: 1 uniform (default), 0 block */

@@ -8,9 +8,8 @@
 /* Each entry: the work a group of flags lands with, then its flags separated by single spaces. */
 const zt_args_known_group zt_args_known_groups[] = {
   {"mixed-precision",
-   "--fp16 --bf16 --loss-scale --initial-loss-scale --min-loss-scale --loss-scale-window --hysteresis "
    "--fp32-residual-connection --no-query-key-layer-scaling --attention-softmax-in-fp32 "
-   "--fp16-lm-cross-entropy --accumulate-allreduce-grads-in-fp32 --embedding-weights-in-fp32"},
+   "--fp16-lm-cross-entropy --embedding-weights-in-fp32"},
   {"FP8/Transformer-Engine",
    "--transformer-impl --fp8-e4m3 --fp8-hybrid --no-fp8-wgrad --fp8-margin --fp8-interval "
    "--fp8-amax-history-len --fp8-amax-compute-algo"},
