@@ -153,7 +153,9 @@ static const flag k_flags[] = {
   {"--checkpoint-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
    "Old name of --recompute-num-layers."},
   {"--tensor-model-parallel-size", F_INT, OFF(tensor_model_parallel_size), NULL, PAR, "1",
-   "Tensor-parallel degree (only 1 for now)."},
+   "Tensor-parallel degree (Megatron's column/row-parallel layers, vocab-parallel embedding and loss)."},
+  {"--sequence-parallel", F_TRUE, OFF(sequence_parallel), NULL, PAR, "False",
+   "Megatron's sequence parallelism: layernorm/dropout regions split over the sequence (off with TP 1)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
    "Pipeline-parallel degree (only 1 for now)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
@@ -605,13 +607,22 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   int tp = a->tensor_model_parallel_size, pp = a->pipeline_model_parallel_size;
   check_positive("--tensor-model-parallel-size", tp);
   check_positive("--pipeline-model-parallel-size", pp);
-  zt_check(tp == 1, "unsupported argument", "--tensor-model-parallel-size %d: tensor parallelism lands with the "
-           "3D-parallelism issue; use 1", tp);
+  if (tp > world_size) tp = a->tensor_model_parallel_size = world_size; /* Megatron clips it to the world */
   zt_check(pp == 1, "unsupported argument", "--pipeline-model-parallel-size %d: pipeline parallelism lands with "
            "the 3D-parallelism issue; use 1", pp);
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   a->data_parallel_size = world_size / (tp * pp);
+  /* tensor parallelism splits the heads, the MLP columns and (with --sequence-parallel) the sequence */
+  zt_check(a->num_attention_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible "
+           "by --tensor-model-parallel-size %d", a->num_attention_heads, tp);
+  zt_check(a->ffn_hidden_size % tp == 0, "inconsistent arguments", "--ffn-hidden-size %d%s is not divisible by "
+           "--tensor-model-parallel-size %d", a->ffn_hidden_size, given(seen, "--ffn-hidden-size") ? "" :
+           " (4 x --hidden-size)", tp);
+  if (tp == 1) a->sequence_parallel = 0; /* Megatron turns it off with one tensor-parallel rank */
+  zt_check(!a->sequence_parallel || a->seq_length % tp == 0, "inconsistent arguments", "--seq-length %d is not "
+           "divisible by --tensor-model-parallel-size %d (--sequence-parallel splits the sequence over the "
+           "tensor-parallel ranks)", a->seq_length, tp);
   long long per_step = (long long)a->micro_batch_size * a->data_parallel_size;
   if (!given(seen, "--global-batch-size")) {
     zt_check(per_step <= INT_MAX, "bad batch size", "--micro-batch-size %d x data-parallel size %d is too large",
@@ -874,6 +885,7 @@ void zt_args_print(const zt_args *a) {
   STR_LINE("recompute_method", !recompute ? "None" : a->recompute_method_uniform ? "uniform" : "block");
   INT_LINE("recompute_num_layers", a->recompute_num_layers);
   INT_LINE("tensor_model_parallel_size", a->tensor_model_parallel_size);
+  BOOL_LINE("sequence_parallel", a->sequence_parallel);
   INT_LINE("pipeline_model_parallel_size", a->pipeline_model_parallel_size);
   INT_LINE("data_parallel_size", a->data_parallel_size);
   INT_LINE("world_size", (long long)a->data_parallel_size * a->tensor_model_parallel_size *

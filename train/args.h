@@ -73,8 +73,9 @@ typedef struct {
   int recompute_method_uniform;     /* --recompute-method {uniform, block}: 1 uniform (default), 0 block */
   int recompute_num_layers;         /* 1; --checkpoint-num-layers is its old name */
 
-  /* parallelism: 1 until the parallelism issue lands; values other than 1 are refused */
+  /* parallelism: tensor parallelism (clipped to the world size), pipeline 1 until it lands (others refused) */
   int tensor_model_parallel_size;
+  int sequence_parallel;            /* --sequence-parallel (Megatron's; turned off when TP is 1) */
   int pipeline_model_parallel_size;
   int data_parallel_size;           /* derived: world / (tp * pp) */
 

@@ -37,7 +37,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--data-parallel-random-init --use-cpu-initialization --distributed-backend "
    "--distributed-timeout-minutes --local-rank --local_rank"},
   {"sequence-parallelism",
-   "--sequence-parallel --ds-sequence-parallel-size --ds-sequence-parallel-fpdt "
+   "--ds-sequence-parallel-size --ds-sequence-parallel-fpdt "
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading "
    "--force-ds-sequence-parallel"},
   {"MoE",

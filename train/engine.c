@@ -8,6 +8,7 @@
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/comm/comms_logger.h"
+#include "runtime/parallel/parallel_state.h"
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
 #include "checkpoints/checkpoint.h"
@@ -265,13 +266,42 @@ static void mixed_precision_init_weights(zt_engine *e) {
          kinds[e->scaler.kind]);
 }
 
+/* Megatron's process groups (runtime/parallel): with tensor parallelism every rank creates the data groups then
+ * the tensor groups, all of them in Megatron's order, and keeps its own; without it the data group is the world. */
+static void setup_groups(zt_engine *e) {
+  const zt_args *a = e->args;
+  e->dp_group = zt_comm_world();
+  e->dp_rank = zt_group_rank(e->dp_group);
+  e->tp_group = NULL;
+  e->tp_rank = 0;
+  if (a->tensor_model_parallel_size == 1) return;
+  zt_layout l;
+  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, 1, 1, 1, a->num_layers);
+  int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
+  const zt_group_kind kinds[2] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR};
+  for (int k = 0; k < 2; k++) {
+    int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
+    for (int g = 0; g < count; g++) {
+      zt_group *grp = zt_group_create(members + (size_t)g * size, size);
+      if (grp && kinds[k] == ZT_GROUP_DATA) e->dp_group = grp;
+      if (grp && kinds[k] == ZT_GROUP_TENSOR) e->tp_group = grp;
+    }
+  }
+  free(members);
+  zt_coords c = zt_layout_coords(&l, zt_comm_rank());
+  e->dp_rank = c.dp;
+  e->tp_rank = c.tp;
+  zt_check(e->tp_group && zt_group_rank(e->tp_group) == c.tp && zt_group_rank(e->dp_group) == c.dp,
+           "internal error", "rank %d: tensor/data groups disagree with the layout (tp %d, dp %d)", zt_comm_rank(),
+           c.tp, c.dp);
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
   e->ds = ds;
   e->clip_grad = a->clip_grad;
-  e->dp_group = zt_comm_world();
-  e->dp_rank = zt_group_rank(e->dp_group);
+  setup_groups(e);
   zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
            "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
   build_data(e, tok);
@@ -282,15 +312,20 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .attn_dropout = a->attention_dropout, .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
       .untie_embeddings = a->untie_embeddings_and_output_weights,
       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
-      .micro_batch = a->micro_batch_size, .seq_length = a->seq_length};
+      .micro_batch = a->micro_batch_size, .seq_length = a->seq_length,
+      .tp_group = e->tp_group, .tp_size = a->tensor_model_parallel_size, .tp_rank = e->tp_rank,
+      .sequence_parallel = a->sequence_parallel};
   mixed_precision_setup(e);
   c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
   zt_log("building GPT model ...\n");
   zt_gpt_build(&e->model, &c, 0);
   zt_gpt_init_params(&e->model, a->seed);
   mixed_precision_init_weights(e);
-  zt_log(" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): %zu\n",
-         zt_gpt_num_params(&e->model));
+  if (e->dp_rank == 0) { /* Megatron: every rank of data-parallel rank 0 prints its own count */
+    printf(" > number of parameters on (tensor, pipeline) model parallel rank (%d, 0): %zu\n", e->tp_rank,
+           zt_gpt_num_params(&e->model));
+    fflush(stdout);
+  }
 
   zt_opt_config oc = {.kind = a->optimizer == ZT_OPTIMIZER_SGD ? ZT_OPT_SGD : ZT_OPT_ADAM,
                       .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
@@ -530,10 +565,11 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
   }
   double t3 = zt_now();
+  zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
   reduce_gradients(e);
   double t4 = zt_now();
   const double scale = e->scaler.cur_scale;
-  double norm = zt_grad_global_norm(e->model.grads, n) / scale; /* of the unscaled gradients */
+  double norm = zt_gpt_grad_norm(&e->model, e->model.grads) / scale; /* of the unscaled gradients */
   int skip = 0;
   if (e->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
     double ov = overflow || !isfinite(norm);

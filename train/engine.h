@@ -47,6 +47,8 @@ typedef struct {
   double t_fwd, t_bwd_inner, t_bwd_allreduce, t_step; /* seconds since the last timers log */
   const zt_group *dp_group;      /* data-parallel group (the world while TP = PP = 1) */
   int dp_rank;
+  const zt_group *tp_group;      /* tensor-parallel group (NULL with TP = 1) */
+  int tp_rank;
   /* mixed precision (--fp16/--bf16 or the ds_config blocks): the model's params hold values of
    * half_dtype (on the CPU in fp32 slots: the ops compute in fp32), master the fp32 weights the
    * optimizer updates; both NULL/ZT_DTYPE_FP32 in fp32 training */

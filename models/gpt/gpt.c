@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/philox.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/base/timer.h"
 
 #define EMB_PREFIX "language_model.embedding"
@@ -16,7 +18,8 @@ static void layer_prefix(char *buf, size_t n, int l) { snprintf(buf, n, ENC_PREF
 static void register_params(zt_gpt *m) {
   const zt_gpt_config *c = &m->cfg;
   zt_param_table_init(&m->table);
-  zt_embedding_register(&m->table, EMB_PREFIX, c->padded_vocab_size, c->max_positions, c->hidden_size, c->init_std);
+  const int V = c->padded_vocab_size / m->tp.size; /* vocab-parallel rows of this rank */
+  zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
   for (int l = 0; l < c->num_layers; l++) {
     char pre[96];
     layer_prefix(pre, sizeof pre, l);
@@ -26,7 +29,7 @@ static void register_params(zt_gpt *m) {
   zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
   zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
   if (c->untie_embeddings) {
-    int64_t w[2] = {c->padded_vocab_size, c->hidden_size};
+    int64_t w[2] = {V, c->hidden_size};
     zt_param_table_add(&m->table, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
   } else {
     int i = zt_param_table_find(&m->table, EMB_PREFIX ".word_embeddings.weight");
@@ -34,11 +37,35 @@ static void register_params(zt_gpt *m) {
   }
 }
 
+/* Megatron's divisibility rules for tensor parallelism, named by their flags. */
+static void check_tensor_parallel(const zt_gpt_config *c, int tp) {
+  zt_check(c->tp_size <= 1 || c->tp_group != NULL, "internal error", "gpt: tensor-parallel size %d without a group",
+           c->tp_size);
+  zt_check(c->num_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible by "
+           "--tensor-model-parallel-size %d (the heads are split over the tensor-parallel ranks)", c->num_heads, tp);
+  zt_check(c->ffn_hidden_size % tp == 0, "inconsistent arguments", "--ffn-hidden-size %d is not divisible by "
+           "--tensor-model-parallel-size %d (the MLP columns are split over the tensor-parallel ranks)",
+           c->ffn_hidden_size, tp);
+  zt_check(c->padded_vocab_size % tp == 0, "inconsistent arguments", "padded vocabulary size %d is not divisible "
+           "by --tensor-model-parallel-size %d", c->padded_vocab_size, tp);
+  zt_check(!(tp > 1 && c->sequence_parallel) || c->seq_length % tp == 0, "inconsistent arguments",
+           "--seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits the "
+           "sequence over the tensor-parallel ranks)", c->seq_length, tp);
+}
+
+/* With --sequence-parallel, the replicated parameters used on this rank's share of the tokens (layernorms,
+ * row-parallel biases) get partial gradients; the position embeddings see the gathered gradient. */
+static int sequence_parallel_grad(const zt_gpt *m, const zt_param *p) {
+  return zt_tp_sp(&m->tp) && p->tp_split_dim < 0 && !strstr(p->name, "position_embeddings");
+}
+
 /* Sizing pass (plan not yet allocated: pointers come back NULL) and carving pass share this. */
 static void plan_memory(zt_gpt *m) {
   zt_memplan *p = &m->plan;
   const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->cfg.num_layers;
-  const size_t N = (size_t)B * T, V = (size_t)m->cfg.padded_vocab_size;
+  /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
+  const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&m->tp, B * T);
+  const size_t V = (size_t)m->cfg.padded_vocab_size / m->tp.size;
   m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, m->table.numel);
   m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, m->table.numel);
   m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * m->table.numel);
@@ -57,12 +84,18 @@ static void plan_memory(zt_gpt *m) {
   m->lnf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
   m->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
   m->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-  m->logits = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * V);
-  m->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-  m->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-  m->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->logits = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF * V);
+  m->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
+  m->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
+  m->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
   m->dres = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
-  m->pos_scratch = (int32_t *)zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+  m->pos_scratch = (int32_t *)zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
+  if (zt_tp_on(&m->tp)) m->ce_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 6 * NF);
+  if (zt_tp_sp(&m->tp)) {
+    m->tp.gather = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF * C);
+    m->tp.partial = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF * C);
+    m->sp_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, m->sp_numel);
+  }
   zt_block_plan_scratch(&m->scratch, p, &m->bcfg, &m->ffns[0], B, T);
 }
 
@@ -71,10 +104,15 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   m->cfg = *cfg;
   const int C = cfg->hidden_size, NH = cfg->num_heads, L = cfg->num_layers;
   zt_check(C % NH == 0, "gpt", "hidden size %d is not divisible by %d heads", C, NH);
-  m->bcfg = (zt_block_config){.C = C, .NH = NH, .HD = C / NH, .FFN = cfg->ffn_hidden_size, .ln_eps = cfg->ln_eps,
-                              .attn_dropout = cfg->attn_dropout, .hidden_dropout = cfg->hidden_dropout,
-                              .init_std = cfg->init_std, .out_init_std = cfg->init_std / sqrtf(2.0f * L),
-                              .self_mask = ZT_ATTN_CAUSAL};
+  const int tp = cfg->tp_size > 1 ? cfg->tp_size : 1;
+  check_tensor_parallel(cfg, tp);
+  m->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
+                  .sp = tp > 1 && cfg->sequence_parallel};
+  m->bcfg = (zt_block_config){.C = C, .NH = NH / tp, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp,
+                              .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
+                              .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
+                              .out_init_std = cfg->init_std / sqrtf(2.0f * L), .self_mask = ZT_ATTN_CAUSAL,
+                              .tp = &m->tp};
   m->blocks = zt_calloc((size_t)L, sizeof(zt_block), "gpt blocks");
   m->ffns = zt_calloc((size_t)L, sizeof(zt_ffn), "gpt mlps");
   for (int l = 0; l < L; l++) {
@@ -83,6 +121,8 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
     m->blocks[l].layer = l;
   }
   register_params(m);
+  for (int i = 0; i < m->table.count; i++)
+    if (sequence_parallel_grad(m, &m->table.params[i])) m->sp_numel += m->table.params[i].numel;
   m->B = cfg->micro_batch;
   m->T = cfg->seq_length;
   plan_memory(m);                  /* sizing */
@@ -96,6 +136,8 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
     zt_block_bind(&m->blocks[l], &m->table, pre, m->params, m->grads);
   }
   zt_embedding_bind(&m->emb, &m->table, EMB_PREFIX, m->params, m->grads);
+  m->emb.tp = &m->tp;
+  m->emb.v0 = m->tp.rank * m->emb.V;
   m->lnf_w = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.weight");
   m->lnf_b = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.bias");
   m->dlnf_w = zt_param_ptr(&m->table, m->grads, ENC_PREFIX, "final_layernorm.weight");
@@ -117,7 +159,62 @@ void zt_gpt_free(zt_gpt *m) {
   zt_memplan_free(&m->plan);
 }
 
-void zt_gpt_init_params(zt_gpt *m, uint64_t seed) { zt_param_table_initialize(&m->table, m->params, seed); }
+/* With tensor parallelism each rank draws its slice of the matrix one process draws: the normal draws are
+ * keyed by (seed, parameter index, element of the full matrix), and the parameter indices do not depend on
+ * the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous range of the full matrix; split
+ * dim 1 (row-parallel columns) a range per row. */
+void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
+  zt_param_table_initialize(&m->table, m->params, seed);
+  if (!zt_tp_on(&m->tp)) return;
+  const int tp = m->tp.size, r = m->tp.rank;
+  for (int i = 0; i < m->table.count; i++) {
+    const zt_param *p = &m->table.params[i];
+    if (p->init != ZT_INIT_NORMAL || p->tp_split_dim < 0) continue;
+    float *dst = m->params + p->offset;
+    if (p->tp_split_dim == 0) {
+      zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
+    } else {
+      zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
+               p->name, p->tp_split_dim, p->ndim);
+      const uint64_t cols = (uint64_t)p->shape[1], full = cols * (uint64_t)tp;
+      for (int64_t row = 0; row < p->shape[0]; row++)
+        zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * full + (uint64_t)r * cols, 0.0f,
+                              p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
+    }
+  }
+}
+
+void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) {
+  if (!zt_tp_sp(&m->tp) || m->sp_numel == 0) return;
+  size_t k = 0;
+  for (int i = 0; i < m->table.count; i++) {
+    const zt_param *p = &m->table.params[i];
+    if (!sequence_parallel_grad(m, p)) continue;
+    memcpy(m->sp_buf + k, m->grads + p->offset, p->numel * sizeof(float));
+    k += p->numel;
+  }
+  zt_allreduce_sum_f32(m->tp.group, m->sp_buf, m->sp_numel);
+  k = 0;
+  for (int i = 0; i < m->table.count; i++) {
+    const zt_param *p = &m->table.params[i];
+    if (!sequence_parallel_grad(m, p)) continue;
+    memcpy(m->grads + p->offset, m->sp_buf + k, p->numel * sizeof(float));
+    k += p->numel;
+  }
+}
+
+double zt_gpt_grad_norm(const zt_gpt *m, const float *grads) {
+  if (!zt_tp_on(&m->tp)) return zt_grad_global_norm(grads, m->table.numel);
+  double split = 0.0, replicated = 0.0;
+  for (int i = 0; i < m->table.count; i++) {
+    const zt_param *p = &m->table.params[i];
+    const double n = zt_grad_global_norm(grads + p->offset, p->numel);
+    if (p->tp_split_dim >= 0) split += n * n;
+    else replicated += n * n;
+  }
+  zt_allreduce_sum_f64(m->tp.group, &split, 1);
+  return sqrt(split + replicated);
+}
 
 size_t zt_gpt_num_params(const zt_gpt *m) {
   size_t n = 0;
@@ -125,12 +222,30 @@ size_t zt_gpt_num_params(const zt_gpt *m) {
   return n;
 }
 
+/* Megatron's _VocabParallelCrossEntropy over logits [NF, V] (this rank's vocabulary columns): the row maxima,
+ * then the sums of exponentials and the target logits, all-reduced over the tensor-parallel group; the full
+ * logits are never gathered. */
+static void vocab_parallel_cross_entropy(zt_gpt *m, const int32_t *targets, int NF, int V) {
+  float *rowmax = m->ce_buf, *sums = m->ce_buf + NF; /* sums: [sumexp NF | target logit NF] */
+  double *dmax = (double *)(m->ce_buf + 4 * (size_t)NF);
+  zt_cross_entropy_vp_max(rowmax, m->logits, NF, V);
+  for (int n = 0; n < NF; n++) dmax[n] = rowmax[n];
+  zt_allreduce_max_f64(m->tp.group, dmax, (size_t)NF);
+  for (int n = 0; n < NF; n++) rowmax[n] = (float)dmax[n];
+  zt_cross_entropy_vp_sums(sums, sums + NF, m->logits, rowmax, targets, NF, V, m->emb.v0);
+  zt_allreduce_sum_f32(m->tp.group, sums, 2 * (size_t)NF);
+  for (int n = 0; n < NF; n++) {
+    m->lse[n] = rowmax[n] + logf(sums[n]);
+    m->losses[n] = m->lse[n] - sums[NF + n];
+  }
+}
+
 float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
                      const float *loss_mask, const zt_pass *pass) {
   zt_check(pass->B == m->B && pass->T == m->T, "gpt", "batch %dx%d differs from the planned %dx%d",
            pass->B, pass->T, m->B, m->T);
-  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
-  const int N = pass->B * pass->T;
+  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF); /* N: the residual stream's tokens */
   const size_t NC = (size_t)N * C;
   m->pass = *pass;
   m->tokens = tokens;
@@ -153,11 +268,13 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
     ft[ZT_GPT_FT_LM] += t3 - t0;
     t1 = t3;
   }
-  zt_matmul_forward(m->logits, m->lnf, m->out_w, NULL, N, C, V);
-  zt_cross_entropy_forward(m->losses, m->lse, m->logits, targets, N, V);
+  /* the output layer is column-parallel over the vocabulary: every rank scores all tokens on its slice */
+  zt_matmul_forward(m->logits, zt_tp_gather(&m->tp, m->lnf, N, C), m->out_w, NULL, NF, C, V);
+  if (zt_tp_on(&m->tp)) vocab_parallel_cross_entropy(m, targets, NF, V);
+  else zt_cross_entropy_forward(m->losses, m->lse, m->logits, targets, N, V);
   if (ft) ft[ZT_GPT_FT_LOGITS] += (t2 = zt_now()) - t1;
   double num = 0.0, den = 0.0;
-  for (int n = 0; n < N; n++) {
+  for (int n = 0; n < NF; n++) {
     double w = loss_mask ? loss_mask[n] : 1.0;
     num += w * m->losses[n];
     den += w;
@@ -168,15 +285,22 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
 
 void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   const zt_pass *pass = &m->pass;
-  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
-  const int N = pass->B * pass->T;
+  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF);
   const size_t NC = (size_t)N * C;
   double den = 0.0;
-  for (int n = 0; n < N; n++) den += m->loss_mask ? m->loss_mask[n] : 1.0;
-  for (int n = 0; n < N; n++)
+  for (int n = 0; n < NF; n++) den += m->loss_mask ? m->loss_mask[n] : 1.0;
+  for (int n = 0; n < NF; n++)
     m->dloss[n] = den > 0 ? (float)((m->loss_mask ? m->loss_mask[n] : 1.0) * grad_scale / den) : 0.0f;
-  zt_cross_entropy_backward(m->logits, m->logits, m->lse, m->targets, m->dloss, N, V);
-  zt_matmul_backward(m->scratch.dln, m->dout_w, NULL, m->logits, m->lnf, m->out_w, N, C, V);
+  if (!zt_tp_on(&m->tp)) {
+    zt_cross_entropy_backward(m->logits, m->logits, m->lse, m->targets, m->dloss, N, V);
+    zt_matmul_backward(m->scratch.dln, m->dout_w, NULL, m->logits, m->lnf, m->out_w, N, C, V);
+  } else { /* the input gradient of the column-parallel output layer is partial over the vocabulary slices */
+    zt_cross_entropy_vp_backward(m->logits, m->logits, m->lse, m->targets, m->dloss, NF, V, m->emb.v0);
+    zt_matmul_backward(zt_tp_partial_buffer(&m->tp, m->scratch.dln), m->dout_w, NULL, m->logits,
+                       zt_tp_gather(&m->tp, m->lnf, N, C), m->out_w, NF, C, V);
+    zt_tp_reduce(&m->tp, m->scratch.dln, NULL, N, C);
+  }
   zt_layernorm_backward(m->dres, m->dlnf_w, m->dlnf_b, m->scratch.dln, m->layer_in + (size_t)L * NC, m->lnf_w,
                         m->lnf_mean, m->lnf_rstd, N, C);
   for (int l = L - 1; l >= 0; l--) {

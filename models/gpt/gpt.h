@@ -1,7 +1,10 @@
 /* The GPT model with Megatron semantics: word + learned absolute position embeddings, L pre-LN
  * blocks (fused QKV, 4h GELU MLP), final LayerNorm, output layer tied to the word embeddings (or
  * separate with untie), cross-entropy over the padded vocabulary with a loss mask, full activation
- * recompute. Parameters, gradients, optimizer state and activations come from one memory plan. */
+ * recompute. Parameters, gradients, optimizer state and activations come from one memory plan.
+ * Tensor parallelism (Megatron's): vocab-parallel embedding, output layer and cross-entropy, heads and MLP
+ * columns split over the ranks, optionally --sequence-parallel; every rank of a tensor-parallel group holds
+ * the slices of the matrices a one-process run draws, so the results do not depend on the layout. */
 #ifndef ZT_GPT_H
 #define ZT_GPT_H
 
@@ -10,6 +13,7 @@
 #include "models/transformer/embedding.h"
 #include "models/transformer/transformer.h"
 #include "runtime/base/memplan.h"
+#include "runtime/comm/comm.h"
 #include "runtime/tensor/param_table.h"
 
 typedef struct {
@@ -21,6 +25,10 @@ typedef struct {
   int recompute_full;        /* 1: keep only each layer's input; recompute the block in backward */
   int micro_batch, seq_length;
   int master_weights;        /* 1: plan fp32 master weights (mixed precision) in the optimizer-state region */
+  /* tensor parallelism (tp_size 0 or 1: none): the tensor-parallel group, its size and this rank's place in
+   * it; sequence_parallel: Megatron's --sequence-parallel (needs tp_size > 1) */
+  const zt_group *tp_group;
+  int tp_size, tp_rank, sequence_parallel;
 } zt_gpt_config;
 
 typedef struct {
@@ -38,7 +46,13 @@ typedef struct {
   float *lnf_w, *lnf_b, *dlnf_w, *dlnf_b;
   float *out_w, *dout_w;     /* = word embeddings when tied */
 
-  /* activations for micro batch B x T */
+  zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
+  float *ce_buf;             /* [6 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
+  float *sp_buf;             /* [sp_numel] sequence-parallel gradients packed for their all-reduce */
+  size_t sp_numel;
+
+  /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and
+   * dropout tensors hold this rank's B x T / tp tokens) */
   int B, T;
   float *layer_in;           /* [L+1, B, T, C]: input of layer l, and the final hidden state */
   float *recompute_out;      /* [B, T, C] throw-away block output during recompute */
@@ -78,7 +92,16 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
  * of micro batches for gradient accumulation). */
 void zt_gpt_backward(zt_gpt *m, float grad_scale);
 
-/* Number of parameters (padded vocabulary included, as Megatron counts them). */
+/* Number of parameters on this rank (padded vocabulary included, as Megatron counts them; with tensor
+ * parallelism this rank's slices: Megatron's "number of parameters on (tensor, pipeline) model parallel rank"). */
 size_t zt_gpt_num_params(const zt_gpt *m);
+
+/* --sequence-parallel: all-reduces over the tensor-parallel group the gradients that each rank computed from
+ * its share of the tokens (layernorms and row-parallel biases; Megatron's allreduce of sequence_parallel
+ * params). Call once per iteration after the last micro batch's backward; a no-op otherwise. */
+void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m);
+/* The global L2 norm of grads [table.numel]: with tensor parallelism the split parameters' squares summed over
+ * the tensor-parallel group, the replicated ones counted once (as Megatron counts them). */
+double zt_gpt_grad_norm(const zt_gpt *m, const float *grads);
 
 #endif

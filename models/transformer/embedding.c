@@ -40,21 +40,54 @@ static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
 void zt_embedding_layer_forward(const zt_embedding *e, float *out, const int32_t *tokens, const int32_t *positions,
                                 float dropout_p, const zt_pass *pass, int32_t *pos_scratch) {
   const int N = pass->B * pass->T;
+  const zt_tp *tp = e->tp;
   double *ft = e->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
-  zt_embedding_forward(out, tokens, e->wte, N, e->C, 0);
-  if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
-  zt_embedding_forward(out, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
-  if (ft) ft[1] += zt_now() - t0;
   zt_dropout d = embedding_dropout(dropout_p, pass);
-  zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+  if (!zt_tp_on(tp)) {
+    zt_embedding_forward(out, tokens, e->wte, N, e->C, 0);
+    if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
+    zt_embedding_forward(out, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+    if (ft) ft[1] += zt_now() - t0;
+    zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+    return;
+  }
+  /* vocab-parallel lookup (zeros outside the slice) summed over the ranks: exactly the full lookup */
+  float *full = tp->sp ? tp->gather : out;
+  zt_embedding_forward_range(full, tokens, e->wte, N, e->C, e->v0, e->V);
+  zt_allreduce_sum_f32(tp->group, full, (size_t)N * e->C);
+  if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
+  zt_embedding_forward(full, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+  if (ft) ft[1] += zt_now() - t0;
+  if (!tp->sp) {
+    zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+    return;
+  }
+  /* scatter to the sequence-parallel region: this rank's tokens, dropped as one process drops them */
+  const int row0 = zt_tp_row0(tp, N), n = zt_tp_local_rows(tp, N);
+  zt_tp_dropout_rows(out, NULL, full + (size_t)row0 * e->C, row0, n, pass->T, e->C, &d);
 }
 
 void zt_embedding_layer_backward(const zt_embedding *e, float *dout, const int32_t *tokens,
                                  const int32_t *positions, float dropout_p, const zt_pass *pass,
                                  int32_t *pos_scratch) {
   const int N = pass->B * pass->T;
+  const zt_tp *tp = e->tp;
   zt_dropout d = embedding_dropout(dropout_p, pass);
-  zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
-  zt_embedding_backward(e->dwte, tokens, dout, N, e->C);
-  zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), dout, N, e->C);
+  if (!zt_tp_on(tp)) {
+    zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+    zt_embedding_backward(e->dwte, tokens, dout, N, e->C);
+    zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), dout, N, e->C);
+    return;
+  }
+  const float *full = dout;
+  if (tp->sp) { /* the backward of the scatter: all-gather the tokens' gradients */
+    const int row0 = zt_tp_row0(tp, N), n = zt_tp_local_rows(tp, N);
+    zt_tp_dropout_rows(dout, NULL, dout, row0, n, pass->T, e->C, &d);
+    full = zt_tp_gather(tp, dout, n, e->C);
+  } else {
+    zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+  }
+  /* the backward of the all-reduce is the identity: each rank's slice takes its tokens' rows */
+  zt_embedding_backward_range(e->dwte, tokens, full, N, e->C, e->v0, e->V);
+  zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), full, N, e->C);
 }

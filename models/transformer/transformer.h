@@ -12,14 +12,18 @@
 #include "runtime/base/memplan.h"
 #include "runtime/ops/ops.h"
 #include "runtime/tensor/param_table.h"
+#include "models/transformer/tensor_parallel.h"
 
+/* With tensor parallelism (tp with more than one rank) NH and FFN are this rank's share: NH/tp heads (global
+ * heads tp->rank * NH ...), FFN/tp MLP columns; C stays the full hidden size. */
 typedef struct {
-  int C, NH, HD, FFN;       /* hidden, heads, head dim (C = NH*HD), MLP hidden */
+  int C, NH, HD, FFN;       /* hidden, heads, head dim (C = NH*HD without TP), MLP hidden */
   float ln_eps;
   float attn_dropout, hidden_dropout;
   float init_std;           /* N(0, std) for weights */
   float out_init_std;       /* output projections: std / sqrt(2 L) */
   zt_attn_mask_kind self_mask; /* causal (GPT, T5 decoder) or none (BERT, T5 encoder) */
+  const zt_tp *tp;          /* tensor parallelism, or NULL (one rank) */
 } zt_block_config;
 
 /* Where a forward/backward pass runs: batch shape, the global sample index of row 0 (dropout key),

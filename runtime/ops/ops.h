@@ -65,6 +65,12 @@ void zt_embedding_forward(float *out, const int32_t *ids, const float *table, in
                           int accumulate);
 /* dtable[ids[n], :] += dout[n, :] (duplicates summed in order; deterministic). */
 void zt_embedding_backward(float *dtable, const int32_t *ids, const float *dout, int N, int C);
+/* Vocab-parallel slice of a table holding rows [v0, v0 + rows) of the full one: out[n] = table[ids[n] - v0],
+ * or zeros for ids outside the slice (summed over the slices it is the full lookup). */
+void zt_embedding_forward_range(float *out, const int32_t *ids, const float *table, int N, int C, int v0, int rows);
+/* dtable[ids[n] - v0, :] += dout[n, :] for the ids inside the slice; the others are skipped. */
+void zt_embedding_backward_range(float *dtable, const int32_t *ids, const float *dout, int N, int C, int v0,
+                                 int rows);
 
 /* ---- scaled-dot-product attention ------------------------------------------------------------
  * Strided views allow Megatron's fused QKV layout ([T, NH, 3, HD] per row), separate Q and fused
@@ -84,6 +90,7 @@ typedef struct {
                                * packed in one sequence, Megatron's --reset-attention-mask); or NULL */
   float scale;                /* usually 1/sqrt(HD) */
   zt_dropout dropout;         /* on the probabilities; element id ((h*Tq)+i)*Tk + j within a sample */
+  int head0;                  /* global index of head 0 (tensor parallelism: rank * NH), keys the dropout */
 } zt_attention_desc;
 
 /* out[B, Tq, NH*HD] (row stride NH*HD); probs[B, NH, Tq, Tk] receives the softmax before dropout
@@ -106,5 +113,14 @@ void zt_cross_entropy_forward(float *losses, float *lse, const float *logits, co
  * dloss[n] is the weight of row n in the loss (0 for masked tokens). */
 void zt_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                const int32_t *targets, const float *dloss, int N, int V);
+/* Vocab-parallel pieces (Megatron's _VocabParallelCrossEntropy): the logits [N, V] are columns [v0, v0 + V)
+ * of the full vocabulary. rowmax[n] = max of the row; after the max is all-reduced, sumexp[n] = sum exp(l -
+ * rowmax) and tlogit[n] = the target's logit when it lies in the slice, else 0 (both then all-reduced). */
+void zt_cross_entropy_vp_max(float *rowmax, const float *logits, int N, int V);
+void zt_cross_entropy_vp_sums(float *sumexp, float *tlogit, const float *logits, const float *rowmax,
+                              const int32_t *targets, int N, int V, int v0);
+/* The backward on the slice: dlogits = exp(l - lse) * dloss, minus dloss at the target when it is in the slice. */
+void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
+                                  const float *dloss, int N, int V, int v0);
 
 #endif

@@ -9,9 +9,10 @@
 #include "runtime/ops/cpu/vmath.h"
 #include "runtime/ops/ops.h"
 
-/* Element id of probability (h, i, j) within one sample's dropout stream. */
+/* Element id of probability (h, i, j) within one sample's dropout stream (h made global by head0, so a
+ * tensor-parallel rank drops what one process drops for the same head). */
 static inline uint64_t prob_elem(const zt_attention_desc *a, int h, int i) {
-  return ((uint64_t)h * a->Tq + i) * a->Tk;
+  return ((uint64_t)(h + a->head0) * a->Tq + i) * a->Tk;
 }
 
 /* Number of keys row i may see (causal: i+1, else Tk); keys beyond are masked. */
