@@ -574,6 +574,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   if (e->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
     double ov = overflow || !isfinite(norm);
     if (a->data_parallel_size > 1) zt_allreduce_max_f64(e->dp_group, &ov, 1);
+    if (e->tp_group) zt_allreduce_max_f64(e->tp_group, &ov, 1); /* and of every tensor-parallel rank */
     skip = zt_loss_scaler_update(&e->scaler, ov != 0.0);
     log_scaler_event(e);
   } else if (!isfinite(norm)) {

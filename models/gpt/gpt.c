@@ -66,10 +66,13 @@ static void plan_memory(zt_gpt *m) {
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&m->tp, B * T);
   const size_t V = (size_t)m->cfg.padded_vocab_size / m->tp.size;
-  m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, m->table.numel);
-  m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, m->table.numel);
-  m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * m->table.numel);
-  m->master = m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, m->table.numel) : NULL;
+  /* ZeRO: flat buffers padded to whole partitions; optimizer state and masters for one partition */
+  const size_t zp = m->cfg.zero_partitions > 1 ? (size_t)m->cfg.zero_partitions : 1;
+  const size_t flat = (m->table.numel + zp - 1) / zp * zp, part = flat / zp;
+  m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, flat);
+  m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, flat);
+  m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part);
+  m->master = m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
   m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
   /* with full recompute every block's activations overlap one region, recomputed layer by layer */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
