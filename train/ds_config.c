@@ -317,8 +317,6 @@ static void walk(const zt_ds_config *c, const cJSON *obj, const char *path, bool
     if (active && k->lands && !(k->flags & ZT_DS_INERT)) {
       if (is_obj ? (k->flags & ZT_DS_PRESENT) != 0 : !is_default_value(k, it)) refuse_lands(c, sub, it, k->lands);
     }
-    if (k->type == ZT_DS_OBJECT && (k->flags & ZT_DS_BOOLOBJ) && cJSON_IsTrue(it) && active)
-      ds_fail(c, "%s true (the legacy form of ZeRO stage 1) is not supported yet: lands with the ZeRO work", sub);
     if (is_obj && k->type == ZT_DS_OBJECT)
       walk(c, it, sub, active && block_enabled(it, sub), (k->flags & ZT_DS_OPAQUE) != 0);
   }
@@ -603,7 +601,13 @@ static void fill_fields(zt_ds_config *c) {
   get_str(c, "scheduler.params.warmup_type", c->sched.warmup_type, sizeof c->sched.warmup_type);
 
   const cJSON *z = get_path(c, "zero_optimization");
-  c->zero_stage = cJSON_IsObject(z) ? (int)get_num(c, "zero_optimization.stage").value : 0;
+  c->zero_stage = cJSON_IsObject(z) ? (int)get_num(c, "zero_optimization.stage").value : cJSON_IsTrue(z) ? 1 : 0;
+  if (c->zero_stage == 3)
+    ds_fail(c, "zero_optimization.stage 3 is not supported yet: lands with the ZeRO-3 work (stages 0, 1 and 2 run)");
+  c->zero_reduce_bucket_size = get_num(c, "zero_optimization.reduce_bucket_size").value;
+  c->zero_allgather_bucket_size = cJSON_IsTrue(z) ? get_num(c, "allgather_size").value
+                                                  : get_num(c, "zero_optimization.allgather_bucket_size").value;
+  c->zero_reduce_scatter = get_bool(c, "zero_optimization.reduce_scatter");
 
   c->tensorboard_enabled = get_bool(c, "tensorboard.enabled");
   get_str(c, "tensorboard.output_path", c->tensorboard_output_path, sizeof c->tensorboard_output_path);

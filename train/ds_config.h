@@ -65,7 +65,9 @@ typedef struct zt_ds_config {
     char warmup_type[8];               /* "log" or "linear" */
   } sched;
 
-  int zero_stage;                      /* only 0 is accepted for now */
+  int zero_stage;                      /* 0, 1 or 2 (3 is refused); the legacy "zero_optimization": true is 1 */
+  double zero_reduce_bucket_size, zero_allgather_bucket_size; /* elements */
+  bool zero_reduce_scatter;
 
   bool tensorboard_enabled, csv_monitor_enabled;
   char tensorboard_output_path[512], tensorboard_job_name[128];

@@ -254,7 +254,8 @@ static void mixed_precision_init_weights(zt_engine *e) {
   if (e->half_dtype == ZT_DTYPE_FP32) return;
   const size_t n = e->model.table.numel;
   zt_round_f32(e->model.params, e->model.params, n, e->half_dtype);
-  memcpy(e->model.master, e->model.params, n * sizeof(float));
+  /* the masters of this rank's partition (all of them without ZeRO) */
+  memcpy(e->model.master, e->model.params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
   e->master = e->model.master;
   char scale[40] = "1";
   if (e->half_dtype == ZT_DTYPE_FP16) zt_py_float(scale, sizeof scale, e->scaler.cur_scale, 0);
@@ -296,6 +297,27 @@ static void setup_groups(zt_engine *e) {
            c.tp, c.dp);
 }
 
+/* ZeRO stages 1-2 over the data-parallel group: this rank's partition of the flat buffers. */
+static void zero_setup(zt_engine *e) {
+  const size_t n = e->model.table.numel;
+  e->part_lo = 0;
+  e->part_hi = n;
+  if (e->zero_stage == 0) return;
+  const zt_ds_config *ds = e->ds;
+  zt_check(e->zero_stage <= 2, "ds_config", "%s: zero_optimization.stage %d is not supported yet: lands with the "
+           "ZeRO-3 work (stages 0, 1 and 2 run)", ds->path, e->zero_stage);
+  zt_check(!e->args->save && !e->args->load, "unsupported configuration", "--save/--load with zero_optimization.stage "
+           "%d: checkpoints of partitioned optimizer states are not written yet (use stage 0 to checkpoint)",
+           e->zero_stage);
+  zt_zero_init(&e->zero, e->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
+               (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter);
+  e->part_lo = e->zero.lo;
+  e->part_hi = e->zero.hi;
+  zt_log("> ZeRO stage %d: %zu parameters in %d partitions of %zu (optimizer state%s per rank: %.1f MiB)\n",
+         e->zero_stage, n, e->zero.dp_size, e->zero.part, e->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
+         (double)e->zero.part * 4 * (e->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
@@ -317,8 +339,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .sequence_parallel = a->sequence_parallel};
   mixed_precision_setup(e);
   c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
+  e->zero_stage = ds ? ds->zero_stage : 0;
+  c.zero_partitions = e->zero_stage > 0 ? a->data_parallel_size : 1;
   zt_log("building GPT model ...\n");
   zt_gpt_build(&e->model, &c, 0);
+  zero_setup(e);
   zt_gpt_init_params(&e->model, a->seed);
   mixed_precision_init_weights(e);
   if (e->dp_rank == 0) { /* Megatron: every rank of data-parallel rank 0 prints its own count */
@@ -331,7 +356,10 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                       .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
                       .momentum = a->sgd_momentum, .weight_decay = a->weight_decay};
   if (ds && ds->has_optimizer) ds_optimizer(ds, &oc);
-  zt_optimizer_init(&e->opt, &oc, &e->model.table, e->model.optim_state);
+  if (e->zero_stage > 0)
+    zt_optimizer_init_range(&e->opt, &oc, &e->model.table, e->model.optim_state, e->part_lo, e->part_hi);
+  else
+    zt_optimizer_init(&e->opt, &oc, &e->model.table, e->model.optim_state);
   e->beta_cfg[0] = ds && ds->has_optimizer ? ds->beta1.value : a->adam_beta1;
   e->beta_cfg[1] = ds && ds->has_optimizer ? ds->beta2.value : a->adam_beta2;
 
@@ -491,6 +519,28 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
   }
 }
 
+/* ZeRO: DeepSpeed's averaging (prescale_gradients: 1/W before the sum; otherwise 1/predivide before and
+ * predivide/W after) into this rank's partition, in the communication type. */
+static void zero_reduce_gradients(zt_engine *e) {
+  const int W = e->args->data_parallel_size;
+  const double f = e->ds->gradient_predivide_factor.value;
+  const float pre = e->ds->prescale_gradients ? (float)(1.0 / W) : (float)(1.0 / f);
+  const float post = e->ds->prescale_gradients ? 1.0f : (float)(f / W);
+  float *g = e->model.grads;
+  if (e->comm_dtype != ZT_DTYPE_FP32 && W > 1) zt_round_f32(g, g, e->zero.padded, e->comm_dtype);
+  zt_zero_reduce_gradients(&e->zero, g, pre, post);
+  if (e->comm_dtype != ZT_DTYPE_FP32 && W > 1)
+    zt_round_f32(g + e->part_lo, g + e->part_lo, e->part_hi - e->part_lo, e->comm_dtype);
+}
+
+/* ZeRO: the global gradient norm from the partitions (tensor-parallel replicas counted once). */
+static double zero_grad_norm(zt_engine *e) {
+  double s = zt_zero_partition_sumsq(&e->zero, &e->model.table, e->model.grads, e->tp_rank == 0);
+  zt_allreduce_sum_f64(e->dp_group, &s, 1);
+  if (e->tp_group) zt_allreduce_sum_f64(e->tp_group, &s, 1);
+  return sqrt(s);
+}
+
 /* The loss scaler's lines, as DeepSpeed prints them (rank 0), and DeepSpeed's stop at the minimum
  * scale. Megatron's scaler prints nothing (the log line shows the scale and the skipped iterations). */
 static void log_scaler_event(const zt_engine *e) {
@@ -566,10 +616,12 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   }
   double t3 = zt_now();
   zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
-  reduce_gradients(e);
+  if (e->zero_stage > 0) zero_reduce_gradients(e);
+  else reduce_gradients(e);
   double t4 = zt_now();
   const double scale = e->scaler.cur_scale;
-  double norm = zt_gpt_grad_norm(&e->model, e->model.grads) / scale; /* of the unscaled gradients */
+  double norm = (e->zero_stage > 0 ? zero_grad_norm(e) : zt_gpt_grad_norm(&e->model, e->model.grads)) /
+                scale; /* of the unscaled gradients */
   int skip = 0;
   if (e->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
     double ov = overflow || !isfinite(norm);
@@ -602,9 +654,16 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
         e->opt.cfg.beta2 = (float)b2;
       }
     }
-    float *weights = e->master ? e->master : e->model.params;
-    zt_optimizer_step(&e->opt, weights, e->model.grads, current_lr(e), factor);
-    if (e->master) zt_round_f32(e->model.params, e->master, n, e->half_dtype); /* the half copy of the masters */
+    /* this rank's partition (everything without ZeRO); then the half copy of the masters, and with ZeRO the
+     * all-gather of the updated partitions and the gradients of the others' partitions cleared */
+    const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
+    float *weights = e->master ? e->master : e->model.params + lo;
+    zt_optimizer_step(&e->opt, weights, e->model.grads + lo, current_lr(e), factor);
+    if (e->master) zt_round_f32(e->model.params + lo, e->master, len, e->half_dtype);
+    if (e->zero_stage > 0) {
+      zt_zero_allgather_params(&e->zero, e->model.params);
+      zt_grads_zero(e->model.grads, e->zero.padded);
+    }
     if (e->use_ds_sched) zt_ds_sched_step(&e->ds_sched);
     else zt_lr_step(&e->sched, a->global_batch_size);
   }

@@ -12,6 +12,7 @@
 #include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/loss_scaler.h"
+#include "runtime/zero/zero.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/profile/flops_profiler.h"
@@ -59,6 +60,10 @@ typedef struct {
   int grads_half;                /* gradients are stored (accumulated) in half_dtype, else fp32 */
   zt_dtype comm_dtype;           /* data type of the data-parallel gradient all-reduce */
   int last_skipped;              /* the last zt_engine_train_step skipped its update */
+  /* ZeRO stages 1-2 (zero_optimization.stage; docs/zero.md): this rank's partition of the flat buffers */
+  int zero_stage;
+  zt_zero zero;
+  size_t part_lo, part_hi;       /* [0, numel) without ZeRO */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;

@@ -15,6 +15,24 @@ void zt_optimizer_init(zt_optimizer *o, const zt_opt_config *cfg, const zt_param
   o->table = table;
   o->m = state;
   o->v = state + table->numel;
+  o->lo = 0;
+  o->hi = table->numel;
+}
+
+void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state,
+                             size_t lo, size_t hi) {
+  zt_check(lo <= hi && hi <= table->numel, "internal error", "optimizer range [%zu, %zu) outside %zu parameters",
+           lo, hi, table->numel);
+  zt_check(cfg->kind != ZT_OPT_LAMB || (lo == 0 && hi == table->numel), "unsupported configuration",
+           "Lamb's trust ratio needs whole parameter tensors: it cannot run on a ZeRO partition (use Adam/AdamW, "
+           "or zero_optimization.stage 0)");
+  memset(o, 0, sizeof(*o));
+  o->cfg = *cfg;
+  o->table = table;
+  o->m = state;
+  o->v = state + (hi - lo);
+  o->lo = lo;
+  o->hi = hi;
 }
 
 double zt_grad_global_norm(const float *grads, size_t n) {
@@ -178,7 +196,11 @@ void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, 
   float bc1 = 1.0f - powf(c->beta1, (float)o->step), bc2 = 1.0f - powf(c->beta2, (float)o->step);
   for (int i = 0; i < o->table->count; i++) {
     const zt_param *pp = &o->table->params[i];
-    size_t off = pp->offset, n = pp->numel;
+    /* the part of this parameter inside [lo, hi), indexed from lo */
+    size_t a = pp->offset > o->lo ? pp->offset : o->lo, b = pp->offset + pp->numel < o->hi ? pp->offset + pp->numel
+                                                                                           : o->hi;
+    if (a >= b) continue;
+    size_t off = a - o->lo, n = b - a;
     float wd = pp->no_weight_decay ? 0.0f : c->weight_decay;
     if (c->kind == ZT_OPT_ADAM)
       adam_range(params + off, grads + off, o->m + off, o->v + off, n, (float)lr, c->beta1, c->beta2, c->eps, wd,

@@ -31,7 +31,9 @@ typedef struct {
 typedef struct {
   zt_opt_config cfg;
   const zt_param_table *table;
-  float *m, *v;              /* Adam moments (SGD uses m as the momentum buffer) */
+  float *m, *v;              /* Adam moments (SGD uses m as the momentum buffer) of [lo, hi) */
+  size_t lo, hi;             /* the flat range this optimizer updates: [0, table->numel), or a ZeRO
+                                partition; params, grads and moments are indexed from lo */
   int64_t step;              /* number of applied steps (bias correction) */
   float *lamb_coeffs;        /* optional (caller-owned, table->count floats): Lamb's applied trust ratio
                                 per parameter after each step, as FusedLamb.get_lamb_coeffs() */
@@ -43,6 +45,10 @@ void zt_opt_config_lamb_defaults(zt_opt_config *cfg);
 
 /* state: 2 * table->numel floats, zeroed (from the memory plan's optimizer-state region). */
 void zt_optimizer_init(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state);
+/* An optimizer of the flat range [lo, hi) only (a ZeRO partition): state holds 2 * (hi - lo) floats, and
+ * zt_optimizer_step's params and grads point at element lo. Lamb needs whole tensors and is refused. */
+void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state,
+                             size_t lo, size_t hi);
 /* L2 norm of all gradients (double accumulation, fixed order: deterministic). */
 double zt_grad_global_norm(const float *grads, size_t n);
 /* One update with learning rate lr and gradients multiplied by grad_scale (clipping); zeroes grads. */

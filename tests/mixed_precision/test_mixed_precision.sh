@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
       --mock-data --vocab-size 512 --lr 1e-3 --train-iters 30 --log-interval 5 --eval-interval 30 --eval-iters 2
       --micro-batch-size 4 --global-batch-size 8 --seed 7)
-field() { grep -E "^ iteration " <<<"$1" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
+field() { grep -E "^ iteration " <<<"$1" | grep -F "$2:" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
 close() { # two space-separated lists, relative tolerance
   awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); if (n != m || n == 0) exit 1;
     for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];

@@ -1,0 +1,106 @@
+/* ZeRO stages 1-2 (see zero.h). */
+#include "runtime/zero/zero.h"
+
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/optim/optimizer.h"
+
+size_t zt_zero_padded(size_t numel, int dp_size) {
+  const size_t d = (size_t)(dp_size > 0 ? dp_size : 1);
+  return (numel + d - 1) / d * d;
+}
+
+void zt_zero_init(zt_zero *z, int stage, const zt_group *dp, size_t numel, size_t reduce_bucket,
+                  size_t allgather_bucket, int reduce_scatter) {
+  memset(z, 0, sizeof(*z));
+  zt_check(stage == 1 || stage == 2, "internal error", "zero: stage %d", stage);
+  z->stage = stage;
+  z->dp = dp;
+  z->dp_rank = zt_group_rank(dp);
+  z->dp_size = zt_group_size(dp);
+  z->numel = numel;
+  z->padded = zt_zero_padded(numel, z->dp_size);
+  z->part = z->padded / (size_t)z->dp_size;
+  z->lo = z->part * (size_t)z->dp_rank;
+  z->hi = z->lo + z->part < numel ? z->lo + z->part : numel;
+  if (z->lo > numel) z->lo = numel;
+  z->reduce_bucket = reduce_bucket;
+  z->allgather_bucket = allgather_bucket;
+  z->reduce_scatter = reduce_scatter;
+  /* one staging buffer serves both collectives: a piece of every rank's partition */
+  size_t per = 0;
+  for (int k = 0; k < 2; k++) {
+    size_t b = (k ? allgather_bucket : reduce_bucket) / (size_t)z->dp_size;
+    if (b < 1) b = 1;
+    if (b > z->part) b = z->part;
+    if (b > per) per = b;
+  }
+  z->stage_len = per * (size_t)z->dp_size;
+  z->stage_buf = z->dp_size > 1 ? zt_malloc(z->stage_len * sizeof(float), "ZeRO bucket") : NULL;
+}
+
+void zt_zero_free(zt_zero *z) {
+  free(z->stage_buf);
+  z->stage_buf = NULL;
+}
+
+static void scale(float *x, size_t n, float f) {
+  if (f == 1.0f) return;
+  #pragma omp parallel for schedule(static) if (n > 65536)
+  for (size_t i = 0; i < n; i++) x[i] *= f;
+}
+
+/* Elements per rank in each bucket of `bucket` elements (all ranks together), at least 1. */
+static size_t piece(const zt_zero *z, size_t bucket) {
+  size_t b = bucket / (size_t)z->dp_size;
+  if (b < 1) b = 1;
+  return b < z->part ? b : z->part;
+}
+
+void zt_zero_reduce_gradients(zt_zero *z, float *grads, float pre_scale, float post_scale) {
+  const int D = z->dp_size;
+  if (z->stage == 1 || !z->reduce_scatter || D == 1) {
+    scale(grads, z->padded, pre_scale);
+    if (D > 1) zt_allreduce_sum_f32(z->dp, grads, z->padded);
+    scale(grads, z->padded, post_scale);
+    return;
+  }
+  /* stage 2: for each piece j of the partitions, gather piece j of every rank's partition into the
+   * staging buffer (rank order), reduce-scatter it, and keep the sum of this rank's piece */
+  const size_t c = piece(z, z->reduce_bucket);
+  for (size_t j = 0; j < z->part; j += c) {
+    const size_t n = j + c < z->part ? c : z->part - j;
+    for (int r = 0; r < D; r++) memcpy(z->stage_buf + (size_t)r * n, grads + (size_t)r * z->part + j, n * sizeof(float));
+    scale(z->stage_buf, n * (size_t)D, pre_scale);
+    float *mine = grads + z->lo + j;
+    zt_reduce_scatter_sum_f32(z->dp, z->stage_buf, n, mine);
+    scale(mine, n, post_scale);
+  }
+}
+
+void zt_zero_allgather_params(zt_zero *z, float *params) {
+  const int D = z->dp_size;
+  if (D == 1) return;
+  const size_t c = piece(z, z->allgather_bucket);
+  for (size_t j = 0; j < z->part; j += c) {
+    const size_t n = j + c < z->part ? c : z->part - j;
+    zt_allgather_f32(z->dp, params + z->lo + j, n, z->stage_buf);
+    for (int r = 0; r < D; r++)
+      if (r != z->dp_rank) memcpy(params + (size_t)r * z->part + j, z->stage_buf + (size_t)r * n, n * sizeof(float));
+  }
+}
+
+double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *grads, int count_replicated) {
+  double total = 0.0;
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    if (p->tp_split_dim < 0 && !count_replicated) continue;
+    size_t a = p->offset > z->lo ? p->offset : z->lo;
+    size_t b = p->offset + p->numel < z->hi ? p->offset + p->numel : z->hi;
+    if (a >= b) continue;
+    const double norm = zt_grad_global_norm(grads + a, b - a); /* fixed-order blocks: the same bits every run */
+    total += norm * norm;
+  }
+  return total;
+}

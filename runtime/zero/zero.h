@@ -1,0 +1,56 @@
+/* ZeRO stages 1 and 2 over the data-parallel group (DeepSpeed's stage_1_and_2.py semantics, on the
+ * model's one flat parameter buffer): the flat buffer, padded to a multiple of the data-parallel size,
+ * is cut into equal contiguous partitions, rank r owning [r*P, (r+1)*P). Each rank keeps optimizer state
+ * (moments, and fp32 master weights in mixed precision) for its partition only and updates only it; the
+ * updated partitions are all-gathered into every rank's parameters, in allgather_bucket_size pieces.
+ * Stage 1 averages the gradients with an all-reduce; stage 2 reduces them into their owner's partition
+ * (reduce-scatter in reduce_bucket_size pieces, or an all-reduce with reduce_scatter false).
+ * See docs/zero.md. */
+#ifndef ZT_ZERO_H
+#define ZT_ZERO_H
+
+#include <stddef.h>
+
+#include "runtime/comm/comm.h"
+#include "runtime/tensor/param_table.h"
+
+typedef struct {
+  int stage;                   /* 1 or 2 */
+  const zt_group *dp;          /* data-parallel group */
+  int dp_rank, dp_size;
+  size_t numel;                /* elements of the flat buffer (table.numel) */
+  size_t padded;               /* numel rounded up to a multiple of dp_size */
+  size_t part;                 /* padded / dp_size: elements per partition */
+  size_t lo, hi;               /* this rank's partition [lo, lo + part), clipped: hi <= numel */
+  size_t reduce_bucket;        /* elements per reduce-scatter (all ranks' pieces together) */
+  size_t allgather_bucket;     /* elements per all-gather (all ranks' pieces together) */
+  int reduce_scatter;          /* stage 2: reduce-scatter (1) or all-reduce (0) */
+  float *stage_buf;            /* staging for the bucketed collectives */
+  size_t stage_len;
+} zt_zero;
+
+/* Elements the flat parameter and gradient buffers need (numel padded to a multiple of dp_size). */
+size_t zt_zero_padded(size_t numel, int dp_size);
+
+/* Sets up the partitioning; buckets are in elements (DeepSpeed's reduce_bucket_size and
+ * allgather_bucket_size, 5e8 by default). */
+void zt_zero_init(zt_zero *z, int stage, const zt_group *dp, size_t numel, size_t reduce_bucket,
+                  size_t allgather_bucket, int reduce_scatter);
+void zt_zero_free(zt_zero *z);
+
+/* Averages the gradients over the data-parallel group into this rank's partition of grads (a padded
+ * flat buffer, tail zero): every element of [lo, hi) afterwards holds the mean over the ranks. Stage 1 and
+ * stage 2 with reduce_scatter false all-reduce the whole buffer (other partitions then hold means too);
+ * stage 2 otherwise reduce-scatters bucket by bucket (other partitions keep this rank's own gradients).
+ * pre_scale multiplies the gradients before the sum and post_scale after it. */
+void zt_zero_reduce_gradients(zt_zero *z, float *grads, float pre_scale, float post_scale);
+
+/* Copies every rank's partition of params (a padded flat buffer) to all ranks. */
+void zt_zero_allgather_params(zt_zero *z, float *params);
+
+/* Sum of squares of this rank's partition of grads, counting a parameter replicated over the tensor-parallel
+ * group (tp_split_dim < 0) only on tensor-parallel rank 0 (count_replicated), so that sums over the data-
+ * and tensor-parallel groups give the global squared norm. */
+double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *grads, int count_replicated);
+
+#endif
