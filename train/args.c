@@ -494,8 +494,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   if (given(seen, "--save-interval")) check_positive("--save-interval", a->save_interval);
   if (given(seen, "--exit-interval")) check_positive("--exit-interval", a->exit_interval);
   if (given(seen, "--exit-duration-in-mins")) check_positive("--exit-duration-in-mins", a->exit_duration_in_mins);
-  zt_check(!(a->save_interval > 0 && !a->save), "missing argument", "--save-interval %d needs --save DIR",
-           a->save_interval);
   zt_check(!(a->load_tag && !a->load), "missing argument", "--load-tag %s needs --load DIR", a->load_tag);
   zt_check(!(a->finetune && !a->load), "missing argument", "--finetune needs --load DIR (the checkpoint to start "
            "from)");

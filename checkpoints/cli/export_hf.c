@@ -1,0 +1,209 @@
+/* export_hf: a zerotron GPT checkpoint as a Hugging Face GPT2LMHeadModel directory (config.json and
+ * model.safetensors, fp32). Weights come from the fp32 masters when the checkpoint has optimizer states (else the
+ * saved weights); linear weights are transposed to Conv1D's [in, out]; the fused query_key_value rows, laid out per
+ * head as [head][q|k|v][head_dim] (models/transformer/attention.c), are re-laid into c_attn's [q | k | v] column
+ * blocks; the vocabulary padding rows are removed; the output layer stays tied to wte unless the model was trained
+ * with --untie-embeddings-and-output-weights (then lm_head.weight and tie_word_embeddings false). Our GELU is the
+ * tanh approximation (runtime/ops/cpu/gelu.c): activation_function "gelu_new". docs/checkpoints.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoints/ckpt_fs.h"
+#include "checkpoints/ckpt_reader.h"
+#include "checkpoints/safetensors.h"
+#include "runtime/base/error.h"
+
+#define ENC "language_model.encoder"
+#define EMB "language_model.embedding"
+
+static const zt_ckpt_reader *R;
+static float *buf;
+
+/* The full fp32 value of a checkpoint tensor, its shape checked. */
+static const float *get(const char *name, int ndim, int64_t d0, int64_t d1) {
+  const int i = zt_ckpt_find(R, name);
+  zt_check(i >= 0, "export_hf", "%s: tensor %s is missing (not a GPT checkpoint?)", R->dir, name);
+  const zt_ckpt_tensor *t = &R->tensors[i];
+  zt_check(t->ndim == ndim && t->full_shape[0] == d0 && (ndim == 1 || t->full_shape[1] == d1), "export_hf",
+           "%s: %s has an unexpected shape (%d dimensions, first %lld)", R->dir, name, t->ndim,
+           (long long)t->full_shape[0]);
+  if (R->has_optim) zt_ckpt_read_state(R, i, "fp32", buf);
+  else zt_ckpt_read_weights(R, i, buf);
+  return buf;
+}
+
+static long arg_int(const char *name) {
+  char v[64];
+  zt_check(zt_ckpt_arg(R->args_text, name, v, sizeof v), "export_hf", "%s: saved argument %s is missing", R->dir, name);
+  return atol(v);
+}
+
+static double arg_double(const char *name, double dflt) {
+  char v[64];
+  return zt_ckpt_arg(R->args_text, name, v, sizeof v) ? atof(v) : dflt;
+}
+
+int main(int argc, char **argv) {
+  const char *dir = NULL, *out = NULL, *tag = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: export_hf checkpoint_dir output_dir [--tag TAG]\n\n"
+             "Writes a Hugging Face GPT2LMHeadModel directory (config.json, model.safetensors) from a zerotron GPT\n"
+             "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n");
+      return 0;
+    }
+    if (!strcmp(argv[i], "--tag") || !strcmp(argv[i], "-t")) {
+      zt_check(i + 1 < argc, "missing argument value", "%s expects one value", argv[i]);
+      tag = argv[++i];
+    } else if (argv[i][0] == '-') {
+      zt_fatal("unrecognized argument", "%s (see --help)", argv[i]);
+    } else if (!dir) {
+      dir = argv[i];
+    } else {
+      zt_check(!out, "unrecognized argument", "%s: export_hf takes checkpoint_dir and output_dir", argv[i]);
+      out = argv[i];
+    }
+  }
+  zt_check(dir && out, "missing argument", "checkpoint_dir and output_dir are required (see --help)");
+  char root[4096], tagbuf[256], manifest[4400];
+  snprintf(root, sizeof root, "%s", dir);
+  snprintf(manifest, sizeof manifest, "%s/%s", dir, ZT_CKPT_MANIFEST);
+  if (!tag && access(manifest, F_OK) == 0) {
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/') root[--n] = '\0';
+    char *slash = strrchr(root, '/');
+    snprintf(tagbuf, sizeof tagbuf, "%s", slash ? slash + 1 : root);
+    if (slash) *slash = '\0';
+    else snprintf(root, sizeof root, ".");
+    tag = tagbuf;
+  }
+  zt_ckpt_reader r;
+  zt_ckpt_open(&r, root, tag);
+  R = &r;
+  const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
+  const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
+  const long V = (long)r.vocab_size, VP = (long)r.padded_vocab_size, HD = C / H;
+  char untie_s[16] = "False";
+  zt_ckpt_arg(r.args_text, "untie_embeddings_and_output_weights", untie_s, sizeof untie_s);
+  const int untie = strcmp(untie_s, "True") == 0;
+  zt_check(C % H == 0 && V > 0 && V <= VP, "export_hf", "%s: hidden size %ld, %ld heads, vocabulary %ld of %ld",
+           r.dir, C, H, V, VP);
+
+  /* the HF tensors, in the order written */
+  const int n = 2 + 12 * (int)L + 2 + untie;
+  zt_st_entry *e = zt_calloc((size_t)n, sizeof(zt_st_entry), "entries");
+  int k = 0;
+#define ENTRY(nd, a, b, ...) (snprintf(e[k].name, sizeof e[k].name, __VA_ARGS__), e[k].ndim = (nd), \
+                              e[k].shape[0] = (a), e[k].shape[1] = (b), k++)
+  ENTRY(2, V, C, "transformer.wte.weight");
+  ENTRY(2, P, C, "transformer.wpe.weight");
+  for (long l = 0; l < L; l++) {
+    ENTRY(1, C, 0, "transformer.h.%ld.ln_1.weight", l);
+    ENTRY(1, C, 0, "transformer.h.%ld.ln_1.bias", l);
+    ENTRY(2, C, 3 * C, "transformer.h.%ld.attn.c_attn.weight", l);
+    ENTRY(1, 3 * C, 0, "transformer.h.%ld.attn.c_attn.bias", l);
+    ENTRY(2, C, C, "transformer.h.%ld.attn.c_proj.weight", l);
+    ENTRY(1, C, 0, "transformer.h.%ld.attn.c_proj.bias", l);
+    ENTRY(1, C, 0, "transformer.h.%ld.ln_2.weight", l);
+    ENTRY(1, C, 0, "transformer.h.%ld.ln_2.bias", l);
+    ENTRY(2, C, F, "transformer.h.%ld.mlp.c_fc.weight", l);
+    ENTRY(1, F, 0, "transformer.h.%ld.mlp.c_fc.bias", l);
+    ENTRY(2, F, C, "transformer.h.%ld.mlp.c_proj.weight", l);
+    ENTRY(1, C, 0, "transformer.h.%ld.mlp.c_proj.bias", l);
+  }
+  ENTRY(1, C, 0, "transformer.ln_f.weight");
+  ENTRY(1, C, 0, "transformer.ln_f.bias");
+  if (untie) ENTRY(2, V, C, "lm_head.weight");
+#undef ENTRY
+  size_t maxn = (size_t)(VP > P ? VP : P) * C;
+  if ((size_t)F * C > maxn) maxn = (size_t)F * C;
+  if ((size_t)3 * C * C > maxn) maxn = (size_t)3 * C * C;
+  buf = zt_malloc(maxn * sizeof(float), "tensor");
+  float *tmp = zt_malloc(maxn * sizeof(float), "tensor");
+
+  zt_ckpt_mkdirs(out);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/model.safetensors", out);
+  zt_st_writer w;
+  zt_st_begin(&w, path, e, n);
+  char name[256];
+  /* [rows, cols] (our Linear [out, in]) -> [cols, rows] (Conv1D [in, out]) */
+#define TRANSPOSED(src, rows, cols)                                                                      \
+  do {                                                                                                   \
+    for (long i_ = 0; i_ < (rows); i_++)                                                                 \
+      for (long j_ = 0; j_ < (cols); j_++) tmp[(size_t)j_ * (rows) + i_] = (src)[(size_t)i_ * (cols) + j_]; \
+    zt_st_write(&w, tmp, (size_t)(rows) * (cols));                                                      \
+  } while (0)
+  zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)V * C); /* padding rows dropped */
+  zt_st_write(&w, get(EMB ".position_embeddings.weight", 2, P, C), (size_t)P * C);
+  for (long l = 0; l < L; l++) {
+    char pre[128];
+    snprintf(pre, sizeof pre, ENC ".layers.%ld", l);
+#define G(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
+    zt_st_write(&w, G("input_layernorm.weight", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("input_layernorm.bias", 1, C, 0), (size_t)C);
+    /* our row h*3HD + j*HD + d (j: q, k, v) is HF's output column j*C + h*HD + d */
+    const float *qkv = G("self_attention.query_key_value.weight", 2, 3 * C, C);
+    for (long h = 0; h < H; h++)
+      for (long j = 0; j < 3; j++)
+        for (long d = 0; d < HD; d++) {
+          const float *row = qkv + (size_t)(h * 3 * HD + j * HD + d) * C;
+          const long col = j * C + h * HD + d;
+          for (long c = 0; c < C; c++) tmp[(size_t)c * 3 * C + col] = row[c];
+        }
+    zt_st_write(&w, tmp, (size_t)3 * C * C);
+    const float *qkvb = G("self_attention.query_key_value.bias", 1, 3 * C, 0);
+    for (long h = 0; h < H; h++)
+      for (long j = 0; j < 3; j++)
+        for (long d = 0; d < HD; d++) tmp[j * C + h * HD + d] = qkvb[h * 3 * HD + j * HD + d];
+    zt_st_write(&w, tmp, (size_t)3 * C);
+    const float *proj = G("self_attention.dense.weight", 2, C, C);
+    TRANSPOSED(proj, C, C);
+    zt_st_write(&w, G("self_attention.dense.bias", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("post_attention_layernorm.weight", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("post_attention_layernorm.bias", 1, C, 0), (size_t)C);
+    const float *fc = G("mlp.dense_h_to_4h.weight", 2, F, C);
+    TRANSPOSED(fc, F, C);
+    zt_st_write(&w, G("mlp.dense_h_to_4h.bias", 1, F, 0), (size_t)F);
+    const float *fc2 = G("mlp.dense_4h_to_h.weight", 2, C, F);
+    TRANSPOSED(fc2, C, F);
+    zt_st_write(&w, G("mlp.dense_4h_to_h.bias", 1, C, 0), (size_t)C);
+#undef G
+  }
+  zt_st_write(&w, get(ENC ".final_layernorm.weight", 1, C, 0), (size_t)C);
+  zt_st_write(&w, get(ENC ".final_layernorm.bias", 1, C, 0), (size_t)C);
+  if (untie) zt_st_write(&w, get("language_model.output_layer.weight", 2, VP, C), (size_t)V * C);
+  zt_st_end(&w);
+#undef TRANSPOSED
+
+  snprintf(path, sizeof path, "%s/config.json", out);
+  FILE *f = fopen(path, "w");
+  zt_check(f, "export_hf", "%s: cannot write: %s", path, strerror(errno));
+  char n_inner[32];
+  if (F == 4 * C) snprintf(n_inner, sizeof n_inner, "null");
+  else snprintf(n_inner, sizeof n_inner, "%ld", F);
+  fprintf(f,
+          "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+          "  \"activation_function\": \"gelu_new\",\n  \"vocab_size\": %ld,\n  \"n_positions\": %ld,\n"
+          "  \"n_ctx\": %ld,\n  \"n_embd\": %ld,\n  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_inner\": %s,\n"
+          "  \"layer_norm_epsilon\": %.9g,\n  \"initializer_range\": %.9g,\n  \"resid_pdrop\": %.9g,\n"
+          "  \"embd_pdrop\": %.9g,\n  \"attn_pdrop\": %.9g,\n  \"scale_attn_weights\": true,\n"
+          "  \"scale_attn_by_inverse_layer_idx\": false,\n  \"reorder_and_upcast_attn\": false,\n"
+          "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %ld,\n  \"eos_token_id\": %ld,\n"
+          "  \"use_cache\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
+          V, P, P, C, L, H, n_inner, arg_double("layernorm_epsilon", 1e-5), arg_double("init_method_std", 0.02),
+          arg_double("hidden_dropout", 0.1), arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1),
+          untie ? "false" : "true", V - 1, V - 1);
+  fclose(f);
+  printf("exported %s (iteration %lld, %s weights) to %s: GPT2LMHeadModel, %ld layers, hidden %ld, %ld heads, "
+         "vocabulary %ld (padding of %ld rows removed), %ld positions\n", r.dir, (long long)r.iteration,
+         r.has_optim ? "fp32 master" : zt_dtype_name(r.weights_dtype), out, L, C, H, V, VP - V, P);
+  free(buf);
+  free(tmp);
+  free(e);
+  zt_ckpt_close(&r);
+  return 0;
+}
