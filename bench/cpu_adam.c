@@ -12,7 +12,8 @@
  * written, trivial arithmetic) shows what that pattern reaches here. The four are interleaved round by round
  * so that all of them see the same machine. A what-if line times the same AdamW arithmetic with the Adam/AdamW
  * mode decided outside the loop (checked against zt_optimizer_step on 4096 parameters). GB = 1e9 bytes.
- * Usage: bench_cpu_adam [--params 64M] [--steps 11] [--stream-elems 128M] */
+ * Usage: bench_cpu_adam [--params 64M] [--steps 11] [--stream-elems 128M] [--serial-first-touch]
+ * (--serial-first-touch: every buffer is first written by the main thread, as after zt_aligned_alloc's memset) */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -37,12 +38,13 @@ static int64_t parse_count(const char *flag, const char *s) {
 
 /* n floats, page-aligned and NOT touched by the allocating thread: the first write happens in fill() under
  * the same static OpenMP schedule as the loops that use them, so every thread's share of the pages is
- * placed by that thread. On the dev VM this matters 2x: the same Adam loop over memory first touched by
- * one thread (as a memset after malloc does) runs at half the speed. */
+ * placed by that thread (on NUMA machines this decides where the pages live). */
+static int g_serial_touch; /* --serial-first-touch: memset by the main thread first, as zt_aligned_alloc does */
 static float *big(size_t n, const char *what) {
   void *p = NULL;
   if (posix_memalign(&p, 4096, n * sizeof(float) + 4096) != 0)
     zt_fatal("out of memory", "allocating %zu floats for %s", n, what);
+  if (g_serial_touch) memset(p, 0, n * sizeof(float));
   return p;
 }
 static void fill(float *p, int64_t n, float scale) {
@@ -107,11 +109,16 @@ int main(int argc, char **argv) {
   int64_t N = 64LL << 20, S = 128LL << 20;
   int steps = 11;
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--serial-first-touch")) {
+      g_serial_touch = 1;
+      continue;
+    }
     if (i + 1 >= argc) zt_fatal("bench_cpu_adam", "argument %s: expected one argument", argv[i]);
     if (!strcmp(argv[i], "--params")) N = parse_count(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "--stream-elems")) S = parse_count(argv[i], argv[i + 1]);
     else if (!strcmp(argv[i], "--steps")) steps = (int)parse_count(argv[i], argv[i + 1]);
-    else zt_fatal("bench_cpu_adam", "unrecognized argument: %s (--params, --steps, --stream-elems)", argv[i]);
+    else zt_fatal("bench_cpu_adam", "unrecognized argument: %s (--params, --steps, --stream-elems, "
+                  "--serial-first-touch)", argv[i]);
     i++;
   }
   int threads = omp_get_max_threads();
@@ -188,9 +195,9 @@ int main(int argc, char **argv) {
   double bound = triad > inplace ? triad : inplace;
   double bytes = 32.0 * (double)N;
   double med = bytes / t_adam[mid] / 1e9, best = bytes / t_adam[0] / 1e9, rmw = bytes / t_rmw[mid] / 1e9;
-  printf("machine: %d OpenMP threads; %d rounds (medians): triad %.1f GB/s (STREAM's 24 B/elem; %.1f GB/s counting "
+  printf("machine: %d OpenMP threads%s; %d rounds (medians): triad %.1f GB/s (STREAM's 24 B/elem; %.1f GB/s counting "
          "the write-allocate reads), in-place a += s b %.1f GB/s (12 B/elem): bound %.1f GB/s (%lld-element arrays, "
-         "%.0f MiB each)\n", threads, steps, triad, triad * 32.0 / 24.0, inplace, bound, (long long)S,
+         "%.0f MiB each)\n", threads, g_serial_touch ? " (pages first touched by the main thread)" : "", steps, triad, triad * 32.0 / 24.0, inplace, bound, (long long)S,
          (double)S * 4 / 1048576.0);
   printf("adam: %lld parameters (%.0f MiB of p, g, m, v): median %.2f ms, best %.2f ms per step; 32 bytes per "
          "parameter (p, g, m, v read + written)\n", (long long)N, (double)N * 16 / 1048576.0, t_adam[mid] * 1e3,
