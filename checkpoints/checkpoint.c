@@ -32,15 +32,14 @@ typedef struct {
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size, mp_rank;
 } layout;
 
-/* The one place that knows where this rank sits; tensor and pipeline parallelism plug in here (the file
- * format and the reader already carry per-tensor slices and per-rank files). */
+/* The one place that knows where this rank sits (pipeline parallelism plugs in here; the file format and the
+ * reader already carry per-tensor slices and per-rank files). */
 static layout rank_layout(const zt_engine *e) {
   const zt_args *a = e->args;
-  layout l = {.tp_rank = 0, .tp_size = a->tensor_model_parallel_size, .pp_rank = 0,
+  layout l = {.tp_rank = e->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = 0,
               .pp_size = a->pipeline_model_parallel_size, .dp_rank = e->dp_rank, .dp_size = a->data_parallel_size};
-  zt_check(l.tp_size == 1 && l.pp_size == 1, "unsupported argument", "--save/--load with "
-           "--tensor-model-parallel-size %d and --pipeline-model-parallel-size %d: checkpoints of tensor- and "
-           "pipeline-parallel runs are not written yet (use 1 and 1)", l.tp_size, l.pp_size);
+  zt_check(l.pp_size == 1, "unsupported argument", "--save/--load with --pipeline-model-parallel-size %d: "
+           "checkpoints of pipeline-parallel runs are not written yet", l.pp_size);
   l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
   return l;
 }
@@ -98,7 +97,7 @@ static void common_attrs(const zt_h5 *f, const zt_engine *e, const layout *l, co
   zt_h5_attr_str(f, f->id, "file_kind", kind);
   zt_h5_attr_str(f, f->id, "ds_version", "zerotron 0.1.0");
   zt_h5_attr_i64(f, f->id, "iteration", e->iteration);
-  zt_h5_attr_i64(f, f->id, "zero_stage", 0);
+  zt_h5_attr_i64(f, f->id, "zero_stage", e->zero_stage);
   zt_h5_attr_i64(f, f->id, "dp_world_size", l->dp_size);
   zt_h5_attr_i64(f, f->id, "mp_world_size", (int64_t)l->tp_size * l->pp_size);
   zt_h5_attr_i64(f, f->id, "tp_world_size", l->tp_size);
@@ -184,31 +183,52 @@ static void write_model_file(const zt_engine *e, const layout *l, const char *pa
   zt_ckpt_fsync(path);
 }
 
-/* The flat optimizer space: the parameters in table order without the buffer's alignment gaps, padded to
- * a multiple of 2 x DP (DeepSpeed's nccl_start_alignment_factor); rank r owns the r-th equal part. */
+/* What this rank writes of the optimizer state. Without ZeRO every rank holds all of it, and rank r writes the
+ * r-th of DP equal parts of the compact flat space (the parameters in table order without the buffer's alignment
+ * gaps, padded to a multiple of 2 x DP as DeepSpeed pads), so the ranks share the writing; with ZeRO 1/2 a rank
+ * writes the partition it owns, [part_lo, part_hi) of the flat buffer. */
 typedef struct {
-  size_t flat, padded, part, lo, hi;
+  size_t flat, padded, part, lo, hi; /* in the compact space (ZeRO: the flat buffer) */
+  int zero;
 } partition;
 
-static partition make_partition(const zt_param_table *t, int dp_rank, int dp_size) {
+static partition make_partition(const zt_engine *e, const layout *l) {
+  const zt_param_table *t = &e->model.table;
   partition p = {0};
+  if (e->zero_stage > 0) {
+    p = (partition){.flat = t->numel, .padded = e->zero.padded, .part = e->zero.part, .lo = e->part_lo,
+                    .hi = e->part_hi, .zero = 1};
+    return p;
+  }
   for (int i = 0; i < t->count; i++) p.flat += t->params[i].numel;
-  const size_t align = 2 * (size_t)dp_size;
+  const size_t align = 2 * (size_t)l->dp_size;
   p.padded = (p.flat + align - 1) / align * align;
-  p.part = p.padded / (size_t)dp_size;
-  p.lo = (size_t)dp_rank * p.part;
+  p.part = p.padded / (size_t)l->dp_size;
+  p.lo = (size_t)l->dp_rank * p.part;
   p.hi = p.lo + p.part < p.flat ? p.lo + p.part : p.flat;
   if (p.hi < p.lo) p.hi = p.lo;
   return p;
 }
 
+/* The elements [*a, *b) of parameter p (compact offset c) this rank writes; 0 when none. */
+static int fragment(const partition *pt, const zt_param *p, size_t c, size_t *a, size_t *b) {
+  const size_t start = pt->zero ? p->offset : c;
+  const size_t lo = start > pt->lo ? start : pt->lo, hi = start + p->numel < pt->hi ? start + p->numel : pt->hi;
+  if (lo >= hi) return 0;
+  *a = lo - start;
+  *b = hi - start;
+  return 1;
+}
+
 static void write_optim_file(const zt_engine *e, const layout *l, const char *path, int deflate) {
   const zt_param_table *t = &e->model.table;
   const zt_optimizer *o = &e->opt;
-  const partition pt = make_partition(t, l->dp_rank, l->dp_size);
+  const partition pt = make_partition(e, l);
   const size_t n = pt.hi - pt.lo;
   const int sgd = o->cfg.kind == ZT_OPT_SGD;
-  const float *srcs[3] = {e->master ? e->master : e->model.params, o->m, o->v};
+  /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO) */
+  const size_t base = e->part_lo;
+  const float *srcs[3] = {e->master ? e->master : e->model.params + base, o->m, o->v};
   static const char *const adam_names[3] = {"fp32", "exp_avg", "exp_avg_sq"};
   static const char *const sgd_names[2] = {"fp32", "momentum_buffer"};
   const int nstates = sgd ? 2 : 3;
@@ -241,23 +261,25 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
 
   hid_t g = zt_h5_group_create(&f, f.id, "state");
   for (int s = 0; s < nstates; s++) {
-    size_t c = 0;
+    size_t c = 0, k = 0;
     for (int i = 0; i < t->count; i++) {
       const zt_param *p = &t->params[i];
-      const size_t a = c > pt.lo ? c : pt.lo, b = c + p->numel < pt.hi ? c + p->numel : pt.hi;
-      if (a < b) {
-        memcpy(buf + (a - pt.lo), srcs[s] + p->offset + (a - c), (b - a) * sizeof(float));
+      size_t a, b;
+      if (fragment(&pt, p, c, &a, &b)) {
+        memcpy(buf + k, srcs[s] + p->offset + a - base, (b - a) * sizeof(float));
         if (s == 0) {
           names[nmap] = p->name;
-          start[nmap] = (int64_t)(a - pt.lo);
+          start[nmap] = (int64_t)k;
           numel[nmap] = (int64_t)(b - a);
-          poff[nmap] = (int64_t)(a - c);
+          poff[nmap] = (int64_t)a;
           nmap++;
         }
+        k += b - a;
       }
       c += p->numel;
     }
-    int64_t shape[1] = {(int64_t)n};
+    zt_check(k <= n, "internal error", "checkpoint partition: %zu elements in a partition of %zu", k, n);
+    int64_t shape[1] = {(int64_t)k};
     H5Dclose(zt_h5_write_tensor(&f, g, sgd ? sgd_names[s] : adam_names[s], ZT_DTYPE_FP32, buf, 1, shape, deflate));
     zt_ckpt_phase("optimizer state written");
   }
@@ -418,14 +440,39 @@ static void load_scaler(const zt_ckpt_reader *r, zt_loss_scaler *sc) {
   H5Gclose(g);
 }
 
-/* Cuts this rank's slice of a full tensor (tensor parallelism plugs in here). */
-static void take_slice(const zt_param *p, const layout *l, const float *full, const zt_ckpt_tensor *t, float *dst) {
+/* Our full shape of parameter p (its shape with the split dimension times the tensor-parallel size). */
+static void full_shape_of(const zt_param *p, const layout *l, int64_t *full) {
+  for (int d = 0; d < p->ndim; d++) full[d] = p->shape[d] * (d == p->tp_split_dim ? l->tp_size : 1);
+}
+
+/* Vocabulary tensors are padded to a multiple of --make-vocab-size-divisible-by x TP, so another tensor-parallel
+ * size pads them to another number of rows; the rows past the vocabulary are padding, which is dropped or
+ * added as zeros (as Megatron's universal checkpoint strips and re-pads them). */
+static int vocab_rows(const zt_param *p) {
+  return strstr(p->name, "word_embeddings.weight") != NULL || strstr(p->name, "output_layer.weight") != NULL;
+}
+
+/* From the checkpoint's full tensor (shape of t) to this rank's slice of our full tensor: vocabulary padding
+ * adapted, then the tensor-parallel slice cut (tensor parallelism: the rank's contiguous range along the split
+ * dimension). scratch holds our full tensor when needed. */
+static void take_slice(const zt_param *p, const layout *l, const float *full, const zt_ckpt_tensor *t, float *scratch,
+                       float *dst) {
+  int64_t ours[ZT_MAX_DIMS];
+  full_shape_of(p, l, ours);
+  size_t n = 1;
+  for (int d = 0; d < p->ndim; d++) n *= (size_t)ours[d];
+  if (t->full_shape[0] != ours[0]) { /* vocabulary padding rows (checked before) */
+    const size_t row = n / (size_t)ours[0], keep = (size_t)(t->full_shape[0] < ours[0] ? t->full_shape[0] : ours[0]);
+    memcpy(scratch, full, keep * row * sizeof(float));
+    memset(scratch + keep * row, 0, (n - keep * row) * sizeof(float));
+    full = scratch;
+  }
   if (p->tp_split_dim < 0 || l->tp_size == 1) {
     memcpy(dst, full, p->numel * sizeof(float));
     return;
   }
-  zt_ckpt_slice_copy(dst, full, t->ndim, t->full_shape, p->tp_split_dim,
-                     (int64_t)l->tp_rank * p->shape[p->tp_split_dim], p->shape[p->tp_split_dim], 0);
+  zt_ckpt_slice_copy(dst, full, p->ndim, ours, p->tp_split_dim, (int64_t)l->tp_rank * p->shape[p->tp_split_dim],
+                     p->shape[p->tp_split_dim], 0);
 }
 
 static void load_checkpoint(zt_engine *e) {
@@ -456,7 +503,9 @@ static void load_checkpoint(zt_engine *e) {
     char want[96] = "", got[96] = "";
     for (int d = 0; d < p->ndim; d++) {
       const int64_t full = p->shape[d] * (d == p->tp_split_dim ? l.tp_size : 1);
-      same = same && d < ct->ndim && ct->full_shape[d] == full;
+      const int repad = d == 0 && vocab_rows(p) && r.vocab_size == a->vocab_size &&
+                        ct->full_shape[0] == r.padded_vocab_size && full == a->padded_vocab_size;
+      same = same && d < ct->ndim && (ct->full_shape[d] == full || repad);
       snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? ", " : "", (long long)full);
     }
     for (int d = 0; d < ct->ndim; d++)
@@ -501,23 +550,27 @@ static void load_checkpoint(zt_engine *e) {
   size_t maxn = 1;
   for (int i = 0; i < r.n_tensors; i++)
     if (r.tensors[i].numel > maxn) maxn = r.tensors[i].numel;
-  float *full = zt_malloc(maxn * sizeof(float), "checkpoint tensor");
+  for (int i = 0; i < t->count; i++)
+    if (t->params[i].numel * (size_t)l.tp_size > maxn) maxn = t->params[i].numel * (size_t)l.tp_size;
+  float *full = zt_malloc(2 * maxn * sizeof(float), "checkpoint tensor"), *scratch = full + maxn;
   static const char *const adam_states[3] = {"fp32", "exp_avg", "exp_avg_sq"};
   static const char *const sgd_states[2] = {"fp32", "momentum_buffer"};
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     const int k = zt_ckpt_find(&r, p->name);
     zt_ckpt_read_weights(&r, k, full);
-    take_slice(p, &l, full, &r.tensors[k], stage + p->offset);
+    take_slice(p, &l, full, &r.tensors[k], scratch, stage + p->offset);
     for (int s = 0; s < nst; s++) {
       zt_ckpt_read_state(&r, k, e->opt.cfg.kind == ZT_OPT_SGD ? sgd_states[s] : adam_states[s], full);
-      take_slice(p, &l, full, &r.tensors[k], stage + (size_t)(1 + s) * N + p->offset);
+      take_slice(p, &l, full, &r.tensors[k], scratch, stage + (size_t)(1 + s) * N + p->offset);
     }
   }
   free(full);
 
-  /* 3. commit */
+  /* 3. commit (the optimizer's arrays and the masters hold this rank's partition [part_lo, part_hi): all of it
+   * without ZeRO) */
   float *params = e->model.params;
+  const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
   memcpy(params, stage, N * sizeof(float));
   if (e->master) {
     /* the half weights as the run holds them: values of half_dtype in fp32 slots */
@@ -526,12 +579,12 @@ static void load_checkpoint(zt_engine *e) {
     zt_convert(params, ZT_DTYPE_FP32, h, e->half_dtype, N);
     free(h);
     /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
-    memcpy(e->master, load_optim ? stage + N : params, N * sizeof(float));
+    memcpy(e->master, (load_optim ? stage + N : params) + lo, len * sizeof(float));
   }
   if (load_optim) {
     /* stage: [weights | fp32 | exp_avg or momentum_buffer | exp_avg_sq] */
-    memcpy(e->opt.m, stage + 2 * N, N * sizeof(float));
-    if (nst == 3) memcpy(e->opt.v, stage + 3 * N, N * sizeof(float));
+    memcpy(e->opt.m, stage + 2 * N + lo, len * sizeof(float));
+    if (nst == 3) memcpy(e->opt.v, stage + 3 * N + lo, len * sizeof(float));
     e->opt.step = opt_step;
     if (e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
     else e->sched.num_steps = num_steps;

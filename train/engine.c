@@ -306,9 +306,6 @@ static void zero_setup(zt_engine *e) {
   const zt_ds_config *ds = e->ds;
   zt_check(e->zero_stage <= 2, "ds_config", "%s: zero_optimization.stage %d is not supported yet: lands with the "
            "ZeRO-3 work (stages 0, 1 and 2 run)", ds->path, e->zero_stage);
-  zt_check(!e->args->save && !e->args->load, "unsupported configuration", "--save/--load with zero_optimization.stage "
-           "%d: checkpoints of partitioned optimizer states are not written yet (use stage 0 to checkpoint)",
-           e->zero_stage);
   zt_zero_init(&e->zero, e->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter);
   e->part_lo = e->zero.lo;

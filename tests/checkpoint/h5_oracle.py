@@ -72,40 +72,61 @@ def weights_dtype_view(ds):
     return x.astype(np.float32)
 
 
-def full_state(d):
+def full_state(d, strip_vocab=False):
     """{name: {"weights": full array, state: full flat array}} reassembled from slices and partitions."""
     models = sorted(glob.glob(d + "/mp_rank_*_model_states.h5"))
     out = {}
+
+    def place(entry, key, local, sd, offset):
+        """local (this model-parallel rank's slice) into the full array entry[key]."""
+        full = entry["shape"]
+        arr = entry.setdefault(key, np.full(full, np.nan, np.float32))
+        if sd < 0 or local.shape == tuple(full):
+            arr[...] = local
+        else:
+            idx = [slice(None)] * len(full)
+            idx[sd] = slice(offset, offset + local.shape[sd])
+            arr[tuple(idx)] = local
+
     for mp, path in enumerate(models):
+        local_meta = {}
         with h5py.File(path, "r") as f:
             for name in [n.decode() if isinstance(n, bytes) else n for n in f["param_names"][()]]:
                 ds = f["module"][name]
                 full = tuple(int(s) for s in ds.attrs["full_shape"])
-                w = weights_dtype_view(ds)
-                entry = out.setdefault(name, {"shape": full, "weights": np.zeros(full, np.float32)})
-                sd = int(ds.attrs["tp_split_dim"])
-                if sd < 0 or w.shape == full:
-                    entry["weights"][...] = w
-                else:
-                    o = int(ds.attrs["slice_offset"])
-                    idx = [slice(None)] * len(full)
-                    idx[sd] = slice(o, o + w.shape[sd])
-                    entry["weights"][tuple(idx)] = w
-        optims = glob.glob(d + "/*zero_pp_rank_*_mp_rank_%02d_optim_states.h5" % mp)
-        for path in optims:
+                entry = out.setdefault(name, {"shape": full})
+                sd, off = int(ds.attrs["tp_split_dim"]), int(ds.attrs["slice_offset"])
+                place(entry, "weights", weights_dtype_view(ds), sd, off)
+                local_meta[name] = (ds.shape, sd, off)
+        # optimizer partitions of this model-parallel rank: fragments of the local (sliced) tensors
+        local = {}
+        for path in glob.glob(d + "/*zero_pp_rank_*_mp_rank_%02d_optim_states.h5" % mp):
             with h5py.File(path, "r") as f:
                 m = f["param_slice_mappings"]
                 names = [n.decode() if isinstance(n, bytes) else n for n in m["names"][()]]
                 for state in f["state"]:
                     data = f["state"][state][()]
                     for name, s, n, po in zip(names, m["start"][()], m["numel"][()], m["param_offset"][()]):
-                        e = out[name].setdefault(state, np.full(int(np.prod(out[name]["shape"])), np.nan, np.float32))
+                        shape = local_meta[name][0]
+                        e = local.setdefault((name, state), np.full(int(np.prod(shape)), np.nan, np.float32))
                         e[po:po + n] = data[s:s + n]
+        for (name, state), flat in local.items():
+            shape, sd, off = local_meta[name]
+            place(out[name], state, flat.reshape(shape), sd, off)
+    if not strip_vocab:
+        return out
+    with h5py.File(models[0], "r") as f:  # vocabulary padding depends on the TP size: compare the real rows
+        vocab, padded = int(f.attrs["vocab_size"]), int(f.attrs["padded_vocab_size"])
+    for name, e in out.items():
+        if ("word_embeddings.weight" in name or "output_layer.weight" in name) and e["shape"][0] == padded:
+            for k in list(e):
+                if k != "shape":
+                    e[k] = e[k].reshape(e["shape"])[:vocab].copy()
     return out
 
 
 def full(a, b):
-    x, y = full_state(a), full_state(b)
+    x, y = full_state(a, True), full_state(b, True)
     if x.keys() != y.keys():
         fail("tensor names differ: %s" % sorted(set(x) ^ set(y)))
     n = 0
@@ -114,6 +135,8 @@ def full(a, b):
             if k == "shape":
                 continue
             u, v = x[name][k], y[name].get(k)
+            u = u.ravel() if v is not None and u.size == v.size else u
+            v = v.ravel() if v is not None and u.size == v.size else v
             if v is None or u.shape != v.shape or np.isnan(u).any() or np.isnan(v).any() or u.tobytes() != v.tobytes():
                 fail("%s %s differs or is not fully covered" % (name, k))
             n += 1
@@ -124,7 +147,7 @@ def check(d):
     s = full_state(d)
     for name, e in s.items():
         for k, v in e.items():
-            if k not in ("shape", "weights") and np.isnan(v).any():
+            if k != "shape" and np.isnan(v).any():
                 fail("%s %s: not every element covered by the slice mappings" % (name, k))
     print("valid: %d tensors" % len(s))
 

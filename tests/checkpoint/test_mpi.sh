@@ -5,7 +5,10 @@
 #  - a DP=2 checkpoint loads into 1 process, and a 1-process checkpoint into DP=2: the reassembled weights and
 #    optimizer states (an independent h5py reassembly) are bitwise those saved, and training continues with the
 #    same losses (to the all-reduce's rounding, 1e-5);
-#  - rank 0 killed in the middle of a DP=2 save: the job ends, the previous checkpoint resumes to the same result.
+#  - rank 0 killed in the middle of a DP=2 save: the job ends, the previous checkpoint resumes to the same result;
+#  - tensor parallelism (TP=2, one model-state file per tensor-parallel rank holding its slices, full shapes and
+#    offsets) and ZeRO stages 1 and 2 (each rank writes the partition it owns): exact resume, and checkpoints
+#    resharded between TP=1, TP=2, TP=2 x DP=2, ZeRO and no ZeRO, bitwise (vocabulary padding adapted).
 # Usage: test_mpi.sh PRETRAIN_GPT PYTHON   (SKIP 77 without mpirun or h5py)
 set -u
 bin="$1"; py="${2:-/usr/bin/python3}"
@@ -63,6 +66,44 @@ cmp=$("$py" "$here/h5_oracle.py" same A2/global_step8 K2/global_step8 2>&1)
 [ $rc -ne 0 ] && grep -q "ZT_CKPT_TEST_KILL_AT=17: killing" kill.log && [ "$latest" == "global_step4" ] && [ $rc2 -eq 0 ] &&
   grep -q "^equal" <<<"$cmp" && ok "DP=2 save killed on rank 0: latest stays global_step4, resume ends bitwise equal" ||
   bad "DP=2 kill" "rc=$rc latest=$latest rc2=$rc2 $cmp $(tail -2 kill.log)"
+
+# tensor parallelism
+tp2=(--tensor-model-parallel-size 2)
+a=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${tp2[@]}" --save T2 --save-interval 4 2>&1) || bad "TP=2 straight" "$(tail -3 <<<"$a")"
+b1=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${tp2[@]}" --save T2b --exit-interval 4 2>&1) || bad "TP=2 first half" "$(tail -3 <<<"$b1")"
+b2=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${tp2[@]}" --save T2b --save-interval 4 --load T2b 2>&1) || bad "TP=2 resume" "$(tail -3 <<<"$b2")"
+cmp=$("$py" "$here/h5_oracle.py" same T2/global_step8 T2b/global_step8 2>&1)
+[ -f T2/global_step8/mp_rank_01_model_states.h5 ] && [ -f T2/global_step8/zero_pp_rank_0_mp_rank_01_optim_states.h5 ] &&
+  [ "$(losses "$a")" == "$(losses "$b1")$(losses "$b2")" ] && grep -q "^equal" <<<"$cmp" &&
+  ok "TP=2: mp_rank_00/01 files; 8 straight = 4 + resume 4, losses and files bitwise ($cmp)" || bad "TP=2 resume" "$cmp"
+out=$(timeout 300 "$bin" "${tiny[@]}" --load T2 --save T1 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full T2/global_step8 T1/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "TP=2 checkpoint (vocabulary padded to 256) loaded into 1 process (128): $cmp" ||
+  bad "TP=2 -> 1" "rc=$rc $cmp $(tail -2 <<<"$out")"
+out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${tp2[@]}" --load T1 --save T22 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full T1/global_step8 T22/global_step8 2>&1)
+[ $rc -eq 0 ] && [ "$(ls T22/global_step8 | grep -c optim)" == 4 ] && grep -q "^equal" <<<"$cmp" &&
+  ok "1-process checkpoint loaded into TP=2 x DP=2: $cmp" || bad "1 -> TP2xDP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
+
+# ZeRO stages 1 and 2 (bf16: DeepSpeed's bf16_ prefix)
+for st in 1 2; do
+  printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true},
+           "zero_optimization": {"stage": %d, "reduce_bucket_size": 1000, "allgather_bucket_size": 1000}}\n' $st > z$st.json
+  ds=(--deepspeed --deepspeed_config z$st.json)
+  a=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${ds[@]}" --save Z$st --save-interval 4 2>&1) || bad "ZeRO-$st straight" "$(tail -3 <<<"$a")"
+  b1=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${ds[@]}" --save Z${st}b --exit-interval 4 2>&1) || bad "ZeRO-$st first half" "$(tail -3 <<<"$b1")"
+  b2=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${ds[@]}" --save Z${st}b --save-interval 4 --load Z${st}b 2>&1) || bad "ZeRO-$st resume" "$(tail -3 <<<"$b2")"
+  cmp=$("$py" "$here/h5_oracle.py" same Z$st/global_step8 Z${st}b/global_step8 2>&1)
+  [ -f Z$st/global_step8/bf16_zero_pp_rank_1_mp_rank_00_optim_states.h5 ] && [ "$(losses "$a")" == "$(losses "$b1")$(losses "$b2")" ] &&
+    grep -q "^equal" <<<"$cmp" && ok "ZeRO-$st DP=2 bf16: 8 straight = 4 + resume 4, losses and files bitwise" || bad "ZeRO-$st resume" "$cmp"
+done
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true}}\n' > z0.json
+out=$(timeout 300 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config z0.json --load Z2 --save Z0 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full Z2/global_step8 Z0/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "ZeRO-2 DP=2 checkpoint loaded without ZeRO in 1 process: $cmp" || bad "ZeRO-2 -> 0" "rc=$rc $cmp"
+out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${tp2[@]}" --deepspeed --deepspeed_config z1.json --load Z0 --save Z1T 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full Z0/global_step8 Z1T/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "that checkpoint loaded into ZeRO-1 with TP=2 x DP=2: $cmp" || bad "0 -> ZeRO-1 TP2xDP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -142,7 +142,7 @@ if "--bf16" in run(pretrain, "--help"):
     fs = h5_oracle.full_state("ckb/global_step10")
     run(z2f, "ckb", "o_b", "--safe_serialization")
     st = read_safetensors("o_b/model.safetensors")[0]
-    masters_used = all(np.array_equal(st[k].ravel(), fs[k]["fp32"]) for k in fs)
+    masters_used = all(np.array_equal(st[k].ravel(), fs[k]["fp32"].ravel()) for k in fs)
     bf = lambda x: ((x.view(np.uint32).astype(np.uint64) + 0x7FFF + ((x.view(np.uint32) >> 16) & 1)) >> 16 << 16
                     ).astype(np.uint32).view(np.float32)
     differs = any(not np.array_equal(st[k], fs[k]["weights"]) for k in fs)
