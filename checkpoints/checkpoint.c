@@ -304,6 +304,10 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   zt_h5_attr_i64(&f, g, "last_overflow_iter", sc->last_overflow_iter);
   zt_h5_attr_i64(&f, g, "cur_hysteresis", sc->cur_hysteresis);
   zt_h5_attr_i64(&f, g, "growth_tracker", sc->growth_tracker);
+  zt_h5_attr_i64(&f, g, "scale_is_int", sc->scale_is_int);
+  zt_h5_attr_i64(&f, g, "prev_is_int", sc->prev_is_int);
+  zt_h5_attr_f64(&f, g, "prev_scale", sc->prev_scale);
+  zt_h5_attr_i64(&f, g, "event", (int64_t)sc->event);
   H5Gclose(g);
   zt_h5_close(&f);
   zt_ckpt_phase("optimizer file closed");
@@ -437,6 +441,10 @@ static void load_scaler(const zt_ckpt_reader *r, zt_loss_scaler *sc) {
   sc->last_overflow_iter = zt_h5_get_i64(f, g, w, "last_overflow_iter");
   sc->cur_hysteresis = (int)zt_h5_get_i64(f, g, w, "cur_hysteresis");
   sc->growth_tracker = zt_h5_get_i64(f, g, w, "growth_tracker");
+  sc->scale_is_int = (int)zt_h5_get_i64(f, g, w, "scale_is_int");
+  sc->prev_is_int = (int)zt_h5_get_i64(f, g, w, "prev_is_int");
+  sc->prev_scale = zt_h5_get_f64(f, g, w, "prev_scale");
+  sc->event = (int)zt_h5_get_i64(f, g, w, "event");
   H5Gclose(g);
 }
 

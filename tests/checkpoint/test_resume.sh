@@ -20,7 +20,9 @@ bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
       --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 100 --lr 1e-3 --min-lr 1e-4
       --lr-warmup-iters 2 --log-interval 1 --eval-interval 3 --eval-iters 1)
-losses() { grep -E "^ iteration " <<<"$1" | sed -E 's/.*iteration +([0-9]+)\/.*lm loss: ([0-9.E+-]+).*/\1:\2/' | tr '\n' ' '; }
+losses() { # the log lines without their timings
+  grep -E "^ iteration " <<<"$1" | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/samples per second: [0-9.]+ \|//;
+    s/tokens per gpu per second \(tgs\): [0-9.]+ \|//; s/TFLOPs: [0-9.]+ \|//; s/ +/ /g' | tr '\n' '#'; }
 vals() { grep -F "validation loss at" <<<"$1" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*/\1/' | tr '\n' ' '; }
 
 # resume_case NAME EXTRA...: 8 straight (saves at 4 and 8) vs exit at 4 + resume
@@ -34,7 +36,7 @@ resume_case() {
   local la lb
   la=$(losses "$a"); lb="$(losses "$b1")$(losses "$b2")"
   if [ -n "$la" ] && [ "$la" == "$lb" ] && [ "$(vals "$a")" == "$(vals "$b1")$(vals "$b2")" ]; then
-    ok "$name: losses of 8 straight = 4 + resume 4 ($(cut -d' ' -f8 <<<"$la"))"
+    ok "$name: log lines of 8 straight = 4 + resume 4 (last: $(tr '#' '\n' <<<"$la" | tail -2 | head -1 | grep -oE "lm loss: [0-9.E+-]+|loss scale: [0-9.]+" | tr '\n' ' '))"
   else
     bad "$name losses" "straight '$la' vs resumed '$lb'"
   fi
@@ -83,6 +85,10 @@ w = f['module/language_model.encoder.final_layernorm.weight']
 sys.exit(0 if f.attrs['dtype'] == 'bf16' and w.dtype == np.uint16 and w.attrs['dtype'] == 'bf16' and o['state/fp32'].dtype == np.float32 else 1)" &&
     ok "bf16: bf16_ optimizer file prefix, bf16 weights (uint16 bit patterns), fp32 masters" || bad "bf16 layout" "$(ls A_bf16/global_step8)"
   resume_case fp16 --fp16 --initial-loss-scale 65536 --loss-scale-window 3
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": true, "initial_scale_power": 20, "loss_scale_window": 2, "hysteresis": 2}}\n' > fp16.json
+  resume_case ds_fp16 --deepspeed --deepspeed_config fp16.json
+  grep -qE "iteration +6/.*skipped iterations: +1" <<<"$LAST_A" && grep -qE "iteration +1/.*skipped iterations: +1" <<<"$LAST_A" && ok "ds_fp16: overflows before and after the resume point skipped identically (loss scale, skipped count)" ||
+    bad "ds_fp16 overflow" "no skipped iteration in the straight run"
 else
   echo "NOTE: this build has no --bf16/--fp16 yet; mixed-precision resume cases not run"
 fi
@@ -99,7 +105,7 @@ out=$("$bin" "${tiny[@]}" --train-iters 8 --load C --no-load-optim 2>&1); rc=$?
 # --finetune: weights only, iteration and consumed samples from 0
 out=$("$bin" "${tiny[@]}" --train-iters 2 --load A_adam --finetune 2>&1); rc=$?
 fresh=$("$bin" "${tiny[@]}" --train-iters 2 2>&1)
-l1=$(losses "$out" | cut -d' ' -f1); l0=$(losses "$fresh" | cut -d' ' -f1)
+l1=$(grep -m1 -oE "lm loss: [0-9.E+-]+" <<<"$out"); l0=$(grep -m1 -oE "lm loss: [0-9.E+-]+" <<<"$fresh")
 [ $rc -eq 0 ] && grep -qE "^ iteration +1/ +2 \| consumed samples: +4 " <<<"$out" && [ "$l1" != "$l0" ] &&
   grep -qE "successfully loaded checkpoint from A_adam at iteration 0" <<<"$out" &&
   ok "--finetune: iteration 1, consumed samples 4, loaded weights (first loss $l1, fresh $l0)" || bad "--finetune" "$(tail -2 <<<"$out") $l1 $l0"
