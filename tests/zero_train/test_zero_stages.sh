@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ZeRO stages 1 and 2 (docs/zero.md) under mpirun: the same losses and gradient norms as stage 0 (1e-6
-# relative, as printed) over 10 iterations with gradient accumulation, at DP=2 and DP=4, with small buckets,
+# relative, as printed) over 10 iterations with gradient accumulation, at DP=2 and DP=4 and TP=2 x DP=2, with small buckets,
 # with reduce_scatter off, in fp16 (DeepSpeed's DynamicLossScaler: hysteresis lines, then halving) and bf16;
 # the optimizer state per rank shrinks with the data-parallel size; stage 3, Lamb on a partition and an
 # overflow at the minimum scale stop with their messages.
@@ -55,6 +55,18 @@ for np in 2 4; do
         && ok "DP=$np optimizer state per rank: $a MiB -> $b MiB" || bad "DP=$np optimizer state" "$a -> $b MiB"
     fi
   done
+done
+
+# tensor x data parallelism: TP=2 x DP=2, the partitions cut each rank's tensor-parallel shard
+ref=$(run 4 s0 --tensor-model-parallel-size 2)
+for name in s1 s2; do
+  out=$(run 4 $name --tensor-model-parallel-size 2)
+  if close "$(field "$ref" "lm loss")" "$(field "$out" "lm loss")" 1e-6 && close "$(field "$ref" "grad norm")" "$(field "$out" "grad norm")" 1e-6 \
+     && [ -n "$(field "$out" "lm loss")" ]; then
+    ok "TP=2 x DP=2 $name = stage 0"
+  else
+    bad "TP=2 x DP=2 $name" "'$(field "$ref" "lm loss")' vs '$(field "$out" "lm loss")' $(grep -m1 error <<<"$out")"
+  fi
 done
 
 # fp16 under ZeRO: DeepSpeed's DynamicLossScaler (hysteresis 2: the first overflow only spends it)
