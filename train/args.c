@@ -157,7 +157,7 @@ static const flag k_flags[] = {
   {"--sequence-parallel", F_TRUE, OFF(sequence_parallel), NULL, PAR, "False",
    "Megatron's sequence parallelism: layernorm/dropout regions split over the sequence (off with TP 1)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
-   "Pipeline-parallel degree (only 1 for now)."},
+   "Pipeline-parallel degree (layers split evenly over the stages, Megatron's 1F1B schedule)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
@@ -606,8 +606,12 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_positive("--tensor-model-parallel-size", tp);
   check_positive("--pipeline-model-parallel-size", pp);
   if (tp > world_size) tp = a->tensor_model_parallel_size = world_size; /* Megatron clips it to the world */
-  zt_check(pp == 1, "unsupported argument", "--pipeline-model-parallel-size %d: pipeline parallelism lands with "
-           "the 3D-parallelism issue; use 1", pp);
+  if (pp > world_size / tp) pp = a->pipeline_model_parallel_size = world_size / tp; /* Megatron's clipping */
+  zt_check(pp == 1 || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
+           "--pipeline-model-parallel-size %d", a->num_layers, pp);
+  zt_check(pp == 1 || !(a->fp16 || a->bf16), "unsupported argument", "--%s with --pipeline-model-parallel-size %d: "
+           "mixed precision with pipeline parallelism is not supported yet; use fp32 or "
+           "--pipeline-model-parallel-size 1", a->fp16 ? "fp16" : "bf16", pp);
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   a->data_parallel_size = world_size / (tp * pp);

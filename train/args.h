@@ -73,7 +73,7 @@ typedef struct {
   int recompute_method_uniform;     /* --recompute-method {uniform, block}: 1 uniform (default), 0 block */
   int recompute_num_layers;         /* 1; --checkpoint-num-layers is its old name */
 
-  /* parallelism: tensor parallelism (clipped to the world size), pipeline 1 until it lands (others refused) */
+  /* parallelism: tensor and pipeline parallelism (clipped to the world size as Megatron clips them) */
   int tensor_model_parallel_size;
   int sequence_parallel;            /* --sequence-parallel (Megatron's; turned off when TP is 1) */
   int pipeline_model_parallel_size;

@@ -273,26 +273,35 @@ static void setup_groups(zt_engine *e) {
   const zt_args *a = e->args;
   e->dp_group = zt_comm_world();
   e->dp_rank = zt_group_rank(e->dp_group);
-  e->tp_group = NULL;
-  e->tp_rank = 0;
-  if (a->tensor_model_parallel_size == 1) return;
+  e->tp_group = e->pp_group = e->emb_group = NULL;
+  e->tp_rank = e->pp_rank = 0;
+  e->pp_size = a->pipeline_model_parallel_size;
+  zt_check(e->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the flops_profiler "
+           "of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "", e->pp_size);
+  if (a->tensor_model_parallel_size == 1 && e->pp_size == 1) return;
   zt_layout l;
-  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, 1, 1, 1, a->num_layers);
+  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, e->pp_size, 1, 1, a->num_layers);
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
-  const zt_group_kind kinds[2] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR};
-  for (int k = 0; k < 2; k++) {
+  const zt_group_kind kinds[4] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING};
+  for (int k = 0; k < (e->pp_size > 1 ? 4 : 2); k++) {
     int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
     for (int g = 0; g < count; g++) {
       zt_group *grp = zt_group_create(members + (size_t)g * size, size);
       if (grp && kinds[k] == ZT_GROUP_DATA) e->dp_group = grp;
       if (grp && kinds[k] == ZT_GROUP_TENSOR) e->tp_group = grp;
+      if (grp && kinds[k] == ZT_GROUP_PIPELINE) e->pp_group = grp;
+      if (grp && kinds[k] == ZT_GROUP_EMBEDDING) e->emb_group = grp;
     }
   }
   free(members);
   zt_coords c = zt_layout_coords(&l, zt_comm_rank());
   e->dp_rank = c.dp;
   e->tp_rank = c.tp;
-  zt_check(e->tp_group && zt_group_rank(e->tp_group) == c.tp && zt_group_rank(e->dp_group) == c.dp,
+  e->pp_rank = c.pp;
+  zt_check(e->pp_size == 1 || (e->pp_group && zt_group_rank(e->pp_group) == c.pp), "internal error",
+           "rank %d: pipeline group disagrees with the layout (stage %d)", zt_comm_rank(), c.pp);
+  if (a->tensor_model_parallel_size == 1) e->tp_group = NULL; /* one rank: the model needs no group */
+  zt_check((!e->tp_group || zt_group_rank(e->tp_group) == c.tp) && zt_group_rank(e->dp_group) == c.dp,
            "internal error", "rank %d: tensor/data groups disagree with the layout (tp %d, dp %d)", zt_comm_rank(),
            c.tp, c.dp);
 }
@@ -333,7 +342,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
       .micro_batch = a->micro_batch_size, .seq_length = a->seq_length,
       .tp_group = e->tp_group, .tp_size = a->tensor_model_parallel_size, .tp_rank = e->tp_rank,
-      .sequence_parallel = a->sequence_parallel};
+      .sequence_parallel = a->sequence_parallel, .pp_size = e->pp_size, .pp_rank = e->pp_rank,
+      .pp_group = e->pp_group};
   mixed_precision_setup(e);
   c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
   e->zero_stage = ds ? ds->zero_stage : 0;
@@ -344,8 +354,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_gpt_init_params(&e->model, a->seed);
   mixed_precision_init_weights(e);
   if (e->dp_rank == 0) { /* Megatron: every rank of data-parallel rank 0 prints its own count */
-    printf(" > number of parameters on (tensor, pipeline) model parallel rank (%d, 0): %zu\n", e->tp_rank,
-           zt_gpt_num_params(&e->model));
+    printf(" > number of parameters on (tensor, pipeline) model parallel rank (%d, %d): %zu\n", e->tp_rank,
+           e->pp_rank, zt_gpt_num_params(&e->model));
     fflush(stdout);
   }
 
@@ -577,6 +587,111 @@ static void log_scaler_event(const zt_engine *e) {
   }
 }
 
+/* ---- pipeline parallelism: Megatron's 1F1B schedule (forward_backward_pipelining_without_interleaving) ----
+ * Stage s runs min(P - s - 1, nmb) warm-up forwards, then alternates one forward and one backward, then drains
+ * the backwards; activations and their gradients go to the neighbouring stages with blocking point-to-point
+ * messages, paired (MPI_Sendrecv) where Megatron pairs them. A stage keeps only the input of each micro batch in
+ * flight and recomputes the stage's forward right before the micro batch's backward (a stage-level activation
+ * checkpoint; recompute is bit-identical), so one activation set per stage suffices. */
+
+static zt_pass pipe_load(zt_engine *e, int split, uint64_t first, int training) {
+  const zt_args *a = e->args;
+  load_micro_batch(e, split, first);
+  return (zt_pass){.B = a->micro_batch_size, .T = a->seq_length, .first_sample = first, .seed = a->seed,
+                   .training = training, .key_start = e->key_start};
+}
+
+/* Forward-only pipeline step (evaluation): receive, forward, send; the loss on the last stage, else 0. */
+static float pipe_eval_forward(zt_engine *e, const zt_pass *pass) {
+  zt_gpt *m = &e->model;
+  if (e->pp_size == 1) return zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, pass);
+  const size_t n = zt_gpt_stage_numel(m);
+  if (e->pp_rank > 0) zt_recv_f32(e->pp_group, zt_gpt_stage_input(m), n, e->pp_rank - 1);
+  float loss = zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, pass);
+  if (e->pp_rank < e->pp_size - 1) zt_send_f32(e->pp_group, zt_gpt_stage_output(m), n, e->pp_rank + 1);
+  return loss;
+}
+
+/* The last stage's value on every stage of the pipeline. */
+static double pipe_from_last(const zt_engine *e, double v) {
+  if (e->pp_size > 1) zt_broadcast(e->pp_group, &v, sizeof v, e->pp_size - 1);
+  return v;
+}
+
+typedef struct {
+  zt_engine *e;
+  int nmb, last_fwd;
+  double loss_sum;
+} pipe_state;
+
+static uint64_t pipe_first_sample(const zt_engine *e, int mb) {
+  const zt_args *a = e->args;
+  return (uint64_t)e->consumed_samples + (uint64_t)mb * a->micro_batch_size * a->data_parallel_size +
+         (uint64_t)e->dp_rank * a->micro_batch_size;
+}
+
+static void pipe_forward(pipe_state *st, int mb) {
+  zt_engine *e = st->e;
+  zt_gpt *m = &e->model;
+  zt_pass pass = pipe_load(e, 0, pipe_first_sample(e, mb), 1);
+  float *slot = zt_gpt_stash(m, mb % e->pp_size); /* middle stages keep the input for the recompute */
+  if (slot) memcpy(slot, zt_gpt_stage_input(m), zt_gpt_stage_numel(m) * sizeof(float));
+  float loss = zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
+  if (e->pp_rank == e->pp_size - 1) {
+    check_finite_loss(e, loss, mb, "lm loss");
+    st->loss_sum += loss;
+  }
+  st->last_fwd = mb;
+}
+
+static void pipe_backward(pipe_state *st, int mb) {
+  zt_engine *e = st->e;
+  zt_gpt *m = &e->model;
+  if (st->last_fwd != mb) { /* recompute the stage's forward of this micro batch (dres is not touched) */
+    zt_pass pass = pipe_load(e, 0, pipe_first_sample(e, mb), 1);
+    float *slot = zt_gpt_stash(m, mb % e->pp_size);
+    if (slot) memcpy(zt_gpt_stage_input(m), slot, zt_gpt_stage_numel(m) * sizeof(float));
+    zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
+    st->last_fwd = mb;
+  }
+  zt_gpt_backward(m, (float)e->scaler.cur_scale / st->nmb);
+}
+
+/* One iteration's micro batches through the pipeline; returns the sum of their losses (on every stage). */
+static double pipeline_train(zt_engine *e, int nmb) {
+  zt_gpt *m = &e->model;
+  const zt_group *g = e->pp_group;
+  const int s = e->pp_rank, P = e->pp_size, first = s == 0, last = s == P - 1;
+  const size_t n = zt_gpt_stage_numel(m);
+  float *in = zt_gpt_stage_input(m), *out = zt_gpt_stage_output(m), *grad = zt_gpt_stage_grad(m);
+  pipe_state st = {.e = e, .nmb = nmb, .last_fwd = -1};
+  const int warmup = P - s - 1 < nmb ? P - s - 1 : nmb, remaining = nmb - warmup;
+  int fwd = 0, bwd = 0;
+  const double t0 = zt_now();
+  if (e->ds) zt_ds_throughput_start(&e->tput);
+  for (int i = 0; i < warmup; i++) {
+    if (!first) zt_recv_f32(g, in, n, s - 1);
+    pipe_forward(&st, fwd++);
+    if (!last) zt_send_f32(g, out, n, s + 1);
+  }
+  if (remaining > 0 && !first) zt_recv_f32(g, in, n, s - 1);
+  for (int i = 0; i < remaining; i++) {
+    pipe_forward(&st, fwd++);
+    if (!last) zt_sendrecv_f32(g, out, n, s + 1, grad, n, s + 1); /* send forward, receive backward */
+    pipe_backward(&st, bwd++);
+    if (first) continue;
+    if (i == remaining - 1) zt_send_f32(g, grad, n, s - 1);
+    else zt_sendrecv_f32(g, grad, n, s - 1, in, n, s - 1); /* send backward, receive forward */
+  }
+  for (int i = 0; i < warmup; i++) {
+    if (!last) zt_recv_f32(g, grad, n, s + 1);
+    pipe_backward(&st, bwd++);
+    if (!first) zt_send_f32(g, grad, n, s - 1);
+  }
+  e->t_bwd_inner += zt_now() - t0;
+  return pipe_from_last(e, st.loss_sum);
+}
+
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const zt_args *a = e->args;
   const int nmb = a->num_microbatches, B = a->micro_batch_size;
@@ -585,7 +700,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
   const size_t n = e->model.table.numel;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
-  for (int mb = 0; mb < nmb; mb++) {
+  if (e->pp_size > 1) loss_sum = pipeline_train(e, nmb); /* the loop below runs without pipeline stages */
+  for (int mb = 0; mb < nmb && e->pp_size == 1; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
     uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size +
@@ -613,6 +729,9 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   }
   double t3 = zt_now();
   zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
+  size_t n_emb;
+  float *g_emb = e->emb_group ? zt_gpt_shared_embedding_grad(&e->model, &n_emb) : NULL;
+  if (g_emb) zt_allreduce_sum_f32(e->emb_group, g_emb, n_emb); /* tied embeddings: first + last stage */
   if (e->zero_stage > 0) zero_reduce_gradients(e);
   else reduce_gradients(e);
   double t4 = zt_now();
@@ -696,9 +815,10 @@ float zt_engine_evaluate(zt_engine *e, int split) {
       load_micro_batch(e, split, first);
       zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0,
                       .key_start = e->key_start};
-      total += zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
+      total += pipe_eval_forward(e, &pass);
       count++;
     }
+  total = pipe_from_last(e, total);
   if (split == 1) e->consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
   return count ? (float)dp_mean(e, total / count) : 0.0f;
 }

@@ -50,6 +50,9 @@ typedef struct {
   int dp_rank;
   const zt_group *tp_group;      /* tensor-parallel group (NULL with TP = 1) */
   int tp_rank;
+  const zt_group *pp_group;      /* this rank's pipeline (NULL with PP = 1): group rank = stage */
+  const zt_group *emb_group;     /* first and last stage (tied embedding grads), or NULL */
+  int pp_rank, pp_size;
   /* mixed precision (--fp16/--bf16 or the ds_config blocks): the model's params hold values of
    * half_dtype (on the CPU in fp32 slots: the ops compute in fp32), master the fp32 weights the
    * optimizer updates; both NULL/ZT_DTYPE_FP32 in fp32 training */

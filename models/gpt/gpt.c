@@ -19,22 +19,54 @@ static void register_params(zt_gpt *m) {
   const zt_gpt_config *c = &m->cfg;
   zt_param_table_init(&m->table);
   const int V = c->padded_vocab_size / m->tp.size; /* vocab-parallel rows of this rank */
-  zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
-  for (int l = 0; l < c->num_layers; l++) {
+  if (m->first) zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
+  for (int i = 0; i < m->nlayers; i++) { /* this stage's layers under their global numbers */
     char pre[96];
-    layer_prefix(pre, sizeof pre, l);
-    zt_block_register(&m->table, pre, &m->bcfg, &m->ffns[l]);
+    layer_prefix(pre, sizeof pre, m->layer0 + i);
+    zt_block_register(&m->table, pre, &m->bcfg, &m->ffns[i]);
   }
+  if (!m->last) return;
   int64_t C[1] = {c->hidden_size};
   zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
   zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
   if (c->untie_embeddings) {
     int64_t w[2] = {V, c->hidden_size};
     zt_param_table_add(&m->table, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
-  } else {
+  } else if (m->first) {
     int i = zt_param_table_find(&m->table, EMB_PREFIX ".word_embeddings.weight");
     m->table.params[i].tied_group = 0; /* used by the embedding and the output layer */
+  } else { /* Megatron's copy of the word embeddings on the last stage, kept equal through the embedding group */
+    int64_t w[2] = {V, c->hidden_size};
+    int i = zt_param_table_add(&m->table, "word_embeddings.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
+    m->table.params[i].tied_group = 0;
   }
+}
+
+/* The index a parameter has in the one-stage model's table (the key of its initial draws), by name; the last
+ * stage's word_embeddings.weight copy draws what the embedding draws. */
+static int full_model_index(const zt_gpt *m, const zt_param_table *full, const char *name) {
+  const int i = zt_param_table_find(full, strcmp(name, "word_embeddings.weight") ? name
+                                                : EMB_PREFIX ".word_embeddings.weight");
+  zt_check(i >= 0, "internal error", "parameter %s is not in the full model (stage %d)", name, m->cfg.pp_rank);
+  return i;
+}
+
+/* The one-stage model's parameter table (names and order only: it is never allocated). */
+static void full_model_table(const zt_gpt *m, zt_param_table *full) {
+  const zt_gpt_config *c = &m->cfg;
+  zt_param_table_init(full);
+  zt_embedding_register(full, EMB_PREFIX, c->padded_vocab_size / m->tp.size, c->max_positions, c->hidden_size,
+                        c->init_std);
+  for (int l = 0; l < c->num_layers; l++) {
+    char pre[96];
+    layer_prefix(pre, sizeof pre, l);
+    zt_block_register(full, pre, &m->bcfg, &m->ffns[0]);
+  }
+  int64_t C[1] = {c->hidden_size}, w[2] = {c->padded_vocab_size / m->tp.size, c->hidden_size};
+  zt_param_table_add(full, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
+  zt_param_table_add(full, ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
+  if (c->untie_embeddings)
+    zt_param_table_add(full, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
 }
 
 /* Megatron's divisibility rules for tensor parallelism, named by their flags. */
@@ -62,7 +94,7 @@ static int sequence_parallel_grad(const zt_gpt *m, const zt_param *p) {
 /* Sizing pass (plan not yet allocated: pointers come back NULL) and carving pass share this. */
 static void plan_memory(zt_gpt *m) {
   zt_memplan *p = &m->plan;
-  const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->cfg.num_layers;
+  const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->nlayers;
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&m->tp, B * T);
   const size_t V = (size_t)m->cfg.padded_vocab_size / m->tp.size;
@@ -74,6 +106,7 @@ static void plan_memory(zt_gpt *m) {
   m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part);
   m->master = m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
   m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
+  m->stash = !m->first && !m->last ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)m->pp * N * C) : NULL;
   /* with full recompute every block's activations overlap one region, recomputed layer by layer */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
   for (int l = 0; l < L; l++) {
@@ -84,13 +117,14 @@ static void plan_memory(zt_gpt *m) {
   }
   zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, end);
   m->recompute_out = m->cfg.recompute_full ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C) : NULL;
-  m->lnf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
-  m->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-  m->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-  m->logits = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF * V);
-  m->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
-  m->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
-  m->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
+  const size_t head = m->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
+  m->lnf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N * C);
+  m->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
+  m->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
+  m->logits = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF * V);
+  m->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  m->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  m->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
   m->dres = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
   m->pos_scratch = (int32_t *)zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, NF);
   if (zt_tp_on(&m->tp)) m->ce_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 6 * NF);
@@ -116,12 +150,21 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
                               .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
                               .out_init_std = cfg->init_std / sqrtf(2.0f * L), .self_mask = ZT_ATTN_CAUSAL,
                               .tp = &m->tp};
-  m->blocks = zt_calloc((size_t)L, sizeof(zt_block), "gpt blocks");
-  m->ffns = zt_calloc((size_t)L, sizeof(zt_ffn), "gpt mlps");
-  for (int l = 0; l < L; l++) {
+  m->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
+  const int pr = m->pp > 1 ? cfg->pp_rank : 0;
+  zt_check(L % m->pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
+           "--pipeline-model-parallel-size %d", L, m->pp);
+  zt_check(m->pp == 1 || cfg->pp_group != NULL, "internal error", "gpt: pipeline size %d without a group", m->pp);
+  m->nlayers = L / m->pp;
+  m->layer0 = pr * m->nlayers;
+  m->first = pr == 0;
+  m->last = pr == m->pp - 1;
+  m->blocks = zt_calloc((size_t)m->nlayers, sizeof(zt_block), "gpt blocks");
+  m->ffns = zt_calloc((size_t)m->nlayers, sizeof(zt_ffn), "gpt mlps");
+  for (int l = 0; l < m->nlayers; l++) {
     m->ffns[l] = zt_ffn_dense_mlp();
     m->blocks[l].ffn = m->ffns[l];
-    m->blocks[l].layer = l;
+    m->blocks[l].layer = m->layer0 + l; /* dropout sites by the global layer */
   }
   register_params(m);
   for (int i = 0; i < m->table.count; i++)
@@ -133,14 +176,15 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   zt_memplan_check_fits(&m->plan, mem_limit);
   zt_memplan_allocate(&m->plan);
   plan_memory(m);                  /* carving */
-  for (int l = 0; l < L; l++) {
+  for (int l = 0; l < m->nlayers; l++) {
     char pre[96];
-    layer_prefix(pre, sizeof pre, l);
+    layer_prefix(pre, sizeof pre, m->layer0 + l);
     zt_block_bind(&m->blocks[l], &m->table, pre, m->params, m->grads);
   }
-  zt_embedding_bind(&m->emb, &m->table, EMB_PREFIX, m->params, m->grads);
+  if (m->first) zt_embedding_bind(&m->emb, &m->table, EMB_PREFIX, m->params, m->grads);
   m->emb.tp = &m->tp;
-  m->emb.v0 = m->tp.rank * m->emb.V;
+  m->emb.v0 = m->tp.rank * (cfg->padded_vocab_size / tp);
+  if (!m->last) return;
   m->lnf_w = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.weight");
   m->lnf_b = zt_param_ptr(&m->table, m->params, ENC_PREFIX, "final_layernorm.bias");
   m->dlnf_w = zt_param_ptr(&m->table, m->grads, ENC_PREFIX, "final_layernorm.weight");
@@ -148,14 +192,18 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   if (cfg->untie_embeddings) {
     m->out_w = zt_param_ptr(&m->table, m->params, "language_model", "output_layer.weight");
     m->dout_w = zt_param_ptr(&m->table, m->grads, "language_model", "output_layer.weight");
-  } else {
+  } else if (m->first) {
     m->out_w = m->emb.wte;
     m->dout_w = m->emb.dwte;
+  } else {
+    const zt_param *w = zt_param_get(&m->table, "word_embeddings", "weight");
+    m->out_w = m->params + w->offset;
+    m->dout_w = m->grads + w->offset;
   }
 }
 
 void zt_gpt_free(zt_gpt *m) {
-  for (int l = 0; l < m->cfg.num_layers; l++) zt_ffn_destroy(&m->ffns[l]);
+  for (int l = 0; l < m->nlayers; l++) zt_ffn_destroy(&m->ffns[l]);
   free(m->ffns);
   free(m->blocks);
   zt_param_table_free(&m->table);
@@ -168,23 +216,29 @@ void zt_gpt_free(zt_gpt *m) {
  * dim 1 (row-parallel columns) a range per row. */
 void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
   zt_param_table_initialize(&m->table, m->params, seed);
-  if (!zt_tp_on(&m->tp)) return;
+  if (!zt_tp_on(&m->tp) && m->pp == 1) return;
   const int tp = m->tp.size, r = m->tp.rank;
-  for (int i = 0; i < m->table.count; i++) {
-    const zt_param *p = &m->table.params[i];
-    if (p->init != ZT_INIT_NORMAL || p->tp_split_dim < 0) continue;
+  zt_param_table full; /* with pipeline stages: draws keyed by the one-stage model's parameter indices */
+  if (m->pp > 1) full_model_table(m, &full);
+  for (int k = 0; k < m->table.count; k++) {
+    const zt_param *p = &m->table.params[k];
+    const uint64_t i = m->pp > 1 ? (uint64_t)full_model_index(m, &full, p->name) : (uint64_t)k;
+    if (p->init != ZT_INIT_NORMAL) continue;
     float *dst = m->params + p->offset;
-    if (p->tp_split_dim == 0) {
-      zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
+    if (p->tp_split_dim < 0 || tp == 1) {
+      zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+    } else if (p->tp_split_dim == 0) {
+      zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
     } else {
       zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
                p->name, p->tp_split_dim, p->ndim);
-      const uint64_t cols = (uint64_t)p->shape[1], full = cols * (uint64_t)tp;
+      const uint64_t cols = (uint64_t)p->shape[1], fullc = cols * (uint64_t)tp;
       for (int64_t row = 0; row < p->shape[0]; row++)
-        zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * full + (uint64_t)r * cols, 0.0f,
-                              p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
+        zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * fullc + (uint64_t)r * cols, 0.0f,
+                              p->init_std, seed, ZT_RNG_INIT, i);
     }
   }
+  if (m->pp > 1) zt_param_table_free(&full);
 }
 
 void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) {
@@ -207,16 +261,38 @@ void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) {
 }
 
 double zt_gpt_grad_norm(const zt_gpt *m, const float *grads) {
-  if (!zt_tp_on(&m->tp)) return zt_grad_global_norm(grads, m->table.numel);
+  if (!zt_tp_on(&m->tp) && m->pp == 1) return zt_grad_global_norm(grads, m->table.numel);
   double split = 0.0, replicated = 0.0;
   for (int i = 0; i < m->table.count; i++) {
     const zt_param *p = &m->table.params[i];
+    if (!strcmp(p->name, "word_embeddings.weight")) continue; /* the last stage's copy: counted on the first */
     const double n = zt_grad_global_norm(grads + p->offset, p->numel);
     if (p->tp_split_dim >= 0) split += n * n;
     else replicated += n * n;
   }
-  zt_allreduce_sum_f64(m->tp.group, &split, 1);
-  return sqrt(split + replicated);
+  if (zt_tp_on(&m->tp)) zt_allreduce_sum_f64(m->tp.group, &split, 1);
+  double total = split + replicated;
+  if (m->pp > 1) zt_allreduce_sum_f64(m->cfg.pp_group, &total, 1); /* over the stages */
+  return sqrt(total);
+}
+
+float *zt_gpt_stage_input(zt_gpt *m) { return m->layer_in; }
+float *zt_gpt_stage_output(zt_gpt *m) {
+  return m->layer_in + (size_t)m->nlayers * zt_gpt_stage_numel(m);
+}
+float *zt_gpt_stage_grad(zt_gpt *m) { return m->dres; }
+size_t zt_gpt_stage_numel(const zt_gpt *m) {
+  return (size_t)zt_tp_local_rows(&m->tp, m->B * m->T) * m->cfg.hidden_size;
+}
+float *zt_gpt_stash(zt_gpt *m, int slot) {
+  return m->stash ? m->stash + (size_t)slot * zt_gpt_stage_numel(m) : NULL;
+}
+float *zt_gpt_shared_embedding_grad(zt_gpt *m, size_t *n) {
+  if (m->pp == 1 || m->cfg.untie_embeddings || !(m->first || m->last)) return NULL;
+  const zt_param *w = m->first ? zt_param_get(&m->table, EMB_PREFIX, "word_embeddings.weight")
+                               : zt_param_get(&m->table, "word_embeddings", "weight");
+  *n = w->numel;
+  return m->grads + w->offset;
 }
 
 size_t zt_gpt_num_params(const zt_gpt *m) {
@@ -247,7 +323,7 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
                      const float *loss_mask, const zt_pass *pass) {
   zt_check(pass->B == m->B && pass->T == m->T, "gpt", "batch %dx%d differs from the planned %dx%d",
            pass->B, pass->T, m->B, m->T);
-  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  const int L = m->nlayers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF); /* N: the residual stream's tokens */
   const size_t NC = (size_t)N * C;
   m->pass = *pass;
@@ -256,11 +332,14 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
   m->targets = targets;
   m->loss_mask = loss_mask;
   double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2;
-  zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass, m->pos_scratch);
+  if (m->first) /* later stages find their input in layer_in[0] */
+    zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass,
+                               m->pos_scratch);
   if (ft) ft[ZT_GPT_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   for (int l = 0; l < L; l++)
     zt_block_forward(&m->blocks[l], m->layer_in + (size_t)(l + 1) * NC, m->layer_in + (size_t)l * NC, &m->bcfg,
                      pass, &m->scratch);
+  if (!m->last) return 0.0f; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
   zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_in + (size_t)L * NC, m->lnf_w, m->lnf_b, N, C,
                        m->cfg.ln_eps);
@@ -286,10 +365,27 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
   return den > 0 ? (float)(num / den) : 0.0f;
 }
 
+static void head_backward(zt_gpt *m, float grad_scale, int NF, int N, int C, int V);
+
 void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   const zt_pass *pass = &m->pass;
-  const int L = m->cfg.num_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  const int L = m->nlayers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF);
+  const size_t NC = (size_t)N * C;
+  if (m->last) head_backward(m, grad_scale, NF, N, C, V); /* else dres holds d(output) from the next stage */
+  for (int l = L - 1; l >= 0; l--) {
+    const float *x = m->layer_in + (size_t)l * NC;
+    if (m->cfg.recompute_full) zt_block_forward(&m->blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
+    zt_block_backward(&m->blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
+  }
+  if (m->first)
+    zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
+                                m->pos_scratch);
+}
+
+/* The last stage's loss, output layer and final layernorm backward: dres = d(final hidden state). */
+static void head_backward(zt_gpt *m, float grad_scale, int NF, int N, int C, int V) {
+  const int L = m->nlayers;
   const size_t NC = (size_t)N * C;
   double den = 0.0;
   for (int n = 0; n < NF; n++) den += m->loss_mask ? m->loss_mask[n] : 1.0;
@@ -306,11 +402,4 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   }
   zt_layernorm_backward(m->dres, m->dlnf_w, m->dlnf_b, m->scratch.dln, m->layer_in + (size_t)L * NC, m->lnf_w,
                         m->lnf_mean, m->lnf_rstd, N, C);
-  for (int l = L - 1; l >= 0; l--) {
-    const float *x = m->layer_in + (size_t)l * NC;
-    if (m->cfg.recompute_full) zt_block_forward(&m->blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
-    zt_block_backward(&m->blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
-  }
-  zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
-                              m->pos_scratch);
 }

@@ -31,6 +31,12 @@ typedef struct {
    * it; sequence_parallel: Megatron's --sequence-parallel (needs tp_size > 1) */
   const zt_group *tp_group;
   int tp_size, tp_rank, sequence_parallel;
+  /* pipeline parallelism (pp_size 0 or 1: none): this stage holds layers [pp_rank L/pp, (pp_rank+1) L/pp), the
+   * first stage the embeddings, the last the final layernorm, the output layer (tied: its own copy of the word
+   * embeddings, "word_embeddings.weight", kept equal through the embedding group) and the loss; pp_group (for
+   * the gradient norm) holds the stages of this rank's pipeline */
+  int pp_size, pp_rank;
+  const zt_group *pp_group;
 } zt_gpt_config;
 
 typedef struct {
@@ -52,6 +58,10 @@ typedef struct {
   float *ce_buf;             /* [6 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
   float *sp_buf;             /* [sp_numel] sequence-parallel gradients packed for their all-reduce */
   size_t sp_numel;
+  /* pipeline stage: layers [layer0, layer0 + nlayers); first/last stage flags; stash: pp_size slots of one
+   * micro batch's stage input (middle stages keep the inputs of the micro batches in flight) */
+  int layer0, nlayers, first, last, pp;
+  float *stash;
 
   /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and
    * dropout tensors hold this rank's B x T / tp tokens) */
@@ -105,5 +115,20 @@ void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m);
 /* The global L2 norm of grads [table.numel]: with tensor parallelism the split parameters' squares summed over
  * the tensor-parallel group, the replicated ones counted once (as Megatron counts them). */
 double zt_gpt_grad_norm(const zt_gpt *m, const float *grads);
+
+/* ---- pipeline stages (engine's 1F1B schedule, train/pipeline.c) ---------------------------------------
+ * A stage that is not the first reads its input from zt_gpt_stage_input (the previous stage's output, written
+ * there before zt_gpt_forward); a stage that is not the last returns 0 from zt_gpt_forward and leaves its output
+ * in zt_gpt_stage_output, and its zt_gpt_backward reads d(output) from zt_gpt_stage_grad (written before the
+ * call) and leaves d(input) there (not on the first stage). Each holds zt_gpt_stage_numel floats. */
+float *zt_gpt_stage_input(zt_gpt *m);
+float *zt_gpt_stage_output(zt_gpt *m);
+float *zt_gpt_stage_grad(zt_gpt *m);
+size_t zt_gpt_stage_numel(const zt_gpt *m);
+/* Slot s (< pp) of the stage-input stash (middle stages only, else NULL). */
+float *zt_gpt_stash(zt_gpt *m, int slot);
+/* The gradient of the tied word embeddings on the first stage and of their copy on the last (pipeline
+ * parallelism with tied embeddings), *n its floats; NULL elsewhere. */
+float *zt_gpt_shared_embedding_grad(zt_gpt *m, size_t *n);
 
 #endif

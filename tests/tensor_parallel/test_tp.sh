@@ -98,7 +98,6 @@ refused "sequence" "--seq-length 63 is not divisible by --tensor-model-parallel-
   2 --tensor-model-parallel-size 2 --sequence-parallel --seq-length 63
 refused "world" "world size 3 is not divisible by --tensor-model-parallel-size 2 x --pipeline-model-parallel-size 1 = 2" \
   3 --tensor-model-parallel-size 2
-refused "pipeline" "--pipeline-model-parallel-size 2: pipeline parallelism lands with" 2 --pipeline-model-parallel-size 2
 refused "DeepSpeed-Ulysses" "--ds-sequence-parallel-size is a Megatron-DeepSpeed flag that zerotron does not support yet" \
   2 --tensor-model-parallel-size 2 --ds-sequence-parallel-size 2
 echo "$pass passed, $fail failed"

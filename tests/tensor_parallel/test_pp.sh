@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Pipeline parallelism under mpirun: pretrain_gpt with PP=2, PP=4, PP=2 x DP=2, PP=2 x TP=2 (also with
+# --sequence-parallel), untied output layer and full recompute gives the lm losses, gradient norms and validation
+# loss of one process for 10 iterations of 4 micro batches with dropout on (Megatron's 1F1B schedule; each stage
+# draws its layers' one-process weights; the tied word embeddings' copy on the last stage equals the first
+# stage's and their gradients are summed over the embedding group). Per-stage parameter counts are checked against
+# the shapes; an uneven layer split and mixed precision are refused.
+# Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
+set -u
+bin="$1"
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
+pass=0 fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+L=4 H=64 NH=4 S=64 V=128
+tiny=(--num-layers $L --hidden-size $H --num-attention-heads $NH --seq-length $S --max-position-embeddings $S
+      --mock-data --vocab-size $V --make-vocab-size-divisible-by 32 --lr 3e-3 --train-iters 10 --log-interval 1
+      --eval-interval 10 --eval-iters 1 --global-batch-size 16 --attention-dropout 0.1 --hidden-dropout 0.1)
+field() { grep -E "^ iteration " <<<"$1" | sed -E "s/.*$2: ([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
+val() { grep -F "validation loss at the end of training for val data" <<<"$1" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*/\1/'; }
+close() { # two space-separated lists, relative tolerance, plus an absolute slack
+  awk -v a="$1" -v b="$2" -v tol="$3" -v abs="$4" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ");
+    if (n != m || n == 0) exit 1;
+    for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];
+      if (d > tol * s + abs) exit 1 } }'
+}
+same() { # name ref out rc: losses 1e-5 relative, grad norms (3 printed decimals) 1e-5 + one printed unit
+  if [ "$4" -eq 0 ] && close "$(field "$2" "lm loss")" "$(field "$3" "lm loss")" 1e-5 1e-12 \
+     && close "$(field "$2" "grad norm")" "$(field "$3" "grad norm")" 1e-5 1e-3 \
+     && close "$(val "$2")" "$(val "$3")" 1e-5 1e-12; then
+    ok "$1 = one process: losses $(field "$3" "lm loss" | cut -d' ' -f1,10), validation $(val "$3")"
+  else
+    bad "$1" "rc=$4 ref '$(field "$2" "lm loss")' '$(field "$2" "grad norm")' got '$(field "$3" "lm loss")' '$(field "$3" "grad norm")'"
+    echo "$3" | grep -E "error|^ iteration" | tail -4
+  fi
+}
+run() { timeout 300 "${mpi[@]}" -np "$1" "$bin" "${tiny[@]}" "${@:2}" 2>&1; }
+
+ref=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --micro-batch-size 4 2>&1)
+[ "$(field "$ref" "lm loss" | wc -w)" -eq 10 ] || { echo "reference run failed:"; echo "$ref" | tail -5; exit 1; }
+
+out=$(run 2 --micro-batch-size 4 --pipeline-model-parallel-size 2); same "PP=2" "$ref" "$out" $?
+# per-stage parameter counts from the shapes: the first stage holds the embeddings, the last the final layernorm
+# and the copy of the word embeddings
+layer=$(( 4 * H + 3 * H * H + 3 * H + H * H + H + 4 * H * H + 4 * H + 4 * H * H + H ))
+for want in " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): $(( V * H + S * H + 2 * layer ))" \
+            " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): $(( 2 * layer + 2 * H + V * H ))"; do
+  if grep -qxF -- "$want" <<<"$out"; then ok "parameter count:$want"; else bad "parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
+done
+out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 4); same "PP=4" "$ref" "$out" $?
+out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2); same "PP=2 x DP=2" "$ref" "$out" $?
+out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2)
+same "PP=2 x TP=2" "$ref" "$out" $?
+out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel \
+      --checkpoint-activations)
+same "PP=2 x TP=2 --sequence-parallel --checkpoint-activations" "$ref" "$out" $?
+out=$(run 2 --micro-batch-size 8 --pipeline-model-parallel-size 2); 
+ref2=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --micro-batch-size 8 2>&1)
+same "PP=2, 2 micro batches (fewer than in-flight slots)" "$ref2" "$out" $?
+ref_u=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --micro-batch-size 4 --untie-embeddings-and-output-weights 2>&1)
+out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 4 --untie-embeddings-and-output-weights)
+same "PP=4 untied output layer" "$ref_u" "$out" $?
+
+refused() { # name expected-message np args...
+  local name="$1" msg="$2" np="$3"; shift 3
+  local o rc
+  o=$(timeout 120 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" --micro-batch-size 4 "$@" 2>&1); rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$msg" <<<"$o"; then ok "refused: $name"
+  else bad "refusal: $name" "rc=$rc $(grep -m2 error <<<"$o")"; fi
+}
+refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" 3 --pipeline-model-parallel-size 3
+refused "mixed precision" "--fp16 with --pipeline-model-parallel-size 2: mixed precision with pipeline parallelism is not supported yet" \
+  2 --pipeline-model-parallel-size 2 --fp16
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
