@@ -494,8 +494,12 @@ static void load_checkpoint(zt_engine *e) {
     zt_log("    will not load any checkpoints and will start from random\n");
     return;
   }
+  /* every file checked against the manifest first: by rank 0 (a failure there ends the whole job); the other
+   * ranks, which read the same files, then check the listing and sizes only */
   zt_ckpt_reader r;
-  zt_ckpt_open(&r, a->load, tag); /* every file checked against the manifest first */
+  if (zt_rank() == 0) zt_ckpt_open(&r, a->load, tag);
+  zt_barrier(zt_comm_world());
+  if (zt_rank() != 0) zt_ckpt_open_ex(&r, a->load, tag, 0);
   zt_log(" loading checkpoint from %s at iteration %lld\n", a->load, (long long)r.iteration);
   const zt_param_table *t = &e->model.table;
   const int load_optim = !a->finetune && !a->no_load_optim, load_rng = !a->finetune && !a->no_load_rng;

@@ -33,6 +33,9 @@ void zt_ckpt_manifest_write(const char *dir, char *const *names, int n);
  * fatal, naming the file and the numbers, on any mismatch or a missing manifest. Returns the number of
  * files and their names (malloc'd array of malloc'd strings) in *names, sorted. */
 int zt_ckpt_manifest_verify(const char *dir, char ***names);
+/* The same with the crc32c check optional (crc 0: sizes and listing only, for ranks whose files another rank
+ * has verified). */
+int zt_ckpt_manifest_check(const char *dir, char ***names, int crc);
 
 /* Test hook: counts write phases; raises SIGKILL at the phase ZT_CKPT_TEST_KILL_AT names (1-based,
  * counted over the whole process) and logs each phase when ZT_CKPT_TEST_TRACE is set. */

@@ -60,6 +60,9 @@ typedef struct {
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);
 /* Opens root/<tag> (tag NULL: latest; fatal when there is none): verifies the manifest, reads metadata. */
 void zt_ckpt_open(zt_ckpt_reader *r, const char *root, const char *tag);
+/* The same; verify 0 checks the manifest's listing and sizes but not the checksums (a rank whose files another
+ * rank has verified: data-parallel ranks share one checkpoint). */
+void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int verify);
 void zt_ckpt_close(zt_ckpt_reader *r);
 
 /* Index of a tensor by name, or -1. */
