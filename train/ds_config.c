@@ -608,6 +608,28 @@ static void fill_fields(zt_ds_config *c) {
   c->zero_allgather_bucket_size = cJSON_IsTrue(z) ? get_num(c, "allgather_size").value
                                                   : get_num(c, "zero_optimization.allgather_bucket_size").value;
   c->zero_reduce_scatter = get_bool(c, "zero_optimization.reduce_scatter");
+  snprintf(c->offload_optimizer_device, sizeof c->offload_optimizer_device, "none");
+  get_str(c, "zero_optimization.offload_optimizer.device", c->offload_optimizer_device,
+          sizeof c->offload_optimizer_device);
+  if (cJSON_IsTrue(get_path(c, "zero_optimization.cpu_offload")))
+    snprintf(c->offload_optimizer_device, sizeof c->offload_optimizer_device, "cpu");
+  get_str(c, "zero_optimization.offload_optimizer.nvme_path", c->offload_optimizer_nvme_path,
+          sizeof c->offload_optimizer_nvme_path);
+  c->offload_optimizer_buffer_count = (int)get_num(c, "zero_optimization.offload_optimizer.buffer_count").value;
+  c->offload_optimizer_pin_memory = get_bool(c, "zero_optimization.offload_optimizer.pin_memory");
+  c->offload_optimizer_pipeline = get_bool(c, "zero_optimization.offload_optimizer.pipeline_read") ||
+                                  get_bool(c, "zero_optimization.offload_optimizer.pipeline_write");
+  c->zero_sub_group_size = get_num(c, "zero_optimization.sub_group_size").value;
+  if (strcmp(c->offload_optimizer_device, "none") && c->zero_stage == 0)
+    ds_fail(c, "zero_optimization.offload_optimizer.device \"%s\" needs zero_optimization.stage 1 or 2 (the optimizer "
+            "state offloaded is the rank's ZeRO partition)", c->offload_optimizer_device);
+  if (!strcmp(c->offload_optimizer_device, "nvme") && !c->offload_optimizer_nvme_path[0])
+    ds_fail(c, "zero_optimization.offload_optimizer.device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path");
+  c->aio_block_size = (int)get_num(c, "aio.block_size").value;
+  c->aio_queue_depth = (int)get_num(c, "aio.queue_depth").value;
+  c->aio_intra_op_parallelism = (int)get_num(c, "aio.intra_op_parallelism").value;
+  c->aio_single_submit = get_bool(c, "aio.single_submit");
+  c->aio_overlap_events = get_bool(c, "aio.overlap_events");
 
   c->tensorboard_enabled = get_bool(c, "tensorboard.enabled");
   get_str(c, "tensorboard.output_path", c->tensorboard_output_path, sizeof c->tensorboard_output_path);

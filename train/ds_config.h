@@ -68,6 +68,14 @@ typedef struct zt_ds_config {
   int zero_stage;                      /* 0, 1 or 2 (3 is refused); the legacy "zero_optimization": true is 1 */
   double zero_reduce_bucket_size, zero_allgather_bucket_size; /* elements */
   bool zero_reduce_scatter;
+  char offload_optimizer_device[8];    /* "none", "cpu" or "nvme" (the legacy cpu_offload true is "cpu") */
+  char offload_optimizer_nvme_path[512];
+  int offload_optimizer_buffer_count;
+  bool offload_optimizer_pin_memory, offload_optimizer_pipeline;  /* pipeline: pipeline_read or _write */
+  double zero_sub_group_size;
+  /* aio block (runtime/aio) */
+  int aio_block_size, aio_queue_depth, aio_intra_op_parallelism;
+  bool aio_single_submit, aio_overlap_events;
 
   bool tensorboard_enabled, csv_monitor_enabled;
   char tensorboard_output_path[512], tensorboard_job_name[128];

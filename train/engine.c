@@ -254,8 +254,9 @@ static void mixed_precision_init_weights(zt_engine *e) {
   if (e->half_dtype == ZT_DTYPE_FP32) return;
   const size_t n = e->model.table.numel;
   zt_round_f32(e->model.params, e->model.params, n, e->half_dtype);
-  /* the masters of this rank's partition (all of them without ZeRO) */
-  memcpy(e->model.master, e->model.params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
+  /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
+  if (e->model.master)
+    memcpy(e->model.master, e->model.params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
   e->master = e->model.master;
   char scale[40] = "1";
   if (e->half_dtype == ZT_DTYPE_FP16) zt_py_float(scale, sizeof scale, e->scaler.cur_scale, 0);
@@ -324,6 +325,48 @@ static void zero_setup(zt_engine *e) {
          (double)e->zero.part * 4 * (e->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
 }
 
+/* The swap files go at exit too when the run stops on an error (zt_fatal exits through exit()). */
+static zt_opt_swapper *live_swapper;
+static void remove_swap_files(void) {
+  if (live_swapper) zt_opt_swapper_free(live_swapper);
+  live_swapper = NULL;
+}
+
+/* offload_optimizer: "cpu" keeps the state where the CPU path has it already (host memory, the step on the
+ * CPU); "nvme" moves the partition's state to swap files (runtime/zero/swap.h). */
+static void offload_setup(zt_engine *e) {
+  const zt_ds_config *ds = e->ds;
+  if (!ds || !strcmp(ds->offload_optimizer_device, "none")) return;
+  if (!strcmp(ds->offload_optimizer_device, "cpu")) {
+    zt_log("> offload_optimizer cpu: the optimizer state and its step are in host memory (on the CPU path they "
+           "always are)\n");
+    return;
+  }
+  const int with_master = e->half_dtype != ZT_DTYPE_FP32;
+  const int sets = ds->offload_optimizer_pipeline ? 2 : 1, states = with_master ? 3 : 2;
+  zt_check(ds->offload_optimizer_buffer_count >= states * sets, "ds_config", "%s: "
+           "zero_optimization.offload_optimizer.buffer_count %d is less than the %d swap buffers needed (%d states%s)",
+           ds->path, ds->offload_optimizer_buffer_count, states * sets, states, sets > 1 ? " x 2 for pipelining" : "");
+  zt_aio_config ac;
+  zt_aio_config_defaults(&ac);
+  ac.block_size = ds->aio_block_size;
+  ac.queue_depth = ds->aio_queue_depth;
+  ac.intra_op_parallelism = ds->aio_intra_op_parallelism;
+  ac.single_submit = ds->aio_single_submit;
+  ac.overlap_events = ds->aio_overlap_events;
+  char err[256];
+  zt_check(zt_aio_config_check(&ac, err, sizeof err) == 0, "ds_config", "%s: aio: %s", ds->path, err);
+  e->swap = zt_malloc(sizeof *e->swap, "optimizer swapper");
+  const size_t n = e->part_hi - e->part_lo;
+  zt_opt_swapper_init(e->swap, &ac, ds->offload_optimizer_nvme_path, e->zero_stage, zt_comm_rank(), e->part_lo, n,
+                      (size_t)ds->zero_sub_group_size, with_master, e->model.params + e->part_lo,
+                      ds->offload_optimizer_pipeline, ds->offload_optimizer_pin_memory);
+  live_swapper = e->swap;
+  atexit(remove_swap_files);
+  zt_log("> offload_optimizer nvme: %zu elements x %d states per rank in %s (%zu sub-groups of %zu)%s\n", n, states,
+         e->swap->dir, e->swap->nsub, e->swap->sub, ds->offload_optimizer_pipeline ? ", pipelined" : "");
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
@@ -348,6 +391,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
   e->zero_stage = ds ? ds->zero_stage : 0;
   c.zero_partitions = e->zero_stage > 0 ? a->data_parallel_size : 1;
+  c.optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme");
   zt_log("building GPT model ...\n");
   zt_gpt_build(&e->model, &c, 0);
   zero_setup(e);
@@ -367,6 +411,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     zt_optimizer_init_range(&e->opt, &oc, &e->model.table, e->model.optim_state, e->part_lo, e->part_hi);
   else
     zt_optimizer_init(&e->opt, &oc, &e->model.table, e->model.optim_state);
+  offload_setup(e);
   e->beta_cfg[0] = ds && ds->has_optimizer ? ds->beta1.value : a->adam_beta1;
   e->beta_cfg[1] = ds && ds->has_optimizer ? ds->beta2.value : a->adam_beta2;
 
@@ -402,6 +447,15 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
 }
 
 void zt_engine_free(zt_engine *e) {
+  if (e->swap) {
+    zt_log("> offload_optimizer nvme: %.1f GiB read, %.1f GiB written in %.2f s of optimizer steps; swap files "
+           "removed\n", e->swap->bytes_read / (1 << 30), e->swap->bytes_written / (1 << 30), e->swap->seconds);
+    zt_opt_swapper_free(e->swap);
+    free(e->swap);
+    e->swap = NULL;
+    live_swapper = NULL;
+  }
+  if (e->zero_stage > 0) zt_zero_free(&e->zero);
   zt_gpt_free(&e->model);
   free(e->text);
   free(e->tokens);
@@ -773,9 +827,14 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     /* this rank's partition (everything without ZeRO); then the half copy of the masters, and with ZeRO the
      * all-gather of the updated partitions and the gradients of the others' partitions cleared */
     const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
-    float *weights = e->master ? e->master : e->model.params + lo;
-    zt_optimizer_step(&e->opt, weights, e->model.grads + lo, current_lr(e), factor);
-    if (e->master) zt_round_f32(e->model.params + lo, e->master, len, e->half_dtype);
+    if (e->swap) { /* NVMe: sub-group by sub-group through the swap buffers */
+      zt_opt_swapper_step(e->swap, &e->opt, e->model.params + lo, e->model.grads + lo, current_lr(e), factor,
+                          e->model.params + lo, e->half_dtype);
+    } else {
+      float *weights = e->master ? e->master : e->model.params + lo;
+      zt_optimizer_step(&e->opt, weights, e->model.grads + lo, current_lr(e), factor);
+      if (e->master) zt_round_f32(e->model.params + lo, e->master, len, e->half_dtype);
+    }
     if (e->zero_stage > 0) {
       zt_zero_allgather_params(&e->zero, e->model.params);
       zt_grads_zero(e->model.grads, e->zero.padded);

@@ -12,6 +12,7 @@
 #include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/loss_scaler.h"
+#include "runtime/zero/swap.h"
 #include "runtime/zero/zero.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
@@ -67,6 +68,7 @@ typedef struct {
   int zero_stage;
   zt_zero zero;
   size_t part_lo, part_hi;       /* [0, numel) without ZeRO */
+  zt_opt_swapper *swap;          /* offload_optimizer nvme: the partition's optimizer state on NVMe, or NULL */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;

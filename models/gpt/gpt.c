@@ -103,8 +103,9 @@ static void plan_memory(zt_gpt *m) {
   const size_t flat = (m->table.numel + zp - 1) / zp * zp, part = flat / zp;
   m->params = zt_memplan_floats(p, ZT_MEM_PARAMS, flat);
   m->grads = zt_memplan_floats(p, ZT_MEM_GRADS, flat);
-  m->optim_state = zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part);
-  m->master = m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
+  const int here = !m->cfg.optim_offloaded;
+  m->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
+  m->master = here && m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
   m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
   m->stash = !m->first && !m->last ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)m->pp * N * C) : NULL;
   /* with full recompute every block's activations overlap one region, recomputed layer by layer */

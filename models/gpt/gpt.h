@@ -27,6 +27,7 @@ typedef struct {
   int master_weights;        /* 1: plan fp32 master weights (mixed precision) in the optimizer-state region */
   int zero_partitions;       /* ZeRO: the flat buffers are padded to a multiple of this and the optimizer state
                                 (and masters) hold one partition; 0 or 1: no partitioning */
+  int optim_offloaded;       /* the optimizer state and masters live elsewhere (NVMe offload): none planned */
   /* tensor parallelism (tp_size 0 or 1: none): the tensor-parallel group, its size and this rank's place in
    * it; sequence_parallel: Megatron's --sequence-parallel (needs tp_size > 1) */
   const zt_group *tp_group;

@@ -29,8 +29,8 @@ void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt
   memset(o, 0, sizeof(*o));
   o->cfg = *cfg;
   o->table = table;
-  o->m = state;
-  o->v = state + (hi - lo);
+  o->m = state; /* NULL when the state lives elsewhere (NVMe offload: runtime/zero/swap.c) */
+  o->v = state ? state + (hi - lo) : NULL;
   o->lo = lo;
   o->hi = hi;
 }

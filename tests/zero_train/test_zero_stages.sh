@@ -30,6 +30,9 @@ run() { # np, config name, extra flags...
   local np="$1" name="$2"; shift 2
   timeout 300 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" --deepspeed --deepspeed_config "$tmp/$name.json" "$@" 2>&1
 }
+expect() { # name, message, output
+  if grep -qF -- "$2" <<<"$3" && ! grep -q "^ iteration " <<<"$3"; then ok "refused: $1"; else bad "refused: $1" "$(grep -m1 error <<<"$3")"; fi
+}
 optim_mib() { grep -m1 "memory plan (MiB)" <<<"$1" | sed -E 's/.*optimizer state ([0-9.]+).*/\1/'; }
 
 for np in 2 4; do
@@ -69,6 +72,44 @@ for name in s1 s2; do
   fi
 done
 
+# optimizer offload to NVMe (swap files through runtime/aio): bit-identical to keeping the state in memory,
+# pipelined or not, fp32 and fp16 (masters swapped too); the files are gone after the run; the optimizer
+# state leaves the memory plan
+for prec in fp32 fp16; do
+  extra=""; [ $prec = fp16 ] && extra='"fp16": {"enabled": true, "initial_scale_power": 12}, '
+  cfg m$prec "$extra\"zero_optimization\": {\"stage\": 2}"
+  ref=$(run 2 m$prec)
+  for pipe in false true; do
+    cfg n$prec$pipe "$extra\"zero_optimization\": {\"stage\": 2, \"sub_group_size\": 7000, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/nvme\", \"pipeline_read\": $pipe, \"buffer_count\": 6}}"
+    out=$(run 2 n$prec$pipe)
+    if [ "$(field "$ref" "lm loss")" = "$(field "$out" "lm loss")" ] && [ -n "$(field "$out" "lm loss")" ] \
+       && grep -q "> offload_optimizer nvme: .* sub-groups of 7000" <<<"$out" && [ -z "$(find "$tmp/nvme" -type f)" ] \
+       && [ "$(optim_mib "$out")" = "0.0" ]; then
+      ok "offload_optimizer nvme ($prec, pipelined $pipe) = in memory, bit for bit; swap files removed; optimizer state 0.0 MiB in the plan"
+    else
+      bad "offload nvme $prec $pipe" "'$(field "$ref" "lm loss")' vs '$(field "$out" "lm loss")'; files: $(find "$tmp/nvme" -type f | head -3); $(grep -m1 error <<<"$out")"
+    fi
+  done
+done
+mkdir -p "$tmp/ro" && chmod 500 "$tmp/ro"
+cfg ro "\"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/ro/x\"}}"
+out=$(run 2 ro)
+if [ "$(id -u)" = 0 ]; then # root writes anywhere: use a path under a regular file instead
+  touch "$tmp/file"
+  cfg ro "\"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/file/x\"}}"
+  out=$(run 2 ro)
+fi
+expect "an nvme_path that cannot be created" "offload_optimizer: nvme_path: cannot create $tmp/" "$out"
+if [ "$(id -u)" = 0 ] && mkdir -p "$tmp/small" && mount -t tmpfs -o size=64k tmpfs "$tmp/small" 2>/dev/null; then
+  cfg full "\"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/small\"}}"
+  out=$(run 2 full)
+  expect "a full disk" "no space left on device (ENOSPC)" "$out"
+  [ -z "$(find "$tmp/small" -type f)" ] && ok "no swap file left on the full disk" || bad "full disk" "files left: $(find "$tmp/small" -type f)"
+  umount "$tmp/small"
+else
+  echo "SKIP full disk: cannot mount a small tmpfs here (needs root)"
+fi
+
 # fp16 under ZeRO: DeepSpeed's DynamicLossScaler (hysteresis 2: the first overflow only spends it)
 cfg f1 '"fp16": {"enabled": true, "initial_scale_power": 20, "hysteresis": 2}, "zero_optimization": {"stage": 1}'
 cfg f2 '"fp16": {"enabled": true, "initial_scale_power": 20, "hysteresis": 2}, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5000}'
@@ -96,9 +137,6 @@ out=$(run 2 legacy --train-iters 2)
 grep -q "> ZeRO stage 1: " <<<"$out" && ok "\"zero_optimization\": true runs stage 1" || bad "legacy form" "$(grep -m1 error <<<"$out")"
 
 # refusals, before training
-expect() { # name, message, output
-  if grep -qF -- "$2" <<<"$3" && ! grep -q "^ iteration " <<<"$3"; then ok "refused: $1"; else bad "refused: $1" "$(grep -m1 error <<<"$3")"; fi
-}
 cfg s3 '"zero_optimization": {"stage": 3}'
 expect "stage 3" "zero_optimization.stage 3 is not supported yet: lands with the ZeRO-3 work" "$(run 2 s3)"
 cfg lamb '"optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}'
