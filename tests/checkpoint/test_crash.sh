@@ -46,6 +46,27 @@ done
 [ -z "$killed_bad" ] && ok "killed at $killed_ok write phases: previous checkpoint loadable, resumed run bitwise equal to the uninterrupted one" ||
   bad "kill points" "$killed_bad"
 
+# SIGKILL from outside at random moments of a run that saves every iteration: whatever latest names loads, and
+# the resumed run ends with the uninterrupted run's checkpoint
+rnd=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
+     --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 100 --lr 1e-3 --log-interval 100
+     --eval-interval 1000 --eval-iters 0 --train-iters 30 --save-interval 1)
+"$bin" "${rnd[@]}" --save RREF > rref.log 2>&1
+random_bad=""
+for trial in 1 2 3 4 5; do
+  rm -rf R
+  "$bin" "${rnd[@]}" --save R > r.log 2>&1 &
+  pid=$!
+  sleep "0.$(( (RANDOM % 9) + 1 ))$(( RANDOM % 10 ))"
+  kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
+  at=$(cat R/latest 2>/dev/null || echo none)
+  out=$("$bin" "${rnd[@]}" --save R --load R 2>&1) || { random_bad="$random_bad trial $trial (latest $at): $(grep error <<<"$out")"; continue; }
+  cmp=$("$py" "$here/h5_oracle.py" same RREF/global_step30 R/global_step30 2>&1) || random_bad="$random_bad trial $trial (latest $at): $cmp"
+  echo "  random kill $trial: latest was $at"
+done
+[ -z "$random_bad" ] && ok "SIGKILL at 5 random moments of a run saving every iteration: resumed runs end bitwise equal" ||
+  bad "random kills" "$random_bad"
+
 # corruption is refused with the file's name, before anything is loaded
 corrupt_case() { # NAME EXPECTED-REGEX (after preparing C/)
   out=$("$bin" "${tiny[@]}" --train-iters 12 --lr-decay-iters 8 --load C 2>&1); rc=$?

@@ -51,6 +51,12 @@ resume_case() {
 
 resume_case adam
 ADAM_B2="$LAST_B2"
+zdir="$(dirname "$bin")"
+if [ -x "$zdir/zero_to_fp32" ]; then
+  "$zdir/zero_to_fp32" A_adam Z_A --safe_serialization >/dev/null && "$zdir/zero_to_fp32" B_adam Z_B --safe_serialization >/dev/null &&
+    cmp -s Z_A/model.safetensors Z_B/model.safetensors && ok "adam: zero_to_fp32 outputs of both runs byte-identical" ||
+    bad "zero_to_fp32 of straight and resumed" "differ"
+fi
 # Megatron's messages and files
 grep -qE "^saving checkpoint at iteration +4 to B_adam$" <<<"$LAST_B1" &&
   grep -qE "^  successfully saved checkpoint at iteration +4 to B_adam$" <<<"$LAST_B1" &&

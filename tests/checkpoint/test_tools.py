@@ -122,6 +122,15 @@ run(z2f, "ck", "o_tag2", "--tag", "global_step10")
 with h5py.File("o_tag/model.h5", "r") as f, h5py.File("o_tag2/model.h5", "r") as g:
     check(all(np.array_equal(f[k][()], ref[k]) and np.array_equal(g[k][()], ref[k]) for k in ref),
           "zero_to_fp32 takes a tag folder directly, or --tag")
+# the progress bar: drawn on a terminal only (script(1) gives the tool a pseudo-terminal)
+import shutil
+if shutil.which("script"):
+    t = subprocess.run(["script", "-qec", "%s ck o_tty 2>&1 >/dev/null" % z2f, "/dev/null"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    plain = subprocess.run([z2f, "ck", "o_notty"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(t.returncode == 0 and b"\r[" in t.stdout and b"28/28 tensors" in t.stdout and b"\r" not in plain.stderr
+          and b"tensors" not in plain.stderr, "zero_to_fp32 draws a progress bar on a terminal, none otherwise",
+          repr(t.stdout[-300:]))
 p = subprocess.run([z2f, "nowhere", "o_x"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 check(p.returncode != 0 and "Unable to find 'latest' file at nowhere/latest" in p.stdout, "a folder without latest is refused",
       p.stdout)
