@@ -32,16 +32,26 @@ typedef struct {
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size, mp_rank;
 } layout;
 
-/* The one place that knows where this rank sits (pipeline parallelism plugs in here; the file format and the
- * reader already carry per-tensor slices and per-rank files). */
+/* Where this rank sits: model-parallel rank pp_rank x TP + tp_rank (one model-state file each, written by its
+ * data-parallel rank 0), data-parallel rank dp_rank (one optimizer partition each). */
 static layout rank_layout(const zt_engine *e) {
   const zt_args *a = e->args;
-  layout l = {.tp_rank = e->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = 0,
-              .pp_size = a->pipeline_model_parallel_size, .dp_rank = e->dp_rank, .dp_size = a->data_parallel_size};
-  zt_check(l.pp_size == 1, "unsupported argument", "--save/--load with --pipeline-model-parallel-size %d: "
-           "checkpoints of pipeline-parallel runs are not written yet", l.pp_size);
+  layout l = {.tp_rank = e->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = e->pp_rank,
+              .pp_size = e->pp_size > 1 ? e->pp_size : 1, .dp_rank = e->dp_rank, .dp_size = a->data_parallel_size};
   l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
   return l;
+}
+
+/* The last pipeline stage's copy of the tied word embeddings (Megatron's "word_embeddings.weight"): equal to the
+ * first stage's embedding (same init, same all-reduced gradients), so each stands in for the other when a
+ * checkpoint of another pipeline layout lacks it. */
+#define ZT_HEAD_COPY "word_embeddings.weight"
+#define ZT_EMBEDDING "language_model.embedding.word_embeddings.weight"
+
+static int find_tensor(const zt_ckpt_reader *r, const char *name) {
+  int k = zt_ckpt_find(r, name);
+  if (k < 0 && !strcmp(name, ZT_HEAD_COPY)) k = zt_ckpt_find(r, ZT_EMBEDDING);
+  return k;
 }
 
 static const char *optimizer_name(const zt_optimizer *o) {
@@ -226,9 +236,19 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   const partition pt = make_partition(e, l);
   const size_t n = pt.hi - pt.lo;
   const int sgd = o->cfg.kind == ZT_OPT_SGD;
-  /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO) */
-  const size_t base = e->part_lo;
+  /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO); with
+   * offload_optimizer nvme they are read back from the swap files */
+  const size_t base = e->part_lo, plen = e->part_hi - e->part_lo;
+  float *swapped = NULL;
   const float *srcs[3] = {e->master ? e->master : e->model.params + base, o->m, o->v};
+  if (e->swap) {
+    const int with_master = e->half_dtype != ZT_DTYPE_FP32;
+    swapped = zt_malloc((size_t)(2 + with_master) * plen * sizeof(float) + 1, "checkpoint swapped optimizer state");
+    zt_opt_swapper_read_all(e->swap, swapped, swapped + plen, with_master ? swapped + 2 * plen : NULL);
+    srcs[1] = swapped;
+    srcs[2] = swapped + plen;
+    if (with_master) srcs[0] = swapped + 2 * plen;
+  }
   static const char *const adam_names[3] = {"fp32", "exp_avg", "exp_avg_sq"};
   static const char *const sgd_names[2] = {"fp32", "momentum_buffer"};
   const int nstates = sgd ? 2 : 3;
@@ -312,6 +332,7 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   zt_h5_close(&f);
   zt_ckpt_phase("optimizer file closed");
   zt_ckpt_fsync(path);
+  free(swapped);
   free(buf);
   free(names);
   free(cols);
@@ -507,7 +528,7 @@ static void load_checkpoint(zt_engine *e) {
   /* 1. the model must match tensor for tensor */
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
-    const int k = zt_ckpt_find(&r, p->name);
+    const int k = find_tensor(&r, p->name);
     zt_check(k >= 0, "checkpoint", "%s: parameter %s of this model is not in the checkpoint (a different "
              "architecture?)", r.dir, p->name);
     const zt_ckpt_tensor *ct = &r.tensors[k];
@@ -526,8 +547,21 @@ static void load_checkpoint(zt_engine *e) {
              "--hidden-size, --seq-length/--max-position-embeddings or the vocabulary differ; "
              "--use-checkpoint-args takes the saved shape)", r.dir, p->name, got, want);
   }
-  zt_check(r.n_tensors == t->count, "checkpoint", "%s: the checkpoint holds %d tensors, this model %d", r.dir,
-           r.n_tensors, t->count);
+  /* nothing of the checkpoint may be left over: the same layers, and without pipeline stages the same tensors
+   * (the last stage's embedding copy aside) */
+  char saved_layers[32] = "";
+  zt_ckpt_arg(r.args_text, "num_layers", saved_layers, sizeof saved_layers);
+  zt_check(atoi(saved_layers) == a->num_layers, "checkpoint", "%s: saved with --num-layers %s, this model has %d "
+           "(--use-checkpoint-args takes the saved shape)", r.dir, saved_layers, a->num_layers);
+  if (l.pp_size == 1) {
+    const int extra = zt_ckpt_find(&r, ZT_HEAD_COPY) >= 0 && zt_param_table_find(t, ZT_HEAD_COPY) < 0;
+    zt_check(r.n_tensors - extra == t->count, "checkpoint", "%s: the checkpoint holds %d tensors, this model %d",
+             r.dir, r.n_tensors - extra, t->count);
+  }
+  zt_check(!(e->swap && (load_optim || e->master)), "unsupported configuration", "--load with "
+           "zero_optimization.offload_optimizer.device \"nvme\" in %s: restoring optimizer states into the swap files "
+           "is not implemented yet (load without offload, or with --finetune/--no-load-optim in fp32)",
+           e->ds ? e->ds->path : "");
   if (load_optim) {
     zt_check(r.has_optim, "checkpoint", "Unable to load optimizer from checkpoint %s. Specify --no-load-optim or "
              "--finetune to prevent attempting to load the optimizer state, exiting ...", r.dir);
@@ -569,7 +603,7 @@ static void load_checkpoint(zt_engine *e) {
   static const char *const sgd_states[2] = {"fp32", "momentum_buffer"};
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
-    const int k = zt_ckpt_find(&r, p->name);
+    const int k = find_tensor(&r, p->name);
     zt_ckpt_read_weights(&r, k, full);
     take_slice(p, &l, full, &r.tensors[k], scratch, stage + p->offset);
     for (int s = 0; s < nst; s++) {

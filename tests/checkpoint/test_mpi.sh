@@ -8,7 +8,8 @@
 #  - rank 0 killed in the middle of a DP=2 save: the job ends, the previous checkpoint resumes to the same result;
 #  - tensor parallelism (TP=2, one model-state file per tensor-parallel rank holding its slices, full shapes and
 #    offsets) and ZeRO stages 1 and 2 (each rank writes the partition it owns): exact resume, and checkpoints
-#    resharded between TP=1, TP=2, TP=2 x DP=2, ZeRO and no ZeRO, bitwise (vocabulary padding adapted).
+#    resharded between TP=1, TP=2, TP=2 x DP=2, ZeRO and no ZeRO, bitwise (vocabulary padding adapted);
+#  - pipeline parallelism (PP=2: a file per stage): exact resume, PP=2 -> 1 process -> PP=2 x TP=2 bitwise.
 # Usage: test_mpi.sh PRETRAIN_GPT PYTHON   (SKIP 77 without mpirun or h5py)
 set -u
 bin="$1"; py="${2:-/usr/bin/python3}"
@@ -26,6 +27,7 @@ tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --
       --micro-batch-size 2 --global-batch-size 8 --mock-data --vocab-size 100 --lr 1e-3 --log-interval 1
       --eval-interval 4 --eval-iters 1 --train-iters 8)
 losses() { grep -E "^ iteration " <<<"$1" | sed -E 's/.*iteration +([0-9]+)\/.*lm loss: ([0-9.E+-]+).*/\2/' | tr '\n' ' '; }
+vals() { grep -F "validation loss at" <<<"$1" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*/\1/' | tr '\n' ' '; }
 close() {
   awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); if (n != m || n == 0) exit 1;
     for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];
@@ -85,6 +87,23 @@ cmp=$("$py" "$here/h5_oracle.py" full T1/global_step8 T22/global_step8 2>&1)
 [ $rc -eq 0 ] && [ "$(ls T22/global_step8 | grep -c optim)" == 4 ] && grep -q "^equal" <<<"$cmp" &&
   ok "1-process checkpoint loaded into TP=2 x DP=2: $cmp" || bad "1 -> TP2xDP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
 
+# pipeline parallelism: one model-state file per stage (mp_rank = pp x TP + tp), the last stage's copy of the tied
+# embeddings ("word_embeddings.weight") stands in for the embedding across pipeline layouts
+pp2=(--pipeline-model-parallel-size 2)
+a=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${pp2[@]}" --save P2 --save-interval 4 2>&1) || bad "PP=2 straight" "$(tail -3 <<<"$a")"
+b1=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${pp2[@]}" --save P2b --exit-interval 4 2>&1) || bad "PP=2 first half" "$(tail -3 <<<"$b1")"
+b2=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${pp2[@]}" --save P2b --save-interval 4 --load P2b 2>&1) || bad "PP=2 resume" "$(tail -3 <<<"$b2")"
+cmp=$("$py" "$here/h5_oracle.py" same P2/global_step8 P2b/global_step8 2>&1)
+[ -f P2/global_step8/mp_rank_01_model_states.h5 ] && [ "$(vals "$a")" == "$(vals "$b1")$(vals "$b2")" ] && grep -q "^equal" <<<"$cmp" &&
+  ok "PP=2: a file per stage; 8 straight = 4 + resume 4, validation losses and files bitwise ($cmp)" || bad "PP=2 resume" "$cmp"
+out=$(timeout 300 "$bin" "${tiny[@]}" --load P2 --save P1 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full P2/global_step8 P1/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "PP=2 checkpoint loaded into 1 process: $cmp" || bad "PP=2 -> 1" "rc=$rc $cmp $(tail -2 <<<"$out")"
+out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${pp2[@]}" "${tp2[@]}" --load P1 --save P22 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full P1/global_step8 P22/global_step8 2>&1)
+[ $rc -eq 0 ] && [ -f P22/global_step8/mp_rank_03_model_states.h5 ] && grep -q "^equal" <<<"$cmp" &&
+  ok "1-process checkpoint loaded into PP=2 x TP=2 (4 model-parallel files): $cmp" || bad "1 -> PP2xTP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
+
 # ZeRO stages 1 and 2 (bf16: DeepSpeed's bf16_ prefix)
 for st in 1 2; do
   printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true},
@@ -104,6 +123,19 @@ cmp=$("$py" "$here/h5_oracle.py" full Z2/global_step8 Z0/global_step8 2>&1)
 out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${tp2[@]}" --deepspeed --deepspeed_config z1.json --load Z0 --save Z1T 2>&1); rc=$?
 cmp=$("$py" "$here/h5_oracle.py" full Z0/global_step8 Z1T/global_step8 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "that checkpoint loaded into ZeRO-1 with TP=2 x DP=2: $cmp" || bad "0 -> ZeRO-1 TP2xDP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
+
+# ZeRO-1 with offload_optimizer nvme: the states are read back from the swap files for the checkpoint (equal to
+# the in-memory run's); loading into the swap files is refused by name
+mkdir -p nv
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true},
+         "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "nvme", "nvme_path": "%s/nv"}}}\n' "$PWD" > off.json
+out=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.json --save O1 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full O1/global_step8 Z1/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "ZeRO-1 offload_optimizer nvme: checkpoint equal to the in-memory run's ($cmp)" ||
+  bad "offload save" "rc=$rc $cmp $(tail -2 <<<"$out")"
+out=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.json --load O1 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -qF 'error: unsupported configuration: --load with zero_optimization.offload_optimizer.device "nvme" in off.json' <<<"$out" &&
+  ok "--load into offloaded optimizer states refused by name" || bad "offload load" "rc=$rc $(grep error <<<"$out" | head -2)"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
