@@ -176,8 +176,18 @@ int zt_ckpt_manifest_check(const char *dir, char ***names_out, int check_crc) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, ZT_CKPT_MANIFEST);
   FILE *f = fopen(path, "r");
-  zt_check(f, "checkpoint", "%s: no manifest (%s): the checkpoint is incomplete or not a zerotron checkpoint", dir,
-           ZT_CKPT_MANIFEST);
+  if (!f) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int pt = 0;
+    while (d && (e = readdir(d)))
+      pt = pt || ends_with(e->d_name, ".pt");
+    if (d) closedir(d);
+    zt_check(!pt, "checkpoint", "%s holds PyTorch .pt files: a Megatron/DeepSpeed checkpoint, which zerotron cannot "
+             "read (it reads its own HDF5 checkpoints; importers of .pt checkpoints are not written yet)", dir);
+    zt_fatal("checkpoint", "%s: no manifest (%s): the checkpoint is incomplete or not a zerotron checkpoint", dir,
+             ZT_CKPT_MANIFEST);
+  }
   char line[4400];
   int n = 0, cap = 16, lineno = 0;
   char **names = zt_malloc((size_t)cap * sizeof(char *), "manifest names");

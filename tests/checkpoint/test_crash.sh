@@ -80,6 +80,8 @@ fresh; f=C/global_step8/mp_rank_00_model_states.h5; n=$(stat -c %s $f); truncate
 corrupt_case "a truncated file is refused" "error: checkpoint: C/global_step8/mp_rank_00_model_states.h5: $((n - 1000)) bytes, the manifest records $n: the file is truncated"
 fresh; rm C/global_step8/zt_manifest.txt
 corrupt_case "a tag without its manifest is refused" "error: checkpoint: C/global_step8: no manifest \(zt_manifest.txt\): the checkpoint is incomplete"
+rm -rf C; mkdir -p C/global_step8; printf global_step8 > C/latest; : > C/global_step8/mp_rank_00_model_states.pt
+corrupt_case "a DeepSpeed .pt checkpoint is named as such" "error: checkpoint: C/global_step8 holds PyTorch .pt files: a Megatron/DeepSpeed checkpoint, which zerotron cannot read"
 fresh; cp C/global_step8/mp_rank_00_model_states.h5 C/global_step8/mp_rank_01_model_states.h5
 corrupt_case "an unlisted file is refused" "error: checkpoint: C/global_step8/mp_rank_01_model_states.h5 is not in the manifest"
 fresh; rm C/global_step8/zero_pp_rank_0_mp_rank_00_optim_states.h5
