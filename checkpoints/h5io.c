@@ -11,6 +11,9 @@
 static void quiet(void) {
   static int done = 0;
   if (!done) {
+    /* no file is ever opened by two writers, and HDF5's flock fails on some parallel file systems (Lustre,
+     * NFS: "unable to lock file"); a value the user set wins */
+    setenv("HDF5_USE_FILE_LOCKING", "FALSE", 0);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     done = 1;
   }
