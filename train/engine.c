@@ -316,6 +316,9 @@ static void zero_setup(zt_engine *e) {
   const zt_ds_config *ds = e->ds;
   zt_check(e->zero_stage <= 2, "ds_config", "%s: zero_optimization.stage %d is not supported yet: lands with the "
            "ZeRO-3 work (stages 0, 1 and 2 run)", ds->path, e->zero_stage);
+  zt_check(e->args->pipeline_model_parallel_size == 1, "unsupported configuration", "zero_optimization.stage %d "
+           "with --pipeline-model-parallel-size %d: ZeRO under pipeline parallelism is not supported yet (DeepSpeed "
+           "allows stage 1 there and refuses stages 2 and 3)", e->zero_stage, e->args->pipeline_model_parallel_size);
   zt_zero_init(&e->zero, e->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter);
   e->part_lo = e->zero.lo;

@@ -139,6 +139,8 @@ grep -q "> ZeRO stage 1: " <<<"$out" && ok "\"zero_optimization\": true runs sta
 # refusals, before training
 cfg s3 '"zero_optimization": {"stage": 3}'
 expect "stage 3" "zero_optimization.stage 3 is not supported yet: lands with the ZeRO-3 work" "$(run 2 s3)"
+expect "ZeRO with pipeline parallelism" "ZeRO under pipeline parallelism is not supported yet" \
+  "$(run 2 s1 --pipeline-model-parallel-size 2)"
 cfg lamb '"optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}'
 expect "Lamb on a partition" "Lamb's trust ratio needs whole parameter tensors" "$(run 2 lamb)"
 cfg min '"fp16": {"enabled": true, "initial_scale_power": 30, "min_loss_scale": 1073741824, "hysteresis": 1}, "zero_optimization": {"stage": 1}'
