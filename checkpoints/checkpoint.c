@@ -411,20 +411,48 @@ void zt_ckpt_save(zt_engine *e) {
 
 /* ---- loading -------------------------------------------------------------------------------------- */
 
-/* Megatron's OptimizerParamScheduler._check_and_set (no --override-opt_param-scheduler). */
-static void check_sched(const char *file, const char *name, double cls, double saved) {
-  zt_check(cls == saved, "checkpoint", "%s: OptimizerParamScheduler: class input value %.17g and checkpoint value "
-           "%.17g for %s do not match", file, cls, saved, name);
+/* Megatron's OptimizerParamScheduler._check_and_set: the command line's value with
+ * --override-opt_param-scheduler, the checkpoint's with --use-checkpoint-opt_param-scheduler, otherwise both must
+ * agree. text_* are the values as Python prints them. */
+static int check_and_set(const zt_args *a, const char *file, const char *name, int equal, const char *text_cls,
+                         const char *text_saved) {
+  if (a->override_opt_param_scheduler) {
+    zt_log(" > overriding %s value to %s\n", name, text_cls);
+    return 0;
+  }
+  zt_check(equal || a->use_checkpoint_opt_param_scheduler, "checkpoint", "%s: OptimizerParamScheduler: class input "
+           "value %s and checkpoint value %s for %s do not match (--override-opt_param-scheduler keeps the command "
+           "line's, --use-checkpoint-opt_param-scheduler takes the checkpoint's)", file, text_cls, text_saved, name);
+  zt_log(" > using checkpoint value %s for %s\n", text_saved, name);
+  return 1;
 }
 
-static void load_scheduler(zt_engine *e, const zt_ckpt_reader *r, int64_t *num_steps, int64_t *last_batch) {
+static void check_real(const zt_args *a, const char *file, const char *name, double *cls, double saved) {
+  char c[40], s[40];
+  zt_py_float(c, sizeof c, *cls, 0);
+  zt_py_float(s, sizeof s, saved, 0);
+  if (check_and_set(a, file, name, *cls == saved, c, s)) *cls = saved;
+}
+
+static void check_int(const zt_args *a, const char *file, const char *name, int64_t *cls, int64_t saved) {
+  char c[32], s[32];
+  snprintf(c, sizeof c, "%lld", (long long)*cls);
+  snprintf(s, sizeof s, "%lld", (long long)saved);
+  if (check_and_set(a, file, name, *cls == saved, c, s)) *cls = saved;
+}
+
+/* The scheduler state to restore: Megatron's (with its hyper-parameter check) into *sched, or DeepSpeed's
+ * last_batch_iteration. Nothing of the engine changes here. */
+static void load_scheduler(zt_engine *e, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch) {
+  const zt_args *a = e->args;
   const zt_h5 *f = &r->model[0];
   hid_t g = zt_h5_group_open(f, f->id, "lr_scheduler");
   char *type = zt_h5_get_str(f, g, "/lr_scheduler", "type");
   const char *want = e->use_ds_sched ? "deepspeed" : "megatron";
   zt_check(strcmp(type, want) == 0, "checkpoint", "%s: the checkpoint's learning-rate scheduler is %s's, this run "
-           "uses %s's (%s)", f->path, type, want, e->use_ds_sched ? "a ds_config scheduler block" : "no ds_config "
-           "scheduler block");
+           "uses %s's (%s); --no-load-lr-state starts the schedule afresh", f->path, type, want,
+           e->use_ds_sched ? "a ds_config scheduler block" : "no ds_config scheduler block");
+  *sched = e->sched;
   if (e->use_ds_sched) {
     char *name = zt_h5_get_str(f, g, "/lr_scheduler", "name");
     zt_check(strcmp(name, zt_ds_sched_name(e->ds_sched.kind)) == 0, "checkpoint", "%s: the checkpoint's scheduler "
@@ -432,18 +460,22 @@ static void load_scheduler(zt_engine *e, const zt_ckpt_reader *r, int64_t *num_s
     free(name);
     *last_batch = zt_h5_get_i64(f, g, "/lr_scheduler", "last_batch_iteration");
   } else {
-    check_sched(f->path, "learning rate", e->sched.max_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "max_lr"));
-    check_sched(f->path, "minimum learning rate", e->sched.min_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "min_lr"));
-    check_sched(f->path, "warmup iterations", (double)e->sched.warmup_steps,
-                (double)zt_h5_get_i64(f, g, "/lr_scheduler", "lr_warmup_steps"));
-    check_sched(f->path, "total number of iterations", (double)e->sched.decay_steps,
-                (double)zt_h5_get_i64(f, g, "/lr_scheduler", "lr_decay_steps"));
+    check_real(a, f->path, "learning rate", &sched->max_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "max_lr"));
+    check_real(a, f->path, "minimum learning rate", &sched->min_lr, zt_h5_get_f64(f, g, "/lr_scheduler", "min_lr"));
+    check_int(a, f->path, "warmup iterations", &sched->warmup_steps,
+              zt_h5_get_i64(f, g, "/lr_scheduler", "lr_warmup_steps"));
+    check_int(a, f->path, "total number of iterations", &sched->decay_steps,
+              zt_h5_get_i64(f, g, "/lr_scheduler", "lr_decay_steps"));
     char *style = zt_h5_get_str(f, g, "/lr_scheduler", "lr_decay_style");
-    zt_check(strcmp(style, k_decay_names[e->sched.style]) == 0, "checkpoint", "%s: OptimizerParamScheduler: class "
-             "input value %s and checkpoint value %s for learning rate decay style do not match", f->path,
-             k_decay_names[e->sched.style], style);
+    int saved_style = -1;
+    for (int k = 0; k < 4; k++)
+      if (!strcmp(style, k_decay_names[k])) saved_style = k;
+    zt_check(saved_style >= 0, "checkpoint", "%s: unknown lr_decay_style \"%s\"", f->path, style);
+    if (check_and_set(a, f->path, "learning rate decay style", saved_style == (int)sched->style,
+                      k_decay_names[sched->style], style))
+      sched->style = (zt_decay_style)saved_style;
     free(style);
-    *num_steps = zt_h5_get_i64(f, g, "/lr_scheduler", "num_steps");
+    sched->num_steps = zt_h5_get_i64(f, g, "/lr_scheduler", "num_steps");
   }
   free(type);
   H5Gclose(g);
@@ -582,8 +614,10 @@ static void load_checkpoint(zt_engine *e) {
              "--no-load-rng to continue with the new seed", r.dir, (unsigned long long)saved_seed,
              (unsigned long long)a->seed, (unsigned long long)saved_seed);
   }
-  int64_t num_steps = 0, last_batch = -1;
-  if (load_optim) load_scheduler(e, &r, &num_steps, &last_batch);
+  int64_t last_batch = -1;
+  zt_lr_schedule sched = e->sched;
+  const int load_sched = load_optim && !a->no_load_lr_state;
+  if (load_sched) load_scheduler(e, &r, &sched, &last_batch);
   zt_loss_scaler scaler = e->scaler;
   if (load_optim) load_scaler(&r, &scaler);
   int64_t opt_step = 0;
@@ -632,8 +666,8 @@ static void load_checkpoint(zt_engine *e) {
     memcpy(e->opt.m, stage + 2 * N + lo, len * sizeof(float));
     if (nst == 3) memcpy(e->opt.v, stage + 3 * N + lo, len * sizeof(float));
     e->opt.step = opt_step;
-    if (e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
-    else e->sched.num_steps = num_steps;
+    if (load_sched && e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
+    else if (load_sched) e->sched = sched;
     e->scaler = scaler;
     e->skipped_iters = r.skipped_steps;
   }

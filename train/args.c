@@ -215,6 +215,12 @@ static const flag k_flags[] = {
    "Save (with --save) and exit after this many minutes."},
   {"--exit-signal-handler", F_TRUE, OFF(exit_signal_handler), NULL, CKPT, "False",
    "On SIGTERM: save (with --save) after the current iteration and exit."},
+  {"--no-load-lr-state", F_TRUE, OFF(no_load_lr_state), NULL, CKPT, "False",
+   "Load the optimizer states but not the learning-rate scheduler (it starts afresh)."},
+  {"--override-opt_param-scheduler", F_TRUE, OFF(override_opt_param_scheduler), NULL, CKPT, "False",
+   "Take the schedule (lr, min lr, warmup, decay) from the command line, not the checkpoint."},
+  {"--use-checkpoint-opt_param-scheduler", F_TRUE, OFF(use_checkpoint_opt_param_scheduler), NULL, CKPT, "False",
+   "Take the schedule from the checkpoint, not the command line."},
   {"--log-interval", F_INT, OFF(log_interval), NULL, LOG, "100", "Iterations between log lines."},
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
@@ -497,6 +503,9 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check(!(a->load_tag && !a->load), "missing argument", "--load-tag %s needs --load DIR", a->load_tag);
   zt_check(!(a->finetune && !a->load), "missing argument", "--finetune needs --load DIR (the checkpoint to start "
            "from)");
+  zt_check(!(a->override_opt_param_scheduler && a->use_checkpoint_opt_param_scheduler), "inconsistent arguments",
+           "--override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler: both override and use-checkpoint "
+           "are set (choose one)");
 
   /* sizes */
   check_positive("--num-layers", a->num_layers);
@@ -936,6 +945,9 @@ void zt_args_print(const zt_args *a) {
   OPT_LINE("exit_interval", a->exit_interval);
   OPT_LINE("exit_duration_in_mins", a->exit_duration_in_mins);
   BOOL_LINE("exit_signal_handler", a->exit_signal_handler);
+  BOOL_LINE("no_load_lr_state", a->no_load_lr_state);
+  BOOL_LINE("override_opt_param_scheduler", a->override_opt_param_scheduler);
+  BOOL_LINE("use_checkpoint_opt_param_scheduler", a->use_checkpoint_opt_param_scheduler);
 #undef INT_LINE
 #undef OPT_LINE
 #undef STR_LINE

@@ -110,6 +110,8 @@ typedef struct {
   int exit_interval;                /* -1 None */
   int exit_duration_in_mins;        /* -1 None */
   int exit_signal_handler;          /* SIGTERM: save (with --save) and exit */
+  int no_load_lr_state;             /* load the optimizer but not the learning-rate scheduler */
+  int override_opt_param_scheduler, use_checkpoint_opt_param_scheduler; /* Megatron's scheduler check */
 
   /* logging and validation */
   int log_interval;                 /* 100 */

@@ -28,8 +28,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--train-sample-idx-path --train-shuffle-idx-path"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"checkpoint",
-   "--no-load-lr-state --no-initialization --universal-checkpoint --override-opt_param-scheduler "
-   "--use-checkpoint-opt_param-scheduler --kill-switch-file"},
+   "--no-initialization --universal-checkpoint --kill-switch-file"},
   {"3D-parallelism",
    "--num-layers-per-virtual-pipeline-stage --standalone-embedding-stage --no-pipeline-parallel "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "

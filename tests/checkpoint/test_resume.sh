@@ -128,6 +128,20 @@ out=$("$bin" "${tiny[@]}" --train-iters 9 --load A_adam 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -qF "OptimizerParamScheduler: class input value 36 and checkpoint value 32 for total number of iterations do not match" <<<"$out" &&
   ok "a changed decay length is refused (Megatron's _check_and_set)" || bad "scheduler check" "$(tail -2 <<<"$out")"
 
+out=$("$bin" "${tiny[@]}" --train-iters 9 --load A_adam --override-opt_param-scheduler 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qF " > overriding total number of iterations value to 36" <<<"$out" && grep -qE "^ iteration +9/ +9 " <<<"$out" &&
+  ok "--override-opt_param-scheduler keeps the command line's schedule" || bad "override" "$(tail -2 <<<"$out")"
+out=$("$bin" "${tiny[@]}" --train-iters 9 --load A_adam --use-checkpoint-opt_param-scheduler 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qF " > using checkpoint value 32 for total number of iterations" <<<"$out" &&
+  grep -qF " > using checkpoint value 0.001 for learning rate" <<<"$out" && grep -qE "^ iteration +9/ +9 .*learning rate: 1.000E-04 " <<<"$out" &&
+  ok "--use-checkpoint-opt_param-scheduler takes the checkpoint's schedule (decay over, min lr)" || bad "use-checkpoint" "$(tail -2 <<<"$out")"
+out=$("$bin" "${tiny[@]}" --train-iters 9 --load A_adam --override-opt_param-scheduler --use-checkpoint-opt_param-scheduler 2>&1)
+grep -qF "error: inconsistent arguments: --override-opt_param-scheduler and --use-checkpoint-opt_param-scheduler: both override and use-checkpoint are set" <<<"$out" &&
+  ok "both scheduler flags refused" || bad "both scheduler flags" "$out"
+out=$("$bin" "${tiny[@]}" --train-iters 9 --load A_adam --no-load-lr-state 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qE "^ iteration +9/ +9 .*learning rate: 5.000E-04 " <<<"$out" &&
+  ok "--no-load-lr-state: the schedule starts afresh (warmup: lr 5.000E-04 after one step)" || bad "--no-load-lr-state" "$(grep -E '^ iteration' <<<"$out" | cut -c1-220)"
+
 # a different shape is refused naming the tensor; --use-checkpoint-args takes the saved shape
 out=$("$bin" "${tiny[@]/32/64}" --train-iters 8 --load A_adam 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -qE "error: checkpoint: A_adam/global_step8: language_model.embedding.word_embeddings.weight has shape \[128, 32\] in the checkpoint, \[128, 64\] in this model" <<<"$out" &&
