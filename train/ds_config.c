@@ -625,6 +625,16 @@ static void fill_fields(zt_ds_config *c) {
             "state offloaded is the rank's ZeRO partition)", c->offload_optimizer_device);
   if (!strcmp(c->offload_optimizer_device, "nvme") && !c->offload_optimizer_nvme_path[0])
     ds_fail(c, "zero_optimization.offload_optimizer.device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path");
+  c->ac_partition = get_bool(c, "activation_checkpointing.partition_activations");
+  c->ac_cpu = get_bool(c, "activation_checkpointing.cpu_checkpointing");
+  c->ac_contiguous = get_bool(c, "activation_checkpointing.contiguous_memory_optimization");
+  c->ac_synchronize = get_bool(c, "activation_checkpointing.synchronize_checkpoint_boundary");
+  c->ac_profile = get_bool(c, "activation_checkpointing.profile");
+  const zt_ds_num nc = get_num(c, "activation_checkpointing.number_checkpoints");
+  c->ac_number_checkpoints = nc.given ? (int)nc.value : -1;
+  if (c->ac_contiguous && !c->ac_partition) /* DeepSpeed's checkpointing.configure assert */
+    ds_fail(c, "activation_checkpointing: Contiguous Checkpointing is only available with partitioned activations. "
+            "Set partitioned activations to true in deepspeed config");
   c->aio_block_size = (int)get_num(c, "aio.block_size").value;
   c->aio_queue_depth = (int)get_num(c, "aio.queue_depth").value;
   c->aio_intra_op_parallelism = (int)get_num(c, "aio.intra_op_parallelism").value;

@@ -73,6 +73,9 @@ typedef struct zt_ds_config {
   int offload_optimizer_buffer_count;
   bool offload_optimizer_pin_memory, offload_optimizer_pipeline;  /* pipeline: pipeline_read or _write */
   double zero_sub_group_size;
+  /* activation_checkpointing; ac_number_checkpoints -1 = null */
+  bool ac_partition, ac_cpu, ac_contiguous, ac_synchronize, ac_profile;
+  int ac_number_checkpoints;
   /* aio block (runtime/aio) */
   int aio_block_size, aio_queue_depth, aio_intra_op_parallelism;
   bool aio_single_submit, aio_overlap_events;

@@ -217,14 +217,14 @@ const zt_ds_key zt_ds_schema[] = {
   BF("aio.overlap_events", 0, "true", NULL),
   BF("aio.use_gds", 0, "false", "the CUDA work (GPUDirect Storage)"),
 
-  /* ---- activation_checkpointing: only the all-default block ---- */
+  /* ---- activation_checkpointing (docs/ds_config.md): applies to recomputed layers ---- */
   O("activation_checkpointing", 0, NULL),
-  B("activation_checkpointing.partition_activations", "false", P3D),
-  B("activation_checkpointing.cpu_checkpointing", "false", P3D),
-  B("activation_checkpointing.contiguous_memory_optimization", "false", P3D),
-  I("activation_checkpointing.number_checkpoints", ZT_DS_NULL, "null", 1, BIG, P3D),
-  B("activation_checkpointing.synchronize_checkpoint_boundary", "false", P3D),
-  B("activation_checkpointing.profile", "false", P3D),
+  B("activation_checkpointing.partition_activations", "false", NULL),
+  B("activation_checkpointing.cpu_checkpointing", "false", NULL),
+  B("activation_checkpointing.contiguous_memory_optimization", "false", NULL),
+  I("activation_checkpointing.number_checkpoints", ZT_DS_NULL, "null", 1, BIG, NULL),
+  B("activation_checkpointing.synchronize_checkpoint_boundary", "false", NULL),
+  B("activation_checkpointing.profile", "false", NULL),
 
   /* ---- profiling and monitoring ---- */
   O("flops_profiler", 0, NULL),

@@ -307,6 +307,51 @@ static void setup_groups(zt_engine *e) {
            c.tp, c.dp);
 }
 
+/* activation_checkpointing (DeepSpeed's checkpointing.configure): the options of the recomputed layers.
+ * partition_activations splits each saved layer input over the tensor-parallel ranks (models/gpt); the CPU
+ * path keeps checkpoints in host memory (cpu_checkpointing), in one planned contiguous region
+ * (contiguous_memory_optimization), and has no device to synchronize (synchronize_checkpoint_boundary);
+ * profile prints DeepSpeed's per-layer forward/backward timer lines. */
+static void activation_checkpointing_setup(zt_engine *e, zt_gpt_config *c) {
+  const zt_ds_config *ds = e->ds;
+  const zt_args *a = e->args;
+  if (!ds) return;
+  const int any = ds->ac_partition || ds->ac_cpu || ds->ac_contiguous || ds->ac_synchronize || ds->ac_profile ||
+                  ds->ac_number_checkpoints >= 0;
+  if (!any) return;
+  zt_check(a->recompute_granularity == ZT_RECOMPUTE_FULL, "ds_config", "%s: activation_checkpointing applies to "
+           "checkpointed (recomputed) layers: add --checkpoint-activations (or --recompute-granularity full)",
+           ds->path);
+  const int layers = (a->num_layers + a->recompute_num_layers - 1) / a->recompute_num_layers;
+  zt_check(!ds->ac_contiguous || ds->ac_number_checkpoints >= layers, "ds_config", "%s: "
+           "activation_checkpointing.contiguous_memory_optimization needs number_checkpoints >= %d (the checkpointed "
+           "layers), got %d", ds->path, layers, ds->ac_number_checkpoints);
+  zt_check(!ds->ac_partition || a->pipeline_model_parallel_size == 1, "ds_config", "%s: "
+           "activation_checkpointing.partition_activations with --pipeline-model-parallel-size %d is not supported yet",
+           ds->path, a->pipeline_model_parallel_size);
+  c->partition_activations = ds->ac_partition;
+  char nl[24] = "None";
+  if (ds->ac_number_checkpoints >= 0) snprintf(nl, sizeof nl, "%d", ds->ac_number_checkpoints);
+  static const char *const tf[2] = {"False", "True"};
+  const char *where = "checkpointing.py:forward";
+  zt_ds_logger_info(where, "Activation Checkpointing Information");
+  zt_ds_logger_info(where, "----Partition Activations %s, CPU CHECKPOINTING %s", tf[ds->ac_partition], tf[ds->ac_cpu]);
+  zt_ds_logger_info(where, "----contiguous Memory Checkpointing %s with %s total layers", tf[ds->ac_contiguous], nl);
+  zt_ds_logger_info(where, "----Synchronization %s", tf[ds->ac_synchronize]);
+  zt_ds_logger_info(where, "----Profiling time in checkpointing %s", tf[ds->ac_profile]);
+  if (ds->ac_partition && a->tensor_model_parallel_size > 1)
+    zt_log("> partition_activations: each tensor-parallel rank keeps 1/%d of every saved layer input%s\n",
+           a->tensor_model_parallel_size, a->sequence_parallel ? " (with --sequence-parallel they are split over the "
+           "sequence already)" : "");
+}
+
+/* activation_checkpointing.profile: DeepSpeed's timers.log after each checkpointed forward and backward. */
+static void checkpoint_profile_line(void *ctx, const char *name, double ms) {
+  (void)ctx;
+  const char *names[1] = {name};
+  zt_ds_timers_log(names, &ms, 1);
+}
+
 /* ZeRO stages 1-2 over the data-parallel group: this rank's partition of the flat buffers. */
 static void zero_setup(zt_engine *e) {
   const size_t n = e->model.table.numel;
@@ -395,8 +440,13 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->zero_stage = ds ? ds->zero_stage : 0;
   c.zero_partitions = e->zero_stage > 0 ? a->data_parallel_size : 1;
   c.optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme");
+  activation_checkpointing_setup(e, &c);
   zt_log("building GPT model ...\n");
   zt_gpt_build(&e->model, &c, 0);
+  if (ds && ds->ac_profile) {
+    e->model.ckpt_profile = checkpoint_profile_line;
+    e->model.ckpt_profile_ctx = e;
+  }
   zero_setup(e);
   zt_gpt_init_params(&e->model, a->seed);
   mixed_precision_init_weights(e);

@@ -106,7 +106,17 @@ static void plan_memory(zt_gpt *m) {
   const int here = !m->cfg.optim_offloaded;
   m->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
   m->master = here && m->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
-  m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
+  m->part_acts = m->cfg.partition_activations && m->cfg.recompute_full && zt_tp_on(&m->tp) && !zt_tp_sp(&m->tp) &&
+                 m->pp <= 1 && L > 1;
+  if (m->part_acts) { /* layer 0's input and the output full; the inputs in between as this rank's chunks */
+    m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
+    m->layer_out = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N * C);
+    m->act_parts = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L - 1) * (N * C / (size_t)m->tp.size));
+    m->act_work = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 2 * N * C);
+  } else {
+    m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
+    m->layer_out = m->layer_in ? m->layer_in + (size_t)L * N * C : NULL;
+  }
   m->stash = !m->first && !m->last ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)m->pp * N * C) : NULL;
   /* with full recompute every block's activations overlap one region, recomputed layer by layer */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
@@ -144,6 +154,10 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   zt_check(C % NH == 0, "gpt", "hidden size %d is not divisible by %d heads", C, NH);
   const int tp = cfg->tp_size > 1 ? cfg->tp_size : 1;
   check_tensor_parallel(cfg, tp);
+  zt_check(!(cfg->partition_activations && tp > 1) || ((size_t)cfg->micro_batch * cfg->seq_length *
+           cfg->hidden_size) % (size_t)tp == 0, "inconsistent arguments", "partition_activations: a layer input of "
+           "%d x %d x %d floats does not split over %d tensor-parallel ranks", cfg->micro_batch, cfg->seq_length,
+           cfg->hidden_size, tp);
   m->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
                   .sp = tp > 1 && cfg->sequence_parallel};
   m->bcfg = (zt_block_config){.C = C, .NH = NH / tp, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp,
@@ -279,7 +293,7 @@ double zt_gpt_grad_norm(const zt_gpt *m, const float *grads) {
 
 float *zt_gpt_stage_input(zt_gpt *m) { return m->layer_in; }
 float *zt_gpt_stage_output(zt_gpt *m) {
-  return m->layer_in + (size_t)m->nlayers * zt_gpt_stage_numel(m);
+  return m->layer_out;
 }
 float *zt_gpt_stage_grad(zt_gpt *m) { return m->dres; }
 size_t zt_gpt_stage_numel(const zt_gpt *m) {
@@ -337,13 +351,22 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
     zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass,
                                m->pos_scratch);
   if (ft) ft[ZT_GPT_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
-  for (int l = 0; l < L; l++)
-    zt_block_forward(&m->blocks[l], m->layer_in + (size_t)(l + 1) * NC, m->layer_in + (size_t)l * NC, &m->bcfg,
-                     pass, &m->scratch);
+  const int profile = m->ckpt_profile && m->cfg.recompute_full && pass->training;
+  const size_t chunk = NC / (size_t)m->tp.size;
+  const float *cur = m->layer_in;
+  for (int l = 0; l < L; l++) {
+    const double tl = profile ? zt_now() : 0.0;
+    float *out = !m->part_acts ? m->layer_in + (size_t)(l + 1) * NC : l == L - 1 ? m->layer_out
+                                                                      : m->act_work + (size_t)(l & 1) * NC;
+    zt_block_forward(&m->blocks[l], out, cur, &m->bcfg, pass, &m->scratch);
+    if (m->part_acts && l + 1 < L) /* keep this rank's chunk of the next layer's input */
+      memcpy(m->act_parts + (size_t)l * chunk, out + (size_t)m->tp.rank * chunk, chunk * sizeof(float));
+    cur = out;
+    if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "forward", 1e3 * (zt_now() - tl));
+  }
   if (!m->last) return 0.0f; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
-  zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_in + (size_t)L * NC, m->lnf_w, m->lnf_b, N, C,
-                       m->cfg.ln_eps);
+  zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_out, m->lnf_w, m->lnf_b, N, C, m->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
     ft[ZT_GPT_FT_FINAL_LN] += t3 - t2;
@@ -374,10 +397,18 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF);
   const size_t NC = (size_t)N * C;
   if (m->last) head_backward(m, grad_scale, NF, N, C, V); /* else dres holds d(output) from the next stage */
+  const int profile = m->ckpt_profile && m->cfg.recompute_full;
+  const size_t chunk = NC / (size_t)m->tp.size;
   for (int l = L - 1; l >= 0; l--) {
+    const double tl = profile ? zt_now() : 0.0;
     const float *x = m->layer_in + (size_t)l * NC;
+    if (m->part_acts && l > 0) { /* gather the saved chunks of this layer's input */
+      zt_allgather_f32(m->tp.group, m->act_parts + (size_t)(l - 1) * chunk, chunk, m->act_work);
+      x = m->act_work;
+    }
     if (m->cfg.recompute_full) zt_block_forward(&m->blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
     zt_block_backward(&m->blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
+    if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
   }
   if (m->first)
     zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
@@ -386,8 +417,6 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
 
 /* The last stage's loss, output layer and final layernorm backward: dres = d(final hidden state). */
 static void head_backward(zt_gpt *m, float grad_scale, int NF, int N, int C, int V) {
-  const int L = m->nlayers;
-  const size_t NC = (size_t)N * C;
   double den = 0.0;
   for (int n = 0; n < NF; n++) den += m->loss_mask ? m->loss_mask[n] : 1.0;
   for (int n = 0; n < NF; n++)
@@ -401,6 +430,6 @@ static void head_backward(zt_gpt *m, float grad_scale, int NF, int N, int C, int
                        zt_tp_gather(&m->tp, m->lnf, N, C), m->out_w, NF, C, V);
     zt_tp_reduce(&m->tp, m->scratch.dln, NULL, N, C);
   }
-  zt_layernorm_backward(m->dres, m->dlnf_w, m->dlnf_b, m->scratch.dln, m->layer_in + (size_t)L * NC, m->lnf_w,
+  zt_layernorm_backward(m->dres, m->dlnf_w, m->dlnf_b, m->scratch.dln, m->layer_out, m->lnf_w,
                         m->lnf_mean, m->lnf_rstd, N, C);
 }

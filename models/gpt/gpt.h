@@ -23,6 +23,9 @@ typedef struct {
   float ln_eps, attn_dropout, hidden_dropout, init_std;
   int untie_embeddings;      /* 1: separate output_layer.weight */
   int recompute_full;        /* 1: keep only each layer's input; recompute the block in backward */
+  int partition_activations; /* with recompute and tensor parallelism (no sequence parallelism): each rank keeps
+                                its 1/tp of every saved layer input, all-gathered before the layer's recompute
+                                (DeepSpeed's activation_checkpointing.partition_activations) */
   int micro_batch, seq_length;
   int master_weights;        /* 1: plan fp32 master weights (mixed precision) in the optimizer-state region */
   int zero_partitions;       /* ZeRO: the flat buffers are padded to a multiple of this and the optimizer state
@@ -67,7 +70,16 @@ typedef struct {
   /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and
    * dropout tensors hold this rank's B x T / tp tokens) */
   int B, T;
-  float *layer_in;           /* [L+1, B, T, C]: input of layer l, and the final hidden state */
+  float *layer_in;           /* [L+1, B, T, C]: input of layer l, and the final hidden state; with partitioned
+                                activations only layer 0's input ([B, T, C]) */
+  float *layer_out;          /* [B, T, C] the final hidden state (layer_in's last slot when not partitioned) */
+  int part_acts;             /* partitioned activations in use */
+  float *act_parts;          /* [L-1, B*T*C/tp]: this rank's chunk of the inputs of layers 1..L-1 */
+  float *act_work;           /* [2, B, T, C]: full layer inputs/outputs while partitioned */
+  /* activation_checkpointing.profile: called after each checkpointed layer's forward ("forward") and its
+   * recompute + backward ("backward") with the milliseconds, or NULL */
+  void (*ckpt_profile)(void *ctx, const char *name, double ms);
+  void *ckpt_profile_ctx;
   float *recompute_out;      /* [B, T, C] throw-away block output during recompute */
   float *lnf, *lnf_mean, *lnf_rstd;
   float *logits;             /* [B, T, V]; holds dlogits during backward */
