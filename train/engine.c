@@ -7,6 +7,7 @@
 
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
+#include "runtime/zero/estimate.h"
 #include "runtime/comm/comms_logger.h"
 #include "runtime/parallel/parallel_state.h"
 #include "runtime/base/timer.h"
@@ -371,6 +372,20 @@ static void zero_setup(zt_engine *e) {
   zt_log("> ZeRO stage %d: %zu parameters in %d partitions of %zu (optimizer state%s per rank: %.1f MiB)\n",
          e->zero_stage, n, e->zero.dp_size, e->zero.part, e->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
          (double)e->zero.part * 4 * (e->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
+  /* DeepSpeed's estimator for the same model and data-parallel size, next to this rank's plan */
+  const zt_args *a = e->args;
+  int64_t total, largest;
+  zt_zero_gpt_params(a->num_layers, a->hidden_size, a->ffn_hidden_size, a->max_position_embeddings,
+                     a->padded_vocab_size, a->untie_embeddings_and_output_weights, &total, &largest);
+  const zt_zero_mem est = zt_zero2_mem_needs(total, a->data_parallel_size, 1,
+                                             strcmp(ds->offload_optimizer_device, "none") != 0, 1.5);
+  const zt_memplan *p = &e->model.plan;
+  zt_log("> ZeRO memory: DeepSpeed's estimate_zero2_model_states_mem_needs(%lld params, %d GPUs): %.1f MiB per GPU, "
+         "%.1f MiB per CPU (fp16 model states on a GPU); this rank's plan (CPU path, fp32 slots): params %.1f | "
+         "grads %.1f | optimizer state %.1f MiB\n", (long long)total, a->data_parallel_size,
+         (double)est.gpu_bytes / (1 << 20), (double)est.cpu_bytes / (1 << 20),
+         (double)p->bytes[ZT_MEM_PARAMS] / (1 << 20), (double)p->bytes[ZT_MEM_GRADS] / (1 << 20),
+         (double)p->bytes[ZT_MEM_OPTIM] / (1 << 20));
 }
 
 /* The swap files go at exit too when the run stops on an error (zt_fatal exits through exit()). */

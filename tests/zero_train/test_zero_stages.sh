@@ -53,6 +53,11 @@ for np in 2 4; do
       bad "DP=$np $name" "stage 0 '$lref' got '$(field "$out" "lm loss")' $(grep -m2 error <<<"$out")"
     fi
     if [ "$name" = s1 ]; then
+      est=$(grep -m1 "> ZeRO memory: DeepSpeed's estimate_zero2_model_states_mem_needs(" <<<"$out")
+      P=$(sed -E 's/.*mem_needs\(([0-9]+) params.*/\1/' <<<"$est") gpu=$(sed -E 's/.*: ([0-9.]+) MiB per GPU.*/\1/' <<<"$est")
+      want=$(awk -v P="$P" -v G=$np 'BEGIN { printf "%.1f", (2 * P + int(18 * P / G)) / 1048576 }')
+      [ -n "$P" ] && [ "$gpu" = "$want" ] && ok "DP=$np the estimator line: $P params, $gpu MiB per GPU (2P + 18P/G)" \
+        || bad "DP=$np estimator line" "'$est' (want $want MiB)"
       a=$(optim_mib "$ref") b=$(optim_mib "$out")
       awk -v a="$a" -v b="$b" -v n=$np 'BEGIN { exit !(b > 0 && b <= a / n * 1.01 + 0.05) }' \
         && ok "DP=$np optimizer state per rank: $a MiB -> $b MiB" || bad "DP=$np optimizer state" "$a -> $b MiB"
