@@ -301,7 +301,7 @@ static void allgather_f32_impl(const zt_group *g, const float *send, size_t n_pe
   if (n_per_rank == 0) return;
   zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
   size_t n = n_per_rank * (size_t)g->size;
-  memcpy(recv + n_per_rank * (size_t)g->rank, send, n_per_rank * sizeof(float));
+  memmove(recv + n_per_rank * (size_t)g->rank, send, n_per_rank * sizeof(float)); /* send may be that block */
   if (g->size > 1) ring_allgather(g, op, recv, n, sizeof(float));
 }
 

@@ -35,10 +35,12 @@ int zt_group_world_rank(const zt_group *g, int group_rank); /* world rank of a m
 void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n);
 void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n);
 void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n);
-/* recv[r * n_per_rank + i] = send[i] of group rank r; recv holds size * n_per_rank. send may not alias recv. */
+/* recv[r * n_per_rank + i] = send[i] of group rank r; recv holds size * n_per_rank. send may be this rank's
+ * own block of recv (in place); it may not overlap any other part of recv. */
 void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv);
 /* recv[i] = sum over ranks of send[rank_me * n_per_rank + i]; send holds size * n_per_rank (same ring order
- * as the allreduce, so equal to the matching block of zt_allreduce_sum_f32 bit for bit). */
+ * as the allreduce, so equal to the matching block of zt_allreduce_sum_f32 bit for bit). recv may be this
+ * rank's own block of send (written after the ring has read it). */
 void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv);
 void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank);
 /* Point to point with group ranks; blocking. A ring of zt_send_f32 may deadlock on large messages: use

@@ -28,16 +28,16 @@ void zt_zero_init(zt_zero *z, int stage, const zt_group *dp, size_t numel, size_
   z->reduce_bucket = reduce_bucket;
   z->allgather_bucket = allgather_bucket;
   z->reduce_scatter = reduce_scatter;
-  /* one staging buffer serves both collectives: a piece of every rank's partition */
+  /* a bucket that covers whole partitions runs in place on the flat buffer; smaller buckets gather a piece
+   * of every rank's partition in one staging buffer, shared by both collectives */
   size_t per = 0;
   for (int k = 0; k < 2; k++) {
     size_t b = (k ? allgather_bucket : reduce_bucket) / (size_t)z->dp_size;
     if (b < 1) b = 1;
-    if (b > z->part) b = z->part;
-    if (b > per) per = b;
+    if (b < z->part && b > per) per = b;
   }
   z->stage_len = per * (size_t)z->dp_size;
-  z->stage_buf = z->dp_size > 1 ? zt_malloc(z->stage_len * sizeof(float), "ZeRO bucket") : NULL;
+  z->stage_buf = z->dp_size > 1 && per > 0 ? zt_malloc(z->stage_len * sizeof(float), "ZeRO bucket") : NULL;
 }
 
 void zt_zero_free(zt_zero *z) {
@@ -69,6 +69,12 @@ void zt_zero_reduce_gradients(zt_zero *z, float *grads, float pre_scale, float p
   /* stage 2: for each piece j of the partitions, gather piece j of every rank's partition into the
    * staging buffer (rank order), reduce-scatter it, and keep the sum of this rank's piece */
   const size_t c = piece(z, z->reduce_bucket);
+  if (c == z->part) { /* one reduce-scatter of the whole buffer, in place */
+    scale(grads, z->padded, pre_scale);
+    zt_reduce_scatter_sum_f32(z->dp, grads, z->part, grads + z->lo);
+    scale(grads + z->lo, z->part, post_scale);
+    return;
+  }
   for (size_t j = 0; j < z->part; j += c) {
     const size_t n = j + c < z->part ? c : z->part - j;
     for (int r = 0; r < D; r++) memcpy(z->stage_buf + (size_t)r * n, grads + (size_t)r * z->part + j, n * sizeof(float));
@@ -83,6 +89,10 @@ void zt_zero_allgather_params(zt_zero *z, float *params) {
   const int D = z->dp_size;
   if (D == 1) return;
   const size_t c = piece(z, z->allgather_bucket);
+  if (c == z->part) { /* the partitions are the all-gather's blocks, in rank order: in place */
+    zt_allgather_f32(z->dp, params + z->lo, z->part, params);
+    return;
+  }
   for (size_t j = 0; j < z->part; j += c) {
     const size_t n = j + c < z->part ? c : z->part - j;
     zt_allgather_f32(z->dp, params + z->lo + j, n, z->stage_buf);
