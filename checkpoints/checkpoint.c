@@ -590,10 +590,6 @@ static void load_checkpoint(zt_engine *e) {
     zt_check(r.n_tensors - extra == t->count, "checkpoint", "%s: the checkpoint holds %d tensors, this model %d",
              r.dir, r.n_tensors - extra, t->count);
   }
-  zt_check(!(e->swap && (load_optim || e->master)), "unsupported configuration", "--load with "
-           "zero_optimization.offload_optimizer.device \"nvme\" in %s: restoring optimizer states into the swap files "
-           "is not implemented yet (load without offload, or with --finetune/--no-load-optim in fp32)",
-           e->ds ? e->ds->path : "");
   if (load_optim) {
     zt_check(r.has_optim, "checkpoint", "Unable to load optimizer from checkpoint %s. Specify --no-load-optim or "
              "--finetune to prevent attempting to load the optimizer state, exiting ...", r.dir);
@@ -661,10 +657,17 @@ static void load_checkpoint(zt_engine *e) {
     /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
     memcpy(e->master, (load_optim ? stage + N : params) + lo, len * sizeof(float));
   }
+  if (e->swap) { /* offload_optimizer nvme: the partition's state goes into the swap files */
+    const float *mst = e->half_dtype != ZT_DTYPE_FP32 ? (load_optim ? stage + N : params) + lo : NULL;
+    zt_opt_swapper_write_all(e->swap, load_optim ? stage + 2 * N + lo : NULL,
+                             load_optim && nst == 3 ? stage + 3 * N + lo : NULL, mst);
+  }
   if (load_optim) {
     /* stage: [weights | fp32 | exp_avg or momentum_buffer | exp_avg_sq] */
-    memcpy(e->opt.m, stage + 2 * N + lo, len * sizeof(float));
-    if (nst == 3) memcpy(e->opt.v, stage + 3 * N + lo, len * sizeof(float));
+    if (!e->swap) {
+      memcpy(e->opt.m, stage + 2 * N + lo, len * sizeof(float));
+      if (nst == 3) memcpy(e->opt.v, stage + 3 * N + lo, len * sizeof(float));
+    }
     e->opt.step = opt_step;
     if (load_sched && e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
     else if (load_sched) e->sched = sched;

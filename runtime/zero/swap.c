@@ -163,6 +163,17 @@ void zt_opt_swapper_read_all(zt_opt_swapper *s, float *m, float *v, float *maste
   }
 }
 
+void zt_opt_swapper_write_all(zt_opt_swapper *s, const float *m, const float *v, const float *master) {
+  const float *src[3] = {m, v, s->nstates == 3 ? master : NULL};
+  for (size_t k = 0; k < s->nsub; k++) {
+    const size_t len = sub_len(s, k);
+    io(s, 0, k, 0, 0); /* what the files hold, for the states not given */
+    for (int st = 0; st < s->nstates; st++)
+      if (src[st]) memcpy(s->buf[0][st], src[st] + k * s->sub, len * sizeof(float));
+    io(s, 1, k, 0, 0);
+  }
+}
+
 void zt_opt_swapper_free(zt_opt_swapper *s) {
   if (!s->aio) return;
   remove_files(s);

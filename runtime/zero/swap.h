@@ -39,6 +39,9 @@ void zt_opt_swapper_step(zt_opt_swapper *s, zt_optimizer *o, float *weights, flo
                          float grad_scale, float *half_out, int half_dtype);
 /* Reads the whole state back into m, v and master (n floats each; master may be NULL): for checkpoints. */
 void zt_opt_swapper_read_all(zt_opt_swapper *s, float *m, float *v, float *master);
+/* Writes state into the swap files (checkpoint loading): m, v, master hold n floats each; a NULL one keeps
+ * what the files hold for that state. */
+void zt_opt_swapper_write_all(zt_opt_swapper *s, const float *m, const float *v, const float *master);
 /* Removes the swap files and the folders this run created; frees the buffers. */
 void zt_opt_swapper_free(zt_opt_swapper *s);
 

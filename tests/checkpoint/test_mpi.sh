@@ -125,7 +125,7 @@ cmp=$("$py" "$here/h5_oracle.py" full Z0/global_step8 Z1T/global_step8 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "that checkpoint loaded into ZeRO-1 with TP=2 x DP=2: $cmp" || bad "0 -> ZeRO-1 TP2xDP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
 
 # ZeRO-1 with offload_optimizer nvme: the states are read back from the swap files for the checkpoint (equal to
-# the in-memory run's); loading into the swap files is refused by name
+# the in-memory run's), and written into them when loading
 mkdir -p nv
 printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true},
          "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "nvme", "nvme_path": "%s/nv"}}}\n' "$PWD" > off.json
@@ -133,9 +133,15 @@ out=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.j
 cmp=$("$py" "$here/h5_oracle.py" full O1/global_step8 Z1/global_step8 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "ZeRO-1 offload_optimizer nvme: checkpoint equal to the in-memory run's ($cmp)" ||
   bad "offload save" "rc=$rc $cmp $(tail -2 <<<"$out")"
-out=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.json --load O1 2>&1); rc=$?
-[ $rc -ne 0 ] && grep -qF 'error: unsupported configuration: --load with zero_optimization.offload_optimizer.device "nvme" in off.json' <<<"$out" &&
-  ok "--load into offloaded optimizer states refused by name" || bad "offload load" "rc=$rc $(grep error <<<"$out" | head -2)"
+# exact resume with the optimizer state on NVMe: loading writes the partition's state into the swap files
+ob1=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.json --save O1b --exit-interval 4 2>&1) ||
+  bad "offload first half" "$(tail -3 <<<"$ob1")"
+ob2=$("${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --deepspeed --deepspeed_config off.json --save O1b --load O1b 2>&1) ||
+  bad "offload resume" "$(tail -3 <<<"$ob2")"
+cmp=$("$py" "$here/h5_oracle.py" same O1/global_step8 O1b/global_step8 2>&1)
+[ "$(losses "$out")" == "$(losses "$ob1")$(losses "$ob2")" ] && grep -q "^equal" <<<"$cmp" && [ -z "$(find nv -type f)" ] &&
+  ok "ZeRO-1 offload_optimizer nvme: 8 straight = 4 + resume 4 into the swap files, losses and files bitwise" ||
+  bad "offload resume" "'$(losses "$out")' vs '$(losses "$ob1")$(losses "$ob2")' $cmp"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
