@@ -113,6 +113,22 @@ static void read_map(const zt_h5 *f, zt_ckpt_slice_map *m) {
 
 void zt_ckpt_open(zt_ckpt_reader *r, const char *root, const char *tag) { zt_ckpt_open_ex(r, root, tag, 1); }
 
+const char *zt_ckpt_tool_dir(const char *dir, const char *tag, char *root, size_t n, char *tagbuf, size_t tn) {
+  snprintf(root, n, "%s", dir);
+  char manifest[4400];
+  snprintf(manifest, sizeof manifest, "%s/%s", dir, ZT_CKPT_MANIFEST);
+  struct stat st;
+  if (tag || stat(manifest, &st) != 0) return tag;
+  /* a tag folder given directly: its parent is the root */
+  size_t len = strlen(root);
+  while (len > 1 && root[len - 1] == '/') root[--len] = '\0';
+  char *slash = strrchr(root, '/');
+  snprintf(tagbuf, tn, "%s", slash ? slash + 1 : root);
+  if (slash) *slash = '\0';
+  else snprintf(root, n, ".");
+  return tagbuf;
+}
+
 void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int verify) {
   memset(r, 0, sizeof *r);
   snprintf(r->root, sizeof r->root, "%s", root);

@@ -58,6 +58,10 @@ typedef struct {
 /* The tag to load under root: `tag` when given, else the contents of root/latest. Returns 0 (tag_out
  * empty) when there is no root/latest; fatal when root/<tag> is missing. */
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);
+/* The tools' argument: `dir` is a checkpoint root (holding `latest`, or any tag with `tag`) or a tag folder
+ * itself (it holds the manifest). Writes the root to root (n bytes) and returns the tag to open: `tag` when
+ * given, the tag folder's name (copied to tagbuf), or NULL for root/latest. */
+const char *zt_ckpt_tool_dir(const char *dir, const char *tag, char *root, size_t n, char *tagbuf, size_t tn);
 /* Opens root/<tag> (tag NULL: latest; fatal when there is none): verifies the manifest, reads metadata. */
 void zt_ckpt_open(zt_ckpt_reader *r, const char *root, const char *tag);
 /* The same; verify 0 checks the manifest's listing and sizes but not the checksums (a rank whose files another

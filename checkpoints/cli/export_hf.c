@@ -68,18 +68,8 @@ int main(int argc, char **argv) {
     }
   }
   zt_check(dir && out, "missing argument", "checkpoint_dir and output_dir are required (see --help)");
-  char root[4096], tagbuf[256], manifest[4400];
-  snprintf(root, sizeof root, "%s", dir);
-  snprintf(manifest, sizeof manifest, "%s/%s", dir, ZT_CKPT_MANIFEST);
-  if (!tag && access(manifest, F_OK) == 0) {
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/') root[--n] = '\0';
-    char *slash = strrchr(root, '/');
-    snprintf(tagbuf, sizeof tagbuf, "%s", slash ? slash + 1 : root);
-    if (slash) *slash = '\0';
-    else snprintf(root, sizeof root, ".");
-    tag = tagbuf;
-  }
+  char root[4096], tagbuf[256];
+  tag = zt_ckpt_tool_dir(dir, tag, root, sizeof root, tagbuf, sizeof tagbuf);
   zt_ckpt_reader r;
   zt_ckpt_open(&r, root, tag);
   R = &r;

@@ -116,20 +116,9 @@ int main(int argc, char **argv) {
   }
   const uint64_t limit = parse_size(max_shard);
 
-  /* a tag folder given directly: its parent is the root */
   char root[4096], tagbuf[256];
-  snprintf(root, sizeof root, "%s", pos[0]);
-  char manifest[4400];
-  snprintf(manifest, sizeof manifest, "%s/%s", pos[0], ZT_CKPT_MANIFEST);
-  if (!tag && access(manifest, F_OK) == 0) {
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/') root[--n] = '\0';
-    char *slash = strrchr(root, '/');
-    snprintf(tagbuf, sizeof tagbuf, "%s", slash ? slash + 1 : root);
-    if (slash) *slash = '\0';
-    else snprintf(root, sizeof root, ".");
-    tag = tagbuf;
-  } else if (!tag) {
+  tag = zt_ckpt_tool_dir(pos[0], tag, root, sizeof root, tagbuf, sizeof tagbuf);
+  if (!tag) {
     char probe[256];
     zt_check(zt_ckpt_read_text(pos[0], "latest", probe, sizeof probe), "checkpoint", "Unable to find 'latest' file "
              "at %s/latest (pass --tag, or the tag folder itself)", pos[0]);
