@@ -57,7 +57,9 @@ start=$(date +%s)
 out=$(timeout 120 "${mpi[@]}" -np 2 "$tmp/wrap.sh" "${long[@]}" 2>&1)
 rc=$?
 took=$(( $(date +%s) - start ))
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF "error: [rank 1] ds_config: $tmp/missing.json: cannot open the DeepSpeed config file" <<<"$out"; then
+# (rank 1's stderr may interleave with rank 0's stdout in mpirun's merged output: match the two parts)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF "error: [rank 1] ds_config:" <<<"$out" \
+   && grep -qF "$tmp/missing.json: cannot open the DeepSpeed config file" <<<"$out"; then
   ok "an error on rank 1 alone ends the job with rank 1's message (rc=$rc after ${took}s)"
 else
   bad "error on rank 1" "rc=$rc after ${took}s: $(grep -m2 error <<<"$out")"

@@ -150,7 +150,9 @@ cfg lamb '"optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}, "zero_optimizat
 expect "Lamb on a partition" "Lamb's trust ratio needs whole parameter tensors" "$(run 2 lamb)"
 cfg min '"fp16": {"enabled": true, "initial_scale_power": 30, "min_loss_scale": 1073741824, "hysteresis": 1}, "zero_optimization": {"stage": 1}'
 out=$(run 2 min)
-if grep -qF "error: loss scale: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run." <<<"$out"; then
+# (both ranks stop with the message; their lines may interleave in mpirun's merged output)
+if grep -qF "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run." <<<"$out" \
+   && grep -q "loss scale: " <<<"$out" && ! grep -q "^ iteration " <<<"$out"; then
   ok "overflow at the minimum scale stops the run with DeepSpeed's message"
 else
   bad "at-minimum stop" "$(grep -m2 "error\|OVERFLOW" <<<"$out")"
