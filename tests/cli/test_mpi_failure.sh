@@ -5,12 +5,9 @@
 # its own error (zt_fatal -> MPI_Abort) while the other waits in an all-reduce.
 # Usage: test_mpi_failure.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 long=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32

@@ -6,22 +6,14 @@
 # are refused with their message; under mpirun (when present) DP=2 fp16 follows one process.
 # Usage: test_mixed_precision.sh PRETRAIN_GPT
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 export OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
       --mock-data --vocab-size 512 --lr 1e-3 --train-iters 30 --log-interval 5 --eval-interval 30 --eval-iters 2
       --micro-batch-size 4 --global-batch-size 8 --seed 7)
-field() { grep -E "^ iteration " <<<"$1" | grep -F "$2:" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
-close() { # two space-separated lists, relative tolerance
-  awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); if (n != m || n == 0) exit 1;
-    for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];
-      if (d > tol * s + 1e-12) exit 1 } }'
-}
 
 ref=$("$bin" "${tiny[@]}" 2>&1)
 lref=$(field "$ref" "lm loss")
@@ -122,8 +114,7 @@ grep -q "> mixed precision: bf16 weights" <<<"$out" && ok "bf16.enabled auto tak
 
 # data parallelism: fp16 gradients all-reduced in fp16 across 2 ranks follow one process closely
 if command -v mpirun >/dev/null; then
-  mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
-  one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>&1)
+  one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>    one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>&1)1)
   two=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --fp16 --loss-scale 1024 2>&1)
   if close "$(field "$one" "lm loss")" "$(field "$two" "lm loss")" 1e-3; then
     ok "fp16 DP=2 (fp16 all-reduce) within 1e-3 of one process"

@@ -6,18 +6,14 @@
 # the configuration errors.
 # Usage: test_activation_checkpointing.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 net=(--num-layers 8 --hidden-size 128 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
      --mock-data --vocab-size 256 --lr 1e-3 --train-iters 4 --log-interval 1 --eval-interval 4 --eval-iters 1
      --micro-batch-size 2 --global-batch-size 4 --seed 5 --checkpoint-activations)
-field() { grep -E "^ iteration " <<<"$1" | grep -F "$2:" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
 acts() { grep -m1 "memory plan (MiB)" <<<"$1" | sed -E 's/.*activations ([0-9.]+).*/\1/'; }
 cfg() { printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2%s}\n' "$2" > "$tmp/$1.json"; }
 run() { local np="$1" name="$2"; shift 2

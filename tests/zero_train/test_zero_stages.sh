@@ -6,23 +6,14 @@
 # overflow at the minimum scale stop with their messages.
 # Usage: test_zero_stages.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
       --mock-data --vocab-size 200 --lr 1e-3 --train-iters 10 --log-interval 1 --eval-interval 10 --eval-iters 1
       --micro-batch-size 2 --global-batch-size 16 --seed 3)
-field() { grep -E "^ iteration " <<<"$1" | grep -F "$2:" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
-close() { # two space-separated lists, relative tolerance
-  awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); if (n != m || n == 0) exit 1;
-    for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];
-      if (d > tol * s + 1e-12) exit 1 } }'
-}
 cfg() { # name, json members after the batch keys
   printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, %s}\n' "$2" > "$tmp/$1.json"
 }
