@@ -114,7 +114,7 @@ grep -q "> mixed precision: bf16 weights" <<<"$out" && ok "bf16.enabled auto tak
 
 # data parallelism: fp16 gradients all-reduced in fp16 across 2 ranks follow one process closely
 if command -v mpirun >/dev/null; then
-  one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>    one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>&1)1)
+  one=$("$bin" "${tiny[@]}" --fp16 --loss-scale 1024 --micro-batch-size 8 2>&1)
   two=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --fp16 --loss-scale 1024 2>&1)
   if close "$(field "$one" "lm loss")" "$(field "$two" "lm loss")" 1e-3; then
     ok "fp16 DP=2 (fp16 all-reduce) within 1e-3 of one process"
