@@ -618,9 +618,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   if (pp > world_size / tp) pp = a->pipeline_model_parallel_size = world_size / tp; /* Megatron's clipping */
   zt_check(pp == 1 || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
            "--pipeline-model-parallel-size %d", a->num_layers, pp);
-  zt_check(pp == 1 || !(a->fp16 || a->bf16), "unsupported argument", "--%s with --pipeline-model-parallel-size %d: "
-           "mixed precision with pipeline parallelism is not supported yet; use fp32 or "
-           "--pipeline-model-parallel-size 1", a->fp16 ? "fp16" : "bf16", pp);
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   a->data_parallel_size = world_size / (tp * pp);

@@ -709,6 +709,16 @@ static void log_scaler_event(const zt_engine *e) {
   }
 }
 
+/* After a micro batch's backward: gradients stored in the half type are rounded to it (a value beyond its range
+ * becomes infinite); an fp16 model's fp32-accumulated gradients are checked against the fp16 range. Returns 1
+ * on an fp16 overflow. */
+static int half_grads_after_backward(zt_engine *e) {
+  const size_t n = e->model.table.numel;
+  if (e->grads_half) return zt_round_f32(e->model.grads, e->model.grads, n, e->half_dtype) > 0;
+  if (e->half_dtype == ZT_DTYPE_FP16) return zt_count_nonrepresentable(e->model.grads, n, ZT_DTYPE_FP16) > 0;
+  return 0;
+}
+
 /* ---- pipeline parallelism: Megatron's 1F1B schedule (forward_backward_pipelining_without_interleaving) ----
  * Stage s runs min(P - s - 1, nmb) warm-up forwards, then alternates one forward and one backward, then drains
  * the backwards; activations and their gradients go to the neighbouring stages with blocking point-to-point
@@ -744,6 +754,7 @@ typedef struct {
   zt_engine *e;
   int nmb, last_fwd;
   double loss_sum;
+  int overflow;                  /* fp16: a micro batch's gradient left the fp16 range */
 } pipe_state;
 
 static uint64_t pipe_first_sample(const zt_engine *e, int mb) {
@@ -777,10 +788,11 @@ static void pipe_backward(pipe_state *st, int mb) {
     st->last_fwd = mb;
   }
   zt_gpt_backward(m, (float)e->scaler.cur_scale / st->nmb);
+  st->overflow |= half_grads_after_backward(e);
 }
 
 /* One iteration's micro batches through the pipeline; returns the sum of their losses (on every stage). */
-static double pipeline_train(zt_engine *e, int nmb) {
+static double pipeline_train(zt_engine *e, int nmb, int *overflow) {
   zt_gpt *m = &e->model;
   const zt_group *g = e->pp_group;
   const int s = e->pp_rank, P = e->pp_size, first = s == 0, last = s == P - 1;
@@ -811,6 +823,7 @@ static double pipeline_train(zt_engine *e, int nmb) {
     if (!first) zt_send_f32(g, grad, n, s - 1);
   }
   e->t_bwd_inner += zt_now() - t0;
+  *overflow = st.overflow;
   return pipe_from_last(e, st.loss_sum);
 }
 
@@ -822,7 +835,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
   const size_t n = e->model.table.numel;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
-  if (e->pp_size > 1) loss_sum = pipeline_train(e, nmb); /* the loop below runs without pipeline stages */
+  if (e->pp_size > 1) loss_sum = pipeline_train(e, nmb, &overflow); /* the loop below runs without stages */
   for (int mb = 0; mb < nmb && e->pp_size == 1; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
@@ -838,9 +851,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     check_finite_loss(e, loss, mb, "lm loss");
     double t1 = zt_now();
     zt_gpt_backward(&e->model, (float)e->scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
-    if (e->grads_half) overflow |= zt_round_f32(e->model.grads, e->model.grads, n, e->half_dtype) > 0;
-    else if (e->half_dtype == ZT_DTYPE_FP16) /* fp32 accumulation of fp16 micro-batch gradients */
-      overflow |= zt_count_nonrepresentable(e->model.grads, n, ZT_DTYPE_FP16) > 0;
+    overflow |= half_grads_after_backward(e);
     double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
@@ -853,7 +864,11 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
   size_t n_emb;
   float *g_emb = e->emb_group ? zt_gpt_shared_embedding_grad(&e->model, &n_emb) : NULL;
-  if (g_emb) zt_allreduce_sum_f32(e->emb_group, g_emb, n_emb); /* tied embeddings: first + last stage */
+  if (g_emb) { /* tied embeddings: first + last stage, in the communication type */
+    if (e->comm_dtype != ZT_DTYPE_FP32) zt_round_f32(g_emb, g_emb, n_emb, e->comm_dtype);
+    zt_allreduce_sum_f32(e->emb_group, g_emb, n_emb);
+    if (e->comm_dtype != ZT_DTYPE_FP32) zt_round_f32(g_emb, g_emb, n_emb, e->comm_dtype);
+  }
   if (e->zero_stage > 0) zero_reduce_gradients(e);
   else reduce_gradients(e);
   double t4 = zt_now();
@@ -865,6 +880,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     double ov = overflow || !isfinite(norm);
     if (a->data_parallel_size > 1) zt_allreduce_max_f64(e->dp_group, &ov, 1);
     if (e->tp_group) zt_allreduce_max_f64(e->tp_group, &ov, 1); /* and of every tensor-parallel rank */
+    if (e->pp_group) zt_allreduce_max_f64(e->pp_group, &ov, 1); /* and of every pipeline stage */
     skip = zt_loss_scaler_update(&e->scaler, ov != 0.0);
     log_scaler_event(e);
   } else if (!isfinite(norm)) {

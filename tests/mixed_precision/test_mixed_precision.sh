@@ -121,8 +121,22 @@ if command -v mpirun >/dev/null; then
   else
     bad "fp16 DP=2" "'$(field "$one" "lm loss")' vs '$(field "$two" "lm loss")'"
   fi
+  # pipeline parallelism: the overflow test spans the stages, the tied embeddings' gradient sum runs in the
+  # communication type; bf16 and fp16 (dynamic scale: the same skipped iterations) follow one process
+  pp=(--num-layers 4 --pipeline-model-parallel-size 2)
+  for prec in "--bf16" "--fp16"; do
+    one=$("$bin" "${tiny[@]}" --num-layers 4 $prec 2>&1)
+    two=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${pp[@]}" $prec 2>&1)
+    if close "$(field "$one" "lm loss")" "$(field "$two" "lm loss")" 1e-5 \
+       && [ "$(field "$one" "number of skipped iterations")" = "$(field "$two" "number of skipped iterations")" ] \
+       && [ -n "$(field "$two" "lm loss")" ]; then
+      ok "$prec PP=2 = one process (1e-5), same skipped iterations ($(field "$two" "number of skipped iterations" | tr -d ' '))"
+    else
+      bad "$prec PP=2" "'$(field "$one" "lm loss")' vs '$(field "$two" "lm loss")' $(grep -m1 error <<<"$two")"
+    fi
+  done
 else
-  echo "SKIP fp16 DP=2: mpirun not found"
+  echo "SKIP fp16 DP=2 and PP=2: mpirun not found"
 fi
 
 echo "mixed precision: $pass passed, $fail failed"

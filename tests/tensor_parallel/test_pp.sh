@@ -4,7 +4,7 @@
 # loss of one process for 10 iterations of 4 micro batches with dropout on (Megatron's 1F1B schedule; each stage
 # draws its layers' one-process weights; the tied word embeddings' copy on the last stage equals the first
 # stage's and their gradients are summed over the embedding group). Per-stage parameter counts are checked against
-# the shapes; an uneven layer split and mixed precision are refused.
+# the shapes; an uneven layer split is refused (mixed precision with PP: tests/mixed_precision).
 # Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 bin="$1"
@@ -70,7 +70,5 @@ refused() { # name expected-message np args...
   else bad "refusal: $name" "rc=$rc $(grep -m2 error <<<"$o")"; fi
 }
 refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" 3 --pipeline-model-parallel-size 3
-refused "mixed precision" "--fp16 with --pipeline-model-parallel-size 2: mixed precision with pipeline parallelism is not supported yet" \
-  2 --pipeline-model-parallel-size 2 --fp16
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
