@@ -6,15 +6,13 @@
 # whose data changed; deflate-compressed checkpoints (ZT_CKPT_DEFLATE) read back the same.
 # Usage: test_crash.sh PRETRAIN_GPT PYTHON
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"; py="${2:-/usr/bin/python3}"
 here="$(cd "$(dirname "$0")" && pwd)"
 "$py" -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: h5py/numpy not available for $py"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
       --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 100 --lr 1e-3 --log-interval 1
       --eval-interval 4 --eval-iters 1 --train-iters 8 --save-interval 4)

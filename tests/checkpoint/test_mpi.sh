@@ -12,6 +12,7 @@
 #  - pipeline parallelism (PP=2: a file per stage): exact resume, PP=2 -> 1 process -> PP=2 x TP=2 bitwise.
 # Usage: test_mpi.sh PRETRAIN_GPT PYTHON   (SKIP 77 without mpirun or h5py)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"; py="${2:-/usr/bin/python3}"
 here="$(cd "$(dirname "$0")" && pwd)"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
@@ -19,9 +20,6 @@ command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 mpi=(timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
       --micro-batch-size 2 --global-batch-size 8 --mock-data --vocab-size 100 --lr 1e-3 --log-interval 1

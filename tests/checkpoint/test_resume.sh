@@ -8,15 +8,13 @@
 #    --exit-signal-handler (SIGTERM), --exit-duration-in-mins.
 # Usage: test_resume.sh PRETRAIN_GPT PYTHON
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"; py="${2:-/usr/bin/python3}"
 here="$(cd "$(dirname "$0")" && pwd)"
 "$py" -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: h5py/numpy not available for $py"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
       --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 100 --lr 1e-3 --min-lr 1e-4
       --lr-warmup-iters 2 --log-interval 1 --eval-interval 3 --eval-iters 1)

@@ -5,12 +5,9 @@
 # are keyed by the global sample, so the layout does not change the computation.
 # Usage: test_mpi_dp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
       --mock-data --vocab-size 64 --lr 3e-3 --train-iters 6 --log-interval 1 --eval-interval 6 --eval-iters 2
       --global-batch-size 16)

@@ -7,12 +7,9 @@
 # the shapes; an uneven layer split is refused (mixed precision with PP: tests/mixed_precision).
 # Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
+. "$(dirname "$0")/../lib/common.sh"
 bin="$1"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 L=4 H=64 NH=4 S=64 V=128
 tiny=(--num-layers $L --hidden-size $H --num-attention-heads $NH --seq-length $S --max-position-embeddings $S
       --mock-data --vocab-size $V --make-vocab-size-divisible-by 32 --lr 3e-3 --train-iters 10 --log-interval 1
