@@ -1,0 +1,35 @@
+/* Megatron's interleaved pipeline schedule (schedules.py::forward_backward_pipelining_with_interleaving, the
+ * batched point-to-point path without overlap) as pure arithmetic: the steps one pipeline rank runs, each at most
+ * one forward and one backward of a (model chunk, micro batch) followed by one batched exchange with the
+ * neighbouring stages. No MPI here; train/pipeline.c runs the steps. */
+#ifndef ZT_PIPELINE_SCHEDULE_H
+#define ZT_PIPELINE_SCHEDULE_H
+
+typedef struct {
+  int fwd_chunk, fwd_mb;             /* the forward of this step, or -1 */
+  int bwd_chunk, bwd_mb;             /* the backward (after the forward), or -1 */
+  /* the exchange after the computation, posted at once (Megatron's batch_isend_irecv) */
+  int send_next;                     /* 1: the forward's output goes to stage s+1 mod p */
+  int send_prev;                     /* 1: the backward's input gradient goes to stage s-1 mod p */
+  int recv_prev_chunk, recv_prev_mb; /* the input of (chunk, mb) comes from stage s-1 mod p, or -1 */
+  int recv_next_chunk, recv_next_mb; /* the output gradient of (chunk, mb) comes from stage s+1 mod p, or -1 */
+} zt_pipe_step;
+
+/* Virtual micro step k (0 <= k < nmb * v, Megatron's microbatch_id) of p stages and v chunks: its model chunk,
+ * (k mod p*v) / p for a forward and v - 1 minus that for a backward, and its micro batch, k / (p*v) * p + k mod p. */
+int zt_pipe_chunk(int p, int v, int k, int forward);
+int zt_pipe_micro(int p, int v, int k);
+/* Warm-up forwards of stage s: all nmb * v when nmb == p, else min((p - s - 1) * 2 + (v - 1) * p, nmb * v). */
+int zt_pipe_warmup(int p, int s, int v, int nmb);
+
+/* Room zt_pipe_interleaved needs: 2 * nmb * v + 2 steps. */
+int zt_pipe_max_steps(int v, int nmb);
+/* Writes the steps of stage s (of p > 2 stages, v >= 1 chunks, nmb micro batches, a multiple of p) and returns
+ * their count. Chunk c of stage s follows chunk c of stage s-1 (chunk c-1 of stage p-1 when s = 0); every
+ * (chunk, micro batch) runs its forward once and its backward once, micro batches in order within a chunk. */
+int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps);
+/* The most inputs (*inputs: from their receipt to the backward that ends their use) and output gradients
+ * (*grads: from receipt to backward) that one chunk holds at once during steps[0, n), over the v chunks. */
+void zt_pipe_buffers(const zt_pipe_step *steps, int n, int v, int *inputs, int *grads);
+
+#endif

@@ -1,0 +1,35 @@
+/* Test driver for runtime/parallel/pipeline_schedule: prints the interleaved schedule of every stage for the
+ * "p v nmb" lines read from stdin, for test_pipeline_schedule.py to compare against its transcription of
+ * Megatron's forward_backward_pipelining_with_interleaving.
+ * Output per schedule:
+ *   P p v nmb
+ *   T stage nsteps warmup input_buffers grad_buffers
+ *   X fwd_chunk fwd_mb bwd_chunk bwd_mb send_next send_prev recv_prev_chunk recv_prev_mb recv_next_chunk recv_next_mb
+ *   E */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/base/error.h"
+#include "runtime/parallel/pipeline_schedule.h"
+
+int main(void) {
+  int p, v, nmb;
+  while (scanf("%d %d %d", &p, &v, &nmb) == 3) {
+    printf("P %d %d %d\n", p, v, nmb);
+    zt_pipe_step *steps = zt_malloc(sizeof(zt_pipe_step) * (size_t)zt_pipe_max_steps(v, nmb), "schedule_tool");
+    for (int s = 0; s < p; s++) {
+      const int n = zt_pipe_interleaved(p, s, v, nmb, steps);
+      int in, gr;
+      zt_pipe_buffers(steps, n, v, &in, &gr);
+      printf("T %d %d %d %d %d\n", s, n, zt_pipe_warmup(p, s, v, nmb), in, gr);
+      for (int i = 0; i < n; i++) {
+        const zt_pipe_step *x = &steps[i];
+        printf("X %d %d %d %d %d %d %d %d %d %d\n", x->fwd_chunk, x->fwd_mb, x->bwd_chunk, x->bwd_mb, x->send_next,
+               x->send_prev, x->recv_prev_chunk, x->recv_prev_mb, x->recv_next_chunk, x->recv_next_mb);
+      }
+    }
+    printf("E\n");
+    free(steps);
+  }
+  return 0;
+}
