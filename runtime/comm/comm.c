@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <mpi.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -367,6 +368,51 @@ void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int ds
   check_peer(g, op, "destination", dst, n_send, send);
   check_peer(g, op, "source", src, n_recv, recv);
   xfer(g, op, send, n_send * sizeof(float), dst, recv, n_recv * sizeof(float), src, TAG_P2P);
+}
+
+void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) {
+  const char *op = "zt_batch_sendrecv_f32";
+  size_t nreq = 0;
+  for (int i = 0; i < n; i++) {
+    check_peer(g, op, ops[i].send ? "destination" : "source", ops[i].peer, ops[i].n, ops[i].buf);
+    nreq += n_chunks(ops[i].n * sizeof(float));
+  }
+  MPI_Request local_req[16];
+  MPI_Status local_st[16];
+  MPI_Request *req = nreq <= 16 ? local_req : zt_malloc(nreq * sizeof(MPI_Request), "p2p requests");
+  MPI_Status *st = nreq <= 16 ? local_st : zt_malloc(nreq * sizeof(MPI_Status), "p2p statuses");
+  size_t r = 0;
+  for (int i = 0; i < n; i++) {
+    const size_t bytes = ops[i].n * sizeof(float);
+    for (size_t k = 0; k < n_chunks(bytes); k++, r++) {
+      const size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
+      char *p = (char *)ops[i].buf + off;
+      if (ops[i].send)
+        CHECK_MPI(MPI_Isend(p, (int)c, MPI_BYTE, ops[i].peer, TAG_P2P, g->comm, &req[r]), op, g,
+                  "%zu floats to group rank %d", ops[i].n, ops[i].peer);
+      else
+        CHECK_MPI(MPI_Irecv(p, (int)c, MPI_BYTE, ops[i].peer, TAG_P2P, g->comm, &req[r]), op, g,
+                  "%zu floats from group rank %d", ops[i].n, ops[i].peer);
+    }
+  }
+  CHECK_MPI(MPI_Waitall((int)nreq, req, st), op, g, "%d sends and receives", n);
+  r = 0;
+  for (int i = 0; i < n; i++) {
+    const size_t bytes = ops[i].n * sizeof(float);
+    for (size_t k = 0; k < n_chunks(bytes); k++, r++) {
+      const size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
+      int got = 0;
+      if (ops[i].send) continue;
+      MPI_Get_count(&st[r], MPI_BYTE, &got);
+      zt_check((size_t)got == c, "comm", "%s on %s: expected %zu floats from group rank %d, the message held %d "
+               "bytes where %zu were due (sender and receiver disagree on the size)", op, g->desc, ops[i].n,
+               ops[i].peer, got, c);
+    }
+  }
+  if (req != local_req) {
+    free(req);
+    free(st);
+  }
 }
 
 static void barrier_impl(const zt_group *g) {

@@ -49,6 +49,16 @@ void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst);
 void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src);
 void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int dst, float *recv, size_t n_recv,
                      int src);
+/* Megatron's batch_isend_irecv: posts every send and receive of ops[0, n) at once (non-blocking MPI) and returns
+ * when all have completed, so exchanges with both neighbours cannot deadlock on the order in which the ranks reach
+ * them. Messages between two ranks match in the order they are posted. */
+typedef struct {
+  float *buf;
+  size_t n;
+  int peer; /* group rank */
+  int send; /* 1: send buf; 0: receive into it */
+} zt_p2p_op;
+void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n);
 void zt_barrier(const zt_group *g);
 
 /* Largest single MPI message in bytes (default 1 GiB, so counts stay below 2^31); larger buffers go in
