@@ -28,52 +28,88 @@ int zt_pipe_max_steps(int v, int nmb) { return 2 * nmb * v + 2; }
 
 typedef struct {
   zt_pipe_step *steps;
-  int n, *nin, *ngrad; /* inputs and gradients received so far, per chunk */
+  int n, v, nmb;
+  int *nin, *ngrad;          /* [v] inputs and gradients received so far, per chunk */
+  int *in_slot, *grad_slot;  /* [v * nmb] the slot holding the input / output gradient of (chunk, mb), or -1 */
+  int *free_slots, nfree;    /* slots free for reuse */
+  int slots;                 /* slots used so far */
 } builder;
 
 static zt_pipe_step *add(builder *b) {
   zt_pipe_step *st = &b->steps[b->n++];
-  *st = (zt_pipe_step){-1, -1, -1, -1, 0, 0, -1, -1, -1, -1};
+  *st = (zt_pipe_step){-1, -1, -1, -1, -1, -1, -1, 0, 0, -1, -1, -1, -1, -1, -1};
   return st;
 }
 
+static int take_slot(builder *b) { return b->nfree > 0 ? b->free_slots[--b->nfree] : b->slots++; }
+
+static void forward(builder *b, zt_pipe_step *st, int chunk, int mb, int received) {
+  st->fwd_chunk = chunk;
+  st->fwd_mb = mb;
+  st->fwd_slot = b->in_slot[chunk * b->nmb + mb];
+  zt_check(!received || st->fwd_slot >= 0, "internal error", "interleaved schedule: the forward of chunk %d, "
+           "micro batch %d comes before its input", chunk, mb);
+}
+
+static void backward(builder *b, zt_pipe_step *st, int chunk, int mb, int received) {
+  int *in = &b->in_slot[chunk * b->nmb + mb], *grad = &b->grad_slot[chunk * b->nmb + mb];
+  st->bwd_chunk = chunk;
+  st->bwd_mb = mb;
+  st->bwd_in_slot = *in;
+  st->bwd_grad_slot = *grad;
+  zt_check(!received || *grad >= 0, "internal error", "interleaved schedule: the backward of chunk %d, micro batch "
+           "%d comes before its output gradient", chunk, mb);
+  if (*in >= 0) b->free_slots[b->nfree++] = *in;
+  if (*grad >= 0) b->free_slots[b->nfree++] = *grad;
+  *in = *grad = -1;
+}
+
 static void recv_input(builder *b, zt_pipe_step *st, int chunk) {
+  const int mb = b->nin[chunk]++;
   st->recv_prev_chunk = chunk;
-  st->recv_prev_mb = b->nin[chunk]++;
+  st->recv_prev_mb = mb;
+  st->recv_prev_slot = b->in_slot[chunk * b->nmb + mb] = take_slot(b);
 }
 
 static void recv_grad(builder *b, zt_pipe_step *st, int chunk) {
+  const int mb = b->ngrad[chunk]++;
   st->recv_next_chunk = chunk;
-  st->recv_next_mb = b->ngrad[chunk]++;
+  st->recv_next_mb = mb;
+  st->recv_next_slot = b->grad_slot[chunk * b->nmb + mb] = take_slot(b);
 }
 
-int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps) {
+int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps, int *slots) {
   zt_check(p > 2 && s >= 0 && s < p && v >= 1 && nmb > 0 && nmb % p == 0, "internal error",
            "interleaved schedule: stage %d of %d, %d chunks, %d micro batches", s, p, v, nmb);
   const int first = s == 0, last = s == p - 1, total = nmb * v;
   const int warmup = zt_pipe_warmup(p, s, v, nmb), remaining = total - warmup, all_warmup = nmb == p;
-  builder b = {steps, 0, zt_calloc((size_t)v, sizeof(int), "schedule"), zt_calloc((size_t)v, sizeof(int), "schedule")};
+  builder b = {.steps = steps, .v = v, .nmb = nmb};
+  int *mem = zt_malloc(sizeof(int) * (2 * (size_t)v + 4 * (size_t)total), "interleaved schedule");
+  b.nin = mem;
+  b.ngrad = mem + v;
+  b.in_slot = mem + 2 * v;
+  b.grad_slot = b.in_slot + total;
+  b.free_slots = b.grad_slot + total;
+  for (int i = 0; i < 2 * v; i++) mem[i] = 0;
+  for (int i = 0; i < 2 * total; i++) b.in_slot[i] = -1;
   /* recv_forward for chunk 0 (nothing on the first stage) */
   zt_pipe_step *st = add(&b);
   if (!first) recv_input(&b, st, 0);
   for (int k = 0; k < warmup; k++) {
     st = add(&b);
-    st->fwd_chunk = zt_pipe_chunk(p, v, k, 1);
-    st->fwd_mb = zt_pipe_micro(p, v, k);
-    st->send_next = !(last && st->fwd_chunk == v - 1);
-    const int next = zt_pipe_chunk(p, v, k + 1, 1);
+    const int c = zt_pipe_chunk(p, v, k, 1), next = zt_pipe_chunk(p, v, k + 1, 1);
+    forward(&b, st, c, zt_pipe_micro(p, v, k), !(first && c == 0));
+    st->send_next = !(last && c == v - 1);
     if (!(first && next == 0) && k != total - 1) recv_input(&b, st, next);
     if (k == warmup - 1 && !all_warmup && !last) recv_grad(&b, st, v - 1);
   }
   for (int i = 0; i < remaining; i++) {
-    const int fk = i + warmup;
+    const int fk = i + warmup, fc = zt_pipe_chunk(p, v, fk, 1), bc = zt_pipe_chunk(p, v, i, 0);
     st = add(&b);
-    st->fwd_chunk = zt_pipe_chunk(p, v, fk, 1);
-    st->fwd_mb = zt_pipe_micro(p, v, fk);
-    st->bwd_chunk = zt_pipe_chunk(p, v, i, 0);
-    st->bwd_mb = zt_pipe_micro(p, v, i);
-    st->send_next = !(last && st->fwd_chunk == v - 1);
-    st->send_prev = !(first && st->bwd_chunk == 0);
+    forward(&b, st, fc, zt_pipe_micro(p, v, fk), !(first && fc == 0));
+    backward(&b, st, bc, zt_pipe_micro(p, v, i), !(last && bc == v - 1));
+    st->send_next = !(last && fc == v - 1);
+    st->send_prev = !(first && bc == 0);
     /* the first stage is p - 1 forwards ahead of the last, the last p - 1 backwards ahead of the first */
     int recv_prev = 1, next_f;
     if (first) {
@@ -98,32 +134,12 @@ int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps) {
   if (all_warmup && !last) recv_grad(&b, add(&b), v - 1); /* recv_backward for the first backward */
   for (int k = remaining; k < total; k++) {
     st = add(&b);
-    st->bwd_chunk = zt_pipe_chunk(p, v, k, 0);
-    st->bwd_mb = zt_pipe_micro(p, v, k);
-    st->send_prev = !(first && st->bwd_chunk == 0);
-    const int next = zt_pipe_chunk(p, v, k + 1, 0);
+    const int c = zt_pipe_chunk(p, v, k, 0), next = zt_pipe_chunk(p, v, k + 1, 0);
+    backward(&b, st, c, zt_pipe_micro(p, v, k), !(last && c == v - 1));
+    st->send_prev = !(first && c == 0);
     if (!(last && next == v - 1) && k != total - 1) recv_grad(&b, st, next);
   }
-  free(b.nin);
-  free(b.ngrad);
+  free(mem);
+  *slots = b.slots;
   return b.n;
-}
-
-void zt_pipe_buffers(const zt_pipe_step *steps, int n, int v, int *inputs, int *grads) {
-  int *cnt = zt_calloc(4 * (size_t)v, sizeof(int), "schedule buffers");
-  int *rin = cnt, *rgrad = cnt + v, *done_in = cnt + 2 * v, *done_grad = cnt + 3 * v;
-  *inputs = *grads = 0;
-  for (int i = 0; i < n; i++) {
-    const zt_pipe_step *st = &steps[i];
-    const int c = st->bwd_chunk;
-    if (c >= 0 && rin[c] > done_in[c]) done_in[c]++; /* chunks that never receive (embedding, loss) hold none */
-    if (c >= 0 && rgrad[c] > done_grad[c]) done_grad[c]++;
-    if (st->recv_prev_chunk >= 0) rin[st->recv_prev_chunk]++;
-    if (st->recv_next_chunk >= 0) rgrad[st->recv_next_chunk]++;
-    for (int k = 0; k < v; k++) {
-      if (rin[k] - done_in[k] > *inputs) *inputs = rin[k] - done_in[k];
-      if (rgrad[k] - done_grad[k] > *grads) *grads = rgrad[k] - done_grad[k];
-    }
-  }
-  free(cnt);
 }

@@ -5,14 +5,19 @@
 #ifndef ZT_PIPELINE_SCHEDULE_H
 #define ZT_PIPELINE_SCHEDULE_H
 
+/* Received tensors live in numbered buffers ("slots") from their receipt to the backward that uses them last (an
+ * input is also the source of that backward's recompute); a slot is reused once free. */
 typedef struct {
-  int fwd_chunk, fwd_mb;             /* the forward of this step, or -1 */
-  int bwd_chunk, bwd_mb;             /* the backward (after the forward), or -1 */
+  int fwd_chunk, fwd_mb, fwd_slot;   /* the forward of this step (chunk -1: none); the slot of its input (-1: the
+                                        embedding's chunk, which has no received input) */
+  int bwd_chunk, bwd_mb;             /* the backward, after the forward (chunk -1: none) */
+  int bwd_in_slot, bwd_grad_slot;    /* the slots of its input and of its output gradient (-1: none, the loss's
+                                        chunk has no received gradient); both free after the backward */
   /* the exchange after the computation, posted at once (Megatron's batch_isend_irecv) */
   int send_next;                     /* 1: the forward's output goes to stage s+1 mod p */
   int send_prev;                     /* 1: the backward's input gradient goes to stage s-1 mod p */
-  int recv_prev_chunk, recv_prev_mb; /* the input of (chunk, mb) comes from stage s-1 mod p, or -1 */
-  int recv_next_chunk, recv_next_mb; /* the output gradient of (chunk, mb) comes from stage s+1 mod p, or -1 */
+  int recv_prev_chunk, recv_prev_mb, recv_prev_slot; /* the input of (chunk, mb) from stage s-1 mod p, or chunk -1 */
+  int recv_next_chunk, recv_next_mb, recv_next_slot; /* the output gradient of (chunk, mb) from s+1 mod p, or -1 */
 } zt_pipe_step;
 
 /* Virtual micro step k (0 <= k < nmb * v, Megatron's microbatch_id) of p stages and v chunks: its model chunk,
@@ -25,11 +30,9 @@ int zt_pipe_warmup(int p, int s, int v, int nmb);
 /* Room zt_pipe_interleaved needs: 2 * nmb * v + 2 steps. */
 int zt_pipe_max_steps(int v, int nmb);
 /* Writes the steps of stage s (of p > 2 stages, v >= 1 chunks, nmb micro batches, a multiple of p) and returns
- * their count. Chunk c of stage s follows chunk c of stage s-1 (chunk c-1 of stage p-1 when s = 0); every
- * (chunk, micro batch) runs its forward once and its backward once, micro batches in order within a chunk. */
-int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps);
-/* The most inputs (*inputs: from their receipt to the backward that ends their use) and output gradients
- * (*grads: from receipt to backward) that one chunk holds at once during steps[0, n), over the v chunks. */
-void zt_pipe_buffers(const zt_pipe_step *steps, int n, int v, int *inputs, int *grads);
+ * their count; *slots: the slots they use, the most received tensors held at once. Chunk c of stage s follows
+ * chunk c of stage s-1 (chunk c-1 of stage p-1 when s = 0); every (chunk, micro batch) runs its forward once and
+ * its backward once, micro batches in order within a chunk. */
+int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps, int *slots);
 
 #endif

@@ -3,8 +3,9 @@
  * Megatron's forward_backward_pipelining_with_interleaving.
  * Output per schedule:
  *   P p v nmb
- *   T stage nsteps warmup input_buffers grad_buffers
- *   X fwd_chunk fwd_mb bwd_chunk bwd_mb send_next send_prev recv_prev_chunk recv_prev_mb recv_next_chunk recv_next_mb
+ *   T stage nsteps warmup slots
+ *   X fwd_chunk fwd_mb fwd_slot bwd_chunk bwd_mb bwd_in_slot bwd_grad_slot send_next send_prev
+ *     recv_prev_chunk recv_prev_mb recv_prev_slot recv_next_chunk recv_next_mb recv_next_slot
  *   E */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +19,14 @@ int main(void) {
     printf("P %d %d %d\n", p, v, nmb);
     zt_pipe_step *steps = zt_malloc(sizeof(zt_pipe_step) * (size_t)zt_pipe_max_steps(v, nmb), "schedule_tool");
     for (int s = 0; s < p; s++) {
-      const int n = zt_pipe_interleaved(p, s, v, nmb, steps);
-      int in, gr;
-      zt_pipe_buffers(steps, n, v, &in, &gr);
-      printf("T %d %d %d %d %d\n", s, n, zt_pipe_warmup(p, s, v, nmb), in, gr);
+      int slots;
+      const int n = zt_pipe_interleaved(p, s, v, nmb, steps, &slots);
+      printf("T %d %d %d %d\n", s, n, zt_pipe_warmup(p, s, v, nmb), slots);
       for (int i = 0; i < n; i++) {
         const zt_pipe_step *x = &steps[i];
-        printf("X %d %d %d %d %d %d %d %d %d %d\n", x->fwd_chunk, x->fwd_mb, x->bwd_chunk, x->bwd_mb, x->send_next,
-               x->send_prev, x->recv_prev_chunk, x->recv_prev_mb, x->recv_next_chunk, x->recv_next_mb);
+        printf("X %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n", x->fwd_chunk, x->fwd_mb, x->fwd_slot, x->bwd_chunk,
+               x->bwd_mb, x->bwd_in_slot, x->bwd_grad_slot, x->send_next, x->send_prev, x->recv_prev_chunk,
+               x->recv_prev_mb, x->recv_prev_slot, x->recv_next_chunk, x->recv_next_mb, x->recv_next_slot);
       }
     }
     printf("E\n");

@@ -12,7 +12,9 @@
    has posted the matching batch): no deadlock, and the pipeline bubble (idle / compute time, forward 1 and
    backward 2 per micro batch split over the chunks, no communication time) printed next to Megatron's
    (p - 1) / (v m); the simulated bubble must equal it.
-4. The buffer counts the C code reports are the peaks this schedule holds.
+4. The slots: a received tensor goes to a free slot, the forward and backward find their input and output
+   gradient in the slots they name, a slot is free again after the backward, and the slot count is the most
+   received tensors held at once.
 Usage: test_pipeline_schedule.py <schedule_tool>
 """
 import subprocess
@@ -193,7 +195,7 @@ def parse(text):
 def c_events(p, s, steps):
     """The C steps as events comparable with megatron_interleaved's (empty exchanges dropped)."""
     ev = []
-    for fc, fm, bc, bm, sn, sp, rpc, rpm, rnc, rnm in steps:
+    for fc, fm, _, bc, bm, _, _, sn, sp, rpc, rpm, _, rnc, rnm, _ in steps:
         if fc >= 0:
             ev.append(("F", fc, fm))
         if bc >= 0:
@@ -354,7 +356,6 @@ def main():
         table = resolve(p, meg)
         for s in range(p):
             st = sch["stages"][s]
-            nsteps, warmup, nin, ngrad = st["info"]
             check(c_events(p, s, st["steps"]) == py_events(meg[s]), "%s stage %d: C steps differ from Megatron's" % (tag, s))
             # every forward and backward of every (chunk, micro batch), once
             fw = sorted(e[1:3] for e in meg[s] if e[0] == "F")
@@ -372,27 +373,30 @@ def main():
             recvs = [tok for e in meg[s] if e[0] == "X" for _, tok in e[2]]
             labels = []
             for x in st["steps"]:
-                if x[6] >= 0:
-                    labels.append(("prev", predecessor(p, s, x[6], x[7])))
-                if x[8] >= 0:
-                    labels.append(("next", successor(p, s, x[8], x[9])))
+                if x[9] >= 0:
+                    labels.append(("prev", predecessor(p, s, x[9], x[10])))
+                if x[12] >= 0:
+                    labels.append(("next", successor(p, s, x[12], x[13])))
             check(sorted(map(str, labels)) == sorted(str((t[1], table.get(t))) for t in recvs),
                   "%s stage %d: C labels of received tensors differ from the matched sends" % (tag, s))
-            # peak buffers: inputs received (not first stage chunk 0) live until their backward, gradients too
-            live_in, live_gr, peak_in, peak_gr = {}, {}, 0, 0
-            for x in st["steps"]:
-                if x[2] >= 0:
-                    live_in.pop((x[2], x[3]), None)
-                    live_gr.pop((x[2], x[3]), None)
-                if x[6] >= 0:
-                    live_in[(x[6], x[7])] = 1
-                if x[8] >= 0:
-                    live_gr[(x[8], x[9])] = 1
-                for c in range(v):
-                    peak_in = max(peak_in, sum(1 for k in live_in if k[0] == c))
-                    peak_gr = max(peak_gr, sum(1 for k in live_gr if k[0] == c))
-            check((nin, ngrad) == (peak_in, peak_gr), "%s stage %d: buffers %d/%d, peaks %d/%d"
-                  % (tag, s, nin, ngrad, peak_in, peak_gr))
+            # the slots hold what the steps say, and no more of them than the peak of live received tensors
+            nsteps, warmup, nslots = st["info"]
+            slot, peak, ok_slots = {}, 0, True
+            for fc, fm, fs, bc, bm, bis, bgs, _, _, rpc, rpm, rps, rnc, rnm, rns in st["steps"]:
+                if fc >= 0:
+                    ok_slots &= (fs < 0) == (s == 0 and fc == 0) and (fs < 0 or slot.get(fs) == ("in", fc, fm))
+                if bc >= 0:
+                    ok_slots &= (bis < 0) == (s == 0 and bc == 0) and (bis < 0 or slot.get(bis) == ("in", bc, bm))
+                    ok_slots &= (bgs < 0) == (s == p - 1 and bc == v - 1) and (bgs < 0 or slot.get(bgs) == ("grad", bc, bm))
+                    slot.pop(bis, None)
+                    slot.pop(bgs, None)
+                for kind, c, m, sl in (("in", rpc, rpm, rps), ("grad", rnc, rnm, rns)):
+                    if c >= 0:
+                        ok_slots &= 0 <= sl < nslots and sl not in slot
+                        slot[sl] = (kind, c, m)
+                peak = max(peak, len(slot))
+            check(ok_slots and not slot, "%s stage %d: slots misused or left in use" % (tag, s))
+            check(nslots == peak, "%s stage %d: %d slots, peak %d" % (tag, s, nslots, peak))
             check(warmup == (v * nmb if nmb == p else min((p - s - 1) * 2 + (v - 1) * p, v * nmb)),
                   "%s stage %d: warmup %d" % (tag, s, warmup))
         progs = [py_events(ev) for ev in meg]
