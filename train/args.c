@@ -158,6 +158,9 @@ static const flag k_flags[] = {
    "Megatron's sequence parallelism: layernorm/dropout regions split over the sequence (off with TP 1)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
    "Pipeline-parallel degree (layers split evenly over the stages, Megatron's 1F1B schedule)."},
+  {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
+   "Megatron's interleaved schedule: each stage holds num_layers / (pp x this) chunks of this many layers "
+   "(pp > 2, micro batches a multiple of pp)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
@@ -621,6 +624,17 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   a->data_parallel_size = world_size / (tp * pp);
+  a->virtual_pipeline_model_parallel_size = -1;
+  if (given(seen, "--num-layers-per-virtual-pipeline-stage")) { /* Megatron's asserts, with the numbers */
+    const int n = a->num_layers_per_virtual_pipeline_stage;
+    check_positive("--num-layers-per-virtual-pipeline-stage", n);
+    zt_check(pp > 2, "inconsistent arguments", "--pipeline-model-parallel-size %d must be greater than 2 with the "
+             "interleaved schedule (--num-layers-per-virtual-pipeline-stage %d)", pp, n);
+    zt_check(a->num_layers % ((long long)pp * n) == 0, "inconsistent arguments", "--num-layers %d is not divisible "
+             "by --pipeline-model-parallel-size %d x --num-layers-per-virtual-pipeline-stage %d = %lld",
+             a->num_layers, pp, n, (long long)pp * n);
+    a->virtual_pipeline_model_parallel_size = a->num_layers / (pp * n);
+  }
   /* tensor parallelism splits the heads, the MLP columns and (with --sequence-parallel) the sequence */
   zt_check(a->num_attention_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible "
            "by --tensor-model-parallel-size %d", a->num_attention_heads, tp);
@@ -698,6 +712,7 @@ static void set_defaults(zt_args *a) {
   a->recompute_method_uniform = 1;
   a->recompute_num_layers = 1;
   a->tensor_model_parallel_size = a->pipeline_model_parallel_size = a->data_parallel_size = 1;
+  a->num_layers_per_virtual_pipeline_stage = a->virtual_pipeline_model_parallel_size = -1;
   a->log_interval = 100;
   a->eval_interval = 1000;
   a->eval_iters = 100;
@@ -895,6 +910,8 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("tensor_model_parallel_size", a->tensor_model_parallel_size);
   BOOL_LINE("sequence_parallel", a->sequence_parallel);
   INT_LINE("pipeline_model_parallel_size", a->pipeline_model_parallel_size);
+  OPT_LINE("num_layers_per_virtual_pipeline_stage", a->num_layers_per_virtual_pipeline_stage);
+  OPT_LINE("virtual_pipeline_model_parallel_size", a->virtual_pipeline_model_parallel_size);
   INT_LINE("data_parallel_size", a->data_parallel_size);
   INT_LINE("world_size", (long long)a->data_parallel_size * a->tensor_model_parallel_size *
                              a->pipeline_model_parallel_size);

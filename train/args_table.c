@@ -30,7 +30,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"checkpoint",
    "--no-initialization --universal-checkpoint --kill-switch-file"},
   {"3D-parallelism",
-   "--num-layers-per-virtual-pipeline-stage --standalone-embedding-stage --no-pipeline-parallel "
+   "--standalone-embedding-stage --no-pipeline-parallel "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "
    "--use-ring-exchange-p2p --overlap-p2p-communication --DDP-impl --no-contiguous-buffers-in-local-ddp "
    "--data-parallel-random-init --use-cpu-initialization --distributed-backend "

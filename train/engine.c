@@ -13,6 +13,7 @@
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
 #include "checkpoints/checkpoint.h"
+#include "train/pipeline.h"
 
 _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
                    (int)ZT_LR_DECAY_CONSTANT == (int)ZT_DECAY_CONSTANT && (int)ZT_LR_DECAY_INVSQRT == (int)ZT_DECAY_INVSQRT,
@@ -282,7 +283,9 @@ static void setup_groups(zt_engine *e) {
            "of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "", e->pp_size);
   if (a->tensor_model_parallel_size == 1 && e->pp_size == 1) return;
   zt_layout l;
-  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, e->pp_size, 1, 1, a->num_layers);
+  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, e->pp_size, 1,
+                 a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1,
+                 a->num_layers);
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   const zt_group_kind kinds[4] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING};
   for (int k = 0; k < (e->pp_size > 1 ? 4 : 2); k++) {
@@ -436,6 +439,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->ds = ds;
   e->clip_grad = a->clip_grad;
   setup_groups(e);
+  zt_pipeline_setup(e);
   zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
            "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
   build_data(e, tok);
@@ -449,7 +453,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .micro_batch = a->micro_batch_size, .seq_length = a->seq_length,
       .tp_group = e->tp_group, .tp_size = a->tensor_model_parallel_size, .tp_rank = e->tp_rank,
       .sequence_parallel = a->sequence_parallel, .pp_size = e->pp_size, .pp_rank = e->pp_rank,
-      .pp_group = e->pp_group};
+      .pp_group = e->pp_group, .vpp = e->vpp, .pp_buffers = e->pp_buffers};
   mixed_precision_setup(e);
   c.master_weights = e->half_dtype != ZT_DTYPE_FP32;
   e->zero_stage = ds ? ds->zero_stage : 0;
@@ -525,6 +529,7 @@ void zt_engine_free(zt_engine *e) {
   }
   if (e->zero_stage > 0) zt_zero_free(&e->zero);
   zt_gpt_free(&e->model);
+  free(e->pipe_steps);
   free(e->text);
   free(e->tokens);
   free(e->targets);
@@ -537,7 +542,7 @@ void zt_engine_free(zt_engine *e) {
 }
 
 /* Loads micro batch rows from sample `first` on: tokens = text[:, :-1], targets = text[:, 1:]. */
-static void load_micro_batch(zt_engine *e, int split, uint64_t first) {
+void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first) {
   const zt_args *a = e->args;
   const int B = a->micro_batch_size, T = a->seq_length;
   for (int b = 0; b < B; b++) {
@@ -556,7 +561,7 @@ static void load_micro_batch(zt_engine *e, int split, uint64_t first) {
   }
 }
 
-static void check_finite_loss(const zt_engine *e, float loss, int micro, const char *what) {
+void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what) {
   if (isfinite(loss)) return;
   zt_fatal("non-finite loss", "%s is %s at iteration %lld (micro batch %d); the run stops: lower --lr or "
            "check --init-method-std", what, isnan(loss) ? "nan" : "inf", (long long)e->iteration + 1, micro);
@@ -712,119 +717,11 @@ static void log_scaler_event(const zt_engine *e) {
 /* After a micro batch's backward: gradients stored in the half type are rounded to it (a value beyond its range
  * becomes infinite); an fp16 model's fp32-accumulated gradients are checked against the fp16 range. Returns 1
  * on an fp16 overflow. */
-static int half_grads_after_backward(zt_engine *e) {
+int zt_engine_half_grads_after_backward(zt_engine *e) {
   const size_t n = e->model.table.numel;
   if (e->grads_half) return zt_round_f32(e->model.grads, e->model.grads, n, e->half_dtype) > 0;
   if (e->half_dtype == ZT_DTYPE_FP16) return zt_count_nonrepresentable(e->model.grads, n, ZT_DTYPE_FP16) > 0;
   return 0;
-}
-
-/* ---- pipeline parallelism: Megatron's 1F1B schedule (forward_backward_pipelining_without_interleaving) ----
- * Stage s runs min(P - s - 1, nmb) warm-up forwards, then alternates one forward and one backward, then drains
- * the backwards; activations and their gradients go to the neighbouring stages with blocking point-to-point
- * messages, paired (MPI_Sendrecv) where Megatron pairs them. A stage keeps only the input of each micro batch in
- * flight and recomputes the stage's forward right before the micro batch's backward (a stage-level activation
- * checkpoint; recompute is bit-identical), so one activation set per stage suffices. */
-
-static zt_pass pipe_load(zt_engine *e, int split, uint64_t first, int training) {
-  const zt_args *a = e->args;
-  load_micro_batch(e, split, first);
-  return (zt_pass){.B = a->micro_batch_size, .T = a->seq_length, .first_sample = first, .seed = a->seed,
-                   .training = training, .key_start = e->key_start};
-}
-
-/* Forward-only pipeline step (evaluation): receive, forward, send; the loss on the last stage, else 0. */
-static float pipe_eval_forward(zt_engine *e, const zt_pass *pass) {
-  zt_gpt *m = &e->model;
-  if (e->pp_size == 1) return zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, pass);
-  const size_t n = zt_gpt_stage_numel(m);
-  if (e->pp_rank > 0) zt_recv_f32(e->pp_group, zt_gpt_stage_input(m), n, e->pp_rank - 1);
-  float loss = zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, pass);
-  if (e->pp_rank < e->pp_size - 1) zt_send_f32(e->pp_group, zt_gpt_stage_output(m), n, e->pp_rank + 1);
-  return loss;
-}
-
-/* The last stage's value on every stage of the pipeline. */
-static double pipe_from_last(const zt_engine *e, double v) {
-  if (e->pp_size > 1) zt_broadcast(e->pp_group, &v, sizeof v, e->pp_size - 1);
-  return v;
-}
-
-typedef struct {
-  zt_engine *e;
-  int nmb, last_fwd;
-  double loss_sum;
-  int overflow;                  /* fp16: a micro batch's gradient left the fp16 range */
-} pipe_state;
-
-static uint64_t pipe_first_sample(const zt_engine *e, int mb) {
-  const zt_args *a = e->args;
-  return (uint64_t)e->consumed_samples + (uint64_t)mb * a->micro_batch_size * a->data_parallel_size +
-         (uint64_t)e->dp_rank * a->micro_batch_size;
-}
-
-static void pipe_forward(pipe_state *st, int mb) {
-  zt_engine *e = st->e;
-  zt_gpt *m = &e->model;
-  zt_pass pass = pipe_load(e, 0, pipe_first_sample(e, mb), 1);
-  float *slot = zt_gpt_stash(m, mb % e->pp_size); /* middle stages keep the input for the recompute */
-  if (slot) memcpy(slot, zt_gpt_stage_input(m), zt_gpt_stage_numel(m) * sizeof(float));
-  float loss = zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
-  if (e->pp_rank == e->pp_size - 1) {
-    check_finite_loss(e, loss, mb, "lm loss");
-    st->loss_sum += loss;
-  }
-  st->last_fwd = mb;
-}
-
-static void pipe_backward(pipe_state *st, int mb) {
-  zt_engine *e = st->e;
-  zt_gpt *m = &e->model;
-  if (st->last_fwd != mb) { /* recompute the stage's forward of this micro batch (dres is not touched) */
-    zt_pass pass = pipe_load(e, 0, pipe_first_sample(e, mb), 1);
-    float *slot = zt_gpt_stash(m, mb % e->pp_size);
-    if (slot) memcpy(zt_gpt_stage_input(m), slot, zt_gpt_stage_numel(m) * sizeof(float));
-    zt_gpt_forward(m, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
-    st->last_fwd = mb;
-  }
-  zt_gpt_backward(m, (float)e->scaler.cur_scale / st->nmb);
-  st->overflow |= half_grads_after_backward(e);
-}
-
-/* One iteration's micro batches through the pipeline; returns the sum of their losses (on every stage). */
-static double pipeline_train(zt_engine *e, int nmb, int *overflow) {
-  zt_gpt *m = &e->model;
-  const zt_group *g = e->pp_group;
-  const int s = e->pp_rank, P = e->pp_size, first = s == 0, last = s == P - 1;
-  const size_t n = zt_gpt_stage_numel(m);
-  float *in = zt_gpt_stage_input(m), *out = zt_gpt_stage_output(m), *grad = zt_gpt_stage_grad(m);
-  pipe_state st = {.e = e, .nmb = nmb, .last_fwd = -1};
-  const int warmup = P - s - 1 < nmb ? P - s - 1 : nmb, remaining = nmb - warmup;
-  int fwd = 0, bwd = 0;
-  const double t0 = zt_now();
-  if (e->ds) zt_ds_throughput_start(&e->tput);
-  for (int i = 0; i < warmup; i++) {
-    if (!first) zt_recv_f32(g, in, n, s - 1);
-    pipe_forward(&st, fwd++);
-    if (!last) zt_send_f32(g, out, n, s + 1);
-  }
-  if (remaining > 0 && !first) zt_recv_f32(g, in, n, s - 1);
-  for (int i = 0; i < remaining; i++) {
-    pipe_forward(&st, fwd++);
-    if (!last) zt_sendrecv_f32(g, out, n, s + 1, grad, n, s + 1); /* send forward, receive backward */
-    pipe_backward(&st, bwd++);
-    if (first) continue;
-    if (i == remaining - 1) zt_send_f32(g, grad, n, s - 1);
-    else zt_sendrecv_f32(g, grad, n, s - 1, in, n, s - 1); /* send backward, receive forward */
-  }
-  for (int i = 0; i < warmup; i++) {
-    if (!last) zt_recv_f32(g, grad, n, s + 1);
-    pipe_backward(&st, bwd++);
-    if (!first) zt_send_f32(g, grad, n, s - 1);
-  }
-  e->t_bwd_inner += zt_now() - t0;
-  *overflow = st.overflow;
-  return pipe_from_last(e, st.loss_sum);
 }
 
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
@@ -835,23 +732,23 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
   const size_t n = e->model.table.numel;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
-  if (e->pp_size > 1) loss_sum = pipeline_train(e, nmb, &overflow); /* the loop below runs without stages */
+  if (e->pp_size > 1) loss_sum = zt_pipeline_train(e, nmb, &overflow); /* the loop below runs without stages */
   for (int mb = 0; mb < nmb && e->pp_size == 1; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     /* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows */
     uint64_t first = (uint64_t)e->consumed_samples + (uint64_t)mb * B * a->data_parallel_size +
                      (uint64_t)e->dp_rank * B;
-    load_micro_batch(e, 0, first);
+    zt_engine_load_micro_batch(e, 0, first);
     double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
                     .key_start = e->key_start};
     if (profiling) zt_flops_profiler_attach(e->fprof, &e->model); /* the last micro batch's times remain */
     float loss = zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
     if (profiling) zt_flops_profiler_detach(e->fprof, &e->model);
-    check_finite_loss(e, loss, mb, "lm loss");
+    zt_engine_check_finite_loss(e, loss, mb, "lm loss");
     double t1 = zt_now();
     zt_gpt_backward(&e->model, (float)e->scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
-    overflow |= half_grads_after_backward(e);
+    overflow |= zt_engine_half_grads_after_backward(e);
     double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
@@ -955,13 +852,13 @@ float zt_engine_evaluate(zt_engine *e, int split) {
     for (int mb = 0; mb < a->num_microbatches; mb++) {
       uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size +
                        (uint64_t)e->dp_rank * B;
-      load_micro_batch(e, split, first);
+      zt_engine_load_micro_batch(e, split, first);
       zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0,
                       .key_start = e->key_start};
-      total += pipe_eval_forward(e, &pass);
+      total += zt_pipeline_eval_forward(e, &pass);
       count++;
     }
-  total = pipe_from_last(e, total);
+  total = zt_pipeline_from_last(e, total);
   if (split == 1) e->consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
   return count ? (float)dp_mean(e, total / count) : 0.0f;
 }

@@ -12,6 +12,7 @@
 #include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/loss_scaler.h"
+#include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/zero/swap.h"
 #include "runtime/zero/zero.h"
 #include "runtime/optim/lr_schedule.h"
@@ -54,6 +55,10 @@ typedef struct {
   const zt_group *pp_group;      /* this rank's pipeline (NULL with PP = 1): group rank = stage */
   const zt_group *emb_group;     /* first and last stage (tied embedding grads), or NULL */
   int pp_rank, pp_size;
+  /* the pipeline schedule (train/pipeline.c): vpp virtual chunks per stage (1 without interleaving), the
+   * interleaved schedule's steps on this stage, the stage-sized buffers the schedule keeps in the model */
+  int vpp, interleaved, pp_buffers, pipe_nsteps;
+  zt_pipe_step *pipe_steps;
   /* mixed precision (--fp16/--bf16 or the ds_config blocks): the model's params hold values of
    * half_dtype (on the CPU in fp32 slots: the ops compute in fp32), master the fp32 weights the
    * optimizer updates; both NULL/ZT_DTYPE_FP32 in fp32 training */

@@ -7,6 +7,7 @@
 
 #include "runtime/base/error.h"
 #include "runtime/base/philox.h"
+#include "runtime/parallel/parallel_state.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/base/timer.h"
 
@@ -22,7 +23,7 @@ static void register_params(zt_gpt *m) {
   if (m->first) zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
   for (int i = 0; i < m->nlayers; i++) { /* this stage's layers under their global numbers */
     char pre[96];
-    layer_prefix(pre, sizeof pre, m->layer0 + i);
+    layer_prefix(pre, sizeof pre, m->blocks[i].layer);
     zt_block_register(&m->table, pre, &m->bcfg, &m->ffns[i]);
   }
   if (!m->last) return;
@@ -94,7 +95,8 @@ static int sequence_parallel_grad(const zt_gpt *m, const zt_param *p) {
 /* Sizing pass (plan not yet allocated: pointers come back NULL) and carving pass share this. */
 static void plan_memory(zt_gpt *m) {
   zt_memplan *p = &m->plan;
-  const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->nlayers;
+  /* L: the layers of one chunk (all of the stage's without virtual chunks): one chunk runs at a time */
+  const int B = m->cfg.micro_batch, T = m->cfg.seq_length, C = m->cfg.hidden_size, L = m->chunk_layers;
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&m->tp, B * T);
   const size_t V = (size_t)m->cfg.padded_vocab_size / m->tp.size;
@@ -117,11 +119,13 @@ static void plan_memory(zt_gpt *m) {
     m->layer_in = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * N * C);
     m->layer_out = m->layer_in ? m->layer_in + (size_t)L * N * C : NULL;
   }
-  m->stash = !m->first && !m->last ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)m->pp * N * C) : NULL;
-  /* with full recompute every block's activations overlap one region, recomputed layer by layer */
+  const size_t nbuf = m->cfg.pp_buffers > 0 ? (size_t)m->cfg.pp_buffers : 0;
+  m->stash = nbuf ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, nbuf * N * C) : NULL;
+  /* with full recompute every block's activations overlap one region, recomputed layer by layer; the chunks
+   * of a stage overlap too */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
-  for (int l = 0; l < L; l++) {
-    if (m->cfg.recompute_full) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
+  for (int l = 0; l < m->nlayers; l++) {
+    if (m->cfg.recompute_full || l % L == 0) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
     zt_block_plan_acts(&m->blocks[l], p, &m->bcfg, B, T);
     size_t cur = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS);
     end = cur > end ? cur : end;
@@ -166,20 +170,26 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
                               .out_init_std = cfg->init_std / sqrtf(2.0f * L), .self_mask = ZT_ATTN_CAUSAL,
                               .tp = &m->tp};
   m->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
+  m->vpp = cfg->vpp > 1 ? cfg->vpp : 1;
   const int pr = m->pp > 1 ? cfg->pp_rank : 0;
   zt_check(L % m->pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
            "--pipeline-model-parallel-size %d", L, m->pp);
   zt_check(m->pp == 1 || cfg->pp_group != NULL, "internal error", "gpt: pipeline size %d without a group", m->pp);
-  m->nlayers = L / m->pp;
-  m->layer0 = pr * m->nlayers;
+  const zt_layout stages = {.pp = m->pp, .vpp = m->vpp}; /* only the stage and chunk sizes are read */
+  m->chunk_layers = L / (m->pp * m->vpp);
+  m->nlayers = m->chunk_layers * m->vpp;
   m->first = pr == 0;
   m->last = pr == m->pp - 1;
   m->blocks = zt_calloc((size_t)m->nlayers, sizeof(zt_block), "gpt blocks");
   m->ffns = zt_calloc((size_t)m->nlayers, sizeof(zt_ffn), "gpt mlps");
+  for (int c = 0; c < m->vpp; c++) {
+    int l0, n;
+    zt_layout_stage_layers(&stages, L, pr, c, &l0, &n);
+    for (int i = 0; i < n; i++) m->blocks[c * n + i].layer = l0 + i; /* dropout sites by the global layer */
+  }
   for (int l = 0; l < m->nlayers; l++) {
     m->ffns[l] = zt_ffn_dense_mlp();
     m->blocks[l].ffn = m->ffns[l];
-    m->blocks[l].layer = m->layer0 + l; /* dropout sites by the global layer */
   }
   register_params(m);
   for (int i = 0; i < m->table.count; i++)
@@ -193,7 +203,7 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   plan_memory(m);                  /* carving */
   for (int l = 0; l < m->nlayers; l++) {
     char pre[96];
-    layer_prefix(pre, sizeof pre, m->layer0 + l);
+    layer_prefix(pre, sizeof pre, m->blocks[l].layer);
     zt_block_bind(&m->blocks[l], &m->table, pre, m->params, m->grads);
   }
   if (m->first) zt_embedding_bind(&m->emb, &m->table, EMB_PREFIX, m->params, m->grads);
@@ -300,7 +310,10 @@ size_t zt_gpt_stage_numel(const zt_gpt *m) {
   return (size_t)zt_tp_local_rows(&m->tp, m->B * m->T) * m->cfg.hidden_size;
 }
 float *zt_gpt_stash(zt_gpt *m, int slot) {
-  return m->stash ? m->stash + (size_t)slot * zt_gpt_stage_numel(m) : NULL;
+  if (!m->stash) return NULL;
+  zt_check(slot >= 0 && slot < m->cfg.pp_buffers, "internal error", "pipeline buffer %d of %d", slot,
+           m->cfg.pp_buffers);
+  return m->stash + (size_t)slot * zt_gpt_stage_numel(m);
 }
 float *zt_gpt_shared_embedding_grad(zt_gpt *m, size_t *n) {
   if (m->pp == 1 || m->cfg.untie_embeddings || !(m->first || m->last)) return NULL;
@@ -336,9 +349,16 @@ static void vocab_parallel_cross_entropy(zt_gpt *m, const int32_t *targets, int 
 
 float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
                      const float *loss_mask, const zt_pass *pass) {
+  return zt_gpt_forward_chunk(m, 0, tokens, positions, targets, loss_mask, pass);
+}
+
+float zt_gpt_forward_chunk(zt_gpt *m, int vchunk, const int32_t *tokens, const int32_t *positions,
+                           const int32_t *targets, const float *loss_mask, const zt_pass *pass) {
   zt_check(pass->B == m->B && pass->T == m->T, "gpt", "batch %dx%d differs from the planned %dx%d",
            pass->B, pass->T, m->B, m->T);
-  const int L = m->nlayers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  zt_check(vchunk >= 0 && vchunk < m->vpp, "internal error", "gpt: virtual chunk %d of %d", vchunk, m->vpp);
+  const int L = m->chunk_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  zt_block *blocks = m->blocks + (size_t)vchunk * L;
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF); /* N: the residual stream's tokens */
   const size_t NC = (size_t)N * C;
   m->pass = *pass;
@@ -346,8 +366,9 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
   m->positions = positions;
   m->targets = targets;
   m->loss_mask = loss_mask;
+  m->fwd_chunk = vchunk;
   double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2;
-  if (m->first) /* later stages find their input in layer_in[0] */
+  if (m->first && vchunk == 0) /* later stages (and chunks) find their input in layer_in[0] */
     zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass,
                                m->pos_scratch);
   if (ft) ft[ZT_GPT_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
@@ -358,13 +379,13 @@ float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions,
     const double tl = profile ? zt_now() : 0.0;
     float *out = !m->part_acts ? m->layer_in + (size_t)(l + 1) * NC : l == L - 1 ? m->layer_out
                                                                       : m->act_work + (size_t)(l & 1) * NC;
-    zt_block_forward(&m->blocks[l], out, cur, &m->bcfg, pass, &m->scratch);
+    zt_block_forward(&blocks[l], out, cur, &m->bcfg, pass, &m->scratch);
     if (m->part_acts && l + 1 < L) /* keep this rank's chunk of the next layer's input */
       memcpy(m->act_parts + (size_t)l * chunk, out + (size_t)m->tp.rank * chunk, chunk * sizeof(float));
     cur = out;
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "forward", 1e3 * (zt_now() - tl));
   }
-  if (!m->last) return 0.0f; /* the output goes to the next stage */
+  if (!m->last || vchunk != m->vpp - 1) return 0.0f; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
   zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_out, m->lnf_w, m->lnf_b, N, C, m->cfg.ln_eps);
   if (ft) {
@@ -393,10 +414,12 @@ static void head_backward(zt_gpt *m, float grad_scale, int NF, int N, int C, int
 
 void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   const zt_pass *pass = &m->pass;
-  const int L = m->nlayers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
+  const int L = m->chunk_layers, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size / m->tp.size;
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF);
   const size_t NC = (size_t)N * C;
-  if (m->last) head_backward(m, grad_scale, NF, N, C, V); /* else dres holds d(output) from the next stage */
+  zt_block *blocks = m->blocks + (size_t)m->fwd_chunk * L;
+  if (m->last && m->fwd_chunk == m->vpp - 1) /* else dres holds d(output) from the next stage */
+    head_backward(m, grad_scale, NF, N, C, V);
   const int profile = m->ckpt_profile && m->cfg.recompute_full;
   const size_t chunk = NC / (size_t)m->tp.size;
   for (int l = L - 1; l >= 0; l--) {
@@ -406,11 +429,11 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
       zt_allgather_f32(m->tp.group, m->act_parts + (size_t)(l - 1) * chunk, chunk, m->act_work);
       x = m->act_work;
     }
-    if (m->cfg.recompute_full) zt_block_forward(&m->blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
-    zt_block_backward(&m->blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
+    if (m->cfg.recompute_full) zt_block_forward(&blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
+    zt_block_backward(&blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
   }
-  if (m->first)
+  if (m->first && m->fwd_chunk == 0)
     zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
                                 m->pos_scratch);
 }

@@ -38,8 +38,11 @@ typedef struct {
   /* pipeline parallelism (pp_size 0 or 1: none): this stage holds layers [pp_rank L/pp, (pp_rank+1) L/pp), the
    * first stage the embeddings, the last the final layernorm, the output layer (tied: its own copy of the word
    * embeddings, "word_embeddings.weight", kept equal through the embedding group) and the loss; pp_group (for
-   * the gradient norm) holds the stages of this rank's pipeline */
-  int pp_size, pp_rank;
+   * the gradient norm) holds the stages of this rank's pipeline. With vpp > 1 virtual chunks (the interleaved
+   * schedule) the stage holds vpp chunks of L/(pp vpp) layers, chunk c the layers [(c pp + pp_rank) L/(pp vpp),
+   * ...) (zt_layout_stage_layers); the embeddings go with chunk 0 of the first stage, the head with chunk vpp-1
+   * of the last. pp_buffers: stage-sized buffers the pipeline schedule keeps (stashed inputs, gradients). */
+  int pp_size, pp_rank, vpp, pp_buffers;
   const zt_group *pp_group;
 } zt_gpt_config;
 
@@ -62,16 +65,17 @@ typedef struct {
   float *ce_buf;             /* [6 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
   float *sp_buf;             /* [sp_numel] sequence-parallel gradients packed for their all-reduce */
   size_t sp_numel;
-  /* pipeline stage: layers [layer0, layer0 + nlayers); first/last stage flags; stash: pp_size slots of one
-   * micro batch's stage input (middle stages keep the inputs of the micro batches in flight) */
-  int layer0, nlayers, first, last, pp;
+  /* pipeline stage: nlayers = vpp chunks of chunk_layers layers, blocks in chunk order (blocks[i].layer: the
+   * global layer); first: the stage holds the embeddings (chunk 0), last: the head (chunk vpp-1); fwd_chunk:
+   * the chunk of the last forward; stash: cfg.pp_buffers stage-sized buffers for the schedule */
+  int nlayers, chunk_layers, vpp, fwd_chunk, first, last, pp;
   float *stash;
 
   /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and
    * dropout tensors hold this rank's B x T / tp tokens) */
   int B, T;
-  float *layer_in;           /* [L+1, B, T, C]: input of layer l, and the final hidden state; with partitioned
-                                activations only layer 0's input ([B, T, C]) */
+  float *layer_in;           /* [L+1, B, T, C]: input of layer l (of the chunk being run), and the final hidden
+                                state; with partitioned activations only layer 0's input ([B, T, C]) */
   float *layer_out;          /* [B, T, C] the final hidden state (layer_in's last slot when not partitioned) */
   int part_acts;             /* partitioned activations in use */
   float *act_parts;          /* [L-1, B*T*C/tp]: this rank's chunk of the inputs of layers 1..L-1 */
@@ -113,7 +117,11 @@ void zt_gpt_init_params(zt_gpt *m, uint64_t seed);
  * pass->training enables dropout. */
 float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
                      const float *loss_mask, const zt_pass *pass);
-/* Backward of the last forward; gradients accumulate into m->grads scaled by grad_scale (1/number
+/* The same for virtual chunk `chunk` of the stage (zt_gpt_forward is chunk 0, the whole stage without virtual
+ * chunks); the loss comes from the chunk that holds the head, else 0. */
+float zt_gpt_forward_chunk(zt_gpt *m, int chunk, const int32_t *tokens, const int32_t *positions,
+                           const int32_t *targets, const float *loss_mask, const zt_pass *pass);
+/* Backward of the last forward (its chunk); gradients accumulate into m->grads scaled by grad_scale (1/number
  * of micro batches for gradient accumulation). */
 void zt_gpt_backward(zt_gpt *m, float grad_scale);
 
@@ -129,16 +137,17 @@ void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m);
  * the tensor-parallel group, the replicated ones counted once (as Megatron counts them). */
 double zt_gpt_grad_norm(const zt_gpt *m, const float *grads);
 
-/* ---- pipeline stages (engine's 1F1B schedule, train/pipeline.c) ---------------------------------------
- * A stage that is not the first reads its input from zt_gpt_stage_input (the previous stage's output, written
- * there before zt_gpt_forward); a stage that is not the last returns 0 from zt_gpt_forward and leaves its output
- * in zt_gpt_stage_output, and its zt_gpt_backward reads d(output) from zt_gpt_stage_grad (written before the
- * call) and leaves d(input) there (not on the first stage). Each holds zt_gpt_stage_numel floats. */
+/* ---- pipeline stages (the 1F1B and interleaved schedules, train/pipeline.c) ------------------------------
+ * A stage (chunk) that is not the first reads its input from zt_gpt_stage_input (the previous stage's output,
+ * written there before zt_gpt_forward); one that is not the last returns 0 from zt_gpt_forward and leaves its
+ * output in zt_gpt_stage_output, and its zt_gpt_backward reads d(output) from zt_gpt_stage_grad (written before
+ * the call) and leaves d(input) there (not on the first). Each holds zt_gpt_stage_numel floats. */
 float *zt_gpt_stage_input(zt_gpt *m);
 float *zt_gpt_stage_output(zt_gpt *m);
 float *zt_gpt_stage_grad(zt_gpt *m);
 size_t zt_gpt_stage_numel(const zt_gpt *m);
-/* Slot s (< pp) of the stage-input stash (middle stages only, else NULL). */
+/* Buffer `slot` (< cfg.pp_buffers) of zt_gpt_stage_numel floats kept for the pipeline schedule, or NULL
+ * without any. */
 float *zt_gpt_stash(zt_gpt *m, int slot);
 /* The gradient of the tied word embeddings on the first stage and of their copy on the last (pipeline
  * parallelism with tied embeddings), *n its floats; NULL elsewhere. */

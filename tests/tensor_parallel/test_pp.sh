@@ -3,8 +3,10 @@
 # --sequence-parallel), untied output layer and full recompute gives the lm losses, gradient norms and validation
 # loss of one process for 10 iterations of 4 micro batches with dropout on (Megatron's 1F1B schedule; each stage
 # draws its layers' one-process weights; the tied word embeddings' copy on the last stage equals the first
-# stage's and their gradients are summed over the embedding group). Per-stage parameter counts are checked against
-# the shapes; an uneven layer split is refused (mixed precision with PP: tests/mixed_precision).
+# stage's and their gradients are summed over the embedding group). The interleaved schedule
+# (--num-layers-per-virtual-pipeline-stage) the same way at PP=4 and PP=3, with TP, SP, DP, untied, bf16, fp16.
+# Per-stage parameter counts are checked against the shapes; an uneven layer split and the interleaved schedule's
+# bad arguments are refused (mixed precision with 1F1B: tests/mixed_precision).
 # Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -14,7 +16,7 @@ L=4 H=64 NH=4 S=64 V=128
 tiny=(--num-layers $L --hidden-size $H --num-attention-heads $NH --seq-length $S --max-position-embeddings $S
       --mock-data --vocab-size $V --make-vocab-size-divisible-by 32 --lr 3e-3 --train-iters 10 --log-interval 1
       --eval-interval 10 --eval-iters 1 --global-batch-size 16 --attention-dropout 0.1 --hidden-dropout 0.1)
-field() { grep -E "^ iteration " <<<"$1" | sed -E "s/.*$2: ([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
+field() { grep -E "^ iteration " <<<"$1" | grep -F "$2:" | sed -E "s/.*$2: *([0-9.E+-]+).*/\1/" | tr '\n' ' '; }
 val() { grep -F "validation loss at the end of training for val data" <<<"$1" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*/\1/'; }
 close() { # two space-separated lists, relative tolerance, plus an absolute slack
   awk -v a="$1" -v b="$2" -v tol="$3" -v abs="$4" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ");
@@ -59,6 +61,40 @@ ref_u=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --micro-batch-size 4 --untie-embed
 out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 4 --untie-embeddings-and-output-weights)
 same "PP=4 untied output layer" "$ref_u" "$out" $?
 
+# Megatron's interleaved schedule (--num-layers-per-virtual-pipeline-stage), 8 layers: PP=4 with 2 chunks of one
+# layer per stage (stage s: layers s and s+4), 4 micro batches (= p: all forwards first) and 8 (the steady state);
+# with TP=2 --sequence-parallel --checkpoint-activations and with DP=2 (8 ranks), untied, bf16 and fp16 (dynamic
+# scale: the same skipped iterations, hysteresis and growth), PP=3 (6 layers, 6 micro batches); 2 layers per chunk
+# makes one chunk per stage, which still runs the interleaved schedule
+il=(--num-layers 8 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1)
+ref8=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 8 --micro-batch-size 4 2>&1)
+ref8b=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 8 --micro-batch-size 2 2>&1)
+out=$(run 4 --micro-batch-size 4 "${il[@]}"); same "interleaved PP=4 x 2 chunks, 4 micro batches" "$ref8" "$out" $?
+grep -qF "> interleaved pipeline schedule: 4 stages x 2 chunks of 1 layer, 4 micro batches (8 virtual steps); bubble (p-1)/(v m) = 0.375" <<<"$out" \
+  && ok "interleaved: schedule line" || bad "interleaved schedule line" "$(grep -m1 'pipeline schedule' <<<"$out")"
+for want in " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): $(( V * H + S * H + 2 * layer ))" \
+            " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): $(( 2 * layer ))" \
+            " > number of parameters on (tensor, pipeline) model parallel rank (0, 3): $(( 2 * layer + 2 * H + V * H ))"; do
+  if grep -qxF -- "$want" <<<"$out"; then ok "interleaved parameter count:$want"; else bad "interleaved parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
+done
+out=$(run 4 --micro-batch-size 2 "${il[@]}"); same "interleaved PP=4 x 2 chunks, 8 micro batches" "$ref8b" "$out" $?
+out=$(run 8 --micro-batch-size 4 "${il[@]}" --tensor-model-parallel-size 2 --sequence-parallel --checkpoint-activations)
+same "interleaved PP=4 x TP=2 --sequence-parallel --checkpoint-activations" "$ref8" "$out" $?
+out=$(run 8 --micro-batch-size 1 "${il[@]}"); same "interleaved PP=4 x DP=2" "$ref8b" "$out" $?
+out=$(run 4 --micro-batch-size 4 "${il[@]}" --num-layers-per-virtual-pipeline-stage 2)
+same "interleaved schedule with one chunk per stage (2 layers per virtual stage)" "$ref8" "$out" $?
+for extra in --untie-embeddings-and-output-weights --bf16 "--fp16 --initial-loss-scale 1048576 --loss-scale-window 3"; do
+  one=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 8 --micro-batch-size 2 $extra 2>&1)
+  out=$(run 4 --micro-batch-size 2 "${il[@]}" $extra); rc=$?
+  if [ "$(field "$one" "number of skipped iterations")" = "$(field "$out" "number of skipped iterations")" ]; then
+    same "interleaved PP=4 $extra (skipped iterations: $(field "$out" "number of skipped iterations" | tr -d ' '))" "$one" "$out" $rc
+  else bad "interleaved PP=4 $extra" "skipped '$(field "$one" "number of skipped iterations")' vs '$(field "$out" "number of skipped iterations")'"; fi
+done
+gbs12=(--num-layers 6 --global-batch-size 12 --micro-batch-size 2)
+ref6=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" "${gbs12[@]}" 2>&1)
+out=$(run 3 "${gbs12[@]}" --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1)
+same "interleaved PP=3 x 2 chunks, 6 micro batches" "$ref6" "$out" $?
+
 refused() { # name expected-message np args...
   local name="$1" msg="$2" np="$3"; shift 3
   local o rc
@@ -67,5 +103,11 @@ refused() { # name expected-message np args...
   else bad "refusal: $name" "rc=$rc $(grep -m2 error <<<"$o")"; fi
 }
 refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" 3 --pipeline-model-parallel-size 3
+refused "interleaved with PP=2" "--pipeline-model-parallel-size 2 must be greater than 2 with the interleaved schedule (--num-layers-per-virtual-pipeline-stage 1)" \
+  2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
+refused "interleaved, micro batches not a multiple of the stages" "number of microbatches (2) is not divisible by pipeline-model-parallel-size (4) when using interleaved schedule" \
+  4 "${il[@]}" --micro-batch-size 8
+refused "interleaved, layers not divisible" "--num-layers 8 is not divisible by --pipeline-model-parallel-size 4 x --num-layers-per-virtual-pipeline-stage 3 = 12" \
+  4 "${il[@]}" --num-layers-per-virtual-pipeline-stage 3
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
