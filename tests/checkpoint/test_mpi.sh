@@ -9,7 +9,8 @@
 #  - tensor parallelism (TP=2, one model-state file per tensor-parallel rank holding its slices, full shapes and
 #    offsets) and ZeRO stages 1 and 2 (each rank writes the partition it owns): exact resume, and checkpoints
 #    resharded between TP=1, TP=2, TP=2 x DP=2, ZeRO and no ZeRO, bitwise (vocabulary padding adapted);
-#  - pipeline parallelism (PP=2: a file per stage): exact resume, PP=2 -> 1 process -> PP=2 x TP=2 bitwise.
+#  - pipeline parallelism (PP=2: a file per stage): exact resume, PP=2 -> 1 process -> PP=2 x TP=2 bitwise; the
+#    interleaved schedule (PP=4 x 2 chunks): exact resume, -> 1 process -> interleaved bitwise.
 # Usage: test_mpi.sh PRETRAIN_GPT PYTHON   (SKIP 77 without mpirun or h5py)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -101,6 +102,22 @@ out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${pp2[@]}" "${tp2[@]}" --load P1 --
 cmp=$("$py" "$here/h5_oracle.py" full P1/global_step8 P22/global_step8 2>&1)
 [ $rc -eq 0 ] && [ -f P22/global_step8/mp_rank_03_model_states.h5 ] && grep -q "^equal" <<<"$cmp" &&
   ok "1-process checkpoint loaded into PP=2 x TP=2 (4 model-parallel files): $cmp" || bad "1 -> PP2xTP2" "rc=$rc $cmp $(tail -2 <<<"$out")"
+
+# the interleaved schedule: stage s holds layers s and s+4 of 8 under their global names, so its checkpoint loads
+# into any layout; exact resume, PP=4 x 2 chunks -> 1 process -> PP=4 x 2 chunks bitwise
+il=(--num-layers 8 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1)
+a=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${il[@]}" --save I4 --save-interval 4 2>&1) || bad "interleaved straight" "$(tail -3 <<<"$a")"
+b1=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${il[@]}" --save I4b --exit-interval 4 2>&1) || bad "interleaved first half" "$(tail -3 <<<"$b1")"
+b2=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${il[@]}" --save I4b --save-interval 4 --load I4b 2>&1) || bad "interleaved resume" "$(tail -3 <<<"$b2")"
+cmp=$("$py" "$here/h5_oracle.py" same I4/global_step8 I4b/global_step8 2>&1)
+[ -f I4/global_step8/mp_rank_03_model_states.h5 ] && [ -n "$(losses "$a")" ] && [ "$(losses "$a")" == "$(losses "$b1")$(losses "$b2")" ] &&
+  grep -q "^equal" <<<"$cmp" && ok "interleaved PP=4: 8 straight = 4 + resume 4, losses and files bitwise ($cmp)" || bad "interleaved resume" "$cmp"
+out=$(timeout 300 "$bin" "${tiny[@]}" --num-layers 8 --load I4 --save I1 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full I4/global_step8 I1/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "interleaved PP=4 checkpoint loaded into 1 process: $cmp" || bad "interleaved -> 1" "rc=$rc $cmp $(tail -2 <<<"$out")"
+out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${il[@]}" --load I1 --save I4c 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" full I1/global_step8 I4c/global_step8 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "1-process checkpoint loaded into interleaved PP=4: $cmp" || bad "1 -> interleaved" "rc=$rc $cmp $(tail -2 <<<"$out")"
 
 # ZeRO stages 1 and 2 (bf16: DeepSpeed's bf16_ prefix)
 for st in 1 2; do
