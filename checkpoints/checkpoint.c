@@ -677,7 +677,8 @@ static void load_checkpoint(zt_engine *e) {
     e->skipped_iters = r.skipped_steps;
   }
   free(stage);
-  if (e->zero_stage == 3) zt_zero3_release_all(&e->zero3); /* keep the partition and the persistent parameters */
+  if (e->zero_stage == 3) zt_zero3_reset(&e->zero3); /* keep the partition (offloaded pieces to NVMe) and the
+                                                         persistent parameters */
   if (!a->finetune) {
     e->iteration = r.iteration;
     e->consumed_samples = r.consumed_train_samples;

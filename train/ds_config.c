@@ -622,9 +622,14 @@ static void fill_fields(zt_ds_config *c) {
   if (strcmp(c->offload_param_device, "none") && c->zero_stage != 3)
     ds_fail(c, "zero_optimization.offload_param.device \"%s\" needs zero_optimization.stage 3 (DeepSpeed offloads "
             "parameters only in stage 3), got stage %d", c->offload_param_device, c->zero_stage);
-  if (!strcmp(c->offload_param_device, "nvme"))
-    ds_fail(c, "zero_optimization.offload_param.device \"nvme\" is not supported yet: lands with the ZeRO-Infinity "
-            "parameter-swapping work (\"cpu\" runs; offload_optimizer \"nvme\" runs)");
+  get_str(c, "zero_optimization.offload_param.nvme_path", c->offload_param_nvme_path,
+          sizeof c->offload_param_nvme_path);
+  c->offload_param_buffer_count = (int)get_num(c, "zero_optimization.offload_param.buffer_count").value;
+  c->offload_param_buffer_size = get_num(c, "zero_optimization.offload_param.buffer_size").value;
+  c->offload_param_max_in_cpu = get_num(c, "zero_optimization.offload_param.max_in_cpu").value;
+  c->offload_param_pin_memory = get_bool(c, "zero_optimization.offload_param.pin_memory");
+  if (!strcmp(c->offload_param_device, "nvme") && !c->offload_param_nvme_path[0])
+    ds_fail(c, "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path");
   c->zero_reduce_bucket_size = get_num(c, "zero_optimization.reduce_bucket_size").value;
   c->zero_allgather_bucket_size = cJSON_IsTrue(z) ? get_num(c, "allgather_size").value
                                                   : get_num(c, "zero_optimization.allgather_bucket_size").value;

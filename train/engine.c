@@ -268,16 +268,17 @@ static void init_weights(zt_engine *e) {
     const size_t a = m->unit_off[u], b = m->unit_off[u + 1];
     zt_gpt_init_params_range(m, e->args->seed, a, b);
     if (e->half_dtype != ZT_DTYPE_FP32) zt_round_f32(m->params + a, m->params + a, b - a, e->half_dtype);
+    const size_t x = e->zero3.ox[u], n = e->zero3.olen[u]; /* this rank's piece: its masters */
+    if (m->master && n) memcpy(m->master + (x - e->part_lo), m->params + x, n * sizeof(float));
     zt_zero3_discard(&e->zero3, u);
   }
   if (e->zero_stage != 3) {
     zt_gpt_init_params(m, e->args->seed);
     if (e->half_dtype != ZT_DTYPE_FP32) zt_round_f32(m->params, m->params, m->table.numel, e->half_dtype);
+    /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
+    if (m->master) memcpy(m->master, m->params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
   }
   if (e->half_dtype == ZT_DTYPE_FP32) return;
-  /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
-  if (e->model.master)
-    memcpy(e->model.master, e->model.params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
   e->master = e->model.master;
   char scale[40] = "1";
   if (e->half_dtype == ZT_DTYPE_FP16) zt_py_float(scale, sizeof scale, e->scaler.cur_scale, 0);
@@ -417,6 +418,27 @@ static void zero_setup(zt_engine *e) {
          (double)p->bytes[ZT_MEM_OPTIM] / (1 << 20));
 }
 
+/* The ds_config's aio block as the handle's configuration, checked. */
+static zt_aio_config ds_aio_config(const zt_ds_config *ds) {
+  zt_aio_config ac;
+  zt_aio_config_defaults(&ac);
+  ac.block_size = ds->aio_block_size;
+  ac.queue_depth = ds->aio_queue_depth;
+  ac.intra_op_parallelism = ds->aio_intra_op_parallelism;
+  ac.single_submit = ds->aio_single_submit;
+  ac.overlap_events = ds->aio_overlap_events;
+  char err[256];
+  zt_check(zt_aio_config_check(&ac, err, sizeof err) == 0, "ds_config", "%s: aio: %s", ds->path, err);
+  return ac;
+}
+
+/* The parameter swap files go at exit too (zt_fatal exits through exit()). */
+static zt_zero3 *live_zero3;
+static void remove_param_swap_files(void) {
+  if (live_zero3 && live_zero3->ps) zt_param_swapper_free(live_zero3->ps);
+  live_zero3 = NULL;
+}
+
 static void zero3_hook(void *ctx, int event, int unit) {
   zt_zero3 *s = ctx;
   if (event == ZT_GPT_FETCH) zt_zero3_fetch(s, unit);
@@ -433,6 +455,8 @@ static void zero3_setup(zt_engine *e) {
   const double f = ds->gradient_predivide_factor.value;
   const char *poison = getenv("ZT_ZERO3_POISON");
   zt_gpt *m = &e->model;
+  const int nvme = !strcmp(ds->offload_param_device, "nvme");
+  const zt_aio_config ac = nvme ? ds_aio_config(ds) : (zt_aio_config){0};
   const zt_zero3_config zc = {
       .prefetch_bucket = (size_t)ds->zero_prefetch_bucket_size, .max_live = (size_t)ds->zero_max_live_parameters,
       .max_reuse = (size_t)ds->zero_max_reuse_distance, .persistence = (size_t)ds->zero_param_persistence_threshold,
@@ -442,22 +466,36 @@ static void zero3_setup(zt_engine *e) {
       .grad_round = e->grads_half ? e->half_dtype : ZT_DTYPE_FP32,
       .fp16_check = e->half_dtype == ZT_DTYPE_FP16 && !e->grads_half, .comm_dtype = e->comm_dtype,
       .pre_scale = ds->prescale_gradients ? (float)(1.0 / W) : (float)(1.0 / f),
-      .post_scale = ds->prescale_gradients ? 1.0f : (float)(f / W), .poison = poison && !strcmp(poison, "1")};
+      .post_scale = ds->prescale_gradients ? 1.0f : (float)(f / W), .poison = poison && !strcmp(poison, "1"),
+      .param_nvme_path = nvme ? ds->offload_param_nvme_path : NULL, .aio = &ac,
+      .max_in_cpu = (size_t)ds->offload_param_max_in_cpu, .buffer_count = ds->offload_param_buffer_count,
+      .buffer_size = (size_t)ds->offload_param_buffer_size, .pin_memory = ds->offload_param_pin_memory,
+      .rank = zt_comm_rank()};
   zt_zero3_init(&e->zero3, &e->zero, &zc, &m->table, m->params, m->grads, m->nunits, m->unit_off, m->unit_off + 1);
+  if (e->zero3.ps) {
+    live_zero3 = &e->zero3;
+    atexit(remove_param_swap_files);
+  }
   m->param_hook = zero3_hook;
   m->param_hook_ctx = &e->zero3;
   size_t largest = 0;
   for (int u = 0; u < m->nunits; u++)
     if (m->unit_off[u + 1] - m->unit_off[u] > largest) largest = m->unit_off[u + 1] - m->unit_off[u];
   const size_t res = zt_zero3_resident(&e->zero3);
-  zt_log("> ZeRO stage 3: parameters resident per rank: %zu of %zu (partition %zu + persistent %zu: %d ranges of "
-         "parameters under %zu elements), %.1f MiB; %d fetch units, the largest %zu elements; prefetch %zu, max live "
-         "%zu, max reuse distance %zu elements%s\n", res, m->table.numel, e->part_hi - e->part_lo,
-         res - (e->part_hi - e->part_lo), e->zero3.npersist, zc.persistence, (double)res * 4 / (1 << 20),
-         m->nunits, largest, zc.prefetch_bucket, zc.max_live, zc.max_reuse,
+  zt_log("> ZeRO stage 3: parameters resident per rank: %zu of %zu (partition %zu; persistent %zu elements in %d "
+         "ranges of parameters under %zu elements), %.1f MiB; %d fetch units, the largest %zu elements; prefetch "
+         "%zu, max live %zu, max reuse distance %zu elements%s\n", res, m->table.numel, e->part_hi - e->part_lo,
+         e->zero3.persist_elems, e->zero3.npersist, zc.persistence, (double)res * 4 / (1 << 20), m->nunits, largest,
+         zc.prefetch_bucket, zc.max_live, zc.max_reuse,
          zc.poison ? " (ZT_ZERO3_POISON: released parameters become NaN)" : "");
-  if (strcmp(ds->offload_param_device, "none"))
+  if (!strcmp(ds->offload_param_device, "cpu"))
     zt_log("> offload_param cpu: the parameter partitions are in host memory (on the CPU path they always are)\n");
+  size_t on_nvme = 0;
+  for (int u = 0; nvme && u < m->nunits; u++) on_nvme += e->zero3.ps->len[u];
+  if (nvme)
+    zt_log("> offload_param nvme: %zu of this rank's %zu partition elements in %s (max_in_cpu %zu; %d buffers of "
+           "%zu elements)\n", on_nvme, e->part_hi - e->part_lo, e->zero3.ps->dir, zc.max_in_cpu, zc.buffer_count,
+           e->zero3.ps->buf_elems);
 }
 
 /* The swap files go at exit too when the run stops on an error (zt_fatal exits through exit()). */
@@ -482,20 +520,14 @@ static void offload_setup(zt_engine *e) {
   zt_check(ds->offload_optimizer_buffer_count >= states * sets, "ds_config", "%s: "
            "zero_optimization.offload_optimizer.buffer_count %d is less than the %d swap buffers needed (%d states%s)",
            ds->path, ds->offload_optimizer_buffer_count, states * sets, states, sets > 1 ? " x 2 for pipelining" : "");
-  zt_aio_config ac;
-  zt_aio_config_defaults(&ac);
-  ac.block_size = ds->aio_block_size;
-  ac.queue_depth = ds->aio_queue_depth;
-  ac.intra_op_parallelism = ds->aio_intra_op_parallelism;
-  ac.single_submit = ds->aio_single_submit;
-  ac.overlap_events = ds->aio_overlap_events;
-  char err[256];
-  zt_check(zt_aio_config_check(&ac, err, sizeof err) == 0, "ds_config", "%s: aio: %s", ds->path, err);
+  const zt_aio_config ac = ds_aio_config(ds);
   e->swap = zt_malloc(sizeof *e->swap, "optimizer swapper");
+  if (e->zero_stage == 3) zt_zero3_partition_in(&e->zero3); /* the initial masters come from the weights */
   const size_t n = e->part_hi - e->part_lo;
   zt_opt_swapper_init(e->swap, &ac, ds->offload_optimizer_nvme_path, e->zero_stage, zt_comm_rank(), e->part_lo, n,
                       (size_t)ds->zero_sub_group_size, with_master, e->model.params + e->part_lo,
                       ds->offload_optimizer_pipeline, ds->offload_optimizer_pin_memory);
+  if (e->zero_stage == 3) zt_zero3_partition_out(&e->zero3, 0);
   live_swapper = e->swap;
   atexit(remove_swap_files);
   zt_log("> offload_optimizer nvme: %zu elements x %d states per rank in %s (%zu sub-groups of %zu)%s\n", n, states,
@@ -1006,6 +1038,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     /* this rank's partition (everything without ZeRO); then the half copy of the masters, and with ZeRO the
      * all-gather of the updated partitions and the gradients of the others' partitions cleared */
     const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
+    if (e->zero_stage == 3) zt_zero3_partition_in(&e->zero3); /* offload_param nvme: the pieces on NVMe */
     if (e->swap) { /* NVMe: sub-group by sub-group through the swap buffers */
       zt_opt_swapper_step(e->swap, &e->opt, e->model.params + lo, partition_grads(e), current_lr(e), factor,
                           e->model.params + lo, e->half_dtype);

@@ -50,9 +50,10 @@ static void give_back(zt_zero3 *s, float *buf, size_t x, size_t y, int zero) {
   }
 }
 
-/* Releases the parameters of [a, b) that are neither in this rank's partition nor persistent. */
-static void drop_params(zt_zero3 *s, size_t a, size_t b) {
-  const size_t lo = s->z->lo, hi = s->z->hi;
+/* Releases the parameters of [a, b) that are not persistent, and not in this rank's partition unless
+ * drop_owned. */
+static void drop_params(zt_zero3 *s, size_t a, size_t b, int drop_owned) {
+  const size_t lo = drop_owned ? b : s->z->lo, hi = drop_owned ? b : s->z->hi;
   size_t x = a;
   int k = 0;
   while (x < b) {
@@ -84,10 +85,28 @@ static void gather_ranges(zt_zero3 *s, const size_t *a, const size_t *b, int n) 
   s->gathers++;
 }
 
-/* Gathers the listed units (not live) in one collective and marks them live. */
+static int swapped(const zt_zero3 *s, int u) { return s->ps && s->ps->len[u] > 0; }
+
+/* This rank's offloaded piece of unit u into the flat buffer. */
+static void piece_in(zt_zero3 *s, int u) {
+  if (!swapped(s, u) || s->in[u]) return;
+  zt_param_swapper_read(s->ps, u, s->params + s->ox[u]);
+  s->in[u] = 1;
+}
+
+/* ... and out of it (written to NVMe first when it changed). */
+static void piece_out(zt_zero3 *s, int u, int write) {
+  if (!swapped(s, u) || !s->in[u]) return;
+  if (write) zt_param_swapper_write(s->ps, u, s->params + s->ox[u]);
+  drop_params(s, s->ox[u], s->ox[u] + s->olen[u], 1);
+  s->in[u] = 0;
+}
+
+/* Gathers the listed units (not live) and marks them live. */
 static void gather_units(zt_zero3 *s, const int *units, int n) {
   size_t *a = zt_malloc(2 * (size_t)(n ? n : 1) * sizeof(size_t), "ZeRO-3 ranges"), *b = a + n;
   for (int i = 0; i < n; i++) {
+    piece_in(s, units[i]);
     a[i] = s->ua[units[i]];
     b[i] = s->ub[units[i]];
     s->live[units[i]] = 1;
@@ -100,7 +119,8 @@ static void gather_units(zt_zero3 *s, const int *units, int n) {
 
 static void drop_unit(zt_zero3 *s, int u) {
   if (!s->live[u]) return;
-  drop_params(s, s->ua[u], s->ub[u]);
+  drop_params(s, s->ua[u], s->ub[u], 0);
+  piece_out(s, u, 0); /* unchanged since the last step */
   s->live[u] = 0;
   s->live_elems -= usize(s, u);
 }
@@ -139,13 +159,53 @@ void zt_zero3_init(zt_zero3 *s, const zt_zero *z, const zt_zero3_config *cfg, co
     }
   }
   s->acc = zt_calloc(z->hi - z->lo + 1, sizeof(float), "ZeRO-3 gradient partition");
+  s->ox = zt_malloc(2 * (size_t)n * sizeof(size_t), "ZeRO-3 pieces");
+  s->olen = s->ox + n;
+  size_t kept = 0;
+  size_t *swap_len = zt_calloc((size_t)n, sizeof(size_t), "ZeRO-3 pieces");
+  for (int u = 0; u < n; u++) {
+    s->olen[u] = seg(s, a[u], b[u], z->dp_rank, &s->ox[u]);
+    if (kept + s->olen[u] <= cfg->max_in_cpu) kept += s->olen[u];
+    else swap_len[u] = s->olen[u];
+  }
+  s->in = zt_calloc((size_t)n, 1, "ZeRO-3 piece flags");
+  if (cfg->param_nvme_path) {
+    s->ps = zt_malloc(sizeof(*s->ps), "offload_param swapper");
+    zt_param_swapper_init(s->ps, cfg->aio, cfg->param_nvme_path, cfg->rank, n, swap_len, cfg->buffer_count,
+                          cfg->buffer_size, cfg->pin_memory);
+  }
+  free(swap_len);
 }
 
 void zt_zero3_discard(zt_zero3 *s, int u) {
-  if (s->z->dp_size > 1) drop_params(s, s->ua[u], s->ub[u]);
+  s->in[u] = 1; /* just written whole */
+  piece_out(s, u, 1);
+  if (s->z->dp_size > 1) drop_params(s, s->ua[u], s->ub[u], 0);
+}
+
+void zt_zero3_reset(zt_zero3 *s) {
+  for (int u = 0; u < s->nunits; u++) {
+    zt_zero3_discard(s, u);
+    s->live[u] = 0;
+  }
+  s->live_elems = 0;
+}
+
+void zt_zero3_partition_in(zt_zero3 *s) {
+  for (int u = 0; u < s->nunits; u++) piece_in(s, u);
+}
+
+void zt_zero3_partition_out(zt_zero3 *s, int changed) {
+  for (int u = 0; u < s->nunits; u++) piece_out(s, u, changed);
 }
 
 void zt_zero3_free(zt_zero3 *s) {
+  if (s->ps) {
+    zt_param_swapper_free(s->ps);
+    free(s->ps);
+  }
+  free(s->ox);
+  free(s->in);
   free(s->ua);
   free(s->live);
   free(s->pending);
@@ -210,7 +270,10 @@ void zt_zero3_fetch(zt_zero3 *s, int u) {
       s->trace_ok = 0;
     }
   }
-  if (s->z->dp_size == 1) return;
+  if (s->z->dp_size == 1) { /* everything is this rank's: only an offloaded piece has to come in */
+    piece_in(s, u);
+    return;
+  }
   int *group = zt_malloc((size_t)s->nunits * sizeof(int), "ZeRO-3 fetch group");
   int n = 0;
   size_t elems = 0;
@@ -239,7 +302,10 @@ void zt_zero3_fetch(zt_zero3 *s, int u) {
 
 void zt_zero3_release(zt_zero3 *s, int u) {
   s->in_use[u] = 0;
-  if (s->z->dp_size == 1) return;
+  if (s->z->dp_size == 1) {
+    piece_out(s, u, 0);
+    return;
+  }
   if (s->tracing && s->trace_ok && s->live_elems <= s->cfg.max_live) {
     const size_t d = reuse_distance(s, u);
     if (d != (size_t)-1 && d <= s->cfg.max_reuse) return; /* used again soon: keep it */
@@ -248,7 +314,10 @@ void zt_zero3_release(zt_zero3 *s, int u) {
 }
 
 void zt_zero3_gather_all(zt_zero3 *s) {
-  if (s->z->dp_size == 1) return;
+  if (s->z->dp_size == 1) {
+    zt_zero3_partition_in(s);
+    return;
+  }
   int *all = zt_malloc((size_t)s->nunits * sizeof(int), "ZeRO-3 units");
   int n = 0;
   for (int u = 0; u < s->nunits; u++)
@@ -258,7 +327,10 @@ void zt_zero3_gather_all(zt_zero3 *s) {
 }
 
 void zt_zero3_release_all(zt_zero3 *s) {
-  if (s->z->dp_size == 1) return;
+  if (s->z->dp_size == 1) {
+    zt_zero3_partition_out(s, 0);
+    return;
+  }
   for (int u = 0; u < s->nunits; u++)
     if (!s->in_use[u]) drop_unit(s, u);
 }
@@ -319,16 +391,24 @@ void zt_zero3_after_step(zt_zero3 *s, int params_changed) {
     s->trace_ok = s->trace_n > 0;
   }
   s->tracing = 0;
-  if (!params_changed) return;
-  zt_zero3_release_all(s); /* every gathered copy is stale */
-  gather_ranges(s, s->pa, s->pb, s->npersist);
+  zt_zero3_partition_out(s, params_changed);
+  zt_zero3_release_all(s); /* every gathered copy is stale (after a skipped step: its piece went out) */
+  if (params_changed) gather_ranges(s, s->pa, s->pb, s->npersist);
+}
+
+/* Elements of [a, b) that are persistent. */
+static size_t persistent_in(const zt_zero3 *s, size_t a, size_t b) {
+  size_t n = 0;
+  for (int k = 0; k < s->npersist; k++) {
+    const size_t x = max_sz(s->pa[k], a), y = min_sz(s->pb[k], b);
+    if (y > x) n += y - x;
+  }
+  return n;
 }
 
 size_t zt_zero3_resident(const zt_zero3 *s) {
-  size_t outside = 0;
-  for (int k = 0; k < s->npersist; k++) {
-    const size_t x = max_sz(s->pa[k], s->z->lo), y = min_sz(s->pb[k], s->z->hi);
-    outside += s->pb[k] - s->pa[k] - (y > x ? y - x : 0);
-  }
-  return s->z->hi - s->z->lo + outside;
+  size_t n = s->z->hi - s->z->lo + s->persist_elems - persistent_in(s, s->z->lo, s->z->hi);
+  for (int u = 0; u < s->nunits; u++)
+    if (swapped(s, u)) n -= s->olen[u] - persistent_in(s, s->ox[u], s->ox[u] + s->olen[u]);
+  return n;
 }

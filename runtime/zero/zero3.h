@@ -11,7 +11,8 @@
  * says the unit is used again within max_reuse_distance elements of other fetches and max_live_parameters
  * allows it. A fetch also prefetches the units the trace says come next, up to prefetch_bucket_size elements in
  * one collective. After the optimizer step every gathered copy is stale: all units are released and the
- * persistent parameters re-gathered.
+ * persistent parameters re-gathered. With offload_param nvme the rank's own pieces of the units beyond
+ * max_in_cpu elements live in swap files and are read in when their unit is fetched.
  *
  * Gradients: when a unit's gradients for the micro batch are complete (zt_zero3_grad_ready) they join the
  * pending reduce bucket; at reduce_bucket_size elements (or the end of the backward, zt_zero3_flush_grads)
@@ -28,8 +29,10 @@
 
 #include <stddef.h>
 
+#include "runtime/aio/aio.h"
 #include "runtime/base/dtype.h"
 #include "runtime/tensor/param_table.h"
+#include "runtime/zero/param_swap.h"
 #include "runtime/zero/zero.h"
 
 typedef struct {
@@ -44,6 +47,12 @@ typedef struct {
   zt_dtype comm_dtype;         /* the reduce-scatter's data type */
   float pre_scale, post_scale; /* DeepSpeed's averaging around the sum */
   int poison;                  /* released parameters become NaN instead of going back to the system (tests) */
+  /* offload_param nvme (runtime/zero/param_swap.h): NULL path = parameters stay in memory */
+  const char *param_nvme_path;
+  const zt_aio_config *aio;
+  size_t max_in_cpu;           /* partition elements kept in memory (the first units'), the rest on NVMe */
+  int buffer_count, pin_memory, rank;
+  size_t buffer_size;
 } zt_zero3_config;
 
 typedef struct {
@@ -54,6 +63,9 @@ typedef struct {
   int nunits;
   size_t *ua, *ub;             /* unit u is [ua[u], ub[u]) */
   unsigned char *live, *in_use;
+  size_t *ox, *olen;           /* this rank's piece of unit u: [ox[u], ox[u] + olen[u]) */
+  zt_param_swapper *ps;        /* offload_param nvme, or NULL */
+  unsigned char *in;           /* a swapped unit's piece is in memory */
   size_t live_elems;
   /* persistent parameters: sorted disjoint ranges */
   size_t *pa, *pb;
@@ -85,8 +97,16 @@ void zt_zero3_fetch(zt_zero3 *s, int unit);
 void zt_zero3_release(zt_zero3 *s, int unit);
 /* Every unit whole (checkpoint saves), and every unit released (after a step or a load). Collective. */
 void zt_zero3_gather_all(zt_zero3 *s);
-/* Gives back a unit's non-resident parameters whatever its state (after initializing it unit by unit). */
+/* Gives back a unit's non-resident parameters whatever its state (after initializing it unit by unit; a piece
+ * offloaded to NVMe is written first). */
 void zt_zero3_discard(zt_zero3 *s, int unit);
+/* After the whole parameters were written into the flat buffer (a checkpoint load): offloaded pieces are
+ * written to NVMe, everything not resident given back, no unit live. */
+void zt_zero3_reset(zt_zero3 *s);
+/* Brings every offloaded piece of the partition into memory (the optimizer step, the optimizer swapper's
+ * initial masters); zt_zero3_partition_out sends them back (written when they changed). */
+void zt_zero3_partition_in(zt_zero3 *s);
+void zt_zero3_partition_out(zt_zero3 *s, int changed);
 void zt_zero3_release_all(zt_zero3 *s);
 
 void zt_zero3_grad_ready(zt_zero3 *s, int unit);
@@ -94,11 +114,12 @@ void zt_zero3_flush_grads(zt_zero3 *s);
 /* After the last micro batch: flushes the bucket; acc then holds the partition's gradient. Returns (and
  * clears) the overflow flag. */
 int zt_zero3_take_grads(zt_zero3 *s);
-/* After the optimizer step changed the partitions (or a skipped step): gathered copies dropped, persistent
- * parameters re-gathered, acc cleared, the iteration's trace closed. */
+/* After the optimizer step changed the partitions (or a skipped step): offloaded pieces written back, gathered
+ * copies dropped, persistent parameters re-gathered, acc cleared, the iteration's trace closed. */
 void zt_zero3_after_step(zt_zero3 *s, int params_changed);
 
-/* Elements resident on this rank outside the partition (persistent) and the partition's own. */
+/* Elements resident on this rank between fetches: the partition's own (less what is on NVMe) and the
+ * persistent parameters outside it. */
 size_t zt_zero3_resident(const zt_zero3 *s);
 
 #endif

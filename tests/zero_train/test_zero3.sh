@@ -4,9 +4,10 @@
 # parameter becomes NaN, so a unit used without its fetch shows up in the loss. Checks: the losses and grad norms
 # of stage 0 (1e-6 relative, as printed) over 10 iterations with gradient accumulation at DP=2, DP=4 and
 # TP=2 x DP=2, fetching one unit at a time or with prefetch, live-parameter and reuse-distance limits (fewer
-# all-gathers); the resident parameters per rank; fp16 (DynamicLossScaler lines) and bf16; offload_optimizer
-# nvme and offload_param cpu; an exact resume from a stage-3 checkpoint; ZeRO-1 with pipeline parallelism; the
-# refusals.
+# fetches); the resident parameters per rank; fp16 (DynamicLossScaler lines) and bf16; offload_optimizer
+# nvme and offload_param cpu; offload_param nvme (one process and DP=2, fp32 and fp16) bit for bit with its
+# files removed; an exact resume from a stage-3 checkpoint (also into offload_param nvme and stage 1); ZeRO-1
+# with pipeline parallelism; the refusals.
 # Usage: test_zero3.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -54,7 +55,7 @@ for np in 2 4; do
     || bad "DP=$np all-gather counts" "'$g1' -> '$g2'"
   # resident: this rank's partition of the 118528 parameters, nothing persistent
   want=$(( (118528 + np - 1) / np ))
-  grep -q "> ZeRO stage 3: parameters resident per rank: $want of 118528 (partition $want + persistent 0" <<<"$o1" \
+  grep -q "> ZeRO stage 3: parameters resident per rank: $want of 118528 (partition $want; persistent 0 elements" <<<"$o1" \
     && ok "DP=$np resident parameters per rank: $want of 118528" \
     || bad "DP=$np resident" "$(grep -m1 'parameters resident' <<<"$o1")"
   peak=$(grep -m1 "at most .* parameter elements gathered" <<<"$o2" | sed -E 's/.*at most ([0-9]+) .*/\1/')
@@ -96,6 +97,25 @@ else
   bad "stage 3 offload" "'$(field "$ref" "lm loss")' vs '$(field "$out" "lm loss")' $(grep -m1 error <<<"$out")"
 fi
 
+# offload_param nvme (ZeRO-Infinity): this rank's pieces of the units on NVMe, read in when fetched, written
+# after each step; one process and DP=2, fp32 and fp16 (with the optimizer state on NVMe too), = in memory
+for np in 1 2; do
+  for prec in fp32 fp16; do
+    extra=""; [ $prec = fp16 ] && extra='"fp16": {"enabled": true, "initial_scale_power": 12}, '
+    cfg m$prec "$extra\"zero_optimization\": {\"stage\": 3, $one}"
+    opt=""; [ $prec = fp16 ] && opt=", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/onv\"}"
+    cfg p$prec "$extra\"zero_optimization\": {\"stage\": 3, $one, \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/pnv\", \"max_in_cpu\": 0, \"buffer_count\": 2, \"buffer_size\": 3000}$opt}"
+    ref=$(run $np m$prec) out=$(run $np p$prec)
+    if [ "$(field "$ref" "lm loss")" = "$(field "$out" "lm loss")" ] && [ -n "$(field "$out" "lm loss")" ] \
+       && grep -q "> offload_param nvme: [1-9][0-9]* of this rank's" <<<"$out" \
+       && [ -z "$(find "$tmp/pnv" "$tmp/onv" -type f 2>/dev/null)" ]; then
+      ok "offload_param nvme, $np process(es), $prec = in memory, bit for bit; swap files removed"
+    else
+      bad "offload_param nvme $np $prec" "'$(field "$ref" "lm loss")' vs '$(field "$out" "lm loss")' $(grep -m1 error <<<"$out")"
+    fi
+  done
+done
+
 # checkpoints: 5 iterations, save, resume for 5 more = 10 straight (the model states hold whole weights)
 full=$(run 2 one --lr-decay-iters 10)
 run 2 one --lr-decay-iters 10 --train-iters 5 --save "$tmp/ck" --save-interval 5 >/dev/null
@@ -105,6 +125,16 @@ if [ -n "$(field "$res" "lm loss")" ] && [ "$(field "$full" "lm loss" | cut -d' 
 else
   bad "stage 3 resume" "'$(field "$full" "lm loss" | cut -d' ' -f6-10)' vs '$(field "$res" "lm loss")' $(grep -m1 error <<<"$res")"
 fi
+cfg pk "\"zero_optimization\": {\"stage\": 3, $one, \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/pnv\", \"max_in_cpu\": 0}}"
+res=$(run 2 pk --lr-decay-iters 10 --load "$tmp/ck")
+[ -n "$(field "$res" "lm loss")" ] && [ "$(field "$full" "lm loss" | cut -d' ' -f6-10)" = "$(field "$res" "lm loss" | sed 's/ $//')" ] \
+  && ok "the stage-3 checkpoint resumes with offload_param nvme, bit for bit" \
+  || bad "resume with offload_param nvme" "'$(field "$res" "lm loss")' $(grep -m1 error <<<"$res")"
+run 2 pk --lr-decay-iters 10 --train-iters 5 --save "$tmp/ck2" --save-interval 5 >/dev/null
+res=$(run 2 one --lr-decay-iters 10 --load "$tmp/ck2")
+[ -n "$(field "$res" "lm loss")" ] && [ "$(field "$full" "lm loss" | cut -d' ' -f6-10)" = "$(field "$res" "lm loss" | sed 's/ $//')" ] \
+  && ok "a checkpoint saved with offload_param nvme resumes in memory, bit for bit" \
+  || bad "save with offload_param nvme" "'$(field "$res" "lm loss")' $(grep -m1 error <<<"$res")"
 # the same checkpoint loads into stage 1 (the partitions are laid out alike)
 cfg s1 '"zero_optimization": {"stage": 1}'
 res1=$(run 2 s1 --lr-decay-iters 10 --load "$tmp/ck")
@@ -123,8 +153,11 @@ expect "stage 3 with pipeline parallelism" "ZeRO-2 and ZeRO-3 are incompatible w
   "$(run 4 one --pipeline-model-parallel-size 2)"
 expect "stage 3 with --sequence-parallel" "zero_optimization.stage 3 with --sequence-parallel is not supported yet" \
   "$(run 4 one --tensor-model-parallel-size 2 --sequence-parallel)"
-cfg pn "\"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp\"}}"
-expect "offload_param nvme" "zero_optimization.offload_param.device \"nvme\" is not supported yet" "$(run 2 pn)"
+cfg pn '"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}'
+expect "offload_param nvme without nvme_path" "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path" "$(run 2 pn)"
+touch "$tmp/plainfile"
+cfg pf "\"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/plainfile/x\"}}"
+expect "an offload_param nvme_path that cannot be created" "offload_param: nvme_path: cannot create $tmp/plainfile" "$(run 2 pf)"
 cfg p2 '"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}'
 expect "offload_param below stage 3" "zero_optimization.offload_param.device \"cpu\" needs zero_optimization.stage 3" "$(run 2 p2)"
 echo "ZeRO-3: $pass passed, $fail failed"
