@@ -385,8 +385,6 @@ static void zero_setup(zt_engine *e) {
   zt_check(e->zero_stage == 1 || a->pipeline_model_parallel_size == 1, "ds_config", "%s: ZeRO-2 and ZeRO-3 are "
            "incompatible with pipeline parallelism (zero_optimization.stage %d with --pipeline-model-parallel-size "
            "%d; stage 1 runs there)", ds->path, e->zero_stage, a->pipeline_model_parallel_size);
-  zt_check(e->zero_stage < 3 || !a->sequence_parallel, "unsupported configuration", "zero_optimization.stage 3 "
-           "with --sequence-parallel is not supported yet (stages 1 and 2 run with it)");
   zt_zero_init(&e->zero, e->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter);
   e->part_lo = e->zero.lo;
@@ -440,10 +438,16 @@ static void remove_param_swap_files(void) {
 }
 
 static void zero3_hook(void *ctx, int event, int unit) {
-  zt_zero3 *s = ctx;
-  if (event == ZT_GPT_FETCH) zt_zero3_fetch(s, unit);
-  else if (event == ZT_GPT_RELEASE) zt_zero3_release(s, unit);
-  else zt_zero3_grad_ready(s, unit);
+  zt_engine *e = ctx;
+  zt_zero3 *s = &e->zero3;
+  if (event == ZT_GPT_FETCH) {
+    zt_zero3_fetch(s, unit);
+  } else if (event == ZT_GPT_RELEASE) {
+    zt_zero3_release(s, unit);
+  } else { /* --sequence-parallel: the unit's layernorm and bias gradients summed over TP first */
+    zt_gpt_sync_sequence_parallel_range(&e->model, e->model.unit_off[unit], e->model.unit_off[unit + 1]);
+    zt_zero3_grad_ready(s, unit);
+  }
 }
 
 /* Stage 3: each rank keeps its partition and the persistent parameters; the model fetches the rest unit by
@@ -477,7 +481,7 @@ static void zero3_setup(zt_engine *e) {
     atexit(remove_param_swap_files);
   }
   m->param_hook = zero3_hook;
-  m->param_hook_ctx = &e->zero3;
+  m->param_hook_ctx = e;
   size_t largest = 0;
   for (int u = 0; u < m->nunits; u++)
     if (m->unit_off[u + 1] - m->unit_off[u] > largest) largest = m->unit_off[u + 1] - m->unit_off[u];
@@ -986,7 +990,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
   }
   double t3 = zt_now();
-  zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
+  if (e->zero_stage != 3) /* --sequence-parallel: layernorm/bias grads over TP (stage 3: per unit, zero3_hook) */
+    zt_gpt_sync_sequence_parallel_grads(&e->model);
   size_t n_emb;
   float *g_emb = e->emb_group ? zt_gpt_shared_embedding_grad(&e->model, &n_emb) : NULL;
   if (g_emb) { /* tied embeddings: first + last stage, in the communication type */

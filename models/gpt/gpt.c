@@ -293,20 +293,23 @@ void zt_gpt_init_params_range(zt_gpt *m, uint64_t seed, size_t lo, size_t hi) {
   if (m->pp > 1) zt_param_table_free(&full);
 }
 
-void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) {
+void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) { zt_gpt_sync_sequence_parallel_range(m, 0, m->table.numel); }
+
+void zt_gpt_sync_sequence_parallel_range(zt_gpt *m, size_t lo, size_t hi) {
   if (!zt_tp_sp(&m->tp) || m->sp_numel == 0) return;
   size_t k = 0;
   for (int i = 0; i < m->table.count; i++) {
     const zt_param *p = &m->table.params[i];
-    if (!sequence_parallel_grad(m, p)) continue;
+    if (!sequence_parallel_grad(m, p) || p->offset < lo || p->offset >= hi) continue;
     memcpy(m->sp_buf + k, m->grads + p->offset, p->numel * sizeof(float));
     k += p->numel;
   }
-  zt_allreduce_sum_f32(m->tp.group, m->sp_buf, m->sp_numel);
+  if (k == 0) return;
+  zt_allreduce_sum_f32(m->tp.group, m->sp_buf, k);
   k = 0;
   for (int i = 0; i < m->table.count; i++) {
     const zt_param *p = &m->table.params[i];
-    if (!sequence_parallel_grad(m, p)) continue;
+    if (!sequence_parallel_grad(m, p) || p->offset < lo || p->offset >= hi) continue;
     memcpy(m->grads + p->offset, m->sp_buf + k, p->numel * sizeof(float));
     k += p->numel;
   }

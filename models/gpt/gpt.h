@@ -139,6 +139,9 @@ size_t zt_gpt_num_params(const zt_gpt *m);
  * its share of the tokens (layernorms and row-parallel biases; Megatron's allreduce of sequence_parallel
  * params). Call once per iteration after the last micro batch's backward; a no-op otherwise. */
 void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m);
+/* The same for the parameters that start in [lo, hi) of the flat buffer (ZeRO-3: one fetch unit's gradients,
+ * every micro batch, before their data-parallel reduce). */
+void zt_gpt_sync_sequence_parallel_range(zt_gpt *m, size_t lo, size_t hi);
 /* The global L2 norm of grads [table.numel]: with tensor parallelism the split parameters' squares summed over
  * the tensor-parallel group, the replicated ones counted once (as Megatron counts them). */
 double zt_gpt_grad_norm(const zt_gpt *m, const float *grads);

@@ -3,7 +3,7 @@
 # fetched unit by unit (embedding, layers, head) and released after use. With ZT_ZERO3_POISON=1 a released
 # parameter becomes NaN, so a unit used without its fetch shows up in the loss. Checks: the losses and grad norms
 # of stage 0 (1e-6 relative, as printed) over 10 iterations with gradient accumulation at DP=2, DP=4 and
-# TP=2 x DP=2, fetching one unit at a time or with prefetch, live-parameter and reuse-distance limits (fewer
+# TP=2 x DP=2 (also with --sequence-parallel), fetching one unit at a time or with prefetch, live-parameter and reuse-distance limits (fewer
 # fetches); the resident parameters per rank; fp16 (DynamicLossScaler lines) and bf16; offload_optimizer
 # nvme and offload_param cpu; offload_param nvme (one process and DP=2, fp32 and fp16) bit for bit with its
 # files removed; an exact resume from a stage-3 checkpoint (also into offload_param nvme and stage 1); ZeRO-1
@@ -65,6 +65,8 @@ done
 
 ref=$(run 4 s0 --tensor-model-parallel-size 2)
 same "TP=2 x DP=2 stage 3 = stage 0" "$ref" "$(run 4 pre --tensor-model-parallel-size 2)"
+ref=$(run 4 s0 --tensor-model-parallel-size 2 --sequence-parallel)
+same "TP=2 x DP=2 --sequence-parallel stage 3 = stage 0" "$ref" "$(run 4 one --tensor-model-parallel-size 2 --sequence-parallel)"
 
 # mixed precision: DeepSpeed's DynamicLossScaler under stage 3 (gradients are reduced every micro batch, as
 # DeepSpeed's stage 3 does, so the overflows need not fall on the same steps as stage 2's)
@@ -151,8 +153,6 @@ expect "stage 2 with pipeline parallelism" "ZeRO-2 and ZeRO-3 are incompatible w
   "$(run 4 s2 --pipeline-model-parallel-size 2)"
 expect "stage 3 with pipeline parallelism" "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" \
   "$(run 4 one --pipeline-model-parallel-size 2)"
-expect "stage 3 with --sequence-parallel" "zero_optimization.stage 3 with --sequence-parallel is not supported yet" \
-  "$(run 4 one --tensor-model-parallel-size 2 --sequence-parallel)"
 cfg pn '"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}'
 expect "offload_param nvme without nvme_path" "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path" "$(run 2 pn)"
 touch "$tmp/plainfile"
