@@ -8,22 +8,7 @@
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 bin="$1"
-command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
-      --mock-data --vocab-size 200 --lr 1e-3 --train-iters 10 --log-interval 1 --eval-interval 10 --eval-iters 1
-      --micro-batch-size 2 --global-batch-size 16 --seed 3)
-cfg() { # name, json members after the batch keys
-  printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, %s}\n' "$2" > "$tmp/$1.json"
-}
-run() { # np, config name, extra flags...
-  local np="$1" name="$2"; shift 2
-  timeout 300 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" --deepspeed --deepspeed_config "$tmp/$name.json" "$@" 2>&1
-}
-expect() { # name, message, output
-  if grep -qF -- "$2" <<<"$3" && ! grep -q "^ iteration " <<<"$3"; then ok "refused: $1"; else bad "refused: $1" "$(grep -m1 error <<<"$3")"; fi
-}
+. "$(dirname "$0")/zero_lib.sh"
 optim_mib() { grep -m1 "memory plan (MiB)" <<<"$1" | sed -E 's/.*optimizer state ([0-9.]+).*/\1/'; }
 
 for np in 2 4; do
