@@ -362,6 +362,7 @@ void zt_ckpt_save(zt_engine *e) {
   }
   zt_barrier(world);
   char path[4400];
+  if (e->zero_stage == 3) zt_zero3_gather_all(&e->zero3); /* the model states hold whole weights */
   if (l.dp_rank == 0) { /* the model states of this model-parallel rank */
     char *args_text = zt_args_summary(a);
     char *ds_text = e->ds ? read_file_text(e->ds->path) : strdup("");
@@ -375,6 +376,7 @@ void zt_ckpt_save(zt_engine *e) {
              e->half_dtype == ZT_DTYPE_BF16 ? "bf16_" : "", l.dp_rank, l.mp_rank);
     write_optim_file(e, &l, path, deflate);
   }
+  if (e->zero_stage == 3) zt_zero3_release_all(&e->zero3);
   zt_barrier(world);
   if (rank0) {
     DIR *d = opendir(tmp);
@@ -675,6 +677,8 @@ static void load_checkpoint(zt_engine *e) {
     e->skipped_iters = r.skipped_steps;
   }
   free(stage);
+  if (e->zero_stage == 3) zt_zero3_reset(&e->zero3); /* keep the partition (offloaded pieces to NVMe) and the
+                                                         persistent parameters */
   if (!a->finetune) {
     e->iteration = r.iteration;
     e->consumed_samples = r.consumed_train_samples;

@@ -602,8 +602,34 @@ static void fill_fields(zt_ds_config *c) {
 
   const cJSON *z = get_path(c, "zero_optimization");
   c->zero_stage = cJSON_IsObject(z) ? (int)get_num(c, "zero_optimization.stage").value : cJSON_IsTrue(z) ? 1 : 0;
-  if (c->zero_stage == 3)
-    ds_fail(c, "zero_optimization.stage 3 is not supported yet: lands with the ZeRO-3 work (stages 0, 1 and 2 run)");
+  /* stage 3 (runtime/zero/zero3.h): the "auto" values take DeepSpeed's defaults (the HF integration derives
+   * them from the hidden size, which a Megatron command line states outright) */
+  const zt_ds_num pf = get_num(c, "zero_optimization.prefetch_bucket_size"),
+                  pt = get_num(c, "zero_optimization.param_persistence_threshold"),
+                  rb = get_num(c, "zero_optimization.reduce_bucket_size");
+  c->zero_prefetch_bucket_size = pf.value;
+  c->zero_param_persistence_threshold = pt.value;
+  c->zero_auto_prefetch = pf.is_auto;
+  c->zero_auto_persistence = pt.is_auto;
+  c->zero_auto_reduce_bucket = rb.is_auto;
+  c->zero_model_persistence_threshold = get_num(c, "zero_optimization.model_persistence_threshold").value;
+  c->zero_max_live_parameters = get_num(c, "zero_optimization.max_live_parameters").value;
+  c->zero_max_reuse_distance = get_num(c, "zero_optimization.max_reuse_distance").value;
+  snprintf(c->offload_param_device, sizeof c->offload_param_device, "none");
+  get_str(c, "zero_optimization.offload_param.device", c->offload_param_device, sizeof c->offload_param_device);
+  if (cJSON_IsTrue(get_path(c, "zero_optimization.cpu_offload_param")))
+    snprintf(c->offload_param_device, sizeof c->offload_param_device, "cpu");
+  if (strcmp(c->offload_param_device, "none") && c->zero_stage != 3)
+    ds_fail(c, "zero_optimization.offload_param.device \"%s\" needs zero_optimization.stage 3 (DeepSpeed offloads "
+            "parameters only in stage 3), got stage %d", c->offload_param_device, c->zero_stage);
+  get_str(c, "zero_optimization.offload_param.nvme_path", c->offload_param_nvme_path,
+          sizeof c->offload_param_nvme_path);
+  c->offload_param_buffer_count = (int)get_num(c, "zero_optimization.offload_param.buffer_count").value;
+  c->offload_param_buffer_size = get_num(c, "zero_optimization.offload_param.buffer_size").value;
+  c->offload_param_max_in_cpu = get_num(c, "zero_optimization.offload_param.max_in_cpu").value;
+  c->offload_param_pin_memory = get_bool(c, "zero_optimization.offload_param.pin_memory");
+  if (!strcmp(c->offload_param_device, "nvme") && !c->offload_param_nvme_path[0])
+    ds_fail(c, "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path");
   c->zero_reduce_bucket_size = get_num(c, "zero_optimization.reduce_bucket_size").value;
   c->zero_allgather_bucket_size = cJSON_IsTrue(z) ? get_num(c, "allgather_size").value
                                                   : get_num(c, "zero_optimization.allgather_bucket_size").value;
@@ -621,7 +647,7 @@ static void fill_fields(zt_ds_config *c) {
                                   get_bool(c, "zero_optimization.offload_optimizer.pipeline_write");
   c->zero_sub_group_size = get_num(c, "zero_optimization.sub_group_size").value;
   if (strcmp(c->offload_optimizer_device, "none") && c->zero_stage == 0)
-    ds_fail(c, "zero_optimization.offload_optimizer.device \"%s\" needs zero_optimization.stage 1 or 2 (the optimizer "
+    ds_fail(c, "zero_optimization.offload_optimizer.device \"%s\" needs zero_optimization.stage 1, 2 or 3 (the optimizer "
             "state offloaded is the rank's ZeRO partition)", c->offload_optimizer_device);
   if (!strcmp(c->offload_optimizer_device, "nvme") && !c->offload_optimizer_nvme_path[0])
     ds_fail(c, "zero_optimization.offload_optimizer.device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path");
@@ -665,18 +691,18 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_verbose = get_bool(c, "comms_logger.verbose");
   c->cl_prof_all = get_bool(c, "comms_logger.prof_all");
   c->cl_debug = get_bool(c, "comms_logger.debug");
-  static const char *cl_ops[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv",
-                                 "barrier"};
+  static const char *cl_ops[] = {"all_reduce", "all_gather", "reduce_scatter", "reduce", "broadcast", "send",
+                                 "recv", "barrier"};
   const cJSON *ops = get_key(c, "comms_logger.prof_ops");
   int i = 0;
   const cJSON *op;
   cJSON_ArrayForEach(op, ops) {
     if (!cJSON_IsString(op)) ds_fail(c, "comms_logger.prof_ops[%d] must be a string (an op name)", i);
     int ok = 0;
-    for (int j = 0; j < 7; j++) ok |= strcmp(op->valuestring, cl_ops[j]) == 0;
+    for (int j = 0; j < 8; j++) ok |= strcmp(op->valuestring, cl_ops[j]) == 0;
     if (!ok)
       ds_fail(c, "comms_logger.prof_ops[%d] \"%s\" is not an op zerotron logs (all_reduce, all_gather, "
-                 "reduce_scatter, broadcast, send, recv, barrier)", i, op->valuestring);
+                 "reduce_scatter, reduce, broadcast, send, recv, barrier)", i, op->valuestring);
     if (i >= 8) ds_fail(c, "comms_logger.prof_ops has %d names, at most 8 allowed", cJSON_GetArraySize(ops));
     snprintf(c->cl_prof_ops[i], sizeof c->cl_prof_ops[i], "%s", op->valuestring);
     i++;

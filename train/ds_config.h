@@ -65,7 +65,15 @@ typedef struct zt_ds_config {
     char warmup_type[8];               /* "log" or "linear" */
   } sched;
 
-  int zero_stage;                      /* 0, 1 or 2 (3 is refused); the legacy "zero_optimization": true is 1 */
+  int zero_stage;                      /* 0 to 3; the legacy "zero_optimization": true is 1 */
+  double zero_prefetch_bucket_size, zero_param_persistence_threshold, zero_model_persistence_threshold;
+  double zero_max_live_parameters, zero_max_reuse_distance; /* stage 3, elements */
+  bool zero_auto_reduce_bucket, zero_auto_prefetch, zero_auto_persistence; /* "auto": the hidden size decides */
+  char offload_param_device[8];        /* "none", "cpu" or "nvme" (stage 3; the legacy cpu_offload_param true is "cpu") */
+  char offload_param_nvme_path[512];
+  int offload_param_buffer_count;
+  double offload_param_buffer_size, offload_param_max_in_cpu; /* elements */
+  bool offload_param_pin_memory;
   double zero_reduce_bucket_size, zero_allgather_bucket_size; /* elements */
   bool zero_reduce_scatter;
   char offload_optimizer_device[8];    /* "none", "cpu" or "nvme" (the legacy cpu_offload true is "cpu") */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -101,6 +102,15 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
     zt_check(a->train_iters > 0, "inconsistent arguments", "--train-samples %lld is less than one global batch "
              "(train_batch_size %d in %s)", (long long)a->train_samples, a->global_batch_size, c->path);
   }
+  /* the Hugging Face integration's "auto" ZeRO sizes, from the hidden size */
+  const double h = a->hidden_size;
+  if (c->zero_auto_reduce_bucket) c->zero_reduce_bucket_size = h * h;
+  if (c->zero_auto_prefetch) c->zero_prefetch_bucket_size = floor(0.9 * h * h);
+  if (c->zero_auto_persistence) c->zero_param_persistence_threshold = 10 * h;
+  if (c->zero_auto_reduce_bucket || c->zero_auto_prefetch || c->zero_auto_persistence)
+    zt_log("> ds_config \"auto\" ZeRO sizes from --hidden-size %d: reduce_bucket_size %.0f, "
+           "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
+           c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
   zt_ds_config_print(c);
   return c;
 }
@@ -250,15 +260,26 @@ static void mixed_precision_setup(zt_engine *e) {
   e->scaler.scale_is_int = 1;
 }
 
-/* After the model's fp32 initialization: the weights become half values and the masters copy them
- * (as DeepSpeed and Megatron build the fp32 masters from the already-converted half model). */
-static void mixed_precision_init_weights(zt_engine *e) {
+/* The model's fp32 initialization; the weights then become half values and the masters copy them (as DeepSpeed
+ * and Megatron build the fp32 masters from the already-converted half model). ZeRO-3 initializes unit by unit
+ * and keeps only the resident parameters of each (DeepSpeed's zero.Init: the whole model is never resident). */
+static void init_weights(zt_engine *e) {
+  zt_gpt *m = &e->model;
+  for (int u = 0; e->zero_stage == 3 && u < m->nunits; u++) {
+    const size_t a = m->unit_off[u], b = m->unit_off[u + 1];
+    zt_gpt_init_params_range(m, e->args->seed, a, b);
+    if (e->half_dtype != ZT_DTYPE_FP32) zt_round_f32(m->params + a, m->params + a, b - a, e->half_dtype);
+    const size_t x = e->zero3.ox[u], n = e->zero3.olen[u]; /* this rank's piece: its masters */
+    if (m->master && n) memcpy(m->master + (x - e->part_lo), m->params + x, n * sizeof(float));
+    zt_zero3_discard(&e->zero3, u);
+  }
+  if (e->zero_stage != 3) {
+    zt_gpt_init_params(m, e->args->seed);
+    if (e->half_dtype != ZT_DTYPE_FP32) zt_round_f32(m->params, m->params, m->table.numel, e->half_dtype);
+    /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
+    if (m->master) memcpy(m->master, m->params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
+  }
   if (e->half_dtype == ZT_DTYPE_FP32) return;
-  const size_t n = e->model.table.numel;
-  zt_round_f32(e->model.params, e->model.params, n, e->half_dtype);
-  /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
-  if (e->model.master)
-    memcpy(e->model.master, e->model.params + e->part_lo, (e->part_hi - e->part_lo) * sizeof(float));
   e->master = e->model.master;
   char scale[40] = "1";
   if (e->half_dtype == ZT_DTYPE_FP16) zt_py_float(scale, sizeof scale, e->scaler.cur_scale, 0);
@@ -356,18 +377,17 @@ static void checkpoint_profile_line(void *ctx, const char *name, double ms) {
   zt_ds_timers_log(names, &ms, 1);
 }
 
-/* ZeRO stages 1-2 over the data-parallel group: this rank's partition of the flat buffers. */
+/* ZeRO stages 1-3 over the data-parallel group: this rank's partition of the flat buffers. */
 static void zero_setup(zt_engine *e) {
   const size_t n = e->model.table.numel;
   e->part_lo = 0;
   e->part_hi = n;
   if (e->zero_stage == 0) return;
   const zt_ds_config *ds = e->ds;
-  zt_check(e->zero_stage <= 2, "ds_config", "%s: zero_optimization.stage %d is not supported yet: lands with the "
-           "ZeRO-3 work (stages 0, 1 and 2 run)", ds->path, e->zero_stage);
-  zt_check(e->args->pipeline_model_parallel_size == 1, "unsupported configuration", "zero_optimization.stage %d "
-           "with --pipeline-model-parallel-size %d: ZeRO under pipeline parallelism is not supported yet (DeepSpeed "
-           "allows stage 1 there and refuses stages 2 and 3)", e->zero_stage, e->args->pipeline_model_parallel_size);
+  const zt_args *a = e->args;
+  zt_check(e->zero_stage == 1 || a->pipeline_model_parallel_size == 1, "ds_config", "%s: ZeRO-2 and ZeRO-3 are "
+           "incompatible with pipeline parallelism (zero_optimization.stage %d with --pipeline-model-parallel-size "
+           "%d; stage 1 runs there)", ds->path, e->zero_stage, a->pipeline_model_parallel_size);
   zt_zero_init(&e->zero, e->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter);
   e->part_lo = e->zero.lo;
@@ -376,19 +396,113 @@ static void zero_setup(zt_engine *e) {
          e->zero_stage, n, e->zero.dp_size, e->zero.part, e->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
          (double)e->zero.part * 4 * (e->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
   /* DeepSpeed's estimator for the same model and data-parallel size, next to this rank's plan */
-  const zt_args *a = e->args;
   int64_t total, largest;
   zt_zero_gpt_params(a->num_layers, a->hidden_size, a->ffn_hidden_size, a->max_position_embeddings,
                      a->padded_vocab_size, a->untie_embeddings_and_output_weights, &total, &largest);
-  const zt_zero_mem est = zt_zero2_mem_needs(total, a->data_parallel_size, 1,
-                                             strcmp(ds->offload_optimizer_device, "none") != 0, 1.5);
+  const int opt_off = strcmp(ds->offload_optimizer_device, "none") != 0;
   const zt_memplan *p = &e->model.plan;
+  if (e->zero_stage == 3) { /* the per-rank figures come with the fetch units (zero3_setup) */
+    const zt_zero_mem est = zt_zero3_mem_needs(total, largest, a->data_parallel_size, 1, opt_off,
+                                               strcmp(ds->offload_param_device, "none") != 0, 1, 1.5);
+    zt_log("> ZeRO memory: DeepSpeed's estimate_zero3_model_states_mem_needs(%lld params, largest layer %lld, %d "
+           "GPUs): %.1f MiB per GPU, %.1f MiB per CPU (fp16 model states on a GPU)\n", (long long)total,
+           (long long)largest, a->data_parallel_size, (double)est.gpu_bytes / (1 << 20),
+           (double)est.cpu_bytes / (1 << 20));
+    return;
+  }
+  const zt_zero_mem est = zt_zero2_mem_needs(total, a->data_parallel_size, 1, opt_off, 1.5);
   zt_log("> ZeRO memory: DeepSpeed's estimate_zero2_model_states_mem_needs(%lld params, %d GPUs): %.1f MiB per GPU, "
          "%.1f MiB per CPU (fp16 model states on a GPU); this rank's plan (CPU path, fp32 slots): params %.1f | "
          "grads %.1f | optimizer state %.1f MiB\n", (long long)total, a->data_parallel_size,
          (double)est.gpu_bytes / (1 << 20), (double)est.cpu_bytes / (1 << 20),
          (double)p->bytes[ZT_MEM_PARAMS] / (1 << 20), (double)p->bytes[ZT_MEM_GRADS] / (1 << 20),
          (double)p->bytes[ZT_MEM_OPTIM] / (1 << 20));
+}
+
+/* The ds_config's aio block as the handle's configuration, checked. */
+static zt_aio_config ds_aio_config(const zt_ds_config *ds) {
+  zt_aio_config ac;
+  zt_aio_config_defaults(&ac);
+  ac.block_size = ds->aio_block_size;
+  ac.queue_depth = ds->aio_queue_depth;
+  ac.intra_op_parallelism = ds->aio_intra_op_parallelism;
+  ac.single_submit = ds->aio_single_submit;
+  ac.overlap_events = ds->aio_overlap_events;
+  char err[256];
+  zt_check(zt_aio_config_check(&ac, err, sizeof err) == 0, "ds_config", "%s: aio: %s", ds->path, err);
+  return ac;
+}
+
+/* The parameter swap files go at exit too (zt_fatal exits through exit()). */
+static zt_zero3 *live_zero3;
+static void remove_param_swap_files(void) {
+  if (live_zero3 && live_zero3->ps) zt_param_swapper_free(live_zero3->ps);
+  live_zero3 = NULL;
+}
+
+static void zero3_hook(void *ctx, int event, int unit) {
+  zt_engine *e = ctx;
+  zt_zero3 *s = &e->zero3;
+  if (event == ZT_GPT_FETCH) {
+    zt_zero3_fetch(s, unit);
+  } else if (event == ZT_GPT_RELEASE) {
+    zt_zero3_release(s, unit);
+  } else { /* --sequence-parallel: the unit's layernorm and bias gradients summed over TP first */
+    zt_gpt_sync_sequence_parallel_range(&e->model, e->model.unit_off[unit], e->model.unit_off[unit + 1]);
+    zt_zero3_grad_ready(s, unit);
+  }
+}
+
+/* Stage 3: each rank keeps its partition and the persistent parameters; the model fetches the rest unit by
+ * unit. */
+static void zero3_setup(zt_engine *e) {
+  if (e->zero_stage != 3) return;
+  const zt_ds_config *ds = e->ds;
+  const int W = e->args->data_parallel_size;
+  const double f = ds->gradient_predivide_factor.value;
+  const char *poison = getenv("ZT_ZERO3_POISON");
+  zt_gpt *m = &e->model;
+  const int nvme = !strcmp(ds->offload_param_device, "nvme");
+  const zt_aio_config ac = nvme ? ds_aio_config(ds) : (zt_aio_config){0};
+  const zt_zero3_config zc = {
+      .prefetch_bucket = (size_t)ds->zero_prefetch_bucket_size, .max_live = (size_t)ds->zero_max_live_parameters,
+      .max_reuse = (size_t)ds->zero_max_reuse_distance, .persistence = (size_t)ds->zero_param_persistence_threshold,
+      .model_persistence = ds->zero_model_persistence_threshold >= 9.2e18 ? (size_t)-1
+                                                                          : (size_t)ds->zero_model_persistence_threshold,
+      .reduce_bucket = (size_t)ds->zero_reduce_bucket_size,
+      .grad_round = e->grads_half ? e->half_dtype : ZT_DTYPE_FP32,
+      .fp16_check = e->half_dtype == ZT_DTYPE_FP16 && !e->grads_half, .comm_dtype = e->comm_dtype,
+      .pre_scale = ds->prescale_gradients ? (float)(1.0 / W) : (float)(1.0 / f),
+      .post_scale = ds->prescale_gradients ? 1.0f : (float)(f / W), .poison = poison && !strcmp(poison, "1"),
+      .param_nvme_path = nvme ? ds->offload_param_nvme_path : NULL, .aio = &ac,
+      .max_in_cpu = (size_t)ds->offload_param_max_in_cpu, .buffer_count = ds->offload_param_buffer_count,
+      .buffer_size = (size_t)ds->offload_param_buffer_size, .pin_memory = ds->offload_param_pin_memory,
+      .rank = zt_comm_rank()};
+  zt_zero3_init(&e->zero3, &e->zero, &zc, &m->table, m->params, m->grads, m->nunits, m->unit_off, m->unit_off + 1);
+  if (e->zero3.ps) {
+    live_zero3 = &e->zero3;
+    atexit(remove_param_swap_files);
+  }
+  m->param_hook = zero3_hook;
+  m->param_hook_ctx = e;
+  size_t largest = 0;
+  for (int u = 0; u < m->nunits; u++)
+    if (m->unit_off[u + 1] - m->unit_off[u] > largest) largest = m->unit_off[u + 1] - m->unit_off[u];
+  const size_t res = zt_zero3_resident(&e->zero3);
+  zt_log("> ZeRO stage 3: parameters resident per rank: %zu of %zu (partition %zu; persistent %zu elements in %d "
+         "ranges of parameters under %zu elements), %.1f MiB; %d fetch units, the largest %zu elements; prefetch "
+         "%zu, max live %zu, max reuse distance %zu elements%s\n", res, m->table.numel, e->part_hi - e->part_lo,
+         e->zero3.persist_elems, e->zero3.npersist, zc.persistence, (double)res * 4 / (1 << 20), m->nunits, largest,
+         zc.prefetch_bucket, zc.max_live, zc.max_reuse,
+         zc.poison ? " (ZT_ZERO3_POISON: released parameters become NaN)" : "");
+  if (!strcmp(ds->offload_param_device, "cpu"))
+    zt_log("> offload_param cpu: the parameter partitions are in host memory (on the CPU path they always are)\n");
+  size_t on_nvme = 0;
+  for (int u = 0; nvme && u < m->nunits; u++) on_nvme += e->zero3.ps->len[u];
+  if (nvme)
+    zt_log("> offload_param nvme: %zu of this rank's %zu partition elements in %s (max_in_cpu %zu; %d buffers of "
+           "%zu elements)\n", on_nvme, e->part_hi - e->part_lo, e->zero3.ps->dir, zc.max_in_cpu, zc.buffer_count,
+           e->zero3.ps->buf_elems);
 }
 
 /* The swap files go at exit too when the run stops on an error (zt_fatal exits through exit()). */
@@ -413,20 +527,14 @@ static void offload_setup(zt_engine *e) {
   zt_check(ds->offload_optimizer_buffer_count >= states * sets, "ds_config", "%s: "
            "zero_optimization.offload_optimizer.buffer_count %d is less than the %d swap buffers needed (%d states%s)",
            ds->path, ds->offload_optimizer_buffer_count, states * sets, states, sets > 1 ? " x 2 for pipelining" : "");
-  zt_aio_config ac;
-  zt_aio_config_defaults(&ac);
-  ac.block_size = ds->aio_block_size;
-  ac.queue_depth = ds->aio_queue_depth;
-  ac.intra_op_parallelism = ds->aio_intra_op_parallelism;
-  ac.single_submit = ds->aio_single_submit;
-  ac.overlap_events = ds->aio_overlap_events;
-  char err[256];
-  zt_check(zt_aio_config_check(&ac, err, sizeof err) == 0, "ds_config", "%s: aio: %s", ds->path, err);
+  const zt_aio_config ac = ds_aio_config(ds);
   e->swap = zt_malloc(sizeof *e->swap, "optimizer swapper");
+  if (e->zero_stage == 3) zt_zero3_partition_in(&e->zero3); /* the initial masters come from the weights */
   const size_t n = e->part_hi - e->part_lo;
   zt_opt_swapper_init(e->swap, &ac, ds->offload_optimizer_nvme_path, e->zero_stage, zt_comm_rank(), e->part_lo, n,
                       (size_t)ds->zero_sub_group_size, with_master, e->model.params + e->part_lo,
                       ds->offload_optimizer_pipeline, ds->offload_optimizer_pin_memory);
+  if (e->zero_stage == 3) zt_zero3_partition_out(&e->zero3, 0);
   live_swapper = e->swap;
   atexit(remove_swap_files);
   zt_log("> offload_optimizer nvme: %zu elements x %d states per rank in %s (%zu sub-groups of %zu)%s\n", n, states,
@@ -467,8 +575,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     e->model.ckpt_profile_ctx = e;
   }
   zero_setup(e);
-  zt_gpt_init_params(&e->model, a->seed);
-  mixed_precision_init_weights(e);
+  zero3_setup(e);
+  init_weights(e);
   if (e->dp_rank == 0) { /* Megatron: every rank of data-parallel rank 0 prints its own count */
     printf(" > number of parameters on (tensor, pipeline) model parallel rank (%d, %d): %zu\n", e->tp_rank,
            e->pp_rank, zt_gpt_num_params(&e->model));
@@ -526,6 +634,14 @@ void zt_engine_free(zt_engine *e) {
     free(e->swap);
     e->swap = NULL;
     live_swapper = NULL;
+  }
+  if (e->zero_stage == 3) {
+    const zt_zero3 *s = &e->zero3;
+    zt_log("> ZeRO stage 3: %zu parameter fetches (%zu broadcasts, %.1f MiB received by this rank), %zu gradient "
+           "reduces (%.1f MiB), at most %zu parameter elements gathered at once\n", s->gathers, s->broadcasts,
+           (double)s->gathered_elems * 4 / (1 << 20), s->reduces, (double)s->reduced_elems * 4 / (1 << 20),
+           s->peak_live);
+    zt_zero3_free(&e->zero3);
   }
   if (e->zero_stage > 0) zt_zero_free(&e->zero);
   zt_gpt_free(&e->model);
@@ -667,11 +783,19 @@ static void zero_reduce_gradients(zt_engine *e) {
     zt_round_f32(g + e->part_lo, g + e->part_lo, e->part_hi - e->part_lo, e->comm_dtype);
 }
 
-/* ZeRO: the global gradient norm from the partitions (tensor-parallel replicas counted once). */
+/* This rank's partition of the gradients (element part_lo first): stage 3 accumulates it apart. */
+static float *partition_grads(zt_engine *e) {
+  return e->zero_stage == 3 ? e->zero3.acc : e->model.grads + e->part_lo;
+}
+
+/* ZeRO: the global gradient norm from the partitions (tensor-parallel replicas counted once; with pipeline
+ * stages summed over them, the last stage's copy of the tied embeddings left out). */
 static double zero_grad_norm(zt_engine *e) {
-  double s = zt_zero_partition_sumsq(&e->zero, &e->model.table, e->model.grads, e->tp_rank == 0);
+  const int copy = e->pp_size > 1 ? zt_param_table_find(&e->model.table, "word_embeddings.weight") : -1;
+  double s = zt_zero_partition_sumsq(&e->zero, &e->model.table, partition_grads(e), e->tp_rank == 0, copy);
   zt_allreduce_sum_f64(e->dp_group, &s, 1);
   if (e->tp_group) zt_allreduce_sum_f64(e->tp_group, &s, 1);
+  if (e->pp_group) zt_allreduce_sum_f64(e->pp_group, &s, 1);
   return sqrt(s);
 }
 
@@ -718,6 +842,10 @@ static void log_scaler_event(const zt_engine *e) {
  * becomes infinite); an fp16 model's fp32-accumulated gradients are checked against the fp16 range. Returns 1
  * on an fp16 overflow. */
 int zt_engine_half_grads_after_backward(zt_engine *e) {
+  if (e->zero_stage == 3) { /* done unit by unit as the gradients are reduced (zt_zero3_grad_ready) */
+    zt_zero3_flush_grads(&e->zero3);
+    return 0;
+  }
   const size_t n = e->model.table.numel;
   if (e->grads_half) return zt_round_f32(e->model.grads, e->model.grads, n, e->half_dtype) > 0;
   if (e->half_dtype == ZT_DTYPE_FP16) return zt_count_nonrepresentable(e->model.grads, n, ZT_DTYPE_FP16) > 0;
@@ -732,6 +860,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int profiling = e->fprof && e->iteration == e->ds->fp_profile_step;
   const size_t n = e->model.table.numel;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
+  if (e->zero_stage == 3) zt_zero3_set_training(&e->zero3, 1);
   if (e->pp_size > 1) loss_sum = zt_pipeline_train(e, nmb, &overflow); /* the loop below runs without stages */
   for (int mb = 0; mb < nmb && e->pp_size == 1; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
@@ -758,7 +887,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
   }
   double t3 = zt_now();
-  zt_gpt_sync_sequence_parallel_grads(&e->model); /* --sequence-parallel: layernorm/bias grads over TP */
+  if (e->zero_stage != 3) /* --sequence-parallel: layernorm/bias grads over TP (stage 3: per unit, zero3_hook) */
+    zt_gpt_sync_sequence_parallel_grads(&e->model);
   size_t n_emb;
   float *g_emb = e->emb_group ? zt_gpt_shared_embedding_grad(&e->model, &n_emb) : NULL;
   if (g_emb) { /* tied embeddings: first + last stage, in the communication type */
@@ -766,7 +896,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     zt_allreduce_sum_f32(e->emb_group, g_emb, n_emb);
     if (e->comm_dtype != ZT_DTYPE_FP32) zt_round_f32(g_emb, g_emb, n_emb, e->comm_dtype);
   }
-  if (e->zero_stage > 0) zero_reduce_gradients(e);
+  if (e->zero_stage == 3) overflow |= zt_zero3_take_grads(&e->zero3); /* reduced during the backward into acc */
+  else if (e->zero_stage > 0) zero_reduce_gradients(e);
   else reduce_gradients(e);
   double t4 = zt_now();
   const double scale = e->scaler.cur_scale;
@@ -786,7 +917,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   }
   e->last_skipped = skip;
   if (skip) { /* DeepSpeed and Megatron: no update, no scheduler step; the iteration still counts */
-    zt_grads_zero(e->model.grads, n);
+    if (e->zero_stage == 3) zt_zero3_after_step(&e->zero3, 0);
+    else zt_grads_zero(e->model.grads, n);
     e->skipped_iters++;
     norm = NAN;
   } else {
@@ -808,15 +940,18 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     /* this rank's partition (everything without ZeRO); then the half copy of the masters, and with ZeRO the
      * all-gather of the updated partitions and the gradients of the others' partitions cleared */
     const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
+    if (e->zero_stage == 3) zt_zero3_partition_in(&e->zero3); /* offload_param nvme: the pieces on NVMe */
     if (e->swap) { /* NVMe: sub-group by sub-group through the swap buffers */
-      zt_opt_swapper_step(e->swap, &e->opt, e->model.params + lo, e->model.grads + lo, current_lr(e), factor,
+      zt_opt_swapper_step(e->swap, &e->opt, e->model.params + lo, partition_grads(e), current_lr(e), factor,
                           e->model.params + lo, e->half_dtype);
     } else {
       float *weights = e->master ? e->master : e->model.params + lo;
-      zt_optimizer_step(&e->opt, weights, e->model.grads + lo, current_lr(e), factor);
+      zt_optimizer_step(&e->opt, weights, partition_grads(e), current_lr(e), factor);
       if (e->master) zt_round_f32(e->model.params + lo, e->master, len, e->half_dtype);
     }
-    if (e->zero_stage > 0) {
+    if (e->zero_stage == 3) {
+      zt_zero3_after_step(&e->zero3, 1); /* the gathered copies are stale; persistent parameters re-gathered */
+    } else if (e->zero_stage > 0) {
       zt_zero_allgather_params(&e->zero, e->model.params);
       zt_grads_zero(e->model.grads, e->zero.padded);
     }
@@ -848,6 +983,7 @@ float zt_engine_evaluate(zt_engine *e, int split) {
   double total = 0.0;
   int count = 0;
   uint64_t base = split == 1 ? (uint64_t)e->consumed_valid_samples : 0;
+  if (e->zero_stage == 3) zt_zero3_set_training(&e->zero3, 0);
   for (int it = 0; it < a->eval_iters; it++)
     for (int mb = 0; mb < a->num_microbatches; mb++) {
       uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size +

@@ -15,6 +15,7 @@
 #include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/zero/swap.h"
 #include "runtime/zero/zero.h"
+#include "runtime/zero/zero3.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/profile/flops_profiler.h"
@@ -69,11 +70,12 @@ typedef struct {
   int grads_half;                /* gradients are stored (accumulated) in half_dtype, else fp32 */
   zt_dtype comm_dtype;           /* data type of the data-parallel gradient all-reduce */
   int last_skipped;              /* the last zt_engine_train_step skipped its update */
-  /* ZeRO stages 1-2 (zero_optimization.stage; docs/zero.md): this rank's partition of the flat buffers */
+  /* ZeRO stages 1-3 (zero_optimization.stage; docs/zero.md): this rank's partition of the flat buffers */
   int zero_stage;
   zt_zero zero;
   size_t part_lo, part_hi;       /* [0, numel) without ZeRO */
   zt_opt_swapper *swap;          /* offload_optimizer nvme: the partition's optimizer state on NVMe, or NULL */
+  zt_zero3 zero3;                /* stage 3: the parameters outside the partition, fetched per unit */
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   double flops_per_iteration;

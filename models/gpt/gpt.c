@@ -16,16 +16,47 @@
 
 static void layer_prefix(char *buf, size_t n, int l) { snprintf(buf, n, ENC_PREFIX ".layers.%d", l); }
 
+static void register_head(zt_gpt *m, int V);
+
+/* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage). */
+static int unit_emb(const zt_gpt *m) { return m->first ? 0 : -1; }
+static int unit_layer(const zt_gpt *m, int l) { return m->first + m->fwd_chunk * m->chunk_layers + l; }
+static int unit_head(const zt_gpt *m) { return m->last ? m->first + m->nlayers : -1; }
+static int head_uses_embedding(const zt_gpt *m) { return m->last && m->first && !m->cfg.untie_embeddings; }
+static void param_event(zt_gpt *m, int event, int unit) {
+  if (m->param_hook && unit >= 0) m->param_hook(m->param_hook_ctx, event, unit);
+}
+static void head_params(zt_gpt *m, int event) {
+  param_event(m, event, unit_head(m));
+  if (head_uses_embedding(m)) param_event(m, event, unit_emb(m));
+}
+
 static void register_params(zt_gpt *m) {
   const zt_gpt_config *c = &m->cfg;
   zt_param_table_init(&m->table);
   const int V = c->padded_vocab_size / m->tp.size; /* vocab-parallel rows of this rank */
-  if (m->first) zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
+  int *first = zt_malloc((size_t)(m->nlayers + 3) * sizeof(int), "gpt units"), u = 0; /* first parameter */
+  if (m->first) {
+    first[u++] = m->table.count;
+    zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
+  }
   for (int i = 0; i < m->nlayers; i++) { /* this stage's layers under their global numbers */
     char pre[96];
     layer_prefix(pre, sizeof pre, m->blocks[i].layer);
+    first[u++] = m->table.count;
     zt_block_register(&m->table, pre, &m->bcfg, &m->ffns[i]);
   }
+  if (m->last) first[u++] = m->table.count;
+  register_head(m, V);
+  m->nunits = u;
+  m->unit_off = zt_malloc((size_t)(u + 1) * sizeof(size_t), "gpt units");
+  for (int k = 0; k < u; k++) m->unit_off[k] = m->table.params[first[k]].offset;
+  m->unit_off[u] = m->table.numel;
+  free(first);
+}
+
+static void register_head(zt_gpt *m, int V) {
+  const zt_gpt_config *c = &m->cfg;
   if (!m->last) return;
   int64_t C[1] = {c->hidden_size};
   zt_param_table_add(&m->table, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
@@ -228,6 +259,7 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
 }
 
 void zt_gpt_free(zt_gpt *m) {
+  free(m->unit_off);
   for (int l = 0; l < m->nlayers; l++) zt_ffn_destroy(&m->ffns[l]);
   free(m->ffns);
   free(m->blocks);
@@ -240,15 +272,20 @@ void zt_gpt_free(zt_gpt *m) {
  * the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous range of the full matrix; split
  * dim 1 (row-parallel columns) a range per row. */
 void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
-  zt_param_table_initialize(&m->table, m->params, seed);
+  memset(m->params, 0, m->table.numel * sizeof(float)); /* alignment padding stays zero */
+  zt_gpt_init_params_range(m, seed, 0, m->table.numel);
+}
+
+void zt_gpt_init_params_range(zt_gpt *m, uint64_t seed, size_t lo, size_t hi) {
+  zt_param_table_initialize_range(&m->table, m->params, seed, lo, hi);
   if (!zt_tp_on(&m->tp) && m->pp == 1) return;
   const int tp = m->tp.size, r = m->tp.rank;
   zt_param_table full; /* with pipeline stages: draws keyed by the one-stage model's parameter indices */
   if (m->pp > 1) full_model_table(m, &full);
   for (int k = 0; k < m->table.count; k++) {
     const zt_param *p = &m->table.params[k];
+    if (p->init != ZT_INIT_NORMAL || p->offset < lo || p->offset >= hi) continue;
     const uint64_t i = m->pp > 1 ? (uint64_t)full_model_index(m, &full, p->name) : (uint64_t)k;
-    if (p->init != ZT_INIT_NORMAL) continue;
     float *dst = m->params + p->offset;
     if (p->tp_split_dim < 0 || tp == 1) {
       zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
@@ -266,20 +303,23 @@ void zt_gpt_init_params(zt_gpt *m, uint64_t seed) {
   if (m->pp > 1) zt_param_table_free(&full);
 }
 
-void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) {
+void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m) { zt_gpt_sync_sequence_parallel_range(m, 0, m->table.numel); }
+
+void zt_gpt_sync_sequence_parallel_range(zt_gpt *m, size_t lo, size_t hi) {
   if (!zt_tp_sp(&m->tp) || m->sp_numel == 0) return;
   size_t k = 0;
   for (int i = 0; i < m->table.count; i++) {
     const zt_param *p = &m->table.params[i];
-    if (!sequence_parallel_grad(m, p)) continue;
+    if (!sequence_parallel_grad(m, p) || p->offset < lo || p->offset >= hi) continue;
     memcpy(m->sp_buf + k, m->grads + p->offset, p->numel * sizeof(float));
     k += p->numel;
   }
-  zt_allreduce_sum_f32(m->tp.group, m->sp_buf, m->sp_numel);
+  if (k == 0) return;
+  zt_allreduce_sum_f32(m->tp.group, m->sp_buf, k);
   k = 0;
   for (int i = 0; i < m->table.count; i++) {
     const zt_param *p = &m->table.params[i];
-    if (!sequence_parallel_grad(m, p)) continue;
+    if (!sequence_parallel_grad(m, p) || p->offset < lo || p->offset >= hi) continue;
     memcpy(m->grads + p->offset, m->sp_buf + k, p->numel * sizeof(float));
     k += p->numel;
   }
@@ -367,10 +407,13 @@ float zt_gpt_forward_chunk(zt_gpt *m, int vchunk, const int32_t *tokens, const i
   m->targets = targets;
   m->loss_mask = loss_mask;
   m->fwd_chunk = vchunk;
-  double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2;
-  if (m->first && vchunk == 0) /* later stages (and chunks) find their input in layer_in[0] */
+  double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2 = 0.0;
+  if (m->first && vchunk == 0) { /* later stages (and chunks) find their input in layer_in[0] */
+    param_event(m, ZT_GPT_FETCH, unit_emb(m));
     zt_embedding_layer_forward(&m->emb, m->layer_in, tokens, positions, m->cfg.hidden_dropout, pass,
                                m->pos_scratch);
+    param_event(m, ZT_GPT_RELEASE, unit_emb(m));
+  }
   if (ft) ft[ZT_GPT_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   const int profile = m->ckpt_profile && m->cfg.recompute_full && pass->training;
   const size_t chunk = NC / (size_t)m->tp.size;
@@ -379,7 +422,9 @@ float zt_gpt_forward_chunk(zt_gpt *m, int vchunk, const int32_t *tokens, const i
     const double tl = profile ? zt_now() : 0.0;
     float *out = !m->part_acts ? m->layer_in + (size_t)(l + 1) * NC : l == L - 1 ? m->layer_out
                                                                       : m->act_work + (size_t)(l & 1) * NC;
+    param_event(m, ZT_GPT_FETCH, unit_layer(m, l));
     zt_block_forward(&blocks[l], out, cur, &m->bcfg, pass, &m->scratch);
+    param_event(m, ZT_GPT_RELEASE, unit_layer(m, l));
     if (m->part_acts && l + 1 < L) /* keep this rank's chunk of the next layer's input */
       memcpy(m->act_parts + (size_t)l * chunk, out + (size_t)m->tp.rank * chunk, chunk * sizeof(float));
     cur = out;
@@ -387,6 +432,7 @@ float zt_gpt_forward_chunk(zt_gpt *m, int vchunk, const int32_t *tokens, const i
   }
   if (!m->last || vchunk != m->vpp - 1) return 0.0f; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
+  head_params(m, ZT_GPT_FETCH);
   zt_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->layer_out, m->lnf_w, m->lnf_b, N, C, m->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
@@ -399,6 +445,7 @@ float zt_gpt_forward_chunk(zt_gpt *m, int vchunk, const int32_t *tokens, const i
   zt_matmul_forward(m->logits, zt_tp_gather(&m->tp, m->lnf, N, C), m->out_w, NULL, NF, C, V);
   if (zt_tp_on(&m->tp)) vocab_parallel_cross_entropy(m, targets, NF, V);
   else zt_cross_entropy_forward(m->losses, m->lse, m->logits, targets, N, V);
+  head_params(m, ZT_GPT_RELEASE);
   if (ft) ft[ZT_GPT_FT_LOGITS] += (t2 = zt_now()) - t1;
   double num = 0.0, den = 0.0;
   for (int n = 0; n < NF; n++) {
@@ -418,8 +465,12 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
   const int NF = pass->B * pass->T, N = zt_tp_local_rows(&m->tp, NF);
   const size_t NC = (size_t)N * C;
   zt_block *blocks = m->blocks + (size_t)m->fwd_chunk * L;
-  if (m->last && m->fwd_chunk == m->vpp - 1) /* else dres holds d(output) from the next stage */
+  if (m->last && m->fwd_chunk == m->vpp - 1) { /* else dres holds d(output) from the next stage */
+    head_params(m, ZT_GPT_FETCH);
     head_backward(m, grad_scale, NF, N, C, V);
+    head_params(m, ZT_GPT_RELEASE);
+    param_event(m, ZT_GPT_GRAD_READY, unit_head(m));
+  }
   const int profile = m->ckpt_profile && m->cfg.recompute_full;
   const size_t chunk = NC / (size_t)m->tp.size;
   for (int l = L - 1; l >= 0; l--) {
@@ -429,13 +480,18 @@ void zt_gpt_backward(zt_gpt *m, float grad_scale) {
       zt_allgather_f32(m->tp.group, m->act_parts + (size_t)(l - 1) * chunk, chunk, m->act_work);
       x = m->act_work;
     }
+    param_event(m, ZT_GPT_FETCH, unit_layer(m, l));
     if (m->cfg.recompute_full) zt_block_forward(&blocks[l], m->recompute_out, x, &m->bcfg, pass, &m->scratch);
     zt_block_backward(&blocks[l], m->dres, x, &m->bcfg, pass, &m->scratch);
+    param_event(m, ZT_GPT_RELEASE, unit_layer(m, l));
+    param_event(m, ZT_GPT_GRAD_READY, unit_layer(m, l));
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
   }
-  if (m->first && m->fwd_chunk == 0)
+  if (m->first && m->fwd_chunk == 0) { /* reads no parameters */
     zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass,
                                 m->pos_scratch);
+    param_event(m, ZT_GPT_GRAD_READY, unit_emb(m));
+  }
 }
 
 /* The last stage's loss, output layer and final layernorm backward: dres = d(final hidden state). */

@@ -95,10 +95,21 @@ typedef struct {
   const int32_t *tokens, *positions, *targets;
   const float *loss_mask;
   zt_pass pass;
+  /* ZeRO-3 (runtime/zero/zero3.h): the fetch units -- the embedding (first stage), each layer, the head (last
+   * stage: final layernorm and untied output layer) -- are [unit_off[u], unit_off[u + 1]) of the flat buffers.
+   * With param_hook set, the model calls it with ZT_GPT_FETCH before it reads a unit's parameters (the head
+   * also fetches the embedding when the output layer is tied), ZT_GPT_RELEASE after, and ZT_GPT_GRAD_READY once
+   * a unit's gradients for the micro batch are complete (the embedding's after the embedding backward). */
+  int nunits;
+  size_t *unit_off;
+  void (*param_hook)(void *ctx, int event, int unit);
+  void *param_hook_ctx;
   /* Flops profiler (runtime/profile/flops_profiler.h): NULL, or ZT_GPT_FT_SLOTS forward latencies of
    * the model-level modules (the layers' own slots hang off blocks[l].fwd_time). */
   double *fwd_time;
 } zt_gpt;
+
+enum { ZT_GPT_FETCH, ZT_GPT_RELEASE, ZT_GPT_GRAD_READY };
 
 /* Model-level forward latency slots: the whole forward (GPTModel), language_model, embedding and its
  * word/position parts (consecutive), encoder, final_layernorm, output layer + cross-entropy. */
@@ -111,6 +122,9 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit);
 void zt_gpt_free(zt_gpt *m);
 /* Initializes parameters: N(0, std), output projections N(0, std/sqrt(2L)), norms 1/0, biases 0. */
 void zt_gpt_init_params(zt_gpt *m, uint64_t seed);
+/* The same for the parameters that start in [lo, hi) of the flat buffer only (ZeRO-3 initializes unit by unit,
+ * so the whole model never has to be resident). */
+void zt_gpt_init_params_range(zt_gpt *m, uint64_t seed, size_t lo, size_t hi);
 
 /* Forward over tokens[B,T] (positions NULL: 0..T-1) with next-token targets[B,T] and loss_mask[B,T]
  * (NULL: all ones). Returns sum(loss * mask) / sum(mask). pass->B/T must equal the planned shape;
@@ -133,6 +147,9 @@ size_t zt_gpt_num_params(const zt_gpt *m);
  * its share of the tokens (layernorms and row-parallel biases; Megatron's allreduce of sequence_parallel
  * params). Call once per iteration after the last micro batch's backward; a no-op otherwise. */
 void zt_gpt_sync_sequence_parallel_grads(zt_gpt *m);
+/* The same for the parameters that start in [lo, hi) of the flat buffer (ZeRO-3: one fetch unit's gradients,
+ * every micro batch, before their data-parallel reduce). */
+void zt_gpt_sync_sequence_parallel_range(zt_gpt *m, size_t lo, size_t hi);
 /* The global L2 norm of grads [table.numel]: with tensor parallelism the split parameters' squares summed over
  * the tensor-parallel group, the replicated ones counted once (as Megatron counts them). */
 double zt_gpt_grad_norm(const zt_gpt *m, const float *grads);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "runtime/base/error.h"
 
@@ -65,14 +66,24 @@ void zt_memplan_check_fits(const zt_memplan *p, size_t limit) {
            p->bytes[ZT_MEM_OPTIM] / 1048576.0, p->bytes[ZT_MEM_ACTIVATIONS] / 1048576.0, limit / 1048576.0);
 }
 
+/* Anonymous mappings: zero pages, page aligned, and resident only once touched (a region that is never
+ * written, such as the parameters ZeRO-3 keeps on other ranks, costs no memory). */
 void zt_memplan_allocate(zt_memplan *p) {
-  for (int k = 0; k < ZT_MEM_KINDS; k++)
-    p->base[k] = p->bytes[k] ? zt_aligned_alloc(p->bytes[k], kind_names[k]) : NULL;
+  for (int k = 0; k < ZT_MEM_KINDS; k++) {
+    p->base[k] = NULL;
+    if (!p->bytes[k]) continue;
+    void *m = mmap(NULL, p->bytes[k], PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+      zt_fatal("out of memory", "mapping %zu bytes (%.1f MiB) for %s", p->bytes[k], p->bytes[k] / 1048576.0,
+               kind_names[k]);
+    p->base[k] = m;
+  }
   p->allocated = 1;
   zt_memplan_rewind(p);
 }
 
 void zt_memplan_free(zt_memplan *p) {
-  for (int k = 0; k < ZT_MEM_KINDS; k++) free(p->base[k]);
+  for (int k = 0; k < ZT_MEM_KINDS; k++)
+    if (p->base[k]) munmap(p->base[k], p->bytes[k]);
   memset(p, 0, sizeof(*p));
 }

@@ -37,7 +37,8 @@ size_t zt_memplan_total(const zt_memplan *p);
 void zt_memplan_print(const zt_memplan *p);
 /* Dies naming each kind's MiB when the total exceeds limit_bytes (0: MemAvailable of the host). */
 void zt_memplan_check_fits(const zt_memplan *p, size_t limit_bytes);
-/* One zeroed, 64-byte aligned allocation per kind; then rewinds for the carving pass. */
+/* One zeroed, page-aligned mapping per kind (untouched pages take no memory); then rewinds for the carving
+ * pass. */
 void zt_memplan_allocate(zt_memplan *p);
 void zt_memplan_free(zt_memplan *p);
 /* Host memory available to us (MemAvailable from /proc/meminfo), in bytes; 0 if unknown. */

@@ -316,6 +316,39 @@ static void reduce_scatter_sum_f32_impl(const zt_group *g, const float *send, si
   memcpy(recv, mine, n_per_rank * sizeof(float));
 }
 
+/* A binomial tree toward the root in a fixed order (each node adds its children's partial sums in turn), in
+ * pieces of at most 1 Mi floats: deterministic, and only the root needs a receive buffer per level. */
+static void reduce_sum_f32_impl(const zt_group *g, float *buf, size_t n, int root) {
+  const char *op = "zt_reduce_sum_f32";
+  check_group(g, op);
+  zt_check(root >= 0 && root < g->size, "comm", "%s: root %d outside %s", op, root, g->desc);
+  zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op, n, g->desc);
+  if (g->size == 1 || n == 0) return;
+  const int D = g->size, rel = (g->rank - root + D) % D;
+  size_t piece = g_chunk_bytes / sizeof(float);
+  if (piece > ((size_t)1 << 20)) piece = (size_t)1 << 20;
+  float *tmp = NULL;
+  for (size_t off = 0; off < n; off += piece) {
+    const size_t c = n - off < piece ? n - off : piece;
+    for (int mask = 1; mask < D; mask <<= 1) {
+      if (rel & mask) {
+        const int dst = (rel - mask + root) % D;
+        CHECK_MPI(MPI_Send(buf + off, (int)c, MPI_FLOAT, dst, TAG_COLL, g->comm), op, g,
+                  "%zu floats to group rank %d", c, dst);
+        break;
+      }
+      if (rel + mask >= D) continue;
+      const int src = (rel + mask + root) % D;
+      if (!tmp) tmp = zt_malloc(piece * sizeof(float), "reduce buffer");
+      MPI_Status st;
+      CHECK_MPI(MPI_Recv(tmp, (int)c, MPI_FLOAT, src, TAG_COLL, g->comm, &st), op, g,
+                "%zu floats from group rank %d", c, src);
+      for (size_t i = 0; i < c; i++) buf[off + i] += tmp[i];
+    }
+  }
+  free(tmp);
+}
+
 static void broadcast_impl(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
   const char *op = "zt_broadcast";
   check_group(g, op);
@@ -450,6 +483,9 @@ void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, f
 void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
   ZT_LOGGED("reduce_scatter", n_per_rank * sizeof(float) * (size_t)(g ? g->size : 1), g,
             reduce_scatter_sum_f32_impl(g, send, n_per_rank, recv));
+}
+void zt_reduce_sum_f32(const zt_group *g, float *buf, size_t n, int root_group_rank) {
+  ZT_LOGGED("reduce", n * sizeof(float), g, reduce_sum_f32_impl(g, buf, n, root_group_rank));
 }
 void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank) {
   ZT_LOGGED("broadcast", bytes, g, broadcast_impl(g, buf, bytes, root_group_rank));

@@ -42,6 +42,9 @@ void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, f
  * as the allreduce, so equal to the matching block of zt_allreduce_sum_f32 bit for bit). recv may be this
  * rank's own block of send (written after the ring has read it). */
 void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv);
+/* The sum over the group of buf lands in the root's buf (a fixed binomial tree: the same bits every run); on
+ * the other ranks buf is used as scratch and left undefined. */
+void zt_reduce_sum_f32(const zt_group *g, float *buf, size_t n, int root_group_rank);
 void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_rank);
 /* Point to point with group ranks; blocking. A ring of zt_send_f32 may deadlock on large messages: use
  * zt_sendrecv_f32 for exchanges. */

@@ -48,8 +48,13 @@ int zt_param_table_find(const zt_param_table *t, const char *name) {
 
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {
   memset(flat, 0, t->numel * sizeof(float)); /* alignment padding stays zero */
+  zt_param_table_initialize_range(t, flat, seed, 0, t->numel);
+}
+
+void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint64_t seed, size_t lo, size_t hi) {
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
+    if (p->offset < lo || p->offset >= hi) continue;
     float *dst = flat + p->offset;
     switch (p->init) {
       case ZT_INIT_NORMAL:

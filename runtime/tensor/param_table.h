@@ -47,6 +47,8 @@ int zt_param_table_find(const zt_param_table *t, const char *name);
 /* Fills the flat buffer per each parameter's init; draws are keyed by (seed, parameter index,
  * element), so every element's value is independent of threads and future tensor-parallel slicing. */
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed);
+/* The same for the parameters that start in [lo, hi) only (nothing else is written). */
+void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint64_t seed, size_t lo, size_t hi);
 /* Number of elements that receive weight decay. */
 size_t zt_param_table_decay_numel(const zt_param_table *t);
 

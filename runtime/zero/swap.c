@@ -17,20 +17,28 @@ static void file_of(const zt_opt_swapper *s, size_t k, int st, char *out, size_t
   snprintf(out, n, "%s/%zu_%s.tensor.swp", s->dir, k, k_state_names[st]);
 }
 
-/* mkdir -p; dies naming the folder that could not be made */
-static void make_dirs(const char *path) {
+void zt_swap_make_dirs(const char *what, const char *path) {
   char tmp[1024];
   snprintf(tmp, sizeof tmp, "%s", path);
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = 0;
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-      zt_fatal("offload_optimizer", "nvme_path: cannot create %s: %s", tmp, strerror(errno));
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) zt_fatal(what, "nvme_path: cannot create %s: %s", tmp, strerror(errno));
     *p = '/';
   }
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-    zt_fatal("offload_optimizer", "nvme_path: cannot create %s: %s", tmp, strerror(errno));
-  zt_check(access(tmp, W_OK) == 0, "offload_optimizer", "nvme_path: %s is not writable: %s", tmp, strerror(errno));
+  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) zt_fatal(what, "nvme_path: cannot create %s: %s", tmp, strerror(errno));
+  zt_check(access(tmp, W_OK) == 0, what, "nvme_path: %s is not writable: %s", tmp, strerror(errno));
+}
+
+void zt_swap_remove_dirs(const char *dir, int levels) {
+  char d[1024];
+  snprintf(d, sizeof d, "%s", dir);
+  for (int up = 0; up < levels; up++) {
+    if (rmdir(d) != 0) break;
+    char *slash = strrchr(d, '/');
+    if (!slash) break;
+    *slash = 0;
+  }
 }
 
 static size_t sub_len(const zt_opt_swapper *s, size_t k) {
@@ -47,15 +55,7 @@ static void remove_files(zt_opt_swapper *s) {
       file_of(s, k, st, path, sizeof path);
       unlink(path);
     }
-  /* the folders of this run, deepest first (left alone when something else is in them) */
-  char d[1024];
-  snprintf(d, sizeof d, "%s", s->dir);
-  for (int up = 0; up < 3; up++) {
-    if (rmdir(d) != 0) break;
-    char *slash = strrchr(d, '/');
-    if (!slash) break;
-    *slash = 0;
-  }
+  zt_swap_remove_dirs(s->dir, 3);
 }
 
 static void io(zt_opt_swapper *s, int write, size_t k, int set, int async) {
@@ -91,7 +91,7 @@ void zt_opt_swapper_init(zt_opt_swapper *s, const zt_aio_config *aio, const char
   char err[512];
   zt_check(nvme_path && nvme_path[0], "offload_optimizer", "device \"nvme\" needs nvme_path");
   snprintf(s->dir, sizeof s->dir, "%s/zero_stage_%d/optimizer/rank%d", nvme_path, stage, rank);
-  make_dirs(s->dir);
+  zt_swap_make_dirs("offload_optimizer", s->dir);
   s->aio = zt_aio_handle_create(aio, err, sizeof err);
   zt_check(s->aio != NULL, "aio", "%s", err);
   s->nstates = with_master ? 3 : 2;

@@ -45,4 +45,11 @@ void zt_opt_swapper_write_all(zt_opt_swapper *s, const float *m, const float *v,
 /* Removes the swap files and the folders this run created; frees the buffers. */
 void zt_opt_swapper_free(zt_opt_swapper *s);
 
+/* mkdir -p of a swap folder; dies naming `what` (the ds_config block) and the folder that cannot be made or
+ * written. */
+void zt_swap_make_dirs(const char *what, const char *path);
+/* Removes dir and up to levels - 1 of its parents, deepest first, stopping at the first that is not empty
+ * (folders something else uses are left alone). */
+void zt_swap_remove_dirs(const char *dir, int levels);
+
 #endif

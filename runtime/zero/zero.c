@@ -14,7 +14,7 @@ size_t zt_zero_padded(size_t numel, int dp_size) {
 void zt_zero_init(zt_zero *z, int stage, const zt_group *dp, size_t numel, size_t reduce_bucket,
                   size_t allgather_bucket, int reduce_scatter) {
   memset(z, 0, sizeof(*z));
-  zt_check(stage == 1 || stage == 2, "internal error", "zero: stage %d", stage);
+  zt_check(stage >= 1 && stage <= 3, "internal error", "zero: stage %d", stage);
   z->stage = stage;
   z->dp = dp;
   z->dp_rank = zt_group_rank(dp);
@@ -101,15 +101,16 @@ void zt_zero_allgather_params(zt_zero *z, float *params) {
   }
 }
 
-double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *grads, int count_replicated) {
+double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *part, int count_replicated,
+                               int exclude) {
   double total = 0.0;
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
-    if (p->tp_split_dim < 0 && !count_replicated) continue;
+    if ((p->tp_split_dim < 0 && !count_replicated) || i == exclude) continue;
     size_t a = p->offset > z->lo ? p->offset : z->lo;
     size_t b = p->offset + p->numel < z->hi ? p->offset + p->numel : z->hi;
     if (a >= b) continue;
-    const double norm = zt_grad_global_norm(grads + a, b - a); /* fixed-order blocks: the same bits every run */
+    const double norm = zt_grad_global_norm(part + (a - z->lo), b - a); /* fixed-order blocks: the same bits every run */
     total += norm * norm;
   }
   return total;

@@ -1,4 +1,4 @@
-/* ZeRO stages 1 and 2 over the data-parallel group (DeepSpeed's stage_1_and_2.py semantics, on the
+/* ZeRO stages 1 and 2 (and stage 3's partition layout, runtime/zero/zero3.h) over the data-parallel group (DeepSpeed's stage_1_and_2.py semantics, on the
  * model's one flat parameter buffer): the flat buffer, padded to a multiple of the data-parallel size,
  * is cut into equal contiguous partitions, rank r owning [r*P, (r+1)*P). Each rank keeps optimizer state
  * (moments, and fp32 master weights in mixed precision) for its partition only and updates only it; the
@@ -48,9 +48,11 @@ void zt_zero_reduce_gradients(zt_zero *z, float *grads, float pre_scale, float p
 /* Copies every rank's partition of params (a padded flat buffer) to all ranks. */
 void zt_zero_allgather_params(zt_zero *z, float *params);
 
-/* Sum of squares of this rank's partition of grads, counting a parameter replicated over the tensor-parallel
+/* Sum of squares of this rank's partition of the gradients (part[i] is element lo + i), counting a parameter replicated over the tensor-parallel
  * group (tp_split_dim < 0) only on tensor-parallel rank 0 (count_replicated), so that sums over the data-
- * and tensor-parallel groups give the global squared norm. */
-double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *grads, int count_replicated);
+ * and tensor-parallel groups give the global squared norm; parameter `exclude` (an index, or -1) is left out
+ * (the last pipeline stage's copy of the tied word embeddings, counted on the first stage). */
+double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *part, int count_replicated,
+                               int exclude);
 
 #endif

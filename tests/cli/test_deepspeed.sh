@@ -124,7 +124,8 @@ expect_error "an inconsistent batch triple" \
   '{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1}'
 expect_error "a contradicting Megatron flag" "--micro-batch-size 8 contradicts train_micro_batch_size_per_gpu 4" \
   '{"train_micro_batch_size_per_gpu": 4}'
-expect_error "ZeRO stage 3 (not implemented yet)" "lands with the ZeRO-3 work" '{"train_batch_size": 8, "zero_optimization": {"stage": 3}}'
+expect_error "offload_param nvme without a path" "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path" \
+  '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}'
 expect_error "fp16_master_weights_and_grads (not implemented yet)" "lands with the ZeRO-Offload work" \
   '{"train_batch_size": 8, "fp16": {"enabled": true, "fp16_master_weights_and_grads": true}}'
 o=$("$bin" "${tiny[@]}" --train-iters 2 --deepspeed_config "$tmp/ds.json" 2>&1)

@@ -2,28 +2,13 @@
 # ZeRO stages 1 and 2 (docs/zero.md) under mpirun: the same losses and gradient norms as stage 0 (1e-6
 # relative, as printed) over 10 iterations with gradient accumulation, at DP=2 and DP=4 and TP=2 x DP=2, with small buckets,
 # with reduce_scatter off, in fp16 (DeepSpeed's DynamicLossScaler: hysteresis lines, then halving) and bf16;
-# the optimizer state per rank shrinks with the data-parallel size; stage 3, Lamb on a partition and an
-# overflow at the minimum scale stop with their messages.
+# the optimizer state per rank shrinks with the data-parallel size; Lamb on a partition and an overflow at the
+# minimum scale stop with their messages (stage 3 and ZeRO with pipeline parallelism: test_zero3.sh).
 # Usage: test_zero_stages.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 bin="$1"
-command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
-      --mock-data --vocab-size 200 --lr 1e-3 --train-iters 10 --log-interval 1 --eval-interval 10 --eval-iters 1
-      --micro-batch-size 2 --global-batch-size 16 --seed 3)
-cfg() { # name, json members after the batch keys
-  printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, %s}\n' "$2" > "$tmp/$1.json"
-}
-run() { # np, config name, extra flags...
-  local np="$1" name="$2"; shift 2
-  timeout 300 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" --deepspeed --deepspeed_config "$tmp/$name.json" "$@" 2>&1
-}
-expect() { # name, message, output
-  if grep -qF -- "$2" <<<"$3" && ! grep -q "^ iteration " <<<"$3"; then ok "refused: $1"; else bad "refused: $1" "$(grep -m1 error <<<"$3")"; fi
-}
+. "$(dirname "$0")/zero_lib.sh"
 optim_mib() { grep -m1 "memory plan (MiB)" <<<"$1" | sed -E 's/.*optimizer state ([0-9.]+).*/\1/'; }
 
 for np in 2 4; do
@@ -133,10 +118,6 @@ out=$(run 2 legacy --train-iters 2)
 grep -q "> ZeRO stage 1: " <<<"$out" && ok "\"zero_optimization\": true runs stage 1" || bad "legacy form" "$(grep -m1 error <<<"$out")"
 
 # refusals, before training
-cfg s3 '"zero_optimization": {"stage": 3}'
-expect "stage 3" "zero_optimization.stage 3 is not supported yet: lands with the ZeRO-3 work" "$(run 2 s3)"
-expect "ZeRO with pipeline parallelism" "ZeRO under pipeline parallelism is not supported yet" \
-  "$(run 2 s1 --pipeline-model-parallel-size 2)"
 cfg lamb '"optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}'
 expect "Lamb on a partition" "Lamb's trust ratio needs whole parameter tensors" "$(run 2 lamb)"
 cfg min '"fp16": {"enabled": true, "initial_scale_power": 30, "min_loss_scale": 1073741824, "hysteresis": 1}, "zero_optimization": {"stage": 1}'
