@@ -1,7 +1,7 @@
 /* Megatron's interleaved schedule as a list of steps (see pipeline_schedule.h). The three phases and every
  * send/receive condition follow forward_backward_pipelining_with_interleaving (batch_p2p_comm, no overlap) line
- * by line; Python's modulo of negative step numbers is kept. Received tensors are labelled by counting: within a
- * chunk, inputs and gradients arrive in micro-batch order. */
+ * by line; Python's modulo of negative step numbers is kept. Received tensors are labelled by counting (within a
+ * chunk, inputs and gradients arrive in micro-batch order) and go to a free slot; a backward frees its two. */
 #include "runtime/parallel/pipeline_schedule.h"
 
 #include <stdlib.h>

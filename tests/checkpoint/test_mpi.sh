@@ -10,7 +10,8 @@
 #    offsets) and ZeRO stages 1 and 2 (each rank writes the partition it owns): exact resume, and checkpoints
 #    resharded between TP=1, TP=2, TP=2 x DP=2, ZeRO and no ZeRO, bitwise (vocabulary padding adapted);
 #  - pipeline parallelism (PP=2: a file per stage): exact resume, PP=2 -> 1 process -> PP=2 x TP=2 bitwise; the
-#    interleaved schedule (PP=4 x 2 chunks): exact resume, -> 1 process -> interleaved bitwise.
+#    interleaved schedule (PP=4 x 2 chunks): exact resume, -> 1 process -> interleaved bitwise, and its final
+#    weights after 8 iterations equal to one process's (1e-5).
 # Usage: test_mpi.sh PRETRAIN_GPT PYTHON   (SKIP 77 without mpirun or h5py)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -118,6 +119,11 @@ cmp=$("$py" "$here/h5_oracle.py" full I4/global_step8 I1/global_step8 2>&1)
 out=$("${mpi[@]}" -np 4 "$bin" "${tiny[@]}" "${il[@]}" --load I1 --save I4c 2>&1); rc=$?
 cmp=$("$py" "$here/h5_oracle.py" full I1/global_step8 I4c/global_step8 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "1-process checkpoint loaded into interleaved PP=4: $cmp" || bad "1 -> interleaved" "rc=$rc $cmp $(tail -2 <<<"$out")"
+# and trained: 8 iterations with dropout interleaved and in one process end with the same weights and states
+one=$(timeout 300 "$bin" "${tiny[@]}" --num-layers 8 --save IO1 2>&1); rc=$?
+cmp=$("$py" "$here/h5_oracle.py" close I4/global_step8 IO1/global_step8 1e-5 8 2>&1)
+[ $rc -eq 0 ] && grep -q "^close" <<<"$cmp" && close "$(losses "$one")" "$(losses "$a")" 1e-5 &&
+  ok "interleaved PP=4 and one process after 8 iterations: losses 1e-5, $cmp" || bad "interleaved = 1 process" "rc=$rc $cmp"
 
 # ZeRO stages 1 and 2 (bf16: DeepSpeed's bf16_ prefix)
 for st in 1 2; do
