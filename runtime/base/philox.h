@@ -6,11 +6,18 @@
 
 #include <stdint.h>
 
+/* Host and device: the CUDA kernels draw the very same numbers (dropout masks bit for bit). */
+#ifdef __CUDACC__
+#define ZT_HD __host__ __device__
+#else
+#define ZT_HD
+#endif
+
 typedef struct { uint32_t v[4]; } zt_philox_ctr;
 
 /* One Philox4x32-10 block: four independent 32-bit words from (counter, 64-bit key).
  * Inline so loops over independent counters vectorize. */
-static inline zt_philox_ctr zt_philox4x32(zt_philox_ctr c, uint32_t k0, uint32_t k1) {
+ZT_HD static inline zt_philox_ctr zt_philox4x32(zt_philox_ctr c, uint32_t k0, uint32_t k1) {
   for (int r = 0; r < 10; r++) {
     uint64_t p0 = (uint64_t)0xD2511F53u * c.v[0];
     uint64_t p1 = (uint64_t)0xCD9E8D57u * c.v[2];
@@ -34,13 +41,13 @@ typedef enum {
 } zt_rng_purpose;
 
 /* The 64-bit key of a (seed, purpose) stream family. */
-static inline void zt_philox_key(uint64_t seed, zt_rng_purpose purpose, uint32_t *k0, uint32_t *k1) {
+ZT_HD static inline void zt_philox_key(uint64_t seed, zt_rng_purpose purpose, uint32_t *k0, uint32_t *k1) {
   *k0 = (uint32_t)seed;
   *k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)purpose * 0x85EBCA6Bu);
 }
 
 /* Uniform float in [0,1) from 32 random bits (24-bit mantissa, never 1.0). */
-static inline float zt_u32_to_uniform(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+ZT_HD static inline float zt_u32_to_uniform(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 
 /* Element `index` of the uniform stream (seed, purpose, stream): counter = (index/4, index>>34, stream). */
 float zt_philox_uniform(uint64_t seed, zt_rng_purpose purpose, uint64_t stream, uint64_t index);

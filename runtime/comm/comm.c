@@ -14,12 +14,14 @@
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 #include "runtime/comm/comms_logger.h"
+#include "runtime/comm/nccl_backend.h"
 
 struct zt_group {
   MPI_Comm comm;
   int rank, size;
   int *world_ranks; /* size entries: group rank -> world rank */
   char desc[112];   /* "group of 4 (world ranks 0,2,4,6)" for error messages */
+  zt_nccl *nccl;    /* the NCCL communicator for device buffers, once zt_comm_enable_nccl ran */
   zt_group *next;   /* list of live groups, freed by zt_comm_finalize */
 };
 
@@ -33,6 +35,7 @@ static zt_group *g_groups = NULL;
 static size_t g_chunk_bytes = (size_t)1 << 30;
 static char *g_acc = NULL, *g_tmp = NULL; /* ring scratch, grown on demand and kept (no per-call malloc) */
 static size_t g_acc_cap = 0, g_tmp_cap = 0;
+static int g_nccl = 0; /* zt_comm_enable_nccl ran: groups get NCCL communicators */
 
 static void need_init(const char *op) {
   zt_check(g_inited, "comm", "%s called before zt_comm_init (or after zt_comm_finalize)", op);
@@ -105,6 +108,9 @@ void zt_comm_init(int *argc, char ***argv) {
 void zt_comm_finalize(void) {
   if (!g_inited) return;
   while (g_groups) zt_group_free(g_groups);
+  zt_nccl_destroy(g_world.nccl);
+  g_world.nccl = NULL;
+  g_nccl = 0;
   MPI_Comm_free(&g_world.comm);
   free(g_world.world_ranks);
   free(g_acc);
@@ -124,6 +130,38 @@ void zt_comm_set_chunk_bytes(size_t bytes) {
   bytes = bytes / 8 * 8;
   g_chunk_bytes = bytes < 8 ? 8 : bytes;
 }
+
+static void broadcast_impl(const zt_group *g, void *buf, size_t bytes, int root_group_rank);
+
+/* The group's NCCL communicator: its rank 0 draws the unique id, MPI carries it to the others. */
+static void nccl_attach(zt_group *g) {
+  char id[256];
+  const size_t idb = zt_nccl_id_bytes();
+  zt_check(idb <= sizeof id, "comm", "NCCL unique id of %zu bytes (at most %zu expected)", idb, sizeof id);
+  if (g->rank == 0) zt_nccl_get_id(id);
+  broadcast_impl(g, id, idb, 0);
+  g->nccl = zt_nccl_create(id, g->size, g->rank, g->desc);
+}
+
+void zt_comm_enable_nccl(void) {
+  need_init("zt_comm_enable_nccl");
+  zt_check(zt_nccl_built(), "comm", "the NCCL backend was requested but this build has none (built without CUDA "
+           "or without NCCL: see the CMake output's 'NCCL backend' line)");
+  if (g_nccl) return;
+  g_nccl = 1;
+  nccl_attach(&g_world);
+  int n = 0; /* the groups created so far, in creation order (the list is newest first) */
+  for (zt_group *g = g_groups; g; g = g->next) n++;
+  zt_group **order = zt_malloc(sizeof(zt_group *) * (size_t)(n ? n : 1), "comm: group list");
+  int i = n;
+  for (zt_group *g = g_groups; g; g = g->next) order[--i] = g;
+  for (i = 0; i < n; i++) nccl_attach(order[i]);
+  free(order);
+}
+int zt_comm_nccl_enabled(void) { return g_nccl; }
+
+/* Device buffers of a group with an NCCL communicator go through NCCL. */
+static int on_nccl(const zt_group *g, const void *buf) { return g && g->nccl && zt_nccl_on_device(buf); }
 
 zt_group *zt_group_create(const int *world_ranks, int n) {
   need_init("zt_group_create");
@@ -159,6 +197,7 @@ zt_group *zt_group_create(const int *world_ranks, int n) {
            g_world.rank, me);
   g->next = g_groups;
   g_groups = g;
+  if (g_nccl) nccl_attach(g);
   return g;
 }
 
@@ -168,6 +207,7 @@ void zt_group_free(zt_group *g) {
   zt_check(g != &g_world, "comm", "zt_group_free: the world group is freed by zt_comm_finalize");
   for (zt_group **p = &g_groups; *p; p = &(*p)->next)
     if (*p == g) { *p = g->next; break; }
+  zt_nccl_destroy(g->nccl);
   MPI_Comm_free(&g->comm);
   free(g->world_ranks);
   free(g);
@@ -279,7 +319,13 @@ static void ring_allgather(const zt_group *g, const char *op_name, void *buf, si
 static void allreduce(const zt_group *g, const char *op_name, red_op op, void *buf, size_t n) {
   check_group(g, op_name);
   zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op_name, n, g->desc);
-  if (g->size == 1 || n == 0) return;
+  if (n == 0) return;
+  if (on_nccl(g, buf)) {
+    zt_nccl_allreduce(g->nccl, g->desc, buf, n, op == RED_SUM_F32 ? ZT_NCCL_SUM_F32 : op == RED_SUM_F64 ?
+                      ZT_NCCL_SUM_F64 : ZT_NCCL_MAX_F64);
+    return;
+  }
+  if (g->size == 1) return;
   size_t es = elem_size(op);
   void *mine = ring_reduce_scatter(g, op_name, op, buf, n);
   memcpy((char *)buf + block_off(n, g->size, g->rank) * es, mine, block_len(n, g->size, g->rank) * es);
@@ -301,6 +347,10 @@ static void allgather_f32_impl(const zt_group *g, const float *send, size_t n_pe
   check_group(g, op);
   if (n_per_rank == 0) return;
   zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
+  if (on_nccl(g, recv)) { /* in place when send is this rank's block of recv, as NCCL defines it */
+    zt_nccl_allgather(g->nccl, g->desc, send, recv, n_per_rank);
+    return;
+  }
   size_t n = n_per_rank * (size_t)g->size;
   memmove(recv + n_per_rank * (size_t)g->rank, send, n_per_rank * sizeof(float)); /* send may be that block */
   if (g->size > 1) ring_allgather(g, op, recv, n, sizeof(float));
@@ -311,6 +361,10 @@ static void reduce_scatter_sum_f32_impl(const zt_group *g, const float *send, si
   check_group(g, op);
   if (n_per_rank == 0) return;
   zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
+  if (on_nccl(g, send)) {
+    zt_nccl_reduce_scatter(g->nccl, g->desc, send, recv, n_per_rank);
+    return;
+  }
   if (g->size == 1) { memmove(recv, send, n_per_rank * sizeof(float)); return; }
   void *mine = ring_reduce_scatter(g, op, RED_SUM_F32, send, n_per_rank * (size_t)g->size);
   memcpy(recv, mine, n_per_rank * sizeof(float));
@@ -323,7 +377,12 @@ static void reduce_sum_f32_impl(const zt_group *g, float *buf, size_t n, int roo
   check_group(g, op);
   zt_check(root >= 0 && root < g->size, "comm", "%s: root %d outside %s", op, root, g->desc);
   zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op, n, g->desc);
-  if (g->size == 1 || n == 0) return;
+  if (n == 0) return;
+  if (on_nccl(g, buf)) {
+    zt_nccl_reduce(g->nccl, g->desc, buf, n, root);
+    return;
+  }
+  if (g->size == 1) return;
   const int D = g->size, rel = (g->rank - root + D) % D;
   size_t piece = g_chunk_bytes / sizeof(float);
   if (piece > ((size_t)1 << 20)) piece = (size_t)1 << 20;
@@ -355,6 +414,10 @@ static void broadcast_impl(const zt_group *g, void *buf, size_t bytes, int root_
   zt_check(root_group_rank >= 0 && root_group_rank < g->size, "comm", "%s: root %d outside %s", op, root_group_rank,
            g->desc);
   zt_check(buf || bytes == 0, "comm", "%s: NULL buffer for %zu bytes on %s", op, bytes, g->desc);
+  if (bytes && on_nccl(g, buf)) {
+    zt_nccl_broadcast(g->nccl, g->desc, buf, bytes, root_group_rank);
+    return;
+  }
   for (size_t off = 0; off < bytes; off += g_chunk_bytes) {
     size_t c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     CHECK_MPI(MPI_Bcast((char *)buf + off, (int)c, MPI_BYTE, root_group_rank, g->comm), op, g,
@@ -371,6 +434,11 @@ static void check_peer(const zt_group *g, const char *op, const char *role, int 
 static void send_f32_impl(const zt_group *g, const float *buf, size_t n, int dst) {
   const char *op = "zt_send_f32";
   check_peer(g, op, "destination", dst, n, buf);
+  if (n && on_nccl(g, buf)) {
+    zt_p2p_op o = {(float *)buf, n, dst, 1};
+    zt_nccl_p2p(g->nccl, g->desc, &o, 1);
+    return;
+  }
   size_t bytes = n * sizeof(float);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
@@ -382,6 +450,11 @@ static void send_f32_impl(const zt_group *g, const float *buf, size_t n, int dst
 static void recv_f32_impl(const zt_group *g, float *buf, size_t n, int src) {
   const char *op = "zt_recv_f32";
   check_peer(g, op, "source", src, n, buf);
+  if (n && on_nccl(g, buf)) {
+    zt_p2p_op o = {buf, n, src, 0};
+    zt_nccl_p2p(g->nccl, g->desc, &o, 1);
+    return;
+  }
   size_t bytes = n * sizeof(float);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
@@ -400,6 +473,11 @@ void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int ds
   const char *op = "zt_sendrecv_f32";
   check_peer(g, op, "destination", dst, n_send, send);
   check_peer(g, op, "source", src, n_recv, recv);
+  if (on_nccl(g, n_send ? (const void *)send : recv)) {
+    zt_p2p_op o[2] = {{(float *)send, n_send, dst, 1}, {recv, n_recv, src, 0}};
+    zt_nccl_p2p(g->nccl, g->desc, o, 2);
+    return;
+  }
   xfer(g, op, send, n_send * sizeof(float), dst, recv, n_recv * sizeof(float), src, TAG_P2P);
 }
 
@@ -409,6 +487,19 @@ void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) {
   for (int i = 0; i < n; i++) {
     check_peer(g, op, ops[i].send ? "destination" : "source", ops[i].peer, ops[i].n, ops[i].buf);
     nreq += n_chunks(ops[i].n * sizeof(float));
+  }
+  int dev = -1; /* device buffers: all of them (one NCCL group call) or none */
+  for (int i = 0; i < n; i++) {
+    if (!ops[i].n) continue;
+    const int d = on_nccl(g, ops[i].buf);
+    zt_check(dev < 0 || d == dev, "comm", "%s on %s: operation %d's buffer is %s memory, an earlier one's %s "
+             "memory (one batch is all device or all host)", op, g->desc, i, d ? "device" : "host",
+             dev ? "device" : "host");
+    dev = d;
+  }
+  if (dev == 1) {
+    zt_nccl_p2p(g->nccl, g->desc, ops, n);
+    return;
   }
   MPI_Request local_req[16];
   MPI_Status local_st[16];
@@ -454,12 +545,16 @@ static void barrier_impl(const zt_group *g) {
 }
 
 /* The public collectives: with the comms logger on, each call is timed and recorded under DeepSpeed's op
- * name and message size (runtime/comm/comms_logger.h); off, the one branch is all it costs. */
+ * name and message size (runtime/comm/comms_logger.h); off, the one branch is all it costs. With NCCL on, the
+ * stream is drained before and after the call so the time is the collective's own (as DeepSpeed's logger
+ * synchronizes). */
 #define ZT_LOGGED(op, bytes, g, call) \
   do { \
     if (zt_comms_logger_on) { \
+      if (g_nccl) zt_nccl_sync(); \
       double t0_ = zt_now(); \
       call; \
+      if (g_nccl) zt_nccl_sync(); \
       zt_comms_logger_record((op), (bytes), 1e3 * (zt_now() - t0_), zt_group_size(g)); \
     } else { \
       call; \

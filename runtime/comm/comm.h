@@ -1,5 +1,6 @@
-/* Collective communication over MPI for CPU buffers: start-up, process groups and the collectives the
- * parallel layers need (allreduce, allgather, reduce-scatter, broadcast, point-to-point, barrier).
+/* Collective communication: start-up, process groups and the collectives the parallel layers need (allreduce,
+ * allgather, reduce-scatter, broadcast, point-to-point, barrier), over MPI for CPU buffers and over NCCL for
+ * device buffers (zt_comm_enable_nccl).
  * Every MPI failure ends the job through zt_fatal naming the operation, the group and the sizes. */
 #ifndef ZT_COMM_H
 #define ZT_COMM_H
@@ -63,6 +64,14 @@ typedef struct {
 } zt_p2p_op;
 void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n);
 void zt_barrier(const zt_group *g);
+
+/* NCCL for device buffers (GPU tensors). After zt_cuda_init, every rank calls zt_comm_enable_nccl (collective
+ * over the world): the world and every group, those created before and after, get an NCCL communicator (its
+ * unique id drawn by group rank 0 and broadcast over MPI). From then on a collective or send/receive given
+ * device memory runs through NCCL on the CUDA backend's stream: ordered with the kernels around it, returning
+ * once enqueued; host memory still goes through MPI. Refused with a clear error in a build without NCCL. */
+void zt_comm_enable_nccl(void);
+int zt_comm_nccl_enabled(void);
 
 /* Largest single MPI message in bytes (default 1 GiB, so counts stay below 2^31); larger buffers go in
  * several messages. A knob for tests of the chunking; rounded down to a multiple of 8, at least 8. */

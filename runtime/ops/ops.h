@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/philox.h" /* ZT_HD: helpers shared with the CUDA kernels */
+
 /* ---- matmul: out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias[OC] (bias may be NULL) ---------- */
 void zt_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                        int N, int IC, int OC);
@@ -40,7 +42,7 @@ typedef struct {
 } zt_dropout;
 
 /* Stream id of (sample, site) in the dropout RNG. */
-static inline uint64_t zt_dropout_stream(const zt_dropout *d, uint64_t sample) {
+ZT_HD static inline uint64_t zt_dropout_stream(const zt_dropout *d, uint64_t sample) {
   return (sample << 20) ^ d->site;
 }
 /* x[B, S] (S elements per sample): out = dropout(x); out may alias x. p == 0 copies. */

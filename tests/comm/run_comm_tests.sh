@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/comm/test_comm under mpirun (oversubscribed: CI has 2 cores) or alone.
+# Runs tests/comm/test_comm (or test_comm_nccl: case nccl2) under mpirun (oversubscribed: CI has 2 cores) or alone.
 #   run_comm_tests.sh <test_comm binary> single|np1|np2|np4|fail|fail0|mismatch
 # Exits 77 (SKIP) when mpirun is missing. A hang fails the test through `timeout 60`.
 set -u
@@ -45,6 +45,7 @@ case "$case_" in
   np2) run_np 2 all ;;
   np3) run_np 3 all ;;
   np4) run_np 4 all ;;
+  nccl2) run_np 2 ;;
   fail) fail_case 4 1 "error: [rank 1] test_comm:" ;;
   fail0) fail_case 2 0 "error: test_comm:" ;;
   mismatch)

@@ -1,0 +1,146 @@
+// Fused softmax + cross-entropy on the GPU, and the vocab-parallel pieces around the model's all-reduces
+// (runtime/ops/cpu/cross_entropy.c). The probabilities are never stored: the forward keeps lse[N] and the
+// backward recomputes exp(logit - lse).
+//
+// Kernels (T is the storage type of the logits; lse, losses and the vocab-parallel statistics are fp32), all
+// with one block per row of V logits, row_threads(V) threads (32..512, about 8 logits each) looping over the row,
+// so any V works (V = 1, odd V, 256k):
+//  - ce_forward_kernel: one pass over the row: each thread keeps a running max m and sum s of exp(l - m)
+//    (rescaling s when the max grows), then the block combines them: M = max m, S = sum s * exp(m - M);
+//    lse = M + log S, loss = lse - l[target]. Reads the row once.
+//  - ce_max_kernel / ce_sums_kernel: the row max, and sum exp(l - rowmax) with the target's logit when it lies in
+//    the slice [v0, v0 + V) (0 otherwise). One read of the row each.
+//  - ce_backward_kernel: dlogits = exp(l - lse) * dloss, minus dloss at the target when it lies in [v0, v0 + V)
+//    (v0 = 0 for the full vocabulary). Reads and writes the row once; each element is read, then written, by the
+//    same thread, so dlogits may alias logits.
+// A target outside [0, V) makes the full forward's loss NaN (the CPU would read out of bounds) and is ignored
+// by the full backward.
+#include "runtime/ops/cuda/common.cuh"
+
+// Threads of a block that owns one row of V logits: about 8 logits per thread, a whole number of warps.
+static unsigned row_threads(int V) {
+  unsigned t = ((unsigned)(V + 7) / 8 + 31) / 32 * 32;
+  return t < 32 ? 32 : t > 512 ? 512 : t;
+}
+
+template <typename T>
+__global__ void ce_forward_kernel(float *losses, float *lse, const T *logits, const int32_t *targets, int V) {
+  const int n = blockIdx.x;
+  const T *l = logits + (size_t)n * V;
+  float m = -INFINITY, s = 0.0f;  // this thread's running max and sum of exp(l - m)
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    const float x = zt_ld(l, v);
+    if (x > m) {
+      s = s * expf(m - x) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  }
+  const float M = zt_block_max(m);
+  const float S = zt_block_sum(s > 0.0f ? s * expf(m - M) : 0.0f);  // s == 0: a thread with no logit (m = -inf)
+  if (threadIdx.x == 0) {
+    const float z = M + logf(S);
+    const int t = targets[n];
+    lse[n] = z;
+    losses[n] = t >= 0 && t < V ? z - zt_ld(l, t) : NAN;
+  }
+}
+
+template <typename T>
+__global__ void ce_max_kernel(float *rowmax, const T *logits, int V) {
+  const T *l = logits + (size_t)blockIdx.x * V;
+  float m = -INFINITY;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, zt_ld(l, v));
+  m = zt_block_max(m);
+  if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
+}
+
+template <typename T>
+__global__ void ce_sums_kernel(float *sumexp, float *tlogit, const T *logits, const float *rowmax,
+                               const int32_t *targets, int V, int v0) {
+  const int n = blockIdx.x;
+  const T *l = logits + (size_t)n * V;
+  const float m = rowmax[n];
+  float s = 0.0f;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) s += expf(zt_ld(l, v) - m);
+  s = zt_block_sum(s);
+  if (threadIdx.x == 0) {
+    const long long t = (long long)targets[n] - v0;
+    sumexp[n] = s;
+    tlogit[n] = t >= 0 && t < V ? zt_ld(l, t) : 0.0f;
+  }
+}
+
+template <typename T>
+__global__ void ce_backward_kernel(T *dlogits, const T *logits, const float *lse, const int32_t *targets,
+                                   const float *dloss, int V, int v0) {
+  const int n = blockIdx.x;
+  const size_t row = (size_t)n * V;
+  const float w = dloss[n], z = lse[n];
+  const long long t = (long long)targets[n] - v0;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    float g = expf(zt_ld(logits, row + v) - z) * w;
+    if (v == t) g -= w;
+    zt_st(dlogits, row + v, g);
+  }
+}
+
+static void check_shape(const char *op, int N, int V) {
+  zt_check(N >= 0 && V > 0, op, "N=%d rows of V=%d logits: need N >= 0 and V > 0", N, V);
+}
+
+extern "C" void zt_cuda_cross_entropy_forward(zt_dtype dt, float *losses, float *lse, const void *logits,
+                                              const int32_t *targets, int N, int V) {
+  check_shape("zt_cuda_cross_entropy_forward", N, V);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ce_forward_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(losses, lse, (const T *)logits, targets, V);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+static void ce_backward(const char *op, zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                        const int32_t *targets, const float *dloss, int N, int V, int v0) {
+  check_shape(op, N, V);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ce_backward_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>((T *)dlogits, (const T *)logits, lse, targets,
+                                                                 dloss, V, v0);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_cross_entropy_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                               const int32_t *targets, const float *dloss, int N, int V) {
+  ce_backward("zt_cuda_cross_entropy_backward", dt, dlogits, logits, lse, targets, dloss, N, V, 0);
+}
+
+extern "C" void zt_cuda_cross_entropy_vp_max(zt_dtype dt, float *rowmax, const void *logits, int N, int V) {
+  check_shape("zt_cuda_cross_entropy_vp_max", N, V);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ce_max_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(rowmax, (const T *)logits, V);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_cross_entropy_vp_sums(zt_dtype dt, float *sumexp, float *tlogit, const void *logits,
+                                              const float *rowmax, const int32_t *targets, int N, int V, int v0) {
+  check_shape("zt_cuda_cross_entropy_vp_sums", N, V);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ce_sums_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(sumexp, tlogit, (const T *)logits, rowmax, targets, V,
+                                                             v0);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                                  const int32_t *targets, const float *dloss, int N, int V, int v0) {
+  ce_backward("zt_cuda_cross_entropy_vp_backward", dt, dlogits, logits, lse, targets, dloss, N, V, v0);
+}

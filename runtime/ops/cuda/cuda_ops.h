@@ -1,0 +1,131 @@
+/* The CUDA op backend: the ops of runtime/ops/ops.h on device memory, in a storage dtype of fp32, bf16 or
+ * fp16 with fp32 arithmetic, checked against the CPU reference by tests/cuda (every op, odd shapes, all three
+ * dtypes, outputs poisoned before each run).
+ *
+ * Conventions (departures from ops.h are listed per op):
+ *  - every pointer is device memory; `dt` is the storage dtype of every tensor argument of the call except
+ *    per-row statistics (layernorm mean/rstd, attention and cross-entropy log-sum-exp, losses) and the
+ *    optimizer's master weights, gradients and moments, which are fp32; ids and targets are int32;
+ *  - parameter gradients accumulate (+=) in dt, activation gradients are written (=), as in ops.h;
+ *  - everything runs on the backend's stream (zt_cuda_stream) in order; no call synchronizes the host
+ *    unless it returns a host value;
+ *  - a CUDA or cuBLAS error ends the process with the call, file and line (zt_fatal), never silently.
+ * Without a CUDA build this header's functions do not exist: check zt_cuda_device_count() first. */
+#ifndef ZT_CUDA_OPS_H
+#define ZT_CUDA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/base/dtype.h"
+#include "runtime/ops/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- context: device, stream, cuBLASLt handle and workspace ----------------------------------------- */
+/* Selects the device, creates the stream, the cuBLASLt handle and a 32 MiB workspace. Idempotent. */
+void zt_cuda_init(int device);
+void zt_cuda_shutdown(void);
+void *zt_cuda_stream(void); /* the cudaStream_t all ops run on */
+void zt_cuda_synchronize(void);
+
+/* ---- memory -------------------------------------------------------------------------------------------- */
+void *zt_cuda_malloc(size_t bytes, const char *what); /* refuses with the size and free memory when full */
+void zt_cuda_free(void *p);
+void zt_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
+void zt_cuda_memcpy_d2h(void *dst, const void *src, size_t bytes); /* synchronizes with the stream */
+void zt_cuda_memset(void *p, int byte, size_t bytes);
+/* Device memory in use and total, bytes (cudaMemGetInfo). */
+void zt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+/* dst[n] (dst_dt) = src[n] (src_dt), round to nearest even; as zt_convert on the CPU. */
+void zt_cuda_convert(void *dst, zt_dtype dst_dt, const void *src, zt_dtype src_dt, size_t n);
+
+/* ---- matmul (cuBLASLt, fp32 accumulation; fp32 in strict fp32, no TF32) ------------------------------
+ * out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias[OC] (bias may be NULL). With pre_gelu != NULL the GELU
+ * epilogue is fused: pre_gelu receives the pre-activation and out = gelu_tanh(pre_gelu). */
+void zt_cuda_matmul_forward(zt_dtype dt, void *out, void *pre_gelu, const void *inp, const void *weight,
+                            const void *bias, int N, int IC, int OC);
+/* dinp[N,IC] = dout @ weight (skipped when NULL); dweight[OC,IC] += dout^T @ inp; dbias[OC] += column sums of
+ * dout (skipped when NULL). With pre_gelu != NULL, dout is first multiplied by gelu'(pre_gelu) in place
+ * (dout then holds the gradient of the pre-activation). */
+void zt_cuda_matmul_backward(zt_dtype dt, void *dinp, void *dweight, void *dbias, void *dout, const void *inp,
+                             const void *weight, const void *pre_gelu, int N, int IC, int OC);
+
+/* ---- layernorm (mean, rstd fp32 [N]) ------------------------------------------------------------------ */
+void zt_cuda_layernorm_forward(zt_dtype dt, void *out, float *mean, float *rstd, const void *inp, const void *weight,
+                               const void *bias, int N, int C, float eps);
+void zt_cuda_layernorm_backward(zt_dtype dt, void *dinp, void *dweight, void *dbias, const void *dout,
+                                const void *inp, const void *weight, const float *mean, const float *rstd, int N,
+                                int C);
+/* Fused residual + layernorm: res = a + b (written), out = layernorm(res). */
+void zt_cuda_residual_layernorm_forward(zt_dtype dt, void *res, void *out, float *mean, float *rstd, const void *a,
+                                        const void *b, const void *weight, const void *bias, int N, int C,
+                                        float eps);
+
+/* ---- elementwise ---------------------------------------------------------------------------------------- */
+void zt_cuda_gelu_forward(zt_dtype dt, void *out, const void *inp, size_t n);
+void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, const void *dout, size_t n);
+void zt_cuda_residual_forward(zt_dtype dt, void *out, const void *a, const void *b, size_t n);
+void zt_cuda_accumulate(zt_dtype dt, void *dst, const void *src, size_t n);
+/* Dropout with the CPU's masks bit for bit (same Philox stream, element and threshold); out may alias x. */
+void zt_cuda_dropout_forward(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d);
+void zt_cuda_dropout_backward(zt_dtype dt, void *dx, const void *dout, int B, size_t S, const zt_dropout *d);
+void zt_cuda_dropout_add_forward(zt_dtype dt, void *out, const void *residual, const void *x, int B, size_t S,
+                                 const zt_dropout *d);
+
+/* ---- embedding ------------------------------------------------------------------------------------------ */
+void zt_cuda_embedding_forward(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
+                               int accumulate);
+/* Deterministic: duplicates summed in token order, as on the CPU. */
+void zt_cuda_embedding_backward(zt_dtype dt, void *dtable, const int32_t *ids, const void *dout, int N, int C);
+void zt_cuda_embedding_forward_range(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
+                                     int v0, int rows);
+void zt_cuda_embedding_backward_range(zt_dtype dt, void *dtable, const int32_t *ids, const void *dout, int N, int C,
+                                      int v0, int rows);
+
+/* ---- fused attention: never materializes the Tq x Tk matrix ----------------------------------------------
+ * Departure from ops.h: instead of probs, the forward keeps lse[B, NH, Tq] (fp32: log-sum-exp of the scaled,
+ * masked scores; -inf for a row with no visible key) and the backward recomputes the probabilities from q, k
+ * and lse. Layouts, masks, key_padding/key_start (device pointers), dropout element ids and head0 as in
+ * zt_attention_desc. dq, dk, dv are written (=); they may share one fused QKV buffer (disjoint regions). */
+void zt_cuda_attention_forward(zt_dtype dt, void *out, float *lse, const void *q, const void *k, const void *v,
+                               const zt_attention_desc *a);
+void zt_cuda_attention_backward(zt_dtype dt, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                                const float *lse, const void *q, const void *k, const void *v,
+                                const zt_attention_desc *a);
+
+/* ---- fused softmax + cross-entropy (losses, lse fp32 [N]; never stores the probabilities) ---------------- */
+void zt_cuda_cross_entropy_forward(zt_dtype dt, float *losses, float *lse, const void *logits, const int32_t *targets,
+                                   int N, int V);
+/* dloss fp32 [N]; dlogits may alias logits. */
+void zt_cuda_cross_entropy_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                    const int32_t *targets, const float *dloss, int N, int V);
+void zt_cuda_cross_entropy_vp_max(zt_dtype dt, float *rowmax, const void *logits, int N, int V);
+void zt_cuda_cross_entropy_vp_sums(zt_dtype dt, float *sumexp, float *tlogit, const void *logits, const float *rowmax,
+                                   const int32_t *targets, int N, int V, int v0);
+void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                       const int32_t *targets, const float *dloss, int N, int V, int v0);
+
+/* ---- optimizer (multi-tensor: one launch over a list of ranges of the flat fp32 buffers) -----------------
+ * AdamW/Adam as zt_optimizer_step's ADAM_ELEMENT (same expression order): for each range r, elements
+ * [off[r], off[r] + len[r]) use weight decay wd[r]. grads (fp32) are multiplied by grad_scale and zeroed;
+ * when params_half != NULL the updated master weights are also written to it in half_dt. */
+typedef struct {
+  float lr, beta1, beta2, eps, inv_bc1, inv_sqrt_bc2, grad_scale;
+  int adam_w_mode;
+} zt_cuda_adam_args;
+void zt_cuda_adam_step(float *params, float *grads, float *m, float *v, void *params_half, zt_dtype half_dt,
+                       const size_t *off, const size_t *len, const float *wd, int nranges,
+                       const zt_cuda_adam_args *args);
+/* Sum of squares of x[n] (dt) accumulated in fp32 per block and double across blocks; returns it to the host
+ * (synchronizes). Deterministic for a given n and launch shape. */
+double zt_cuda_sumsq(zt_dtype dt, const void *x, size_t n);
+/* How many of x[n] (fp32) are inf or nan (the fp16 overflow check); synchronizes. */
+size_t zt_cuda_count_nonfinite(const float *x, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

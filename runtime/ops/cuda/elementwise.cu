@@ -1,0 +1,147 @@
+// Elementwise ops on the GPU: GELU (tanh form) and its backward, residual add, gradient accumulation, and
+// dropout (plain, backward, fused with the residual add) with the CPU's Philox masks bit for bit; the formulas
+// are those of runtime/ops/cpu/gelu.c, elementwise.c and dropout.c.
+//
+// Kernels (T is the storage type; arithmetic in fp32):
+//  - map_kernel: out[i] = f(x[i], y[i]) for GELU forward/backward, residual and accumulate; grid-stride, 256
+//    threads. When every pointer is 16-byte aligned it moves 16-byte packs (4 fp32 or 8 bf16/fp16 elements) and
+//    finishes the n % 4 (or 8) tail element by element, otherwise it goes element by element; one read of each
+//    input and one write, the bandwidth bound. out may alias x or y (each element is read, then written, by
+//    the same thread).
+//  - dropout_kernel: x[B, S]; one thread per group of four elements [4q, 4q + 4) of a sample, which share one
+//    Philox4x32 draw (the CPU draws the same counter for the same four elements), grid-stride; one read of x
+//    (and of the residual) and one write. out may alias x (or the residual).
+#include "runtime/ops/cuda/common.cuh"
+
+// 16 bytes of T: the unit of the vectorized path.
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int K = 16 / sizeof(T);
+  T v[K];
+};
+
+// out[i] = f(x[i], y[i]) for i < n (f sees 0 for y when y is NULL); packed: every pointer is 16-byte aligned.
+template <typename T, typename F>
+__global__ void map_kernel(T *out, const T *x, const T *y, size_t n, bool packed, F f) {
+  constexpr int K = Pack16<T>::K;
+  const size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  size_t tail = 0;
+  if (packed) {
+    const size_t np = n / K;
+    for (size_t p = tid; p < np; p += stride) {
+      const Pack16<T> a = reinterpret_cast<const Pack16<T> *>(x)[p];
+      const Pack16<T> b = y ? reinterpret_cast<const Pack16<T> *>(y)[p] : a;
+      Pack16<T> o;
+#pragma unroll
+      for (int k = 0; k < K; k++) zt_st(o.v, k, f(zt_ld(a.v, k), y ? zt_ld(b.v, k) : 0.0f));
+      reinterpret_cast<Pack16<T> *>(out)[p] = o;
+    }
+    tail = np * K;
+  }
+  for (size_t i = tail + tid; i < n; i += stride) zt_st(out, i, f(zt_ld(x, i), y ? zt_ld(y, i) : 0.0f));
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+template <typename F>
+static void map_launch(zt_dtype dt, void *out, const void *x, const void *y, size_t n, F f) {
+  if (n == 0) return;
+  const bool packed = aligned16(out) && aligned16(x) && (!y || aligned16(y));
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const size_t K = Pack16<T>::K, work = packed ? (n + K - 1) / K : n;
+    map_kernel<T><<<zt_blocks(work, 256), 256, 0, zt_stream()>>>((T *)out, (const T *)x, (const T *)y, n, packed,
+                                                                 f);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+struct GeluForward {
+  __device__ float operator()(float x, float) const { return zt_gelu(x); }
+};
+struct GeluBackward {  // x = the GELU input, dy = the gradient of its output
+  __device__ float operator()(float x, float dy) const { return dy * zt_gelu_grad(x); }
+};
+struct Add {
+  __device__ float operator()(float x, float y) const { return x + y; }
+};
+
+extern "C" void zt_cuda_gelu_forward(zt_dtype dt, void *out, const void *inp, size_t n) {
+  map_launch(dt, out, inp, NULL, n, GeluForward());
+}
+extern "C" void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, const void *dout, size_t n) {
+  map_launch(dt, dinp, inp, dout, n, GeluBackward());
+}
+extern "C" void zt_cuda_residual_forward(zt_dtype dt, void *out, const void *a, const void *b, size_t n) {
+  map_launch(dt, out, a, b, n, Add());
+}
+extern "C" void zt_cuda_accumulate(zt_dtype dt, void *dst, const void *src, size_t n) {
+  map_launch(dt, dst, dst, src, n, Add());
+}
+
+// The four Philox words behind elements [4q, 4q + 4) of a sample's dropout stream: zt_dropout_keep's draw
+// (common.cuh) made once for the four elements; element 4q + j is kept when (words.v[j] >> 8) >= threshold.
+__device__ __forceinline__ zt_philox_ctr dropout_words(const zt_dropout &d, uint32_t k0, uint32_t k1,
+                                                       uint64_t sample, uint64_t q) {
+  const uint64_t stream = zt_dropout_stream(&d, sample);
+  const zt_philox_ctr c = {{(uint32_t)q, (uint32_t)(q >> 32), (uint32_t)stream, (uint32_t)(stream >> 32)}};
+  return zt_philox4x32(c, k0, k1);
+}
+
+// out[b, e] = residual[b, e] (when not NULL) + (kept ? x[b, e] * scale : 0), the mask of sample first_sample + b.
+template <typename T>
+__global__ void dropout_kernel(T *out, const T *x, const T *residual, int B, size_t S, zt_dropout d, uint32_t k0,
+                               uint32_t k1, uint32_t threshold, float scale) {
+  const size_t groups = (S + 3) / 4, total = groups * (size_t)B;
+  for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
+    const size_t b = g / groups, q = g % groups;
+    const zt_philox_ctr r = dropout_words(d, k0, k1, d.first_sample + b, q);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const size_t e = 4 * q + j;
+      if (e >= S) break;
+      const size_t i = b * S + e;
+      // __fmul_rn is never contracted into an FMA with the add: the CPU rounds x * scale before adding
+      float v = (r.v[j] >> 8) >= threshold ? __fmul_rn(zt_ld(x, i), scale) : 0.0f;
+      if (residual) v = zt_ld(residual, i) + v;
+      zt_st(out, i, v);
+    }
+  }
+}
+
+static void dropout_launch(const char *op, zt_dtype dt, void *out, const void *x, const void *residual, int B,
+                           size_t S, const zt_dropout *d) {
+  zt_check(B >= 0, op, "B=%d samples: need B >= 0", B);
+  zt_check(d->p >= 0.0f && d->p < 1.0f, op, "drop probability p=%g: need 0 <= p < 1", d->p);
+  const size_t n = (size_t)B * S;
+  if (n == 0) return;
+  if (d->p == 0.0f) {  // as on the CPU: a copy (plus the residual)
+    if (residual)
+      map_launch(dt, out, residual, x, n, Add());
+    else if (out != x)
+      ZT_CUDA_CHECK(cudaMemcpyAsync(out, x, n * zt_dtype_size(dt), cudaMemcpyDeviceToDevice, zt_stream()));
+    return;
+  }
+  uint32_t k0, k1, threshold;
+  zt_dropout_params(d, &k0, &k1, &threshold);
+  const float scale = 1.0f / (1.0f - d->p);  // the CPU's expression, so the kept values match bit for bit
+  const size_t groups = (S + 3) / 4 * (size_t)B;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    dropout_kernel<T><<<zt_blocks(groups, 256), 256, 0, zt_stream()>>>((T *)out, (const T *)x, (const T *)residual,
+                                                                       B, S, *d, k0, k1, threshold, scale);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_dropout_forward(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d) {
+  dropout_launch("zt_cuda_dropout_forward", dt, out, x, NULL, B, S, d);
+}
+extern "C" void zt_cuda_dropout_backward(zt_dtype dt, void *dx, const void *dout, int B, size_t S,
+                                         const zt_dropout *d) {
+  dropout_launch("zt_cuda_dropout_backward", dt, dx, dout, NULL, B, S, d);
+}
+extern "C" void zt_cuda_dropout_add_forward(zt_dtype dt, void *out, const void *residual, const void *x, int B,
+                                            size_t S, const zt_dropout *d) {
+  dropout_launch("zt_cuda_dropout_add_forward", dt, out, x, residual, B, S, d);
+}

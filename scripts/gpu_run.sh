@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the device machine (see scripts/gpu_bundle.sh): the GPU tests of the carried bundle (or the named
+# tests and benchmarks, e.g. bench_gpu_ops), each one's output in $OUT/<name>.log, a summary at the end. CUDA's libraries are looked up where the machine has them.
+#   run(command="scripts/gpu_run.sh [test names...]", carry=[".gpu"])
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle="$root/.gpu"
+[ -d "$bundle/bin" ] || { echo "no .gpu bundle: run scripts/gpu_bundle.sh here and carry .gpu"; exit 2; }
+libs="$bundle/lib"
+for n in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
+  d=$(dirname "$(find /usr/local/cuda* /usr/lib /opt -name "$n" 2>/dev/null | head -1)" 2>/dev/null)
+  [ -n "$d" ] && [ "$d" != . ] && libs="$libs:$d" || echo "warning: $n not found on this machine"
+done
+export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+out="${OUT:-/tmp/gpu_out}"
+mkdir -p "$out"
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || for b in "$bundle"/bin/test_*; do tests+=("$(basename "$b")"); done
+fail=0
+for t in "${tests[@]}"; do
+  timeout 300 "$bundle/bin/$t" >"$out/$t.log" 2>&1; rc=$?
+  case $rc in 0) s=PASS ;; 77) s=SKIP ;; *) s="FAIL (exit $rc)"; fail=1 ;; esac
+  echo "== $t: $s"
+  case $t in
+    bench_*) cat "$out/$t.log" ;;  # the figures
+    *) grep -E '^(FAIL|SKIP)' "$out/$t.log" | head -20; tail -1 "$out/$t.log" ;;
+  esac
+done
+exit $fail
