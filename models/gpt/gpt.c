@@ -83,22 +83,44 @@ static int full_model_index(const zt_gpt *m, const zt_param_table *full, const c
   return i;
 }
 
-/* The one-stage model's parameter table (names and order only: it is never allocated). */
-static void full_model_table(const zt_gpt *m, zt_param_table *full) {
-  const zt_gpt_config *c = &m->cfg;
+/* The layers' configuration: heads and MLP columns of one of tp ranks. */
+static zt_block_config block_config(const zt_gpt_config *cfg, const zt_tp *tp) {
+  const int C = cfg->hidden_size, NH = cfg->num_heads;
+  return (zt_block_config){.C = C, .NH = NH / tp->size, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp->size,
+                           .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
+                           .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
+                           .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .self_mask = ZT_ATTN_CAUSAL,
+                           .tp = tp};
+}
+
+/* The one-stage model's parameter table for `tp` tensor-parallel ranks (names, shapes and order). */
+static void one_stage_table(const zt_gpt_config *c, const zt_block_config *bcfg, int tp, zt_param_table *full) {
   zt_param_table_init(full);
-  zt_embedding_register(full, EMB_PREFIX, c->padded_vocab_size / m->tp.size, c->max_positions, c->hidden_size,
-                        c->init_std);
+  zt_embedding_register(full, EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size, c->init_std);
+  zt_ffn mlp = zt_ffn_dense_mlp();
   for (int l = 0; l < c->num_layers; l++) {
     char pre[96];
     layer_prefix(pre, sizeof pre, l);
-    zt_block_register(full, pre, &m->bcfg, &m->ffns[0]);
+    zt_block_register(full, pre, bcfg, &mlp);
   }
-  int64_t C[1] = {c->hidden_size}, w[2] = {c->padded_vocab_size / m->tp.size, c->hidden_size};
+  zt_ffn_destroy(&mlp);
+  int64_t C[1] = {c->hidden_size}, w[2] = {c->padded_vocab_size / tp, c->hidden_size};
   zt_param_table_add(full, ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
   zt_param_table_add(full, ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
   if (c->untie_embeddings)
     zt_param_table_add(full, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
+  else
+    full->params[zt_param_table_find(full, EMB_PREFIX ".word_embeddings.weight")].tied_group = 0;
+}
+
+static void full_model_table(const zt_gpt *m, zt_param_table *full) {
+  one_stage_table(&m->cfg, &m->bcfg, m->tp.size, full);
+}
+
+void zt_gpt_single_table(const zt_gpt_config *cfg, zt_param_table *t) {
+  const zt_tp one = {.size = 1};
+  const zt_block_config bcfg = block_config(cfg, &one);
+  one_stage_table(cfg, &bcfg, 1, t);
 }
 
 /* Megatron's divisibility rules for tensor parallelism, named by their flags. */
@@ -195,11 +217,7 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
            cfg->hidden_size, tp);
   m->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
                   .sp = tp > 1 && cfg->sequence_parallel};
-  m->bcfg = (zt_block_config){.C = C, .NH = NH / tp, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp,
-                              .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
-                              .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
-                              .out_init_std = cfg->init_std / sqrtf(2.0f * L), .self_mask = ZT_ATTN_CAUSAL,
-                              .tp = &m->tp};
+  m->bcfg = block_config(cfg, &m->tp);
   m->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
   m->vpp = cfg->vpp > 1 ? cfg->vpp : 1;
   const int pr = m->pp > 1 ? cfg->pp_rank : 0;

@@ -139,6 +139,10 @@ float zt_gpt_forward_chunk(zt_gpt *m, int chunk, const int32_t *tokens, const in
  * of micro batches for gradient accumulation). */
 void zt_gpt_backward(zt_gpt *m, float grad_scale);
 
+/* The parameter table of the whole model in one process (no tensor or pipeline parallelism): the names, shapes,
+ * order and offsets zt_gpt_build gives such a model, for other backends (models/gpt/gpt_cuda.h). */
+void zt_gpt_single_table(const zt_gpt_config *cfg, zt_param_table *t);
+
 /* Number of parameters on this rank (padded vocabulary included, as Megatron counts them; with tensor
  * parallelism this rank's slices: Megatron's "number of parameters on (tensor, pipeline) model parallel rank"). */
 size_t zt_gpt_num_params(const zt_gpt *m);

@@ -111,3 +111,19 @@ extern "C" void zt_cuda_convert(void *dst, zt_dtype dst_dt, const void *src, zt_
     });
   });
 }
+
+template <typename S>
+__global__ void fold_kernel(float *acc, S *src, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    acc[i] += zt_ld(src, i);
+    zt_st(src, i, 0.0f);
+  }
+}
+extern "C" void zt_cuda_fold_f32(float *acc, void *src, zt_dtype dt, size_t n) {
+  if (n == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using S = decltype(tag);
+    fold_kernel<S><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>(acc, (S *)src, n);
+    ZT_CUDA_LAUNCHED();
+  });
+}

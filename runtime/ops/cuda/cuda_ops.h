@@ -42,6 +42,10 @@ void zt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* dst[n] (dst_dt) = src[n] (src_dt), round to nearest even; as zt_convert on the CPU. */
 void zt_cuda_convert(void *dst, zt_dtype dst_dt, const void *src, zt_dtype src_dt, size_t n);
 
+/* acc[n] (fp32) += src[n] (dt), then src = 0: a micro batch's half-precision gradients folded into the fp32
+ * accumulation. acc and src must not overlap. */
+void zt_cuda_fold_f32(float *acc, void *src, zt_dtype dt, size_t n);
+
 /* ---- matmul (cuBLASLt, fp32 accumulation; fp32 in strict fp32, no TF32) ------------------------------
  * out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias[OC] (bias may be NULL). With pre_gelu != NULL the GELU
  * epilogue is fused: pre_gelu receives the pre-activation and out = gelu_tanh(pre_gelu). */
