@@ -353,6 +353,7 @@ void zt_ckpt_save(zt_engine *e) {
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", a->save, tag);
   snprintf(final, sizeof final, "%s/%s", a->save, tag);
   zt_log("saving checkpoint at iteration %7lld to %s\n", (long long)e->iteration, a->save);
+  zt_engine_sync_host(e); /* training on a GPU: the device's state into the host model */
   const double t0 = zt_now();
   if (rank0) {
     zt_ckpt_mkdirs(a->save);

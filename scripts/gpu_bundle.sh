@@ -13,7 +13,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
 grep -q 'ZT_HAVE_NCCL:INTERNAL=ON\|ZT_NCCL_LIB:FILEPATH=/' "$build/CMakeCache.txt" || echo "note: no NCCL in this build"
 targets=()
 for f in "$root"/tests/cuda/test_cuda_*.c; do targets+=("$(basename "$f" .c)"); done
-targets+=(test_comm_nccl bench_gpu_ops "$@")
+targets+=(test_comm_nccl bench_gpu_ops pretrain_gpt "$@")
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"

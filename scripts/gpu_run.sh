@@ -16,10 +16,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 out="${OUT:-/tmp/gpu_out}"
 mkdir -p "$out"
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || for b in "$bundle"/bin/test_*; do tests+=("$(basename "$b")"); done
+[ ${#tests[@]} -gt 0 ] || { for b in "$bundle"/bin/test_*; do tests+=("$(basename "$b")"); done; tests+=(test_gpu_train); }
 fail=0
 for t in "${tests[@]}"; do
-  timeout 300 "$bundle/bin/$t" >"$out/$t.log" 2>&1; rc=$?
+  if [ "$t" = test_gpu_train ]; then  # the shell test: pretrain_gpt on the GPU against the CPU
+    timeout 1500 "$root/tests/cuda/test_gpu_train.sh" "$bundle/bin/pretrain_gpt" >"$out/$t.log" 2>&1; rc=$?
+  else
+    timeout 300 "$bundle/bin/$t" >"$out/$t.log" 2>&1; rc=$?
+  fi
   case $rc in 0) s=PASS ;; 77) s=SKIP ;; *) s="FAIL (exit $rc)"; fail=1 ;; esac
   echo "== $t: $s"
   case $t in

@@ -14,6 +14,7 @@
 #include "runtime/base/timer.h"
 #include "runtime/profile/throughput.h"
 #include "checkpoints/checkpoint.h"
+#include "runtime/ops/cuda/cuda_device.h"
 #include "train/pipeline.h"
 
 _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
@@ -541,6 +542,27 @@ static void offload_setup(zt_engine *e) {
          e->swap->dir, e->swap->nsub, e->swap->sub, ds->offload_optimizer_pipeline ? ", pipelined" : "");
 }
 
+/* Whether this run trains on the GPU: a CUDA device is present and the configuration is one the GPU model runs
+ * (docs/cuda.md); otherwise the CPU, with the reason. CUDA_VISIBLE_DEVICES= hides the GPU. */
+static int choose_gpu(const zt_args *a, const zt_ds_config *ds) {
+  if (zt_cuda_device_count() == 0) return 0;
+  const char *why = NULL;
+  if (zt_world_size() > 1) why = "more than one process (data, tensor and pipeline parallelism on GPUs are next)";
+  else if (ds && ds->zero_stage > 0) why = "zero_optimization.stage > 0 (ZeRO on the GPU is next)";
+  else if (a->optimizer == ZT_OPTIMIZER_SGD && !(ds && ds->has_optimizer)) why = "--optimizer sgd";
+  else if (ds && ds->has_optimizer && !strcmp(ds->optimizer_type, "lamb")) why = "the Lamb optimizer";
+  else if (ds && ds->flops_profiler_enabled) why = "the flops profiler";
+  else if (ds && (ds->ac_profile || ds->ac_partition)) why = "activation_checkpointing.profile/partition_activations";
+  if (why) {
+    zt_log("> compute: a CUDA device is present but this run uses the CPU: the GPU path does not run %s yet\n", why);
+    return 0;
+  }
+  char desc[256];
+  zt_cuda_device_describe(0, desc, sizeof desc);
+  zt_log("> compute: GPU 0 (%s)\n", desc);
+  return 1;
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds) {
   memset(e, 0, sizeof(*e));
   e->args = a;
@@ -568,8 +590,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   c.zero_partitions = e->zero_stage > 0 ? a->data_parallel_size : 1;
   c.optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme");
   activation_checkpointing_setup(e, &c);
+  const int gpu = choose_gpu(a, ds);
   zt_log("building GPT model ...\n");
-  zt_gpt_build(&e->model, &c, 0);
+  zt_gpt_config host = c; /* on the GPU the host model holds the state only: its activations for one sample */
+  if (gpu) host.micro_batch = 1;
+  zt_gpt_build(&e->model, &host, 0);
   if (ds && ds->ac_profile) {
     e->model.ckpt_profile = checkpoint_profile_line;
     e->model.ckpt_profile_ctx = e;
@@ -624,9 +649,24 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
   zt_ckpt_engine_start(e); /* --load (validated before any state changes), SIGTERM handler, exit clock */
+  if (gpu) { /* the device model from the initialized or loaded host state */
+    e->gpu = zt_gpt_cuda_build(&c, e->half_dtype);
+    zt_gpt_cuda_set_params(e->gpu, e->master ? e->master : e->model.params);
+    zt_gpt_cuda_set_moments(e->gpu, e->opt.m, e->opt.v);
+  }
+}
+
+void zt_engine_sync_host(zt_engine *e) {
+  if (!e->gpu) return;
+  const size_t n = e->model.table.numel;
+  zt_gpt_cuda_get_params(e->gpu, e->master ? e->master : e->model.params);
+  if (e->master) zt_round_f32(e->model.params, e->master, n, e->half_dtype);
+  zt_gpt_cuda_get_moments(e->gpu, e->opt.m, e->opt.v);
 }
 
 void zt_engine_free(zt_engine *e) {
+  zt_gpt_cuda_free(e->gpu);
+  e->gpu = NULL;
   if (e->swap) {
     zt_log("> offload_optimizer nvme: %.1f GiB read, %.1f GiB written in %.2f s of optimizer steps; swap files "
            "removed\n", e->swap->bytes_read / (1 << 30), e->swap->bytes_written / (1 << 30), e->swap->seconds);
@@ -872,12 +912,18 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 1,
                     .key_start = e->key_start};
     if (profiling) zt_flops_profiler_attach(e->fprof, &e->model); /* the last micro batch's times remain */
-    float loss = zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
+    float loss = e->gpu ? zt_gpt_cuda_forward(e->gpu, e->tokens, e->positions, e->targets, e->loss_mask, &pass)
+                        : zt_gpt_forward(&e->model, e->tokens, e->positions, e->targets, e->loss_mask, &pass);
     if (profiling) zt_flops_profiler_detach(e->fprof, &e->model);
     zt_engine_check_finite_loss(e, loss, mb, "lm loss");
     double t1 = zt_now();
-    zt_gpt_backward(&e->model, (float)e->scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
-    overflow |= zt_engine_half_grads_after_backward(e);
+    const float gscale = (float)e->scaler.cur_scale / nmb; /* the loss scale is 1 without fp16 */
+    if (e->gpu) { /* an fp16 overflow shows as a non-finite gradient norm */
+      zt_gpt_cuda_backward(e->gpu, gscale);
+    } else {
+      zt_gpt_backward(&e->model, gscale);
+      overflow |= zt_engine_half_grads_after_backward(e);
+    }
     double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
@@ -898,11 +944,11 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   }
   if (e->zero_stage == 3) overflow |= zt_zero3_take_grads(&e->zero3); /* reduced during the backward into acc */
   else if (e->zero_stage > 0) zero_reduce_gradients(e);
-  else reduce_gradients(e);
+  else if (!e->gpu) reduce_gradients(e); /* the GPU path runs one process */
   double t4 = zt_now();
   const double scale = e->scaler.cur_scale;
-  double norm = (e->zero_stage > 0 ? zero_grad_norm(e) : zt_gpt_grad_norm(&e->model, e->model.grads)) /
-                scale; /* of the unscaled gradients */
+  double norm = (e->gpu ? zt_gpt_cuda_grad_norm(e->gpu) : e->zero_stage > 0 ? zero_grad_norm(e)
+                 : zt_gpt_grad_norm(&e->model, e->model.grads)) / scale; /* of the unscaled gradients */
   int skip = 0;
   if (e->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
     double ov = overflow || !isfinite(norm);
@@ -918,6 +964,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   e->last_skipped = skip;
   if (skip) { /* DeepSpeed and Megatron: no update, no scheduler step; the iteration still counts */
     if (e->zero_stage == 3) zt_zero3_after_step(&e->zero3, 0);
+    else if (e->gpu) zt_gpt_cuda_zero_grads(e->gpu);
     else zt_grads_zero(e->model.grads, n);
     e->skipped_iters++;
     norm = NAN;
@@ -941,7 +988,10 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
      * all-gather of the updated partitions and the gradients of the others' partitions cleared */
     const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
     if (e->zero_stage == 3) zt_zero3_partition_in(&e->zero3); /* offload_param nvme: the pieces on NVMe */
-    if (e->swap) { /* NVMe: sub-group by sub-group through the swap buffers */
+    if (e->gpu) {
+      e->opt.step++;
+      zt_gpt_cuda_adam_step(e->gpu, &e->opt.cfg, current_lr(e), factor, e->opt.step);
+    } else if (e->swap) { /* NVMe: sub-group by sub-group through the swap buffers */
       zt_opt_swapper_step(e->swap, &e->opt, e->model.params + lo, partition_grads(e), current_lr(e), factor,
                           e->model.params + lo, e->half_dtype);
     } else {
@@ -991,7 +1041,8 @@ float zt_engine_evaluate(zt_engine *e, int split) {
       zt_engine_load_micro_batch(e, split, first);
       zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0,
                       .key_start = e->key_start};
-      total += zt_pipeline_eval_forward(e, &pass);
+      total += e->gpu ? zt_gpt_cuda_forward(e->gpu, e->tokens, e->positions, e->targets, e->loss_mask, &pass)
+                      : zt_pipeline_eval_forward(e, &pass);
       count++;
     }
   total = zt_pipeline_from_last(e, total);

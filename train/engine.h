@@ -9,6 +9,7 @@
 #include "data/mock_data.h"
 #include "data/tokenizer/tokenizer.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/gpt_cuda.h"
 #include "runtime/comm/comm.h"
 #include "runtime/optim/ds_lr_schedules.h"
 #include "runtime/optim/loss_scaler.h"
@@ -26,7 +27,8 @@
 
 typedef struct {
   const zt_args *args;
-  zt_gpt model;
+  zt_gpt model;                  /* on the GPU: the host copy of the state (initialization, checkpoints) */
+  zt_gpt_cuda *gpu;              /* training on a GPU (docs/cuda.md): the device model, else NULL */
   zt_optimizer opt;
   zt_lr_schedule sched;
   zt_mock_data data[3];          /* --mock-data: train, valid, test */
@@ -95,6 +97,9 @@ void zt_engine_init(zt_engine *e, const zt_args *args, const zt_tokenizer *tok, 
  * effective configuration. Returns the config (free with zt_ds_config_free + free), or NULL. */
 zt_ds_config *zt_engine_deepspeed_setup(zt_args *args);
 void zt_engine_free(zt_engine *e);
+/* Training on a GPU: the device's weights and Adam moments copied into the host model (e->model.params, the
+ * masters, e->opt.m/v) before a checkpoint is written; a no-op on the CPU. */
+void zt_engine_sync_host(zt_engine *e);
 
 /* One training iteration over the global batch; returns the mean lm loss and sets *grad_norm. */
 float zt_engine_train_step(zt_engine *e, double *grad_norm);

@@ -5,7 +5,6 @@
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
-#include "runtime/ops/cuda/cuda_device.h"
 #include "train/args.h"
 #include "train/engine.h"
 
@@ -17,9 +16,7 @@ int main(int argc, char **argv) {
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);
   zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
-  int ngpu = zt_cuda_device_count();
-  zt_log("> compute: CPU, %d OpenMP threads, OpenBLAS %s kernels%s\n", omp_get_max_threads(), zt_blas_core(),
-         ngpu > 0 ? " (a CUDA device is present; GPU training is not available yet, so this run uses the CPU)" : "");
+  zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
   zt_engine e;
   zt_engine_init(&e, &args, tok, ds);
   zt_engine_run(&e);

@@ -167,6 +167,7 @@ zt_gpt_cuda *zt_gpt_cuda_build(const zt_gpt_config *cfg, zt_dtype dt) {
   refuse_parallel(cfg);
   zt_check(cfg->micro_batch >= 1 && cfg->seq_length >= 1, "gpt", "micro batch %d x sequence %d", cfg->micro_batch,
            cfg->seq_length);
+  zt_cuda_init(0); /* one process, device 0 (idempotent) */
   zt_gpt_cuda *g = zt_calloc(1, sizeof *g, "gpt_cuda");
   shape(g, cfg, dt, cfg->micro_batch);
   g->bytes = sizes(g);
@@ -242,6 +243,14 @@ void zt_gpt_cuda_set_params(zt_gpt_cuda *g, const float *host) {
 }
 void zt_gpt_cuda_get_params(const zt_gpt_cuda *g, float *host) {
   zt_cuda_memcpy_d2h(host, g->master, g->table.numel * sizeof(float));
+}
+void zt_gpt_cuda_set_moments(zt_gpt_cuda *g, const float *m, const float *v) {
+  zt_cuda_memcpy_h2d(g->adam_m, m, g->table.numel * sizeof(float));
+  zt_cuda_memcpy_h2d(g->adam_v, v, g->table.numel * sizeof(float));
+}
+void zt_gpt_cuda_get_moments(const zt_gpt_cuda *g, float *m, float *v) {
+  zt_cuda_memcpy_d2h(m, g->adam_m, g->table.numel * sizeof(float));
+  zt_cuda_memcpy_d2h(v, g->adam_v, g->table.numel * sizeof(float));
 }
 void zt_gpt_cuda_get_grads(const zt_gpt_cuda *g, float *host) {
   zt_cuda_memcpy_d2h(host, g->grads32, g->table.numel * sizeof(float));
@@ -402,4 +411,31 @@ void zt_gpt_cuda_adam_step(zt_gpt_cuda *g, const zt_opt_config *cfg, double lr, 
                     off, len, wd, n, &args);
   free(off), free(len), free(wd);
 }
+#else /* no CUDA: nothing calls these without a device (zt_cuda_device_count() is 0) */
+#include "models/gpt/gpt_cuda.h"
+#include "runtime/base/error.h"
+
+__attribute__((noreturn)) static void no_cuda(void) { zt_fatal("gpt", "this build has no CUDA backend"); }
+zt_gpt_cuda_bytes zt_gpt_cuda_plan(const zt_gpt_config *cfg, zt_dtype dt, int B) { (void)cfg, (void)dt, (void)B; no_cuda(); }
+zt_gpt_cuda *zt_gpt_cuda_build(const zt_gpt_config *cfg, zt_dtype dt) { (void)cfg, (void)dt; no_cuda(); }
+void zt_gpt_cuda_free(zt_gpt_cuda *g) { (void)g; }
+const zt_param_table *zt_gpt_cuda_table(const zt_gpt_cuda *g) { (void)g; no_cuda(); }
+void zt_gpt_cuda_set_params(zt_gpt_cuda *g, const float *h) { (void)g, (void)h; no_cuda(); }
+void zt_gpt_cuda_get_params(const zt_gpt_cuda *g, float *h) { (void)g, (void)h; no_cuda(); }
+void zt_gpt_cuda_set_moments(zt_gpt_cuda *g, const float *m, const float *v) { (void)g, (void)m, (void)v; no_cuda(); }
+void zt_gpt_cuda_get_moments(const zt_gpt_cuda *g, float *m, float *v) { (void)g, (void)m, (void)v; no_cuda(); }
+void zt_gpt_cuda_get_grads(const zt_gpt_cuda *g, float *h) { (void)g, (void)h; no_cuda(); }
+float zt_gpt_cuda_forward(zt_gpt_cuda *g, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
+                          const float *loss_mask, const zt_pass *pass) {
+  (void)g, (void)tokens, (void)positions, (void)targets, (void)loss_mask, (void)pass;
+  no_cuda();
+}
+void zt_gpt_cuda_backward(zt_gpt_cuda *g, float s) { (void)g, (void)s; no_cuda(); }
+double zt_gpt_cuda_grad_norm(zt_gpt_cuda *g) { (void)g; no_cuda(); }
+int zt_gpt_cuda_grads_nonfinite(zt_gpt_cuda *g) { (void)g; no_cuda(); }
+void zt_gpt_cuda_adam_step(zt_gpt_cuda *g, const zt_opt_config *cfg, double lr, float s, int64_t step) {
+  (void)g, (void)cfg, (void)lr, (void)s, (void)step;
+  no_cuda();
+}
+void zt_gpt_cuda_zero_grads(zt_gpt_cuda *g) { (void)g; no_cuda(); }
 #endif

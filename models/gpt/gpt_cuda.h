@@ -6,7 +6,8 @@
  * Storage: `dt` (fp32, bf16 or fp16) for the parameters the ops read, their gradients and the activations;
  * with a half dt the fp32 master weights, an fp32 copy of the gradients and the Adam moments live beside them
  * (the mixed-precision layout of docs/mixed_precision.md); with fp32 the parameters are the masters.
- * Full activation recompute keeps only each layer's input and reruns the block before its backward. */
+ * Full activation recompute keeps only each layer's input and reruns the block before its backward.
+ * In builds without CUDA the functions exist and refuse (nothing calls them without a device). */
 #ifndef ZT_GPT_CUDA_H
 #define ZT_GPT_CUDA_H
 
@@ -26,7 +27,7 @@ typedef struct zt_gpt_cuda zt_gpt_cuda;
 
 /* The device memory the model needs at micro batch B (cfg->micro_batch is ignored). */
 zt_gpt_cuda_bytes zt_gpt_cuda_plan(const zt_gpt_config *cfg, zt_dtype dt, int B);
-/* Prints the plan in MiB beside the device's free memory and the largest micro batch that fits, refuses it
+/* Starts the CUDA backend on device 0, prints the plan in MiB beside the device's free memory and the largest micro batch that fits, refuses it
  * (before allocating, with the numbers) when it does not fit, allocates, and returns the model. Tensor and
  * pipeline parallelism, ZeRO partitions and partitioned activations are refused with the flag named. */
 zt_gpt_cuda *zt_gpt_cuda_build(const zt_gpt_config *cfg, zt_dtype dt);
@@ -36,6 +37,9 @@ const zt_param_table *zt_gpt_cuda_table(const zt_gpt_cuda *g);
 /* Parameters in and out as host fp32 [table.numel] (the masters; the dt copy is refreshed on the way in). */
 void zt_gpt_cuda_set_params(zt_gpt_cuda *g, const float *host);
 void zt_gpt_cuda_get_params(const zt_gpt_cuda *g, float *host);
+/* The Adam moments in and out as host fp32 [table.numel] each (checkpoints). */
+void zt_gpt_cuda_set_moments(zt_gpt_cuda *g, const float *m, const float *v);
+void zt_gpt_cuda_get_moments(const zt_gpt_cuda *g, float *m, float *v);
 /* The accumulated gradients as host fp32 [table.numel]. */
 void zt_gpt_cuda_get_grads(const zt_gpt_cuda *g, float *host);
 
