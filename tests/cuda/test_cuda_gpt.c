@@ -36,6 +36,15 @@ static void make_batch(batch *b, int k, int packed) {
   }
 }
 
+/* The CPU model with parameters drawn from seed, and the GPU model in dt holding the same parameters. */
+static zt_gpt_cuda *pair(const zt_gpt_config *cfg, uint64_t seed, zt_dtype dt, zt_gpt *cpu) {
+  zt_gpt_build(cpu, cfg, 0);
+  zt_gpt_init_params(cpu, seed);
+  zt_gpt_cuda *gpu = zt_gpt_cuda_build(cfg, dt);
+  zt_gpt_cuda_set_params(gpu, cpu->params);
+  return gpu;
+}
+
 static void compare_grads(const char *tag, const zt_param_table *t, const float *got, const float *want, double tol) {
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
@@ -50,16 +59,13 @@ static void parity(int untie, int packed) {
   snprintf(tag, sizeof tag, "fp32 %s%s", untie ? "untied" : "tied", packed ? ", packed documents" : "");
   zt_gpt_config cfg = tiny(untie, 0);
   zt_gpt cpu;
-  zt_gpt_build(&cpu, &cfg, 0);
-  zt_gpt_init_params(&cpu, 1234);
-  zt_gpt_cuda *gpu = zt_gpt_cuda_build(&cfg, ZT_DTYPE_FP32);
+  zt_gpt_cuda *gpu = pair(&cfg, 1234, ZT_DTYPE_FP32, &cpu);
   const zt_param_table *t = zt_gpt_cuda_table(gpu);
   if (t->numel != cpu.table.numel) {
     printf("FAIL %s: the GPU table has %zu elements, the CPU's %zu\n", tag, t->numel, cpu.table.numel);
     h_fail++;
     return;
   }
-  zt_gpt_cuda_set_params(gpu, cpu.params);
   zt_opt_config oc = {.kind = ZT_OPT_ADAM, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .adam_w_mode = 1,
                       .weight_decay = 0.1f};
   zt_optimizer opt;
@@ -108,10 +114,7 @@ static void recompute_same(void) {
   for (int rc = 0; rc < 2; rc++) {
     zt_gpt_config cfg = tiny(0, rc);
     zt_gpt cpu;
-    zt_gpt_build(&cpu, &cfg, 0);
-    zt_gpt_init_params(&cpu, 77);
-    zt_gpt_cuda *gpu = zt_gpt_cuda_build(&cfg, ZT_DTYPE_FP32);
-    zt_gpt_cuda_set_params(gpu, cpu.params);
+    zt_gpt_cuda *gpu = pair(&cfg, 77, ZT_DTYPE_FP32, &cpu);
     batch b;
     make_batch(&b, 3, 0);
     zt_pass pass = {.B = 2, .T = 32, .first_sample = 8, .seed = 5, .training = 1};
@@ -130,10 +133,7 @@ static void recompute_same(void) {
 static void bf16_loss(void) {
   zt_gpt_config cfg = tiny(0, 0);
   zt_gpt cpu;
-  zt_gpt_build(&cpu, &cfg, 0);
-  zt_gpt_init_params(&cpu, 4321);
-  zt_gpt_cuda *gpu = zt_gpt_cuda_build(&cfg, ZT_DTYPE_BF16);
-  zt_gpt_cuda_set_params(gpu, cpu.params);
+  zt_gpt_cuda *gpu = pair(&cfg, 4321, ZT_DTYPE_BF16, &cpu);
   batch b;
   make_batch(&b, 1, 0);
   zt_pass pass = {.B = 2, .T = 32, .first_sample = 0, .seed = 1, .training = 1};
