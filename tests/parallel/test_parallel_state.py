@@ -15,17 +15,7 @@ import sys
 
 TOOL = sys.argv[1]
 KINDS = ["tensor", "data", "pipeline", "model", "embedding", "position_embedding", "expert", "expert_data"]
-failures = 0
-checks = 0
-
-
-def check(cond, msg):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        if failures <= 30:
-            print("FAIL:", msg)
+from checks import check, finish  # noqa: E402  (tests/parallel/checks.py, beside this file)
 
 
 def parse(text):
@@ -227,5 +217,4 @@ for args, msg in refusals:
     check(r.returncode == 1 and r.stderr.strip() == msg,
           "refusal %s: rc %d stderr %r, expected %r" % (args, r.returncode, r.stderr.strip(), msg))
 
-print("%d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()

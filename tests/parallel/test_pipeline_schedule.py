@@ -22,17 +22,7 @@ import sys
 from fractions import Fraction
 
 TOOL = sys.argv[1]
-failures = 0
-checks = 0
-
-
-def check(cond, msg):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        if failures <= 30:
-            print("FAIL:", msg)
+from checks import check, finish  # noqa: E402  (tests/parallel/checks.py, beside this file)
 
 
 def megatron_interleaved(p, s, v, nmb):
@@ -410,8 +400,7 @@ def main():
         check(b1 == Fraction(p - 1, nmb), "%s: 1F1B bubble %s, formula %s" % (tag, b1, Fraction(p - 1, nmb)))
         check(b == formula, "%s: interleaved bubble %s, formula %s" % (tag, b, formula))
         print("  %2d %2d %4d |  %6.4f   %6.4f |     %6.4f       %6.4f" % (p, v, nmb, b1, Fraction(p - 1, nmb), b, formula))
-    print("%d checks, %d failed" % (checks, failures))
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 main()
