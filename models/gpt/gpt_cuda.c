@@ -42,6 +42,8 @@ struct zt_gpt_cuda {
   float *grads32; /* fp32 [numel]: the accumulation (= grads in fp32) */
   float *adam_m, *adam_v;
   layer_off *lo;
+  size_t *range_off, *range_len; /* the parameters' ranges of the flat buffers (Adam's multi-tensor launch) */
+  float *range_wd;               /* their weight decay of the last step's configuration */
   size_t wte, wpe, lnfw, lnfb, outw;
   void *x;              /* [L + 1, N, C]: the layers' inputs and the final hidden state */
   layer_acts *acts;     /* L sets, or one shared set with full recompute */
@@ -219,6 +221,10 @@ zt_gpt_cuda *zt_gpt_cuda_build(const zt_gpt_config *cfg, zt_dtype dt) {
   g->lnfw = zt_param_get(t, ENC, "final_layernorm.weight")->offset;
   g->lnfb = zt_param_get(t, ENC, "final_layernorm.bias")->offset;
   g->outw = cfg->untie_embeddings ? zt_param_get(t, "language_model", "output_layer.weight")->offset : g->wte;
+  g->range_off = zt_malloc(sizeof(size_t) * (size_t)t->count, "adam ranges");
+  g->range_len = zt_malloc(sizeof(size_t) * (size_t)t->count, "adam ranges");
+  g->range_wd = zt_malloc(sizeof(float) * (size_t)t->count, "adam ranges");
+  for (int i = 0; i < t->count; i++) g->range_off[i] = t->params[i].offset, g->range_len[i] = t->params[i].numel;
   g->h_losses = zt_malloc(g->N * sizeof(float), "gpt_cuda losses");
   g->h_dloss = zt_malloc(g->N * sizeof(float), "gpt_cuda dloss");
   g->h_mask = zt_malloc(g->N * sizeof(float), "gpt_cuda mask");
@@ -231,6 +237,7 @@ void zt_gpt_cuda_free(zt_gpt_cuda *g) {
   zt_cuda_synchronize();
   zt_cuda_free(g->pool);
   zt_param_table_free(&g->table);
+  free(g->range_off), free(g->range_len), free(g->range_wd);
   free(g->acts), free(g->lo), free(g->h_losses), free(g->h_dloss), free(g->h_mask), free(g->h_pos);
   free(g);
 }
@@ -388,28 +395,19 @@ void zt_gpt_cuda_backward(zt_gpt_cuda *g, float grad_scale) {
 /* ---- optimizer ------------------------------------------------------------------------------------------------ */
 double zt_gpt_cuda_grad_norm(zt_gpt_cuda *g) { return sqrt(zt_cuda_sumsq(ZT_DTYPE_FP32, g->grads32, g->table.numel)); }
 
-int zt_gpt_cuda_grads_nonfinite(zt_gpt_cuda *g) { return zt_cuda_count_nonfinite(g->grads32, g->table.numel) > 0; }
-
 void zt_gpt_cuda_zero_grads(zt_gpt_cuda *g) { zt_cuda_memset(g->grads32, 0, g->table.numel * sizeof(float)); }
 
 void zt_gpt_cuda_adam_step(zt_gpt_cuda *g, const zt_opt_config *cfg, double lr, float grad_scale, int64_t step) {
   zt_check(cfg->kind == ZT_OPT_ADAM, "unsupported configuration", "the GPU model's optimizer is Adam/AdamW for now "
            "(--optimizer adam)");
   const int n = g->table.count;
-  size_t *off = zt_malloc(sizeof(size_t) * (size_t)n, "adam ranges"), *len = zt_malloc(sizeof(size_t) * (size_t)n,
-                                                                                         "adam ranges");
-  float *wd = zt_malloc(sizeof(float) * (size_t)n, "adam ranges");
-  for (int i = 0; i < n; i++) {
-    const zt_param *p = &g->table.params[i];
-    off[i] = p->offset, len[i] = p->numel, wd[i] = p->no_weight_decay ? 0.0f : cfg->weight_decay;
-  }
+  for (int i = 0; i < n; i++) g->range_wd[i] = g->table.params[i].no_weight_decay ? 0.0f : cfg->weight_decay;
   const float bc1 = 1.0f - powf(cfg->beta1, (float)step), bc2 = 1.0f - powf(cfg->beta2, (float)step);
   const zt_cuda_adam_args args = {.lr = (float)lr, .beta1 = cfg->beta1, .beta2 = cfg->beta2, .eps = cfg->eps,
                                   .inv_bc1 = 1.0f / bc1, .inv_sqrt_bc2 = 1.0f / sqrtf(bc2), .grad_scale = grad_scale,
                                   .adam_w_mode = cfg->adam_w_mode};
   zt_cuda_adam_step(g->master, g->grads32, g->adam_m, g->adam_v, g->dt != ZT_DTYPE_FP32 ? g->params : NULL, g->dt,
-                    off, len, wd, n, &args);
-  free(off), free(len), free(wd);
+                    g->range_off, g->range_len, g->range_wd, n, &args);
 }
 #else /* no CUDA: nothing calls these without a device (zt_cuda_device_count() is 0) */
 #include "models/gpt/gpt_cuda.h"
@@ -432,7 +430,6 @@ float zt_gpt_cuda_forward(zt_gpt_cuda *g, const int32_t *tokens, const int32_t *
 }
 void zt_gpt_cuda_backward(zt_gpt_cuda *g, float s) { (void)g, (void)s; no_cuda(); }
 double zt_gpt_cuda_grad_norm(zt_gpt_cuda *g) { (void)g; no_cuda(); }
-int zt_gpt_cuda_grads_nonfinite(zt_gpt_cuda *g) { (void)g; no_cuda(); }
 void zt_gpt_cuda_adam_step(zt_gpt_cuda *g, const zt_opt_config *cfg, double lr, float s, int64_t step) {
   (void)g, (void)cfg, (void)lr, (void)s, (void)step;
   no_cuda();

@@ -54,8 +54,6 @@ void zt_gpt_cuda_backward(zt_gpt_cuda *g, float grad_scale);
 /* The global L2 norm of the accumulated fp32 gradients (waits). With a half dt each backward folds its
  * gradients into the fp32 accumulation, so accumulation over micro batches is fp32 as in DeepSpeed. */
 double zt_gpt_cuda_grad_norm(zt_gpt_cuda *g);
-/* 1 when some gradient is inf or nan (call after zt_gpt_cuda_grad_norm); the fp16 overflow check. */
-int zt_gpt_cuda_grads_nonfinite(zt_gpt_cuda *g);
 /* One Adam/AdamW step (cfg->kind must be ZT_OPT_ADAM) with learning rate lr and gradients times grad_scale,
  * step = the number of applied steps including this one (bias correction); zeroes the gradients. */
 void zt_gpt_cuda_adam_step(zt_gpt_cuda *g, const zt_opt_config *cfg, double lr, float grad_scale, int64_t step);

@@ -158,7 +158,6 @@ void zt_comm_enable_nccl(void) {
   for (i = 0; i < n; i++) nccl_attach(order[i]);
   free(order);
 }
-int zt_comm_nccl_enabled(void) { return g_nccl; }
 
 /* Device buffers of a group with an NCCL communicator go through NCCL. */
 static int on_nccl(const zt_group *g, const void *buf) { return g && g->nccl && zt_nccl_on_device(buf); }

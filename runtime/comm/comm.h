@@ -71,7 +71,6 @@ void zt_barrier(const zt_group *g);
  * device memory runs through NCCL on the CUDA backend's stream: ordered with the kernels around it, returning
  * once enqueued; host memory still goes through MPI. Refused with a clear error in a build without NCCL. */
 void zt_comm_enable_nccl(void);
-int zt_comm_nccl_enabled(void);
 
 /* Largest single MPI message in bytes (default 1 GiB, so counts stay below 2^31); larger buffers go in
  * several messages. A knob for tests of the chunking; rounded down to a multiple of 8, at least 8. */

@@ -198,9 +198,7 @@ def rewrite_shared(s, out):
         i = s.find('__shared__', pos)
         if i < 0:
             return
-        end = s.text.find(';', i)
-        while end >= 0 and not s.mask[end]:
-            end = s.text.find(';', end + 1)
+        end = s.find(';', i, ident=False)
         if end < 0:
             s.fail(i, '__shared__ declaration without ;')
         # `extern` just before: dynamic shared memory
@@ -247,12 +245,8 @@ def rewrite_kernels(s, out):
         i = s.find('__global__', pos)
         if i < 0:
             return
-        brace = s.text.find('{', i)
-        while brace >= 0 and not s.mask[brace]:
-            brace = s.text.find('{', brace + 1)
-        semi = s.text.find(';', i)
-        while semi >= 0 and not s.mask[semi]:
-            semi = s.text.find(';', semi + 1)
+        brace = s.find('{', i, ident=False)
+        semi = s.find(';', i, ident=False)
         if brace < 0 or (0 <= semi < brace):
             pos = i + 1  # a declaration without a body
             continue
