@@ -156,10 +156,10 @@ static void train_interleaved(pipe_state *st) {
     if (x->bwd_chunk >= 0) chunk_backward(st, x);
     zt_p2p_op ops[4];
     int k = 0;
-    if (x->send_next) ops[k++] = (zt_p2p_op){output_copy(e), n, next, 1};
-    if (x->send_prev) ops[k++] = (zt_p2p_op){zt_gpt_stage_grad(m), n, prev, 1}; /* d(input) of the backward */
-    if (x->recv_prev_chunk >= 0) ops[k++] = (zt_p2p_op){slot_buffer(e, x->recv_prev_slot), n, prev, 0};
-    if (x->recv_next_chunk >= 0) ops[k++] = (zt_p2p_op){slot_buffer(e, x->recv_next_slot), n, next, 0};
+    if (x->send_next) ops[k++] = (zt_p2p_op){output_copy(e), n, next, 1, ZT_DTYPE_FP32};
+    if (x->send_prev) ops[k++] = (zt_p2p_op){zt_gpt_stage_grad(m), n, prev, 1, ZT_DTYPE_FP32}; /* d(input) of the backward */
+    if (x->recv_prev_chunk >= 0) ops[k++] = (zt_p2p_op){slot_buffer(e, x->recv_prev_slot), n, prev, 0, ZT_DTYPE_FP32};
+    if (x->recv_next_chunk >= 0) ops[k++] = (zt_p2p_op){slot_buffer(e, x->recv_next_slot), n, next, 0, ZT_DTYPE_FP32};
     if (k) zt_batch_sendrecv_f32(e->pp_group, ops, k);
   }
 }

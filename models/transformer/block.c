@@ -6,14 +6,6 @@
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 
-const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix) {
-  char name[200];
-  snprintf(name, sizeof name, "%s.%s", prefix, suffix);
-  int i = zt_param_table_find(t, name);
-  zt_check(i >= 0, "parameter table", "no parameter named %s", name);
-  return &t->params[i];
-}
-
 float *zt_param_ptr(const zt_param_table *t, float *flat, const char *prefix, const char *suffix) {
   return flat + zt_param_get(t, prefix, suffix)->offset;
 }

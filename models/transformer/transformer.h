@@ -165,7 +165,6 @@ static inline uint64_t zt_dropout_site(int layer, int slot) { return (uint64_t)l
 enum { ZT_SITE_ATTN_PROBS = 0, ZT_SITE_ATTN_OUT = 1, ZT_SITE_MLP_OUT = 2, ZT_SITE_EMBEDDING = 15 };
 
 /* Parameter lookup by "<prefix>.<suffix>" that dies naming the missing parameter. */
-const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix);
 float *zt_param_ptr(const zt_param_table *t, float *flat, const char *prefix, const char *suffix);
 
 #endif

@@ -26,7 +26,7 @@ struct zt_group {
 };
 
 enum { TAG_COLL = 7001, TAG_P2P = 7002 };
-typedef enum { RED_SUM_F32, RED_SUM_F64, RED_MAX_F64 } red_op;
+typedef enum { RED_SUM_F32, RED_SUM_F64, RED_MAX_F64, RED_MAX_F32 } red_op;
 
 static int g_inited = 0;
 static int g_we_started_mpi = 0;
@@ -257,7 +257,7 @@ static void xfer(const zt_group *g, const char *op, const void *sbuf, size_t sby
 static size_t block_off(size_t n, int p, int b) { return (n / p) * b + ((size_t)b < n % p ? (size_t)b : n % p); }
 static size_t block_len(size_t n, int p, int b) { return n / p + ((size_t)b < n % p ? 1 : 0); }
 
-static size_t elem_size(red_op op) { return op == RED_SUM_F32 ? sizeof(float) : sizeof(double); }
+static size_t elem_size(red_op op) { return op == RED_SUM_F32 || op == RED_MAX_F32 ? sizeof(float) : sizeof(double); }
 
 /* dst[i] = in[i] (+ or max) own[i]; dst may alias in. */
 static void reduce(red_op op, void *dst, const void *in, const void *own, size_t count) {
@@ -267,6 +267,9 @@ static void reduce(red_op op, void *dst, const void *in, const void *own, size_t
   } else if (op == RED_SUM_F64) {
     double *d = dst; const double *a = in, *b = own;
     for (size_t i = 0; i < count; i++) d[i] = a[i] + b[i];
+  } else if (op == RED_MAX_F32) {
+    float *d = dst; const float *a = in, *b = own;
+    for (size_t i = 0; i < count; i++) d[i] = (isnan(a[i]) || isnan(b[i])) ? NAN : (a[i] > b[i] ? a[i] : b[i]);
   } else {
     double *d = dst; const double *a = in, *b = own;
     for (size_t i = 0; i < count; i++) d[i] = (isnan(a[i]) || isnan(b[i])) ? NAN : (a[i] > b[i] ? a[i] : b[i]);
@@ -315,15 +318,24 @@ static void ring_allgather(const zt_group *g, const char *op_name, void *buf, si
   }
 }
 
-static void allreduce(const zt_group *g, const char *op_name, red_op op, void *buf, size_t n) {
+/* A host buffer of a half type cannot be reduced here (the ring sums fp32). */
+static void host_fp32_only(const zt_group *g, const char *op, zt_dtype dt) {
+  zt_check(dt == ZT_DTYPE_FP32, "comm", "%s on %s: a %s buffer in host memory; the MPI backend reduces fp32 only "
+           "(half-precision reductions run on device buffers through NCCL)", op, g->desc, zt_dtype_name(dt));
+}
+
+/* op is the host ring's reduction; dt the elements' storage type (fp32 for the f64 reductions' doubles aside). */
+static void allreduce(const zt_group *g, const char *op_name, red_op op, zt_dtype dt, void *buf, size_t n) {
   check_group(g, op_name);
   zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op_name, n, g->desc);
   if (n == 0) return;
   if (on_nccl(g, buf)) {
-    zt_nccl_allreduce(g->nccl, g->desc, buf, n, op == RED_SUM_F32 ? ZT_NCCL_SUM_F32 : op == RED_SUM_F64 ?
-                      ZT_NCCL_SUM_F64 : ZT_NCCL_MAX_F64);
+    const int f64 = op == RED_SUM_F64 || op == RED_MAX_F64;
+    zt_nccl_allreduce(g->nccl, g->desc, buf, n, f64 ? ZT_NCCL_F64 : zt_nccl_type_of(dt),
+                      op == RED_MAX_F64 || op == RED_MAX_F32 ? ZT_NCCL_MAX : ZT_NCCL_SUM);
     return;
   }
+  host_fp32_only(g, op_name, dt);
   if (g->size == 1) return;
   size_t es = elem_size(op);
   void *mine = ring_reduce_scatter(g, op_name, op, buf, n);
@@ -331,39 +343,30 @@ static void allreduce(const zt_group *g, const char *op_name, red_op op, void *b
   ring_allgather(g, op_name, buf, n, es);
 }
 
-static void allreduce_sum_f32_impl(const zt_group *g, float *buf, size_t n) {
-  allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, buf, n);
-}
-static void allreduce_sum_f64_impl(const zt_group *g, double *buf, size_t n) {
-  allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, buf, n);
-}
-static void allreduce_max_f64_impl(const zt_group *g, double *buf, size_t n) {
-  allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, buf, n);
-}
-
-static void allgather_f32_impl(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
-  const char *op = "zt_allgather_f32";
+static void allgather_impl(const zt_group *g, const char *op, zt_dtype dt, const void *send, size_t n_per_rank,
+                           void *recv) {
   check_group(g, op);
   if (n_per_rank == 0) return;
   zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
   if (on_nccl(g, recv)) { /* in place when send is this rank's block of recv, as NCCL defines it */
-    zt_nccl_allgather(g->nccl, g->desc, send, recv, n_per_rank);
+    zt_nccl_allgather(g->nccl, g->desc, send, recv, n_per_rank, zt_nccl_type_of(dt));
     return;
   }
-  size_t n = n_per_rank * (size_t)g->size;
-  memmove(recv + n_per_rank * (size_t)g->rank, send, n_per_rank * sizeof(float)); /* send may be that block */
-  if (g->size > 1) ring_allgather(g, op, recv, n, sizeof(float));
+  const size_t es = zt_dtype_size(dt), n = n_per_rank * (size_t)g->size;
+  memmove((char *)recv + n_per_rank * (size_t)g->rank * es, send, n_per_rank * es); /* send may be that block */
+  if (g->size > 1) ring_allgather(g, op, recv, n, es);
 }
 
-static void reduce_scatter_sum_f32_impl(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
-  const char *op = "zt_reduce_scatter_sum_f32";
+static void reduce_scatter_impl(const zt_group *g, const char *op, zt_dtype dt, const void *send, size_t n_per_rank,
+                                void *recv) {
   check_group(g, op);
   if (n_per_rank == 0) return;
   zt_check(send && recv, "comm", "%s: NULL buffer for %zu elements per rank on %s", op, n_per_rank, g->desc);
   if (on_nccl(g, send)) {
-    zt_nccl_reduce_scatter(g->nccl, g->desc, send, recv, n_per_rank);
+    zt_nccl_reduce_scatter(g->nccl, g->desc, send, recv, n_per_rank, zt_nccl_type_of(dt));
     return;
   }
+  host_fp32_only(g, op, dt);
   if (g->size == 1) { memmove(recv, send, n_per_rank * sizeof(float)); return; }
   void *mine = ring_reduce_scatter(g, op, RED_SUM_F32, send, n_per_rank * (size_t)g->size);
   memcpy(recv, mine, n_per_rank * sizeof(float));
@@ -430,62 +433,77 @@ static void check_peer(const zt_group *g, const char *op, const char *role, int 
   zt_check(buf || n == 0, "comm", "%s: NULL buffer for %zu elements on %s", op, n, g->desc);
 }
 
-static void send_f32_impl(const zt_group *g, const float *buf, size_t n, int dst) {
-  const char *op = "zt_send_f32";
+/* How messages name their elements: "floats", or "bf16 elements". */
+static const char *elems(zt_dtype dt) {
+  return dt == ZT_DTYPE_FP32 ? "floats" : dt == ZT_DTYPE_BF16 ? "bf16 elements" : "fp16 elements";
+}
+
+static void send_impl(const zt_group *g, const char *op, zt_dtype dt, const void *buf, size_t n, int dst) {
   check_peer(g, op, "destination", dst, n, buf);
   if (n && on_nccl(g, buf)) {
-    zt_p2p_op o = {(float *)buf, n, dst, 1};
+    zt_p2p_op o = {(void *)buf, n, dst, 1, dt};
     zt_nccl_p2p(g->nccl, g->desc, &o, 1);
     return;
   }
-  size_t bytes = n * sizeof(float);
+  size_t bytes = n * zt_dtype_size(dt);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     CHECK_MPI(MPI_Send((const char *)buf + off, (int)c, MPI_BYTE, dst, TAG_P2P, g->comm), op, g,
-              "%zu floats to group rank %d", n, dst);
+              "%zu %s to group rank %d", n, elems(dt), dst);
   }
 }
 
-static void recv_f32_impl(const zt_group *g, float *buf, size_t n, int src) {
-  const char *op = "zt_recv_f32";
+static void recv_impl(const zt_group *g, const char *op, zt_dtype dt, void *buf, size_t n, int src) {
   check_peer(g, op, "source", src, n, buf);
   if (n && on_nccl(g, buf)) {
-    zt_p2p_op o = {buf, n, src, 0};
+    zt_p2p_op o = {buf, n, src, 0, dt};
     zt_nccl_p2p(g->nccl, g->desc, &o, 1);
     return;
   }
-  size_t bytes = n * sizeof(float);
+  size_t bytes = n * zt_dtype_size(dt);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     MPI_Status st;
     CHECK_MPI(MPI_Recv((char *)buf + off, (int)c, MPI_BYTE, src, TAG_P2P, g->comm, &st), op, g,
-              "%zu floats from group rank %d", n, src);
+              "%zu %s from group rank %d", n, elems(dt), src);
     int got = 0;
     MPI_Get_count(&st, MPI_BYTE, &got);
-    zt_check((size_t)got == c, "comm", "%s on %s: expected %zu floats from group rank %d, the message held %d bytes "
-             "where %zu were due (sender and receiver disagree on the size)", op, g->desc, n, src, got, c);
+    zt_check((size_t)got == c, "comm", "%s on %s: expected %zu %s from group rank %d, the message held %d bytes "
+             "where %zu were due (sender and receiver disagree on the size)", op, g->desc, n, elems(dt), src, got, c);
   }
+}
+
+static void sendrecv_impl(const zt_group *g, const char *op, zt_dtype dt, const void *send, size_t n_send, int dst,
+                          void *recv, size_t n_recv, int src) {
+  check_peer(g, op, "destination", dst, n_send, send);
+  check_peer(g, op, "source", src, n_recv, recv);
+  if (on_nccl(g, n_send ? (const void *)send : recv)) {
+    zt_p2p_op o[2] = {{(void *)send, n_send, dst, 1, dt}, {recv, n_recv, src, 0, dt}};
+    zt_nccl_p2p(g->nccl, g->desc, o, 2);
+    return;
+  }
+  const size_t es = zt_dtype_size(dt);
+  xfer(g, op, send, n_send * es, dst, recv, n_recv * es, src, TAG_P2P);
 }
 
 void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int dst, float *recv, size_t n_recv,
                      int src) {
-  const char *op = "zt_sendrecv_f32";
-  check_peer(g, op, "destination", dst, n_send, send);
-  check_peer(g, op, "source", src, n_recv, recv);
-  if (on_nccl(g, n_send ? (const void *)send : recv)) {
-    zt_p2p_op o[2] = {{(float *)send, n_send, dst, 1}, {recv, n_recv, src, 0}};
-    zt_nccl_p2p(g->nccl, g->desc, o, 2);
-    return;
-  }
-  xfer(g, op, send, n_send * sizeof(float), dst, recv, n_recv * sizeof(float), src, TAG_P2P);
+  sendrecv_impl(g, "zt_sendrecv_f32", ZT_DTYPE_FP32, send, n_send, dst, recv, n_recv, src);
 }
 
-void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) {
-  const char *op = "zt_batch_sendrecv_f32";
+void zt_sendrecv(const zt_group *g, zt_dtype dt, const void *send, size_t n_send, int dst, void *recv, size_t n_recv,
+                 int src) {
+  sendrecv_impl(g, "zt_sendrecv", dt, send, n_send, dst, recv, n_recv, src);
+}
+
+void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) { zt_batch_sendrecv(g, ops, n); }
+
+void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n) {
+  const char *op = "zt_batch_sendrecv";
   size_t nreq = 0;
   for (int i = 0; i < n; i++) {
     check_peer(g, op, ops[i].send ? "destination" : "source", ops[i].peer, ops[i].n, ops[i].buf);
-    nreq += n_chunks(ops[i].n * sizeof(float));
+    nreq += n_chunks(ops[i].n * zt_dtype_size(ops[i].dt));
   }
   int dev = -1; /* device buffers: all of them (one NCCL group call) or none */
   for (int i = 0; i < n; i++) {
@@ -506,7 +524,7 @@ void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) {
   MPI_Status *st = nreq <= 16 ? local_st : zt_malloc(nreq * sizeof(MPI_Status), "p2p statuses");
   size_t r = 0;
   for (int i = 0; i < n; i++) {
-    const size_t bytes = ops[i].n * sizeof(float);
+    const size_t bytes = ops[i].n * zt_dtype_size(ops[i].dt);
     for (size_t k = 0; k < n_chunks(bytes); k++, r++) {
       const size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
       char *p = (char *)ops[i].buf + off;
@@ -521,7 +539,7 @@ void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n) {
   CHECK_MPI(MPI_Waitall((int)nreq, req, st), op, g, "%d sends and receives", n);
   r = 0;
   for (int i = 0; i < n; i++) {
-    const size_t bytes = ops[i].n * sizeof(float);
+    const size_t bytes = ops[i].n * zt_dtype_size(ops[i].dt);
     for (size_t k = 0; k < n_chunks(bytes); k++, r++) {
       const size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
       int got = 0;
@@ -561,22 +579,37 @@ static void barrier_impl(const zt_group *g) {
   } while (0)
 
 void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(float), g, allreduce_sum_f32_impl(g, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(float), g, allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, ZT_DTYPE_FP32, buf, n));
 }
 void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce_sum_f64_impl(g, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, ZT_DTYPE_FP32, buf, n));
 }
 void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce_max_f64_impl(g, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, ZT_DTYPE_FP32, buf, n));
+}
+void zt_allreduce_sum(const zt_group *g, zt_dtype dt, void *buf, size_t n) {
+  ZT_LOGGED("all_reduce", n * zt_dtype_size(dt), g, allreduce(g, "zt_allreduce_sum", RED_SUM_F32, dt, buf, n));
+}
+void zt_allreduce_max(const zt_group *g, zt_dtype dt, void *buf, size_t n) {
+  ZT_LOGGED("all_reduce", n * zt_dtype_size(dt), g, allreduce(g, "zt_allreduce_max", RED_MAX_F32, dt, buf, n));
 }
 /* DeepSpeed logs all_gather(tensor_list, tensor) by its input tensor (one rank's share) and
  * reduce_scatter(output, input_list) by its input list (every rank's share). */
 void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
-  ZT_LOGGED("all_gather", n_per_rank * sizeof(float), g, allgather_f32_impl(g, send, n_per_rank, recv));
+  ZT_LOGGED("all_gather", n_per_rank * sizeof(float), g,
+            allgather_impl(g, "zt_allgather_f32", ZT_DTYPE_FP32, send, n_per_rank, recv));
+}
+void zt_allgather(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv) {
+  ZT_LOGGED("all_gather", n_per_rank * zt_dtype_size(dt), g,
+            allgather_impl(g, "zt_allgather", dt, send, n_per_rank, recv));
 }
 void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
   ZT_LOGGED("reduce_scatter", n_per_rank * sizeof(float) * (size_t)(g ? g->size : 1), g,
-            reduce_scatter_sum_f32_impl(g, send, n_per_rank, recv));
+            reduce_scatter_impl(g, "zt_reduce_scatter_sum_f32", ZT_DTYPE_FP32, send, n_per_rank, recv));
+}
+void zt_reduce_scatter_sum(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv) {
+  ZT_LOGGED("reduce_scatter", n_per_rank * zt_dtype_size(dt) * (size_t)(g ? g->size : 1), g,
+            reduce_scatter_impl(g, "zt_reduce_scatter_sum", dt, send, n_per_rank, recv));
 }
 void zt_reduce_sum_f32(const zt_group *g, float *buf, size_t n, int root_group_rank) {
   ZT_LOGGED("reduce", n * sizeof(float), g, reduce_sum_f32_impl(g, buf, n, root_group_rank));
@@ -585,9 +618,15 @@ void zt_broadcast(const zt_group *g, void *buf, size_t bytes, int root_group_ran
   ZT_LOGGED("broadcast", bytes, g, broadcast_impl(g, buf, bytes, root_group_rank));
 }
 void zt_send_f32(const zt_group *g, const float *buf, size_t n, int dst) {
-  ZT_LOGGED("send", n * sizeof(float), g, send_f32_impl(g, buf, n, dst));
+  ZT_LOGGED("send", n * sizeof(float), g, send_impl(g, "zt_send_f32", ZT_DTYPE_FP32, buf, n, dst));
 }
 void zt_recv_f32(const zt_group *g, float *buf, size_t n, int src) {
-  ZT_LOGGED("recv", n * sizeof(float), g, recv_f32_impl(g, buf, n, src));
+  ZT_LOGGED("recv", n * sizeof(float), g, recv_impl(g, "zt_recv_f32", ZT_DTYPE_FP32, buf, n, src));
+}
+void zt_send(const zt_group *g, zt_dtype dt, const void *buf, size_t n, int dst) {
+  ZT_LOGGED("send", n * zt_dtype_size(dt), g, send_impl(g, "zt_send", dt, buf, n, dst));
+}
+void zt_recv(const zt_group *g, zt_dtype dt, void *buf, size_t n, int src) {
+  ZT_LOGGED("recv", n * zt_dtype_size(dt), g, recv_impl(g, "zt_recv", dt, buf, n, src));
 }
 void zt_barrier(const zt_group *g) { ZT_LOGGED("barrier", 0, g, barrier_impl(g)); }

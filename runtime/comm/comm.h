@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "runtime/base/dtype.h"
+
 /* A set of world ranks (in the order given at creation) with its own MPI communicator. */
 typedef struct zt_group zt_group;
 
@@ -57,13 +59,30 @@ void zt_sendrecv_f32(const zt_group *g, const float *send, size_t n_send, int ds
  * when all have completed, so exchanges with both neighbours cannot deadlock on the order in which the ranks reach
  * them. Messages between two ranks match in the order they are posted. */
 typedef struct {
-  float *buf;
-  size_t n;
-  int peer; /* group rank */
-  int send; /* 1: send buf; 0: receive into it */
+  void *buf;
+  size_t n;    /* elements of dt */
+  int peer;    /* group rank */
+  int send;    /* 1: send buf; 0: receive into it */
+  zt_dtype dt; /* fp32 when left out of an initializer */
 } zt_p2p_op;
 void zt_batch_sendrecv_f32(const zt_group *g, const zt_p2p_op *ops, int n);
 void zt_barrier(const zt_group *g);
+
+/* Typed forms for tensors stored in fp32, bf16 or fp16 (the GPU path keeps activations in its half type), with
+ * the semantics of the fp32 calls above. Device buffers of a group with an NCCL communicator go through NCCL in
+ * that type (a half-precision sum is NCCL's, reduced in the half type as Megatron's bf16 all-reduces are); host
+ * buffers go through the MPI ring, which sums and takes maxima of fp32 only (the CPU path computes in fp32):
+ * a half-precision host reduction is refused. Gathers and point-to-point messages move any type. */
+void zt_allreduce_sum(const zt_group *g, zt_dtype dt, void *buf, size_t n);
+void zt_allreduce_max(const zt_group *g, zt_dtype dt, void *buf, size_t n);
+void zt_allgather(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv);
+void zt_reduce_scatter_sum(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv);
+void zt_send(const zt_group *g, zt_dtype dt, const void *buf, size_t n, int dst);
+void zt_recv(const zt_group *g, zt_dtype dt, void *buf, size_t n, int src);
+void zt_sendrecv(const zt_group *g, zt_dtype dt, const void *send, size_t n_send, int dst, void *recv, size_t n_recv,
+                 int src);
+/* Each operation in its own dt (zt_batch_sendrecv_f32 is this function). */
+void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n);
 
 /* NCCL for device buffers (GPU tensors). After zt_cuda_init, every rank calls zt_comm_enable_nccl (collective
  * over the world): the world and every group, those created before and after, get an NCCL communicator (its

@@ -59,18 +59,32 @@ void zt_nccl_sync(void) {
   zt_check(e == cudaSuccess, "comm", "waiting for the NCCL stream failed: %s", cudaGetErrorString(e));
 }
 
-void zt_nccl_allreduce(zt_nccl *c, const char *desc, void *buf, size_t n, zt_nccl_red op) {
-  ncclDataType_t t = op == ZT_NCCL_SUM_F32 ? ncclFloat32 : ncclFloat64;
-  check(ncclAllReduce(buf, buf, n, t, op == ZT_NCCL_MAX_F64 ? ncclMax : ncclSum, c->comm, stream()),
+zt_nccl_type zt_nccl_type_of(zt_dtype dt) {
+  return dt == ZT_DTYPE_BF16 ? ZT_NCCL_BF16 : dt == ZT_DTYPE_FP16 ? ZT_NCCL_F16 : ZT_NCCL_F32;
+}
+
+static ncclDataType_t nccl_type(zt_nccl_type t) {
+  switch (t) {
+    case ZT_NCCL_F64: return ncclFloat64;
+    case ZT_NCCL_F16: return ncclFloat16;
+    case ZT_NCCL_BF16: return ncclBfloat16;
+    default: return ncclFloat32;
+  }
+}
+
+void zt_nccl_allreduce(zt_nccl *c, const char *desc, void *buf, size_t n, zt_nccl_type t, zt_nccl_red op) {
+  check(ncclAllReduce(buf, buf, n, nccl_type(t), op == ZT_NCCL_MAX ? ncclMax : ncclSum, c->comm, stream()),
         "ncclAllReduce", desc);
 }
 
-void zt_nccl_allgather(zt_nccl *c, const char *desc, const float *send, float *recv, size_t n_per_rank) {
-  check(ncclAllGather(send, recv, n_per_rank, ncclFloat32, c->comm, stream()), "ncclAllGather", desc);
+void zt_nccl_allgather(zt_nccl *c, const char *desc, const void *send, void *recv, size_t n_per_rank,
+                       zt_nccl_type t) {
+  check(ncclAllGather(send, recv, n_per_rank, nccl_type(t), c->comm, stream()), "ncclAllGather", desc);
 }
 
-void zt_nccl_reduce_scatter(zt_nccl *c, const char *desc, const float *send, float *recv, size_t n_per_rank) {
-  check(ncclReduceScatter(send, recv, n_per_rank, ncclFloat32, ncclSum, c->comm, stream()), "ncclReduceScatter",
+void zt_nccl_reduce_scatter(zt_nccl *c, const char *desc, const void *send, void *recv, size_t n_per_rank,
+                            zt_nccl_type t) {
+  check(ncclReduceScatter(send, recv, n_per_rank, nccl_type(t), ncclSum, c->comm, stream()), "ncclReduceScatter",
         desc);
 }
 
@@ -86,10 +100,11 @@ void zt_nccl_p2p(zt_nccl *c, const char *desc, const zt_p2p_op *ops, int n) {
   check(ncclGroupStart(), "ncclGroupStart", desc);
   for (int i = 0; i < n; i++) {
     if (ops[i].n == 0) continue;
+    const ncclDataType_t t = nccl_type(zt_nccl_type_of(ops[i].dt));
     if (ops[i].send)
-      check(ncclSend(ops[i].buf, ops[i].n, ncclFloat32, ops[i].peer, c->comm, stream()), "ncclSend", desc);
+      check(ncclSend(ops[i].buf, ops[i].n, t, ops[i].peer, c->comm, stream()), "ncclSend", desc);
     else
-      check(ncclRecv(ops[i].buf, ops[i].n, ncclFloat32, ops[i].peer, c->comm, stream()), "ncclRecv", desc);
+      check(ncclRecv(ops[i].buf, ops[i].n, t, ops[i].peer, c->comm, stream()), "ncclRecv", desc);
   }
   check(ncclGroupEnd(), "ncclGroupEnd", desc);
 }

@@ -13,16 +13,19 @@ zt_nccl *zt_nccl_create(const void *id, int size, int rank, const char *desc) {
 void zt_nccl_destroy(zt_nccl *c) { (void)c; }
 int zt_nccl_on_device(const void *p) { (void)p; return 0; }
 void zt_nccl_sync(void) {}
-void zt_nccl_allreduce(zt_nccl *c, const char *desc, void *buf, size_t n, zt_nccl_red op) {
-  (void)c, (void)desc, (void)buf, (void)n, (void)op;
+zt_nccl_type zt_nccl_type_of(zt_dtype dt) { return dt == ZT_DTYPE_BF16 ? ZT_NCCL_BF16 : dt == ZT_DTYPE_FP16 ? ZT_NCCL_F16 : ZT_NCCL_F32; }
+void zt_nccl_allreduce(zt_nccl *c, const char *desc, void *buf, size_t n, zt_nccl_type t, zt_nccl_red op) {
+  (void)c, (void)desc, (void)buf, (void)n, (void)t, (void)op;
   unbuilt();
 }
-void zt_nccl_allgather(zt_nccl *c, const char *desc, const float *send, float *recv, size_t n_per_rank) {
-  (void)c, (void)desc, (void)send, (void)recv, (void)n_per_rank;
+void zt_nccl_allgather(zt_nccl *c, const char *desc, const void *send, void *recv, size_t n_per_rank,
+                       zt_nccl_type t) {
+  (void)c, (void)desc, (void)send, (void)recv, (void)n_per_rank, (void)t;
   unbuilt();
 }
-void zt_nccl_reduce_scatter(zt_nccl *c, const char *desc, const float *send, float *recv, size_t n_per_rank) {
-  (void)c, (void)desc, (void)send, (void)recv, (void)n_per_rank;
+void zt_nccl_reduce_scatter(zt_nccl *c, const char *desc, const void *send, void *recv, size_t n_per_rank,
+                            zt_nccl_type t) {
+  (void)c, (void)desc, (void)send, (void)recv, (void)n_per_rank, (void)t;
   unbuilt();
 }
 void zt_nccl_reduce(zt_nccl *c, const char *desc, float *buf, size_t n, int root) {

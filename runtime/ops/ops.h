@@ -56,11 +56,24 @@ void zt_dropout_apply_range(float *out, const float *x, size_t n, const zt_dropo
 /* Fused bias-dropout-add of Megatron's residual path: out = residual + dropout(x). */
 void zt_dropout_add_forward(float *out, const float *residual, const float *x, int B, size_t S,
                             const zt_dropout *d);
+/* The same on the token rows [row0, row0 + n) of a micro batch of T tokens x C channels per sample (a
+ * --sequence-parallel shard): out = residual + dropout(x), or out = dropout(x) with residual NULL (out may alias
+ * x), where row r = b * T + t of the micro batch is keyed as zt_dropout_forward keys it: sample first_sample + b,
+ * elements t * C + c. Also the backward of that dropout. */
+void zt_dropout_rows(float *out, const float *residual, const float *x, int row0, int n, int T, int C,
+                     const zt_dropout *d);
 
 /* ---- residual add: out = a + b; backward: da = db = dout (callers pass dout through) -------- */
 void zt_residual_forward(float *out, const float *a, const float *b, size_t n);
 /* dst += src: the accumulation used where two gradient paths meet (the residual stream). */
 void zt_accumulate(float *dst, const float *src, size_t n);
+
+/* ---- bias of a linear applied apart from its GEMM (a row-parallel linear adds it after the sum over the
+ * tensor-parallel ranks) --------------------------------------------------------------------------------- */
+/* out[n, c] += bias[c] for every row n < N. */
+void zt_add_bias(float *out, const float *bias, int N, int C);
+/* dbias[c] += sum over n of dout[n, c] (each column summed in row order: deterministic). */
+void zt_bias_grad(float *dbias, const float *dout, int N, int C);
 
 /* ---- embedding lookup: out[N,C] (=, or += when accumulate) from table[*,C] at ids[N] -------- */
 void zt_embedding_forward(float *out, const int32_t *ids, const float *table, int N, int C,
@@ -121,6 +134,9 @@ void zt_cross_entropy_backward(float *dlogits, const float *logits, const float 
 void zt_cross_entropy_vp_max(float *rowmax, const float *logits, int N, int V);
 void zt_cross_entropy_vp_sums(float *sumexp, float *tlogit, const float *logits, const float *rowmax,
                               const int32_t *targets, int N, int V, int v0);
+/* After the sums are all-reduced: lse[n] = rowmax[n] + log(sumexp[n]), losses[n] = lse[n] - tlogit[n]. */
+void zt_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                const float *tlogit, int N);
 /* The backward on the slice: dlogits = exp(l - lse) * dloss, minus dloss at the target when it is in the slice. */
 void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                   const float *dloss, int N, int V, int v0);

@@ -1,6 +1,7 @@
 /* Parameter table bookkeeping and deterministic initialization. */
 #include "runtime/tensor/param_table.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -34,6 +35,7 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
   p->expert_id = -1;
   p->tied_group = -1;
   p->no_weight_decay = no_weight_decay;
+  p->seq_parallel = tp_split_dim < 0;
   p->init = init;
   p->init_std = init_std;
   t->numel += (p->numel + 15) / 16 * 16;
@@ -44,6 +46,18 @@ int zt_param_table_find(const zt_param_table *t, const char *name) {
   for (int i = 0; i < t->count; i++)
     if (strcmp(t->params[i].name, name) == 0) return i;
   return -1;
+}
+
+const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix) {
+  char name[200];
+  snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+  int i = zt_param_table_find(t, name);
+  zt_check(i >= 0, "parameter table", "no parameter named %s", name);
+  return &t->params[i];
+}
+
+void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix) {
+  return (char *)flat + zt_param_get(t, prefix, suffix)->offset * es;
 }
 
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {

@@ -1,6 +1,7 @@
 /* The parameter table: every model registers each parameter once, with its Megatron-style dotted
- * name, shape, tensor-parallel split dimension, expert id, tied group, weight-decay flag and init.
- * ZeRO partitioning, checkpoints, weight-decay groups and the flops profiler all read this table. */
+ * name, shape, tensor-parallel split dimension, expert id, tied group, weight-decay flag, Megatron's
+ * sequence_parallel and shared attributes, and init. ZeRO partitioning, checkpoints, weight-decay groups,
+ * gradient finalization and norms, and the flops profiler all read this table. */
 #ifndef ZT_PARAM_TABLE_H
 #define ZT_PARAM_TABLE_H
 
@@ -26,6 +27,12 @@ typedef struct {
   int expert_id;        /* -1 for dense parameters */
   int tied_group;       /* -1 none; parameters sharing an id are one tensor used in several places */
   int no_weight_decay;  /* biases and norm parameters: excluded from weight decay */
+  int seq_parallel;     /* Megatron's param.sequence_parallel: a replicated parameter used on each rank's share of
+                           the tokens under --sequence-parallel, so its gradient is summed over the tensor-parallel
+                           group (set for every replicated parameter by zt_param_table_add; a model clears it for
+                           one that sees all tokens, e.g. the position embeddings) */
+  int shared;           /* Megatron's param.shared: this stage's copy of a parameter another pipeline stage owns
+                           (the last stage's word embeddings), kept equal to it and left out of gradient norms */
   zt_init_kind init;
   float init_std;
 } zt_param;
@@ -44,6 +51,10 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
                        zt_init_kind init, float init_std, int no_weight_decay, int tp_split_dim);
 /* Index of the parameter with this name, or -1. */
 int zt_param_table_find(const zt_param_table *t, const char *name);
+/* The parameter "<prefix>.<suffix>"; dies naming it when absent. */
+const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix);
+/* Its first element in a flat buffer of es-byte elements laid out by the table. */
+void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix);
 /* Fills the flat buffer per each parameter's init; draws are keyed by (seed, parameter index,
  * element), so every element's value is independent of threads and future tensor-parallel slicing. */
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed);

@@ -149,7 +149,8 @@ static void check_group_ops(const zt_group *g, const int *m, int p, int me, cons
        * large messages); the two messages between the ranks of a pair (p = 2) match in posting order */
       float *a2 = malloc((n + 1) * sizeof(float)), *b2 = malloc((n + 1) * sizeof(float));
       for (size_t i = 0; i < n; i++) a2[i] = valf(m[me], i, salt + 400);
-      zt_p2p_op ops[4] = {{a, n, right, 1}, {a2, n, left, 1}, {b, n, left, 0}, {b2, n, right, 0}};
+      zt_p2p_op ops[4] = {{a, n, right, 1, ZT_DTYPE_FP32}, {a2, n, left, 1, ZT_DTYPE_FP32}, {b, n, left, 0, ZT_DTYPE_FP32},
+                            {b2, n, right, 0, ZT_DTYPE_FP32}};
       zt_batch_sendrecv_f32(g, ops, 4);
       bad = 0;
       for (size_t i = 0; i < n; i++)

@@ -105,7 +105,8 @@ static void cases(const zt_group *g, const char *name, size_t n) {
   for (size_t i = 0; i < n; i++) a[i] = val(gr, i, 6), b[i] = val(gr, i, 7);
   float *da = dev_copy(a, n * sizeof(float)), *db = dev_copy(b, n * sizeof(float));
   float *ra = zt_cuda_malloc((n + 1) * sizeof(float), "recv"), *rb = zt_cuda_malloc((n + 1) * sizeof(float), "recv");
-  zt_p2p_op ops[4] = {{da, n, next, 1}, {db, n, prev, 1}, {ra, n, prev, 0}, {rb, n, next, 0}};
+  zt_p2p_op ops[4] = {{da, n, next, 1, ZT_DTYPE_FP32}, {db, n, prev, 1, ZT_DTYPE_FP32}, {ra, n, prev, 0, ZT_DTYPE_FP32},
+                        {rb, n, next, 0, ZT_DTYPE_FP32}};
   zt_batch_sendrecv_f32(g, ops, 4);
   for (size_t i = 0; i < n; i++) a[i] = val(prev, i, 6), b[i] = val(next, i, 7);
   host_copy(got, ra, n * sizeof(float));

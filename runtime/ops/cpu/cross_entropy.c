@@ -63,6 +63,14 @@ void zt_cross_entropy_vp_sums(float *sumexp, float *tlogit, const float *logits,
   }
 }
 
+void zt_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                const float *tlogit, int N) {
+  for (int n = 0; n < N; n++) {
+    lse[n] = rowmax[n] + logf(sumexp[n]);
+    losses[n] = lse[n] - tlogit[n];
+  }
+}
+
 void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                   const float *dloss, int N, int V, int v0) {
   #pragma omp parallel for schedule(static)

@@ -70,3 +70,26 @@ void zt_dropout_add_forward(float *out, const float *residual, const float *x, i
       for (size_t i = 0; i < n; i++) out[off + i] = residual[off + i] + tmp[i];
     }
 }
+
+void zt_dropout_rows(float *out, const float *residual, const float *x, int row0, int n, int T, int C,
+                     const zt_dropout *d) {
+  if (n <= 0) return;
+  const int b0 = row0 / T, b1 = (row0 + n - 1) / T;
+  /* per sample, the span of its tokens in [row0, row0 + n), in chunks of 4096 elements */
+  #pragma omp parallel for schedule(static)
+  for (int b = b0; b <= b1; b++) {
+    const int t0 = (b == b0 ? row0 - b * T : 0), t1 = (b == b1 ? row0 + n - b * T : T);
+    const size_t first = (size_t)t0 * C, len = (size_t)(t1 - t0) * C;
+    const size_t off = ((size_t)b * T + t0 - row0) * C;
+    for (size_t c0 = 0; c0 < len; c0 += 4096) {
+      const size_t m = len - c0 < 4096 ? len - c0 : 4096;
+      if (!residual) {
+        zt_dropout_apply_range(out + off + c0, x + off + c0, m, d, d->first_sample + (uint64_t)b, first + c0);
+        continue;
+      }
+      float tmp[4096];
+      zt_dropout_apply_range(tmp, x + off + c0, m, d, d->first_sample + (uint64_t)b, first + c0);
+      for (size_t i = 0; i < m; i++) out[off + c0 + i] = residual[off + c0 + i] + tmp[i];
+    }
+  }
+}
