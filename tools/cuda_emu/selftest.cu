@@ -245,6 +245,68 @@ static void test_runtime() {
   check(cudaGetDeviceCount(&n) == cudaSuccess && n == 1, "one emulated device");
 }
 
+// ---- several devices (ZT_EMU_DEVICES): one address space, each allocation and stream on the device then current --
+__global__ void touch_kernel(float *p) { p[threadIdx.x] = 1.0f; }
+static void expect_death(const char *what, const char *needle, void (*body)());
+static void test_devices() {
+  setenv("ZT_EMU_DEVICES", "2", 1);
+  // (each call before its check: the order in which a check's arguments are evaluated is unspecified)
+  int n = 0, d = -1;
+  const cudaError_t count = cudaGetDeviceCount(&n);
+  check(count == cudaSuccess && n == 2, "ZT_EMU_DEVICES=2: two devices (%d)", n);
+  const cudaError_t set1 = cudaSetDevice(1);
+  CK(cudaGetDevice(&d));
+  check(set1 == cudaSuccess && d == 1, "cudaSetDevice(1): current %d", d);
+  const cudaError_t set2 = cudaSetDevice(2);
+  CK(cudaGetDevice(&d));
+  check(set2 == cudaErrorInvalidDevice && d == 1, "cudaSetDevice(2) refused, device %d stays current", d);
+  (void)cudaGetLastError();
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 1) == cudaSuccess && prop.major == 9 && prop.multiProcessorCount == 132,
+        "cudaGetDeviceProperties(1)");
+  check(cudaGetDeviceProperties(&prop, 2) == cudaErrorInvalidDevice, "cudaGetDeviceProperties(2) refused");
+  (void)cudaGetLastError();
+  size_t free0a, free0b, free1a, free1b, total;
+  CK(cudaSetDevice(0));
+  CK(cudaMemGetInfo(&free0a, &total));
+  CK(cudaSetDevice(1));
+  CK(cudaMemGetInfo(&free1a, &total));
+  float *d1 = dev<float>(1 << 20);
+  CK(cudaMemGetInfo(&free1b, &total));
+  CK(cudaSetDevice(0));
+  CK(cudaMemGetInfo(&free0b, &total));
+  check(free1a - free1b == 4u << 20 && free0a == free0b, "an allocation on device 1 uses device 1's memory only");
+  cudaPointerAttributes attr;
+  CK(cudaPointerGetAttributes(&attr, d1 + 5));
+  check(attr.type == cudaMemoryTypeDevice && attr.device == 1,
+        "cudaPointerGetAttributes: device memory of device %d, with device 0 current", attr.device);
+  float *d0 = dev<float>(32);
+  CK(cudaPointerGetAttributes(&attr, d0));
+  check(attr.type == cudaMemoryTypeDevice && attr.device == 0, "and of device %d", attr.device);
+  cudaMemPool_t p0, p1;
+  CK(cudaDeviceGetDefaultMemPool(&p0, 0));
+  CK(cudaDeviceGetDefaultMemPool(&p1, 1));
+  check(p0 != p1, "one default memory pool per device");
+  CK(cudaSetDevice(1));
+  cudaStream_t s1;
+  CK(cudaStreamCreate(&s1));
+  CK(cudaSetDevice(0));
+  touch_kernel<<<1, 32, 0, s1>>>(d0);
+  check(cudaGetLastError() == cudaErrorInvalidResourceHandle,
+        "a launch into device 1's stream with device 0 current: refused");
+  CK(cudaMemcpy(d0, d1, 32 * sizeof(float), cudaMemcpyDeviceToDevice));  // copies between devices are allowed (UVA)
+  CK(cudaStreamDestroy(s1));
+  CK(cudaFree(d1));
+  CK(cudaFree(d0));
+  expect_death("a kernel on device 0 given device 1's memory", "memory of device 1", [] {
+    CK(cudaSetDevice(1));
+    float *p = dev<float>(32);
+    CK(cudaSetDevice(0));
+    touch_kernel<<<1, 32>>>(p);
+  });
+  unsetenv("ZT_EMU_DEVICES");
+}
+
 // ---- CUB ------------------------------------------------------------------------------------------------------------
 static void test_cub() {
   const int n = 1000;
@@ -478,6 +540,7 @@ int main() {
   test_execution();
   test_launch_limits();
   test_runtime();
+  test_devices();
   test_cub();
   test_cublaslt();
   test_undefined_behaviour();

@@ -12,6 +12,7 @@ struct Allocation {
   uintptr_t base;
   size_t size;
   MemKind kind;
+  int device;  // current when it was allocated (one address space; the device tells whose memory it is)
 };
 // The live allocation holding address p (base <= p <= base + size: a pointer one past the end counts, as a
 // kernel may receive one for an empty range), or NULL.
@@ -22,6 +23,9 @@ bool in_allocation(const void *p, size_t bytes, MemKind kind);
 const char *describe_range(const void *p, size_t bytes, char *buf, size_t len);
 
 bool stream_valid(cudaStream_t s);
+int stream_device(cudaStream_t s);  // the device a (valid) stream belongs to; the default streams: the current one
+int device_count();                 // ZT_EMU_DEVICES (default 1)
+int current_device_id();            // cudaSetDevice's, 0 until then
 cudaError_t set_error(cudaError_t e);  // records e as the last error (when not cudaSuccess) and returns it
 int env_int(const char *name, int fallback);
 

@@ -1,7 +1,8 @@
-// The CUDA runtime API on the host: one emulated device (sm_90 with H100's limits), "device" memory from the host
-// heap tracked in a registry, streams and events that complete at once (every operation runs when it is issued,
-// so a stream is always idle), and the checks a GPU makes or should make: a copy direction that does not match the
-// pointers, a range past the end of an allocation, a freed or foreign pointer, a destroyed stream.
+// The CUDA runtime API on the host: ZT_EMU_DEVICES emulated devices (default 1; sm_90 with H100's limits, each with
+// its own memory budget), "device" memory from the host heap tracked in a registry that records the device current
+// at allocation, streams and events that complete at once (every operation runs when it is issued, so a stream is
+// always idle), and the checks a GPU makes or should make: a copy direction that does not match the pointers, a range
+// past the end of an allocation, a freed or foreign pointer, a destroyed stream.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include <map>
+#include <vector>
 
 #include "internal.h"
 
@@ -16,12 +18,16 @@ namespace zt_emu {
 namespace {
 
 std::map<uintptr_t, Allocation> allocations;
-size_t device_used;
+// bytes of device memory in use, per device (one address space, separate budgets: each GPU of a node has its own)
+std::vector<size_t> device_used_by;
 cudaError_t last_error = cudaSuccess;
 int current_device;
 
 size_t device_total() { return (size_t)env_int("ZT_EMU_DEVICE_MEM_GIB", 80) << 30; }
-int device_count() { return env_int("ZT_EMU_DEVICES", 1); }
+size_t &device_used(int device) {
+  if ((size_t)device >= device_used_by.size()) device_used_by.resize((size_t)device + 1);
+  return device_used_by[(size_t)device];
+}
 
 enum : uint32_t { kStreamMagic = 0x5354524du, kEventMagic = 0x45564e54u, kDead = 0xdeadu };
 }  // namespace
@@ -30,6 +36,7 @@ enum : uint32_t { kStreamMagic = 0x5354524du, kEventMagic = 0x45564e54u, kDead =
 struct zt_emu_stream {
   uint32_t magic;
   unsigned flags;
+  int device;  // current when it was created: kernels may only be launched into it while that device is current
 };
 struct zt_emu_event {
   uint32_t magic;
@@ -43,6 +50,9 @@ struct zt_emu_mempool {
 };
 
 namespace zt_emu {
+
+int device_count() { return env_int("ZT_EMU_DEVICES", 1); }
+int current_device_id() { return current_device; }
 
 cudaError_t set_error(cudaError_t e) {
   if (e != cudaSuccess) last_error = e;
@@ -80,14 +90,19 @@ bool stream_valid(cudaStream_t s) {
   return s->magic == kStreamMagic;  // destroyed streams are kept (marked dead) so this read stays valid
 }
 
+int stream_device(cudaStream_t s) {
+  // the default streams are per device: whichever is current
+  return s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread ? current_device : s->device;
+}
+
 namespace {
 
 void *allocate(size_t bytes, MemKind kind) {
   void *p = NULL;
   if (posix_memalign(&p, 256, bytes)) return NULL;  // cudaMalloc's alignment
   if (env_int("ZT_EMU_POISON_ALLOC", 1)) memset(p, 0xff, bytes);  // fresh device memory reads as NaN
-  allocations[(uintptr_t)p] = Allocation{(uintptr_t)p, bytes, kind};
-  if (kind == MEM_DEVICE) device_used += bytes;
+  allocations[(uintptr_t)p] = Allocation{(uintptr_t)p, bytes, kind, current_device};
+  if (kind == MEM_DEVICE) device_used(current_device) += bytes;
   return p;
 }
 
@@ -104,7 +119,7 @@ cudaError_t release(void *p, MemKind kind, const char *op) {
            kind == MEM_DEVICE ? "device" : "pinned host");
     return set_error(cudaErrorInvalidValue);
   }
-  if (kind == MEM_DEVICE) device_used -= it->second.size;
+  if (kind == MEM_DEVICE) device_used(it->second.device) -= it->second.size;
   memset(p, 0xff, it->second.size);  // a use after free reads NaN (and ASan builds report it)
   allocations.erase(it);
   free(p);
@@ -297,7 +312,7 @@ cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 // ---- streams and events: every operation completes when it is issued --------------------------------------------
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
   if (!s || (flags & ~1u)) return set_error(cudaErrorInvalidValue);
-  *s = new zt_emu_stream{kStreamMagic, flags};
+  *s = new zt_emu_stream{kStreamMagic, flags, current_device};
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
@@ -352,7 +367,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
   if (!p) return set_error(cudaErrorInvalidValue);
   *p = NULL;
   if (bytes == 0) return cudaSuccess;
-  if (bytes > device_total() - device_used) return set_error(cudaErrorMemoryAllocation);
+  if (bytes > device_total() - device_used(current_device)) return set_error(cudaErrorMemoryAllocation);
   *p = allocate(bytes, MEM_DEVICE);
   return *p ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
 }
@@ -374,29 +389,36 @@ cudaError_t cudaFreeHost(void *p) { return release(p, MEM_PINNED, "cudaFreeHost"
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   if (!free_bytes || !total_bytes) return set_error(cudaErrorInvalidValue);
   *total_bytes = device_total();
-  *free_bytes = device_total() - device_used;
+  *free_bytes = device_total() - device_used(current_device);
   return cudaSuccess;
 }
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p) {
   if (!a) return set_error(cudaErrorInvalidValue);
   const Allocation *al = find_allocation(p);
-  a->device = current_device;
+  a->device = al ? al->device : current_device;  // device memory: where it lives; pinned: current at allocation
   a->type = !al ? cudaMemoryTypeUnregistered : al->kind == MEM_DEVICE ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
   a->devicePointer = al ? (void *)p : NULL;
   a->hostPointer = !al || al->kind == MEM_PINNED ? (void *)p : NULL;
   return cudaSuccess;
 }
 
-static zt_emu_mempool default_pool;
+// one default pool per device, created on first use and never freed (as the driver's)
+static std::vector<zt_emu_mempool *> default_pools;
+static bool pool_valid(cudaMemPool_t pool) {
+  for (zt_emu_mempool *p : default_pools)
+    if (p == pool) return true;
+  return false;
+}
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
   if (!pool) return set_error(cudaErrorInvalidValue);
   if (check_device(device)) return cudaErrorInvalidDevice;
-  default_pool.device = device;
-  *pool = &default_pool;
+  if ((size_t)device >= default_pools.size()) default_pools.resize((size_t)device + 1, NULL);
+  if (!default_pools[(size_t)device]) default_pools[(size_t)device] = new zt_emu_mempool{device, 0};
+  *pool = default_pools[(size_t)device];
   return cudaSuccess;
 }
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value) {
-  if (pool != &default_pool || !value) return set_error(cudaErrorInvalidValue);
+  if (!pool_valid(pool) || !value) return set_error(cudaErrorInvalidValue);
   switch (attr) {
     case cudaMemPoolAttrReleaseThreshold: memcpy(&pool->release_threshold, value, 8); return cudaSuccess;
     case cudaMemPoolReuseFollowEventDependencies:
@@ -410,12 +432,12 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
   }
 }
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value) {
-  if (pool != &default_pool || !value) return set_error(cudaErrorInvalidValue);
+  if (!pool_valid(pool) || !value) return set_error(cudaErrorInvalidValue);
   uint64_t v = 0;
   switch (attr) {
     case cudaMemPoolAttrReleaseThreshold: v = pool->release_threshold; break;
     case cudaMemPoolAttrReservedMemCurrent: case cudaMemPoolAttrReservedMemHigh:
-    case cudaMemPoolAttrUsedMemCurrent: case cudaMemPoolAttrUsedMemHigh: v = device_used; break;
+    case cudaMemPoolAttrUsedMemCurrent: case cudaMemPoolAttrUsedMemHigh: v = device_used(pool->device); break;
     default: *(int *)value = 1; return cudaSuccess;
   }
   memcpy(value, &v, 8);

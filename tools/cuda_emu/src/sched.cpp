@@ -505,6 +505,11 @@ bool launch_check(KernelInfo *k, const LaunchSite &site, dim3 grid, dim3 block, 
   if (!stream_valid(stream)) {
     why = "the stream is not a live stream";
     e = cudaErrorInvalidResourceHandle;
+  } else if (stream_device(stream) != current_device_id()) {
+    snprintf(buf, sizeof buf, "the stream belongs to device %d but device %d is current", stream_device(stream),
+             current_device_id());
+    why = buf;
+    e = cudaErrorInvalidResourceHandle;
   } else if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
              threads > (unsigned long long)kMaxThreadsPerBlock) {
     snprintf(buf, sizeof buf, "block (%u,%u,%u): at most (1024,1024,64) and 1024 threads", block.x, block.y, block.z);
@@ -539,10 +544,16 @@ bool launch_check(KernelInfo *k, const LaunchSite &site, dim3 grid, dim3 block, 
 
 void check_kernel_pointer(KernelInfo *k, const LaunchSite &site, int index, const void *p, size_t align) {
   if (!p) return;
-  if (!find_allocation(p))
+  const Allocation *al = find_allocation(p);
+  if (!al)
     fatal("launch of %s at %s:%d: argument %d is %p, which is not device memory (a host pointer, or a freed "
           "allocation): a kernel that dereferences it faults",
           site.kernel, site.file, site.line, index, p);
+  // several emulated devices share one address space; on GPUs without peer access another device's memory faults
+  if (al->kind == MEM_DEVICE && al->device != current_device_id())
+    fatal("launch of %s at %s:%d: argument %d is %p, memory of device %d, but the kernel runs on device %d (no peer "
+          "access: a kernel that dereferences it faults)",
+          site.kernel, site.file, site.line, index, p, al->device, current_device_id());
   if ((uintptr_t)p % align)
     fatal("launch of %s at %s:%d: argument %d is %p, not aligned to its type's %zu bytes (a load faults with "
           "cudaErrorMisalignedAddress)",
