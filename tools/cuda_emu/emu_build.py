@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the Makefile that builds the emulated CUDA tests (tools/cuda_emu/README.md); scripts/cuda_emu_tests.sh
-runs it. Everything is generated from the current sources into OUT:
+"""Writes the Makefile that builds the emulated CUDA tests and programs (tools/cuda_emu/README.md);
+scripts/cuda_emu_tests.sh runs it. Everything is generated from the current sources into OUT:
 
   OUT/gen/<path>.cpp, OUT/gen/<path>.cuh   every .cu / .cuh of the library, through gen.py
   OUT/obj/...                               those compiled as C++, the emulator's runtime (tools/cuda_emu/src),
@@ -9,6 +9,12 @@ runs it. Everything is generated from the current sources into OUT:
   OUT/bin/test_cuda_*                       one executable per tests/cuda/test_cuda_*.c, linked against the CPU
                                             library (libzt.a) of an existing CMake build ZT_BUILD, minus its CUDA
                                             libraries: the emulated objects come first and define every CUDA symbol.
+  OUT/bin/<program>                         the PROGRAMS below: the same, plus the emulated NCCL (src/nccl.cpp) and
+                                            the library's real NCCL backend (runtime/comm/comm_nccl.c) compiled
+                                            against it, so that multi-process GPU code runs under mpirun.
+
+Prints what scripts/cuda_emu_tests.sh runs, one per line (NAME, or NAME@NP+ENV=VALUE,...: under mpirun -np NP
+with those variables), then "-NAME" for each program it builds but does not run.
 
     emu_build.py --root ROOT --zt-build ZT_BUILD --out OUT [--san]
 """
@@ -21,6 +27,14 @@ import subprocess
 import sys
 
 CU_DIRS = ['runtime', 'models', 'train', 'data', 'checkpoints', 'evaluate']
+# Programs other than tests/cuda/test_cuda_*.c, linked with the emulated NCCL: (binary, source, runs), a run being
+# '' (one process) or '@NP' (mpirun -np NP), either followed by '+VAR=VALUE,...' (its environment). No runs: built
+# only (scripts/cuda_emu_tests.sh says where). Add a driver here (e.g. a tests/cuda/*_emu.c) to have it built.
+PROGRAMS = [
+    ('nccl_check', 'tools/cuda_emu/nccl_check.c', ['@3+ZT_EMU_DEVICES=3']),
+    ('test_comm_nccl', 'tests/comm/test_comm_nccl.c', ['', '@2+ZT_EMU_DEVICES=2']),
+    ('pretrain_gpt', 'train/pretrain_gpt.c', []),
+]
 CUDA_LIBS = re.compile(r'(cuda|cublas|cudart|cudadevrt|culibos|nccl|nvrtc|cudnn)', re.I)
 
 
@@ -82,7 +96,14 @@ def zt_includes(zt_build, root):
         for line in open(flags):
             if line.startswith('C_INCLUDES = '):
                 inc = shlex.split(line[len('C_INCLUDES = '):])
-    return [w for w in inc if not CUDA_LIBS.search(w)]
+    out = []  # without the CUDA and NCCL directories (a flag taking the next word goes with it)
+    i = 0
+    while i < len(inc):
+        words = inc[i:i + 2] if inc[i] in ('-isystem', '-I', '-idirafter') else inc[i:i + 1]
+        if not any(CUDA_LIBS.search(w) for w in words):
+            out += words
+        i += len(words)
+    return out
 
 
 def cuda_only_c_files(root):
@@ -136,7 +157,7 @@ def main():
         with open(stamp, 'w') as f:
             f.write(flags_text)
 
-    rules, gen_objs, emu_objs, c_objs, tests = [], [], [], [], []
+    rules, gen_objs, emu_objs, c_objs, tests, programs = [], [], [], [], [], []
     q = shlex.quote
     gen_py = os.path.join(emu, 'gen.py')
     headers = []
@@ -153,13 +174,18 @@ def main():
             gen_objs.append(o)
             rules.append('%s: %s $(STAMP) | headers\n\t@echo "  CXX (emulated) %s"\n\t@mkdir -p %s\n\t@%s %s -c %s -o %s'
                          % (o, g, rel, os.path.dirname(o), cxx, ' '.join(map(q, cxxflags + extra)), g, o))
+    inc = zt_includes(zt_build, root)
+    nccl_objs = []
     for f in find(os.path.join(emu, 'src'), ['.'], ('.cpp',)):
         o = os.path.join(out, 'obj/emu', os.path.basename(f) + '.o')
-        emu_objs.append(o)
-        flags = cxxflags + extra + (['-O3'] if 'cublaslt' in f and not a.san else [])
+        # the emulated NCCL only goes into the PROGRAMS; it needs MPI's headers, and folds without FMA contraction
+        # (its sums must not depend on which products the compiler fuses)
+        is_nccl = os.path.basename(f).startswith('nccl')
+        (nccl_objs if is_nccl else emu_objs).append(o)
+        flags = cxxflags + extra + (['-O3'] if 'cublaslt' in f and not a.san else []) + \
+            (inc + ['-ffp-contract=off'] if is_nccl else [])
         rules.append('%s: %s $(STAMP) | headers\n\t@echo "  CXX (emulator) %s"\n\t@mkdir -p %s\n\t@%s %s -c %s -o %s'
                      % (o, f, os.path.basename(f), os.path.dirname(o), cxx, ' '.join(map(q, flags)), f, o))
-    inc = zt_includes(zt_build, root)
     for f in cuda_only_c_files(root):
         rel = os.path.relpath(f, root)
         o = os.path.join(out, 'obj/c', rel + '.o')
@@ -206,22 +232,57 @@ def main():
     rules.append('%s: %s $(EMU_OBJS) %s\n\t@echo "  LINK emu_selftest"\n\t@mkdir -p %s\n\t@%s -o %s %s $(EMU_OBJS) %s'
                  % (st_bin, st_obj, libzt, os.path.dirname(st_bin), cxx, st_bin, st_obj, ' '.join(map(q, ldflags))))
     tests.insert(0, st_bin)
+    # the real NCCL backend of runtime/comm, against the emulated nccl.h (the library's stub is not linked)
+    emu_inc = ['-I' + os.path.join(emu, 'include')]
+    backend_src = os.path.join(root, 'runtime/comm/comm_nccl.c')
+    backend_obj = os.path.join(out, 'obj/nccl/runtime/comm/comm_nccl.c.o')
+    backend_flags = cflags + emu_inc + inc + ['-DZT_HAVE_CUDA=1']
+    rules.append('%s: %s $(STAMP)\n\t@echo "  CC (emulated NCCL) runtime/comm/comm_nccl.c"\n\t@mkdir -p %s\n'
+                 '\t@%s %s -c %s -o %s' % (backend_obj, backend_src, os.path.dirname(backend_obj), cc,
+                                          ' '.join(map(q, backend_flags)), backend_src, backend_obj))
+    runs, built_only = [], []
+    for name, src, prog_runs in PROGRAMS:
+        f = os.path.join(root, src)
+        if not os.path.exists(f):
+            continue
+        o = os.path.join(out, 'obj/programs', name + '.o')
+        b = os.path.join(out, 'bin', name)
+        programs.append(b)
+        rules.append('%s: %s $(STAMP)\n\t@echo "  CC %s"\n\t@mkdir -p %s\n\t@%s %s -c %s -o %s'
+                     % (o, f, src, os.path.dirname(o), cc, ' '.join(map(q, cflags + emu_inc + inc)), f, o))
+        # the CUDA-only C files linked whole: a program reaches them through libzt.a (the engine calls the GPU
+        # model), after the linker has scanned their archive, so it would otherwise take libzt.a's CPU-build copies
+        rules.append('%s: %s %s $(NCCL_OBJS) $(GEN_OBJS) $(EMU_OBJS) %s %s\n\t@echo "  LINK %s"\n\t@mkdir -p %s\n'
+                     '\t@%s -o %s %s %s $(NCCL_OBJS) -Wl,--whole-archive %s -Wl,--no-whole-archive $(GEN_OBJS) '
+                     '$(EMU_OBJS) %s'
+                     % (b, o, backend_obj, lib_c, libzt, name, os.path.dirname(b), cxx, b, o, backend_obj, lib_c,
+                        ' '.join(map(q, ldflags))))
+        runs += [name + r for r in prog_runs]
+        if not prog_runs:
+            built_only.append(name)
     with open(os.path.join(out, 'Makefile.tmp'), 'w') as mk:
         mk.write('# generated by tools/cuda_emu/emu_build.py: do not edit\n.DELETE_ON_ERROR:\n')
         mk.write('STAMP = %s\n' % stamp)
-        mk.write('GEN_OBJS = %s\nEMU_OBJS = %s\nC_OBJS = %s\nSTUB_OBJS = %s\n'
-                 % (' '.join(gen_objs), ' '.join(emu_objs), ' '.join(c_objs), ' '.join(stub_objs)))
-        mk.write('all: %s\n.PHONY: all headers\nheaders: %s\n' % (' '.join(tests), ' '.join(headers)))
+        mk.write('GEN_OBJS = %s\nEMU_OBJS = %s\nC_OBJS = %s\nSTUB_OBJS = %s\nNCCL_OBJS = %s\n'
+                 % (' '.join(gen_objs), ' '.join(emu_objs), ' '.join(c_objs), ' '.join(stub_objs),
+                    ' '.join(nccl_objs)))
+        mk.write('all: %s\n.PHONY: all headers\nheaders: %s\n' % (' '.join(tests + programs), ' '.join(headers)))
         # an archive of whichever CUDA-only C files compiled (a failure is reported, not fatal)
         mk.write('%s: $(C_OBJS)\n\t@rm -f $@\n\t@ar rcs $@ $(wildcard $(C_OBJS))\n' % lib_c)
         mk.write('\n'.join(rules) + '\n')
-        for d in gen_objs + emu_objs + c_objs + stub_objs + [st_obj]:
+        for d in gen_objs + emu_objs + c_objs + stub_objs + nccl_objs + [st_obj, backend_obj]:
             mk.write('-include %s\n' % (d[:-2] + '.d'))
         for t in tests:
             mk.write('-include %s\n' % os.path.join(out, 'obj/tests', os.path.basename(t) + '.d'))
+        for p in programs:
+            mk.write('-include %s\n' % os.path.join(out, 'obj/programs', os.path.basename(p) + '.d'))
     os.replace(os.path.join(out, 'Makefile.tmp'), os.path.join(out, 'Makefile'))
     for t in tests:
         print(os.path.basename(t))
+    for r in runs:
+        print(r)
+    for name in built_only:
+        print('-' + name)
 
 
 if __name__ == '__main__':
