@@ -13,6 +13,15 @@ static struct {
 
 static const size_t kWorkspaceBytes = 32u << 20;
 
+// The current device is per host thread: a thread other than the one that called zt_cuda_init starts on device 0,
+// where the stream (of ctx.device) cannot take work. Every entry point makes ctx.device current first
+// (cudaGetDevice reads thread-local state: cheap beside a launch).
+static void make_current() {
+  int cur = -1;
+  ZT_CUDA_CHECK(cudaGetDevice(&cur));
+  if (cur != ctx.device) ZT_CUDA_CHECK(cudaSetDevice(ctx.device));
+}
+
 extern "C" void zt_cuda_init(int device) {
   if (ctx.ready) {
     zt_check(device == ctx.device, "cuda", "zt_cuda_init(%d) after zt_cuda_init(%d): one device per process", device,
@@ -38,6 +47,7 @@ extern "C" void zt_cuda_init(int device) {
 
 extern "C" void zt_cuda_shutdown(void) {
   if (!ctx.ready) return;
+  make_current();
   cudaStreamSynchronize(ctx.stream);
   cudaFree(ctx.workspace);
   cublasLtDestroy(ctx.lt);
@@ -45,7 +55,10 @@ extern "C" void zt_cuda_shutdown(void) {
   ctx.ready = 0;
 }
 
-static void need_ctx() { zt_check(ctx.ready, "cuda", "the CUDA backend is used before zt_cuda_init"); }
+static void need_ctx() {
+  zt_check(ctx.ready, "cuda", "the CUDA backend is used before zt_cuda_init");
+  make_current();
+}
 
 extern "C" void *zt_cuda_stream(void) {
   need_ctx();
@@ -91,7 +104,16 @@ extern "C" void zt_cuda_memcpy_d2h(void *dst, const void *src, size_t bytes) {
 extern "C" void zt_cuda_memset(void *p, int byte, size_t bytes) {
   ZT_CUDA_CHECK(cudaMemsetAsync(p, byte, bytes, zt_stream()));
 }
+extern "C" void zt_cuda_memcpy_d2d(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  const uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+  zt_check(d + bytes <= s || s + bytes <= d, "zt_cuda_memcpy_d2d",
+           "overlapping ranges: %zu bytes from %p to %p (%s by %zu bytes); only dst == src may overlap", bytes, src,
+           dst, d > s ? "dst after src" : "dst before src", (size_t)(d > s ? d - s : s - d));
+  ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, zt_stream()));
+}
 extern "C" void zt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+  if (ctx.ready) make_current();  // cudaMemGetInfo reports the current device
   ZT_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 

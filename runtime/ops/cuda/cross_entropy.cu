@@ -10,6 +10,8 @@
 //    lse = M + log S, loss = lse - l[target]. Reads the row once.
 //  - ce_max_kernel / ce_sums_kernel: the row max, and sum exp(l - rowmax) with the target's logit when it lies in
 //    the slice [v0, v0 + V) (0 otherwise). One read of the row each.
+//  - ce_finish_kernel (after the all-reduces of the statistics): lse = rowmax + log(sumexp), loss = lse - tlogit,
+//    one thread per row, grid-stride.
 //  - ce_backward_kernel: dlogits = exp(l - lse) * dloss, minus dloss at the target when it lies in [v0, v0 + V)
 //    (v0 = 0 for the full vocabulary). Reads and writes the row once; each element is read, then written, by the
 //    same thread, so dlogits may alias logits.
@@ -69,6 +71,15 @@ __global__ void ce_sums_kernel(float *sumexp, float *tlogit, const T *logits, co
     const long long t = (long long)targets[n] - v0;
     sumexp[n] = s;
     tlogit[n] = t >= 0 && t < V ? zt_ld(l, t) : 0.0f;
+  }
+}
+
+__global__ void ce_finish_kernel(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                 const float *tlogit, int N) {
+  for (size_t n = blockIdx.x * (size_t)blockDim.x + threadIdx.x; n < (size_t)N; n += (size_t)gridDim.x * blockDim.x) {
+    const float z = rowmax[n] + logf(sumexp[n]);
+    lse[n] = z;
+    losses[n] = z - tlogit[n];
   }
 }
 
@@ -138,6 +149,14 @@ extern "C" void zt_cuda_cross_entropy_vp_sums(zt_dtype dt, float *sumexp, float 
                                                              v0);
     ZT_CUDA_LAUNCHED();
   });
+}
+
+extern "C" void zt_cuda_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                                const float *tlogit, int N) {
+  zt_check(N >= 0, "zt_cuda_cross_entropy_vp_finish", "N=%d rows: need N >= 0", N);
+  if (N == 0) return;
+  ce_finish_kernel<<<zt_blocks((size_t)N, 256), 256, 0, zt_stream()>>>(losses, lse, rowmax, sumexp, tlogit, N);
+  ZT_CUDA_LAUNCHED();
 }
 
 extern "C" void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,

@@ -25,7 +25,11 @@ extern "C" {
 #endif
 
 /* ---- context: device, stream, cuBLASLt handle and workspace ----------------------------------------- */
-/* Selects the device, creates the stream, the cuBLASLt handle and a 32 MiB workspace. Idempotent. */
+/* Selects the device, creates the stream, the cuBLASLt handle and a 32 MiB workspace. Idempotent for the same
+ * device; another device in the same process is refused (one device per process: a process of a multi-GPU job
+ * passes its local rank's device). Every call below, memory included, runs on that device whichever host thread
+ * makes it (the backend makes it the thread's current device first), and zt_cuda_mem_info reports that device
+ * (before zt_cuda_init: the thread's current one). */
 void zt_cuda_init(int device);
 void zt_cuda_shutdown(void);
 void *zt_cuda_stream(void); /* the cudaStream_t all ops run on */
@@ -37,6 +41,9 @@ void zt_cuda_free(void *p);
 void zt_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
 void zt_cuda_memcpy_d2h(void *dst, const void *src, size_t bytes); /* synchronizes with the stream */
 void zt_cuda_memset(void *p, int byte, size_t bytes);
+/* Device to device on the stream. dst == src is a no-op; other overlapping ranges are refused (the copy engine's
+ * order is undefined for them). */
+void zt_cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
 /* Device memory in use and total, bytes (cudaMemGetInfo). */
 void zt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* dst[n] (dst_dt) = src[n] (src_dt), round to nearest even; as zt_convert on the CPU. */
@@ -78,6 +85,18 @@ void zt_cuda_dropout_forward(zt_dtype dt, void *out, const void *x, int B, size_
 void zt_cuda_dropout_backward(zt_dtype dt, void *dx, const void *dout, int B, size_t S, const zt_dropout *d);
 void zt_cuda_dropout_add_forward(zt_dtype dt, void *out, const void *residual, const void *x, int B, size_t S,
                                  const zt_dropout *d);
+/* As zt_dropout_rows: the token rows [row0, row0 + n) of a micro batch of T tokens x C channels per sample (a
+ * --sequence-parallel shard; out, residual and x hold those n rows), row r = b * T + t keyed as sample
+ * d->first_sample + b, elements t * C + c, the CPU's masks bit for bit. out = residual + dropout(x), or dropout(x)
+ * with residual NULL; out may alias x or residual. Also the backward of that dropout. */
+void zt_cuda_dropout_rows(zt_dtype dt, void *out, const void *residual, const void *x, int row0, int n, int T, int C,
+                          const zt_dropout *d);
+/* A linear's bias apart from its GEMM (a row-parallel linear adds it after the tensor-parallel sum), as
+ * zt_add_bias / zt_bias_grad: out[n, c] += bias[c]; dbias[c] += sum over n of dout[n, c], accumulated in fp32 in an
+ * order fixed by N and C (per-chunk column sums added in chunk order, as the matmul's dbias) and rounded into dt
+ * once: deterministic, equal to the CPU's within fp32 summation-order differences. */
+void zt_cuda_add_bias(zt_dtype dt, void *out, const void *bias, int N, int C);
+void zt_cuda_bias_grad(zt_dtype dt, void *dbias, const void *dout, int N, int C);
 
 /* ---- embedding ------------------------------------------------------------------------------------------ */
 void zt_cuda_embedding_forward(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
@@ -109,6 +128,9 @@ void zt_cuda_cross_entropy_backward(zt_dtype dt, void *dlogits, const void *logi
 void zt_cuda_cross_entropy_vp_max(zt_dtype dt, float *rowmax, const void *logits, int N, int V);
 void zt_cuda_cross_entropy_vp_sums(zt_dtype dt, float *sumexp, float *tlogit, const void *logits, const float *rowmax,
                                    const int32_t *targets, int N, int V, int v0);
+/* After the all-reduces: lse[n] = rowmax[n] + log(sumexp[n]), losses[n] = lse[n] - tlogit[n] (all fp32 [N]). */
+void zt_cuda_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                     const float *tlogit, int N);
 void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
                                        const int32_t *targets, const float *dloss, int N, int V, int v0);
 
@@ -128,6 +150,16 @@ void zt_cuda_adam_step(float *params, float *grads, float *m, float *v, void *pa
 double zt_cuda_sumsq(zt_dtype dt, const void *x, size_t n);
 /* How many of x[n] (fp32) are inf or nan (the fp16 overflow check); synchronizes. */
 size_t zt_cuda_count_nonfinite(const float *x, size_t n);
+
+/* ---- fp32 flat buffers of the engine (n may exceed 2^31; counts are exact integers, so deterministic) ----- */
+/* x[n] *= f. */
+void zt_cuda_scale_f32(float *x, float f, size_t n);
+/* As zt_round_f32: dst = src rounded to the nearest dt value (round to nearest even, overflow to infinity), kept in
+ * fp32 slots; dst may equal src (not otherwise overlap). Returns how many results are inf or nan (synchronizes). */
+size_t zt_cuda_round_f32(float *dst, const float *src, size_t n, zt_dtype dt);
+/* As zt_count_nonrepresentable: how many of x[n] are nan or beyond dt's largest finite value once rounded (fp16:
+ * |x| >= 65520); synchronizes. */
+size_t zt_cuda_count_nonrepresentable(const float *x, size_t n, zt_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 // Elementwise ops on the GPU: GELU (tanh form) and its backward, residual add, gradient accumulation, and
-// dropout (plain, backward, fused with the residual add) with the CPU's Philox masks bit for bit; the formulas
-// are those of runtime/ops/cpu/gelu.c, elementwise.c and dropout.c.
+// dropout (plain, backward, fused with the residual add, on a range of token rows) with the CPU's Philox masks bit
+// for bit; the formulas are those of runtime/ops/cpu/gelu.c, elementwise.c and dropout.c.
 //
 // Kernels (T is the storage type; arithmetic in fp32):
 //  - map_kernel: out[i] = f(x[i], y[i]) for GELU forward/backward, residual and accumulate; grid-stride, 256
@@ -8,9 +8,10 @@
 //    finishes the n % 4 (or 8) tail element by element, otherwise it goes element by element; one read of each
 //    input and one write, the bandwidth bound. out may alias x or y (each element is read, then written, by
 //    the same thread).
-//  - dropout_kernel: x[B, S]; one thread per group of four elements [4q, 4q + 4) of a sample, which share one
-//    Philox4x32 draw (the CPU draws the same counter for the same four elements), grid-stride; one read of x
-//    (and of the residual) and one write. out may alias x (or the residual).
+//  - dropout_kernel: a span of flat elements of x[B, S] (all of it, or the token rows [row0, row0 + n) of
+//    zt_cuda_dropout_rows, which may start and end inside samples); one thread per group of four elements
+//    [4q, 4q + 4) of a sample, which share one Philox4x32 draw (the CPU draws the same counter for the same four
+//    elements), grid-stride; one read of x (and of the residual) and one write. out may alias x (or the residual).
 #include "runtime/ops/cuda/common.cuh"
 
 // 16 bytes of T: the unit of the vectorized path.
@@ -88,19 +89,25 @@ __device__ __forceinline__ zt_philox_ctr dropout_words(const zt_dropout &d, uint
   return zt_philox4x32(c, k0, k1);
 }
 
-// out[b, e] = residual[b, e] (when not NULL) + (kept ? x[b, e] * scale : 0), the mask of sample first_sample + b.
+// A span of dropout: the flat elements [lo, hi) of consecutive samples of S elements each, flat element f = b * S + e
+// being element e of sample b (the mask of sample first_sample + b); out, x and residual (when not NULL) hold the
+// span from index 0 (element f at f - lo). out[f - lo] = residual[f - lo] + (kept ? x[f - lo] * scale : 0).
+// Threads take the groups [4q, 4q + 4) of one sample that share a Philox draw, numbered G = b * ceil(S / 4) + q
+// through the span: groups g0 + g for g < ng; the first and last group of the span, and of each sample when
+// S % 4 != 0, are partial.
 template <typename T>
-__global__ void dropout_kernel(T *out, const T *x, const T *residual, int B, size_t S, zt_dropout d, uint32_t k0,
-                               uint32_t k1, uint32_t threshold, float scale) {
-  const size_t groups = (S + 3) / 4, total = groups * (size_t)B;
-  for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
-    const size_t b = g / groups, q = g % groups;
+__global__ void dropout_kernel(T *out, const T *x, const T *residual, size_t S, size_t lo, size_t hi, size_t g0,
+                               size_t ng, zt_dropout d, uint32_t k0, uint32_t k1, uint32_t threshold, float scale) {
+  const size_t groups = (S + 3) / 4;  // per sample
+  for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < ng; g += (size_t)gridDim.x * blockDim.x) {
+    const size_t b = (g0 + g) / groups, q = (g0 + g) % groups;
     const zt_philox_ctr r = dropout_words(d, k0, k1, d.first_sample + b, q);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      const size_t e = 4 * q + j;
-      if (e >= S) break;
-      const size_t i = b * S + e;
+      const size_t e = 4 * q + j, f = b * S + e;
+      if (e >= S || f >= hi) break;
+      if (f < lo) continue;
+      const size_t i = f - lo;
       // __fmul_rn is never contracted into an FMA with the add: the CPU rounds x * scale before adding
       float v = (r.v[j] >> 8) >= threshold ? __fmul_rn(zt_ld(x, i), scale) : 0.0f;
       if (residual) v = zt_ld(residual, i) + v;
@@ -109,12 +116,11 @@ __global__ void dropout_kernel(T *out, const T *x, const T *residual, int B, siz
   }
 }
 
-static void dropout_launch(const char *op, zt_dtype dt, void *out, const void *x, const void *residual, int B,
-                           size_t S, const zt_dropout *d) {
-  zt_check(B >= 0, op, "B=%d samples: need B >= 0", B);
-  zt_check(d->p >= 0.0f && d->p < 1.0f, op, "drop probability p=%g: need 0 <= p < 1", d->p);
-  const size_t n = (size_t)B * S;
-  if (n == 0) return;
+// Dropout of the span [lo, hi) of samples of S elements (dropout_kernel); the caller has checked p.
+static void dropout_span(zt_dtype dt, void *out, const void *x, const void *residual, size_t S, size_t lo, size_t hi,
+                         const zt_dropout *d) {
+  if (hi <= lo) return;
+  const size_t n = hi - lo;
   if (d->p == 0.0f) {  // as on the CPU: a copy (plus the residual)
     if (residual)
       map_launch(dt, out, residual, x, n, Add());
@@ -125,13 +131,25 @@ static void dropout_launch(const char *op, zt_dtype dt, void *out, const void *x
   uint32_t k0, k1, threshold;
   zt_dropout_params(d, &k0, &k1, &threshold);
   const float scale = 1.0f / (1.0f - d->p);  // the CPU's expression, so the kept values match bit for bit
-  const size_t groups = (S + 3) / 4 * (size_t)B;
+  const size_t groups = (S + 3) / 4;
+  const size_t g0 = lo / S * groups + lo % S / 4, g1 = (hi - 1) / S * groups + (hi - 1) % S / 4 + 1;
   zt_dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<T><<<zt_blocks(groups, 256), 256, 0, zt_stream()>>>((T *)out, (const T *)x, (const T *)residual,
-                                                                       B, S, *d, k0, k1, threshold, scale);
+    dropout_kernel<T><<<zt_blocks(g1 - g0, 256), 256, 0, zt_stream()>>>(
+        (T *)out, (const T *)x, (const T *)residual, S, lo, hi, g0, g1 - g0, *d, k0, k1, threshold, scale);
     ZT_CUDA_LAUNCHED();
   });
+}
+
+static void check_p(const char *op, const zt_dropout *d) {
+  zt_check(d->p >= 0.0f && d->p < 1.0f, op, "drop probability p=%g: need 0 <= p < 1", d->p);
+}
+
+static void dropout_launch(const char *op, zt_dtype dt, void *out, const void *x, const void *residual, int B,
+                           size_t S, const zt_dropout *d) {
+  zt_check(B >= 0, op, "B=%d samples: need B >= 0", B);
+  check_p(op, d);
+  dropout_span(dt, out, x, residual, S, 0, (size_t)B * S, d);
 }
 
 extern "C" void zt_cuda_dropout_forward(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d) {
@@ -144,4 +162,14 @@ extern "C" void zt_cuda_dropout_backward(zt_dtype dt, void *dx, const void *dout
 extern "C" void zt_cuda_dropout_add_forward(zt_dtype dt, void *out, const void *residual, const void *x, int B,
                                             size_t S, const zt_dropout *d) {
   dropout_launch("zt_cuda_dropout_add_forward", dt, out, x, residual, B, S, d);
+}
+// Rows [row0, row0 + n) of samples of T rows of C: the flat elements [row0 * C, (row0 + n) * C) of samples of T * C.
+extern "C" void zt_cuda_dropout_rows(zt_dtype dt, void *out, const void *residual, const void *x, int row0, int n,
+                                     int T, int C, const zt_dropout *d) {
+  const char *op = "zt_cuda_dropout_rows";
+  zt_check(row0 >= 0 && n >= 0 && T > 0 && C > 0, op,
+           "rows [%d, %d + %d) of samples of T=%d tokens x C=%d channels: need row0 >= 0, n >= 0, T > 0, C > 0", row0,
+           row0, n, T, C);
+  check_p(op, d);
+  dropout_span(dt, out, x, residual, (size_t)T * C, (size_t)row0 * C, ((size_t)row0 + n) * C, d);
 }

@@ -1,4 +1,6 @@
-// Linear layers on cuBLASLt: out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias (optionally GELU), and the backward.
+// Linear layers on cuBLASLt: out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias (optionally GELU), and the backward;
+// and a linear's bias added or reduced apart from its GEMM (zt_cuda_add_bias, zt_cuda_bias_grad: a row-parallel
+// linear adds it after the tensor-parallel sum), with the same kernels as the epilogue and the dbias.
 //
 // A row-major [R,C] buffer is a column-major [C,R] matrix with ld C, so the three products are
 //   forward   out^T[OC,N]        = op_T(weight as [IC,OC]) x (inp as [IC,N])           m=OC n=N  k=IC
@@ -25,14 +27,15 @@
 //
 // Kernels:
 //  - epilogue_kernel: grid-stride over the N*OC outputs, one element per thread per step; reads the matmul
-//    result (and bias), writes out (and pre_gelu when the bias is added here): 2-3 accesses per element.
+//    result (and bias), writes out (and pre_gelu when the bias is added here): 2-3 accesses per element. Also
+//    zt_cuda_add_bias (y = out, no GELU).
 //  - column_pass_kernel (backward): blocks of 32 columns x 8 row lanes over chunks of rows (grid x = column
 //    tiles, grid y = row chunks of 256 rows); a warp reads 32 consecutive elements of one row (coalesced).
 //    Optionally multiplies dout by gelu'(pre_gelu) in place, and sums its columns into per-chunk partials
 //    [chunks, OC] fp32 in the cuBLASLt workspace (free between stream-ordered calls): one read (and one
 //    write) of dout.
 //  - dbias_finish_kernel: dbias[o] += sum of the chunk partials of column o in chunk order (deterministic:
-//    the launch shape depends only on N and OC).
+//    the launch shape depends only on N and OC). These two without GELU are zt_cuda_bias_grad.
 #include <cublasLt.h>
 #include <string.h>
 
@@ -297,14 +300,14 @@ __global__ void dbias_finish_kernel(T *dbias, const float *partial, int chunks, 
   }
 }
 
-// dout *= gelu'(pre) when pre != NULL; dbias += column sums of dout when dbias != NULL.
-static void column_pass(zt_dtype dt, void *dout, const void *pre, void *dbias, int N, int OC) {
+// dout *= gelu'(pre) when pre != NULL; dbias += column sums of dout when dbias != NULL (dout is only read then).
+static void column_pass(const char *op, zt_dtype dt, void *dout, const void *pre, void *dbias, int N, int OC) {
   size_t ws_bytes = 0;
   float *partial = dbias ? (float *)zt_cuda_workspace(&ws_bytes) : nullptr;
   long long max_chunks = 65535;  // grid y
   if (dbias) {
     const long long fit = (long long)(ws_bytes / (sizeof(float) * (size_t)OC));
-    zt_check(fit >= 1, "matmul backward", "dbias of %d columns needs %zu bytes of workspace, %zu available", OC,
+    zt_check(fit >= 1, op, "dbias of %d columns needs %zu bytes of workspace, %zu available", OC,
              sizeof(float) * (size_t)OC, ws_bytes);
     if (fit < max_chunks) max_chunks = fit;
   }
@@ -334,7 +337,7 @@ extern "C" void zt_cuda_matmul_backward(zt_dtype dt, void *dinp, void *dweight, 
   if (N == 0) return;  // nothing to add to dweight and dbias
   // first, since both products read the new dout; the partials in the workspace are consumed before the
   // products below reuse it (same stream)
-  if (pre_gelu || dbias) column_pass(dt, dout, pre_gelu, dbias, N, OC);
+  if (pre_gelu || dbias) column_pass("matmul backward", dt, dout, pre_gelu, dbias, N, OC);
   if (dinp) {
     const gemm g = {dt, CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, IC, OC, IC, nullptr, nullptr,
                     align_of(weight), align_of(dout), align_of(dinp)};
@@ -343,4 +346,23 @@ extern "C" void zt_cuda_matmul_backward(zt_dtype dt, void *dinp, void *dweight, 
   const gemm g = {dt, CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, IC, OC, IC, nullptr, nullptr,
                   align_of(inp), align_of(dout), align_of(dweight)};
   plan_run(plan_get(g), inp, dout, 1.0f, dweight, nullptr, nullptr);
+}
+
+// ---- the bias apart from the GEMM -------------------------------------------------------------------------
+extern "C" void zt_cuda_add_bias(zt_dtype dt, void *out, const void *bias, int N, int C) {
+  zt_check(N >= 0 && C > 0, "zt_cuda_add_bias", "bad shape N=%d C=%d: need N >= 0 and C > 0", N, C);
+  if (N == 0) return;
+  const size_t n = (size_t)N * C;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    epilogue_kernel<T><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>((T *)out, (T *)out, (const T *)bias, false, n,
+                                                                    (unsigned)C);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_bias_grad(zt_dtype dt, void *dbias, const void *dout, int N, int C) {
+  zt_check(N >= 0 && C > 0, "zt_cuda_bias_grad", "bad shape N=%d C=%d: need N >= 0 and C > 0", N, C);
+  if (N == 0) return;
+  column_pass("zt_cuda_bias_grad", dt, (void *)dout, nullptr, dbias, N, C);  // without pre, dout is not written
 }

@@ -1,6 +1,6 @@
-// The optimizer's device kernels: multi-tensor Adam(W) over ranges of the flat fp32 buffers, and the two
-// reductions of a step (sum of squares for the gradient norm, count of non-finite values for the fp16
-// overflow check).
+// The optimizer's device kernels: multi-tensor Adam(W) over ranges of the flat fp32 buffers, the reductions of a
+// step (sum of squares for the gradient norm, counts of non-finite or non-representable values for the fp16
+// overflow check), and the engine's other maps of the flat fp32 buffers (scaling, rounding to a half type).
 //
 //  - adam_kernel: each block updates one chunk of kAdamChunk (4096) elements of one range; the ranges of a
 //    launch (up to kAdamRanges = 64, more ranges take more launches) travel by value in the kernel parameters
@@ -13,8 +13,11 @@
 //    thread sums squares in fp32 runs of kRun elements added into a double, then the block tree-reduces the
 //    doubles and writes one partial; sumsq_final_kernel (one block) tree-reduces the partials in double. The
 //    result depends only on n and the data.
-//  - nonfinite_kernel: grid-stride count per thread, a warp sum and one 64-bit integer atomicAdd per warp
-//    (integer addition: the order does not matter).
+//  - count_kernel: grid-stride (at most 2048 blocks of 256 threads), a count per thread of the elements that are
+//    inf or nan (after rounding them to a half type and storing them, for zt_cuda_round_f32) or not below a limit
+//    in magnitude (zt_cuda_count_nonrepresentable), a warp sum and one 64-bit integer atomicAdd per warp (integer
+//    addition: the order does not matter, the count is exact). One read (and one write) per element.
+//  - scale_kernel: x *= f, grid-stride.
 // Partials, results and the counter live in the cuBLASLt workspace (core.cuh), which is free between
 // stream-ordered calls.
 #include <string.h>
@@ -168,24 +171,84 @@ extern "C" double zt_cuda_sumsq(zt_dtype dt, const void *x, size_t n) {
   return host;
 }
 
-// ---- non-finite count ----------------------------------------------------------------------------------
-__global__ void nonfinite_kernel(const float *x, size_t n, unsigned long long *count) {
+// ---- counts: non-finite, non-representable, rounding to a half type ----------------------------------------
+enum CountMode { kCountNonFinite, kCountBeyond, kCountRound };
+
+__device__ __forceinline__ bool nonfinite(float x) {
+  return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;  // exponent all ones: inf or nan
+}
+
+// count += how many of x[n] are non-finite (kCountNonFinite), not below lim in magnitude, nan included
+// (kCountBeyond), or non-finite once rounded to T, with dst = the rounded values (kCountRound; dst may be x).
+template <int MODE, typename T>
+__global__ void count_kernel(float *dst, const float *x, size_t n, float lim, unsigned long long *count) {
   unsigned c = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    c += (__float_as_uint(x[i]) & 0x7f800000u) == 0x7f800000u;  // exponent all ones: inf or nan
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float v = x[i];
+    if (MODE == kCountRound) {
+      T t;
+      zt_st(&t, 0, v);
+      v = zt_ld(&t, 0);
+      dst[i] = v;
+    }
+    c += MODE == kCountBeyond ? !(fabsf(v) < lim) : nonfinite(v);
+  }
   for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
   if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, (unsigned long long)c);
+}
+
+template <int MODE, typename T>
+static size_t count_launch(float *dst, const float *x, size_t n, float lim) {
+  size_t ws_bytes = 0;
+  unsigned long long *count = (unsigned long long *)zt_cuda_workspace(&ws_bytes), host = 0;
+  ZT_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, zt_stream()));
+  const unsigned blocks = zt_blocks(n, 256);
+  count_kernel<MODE, T><<<blocks < 2048u ? blocks : 2048u, 256, 0, zt_stream()>>>(dst, x, n, lim, count);
+  ZT_CUDA_LAUNCHED();
+  zt_cuda_memcpy_d2h(&host, count, sizeof host);
+  return (size_t)host;
 }
 
 extern "C" size_t zt_cuda_count_nonfinite(const float *x, size_t n) {
   if (n == 0) return 0;
   zt_check(x != nullptr, "count_nonfinite", "NULL input of %zu elements", n);
-  size_t ws_bytes = 0;
-  unsigned long long *count = (unsigned long long *)zt_cuda_workspace(&ws_bytes), host = 0;
-  ZT_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, zt_stream()));
-  const unsigned blocks = zt_blocks(n, 256);
-  nonfinite_kernel<<<blocks < 2048u ? blocks : 2048u, 256, 0, zt_stream()>>>(x, n, count);
+  return count_launch<kCountNonFinite, float>(nullptr, x, n, 0.0f);
+}
+
+extern "C" size_t zt_cuda_count_nonrepresentable(const float *x, size_t n, zt_dtype dt) {
+  if (n == 0) return 0;
+  zt_check(x != nullptr, "zt_cuda_count_nonrepresentable", "NULL input of %zu elements", n);
+  // runtime/base/dtype.c's limits: the magnitude from which rounding to dt gives infinity
+  const float lim = dt == ZT_DTYPE_FP16 ? 65520.0f : dt == ZT_DTYPE_BF16 ? 3.3961776e38f : INFINITY;
+  zt_check(dt == ZT_DTYPE_FP32 || dt == ZT_DTYPE_BF16 || dt == ZT_DTYPE_FP16, "zt_cuda_count_nonrepresentable",
+           "unknown dtype %d", (int)dt);
+  return count_launch<kCountBeyond, float>(nullptr, x, n, lim);
+}
+
+extern "C" size_t zt_cuda_round_f32(float *dst, const float *src, size_t n, zt_dtype dt) {
+  if (n == 0) return 0;
+  zt_check(dst && src, "zt_cuda_round_f32", "NULL dst or src with %zu elements", n);
+  zt_check(dst == src || dst + n <= src || src + n <= dst, "zt_cuda_round_f32",
+           "dst %p and src %p overlap (%zu elements): dst must be src or apart from it", (void *)dst,
+           (const void *)src, n);
+  if (dt == ZT_DTYPE_FP32 && dst == src) return count_launch<kCountNonFinite, float>(nullptr, src, n, 0.0f);
+  size_t bad = 0;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    bad = count_launch<kCountRound, T>(dst, src, n, 0.0f);
+  });
+  return bad;
+}
+
+// ---- scaling ------------------------------------------------------------------------------------------------
+__global__ void scale_kernel(float *x, float f, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    x[i] *= f;
+}
+
+extern "C" void zt_cuda_scale_f32(float *x, float f, size_t n) {
+  if (n == 0) return;
+  zt_check(x != nullptr, "zt_cuda_scale_f32", "NULL buffer of %zu elements", n);
+  scale_kernel<<<zt_blocks(n, 256), 256, 0, zt_stream()>>>(x, f, n);
   ZT_CUDA_LAUNCHED();
-  zt_cuda_memcpy_d2h(&host, count, sizeof host);
-  return (size_t)host;
 }

@@ -1,0 +1,491 @@
+/* The CUDA ops the engine and the backend-neutral models use beside the layer ops: a linear's bias apart from its
+ * GEMM (add_bias, bias_grad), dropout on a range of token rows (dropout_rows, a --sequence-parallel shard), the
+ * vocab-parallel cross-entropy's finish, and the flat fp32 buffer ops (scale, round to a half type counting
+ * overflows, count non-representable values, device-to-device copy), against the CPU reference of runtime/ops/cpu
+ * and runtime/base/dtype.c in fp32, bf16 and fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
+ * buffers shifted off 16-byte alignment with poisoned guard elements around them that must stay untouched,
+ * poisoned outputs, dropout masks and elementwise results bit for bit, reductions run twice and compared bit for bit.
+ * Also the device: the test runs on the last visible device (a process of a multi-GPU job uses its local rank's;
+ * ZT_TEST_CUDA_DEVICE picks another), from a second host thread too, and checks device_count/describe/mem_info.
+ * Buffers of more than 2^31 elements are tested on a GPU with the memory for them (ZT_TEST_CUDA_LARGE=1 forces
+ * them, =0 skips them; they are skipped on the emulator by default). */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/base/error.h"
+#include "runtime/ops/ops.h"
+#include "tests/cuda/harness.h"
+
+static const char *fmt(const char *f, ...) {
+  static char buf[256];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+static float *copy_of(const float *x, size_t n) {
+  float *y = h_alloc(n);
+  memcpy(y, x, n * sizeof(float));
+  return y;
+}
+
+static void expect(int ok, const char *what) {
+  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+  if (ok) h_pass++;
+  else h_fail++;
+}
+
+static void round_to(float *x, size_t n, zt_dtype dt) { zt_round_f32(x, x, n, dt); }
+
+static void check_exact_dev(const char *what, const void *dev, zt_dtype dt, const float *want, size_t n) {
+  float *got = h_download(dev, n, dt);
+  h_check_exact(what, got, want, n);
+  free(got);
+}
+
+/* ---- guarded buffers: n elements of dt `shift` elements into a poisoned allocation with kGuard poisoned elements
+ * after them; a kernel writing outside [0, n) changes a guard ---------------------------------------------------- */
+enum { kGuard = 8 };
+typedef struct {
+  void *base, *p;
+  size_t n, shift;
+  zt_dtype dt;
+} gbuf;
+
+static gbuf g_make(const float *x, size_t n, zt_dtype dt, int shift) {
+  h_dbuf b = h_make(NULL, n + (size_t)shift + kGuard, dt, 0);
+  gbuf g = {b.base, (char *)b.base + (size_t)shift * zt_dtype_size(dt), n, (size_t)shift, dt};
+  if (x && n) {
+    const size_t bytes = n * zt_dtype_size(dt);
+    void *tmp = malloc(bytes);
+    zt_convert(tmp, dt, x, ZT_DTYPE_FP32, n);
+    zt_cuda_memcpy_h2d(g.p, tmp, bytes);
+    free(tmp);
+  }
+  return g;
+}
+
+static void g_check_guards(const char *what_in, const gbuf *g) {
+  char what[200]; /* what_in may be fmt's buffer, which expect's message reuses */
+  snprintf(what, sizeof what, "%s", what_in);
+  const size_t es = zt_dtype_size(g->dt), bytes = (g->n + g->shift + kGuard) * es;
+  unsigned char *h = (unsigned char *)malloc(bytes);
+  zt_cuda_memcpy_d2h(h, g->base, bytes);
+  size_t bad = (size_t)-1;
+  for (size_t i = 0; i < g->shift * es && bad == (size_t)-1; i++)
+    if (h[i] != 0xFF) bad = i;
+  for (size_t i = (g->shift + g->n) * es; i < bytes && bad == (size_t)-1; i++)
+    if (h[i] != 0xFF) bad = i;
+  free(h);
+  expect(bad == (size_t)-1, fmt("%s: guards untouched%s", what, bad == (size_t)-1 ? "" : " (a byte outside was written)"));
+}
+
+/* ---- device selection, memory info, a second host thread ---------------------------------------------------- */
+
+typedef struct {
+  float *x;
+  size_t n;
+  size_t free_b, total_b;
+} thread_job;
+
+static void *thread_body(void *arg) {
+  thread_job *j = (thread_job *)arg;
+  zt_cuda_scale_f32(j->x, 2.0f, j->n);
+  zt_cuda_mem_info(&j->free_b, &j->total_b);
+  zt_cuda_synchronize();
+  return NULL;
+}
+
+static void test_device(int dev, int count) {
+  char desc[256] = "";
+  expect(count >= 1 && dev >= 0 && dev < count, fmt("device %d of %d visible", dev, count));
+  const int described = zt_cuda_device_describe(dev, desc, sizeof desc) == 0;
+  expect(described && strstr(desc, "sm_") && strstr(desc, "GiB"), fmt("device_describe(%d): \"%s\"", dev, desc));
+  expect(zt_cuda_device_describe(count, desc, sizeof desc) != 0, fmt("device_describe(%d) (not a device) fails", count));
+  zt_cuda_init(dev); /* again: idempotent */
+
+  size_t free0 = 0, total0 = 0, free1 = 0, total1 = 0;
+  zt_cuda_mem_info(&free0, &total0);
+  expect(total0 > 0 && free0 > 0 && free0 <= total0,
+         fmt("mem_info: %.1f MiB free of %.1f MiB", free0 / 1048576.0, total0 / 1048576.0));
+  const size_t big = (size_t)64 << 20;
+  void *p = zt_cuda_malloc(big, "mem_info probe");
+  zt_cuda_synchronize();
+  zt_cuda_mem_info(&free1, &total1);
+  expect(total1 == total0 && free1 + big <= free0,
+         fmt("mem_info after allocating 64 MiB on device %d: %.1f MiB free (was %.1f)", dev, free1 / 1048576.0,
+             free0 / 1048576.0));
+  zt_cuda_free(p);
+
+  /* a host thread that never selected the device: the ops still run on it */
+  const size_t n = 1000;
+  float *x = h_randn(n, 1.0f, ZT_DTYPE_FP32, 81), *want = copy_of(x, n);
+  for (size_t i = 0; i < n; i++) want[i] *= 2.0f;
+  thread_job j = {(float *)h_upload(x, n, ZT_DTYPE_FP32), n, 0, 0};
+  pthread_t th;
+  expect(pthread_create(&th, NULL, thread_body, &j) == 0 && pthread_join(th, NULL) == 0, "second host thread ran");
+  check_exact_dev(fmt("scale_f32 from a second host thread on device %d", dev), j.x, ZT_DTYPE_FP32, want, n);
+  expect(j.total_b == total0, "mem_info from a second host thread reports the same device");
+  zt_cuda_free(j.x);
+  free(x), free(want);
+}
+
+/* ---- add_bias, bias_grad ------------------------------------------------------------------------------------ */
+
+/* out[n, c] += bias[c]: one fp32 addition rounded once to dt on both sides, so bit for bit in every dtype. */
+static void test_add_bias(zt_dtype dt, int N, int C, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "add_bias %s N=%d C=%d%s", zt_dtype_name(dt), N, C, shift ? " shifted" : "");
+  float *out = h_randn(nc, 1.0f, dt, 91), *bias = h_randn((size_t)C, 1.0f, dt, 92), *want = copy_of(out, nc);
+  zt_add_bias(want, bias, N, C);
+  round_to(want, nc, dt);
+  gbuf d_out = g_make(out, nc, dt, shift), d_bias = g_make(bias, (size_t)C, dt, shift);
+  zt_cuda_add_bias(dt, d_out.p, d_bias.p, N, C);
+  check_exact_dev(fmt("%s (+=)", t), d_out.p, dt, want, nc);
+  g_check_guards(t, &d_out);
+  zt_cuda_free(d_out.base), zt_cuda_free(d_bias.base);
+  free(out), free(bias), free(want);
+}
+
+/* dbias += column sums of dout: fp32 sums in another order than the CPU's (chunks of rows), rounded once to dt;
+ * the GPU's sum is the same from run to run, bit for bit. */
+static void test_bias_grad(zt_dtype dt, int N, int C, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "bias_grad %s N=%d C=%d%s", zt_dtype_name(dt), N, C, shift ? " shifted" : "");
+  float *dout = h_randn(nc, 1.0f, dt, 93), *db0 = h_randn((size_t)C, 1.0f, dt, 94), *want = copy_of(db0, (size_t)C);
+  zt_bias_grad(want, dout, N, C);
+  round_to(want, (size_t)C, dt);
+  gbuf d_dout = g_make(dout, nc, dt, shift), d_db = g_make(db0, (size_t)C, dt, shift);
+  zt_cuda_bias_grad(dt, d_db.p, d_dout.p, N, C);
+  h_check(fmt("%s (+=)", t), d_db.p, dt, want, (size_t)C, h_tol(dt));
+  g_check_guards(t, &d_db);
+  check_exact_dev(fmt("%s: dout unchanged", t), d_dout.p, dt, dout, nc);
+  float *first = h_download(d_db.p, (size_t)C, dt);
+  zt_cuda_free(d_db.base);
+  d_db = g_make(db0, (size_t)C, dt, shift);
+  zt_cuda_bias_grad(dt, d_db.p, d_dout.p, N, C);
+  check_exact_dev(fmt("%s: run to run", t), d_db.p, dt, first, (size_t)C);
+  zt_cuda_free(d_dout.base), zt_cuda_free(d_db.base);
+  free(dout), free(db0), free(want), free(first);
+}
+
+/* ---- dropout_rows ------------------------------------------------------------------------------------------- */
+
+/* Rows [row0, row0 + n) of a micro batch of B samples of T tokens x C channels, keyed from sample first_sample = 7.
+ * The CPU's result rounded to dt equals the device's bit for bit in every dtype (x * scale and residual + that are
+ * the same fp32 values rounded once); in fp32 the comparison is exact (tolerance 0). */
+static void test_dropout_rows(zt_dtype dt, int B, int T, int C, int row0, int n, float p, int with_res, int shift) {
+  const zt_dropout d = {p, 0xC0FFEE1234ull, 33, 7};
+  const size_t nc = (size_t)n * C;
+  char t[160];
+  snprintf(t, sizeof t, "dropout_rows %s B=%d T=%d C=%d rows [%d, %d) p=%g%s%s", zt_dtype_name(dt), B, T, C, row0,
+           row0 + n, p, with_res ? " + residual" : "", shift ? " shifted" : "");
+  float *x = h_randn(nc, 1.0f, dt, 101), *res = h_randn(nc, 1.0f, dt, 102), *want = h_alloc(nc);
+  zt_dropout_rows(want, with_res ? res : NULL, x, row0, n, T, C, &d);
+  round_to(want, nc, dt);
+
+  if (!with_res && dt == ZT_DTYPE_FP32 && n > 0) {
+    /* the reference itself: these rows of the dropout of the whole micro batch */
+    const size_t S = (size_t)T * C, all = (size_t)B * S;
+    float *fx = h_alloc(all), *fout = h_alloc(all);
+    memcpy(fx + (size_t)row0 * C, x, nc * sizeof(float));
+    zt_dropout_forward(fout, fx, B, S, &d);
+    h_check_exact(fmt("%s: the CPU reference is the whole batch's dropout on those rows", t), want,
+                  fout + (size_t)row0 * C, nc);
+    free(fx), free(fout);
+  }
+  /* the masks must mask: about p * nc dropped (nc = 38500, p = 0.1: 3850 with a standard deviation of 59) */
+  float *plain = h_alloc(nc);
+  zt_dropout_rows(plain, NULL, x, row0, n, T, C, &d);
+  size_t dropped = 0;
+  for (size_t i = 0; i < nc; i++) dropped += x[i] != 0.0f && plain[i] == 0.0f;
+  free(plain);
+  if (p == 0.0f || nc * p >= 100)
+    expect(p == 0.0f ? dropped == 0 : fabs((double)dropped - p * nc) <= 0.2 * p * nc + 5,
+           fmt("%s: %zu of %zu dropped", t, dropped, nc));
+
+  gbuf d_x = g_make(x, nc, dt, shift), d_res = g_make(res, nc, dt, shift), d_out = g_make(NULL, nc, dt, shift);
+  zt_cuda_dropout_rows(dt, d_out.p, with_res ? d_res.p : NULL, d_x.p, row0, n, T, C, &d);
+  check_exact_dev(t, d_out.p, dt, want, nc);
+  g_check_guards(t, &d_out);
+  /* in place: of x without a residual, of the residual stream with one */
+  void *inplace = with_res ? d_res.p : d_x.p;
+  zt_cuda_dropout_rows(dt, inplace, with_res ? d_res.p : NULL, d_x.p, row0, n, T, C, &d);
+  check_exact_dev(fmt("%s in place of %s", t, with_res ? "the residual" : "x"), inplace, dt, want, nc);
+  g_check_guards(fmt("%s in place", t), with_res ? &d_res : &d_x);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_res.base), zt_cuda_free(d_out.base);
+  free(x), free(res), free(want);
+}
+
+/* ---- cross-entropy vp finish ---------------------------------------------------------------------------------- */
+
+/* fp32 from the same inputs: logf may differ by an ulp between the libraries, hence the fp32 tolerance. */
+static void test_vp_finish(int N) {
+  const size_t n = (size_t)N;
+  float *rowmax = h_randn(n, 3.0f, ZT_DTYPE_FP32, 111), *sumexp = h_randn(n, 1000.0f, ZT_DTYPE_FP32, 112);
+  float *tlogit = h_randn(n, 3.0f, ZT_DTYPE_FP32, 113), *losses = h_alloc(n), *lse = h_alloc(n);
+  for (size_t i = 0; i < n; i++) sumexp[i] = 1.0f + fabsf(sumexp[i]);
+  zt_cross_entropy_vp_finish(losses, lse, rowmax, sumexp, tlogit, N);
+  float *d_max = (float *)h_upload(rowmax, n, ZT_DTYPE_FP32), *d_sum = (float *)h_upload(sumexp, n, ZT_DTYPE_FP32);
+  float *d_t = (float *)h_upload(tlogit, n, ZT_DTYPE_FP32);
+  gbuf d_losses = g_make(NULL, n, ZT_DTYPE_FP32, 1), d_lse = g_make(NULL, n, ZT_DTYPE_FP32, 1);
+  zt_cuda_cross_entropy_vp_finish((float *)d_losses.p, (float *)d_lse.p, d_max, d_sum, d_t, N);
+  h_check(fmt("cross_entropy_vp_finish N=%d: losses", N), d_losses.p, ZT_DTYPE_FP32, losses, n, h_tol(ZT_DTYPE_FP32));
+  h_check(fmt("cross_entropy_vp_finish N=%d: lse", N), d_lse.p, ZT_DTYPE_FP32, lse, n, h_tol(ZT_DTYPE_FP32));
+  g_check_guards(fmt("cross_entropy_vp_finish N=%d: losses", N), &d_losses);
+  g_check_guards(fmt("cross_entropy_vp_finish N=%d: lse", N), &d_lse);
+  zt_cuda_free(d_max), zt_cuda_free(d_sum), zt_cuda_free(d_t), zt_cuda_free(d_losses.base), zt_cuda_free(d_lse.base);
+  free(rowmax), free(sumexp), free(tlogit), free(losses), free(lse);
+}
+
+/* ---- fp32 buffers: scale, round_f32, count_nonrepresentable ----------------------------------------------------- */
+
+static void test_scale(size_t n, int shift) {
+  const float fs[2] = {0.37f, 1.0f / 65536.0f};
+  float *x = h_randn(n, 3.0f, ZT_DTYPE_FP32, 121), *want = h_alloc(n);
+  gbuf d_x = g_make(x, n, ZT_DTYPE_FP32, shift);
+  memcpy(want, x, n * sizeof(float));
+  for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < n; i++) want[i] *= fs[k];
+    zt_cuda_scale_f32((float *)d_x.p, fs[k], n);
+    check_exact_dev(fmt("scale_f32 n=%zu f=%g%s", n, fs[k], shift ? " shifted" : ""), d_x.p, ZT_DTYPE_FP32, want, n);
+  }
+  g_check_guards(fmt("scale_f32 n=%zu", n), &d_x);
+  zt_cuda_free(d_x.base);
+  free(x), free(want);
+}
+
+/* Values around every limit: fp16's largest finite value 65504, the rounding threshold 65520 and beyond, fp16
+ * subnormals and underflow, bf16's threshold 3.3961776e38, FLT_MAX, infinities, NaN, and halfway cases of both half
+ * types; the rest N(0, 1e4) (a few beyond 65504 in fp16). */
+static float *special_values(size_t n) {
+  static const float sp[] = {65504.0f, 65519.99f, 65520.0f, -65520.0f, 65536.0f, 70000.0f, -1e5f, 1e-8f, -3e-8f,
+                             6e-8f, 2.98e-8f, 3.3961775e38f, 3.3961776e38f, -3.4e38f, 3.4028235e38f, INFINITY,
+                             -INFINITY, NAN, -NAN, 1.00390625f /* bf16 tie */, 1.00048828125f /* fp16 tie */,
+                             2049.0f, 0.0f, -0.0f};
+  float *x = h_randn(n, 1e4f, ZT_DTYPE_FP32, 131);
+  const size_t ns = sizeof sp / sizeof sp[0];
+  for (size_t i = 0; i < n; i += 97) x[i] = sp[(i / 97) % ns];
+  return x;
+}
+
+static size_t host_beyond(const float *x, size_t n, zt_dtype dt) {
+  const float lim = dt == ZT_DTYPE_FP16 ? 65520.0f : dt == ZT_DTYPE_BF16 ? 3.3961776e38f : INFINITY;
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += isnan(x[i]) || fabsf(x[i]) >= lim;
+  return c;
+}
+
+/* Values compared with tolerance 0 (NaN where the CPU has NaN, the same infinities), counts exactly. */
+static void test_round(zt_dtype dt, size_t n, int shift) {
+  char t[120];
+  snprintf(t, sizeof t, "%s n=%zu%s", zt_dtype_name(dt), n, shift ? " shifted" : "");
+  float *x = special_values(n), *want = h_alloc(n);
+  const size_t cpu_bad = zt_round_f32(want, x, n, dt), cpu_nonrep = zt_count_nonrepresentable(x, n, dt);
+  const size_t beyond = host_beyond(x, n, dt);
+  expect(n < 2000 || (cpu_bad == beyond && cpu_nonrep == beyond && beyond > n / 97 / 24 * 3),
+         fmt("round_f32 %s: the inputs overflow %zu times (%zu, %zu on the CPU)", t, beyond, cpu_bad, cpu_nonrep));
+
+  gbuf d_x = g_make(x, n, ZT_DTYPE_FP32, shift), d_out = g_make(NULL, n, ZT_DTYPE_FP32, shift);
+  const size_t bad = zt_cuda_round_f32((float *)d_out.p, (const float *)d_x.p, n, dt);
+  expect(bad == cpu_bad, fmt("round_f32 %s: %zu results inf or nan (CPU %zu)", t, bad, cpu_bad));
+  h_check(fmt("round_f32 %s", t), d_out.p, ZT_DTYPE_FP32, want, n, 0.0);
+  g_check_guards(fmt("round_f32 %s", t), &d_out);
+  check_exact_dev(fmt("round_f32 %s: src unchanged", t), d_x.p, ZT_DTYPE_FP32, x, n);
+
+  const size_t nonrep = zt_cuda_count_nonrepresentable((const float *)d_x.p, n, dt);
+  expect(nonrep == cpu_nonrep, fmt("count_nonrepresentable %s: %zu (CPU %zu)", t, nonrep, cpu_nonrep));
+  expect(zt_cuda_count_nonrepresentable((const float *)d_x.p, n, dt) == nonrep,
+         fmt("count_nonrepresentable %s run to run", t));
+
+  const size_t bad2 = zt_cuda_round_f32((float *)d_x.p, (const float *)d_x.p, n, dt); /* in place */
+  expect(bad2 == cpu_bad, fmt("round_f32 %s in place: %zu results inf or nan (CPU %zu)", t, bad2, cpu_bad));
+  h_check(fmt("round_f32 %s in place", t), d_x.p, ZT_DTYPE_FP32, want, n, 0.0);
+  /* once rounded, rounding again changes nothing and counts the same */
+  expect(zt_cuda_round_f32((float *)d_x.p, (const float *)d_x.p, n, dt) == cpu_bad,
+         fmt("round_f32 %s twice: the same count", t));
+  h_check(fmt("round_f32 %s twice", t), d_x.p, ZT_DTYPE_FP32, want, n, 0.0);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_out.base);
+  free(x), free(want);
+}
+
+/* ---- memcpy_d2d ----------------------------------------------------------------------------------------------- */
+
+static void die_quietly(int code) { _exit(code); }
+
+/* In a child: an overlapping copy must end it as zt_fatal does (exit 1) with the message; no CUDA call is made
+ * before the check, so the child never touches the device. */
+static void expect_refused_overlap(char *base, size_t dst_off, size_t src_off, size_t bytes) {
+  int pfd[2];
+  if (pipe(pfd) != 0) exit(2);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    zt_set_fatal_hook(die_quietly);
+    zt_cuda_memcpy_d2d(base + dst_off, base + src_off, bytes);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char err[2048] = {0};
+  size_t got = 0;
+  ssize_t r;
+  while (got < sizeof err - 1 && (r = read(pfd[0], err + got, sizeof err - 1 - got)) > 0) got += (size_t)r;
+  close(pfd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  const int ok = WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, "zt_cuda_memcpy_d2d") && strstr(err, "overlap");
+  expect(ok, fmt("memcpy_d2d of %zu bytes from +%zu to +%zu refused: %s", bytes, src_off, dst_off,
+                 ok ? "as expected" : "not refused as expected"));
+  if (!ok) printf("    exit status %d, stderr: %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+}
+
+static void test_memcpy_d2d(void) {
+  const size_t n = 12345;
+  unsigned char *h = (unsigned char *)malloc(n), *got = (unsigned char *)malloc(n);
+  for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(i * 131 + 7);
+  unsigned char *src = (unsigned char *)h_upload_raw(h, n);
+  unsigned char *dst = (unsigned char *)zt_cuda_malloc(n + 16, "memcpy_d2d test");
+  static const size_t offs[][3] = {{0, 0, 12345}, {1, 3, 12001}, {3, 0, 1}, {5, 7, 4096}};
+  for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++) {
+    const size_t d = offs[k][0], s = offs[k][1], bytes = offs[k][2];
+    zt_cuda_memset(dst, 0xFF, n + 16);
+    zt_cuda_memcpy_d2d(dst + d, src + s, bytes);
+    unsigned char *all = (unsigned char *)malloc(n + 16);
+    zt_cuda_memcpy_d2h(all, dst, n + 16);
+    int ok = memcmp(all + d, h + s, bytes) == 0;
+    for (size_t i = 0; i < n + 16; i++)
+      if ((i < d || i >= d + bytes) && all[i] != 0xFF) ok = 0;
+    expect(ok, fmt("memcpy_d2d %zu bytes from +%zu to +%zu (nothing else written)", bytes, s, d));
+    free(all);
+  }
+  zt_cuda_memcpy_d2d(src, src, n); /* dst == src: nothing to do */
+  zt_cuda_memcpy_d2d(NULL, NULL, 0);
+  zt_cuda_memcpy_d2h(got, src, n);
+  expect(memcmp(got, h, n) == 0, "memcpy_d2d onto itself and of 0 bytes change nothing");
+  expect_refused_overlap((char *)src, 4, 0, 16);
+  expect_refused_overlap((char *)src, 0, 1, 2);
+  expect_refused_overlap((char *)src, 100, 90, 4096);
+  zt_cuda_free(src), zt_cuda_free(dst);
+  free(h), free(got);
+}
+
+/* ---- empty calls and buffers beyond 2^31 elements -------------------------------------------------------------- */
+
+static void test_empty(void) {
+  const zt_dropout d = {0.1f, 1, 0, 0};
+  for (int k = 0; k < 3; k++) {
+    const zt_dtype dt = h_dtypes[k];
+    zt_cuda_add_bias(dt, NULL, NULL, 0, 8);
+    zt_cuda_bias_grad(dt, NULL, NULL, 0, 8);
+    zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 5, 0, 4, 8, &d);
+    zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 0, 0, 4, 8, &d);
+    expect(zt_cuda_round_f32(NULL, NULL, 0, dt) == 0 && zt_cuda_count_nonrepresentable(NULL, 0, dt) == 0,
+           fmt("round_f32 and count_nonrepresentable of 0 elements (%s) count 0", zt_dtype_name(dt)));
+  }
+  zt_cuda_cross_entropy_vp_finish(NULL, NULL, NULL, NULL, NULL, 0);
+  zt_cuda_scale_f32(NULL, 2.0f, 0);
+  zt_cuda_synchronize();
+  expect(1, "empty calls (N = 0, n = 0) return without launching");
+}
+
+/* x[n] of 2^31 + 37 fp32 elements (8 GiB): a grid-stride kernel indexing with int would stop at 2^31 or wrap. Only the
+ * elements around 2^31 and the ends are read back. */
+static void test_large(void) {
+  const size_t n = ((size_t)1 << 31) + 37;
+  float *x = (float *)zt_cuda_malloc(n * sizeof(float), "large buffer test");
+  zt_cuda_memset(x, 0x3F, n * sizeof(float)); /* 0x3F3F3F3F = 0.747059 */
+  float v;
+  const uint32_t bits = 0x3F3F3F3Fu;
+  memcpy(&v, &bits, sizeof v);
+  zt_cuda_scale_f32(x, 2.0f, n);
+  const size_t probes[] = {0, ((size_t)1 << 31) - 1, (size_t)1 << 31, n - 1};
+  int ok = 1;
+  for (int k = 0; k < 4; k++) {
+    float got;
+    zt_cuda_memcpy_d2h(&got, x + probes[k], sizeof got);
+    ok &= got == v * 2.0f;
+  }
+  expect(ok, fmt("scale_f32 of %zu elements reaches the last one", n));
+  expect(zt_cuda_count_nonrepresentable(x, n, ZT_DTYPE_FP16) == 0, "count_nonrepresentable of 2^31 + 37: none");
+  zt_cuda_scale_f32(x, 1e5f, n); /* 1.49e5: beyond fp16 */
+  const size_t nonrep = zt_cuda_count_nonrepresentable(x, n, ZT_DTYPE_FP16);
+  expect(nonrep == n, fmt("count_nonrepresentable of %zu fp16 overflows: %zu", n, nonrep));
+  const size_t bad = zt_cuda_round_f32(x, x, n, ZT_DTYPE_FP16);
+  float last;
+  zt_cuda_memcpy_d2h(&last, x + n - 1, sizeof last);
+  expect(bad == n && isinf(last), fmt("round_f32 of %zu fp16 overflows: %zu counted, the last is %g", n, bad, last));
+  expect(zt_cuda_count_nonfinite(x, n) == n, "count_nonfinite agrees");
+  zt_cuda_free(x);
+}
+
+static void large_tests(int dev) {
+  const char *env = getenv("ZT_TEST_CUDA_LARGE");
+  char desc[256] = "";
+  zt_cuda_device_describe(dev, desc, sizeof desc);
+  size_t fr = 0, tot = 0;
+  zt_cuda_mem_info(&fr, &tot);
+  const int emulator = strstr(desc, "emulator") != NULL;
+  const int run = env ? atoi(env) != 0 : !emulator && fr > ((size_t)12 << 30);
+  if (run) test_large();
+  else
+    printf("note: buffers beyond 2^31 elements not tested (%s; ZT_TEST_CUDA_LARGE=1 forces them)\n",
+           env ? "ZT_TEST_CUDA_LARGE=0" : emulator ? "the emulator" : "less than 12 GiB free");
+}
+
+int main(void) {
+  const int count = zt_cuda_device_count();
+  if (count == 0) {
+    printf("SKIP: test_cuda_engine_ops needs a CUDA device (none found)\n");
+    return 77;
+  }
+  const char *env = getenv("ZT_TEST_CUDA_DEVICE");
+  const int dev = env ? atoi(env) : count - 1; /* not 0 where there are several */
+  char desc[256] = "";
+  zt_cuda_device_describe(dev, desc, sizeof desc);
+  printf("test_cuda_engine_ops on device %d of %d: %s\n", dev, count, desc);
+  zt_cuda_init(dev);
+
+  test_device(dev, count);
+  test_empty();
+  test_memcpy_d2d();
+  static const int bias_shapes[][2] = {{1, 1}, {7, 1}, {1, 33}, {13, 7}, {37, 770}, {300, 1031}};
+  static const int grad_shapes[][2] = {{1, 1}, {5000, 1}, {7, 33}, {513, 7}, {1000, 770}, {3, 1031}};
+  /* B, T, C, row0, n: all rows; from mid-sample 0 to mid-sample 3; one row; exactly sample 2; C = 1 across three
+   * samples; wide rows across three samples; no rows */
+  static const int rows[][5] = {{3, 7, 13, 0, 21}, {4, 7, 13, 3, 20}, {4, 7, 13, 9, 1}, {4, 7, 13, 14, 7},
+                                {4, 5, 1, 2, 13},  {3, 33, 770, 20, 50}, {2, 9, 3, 4, 0}};
+  for (int k = 0; k < 3; k++) {
+    const zt_dtype dt = h_dtypes[k];
+    for (size_t s = 0; s < sizeof bias_shapes / sizeof bias_shapes[0]; s++)
+      test_add_bias(dt, bias_shapes[s][0], bias_shapes[s][1], (int)(s & 1));
+    for (size_t s = 0; s < sizeof grad_shapes / sizeof grad_shapes[0]; s++)
+      test_bias_grad(dt, grad_shapes[s][0], grad_shapes[s][1], (int)(s & 1));
+    for (size_t s = 0; s < sizeof rows / sizeof rows[0]; s++)
+      for (int pi = 0; pi < 2; pi++)
+        for (int res = 0; res < 2; res++)
+          test_dropout_rows(dt, rows[s][0], rows[s][1], rows[s][2], rows[s][3], rows[s][4], pi ? 0.1f : 0.0f, res,
+                            (int)((s + res) & 1));
+    test_round(dt, 7, 0);
+    test_round(dt, 100003, 1);
+    test_round(dt, 1 << 20, 0);
+  }
+  test_vp_finish(1);
+  test_vp_finish(7);
+  test_vp_finish(1031);
+  static const size_t sizes[] = {1, 7, 1023, 100003};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    test_scale(sizes[s], 0);
+    test_scale(sizes[s], 1);
+  }
+  large_tests(dev);
+  return h_done();
+}
