@@ -12,6 +12,8 @@
 #include "runtime/comm/comm.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "data/gpt_provider.h"
+#include "models/gpt/gpt.h"
 #include "train/engine.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -65,7 +67,9 @@ int main(int argc, char **argv) {
   double model_shape = sgemm_gflops(args.micro_batch_size * args.seq_length, 4 * args.hidden_size, args.hidden_size);
 
   zt_engine e;
-  zt_engine_init(&e, &args, NULL, NULL); /* --mock-data, no DeepSpeed config */
+  const zt_model_kind gpt = {.name = "GPT", .build_model = zt_gpt_create, .build_data = zt_gpt_provider_create,
+                             .count_params = zt_gpt_count};
+  zt_engine_init(&e, &args, NULL, NULL, &gpt); /* --mock-data, no DeepSpeed config */
   double norm, times[1000];
   for (int w = 0; w < 2; w++) zt_engine_train_step(&e, &norm); /* warm-up: page faults, BLAS buffers */
   for (int s = 0; s < steps; s++) {

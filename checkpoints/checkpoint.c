@@ -1,6 +1,7 @@
-/* The training engine's checkpoints (see checkpoint.h, docs/checkpoints.md): what goes into the model-state
+/* The training state's checkpoints (see checkpoint.h, docs/checkpoints.md): what goes into the model-state
  * and optimizer-state files, Megatron's save and exit points, and --load with everything validated and
- * staged before the engine's state is replaced. */
+ * staged before the state is replaced. Tensors go through the model's backend one at a time (a model on a GPU
+ * is read and written in place, no host copy of it is kept). */
 #include "checkpoints/checkpoint.h"
 
 #include <dirent.h>
@@ -34,10 +35,10 @@ typedef struct {
 
 /* Where this rank sits: model-parallel rank pp_rank x TP + tp_rank (one model-state file each, written by its
  * data-parallel rank 0), data-parallel rank dp_rank (one optimizer partition each). */
-static layout rank_layout(const zt_engine *e) {
-  const zt_args *a = e->args;
-  layout l = {.tp_rank = e->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = e->pp_rank,
-              .pp_size = e->pp_size > 1 ? e->pp_size : 1, .dp_rank = e->dp_rank, .dp_size = a->data_parallel_size};
+static layout rank_layout(const zt_train_state *st) {
+  const zt_args *a = st->args;
+  layout l = {.tp_rank = st->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = st->pp_rank,
+              .pp_size = st->pp_size > 1 ? st->pp_size : 1, .dp_rank = st->dp_rank, .dp_size = a->data_parallel_size};
   l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
   return l;
 }
@@ -101,13 +102,13 @@ static void write_i64_dataset(const zt_h5 *f, hid_t loc, const char *name, const
   H5Sclose(sp);
 }
 
-static void common_attrs(const zt_h5 *f, const zt_engine *e, const layout *l, const char *kind) {
+static void common_attrs(const zt_h5 *f, const zt_train_state *st, const layout *l, const char *kind) {
   zt_h5_attr_str(f, f->id, "zt_format", ZT_CKPT_FORMAT);
   zt_h5_attr_i64(f, f->id, "zt_format_version", ZT_CKPT_FORMAT_VERSION);
   zt_h5_attr_str(f, f->id, "file_kind", kind);
   zt_h5_attr_str(f, f->id, "ds_version", "zerotron 0.1.0");
-  zt_h5_attr_i64(f, f->id, "iteration", e->iteration);
-  zt_h5_attr_i64(f, f->id, "zero_stage", e->zero_stage);
+  zt_h5_attr_i64(f, f->id, "iteration", st->iteration);
+  zt_h5_attr_i64(f, f->id, "zero_stage", st->zero_stage);
   zt_h5_attr_i64(f, f->id, "dp_world_size", l->dp_size);
   zt_h5_attr_i64(f, f->id, "mp_world_size", (int64_t)l->tp_size * l->pp_size);
   zt_h5_attr_i64(f, f->id, "tp_world_size", l->tp_size);
@@ -117,35 +118,39 @@ static void common_attrs(const zt_h5 *f, const zt_engine *e, const layout *l, co
   zt_h5_attr_i64(f, f->id, "pp_rank", l->pp_rank);
 }
 
-static void write_model_file(const zt_engine *e, const layout *l, const char *path, const char *args_text,
+static void write_model_file(const zt_train_state *st, const layout *l, const char *path, const char *args_text,
                              const char *ds_text, int deflate) {
-  const zt_args *a = e->args;
-  const zt_param_table *t = &e->model.table;
-  const zt_dtype wdt = e->master ? e->half_dtype : ZT_DTYPE_FP32;
+  const zt_args *a = st->args;
+  const zt_param_table *t = st->model->table;
+  const zt_dtype wdt = st->master ? st->half_dtype : ZT_DTYPE_FP32;
   zt_h5 f;
   zt_h5_create(&f, path);
   zt_ckpt_phase("model file created");
-  common_attrs(&f, e, l, "model_states");
+  common_attrs(&f, st, l, "model_states");
   zt_h5_attr_f64(&f, f.id, "checkpoint_version", ZT_CKPT_MEGATRON_VERSION);
-  zt_h5_attr_i64(&f, f.id, "global_steps", e->iteration);
-  zt_h5_attr_i64(&f, f.id, "global_samples", e->consumed_samples);
-  zt_h5_attr_i64(&f, f.id, "consumed_train_samples", e->consumed_samples);
-  zt_h5_attr_i64(&f, f.id, "consumed_valid_samples", e->consumed_valid_samples);
-  zt_h5_attr_i64(&f, f.id, "tokens", e->consumed_tokens);
-  zt_h5_attr_i64(&f, f.id, "skipped_steps", e->skipped_iters);
+  zt_h5_attr_i64(&f, f.id, "global_steps", st->iteration);
+  zt_h5_attr_i64(&f, f.id, "global_samples", st->consumed_samples);
+  zt_h5_attr_i64(&f, f.id, "consumed_train_samples", st->consumed_samples);
+  zt_h5_attr_i64(&f, f.id, "consumed_valid_samples", st->consumed_valid_samples);
+  zt_h5_attr_i64(&f, f.id, "tokens", st->consumed_tokens);
+  zt_h5_attr_i64(&f, f.id, "skipped_steps", st->skipped_iters);
   zt_h5_attr_str(&f, f.id, "dtype", zt_dtype_name(wdt));
   zt_h5_attr_i64(&f, f.id, "vocab_size", a->vocab_size);
   zt_h5_attr_i64(&f, f.id, "padded_vocab_size", a->padded_vocab_size);
   zt_h5_attr_str(&f, f.id, "args", args_text);
   zt_h5_attr_str(&f, f.id, "ds_config", ds_text);
-  zt_h5_attr_str(&f, f.id, "ds_config_path", e->ds ? e->ds->path : "");
+  zt_h5_attr_str(&f, f.id, "ds_config_path", st->ds_config_path);
 
   hid_t g = zt_h5_group_create(&f, f.id, "module");
   const char **names = zt_malloc((size_t)t->count * sizeof(char *) + 1, "checkpoint names");
+  size_t maxn = 1;
+  for (int i = 0; i < t->count; i++) maxn = t->params[i].numel > maxn ? t->params[i].numel : maxn;
+  float *host = zt_malloc(maxn * sizeof(float), "checkpoint tensor"); /* one tensor at a time off the backend */
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     names[i] = p->name;
-    hid_t d = zt_h5_write_tensor(&f, g, p->name, wdt, e->model.params + p->offset, p->ndim, p->shape, deflate);
+    zt_model_get_params(st->model, host, p->offset, p->offset + p->numel);
+    hid_t d = zt_h5_write_tensor(&f, g, p->name, wdt, host, p->ndim, p->shape, deflate);
     int64_t full[ZT_MAX_DIMS];
     for (int k = 0; k < p->ndim; k++) full[k] = p->shape[k] * (k == p->tp_split_dim ? l->tp_size : 1);
     zt_h5_attr_i64v(&f, d, "full_shape", full, p->ndim);
@@ -160,31 +165,32 @@ static void write_model_file(const zt_engine *e, const layout *l, const char *pa
     H5Dclose(d);
     if (i == t->count / 2) zt_ckpt_phase("model file half written");
   }
+  free(host);
   H5Gclose(g);
   zt_h5_write_strings(&f, f.id, "param_names", names, (size_t)t->count);
   free(names);
 
   /* Megatron's OptimizerParamScheduler state_dict, or DeepSpeed's {'last_batch_iteration'} */
   g = zt_h5_group_create(&f, f.id, "lr_scheduler");
-  if (e->use_ds_sched) {
+  if (st->use_ds_sched) {
     zt_h5_attr_str(&f, g, "type", "deepspeed");
-    zt_h5_attr_str(&f, g, "name", zt_ds_sched_name(e->ds_sched.kind));
-    zt_h5_attr_i64(&f, g, "last_batch_iteration", zt_ds_sched_state(&e->ds_sched));
+    zt_h5_attr_str(&f, g, "name", zt_ds_sched_name(st->ds_sched.kind));
+    zt_h5_attr_i64(&f, g, "last_batch_iteration", zt_ds_sched_state(&st->ds_sched));
   } else {
     zt_h5_attr_str(&f, g, "type", "megatron");
-    zt_h5_attr_f64(&f, g, "max_lr", e->sched.max_lr);
-    zt_h5_attr_f64(&f, g, "min_lr", e->sched.min_lr);
-    zt_h5_attr_i64(&f, g, "lr_warmup_steps", e->sched.warmup_steps);
-    zt_h5_attr_i64(&f, g, "lr_decay_steps", e->sched.decay_steps);
-    zt_h5_attr_str(&f, g, "lr_decay_style", k_decay_names[e->sched.style]);
-    zt_h5_attr_i64(&f, g, "num_steps", e->sched.num_steps);
+    zt_h5_attr_f64(&f, g, "max_lr", st->sched.max_lr);
+    zt_h5_attr_f64(&f, g, "min_lr", st->sched.min_lr);
+    zt_h5_attr_i64(&f, g, "lr_warmup_steps", st->sched.warmup_steps);
+    zt_h5_attr_i64(&f, g, "lr_decay_steps", st->sched.decay_steps);
+    zt_h5_attr_str(&f, g, "lr_decay_style", k_decay_names[st->sched.style]);
+    zt_h5_attr_i64(&f, g, "num_steps", st->sched.num_steps);
   }
   H5Gclose(g);
   /* dropout and data order are keyed by (seed, sample index): the seed and the data position are the state */
   if (!a->no_save_rng) {
     g = zt_h5_group_create(&f, f.id, "rng_state");
     zt_h5_attr_i64(&f, g, "seed", (int64_t)a->seed);
-    zt_h5_attr_i64(&f, g, "consumed_train_samples", e->consumed_samples);
+    zt_h5_attr_i64(&f, g, "consumed_train_samples", st->consumed_samples);
     zt_h5_attr_str(&f, g, "generator", "philox4x32-10 keyed by (seed, purpose, sample index)");
     H5Gclose(g);
   }
@@ -202,12 +208,12 @@ typedef struct {
   int zero;
 } partition;
 
-static partition make_partition(const zt_engine *e, const layout *l) {
-  const zt_param_table *t = &e->model.table;
+static partition make_partition(const zt_train_state *st, const layout *l) {
+  const zt_param_table *t = st->model->table;
   partition p = {0};
-  if (e->zero_stage > 0) {
-    p = (partition){.flat = t->numel, .padded = e->zero.padded, .part = e->zero.part, .lo = e->part_lo,
-                    .hi = e->part_hi, .zero = 1};
+  if (st->zero_stage > 0) {
+    p = (partition){.flat = t->numel, .padded = st->zero.padded, .part = st->zero.part, .lo = st->part_lo,
+                    .hi = st->part_hi, .zero = 1};
     return p;
   }
   for (int i = 0; i < t->count; i++) p.flat += t->params[i].numel;
@@ -230,21 +236,22 @@ static int fragment(const partition *pt, const zt_param *p, size_t c, size_t *a,
   return 1;
 }
 
-static void write_optim_file(const zt_engine *e, const layout *l, const char *path, int deflate) {
-  const zt_param_table *t = &e->model.table;
-  const zt_optimizer *o = &e->opt;
-  const partition pt = make_partition(e, l);
+static void write_optim_file(const zt_train_state *st, const layout *l, const char *path, int deflate) {
+  const zt_param_table *t = st->model->table;
+  const zt_optimizer *o = &st->opt;
+  const partition pt = make_partition(st, l);
   const size_t n = pt.hi - pt.lo;
   const int sgd = o->cfg.kind == ZT_OPT_SGD;
   /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO); with
    * offload_optimizer nvme they are read back from the swap files */
-  const size_t base = e->part_lo, plen = e->part_hi - e->part_lo;
+  const size_t base = st->part_lo, plen = st->part_hi - st->part_lo;
   float *swapped = NULL;
-  const float *srcs[3] = {e->master ? e->master : e->model.params + base, o->m, o->v};
-  if (e->swap) {
-    const int with_master = e->half_dtype != ZT_DTYPE_FP32;
+  const float *srcs[3] = {st->master ? st->master : (const float *)st->model->params + base, o->m, o->v};
+  const zt_backend *be = st->model->be; /* the state lives in the model's backend memory (swap files: the CPU's) */
+  if (st->swap) {
+    const int with_master = st->half_dtype != ZT_DTYPE_FP32;
     swapped = zt_malloc((size_t)(2 + with_master) * plen * sizeof(float) + 1, "checkpoint swapped optimizer state");
-    zt_opt_swapper_read_all(e->swap, swapped, swapped + plen, with_master ? swapped + 2 * plen : NULL);
+    zt_opt_swapper_read_all(st->swap, swapped, swapped + plen, with_master ? swapped + 2 * plen : NULL);
     srcs[1] = swapped;
     srcs[2] = swapped + plen;
     if (with_master) srcs[0] = swapped + 2 * plen;
@@ -261,7 +268,7 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   zt_h5 f;
   zt_h5_create(&f, path);
   zt_ckpt_phase("optimizer file created");
-  common_attrs(&f, e, l, "optim_states");
+  common_attrs(&f, st, l, "optim_states");
   zt_h5_attr_i64(&f, f.id, "partition_count", l->dp_size);
   zt_h5_attr_i64(&f, f.id, "dp_rank", l->dp_rank);
   zt_h5_attr_str(&f, f.id, "optimizer", optimizer_name(o));
@@ -276,8 +283,8 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   zt_h5_attr_i64(&f, f.id, "partition_numel", (int64_t)pt.part);
   zt_h5_attr_i64(&f, f.id, "partition_start", (int64_t)pt.lo);
   zt_h5_attr_i64(&f, f.id, "group_padding", l->dp_rank == l->dp_size - 1 ? (int64_t)(pt.padded - pt.flat) : 0);
-  zt_h5_attr_str(&f, f.id, "half_dtype", zt_dtype_name(e->half_dtype));
-  zt_h5_attr_str(&f, f.id, "fp32_source", e->master ? "fp32 master weights" : "fp32 weights (no mixed precision)");
+  zt_h5_attr_str(&f, f.id, "half_dtype", zt_dtype_name(st->half_dtype));
+  zt_h5_attr_str(&f, f.id, "fp32_source", st->master ? "fp32 master weights" : "fp32 weights (no mixed precision)");
 
   hid_t g = zt_h5_group_create(&f, f.id, "state");
   for (int s = 0; s < nstates; s++) {
@@ -286,7 +293,7 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
       const zt_param *p = &t->params[i];
       size_t a, b;
       if (fragment(&pt, p, c, &a, &b)) {
-        memcpy(buf + k, srcs[s] + p->offset + a - base, (b - a) * sizeof(float));
+        be->to_host(buf + k, srcs[s] + p->offset + a - base, (b - a) * sizeof(float)); /* swap: host (CPU) */
         if (s == 0) {
           names[nmap] = p->name;
           start[nmap] = (int64_t)k;
@@ -311,7 +318,7 @@ static void write_optim_file(const zt_engine *e, const layout *l, const char *pa
   write_i64_dataset(&f, g, "param_offset", poff, nmap);
   H5Gclose(g);
 
-  const zt_loss_scaler *sc = &e->scaler;
+  const zt_loss_scaler *sc = &st->scaler;
   g = zt_h5_group_create(&f, f.id, "loss_scaler");
   zt_h5_attr_i64(&f, g, "kind", sc->kind);
   zt_h5_attr_i64(&f, g, "dynamic_loss_scale", sc->kind != ZT_SCALER_STATIC);
@@ -343,17 +350,16 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-void zt_ckpt_save(zt_engine *e) {
-  const zt_args *a = e->args;
-  const layout l = rank_layout(e);
+void zt_ckpt_save(zt_train_state *st) {
+  const zt_args *a = st->args;
+  const layout l = rank_layout(st);
   const zt_group *world = zt_comm_world();
   const int rank0 = zt_rank() == 0, deflate = deflate_level();
   char tag[64], tmp[4200], final[4200];
-  snprintf(tag, sizeof tag, "global_step%lld", (long long)e->iteration);
+  snprintf(tag, sizeof tag, "global_step%lld", (long long)st->iteration);
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", a->save, tag);
   snprintf(final, sizeof final, "%s/%s", a->save, tag);
-  zt_log("saving checkpoint at iteration %7lld to %s\n", (long long)e->iteration, a->save);
-  zt_engine_sync_host(e); /* training on a GPU: the device's state into the host model */
+  zt_log("saving checkpoint at iteration %7lld to %s\n", (long long)st->iteration, a->save);
   const double t0 = zt_now();
   if (rank0) {
     zt_ckpt_mkdirs(a->save);
@@ -363,21 +369,21 @@ void zt_ckpt_save(zt_engine *e) {
   }
   zt_barrier(world);
   char path[4400];
-  if (e->zero_stage == 3) zt_zero3_gather_all(&e->zero3); /* the model states hold whole weights */
+  if (st->zero_stage == 3) zt_zero3_gather_all(&st->zero3); /* the model states hold whole weights */
   if (l.dp_rank == 0) { /* the model states of this model-parallel rank */
     char *args_text = zt_args_summary(a);
-    char *ds_text = e->ds ? read_file_text(e->ds->path) : strdup("");
+    char *ds_text = st->ds_config_path[0] ? read_file_text(st->ds_config_path) : strdup("");
     snprintf(path, sizeof path, "%s/mp_rank_%02d_model_states.h5", tmp, l.mp_rank);
-    write_model_file(e, &l, path, args_text, ds_text, deflate);
+    write_model_file(st, &l, path, args_text, ds_text, deflate);
     free(args_text);
     free(ds_text);
   }
   if (!a->no_save_optim) { /* every data-parallel rank writes its partition */
     snprintf(path, sizeof path, "%s/%szero_pp_rank_%d_mp_rank_%02d_optim_states.h5", tmp,
-             e->half_dtype == ZT_DTYPE_BF16 ? "bf16_" : "", l.dp_rank, l.mp_rank);
-    write_optim_file(e, &l, path, deflate);
+             st->half_dtype == ZT_DTYPE_BF16 ? "bf16_" : "", l.dp_rank, l.mp_rank);
+    write_optim_file(st, &l, path, deflate);
   }
-  if (e->zero_stage == 3) zt_zero3_release_all(&e->zero3);
+  if (st->zero_stage == 3) zt_zero3_release_all(&st->zero3);
   zt_barrier(world);
   if (rank0) {
     DIR *d = opendir(tmp);
@@ -399,15 +405,15 @@ void zt_ckpt_save(zt_engine *e) {
     zt_ckpt_install_dir(tmp, final);
     zt_ckpt_phase("tag directory installed");
     char text[64];
-    snprintf(text, sizeof text, "%lld", (long long)e->iteration);
+    snprintf(text, sizeof text, "%lld", (long long)st->iteration);
     zt_ckpt_write_atomic(a->save, "latest_checkpointed_iteration.txt", text);
     zt_ckpt_write_atomic(a->save, "latest", tag); /* last: the previous checkpoint stays current until here */
     zt_ckpt_phase("latest replaced");
   }
   zt_barrier(world);
-  g_saved_iteration = e->iteration;
+  g_saved_iteration = st->iteration;
   const double ms = 1e3 * (zt_now() - t0);
-  zt_log("  successfully saved checkpoint at iteration %7lld to %s\n", (long long)e->iteration, a->save);
+  zt_log("  successfully saved checkpoint at iteration %7lld to %s\n", (long long)st->iteration, a->save);
   zt_log("(min, max) time across ranks (ms):\n    save-checkpoint ................................: (%.2f, %.2f)\n",
          ms, ms);
 }
@@ -446,20 +452,20 @@ static void check_int(const zt_args *a, const char *file, const char *name, int6
 
 /* The scheduler state to restore: Megatron's (with its hyper-parameter check) into *sched, or DeepSpeed's
  * last_batch_iteration. Nothing of the engine changes here. */
-static void load_scheduler(zt_engine *e, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch) {
-  const zt_args *a = e->args;
+static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch) {
+  const zt_args *a = st->args;
   const zt_h5 *f = &r->model[0];
   hid_t g = zt_h5_group_open(f, f->id, "lr_scheduler");
   char *type = zt_h5_get_str(f, g, "/lr_scheduler", "type");
-  const char *want = e->use_ds_sched ? "deepspeed" : "megatron";
+  const char *want = st->use_ds_sched ? "deepspeed" : "megatron";
   zt_check(strcmp(type, want) == 0, "checkpoint", "%s: the checkpoint's learning-rate scheduler is %s's, this run "
            "uses %s's (%s); --no-load-lr-state starts the schedule afresh", f->path, type, want,
-           e->use_ds_sched ? "a ds_config scheduler block" : "no ds_config scheduler block");
-  *sched = e->sched;
-  if (e->use_ds_sched) {
+           st->use_ds_sched ? "a ds_config scheduler block" : "no ds_config scheduler block");
+  *sched = st->sched;
+  if (st->use_ds_sched) {
     char *name = zt_h5_get_str(f, g, "/lr_scheduler", "name");
-    zt_check(strcmp(name, zt_ds_sched_name(e->ds_sched.kind)) == 0, "checkpoint", "%s: the checkpoint's scheduler "
-             "is %s, the ds_config's %s", f->path, name, zt_ds_sched_name(e->ds_sched.kind));
+    zt_check(strcmp(name, zt_ds_sched_name(st->ds_sched.kind)) == 0, "checkpoint", "%s: the checkpoint's scheduler "
+             "is %s, the ds_config's %s", f->path, name, zt_ds_sched_name(st->ds_sched.kind));
     free(name);
     *last_batch = zt_h5_get_i64(f, g, "/lr_scheduler", "last_batch_iteration");
   } else {
@@ -539,9 +545,9 @@ static void take_slice(const zt_param *p, const layout *l, const float *full, co
                      p->shape[p->tp_split_dim], 0);
 }
 
-static void load_checkpoint(zt_engine *e) {
-  const zt_args *a = e->args;
-  const layout l = rank_layout(e);
+static void load_checkpoint(zt_train_state *st) {
+  const zt_args *a = st->args;
+  const layout l = rank_layout(st);
   char tag[256];
   if (!zt_ckpt_resolve(a->load, a->load_tag, tag, sizeof tag)) {
     zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
@@ -557,7 +563,7 @@ static void load_checkpoint(zt_engine *e) {
   zt_barrier(zt_comm_world());
   if (zt_rank() != 0) zt_ckpt_open_ex(&r, a->load, tag, 0);
   zt_log(" loading checkpoint from %s at iteration %lld\n", a->load, (long long)r.iteration);
-  const zt_param_table *t = &e->model.table;
+  const zt_param_table *t = st->model->table;
   const int load_optim = !a->finetune && !a->no_load_optim, load_rng = !a->finetune && !a->no_load_rng;
 
   /* 1. the model must match tensor for tensor */
@@ -596,9 +602,9 @@ static void load_checkpoint(zt_engine *e) {
   if (load_optim) {
     zt_check(r.has_optim, "checkpoint", "Unable to load optimizer from checkpoint %s. Specify --no-load-optim or "
              "--finetune to prevent attempting to load the optimizer state, exiting ...", r.dir);
-    zt_check(strcmp(r.optimizer, optimizer_name(&e->opt)) == 0, "checkpoint", "%s: the optimizer states are %s's, "
+    zt_check(strcmp(r.optimizer, optimizer_name(&st->opt)) == 0, "checkpoint", "%s: the optimizer states are %s's, "
              "this run uses %s (use --no-load-optim or --finetune to start the optimizer afresh)", r.dir, r.optimizer,
-             optimizer_name(&e->opt));
+             optimizer_name(&st->opt));
   }
   uint64_t saved_seed = 0;
   if (load_rng) {
@@ -614,17 +620,17 @@ static void load_checkpoint(zt_engine *e) {
              (unsigned long long)a->seed, (unsigned long long)saved_seed);
   }
   int64_t last_batch = -1;
-  zt_lr_schedule sched = e->sched;
+  zt_lr_schedule sched = st->sched;
   const int load_sched = load_optim && !a->no_load_lr_state;
-  if (load_sched) load_scheduler(e, &r, &sched, &last_batch);
-  zt_loss_scaler scaler = e->scaler;
+  if (load_sched) load_scheduler(st, &r, &sched, &last_batch);
+  zt_loss_scaler scaler = st->scaler;
   if (load_optim) load_scaler(&r, &scaler);
   int64_t opt_step = 0;
   if (load_optim) opt_step = zt_h5_get_i64(&r.optim[0], r.optim[0].id, "/", "step");
 
   /* 2. stage every tensor (reads verify each dataset's crc32c), then commit */
   const size_t N = t->numel;
-  const int nst = !load_optim ? 0 : e->opt.cfg.kind == ZT_OPT_SGD ? 2 : 3;
+  const int nst = !load_optim ? 0 : st->opt.cfg.kind == ZT_OPT_SGD ? 2 : 3;
   float *stage = zt_calloc(N * (1 + (size_t)nst) + 1, sizeof(float), "checkpoint staging");
   size_t maxn = 1;
   for (int i = 0; i < r.n_tensors; i++)
@@ -640,7 +646,7 @@ static void load_checkpoint(zt_engine *e) {
     zt_ckpt_read_weights(&r, k, full);
     take_slice(p, &l, full, &r.tensors[k], scratch, stage + p->offset);
     for (int s = 0; s < nst; s++) {
-      zt_ckpt_read_state(&r, k, e->opt.cfg.kind == ZT_OPT_SGD ? sgd_states[s] : adam_states[s], full);
+      zt_ckpt_read_state(&r, k, st->opt.cfg.kind == ZT_OPT_SGD ? sgd_states[s] : adam_states[s], full);
       take_slice(p, &l, full, &r.tensors[k], scratch, stage + (size_t)(1 + s) * N + p->offset);
     }
   }
@@ -648,43 +654,38 @@ static void load_checkpoint(zt_engine *e) {
 
   /* 3. commit (the optimizer's arrays and the masters hold this rank's partition [part_lo, part_hi): all of it
    * without ZeRO) */
-  float *params = e->model.params;
-  const size_t lo = e->part_lo, len = e->part_hi - e->part_lo;
-  memcpy(params, stage, N * sizeof(float));
-  if (e->master) {
-    /* the half weights as the run holds them: values of half_dtype in fp32 slots */
-    uint16_t *h = zt_malloc(N * sizeof(uint16_t) + 2, "checkpoint half weights");
-    zt_convert(h, e->half_dtype, params, ZT_DTYPE_FP32, N);
-    zt_convert(params, ZT_DTYPE_FP32, h, e->half_dtype, N);
-    free(h);
-    /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
-    memcpy(e->master, (load_optim ? stage + N : params) + lo, len * sizeof(float));
-  }
-  if (e->swap) { /* offload_optimizer nvme: the partition's state goes into the swap files */
-    const float *mst = e->half_dtype != ZT_DTYPE_FP32 ? (load_optim ? stage + N : params) + lo : NULL;
-    zt_opt_swapper_write_all(e->swap, load_optim ? stage + 2 * N + lo : NULL,
+  const zt_backend *be = st->model->be;
+  const size_t lo = st->part_lo, len = st->part_hi - st->part_lo;
+  /* the weights as the run holds them: values of half_dtype (in fp32 slots on the CPU) */
+  if (st->half_dtype != ZT_DTYPE_FP32) zt_round_f32(stage, stage, N, st->half_dtype);
+  zt_model_set_params(st->model, stage, 0, N, ZT_DTYPE_FP32);
+  /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
+  if (st->master) be->from_host(st->master, (load_optim ? stage + N : stage) + lo, len * sizeof(float));
+  if (st->swap) { /* offload_optimizer nvme: the partition's state goes into the swap files */
+    const float *mst = st->half_dtype != ZT_DTYPE_FP32 ? (load_optim ? stage + N : stage) + lo : NULL;
+    zt_opt_swapper_write_all(st->swap, load_optim ? stage + 2 * N + lo : NULL,
                              load_optim && nst == 3 ? stage + 3 * N + lo : NULL, mst);
   }
   if (load_optim) {
     /* stage: [weights | fp32 | exp_avg or momentum_buffer | exp_avg_sq] */
-    if (!e->swap) {
-      memcpy(e->opt.m, stage + 2 * N + lo, len * sizeof(float));
-      if (nst == 3) memcpy(e->opt.v, stage + 3 * N + lo, len * sizeof(float));
+    if (!st->swap) {
+      be->from_host(st->opt.m, stage + 2 * N + lo, len * sizeof(float));
+      if (nst == 3) be->from_host(st->opt.v, stage + 3 * N + lo, len * sizeof(float));
     }
-    e->opt.step = opt_step;
-    if (load_sched && e->use_ds_sched) zt_ds_sched_restore(&e->ds_sched, last_batch);
-    else if (load_sched) e->sched = sched;
-    e->scaler = scaler;
-    e->skipped_iters = r.skipped_steps;
+    st->opt.step = opt_step;
+    if (load_sched && st->use_ds_sched) zt_ds_sched_restore(&st->ds_sched, last_batch);
+    else if (load_sched) st->sched = sched;
+    st->scaler = scaler;
+    st->skipped_iters = r.skipped_steps;
   }
   free(stage);
-  if (e->zero_stage == 3) zt_zero3_reset(&e->zero3); /* keep the partition (offloaded pieces to NVMe) and the
+  if (st->zero_stage == 3) zt_zero3_reset(&st->zero3); /* keep the partition (offloaded pieces to NVMe) and the
                                                          persistent parameters */
   if (!a->finetune) {
-    e->iteration = r.iteration;
-    e->consumed_samples = r.consumed_train_samples;
-    e->consumed_valid_samples = r.consumed_valid_samples;
-    e->consumed_tokens = r.tokens;
+    st->iteration = r.iteration;
+    st->consumed_samples = r.consumed_train_samples;
+    st->consumed_valid_samples = r.consumed_valid_samples;
+    st->consumed_tokens = r.tokens;
   }
   const int64_t it = r.iteration;
   zt_ckpt_close(&r);
@@ -692,8 +693,8 @@ static void load_checkpoint(zt_engine *e) {
   zt_log("  successfully loaded checkpoint from %s at iteration %lld\n", a->load, (long long)(a->finetune ? 0 : it));
 }
 
-void zt_ckpt_engine_start(zt_engine *e) {
-  const zt_args *a = e->args;
+void zt_ckpt_start(zt_train_state *st) {
+  const zt_args *a = st->args;
   g_start_time = zt_now();
   if (a->exit_signal_handler) {
     struct sigaction sa;
@@ -702,7 +703,7 @@ void zt_ckpt_engine_start(zt_engine *e) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
   }
-  if (a->load) load_checkpoint(e);
+  if (a->load) load_checkpoint(st);
 }
 
 /* Whether any rank says so (Megatron all-reduces these decisions). */
@@ -712,23 +713,23 @@ static int any_rank(int flag) {
   return v > 0;
 }
 
-int zt_ckpt_after_step(zt_engine *e) {
-  const zt_args *a = e->args;
-  const int64_t it = e->iteration;
+int zt_ckpt_after_step(zt_train_state *st) {
+  const zt_args *a = st->args;
+  const int64_t it = st->iteration;
   int saved = 0;
   if (a->exit_signal_handler && any_rank(g_sigterm)) {
-    if (a->save) zt_ckpt_save(e);
+    if (a->save) zt_ckpt_save(st);
     print_datetime("exiting program after receiving SIGTERM.");
     return 1;
   }
   if (a->save && a->save_interval > 0 && it % a->save_interval == 0) {
-    zt_ckpt_save(e);
+    zt_ckpt_save(st);
     saved = 1;
   }
   if (a->exit_duration_in_mins > 0) {
     const double minutes = (zt_now() - g_start_time) / 60.0;
     if (any_rank(minutes > a->exit_duration_in_mins)) {
-      if (a->save && !saved) zt_ckpt_save(e);
+      if (a->save && !saved) zt_ckpt_save(st);
       char m[40], line[96];
       zt_py_float(m, sizeof m, minutes, 0);
       snprintf(line, sizeof line, "exiting program after %s minutes", m);
@@ -737,7 +738,7 @@ int zt_ckpt_after_step(zt_engine *e) {
     }
   }
   if (a->exit_interval > 0 && it % a->exit_interval == 0) {
-    if (a->save && !saved) zt_ckpt_save(e);
+    if (a->save && !saved) zt_ckpt_save(st);
     zt_barrier(zt_comm_world());
     char line[96];
     snprintf(line, sizeof line, "exiting program at iteration %lld", (long long)it);
@@ -747,6 +748,6 @@ int zt_ckpt_after_step(zt_engine *e) {
   return 0;
 }
 
-void zt_ckpt_end_of_training(zt_engine *e) {
-  if (e->args->save && e->iteration != 0 && g_saved_iteration != e->iteration) zt_ckpt_save(e);
+void zt_ckpt_end_of_training(zt_train_state *st) {
+  if (st->args->save && st->iteration != 0 && g_saved_iteration != st->iteration) zt_ckpt_save(st);
 }

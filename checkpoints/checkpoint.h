@@ -1,4 +1,4 @@
-/* Checkpoints of the training engine in DeepSpeed's directory layout, in HDF5: --save/--load and their
+/* Checkpoints of the training state (train/state.h) in DeepSpeed's directory layout, in HDF5: --save/--load and their
  * options, Megatron's save points (--save-interval, end of training, --exit-interval,
  * --exit-duration-in-mins, --exit-signal-handler) with Megatron's messages, crash-safe writing (temporary
  * directory, fsync, rename, manifest with checksums, `latest` replaced last) and exact resume. The format
@@ -6,19 +6,19 @@
 #ifndef ZT_CHECKPOINT_H
 #define ZT_CHECKPOINT_H
 
-#include "train/engine.h"
+#include "train/state.h"
 
-/* End of zt_engine_init: starts the exit-duration clock, installs the SIGTERM handler
+/* After the engine is built (the driver calls it): starts the exit-duration clock, installs the SIGTERM handler
  * (--exit-signal-handler) and, with --load, loads the checkpoint (all validated before any engine state
  * changes). A missing checkpoint starts from scratch with Megatron's warning (fatal with
  * --exit-on-missing-checkpoint). */
-void zt_ckpt_engine_start(zt_engine *e);
+void zt_ckpt_start(zt_train_state *st);
 /* After each training iteration: SIGTERM, --save-interval, --exit-duration-in-mins, --exit-interval, in
  * Megatron's order. Returns 1 when the program must exit now (the checkpoint, if any, is written). */
-int zt_ckpt_after_step(zt_engine *e);
+int zt_ckpt_after_step(zt_train_state *st);
 /* After the training loop: saves (with --save) unless this iteration was just saved or is 0. */
-void zt_ckpt_end_of_training(zt_engine *e);
+void zt_ckpt_end_of_training(zt_train_state *st);
 /* Writes the checkpoint of the current iteration under args->save. Collective over the world. */
-void zt_ckpt_save(zt_engine *e);
+void zt_ckpt_save(zt_train_state *st);
 
 #endif

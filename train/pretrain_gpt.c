@@ -1,12 +1,19 @@
-/* pretrain_gpt: Megatron-DeepSpeed's pretrain_gpt.py as one binary. */
+/* pretrain_gpt: Megatron-DeepSpeed's pretrain_gpt.py as one binary: the GPT model kind (model, data provider,
+ * parameter count) handed to the engine, with checkpoints around its loop. */
 #include <omp.h>
 #include <stdlib.h>
 
+#include "checkpoints/checkpoint.h"
+#include "data/gpt_provider.h"
+#include "models/gpt/gpt.h"
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
 #include "train/args.h"
 #include "train/engine.h"
+
+static const zt_model_kind k_gpt = {.name = "GPT", .build_model = zt_gpt_create,
+                                    .build_data = zt_gpt_provider_create, .count_params = zt_gpt_count};
 
 int main(int argc, char **argv) {
   zt_blas_setup(argc, argv); /* may re-execute the program: before MPI starts */
@@ -18,7 +25,9 @@ int main(int argc, char **argv) {
   zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
   zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
   zt_engine e;
-  zt_engine_init(&e, &args, tok, ds);
+  zt_engine_init(&e, &args, tok, ds, &k_gpt);
+  zt_ckpt_start(&e.st); /* --load (validated before any state changes), SIGTERM handler, exit clock */
+  e.hooks = (zt_train_hooks){.after_step = zt_ckpt_after_step, .end_of_training = zt_ckpt_end_of_training};
   zt_engine_run(&e);
   zt_engine_free(&e);
   if (tok) zt_tokenizer_free(tok);

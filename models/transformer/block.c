@@ -1,14 +1,11 @@
-/* The pre-LayerNorm transformer block (Megatron's ParallelTransformerLayer, pre-LN residual). With
- * --sequence-parallel its layernorms, dropouts and residual adds run on this rank's share of the tokens. */
+/* The pre-LayerNorm transformer layer (Megatron's ParallelTransformerLayer, pre-LN residual), with the decoder
+ * layer's cross-attention when its spec asks for it. With --sequence-parallel its layernorms, dropouts and residual
+ * adds run on this rank's share of the tokens. */
 #include <stdio.h>
 
 #include "models/transformer/transformer.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
-
-float *zt_param_ptr(const zt_param_table *t, float *flat, const char *prefix, const char *suffix) {
-  return flat + zt_param_get(t, prefix, suffix)->offset;
-}
 
 static void add_norm(zt_param_table *t, const char *prefix, const char *name, int C) {
   char buf[200];
@@ -19,54 +16,82 @@ static void add_norm(zt_param_table *t, const char *prefix, const char *name, in
   zt_param_table_add(t, buf, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
 }
 
-void zt_block_register(zt_param_table *t, const char *prefix, const zt_block_config *cfg, zt_ffn *ffn) {
+void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spec *spec, const zt_block_config *cfg,
+                       zt_ffn *ffn) {
   char mlp[200];
   add_norm(t, prefix, "input_layernorm", cfg->C);
   zt_attn_register(t, prefix, "self_attention", ZT_ATTN_SELF, cfg);
   add_norm(t, prefix, "post_attention_layernorm", cfg->C);
+  if (spec->cross_attention) {
+    zt_attn_register(t, prefix, "inter_attention", ZT_ATTN_CROSS, cfg);
+    add_norm(t, prefix, "post_inter_attention_layernorm", cfg->C);
+  }
   snprintf(mlp, sizeof mlp, "%s.mlp", prefix);
   ffn->register_params(t, mlp, cfg);
 }
 
-void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, float *params, float *grads) {
+void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es) {
   char mlp[200];
   zt_block_params *dst[2] = {&blk->p, &blk->g};
-  float *flat[2] = {params, grads};
+  void *flat[2] = {params, grads};
+  const int cross = blk->spec.cross_attention;
   for (int i = 0; i < 2; i++) {
-    dst[i]->ln1_w = zt_param_ptr(t, flat[i], prefix, "input_layernorm.weight");
-    dst[i]->ln1_b = zt_param_ptr(t, flat[i], prefix, "input_layernorm.bias");
-    dst[i]->ln2_w = zt_param_ptr(t, flat[i], prefix, "post_attention_layernorm.weight");
-    dst[i]->ln2_b = zt_param_ptr(t, flat[i], prefix, "post_attention_layernorm.bias");
+    dst[i]->ln1_w = zt_param_addr(t, flat[i], es, prefix, "input_layernorm.weight");
+    dst[i]->ln1_b = zt_param_addr(t, flat[i], es, prefix, "input_layernorm.bias");
+    dst[i]->ln2_w = zt_param_addr(t, flat[i], es, prefix, "post_attention_layernorm.weight");
+    dst[i]->ln2_b = zt_param_addr(t, flat[i], es, prefix, "post_attention_layernorm.bias");
+    dst[i]->ln3_w = cross ? zt_param_addr(t, flat[i], es, prefix, "post_inter_attention_layernorm.weight") : NULL;
+    dst[i]->ln3_b = cross ? zt_param_addr(t, flat[i], es, prefix, "post_inter_attention_layernorm.bias") : NULL;
   }
-  zt_attn_bind(&blk->attn_p, &blk->attn_g, ZT_ATTN_SELF, t, prefix, "self_attention", params, grads);
+  zt_attn_bind(&blk->attn_p, &blk->attn_g, ZT_ATTN_SELF, t, prefix, "self_attention", params, grads, es);
+  if (cross) zt_attn_bind(&blk->inter_p, &blk->inter_g, ZT_ATTN_CROSS, t, prefix, "inter_attention", params, grads, es);
   snprintf(mlp, sizeof mlp, "%s.mlp", prefix);
-  blk->ffn.bind(&blk->ffn, t, mlp, params, grads);
+  blk->ffn.bind(&blk->ffn, t, mlp, params, grads, es);
 }
 
-void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *cfg, int B, int T) {
-  size_t N = (size_t)zt_tp_local_rows(cfg->tp, B * T);
+void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *cfg, int B, int T, int Tk) {
+  const size_t N = (size_t)zt_tp_local_rows(cfg->tp, B * T), NC = N * cfg->C * zt_dtype_size(zt_block_dt(cfg));
   zt_block_acts *a = &blk->a;
-  a->ln1 = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
+  a->ln1 = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NC);
   a->ln1_mean = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
   a->ln1_rstd = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
   zt_attn_plan_acts(&a->attn, plan, ZT_ATTN_SELF, cfg, B, T, T);
-  a->res2 = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
-  a->ln2 = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
+  a->res2 = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NC);
+  a->ln2 = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NC);
   a->ln2_mean = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
   a->ln2_rstd = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
+  if (blk->spec.cross_attention) {
+    zt_attn_plan_acts(&a->inter, plan, ZT_ATTN_CROSS, cfg, B, T, Tk);
+    a->res3 = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NC);
+    a->ln3 = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NC);
+    a->ln3_mean = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
+    a->ln3_rstd = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N);
+  }
   blk->ffn.plan_acts(&blk->ffn, plan, cfg, (int)N);
 }
 
-void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_block_config *cfg,
-                           const zt_ffn *ffn, int B, int T) {
-  size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(cfg->tp, B * T), A = (size_t)cfg->NH * cfg->HD;
-  s->tmp = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
-  s->dln = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, N * cfg->C);
-  s->dqkv = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, NF * 3 * A);
-  s->dctx = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, NF * A);
-  zt_attention_desc d = {.B = B, .Tq = T, .Tk = T, .NH = cfg->NH, .HD = cfg->HD};
-  s->attn = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, zt_attention_scratch_floats(&d));
-  s->ffn = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, ffn->scratch_floats(cfg, (int)N));
+void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer_spec *spec,
+                           const zt_block_config *cfg, const zt_ffn *ffn, int B, int T, int Tk) {
+  const zt_backend *be = zt_block_be(cfg);
+  const size_t es = zt_dtype_size(zt_block_dt(cfg));
+  const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(cfg->tp, B * T), A = (size_t)cfg->NH * cfg->HD;
+  s->tmp = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * cfg->C * es);
+  s->dln = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * cfg->C * es);
+  s->dqkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
+  s->dctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * A * es);
+  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = T, .NH = cfg->NH, .HD = cfg->HD};
+  size_t attn = be->attention_scratch_floats(&d);
+  if (spec->cross_attention) {
+    s->dkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es);
+    s->dmem = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * cfg->C * es);
+    const zt_attention_desc dc = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD};
+    const size_t ac = be->attention_scratch_floats(&dc);
+    if (ac > attn) attn = ac;
+  } else {
+    s->dkv = s->dmem = NULL;
+  }
+  s->attn = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, attn);
+  s->ffn = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, ffn->scratch_bytes(cfg, (int)N));
 }
 
 static zt_dropout hidden_dropout(const zt_block_config *cfg, const zt_pass *pass, int layer, int slot) {
@@ -74,63 +99,104 @@ static zt_dropout hidden_dropout(const zt_block_config *cfg, const zt_pass *pass
                       .site = zt_dropout_site(layer, slot), .first_sample = pass->first_sample};
 }
 
-/* out = residual + dropout(x) over the block's rows (residual NULL: the dropout's backward); with
+/* out = residual + dropout(x) over the layer's rows (residual NULL: the dropout's backward); with
  * --sequence-parallel this rank's tokens, keyed by their global positions. */
-static void dropout_rows(float *out, const float *residual, const float *x, const zt_block_config *cfg,
+static void dropout_rows(void *out, const void *residual, const void *x, const zt_block_config *cfg,
                          const zt_pass *pass, const zt_dropout *d) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
   const int NF = pass->B * pass->T;
   const size_t S = (size_t)pass->T * cfg->C;
   if (zt_tp_sp(cfg->tp))
-    zt_tp_dropout_rows(out, residual, x, zt_tp_row0(cfg->tp, NF), zt_tp_local_rows(cfg->tp, NF), pass->T, cfg->C, d);
+    be->dropout_rows(dt, out, residual, x, zt_tp_row0(cfg->tp, NF), zt_tp_local_rows(cfg->tp, NF), pass->T, cfg->C, d);
   else if (residual)
-    zt_dropout_add_forward(out, residual, x, pass->B, S, d);
+    be->dropout_add_forward(dt, out, residual, x, pass->B, S, d);
   else
-    zt_dropout_backward(out, x, pass->B, S, d);
+    be->dropout_backward(dt, out, x, pass->B, S, d);
 }
 
-void zt_block_forward(zt_block *blk, float *out, const float *x, const zt_block_config *cfg,
-                      const zt_pass *pass, zt_block_scratch *s) {
+/* The pass of a cross-attention: the encoder's key padding; no packed-document starts (those are the decoder's). */
+static zt_pass cross_pass(const zt_pass *pass, const zt_cross_input *mem) {
+  return (zt_pass){.B = pass->B, .T = pass->T, .first_sample = pass->first_sample, .seed = pass->seed,
+                   .training = pass->training, .key_padding = mem->padding};
+}
+
+float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_input *mem, const zt_block_config *cfg,
+                       const zt_pass *pass, zt_block_scratch *s) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
   const int N = zt_tp_local_rows(cfg->tp, pass->B * pass->T), C = cfg->C;
   zt_block_acts *a = &blk->a;
   double *ft = blk->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0;
   a->attn.fwd_time = ft;
   blk->ffn.fwd_time = ft;
-  zt_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C, cfg->ln_eps);
+  be->layernorm_forward(dt, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C, cfg->ln_eps);
   if (ft) ft[ZT_FT_LN1] += (t1 = zt_now()) - t0;
-  zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, cfg->self_mask,
+  zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, blk->spec.self_mask,
                   zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS));
   if (ft) ft[ZT_FT_ATTN] += zt_now() - t1;
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   dropout_rows(a->res2, x, s->tmp, cfg, pass, &d1);
   if (ft) t1 = zt_now();
-  zt_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N, C, cfg->ln_eps);
+  be->layernorm_forward(dt, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N, C, cfg->ln_eps);
   if (ft) ft[ZT_FT_LN2] += zt_now() - t1;
+  const void *mlp_in = a->ln2, *mlp_res = a->res2;
+  if (blk->spec.cross_attention) {
+    zt_check(mem && mem->x, "internal error", "layer %d: cross-attention without an encoder output", blk->layer);
+    const zt_pass cross = cross_pass(pass, mem);
+    zt_attn_forward(&blk->inter_p, &a->inter, s->tmp, a->ln2, mem->x, cfg, &cross, mem->Tk, ZT_ATTN_NONE,
+                    zt_dropout_site(blk->layer, ZT_SITE_INTER_PROBS));
+    zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
+    dropout_rows(a->res3, a->res2, s->tmp, cfg, pass, &d3);
+    be->layernorm_forward(dt, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N, C,
+                          cfg->ln_eps);
+    mlp_in = a->ln3;
+    mlp_res = a->res3;
+  }
   if (ft) t1 = zt_now();
-  blk->ffn.forward(&blk->ffn, s->tmp, a->ln2, cfg, N);
+  const float aux = blk->ffn.forward(&blk->ffn, s->tmp, mlp_in, cfg, pass, N);
   if (ft) ft[ZT_FT_MLP] += zt_now() - t1;
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
-  dropout_rows(out, a->res2, s->tmp, cfg, pass, &d2);
+  dropout_rows(out, mlp_res, s->tmp, cfg, pass, &d2);
   if (ft) ft[ZT_FT_LAYER] += zt_now() - t0;
+  return aux;
 }
 
-void zt_block_backward(zt_block *blk, float *dres, const float *x, const zt_block_config *cfg,
-                       const zt_pass *pass, zt_block_scratch *s) {
+void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_input *mem, const zt_block_config *cfg,
+                       const zt_pass *pass, zt_block_scratch *s, float aux_grad) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
   const int N = zt_tp_local_rows(cfg->tp, pass->B * pass->T), C = cfg->C;
+  const size_t NC = (size_t)N * C;
   zt_block_acts *a = &blk->a;
-  /* MLP branch: d(fcproj) = dropout'(dres); dres += LN2'(ffn'(...)) */
+  const int cross = blk->spec.cross_attention;
+  /* MLP branch: d(fcproj) = dropout'(dres); dres += LN'(ffn'(...)) */
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
   dropout_rows(s->tmp, NULL, dres, cfg, pass, &d2);
-  blk->ffn.backward(&blk->ffn, s->dln, s->tmp, a->ln2, cfg, N, s->ffn);
-  zt_layernorm_backward(s->tmp, blk->g.ln2_w, blk->g.ln2_b, s->dln, a->res2, blk->p.ln2_w, a->ln2_mean,
-                        a->ln2_rstd, N, C);
-  zt_accumulate(dres, s->tmp, (size_t)N * C);
+  blk->ffn.backward(&blk->ffn, s->dln, s->tmp, cross ? a->ln3 : a->ln2, cfg, pass, N, s->ffn, aux_grad);
+  if (cross) {
+    be->layernorm_backward(dt, s->tmp, blk->g.ln3_w, blk->g.ln3_b, s->dln, a->res3, blk->p.ln3_w, a->ln3_mean,
+                           a->ln3_rstd, N, C);
+    be->accumulate(dt, dres, s->tmp, NC);
+    /* cross-attention branch: its input is LN2's output, its keys the encoder output */
+    const zt_pass xpass = cross_pass(pass, mem);
+    zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
+    dropout_rows(s->tmp, NULL, dres, cfg, pass, &d3);
+    zt_attn_backward(&blk->inter_p, &blk->inter_g, &a->inter, s->dln, s->dmem, s->tmp, a->ln2, mem->x, cfg, &xpass,
+                     mem->Tk, ZT_ATTN_NONE, zt_dropout_site(blk->layer, ZT_SITE_INTER_PROBS), s->dctx, s->dqkv,
+                     s->dkv, s->attn);
+    be->accumulate(dt, mem->grad, s->dmem, (size_t)pass->B * mem->Tk * C);
+  }
+  be->layernorm_backward(dt, s->tmp, blk->g.ln2_w, blk->g.ln2_b, s->dln, a->res2, blk->p.ln2_w, a->ln2_mean,
+                         a->ln2_rstd, N, C);
+  be->accumulate(dt, dres, s->tmp, NC);
   /* attention branch */
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   dropout_rows(s->tmp, NULL, dres, cfg, pass, &d1);
   zt_attn_backward(&blk->attn_p, &blk->attn_g, &a->attn, s->dln, NULL, s->tmp, a->ln1, NULL, cfg, pass,
-                   pass->T, cfg->self_mask, zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS), s->dctx, s->dqkv,
+                   pass->T, blk->spec.self_mask, zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS), s->dctx, s->dqkv,
                    NULL, s->attn);
-  zt_layernorm_backward(s->tmp, blk->g.ln1_w, blk->g.ln1_b, s->dln, x, blk->p.ln1_w, a->ln1_mean,
-                        a->ln1_rstd, N, C);
-  zt_accumulate(dres, s->tmp, (size_t)N * C);
+  be->layernorm_backward(dt, s->tmp, blk->g.ln1_w, blk->g.ln1_b, s->dln, x, blk->p.ln1_w, a->ln1_mean,
+                         a->ln1_rstd, N, C);
+  be->accumulate(dt, dres, s->tmp, NC);
 }

@@ -11,25 +11,20 @@ void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max
   snprintf(buf, sizeof buf, "%s.word_embeddings.weight", prefix);
   zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, 0); /* vocab-parallel over rows */
   snprintf(buf, sizeof buf, "%s.position_embeddings.weight", prefix);
-  zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
+  const int i = zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
+  t->params[i].seq_parallel = 0;
 }
 
-void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, float *params, float *grads) {
-  e->wte = zt_param_ptr(t, params, prefix, "word_embeddings.weight");
-  e->wpe = zt_param_ptr(t, params, prefix, "position_embeddings.weight");
-  e->dwte = zt_param_ptr(t, grads, prefix, "word_embeddings.weight");
-  e->dwpe = zt_param_ptr(t, grads, prefix, "position_embeddings.weight");
+void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, void *params, void *grads,
+                       size_t es) {
+  e->wte = zt_param_addr(t, params, es, prefix, "word_embeddings.weight");
+  e->wpe = zt_param_addr(t, params, es, prefix, "position_embeddings.weight");
+  e->dwte = zt_param_addr(t, grads, es, prefix, "word_embeddings.weight");
+  e->dwpe = zt_param_addr(t, grads, es, prefix, "position_embeddings.weight");
   const zt_param *w = zt_param_get(t, prefix, "word_embeddings.weight");
   e->V = (int)w->shape[0];
   e->C = (int)w->shape[1];
   e->max_pos = (int)zt_param_get(t, prefix, "position_embeddings.weight")->shape[0];
-}
-
-static const int32_t *positions_or_default(const int32_t *positions, const zt_pass *pass, int32_t *scratch) {
-  if (positions) return positions;
-  for (int b = 0; b < pass->B; b++)
-    for (int t = 0; t < pass->T; t++) scratch[b * pass->T + t] = t;
-  return scratch;
 }
 
 static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
@@ -37,57 +32,60 @@ static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
                       .site = zt_dropout_site(0, ZT_SITE_EMBEDDING), .first_sample = pass->first_sample};
 }
 
-void zt_embedding_layer_forward(const zt_embedding *e, float *out, const int32_t *tokens, const int32_t *positions,
-                                float dropout_p, const zt_pass *pass, int32_t *pos_scratch) {
+void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t *tokens, const int32_t *positions,
+                                float dropout_p, const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
+  const zt_backend *be = tp->be;
+  const zt_dtype dt = tp->dt;
   double *ft = e->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   zt_dropout d = embedding_dropout(dropout_p, pass);
   if (!zt_tp_on(tp)) {
-    zt_embedding_forward(out, tokens, e->wte, N, e->C, 0);
+    be->embedding_forward(dt, out, tokens, e->wte, N, e->C, 0);
     if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
-    zt_embedding_forward(out, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+    be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
     if (ft) ft[1] += zt_now() - t0;
-    zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+    be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
     return;
   }
   /* vocab-parallel lookup (zeros outside the slice) summed over the ranks: exactly the full lookup */
-  float *full = tp->sp ? tp->gather : out;
-  zt_embedding_forward_range(full, tokens, e->wte, N, e->C, e->v0, e->V);
-  zt_allreduce_sum_f32(tp->group, full, (size_t)N * e->C);
+  void *full = tp->sp ? tp->gather : out;
+  be->embedding_forward_range(dt, full, tokens, e->wte, N, e->C, e->v0, e->V);
+  zt_allreduce_sum(tp->group, dt, full, (size_t)N * e->C);
   if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
-  zt_embedding_forward(full, positions_or_default(positions, pass, pos_scratch), e->wpe, N, e->C, 1);
+  be->embedding_forward(dt, full, positions, e->wpe, N, e->C, 1);
   if (ft) ft[1] += zt_now() - t0;
   if (!tp->sp) {
-    zt_dropout_forward(out, out, pass->B, (size_t)pass->T * e->C, &d);
+    be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
     return;
   }
   /* scatter to the sequence-parallel region: this rank's tokens, dropped as one process drops them */
   const int row0 = zt_tp_row0(tp, N), n = zt_tp_local_rows(tp, N);
-  zt_tp_dropout_rows(out, NULL, full + (size_t)row0 * e->C, row0, n, pass->T, e->C, &d);
+  be->dropout_rows(dt, out, NULL, zt_at(full, dt, (size_t)row0 * e->C), row0, n, pass->T, e->C, &d);
 }
 
-void zt_embedding_layer_backward(const zt_embedding *e, float *dout, const int32_t *tokens,
-                                 const int32_t *positions, float dropout_p, const zt_pass *pass,
-                                 int32_t *pos_scratch) {
+void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_t *tokens,
+                                 const int32_t *positions, float dropout_p, const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
+  const zt_backend *be = tp->be;
+  const zt_dtype dt = tp->dt;
   zt_dropout d = embedding_dropout(dropout_p, pass);
   if (!zt_tp_on(tp)) {
-    zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
-    zt_embedding_backward(e->dwte, tokens, dout, N, e->C);
-    zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), dout, N, e->C);
+    be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+    be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);
+    be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
     return;
   }
-  const float *full = dout;
+  const void *full = dout;
   if (tp->sp) { /* the backward of the scatter: all-gather the tokens' gradients */
     const int row0 = zt_tp_row0(tp, N), n = zt_tp_local_rows(tp, N);
-    zt_tp_dropout_rows(dout, NULL, dout, row0, n, pass->T, e->C, &d);
+    be->dropout_rows(dt, dout, NULL, dout, row0, n, pass->T, e->C, &d);
     full = zt_tp_gather(tp, dout, n, e->C);
   } else {
-    zt_dropout_backward(dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+    be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
   }
   /* the backward of the all-reduce is the identity: each rank's slice takes its tokens' rows */
-  zt_embedding_backward_range(e->dwte, tokens, full, N, e->C, e->v0, e->V);
-  zt_embedding_backward(e->dwpe, positions_or_default(positions, pass, pos_scratch), full, N, e->C);
+  be->embedding_backward_range(dt, e->dwte, tokens, full, N, e->C, e->v0, e->V);
+  be->embedding_backward(dt, e->dwpe, positions, full, N, e->C);
 }

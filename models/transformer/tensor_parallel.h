@@ -4,7 +4,8 @@
  * linear sums its partial outputs over the ranks (all-reduce, or reduce-scatter with --sequence-parallel) and
  * adds its replicated bias after the sum. With --sequence-parallel the layernorm / dropout / residual regions
  * hold a contiguous 1/size of the micro batch's B*T tokens (flattened [B, T] order), and their dropout masks are
- * keyed by the global (sample, element) position, so they drop what one process drops. */
+ * keyed by the global (sample, element) position, so they drop what one process drops. Tensors are the model's
+ * (backend, dtype) pairs; the collectives run on device buffers through NCCL on a GPU. */
 #ifndef ZT_TENSOR_PARALLEL_H
 #define ZT_TENSOR_PARALLEL_H
 
@@ -12,14 +13,16 @@
 #include <stdint.h>
 
 #include "runtime/comm/comm.h"
-#include "runtime/ops/ops.h"
+#include "runtime/ops/backend.h"
 
 typedef struct {
   const zt_group *group; /* the tensor-parallel group; NULL with one rank */
   int size, rank;
   int sp;                /* --sequence-parallel */
-  float *gather;         /* [B*T, C]: all-gathered activations (sequence parallel), planned by the model */
-  float *partial;        /* [B*T, C]: row-parallel partial sums before the reduce-scatter (sequence parallel) */
+  const zt_backend *be;  /* where the model's tensors live */
+  zt_dtype dt;           /* their storage type */
+  void *gather;          /* [B*T, C]: all-gathered activations (sequence parallel), planned by the model */
+  void *partial;         /* [B*T, C]: row-parallel partial sums before the reduce-scatter (sequence parallel) */
 } zt_tp;
 
 /* Tensor parallelism on (more than one rank)? NULL is one rank. */
@@ -31,20 +34,12 @@ static inline int zt_tp_row0(const zt_tp *tp, int NF) { return zt_tp_sp(tp) ? tp
 
 /* Input of a column-parallel GEMM: x [N, C] local rows; returns x, or with sequence parallelism the
  * all-gathered [N * size, C] in tp->gather. */
-const float *zt_tp_gather(const zt_tp *tp, const float *x, int N, int C);
+const void *zt_tp_gather(const zt_tp *tp, const void *x, int N, int C);
 /* Where a row-parallel GEMM writes its partial [NF, C] output: out itself, or tp->partial (sequence parallel). */
-float *zt_tp_partial_buffer(const zt_tp *tp, float *out);
+void *zt_tp_partial_buffer(const zt_tp *tp, void *out);
 /* Sums the partial [NF, C] over the ranks into out [N, C] (all-reduce in place, or reduce-scatter from
  * tp->partial with sequence parallelism), then adds bias [C] (NULL: none) to every row. Also the backward of
  * a column-parallel input (the input gradient), with bias NULL. */
-void zt_tp_reduce(const zt_tp *tp, float *out, const float *bias, int N, int C);
-/* dbias[C] += column sums of dout [N, C] (fixed order per column: deterministic). */
-void zt_tp_bias_grad(float *dbias, const float *dout, int N, int C);
-
-/* out = residual + dropout(x) (residual NULL: out = dropout(x); out may alias x) on the tokens [row0, row0 + n)
- * of a micro batch of B samples x T tokens x C channels: element (b, t, c) is keyed by (sample first_sample + b,
- * element t * C + c), as zt_dropout_forward keys the whole micro batch. Also the backward of the dropout. */
-void zt_tp_dropout_rows(float *out, const float *residual, const float *x, int row0, int n, int T, int C,
-                        const zt_dropout *d);
+void zt_tp_reduce(const zt_tp *tp, void *out, const void *bias, int N, int C);
 
 #endif

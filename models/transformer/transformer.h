@@ -1,18 +1,22 @@
-/* Shared transformer building blocks used by every model (GPT now; BERT, T5 and MoE later):
- * attention sublayer (causal, bidirectional with padding mask, or cross-attention), an MLP slot that a
- * Mixture-of-Experts layer can fill, LayerNorm, and the pre-LN block that composes them.
- * Each piece registers its parameters in the parameter table under Megatron's names, binds pointers
- * from the table, sizes its activations for the memory plan, and has explicit forward/backward. */
+/* Shared transformer building blocks used by every model (GPT now; BERT, T5 and MoE next): the attention
+ * sublayer (causal or bidirectional self-attention with a padding mask, or cross-attention), the MLP slot that a
+ * Mixture-of-Experts layer can fill, and the transformer layer (Megatron's ParallelTransformerLayer, pre-LN) that
+ * composes them after a layer spec (Megatron-core's ModuleSpec): its self-attention mask, an optional
+ * cross-attention (a T5 decoder layer) and its MLP. Each piece registers its parameters in the parameter table
+ * under Megatron's names, binds pointers from the flat buffers, sizes its activations for the memory plan, and has
+ * explicit forward/backward written once over the backend op table (runtime/ops/backend.h): the same code runs on
+ * the CPU and on a GPU. The layer loop (recompute, ZeRO-3, pipeline chunks) is models/transformer/stack.h. */
 #ifndef ZT_TRANSFORMER_H
 #define ZT_TRANSFORMER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/base/memplan.h"
-#include "runtime/ops/ops.h"
-#include "runtime/tensor/param_table.h"
+#include "models/model.h"
 #include "models/transformer/tensor_parallel.h"
+#include "runtime/base/memplan.h"
+#include "runtime/ops/backend.h"
+#include "runtime/tensor/param_table.h"
 
 /* With tensor parallelism (tp with more than one rank) NH and FFN are this rank's share: NH/tp heads (global
  * heads tp->rank * NH ...), FFN/tp MLP columns; C stays the full hidden size. */
@@ -22,21 +26,11 @@ typedef struct {
   float attn_dropout, hidden_dropout;
   float init_std;           /* N(0, std) for weights */
   float out_init_std;       /* output projections: std / sqrt(2 L) */
-  zt_attn_mask_kind self_mask; /* causal (GPT, T5 decoder) or none (BERT, T5 encoder) */
-  const zt_tp *tp;          /* tensor parallelism, or NULL (one rank) */
+  const zt_tp *tp;          /* tensor parallelism (size 1: none); its backend and dtype are the model's */
 } zt_block_config;
 
-/* Where a forward/backward pass runs: batch shape, the global sample index of row 0 (dropout key),
- * the seed, whether dropout is active (training), the optional key padding mask [B, T] and the optional
- * per-query first visible key [B, T] for documents packed into one sequence. */
-typedef struct {
-  int B, T;
-  uint64_t first_sample;
-  uint64_t seed;
-  int training;
-  const uint8_t *key_padding;
-  const int32_t *key_start;  /* [B, T]: first key each query may see (--reset-attention-mask), or NULL */
-} zt_pass;
+static inline const zt_backend *zt_block_be(const zt_block_config *c) { return c->tp->be; }
+static inline zt_dtype zt_block_dt(const zt_block_config *c) { return c->tp->dt; }
 
 /* ---- attention sublayer ------------------------------------------------------------------------
  * Self-attention ("self_attention"): fused QKV linear query_key_value [3C, C] in Megatron's per-head
@@ -46,24 +40,23 @@ typedef struct {
  * mask over the Tk encoder positions, then dense [C, C]. */
 typedef enum { ZT_ATTN_SELF = 0, ZT_ATTN_CROSS = 1 } zt_attn_kind;
 
-/* Forward latency slots of one layer, filled only when a flops profiler is attached
- * (runtime/profile/flops_profiler.h): zt_block.fwd_time points at ZT_FT_SLOTS doubles or is NULL,
- * and then the timing code costs one branch per module. Seconds accumulate. */
+/* Forward latency slots of one layer, filled only when a flops profiler is attached: zt_block.fwd_time points at
+ * ZT_FT_SLOTS doubles or is NULL, and then the timing code costs one branch per module. Seconds accumulate. */
 enum { ZT_FT_LAYER, ZT_FT_LN1, ZT_FT_ATTN, ZT_FT_QKV, ZT_FT_CORE, ZT_FT_DENSE, ZT_FT_LN2, ZT_FT_MLP, ZT_FT_FC1,
-       ZT_FT_GELU, ZT_FT_FC2, ZT_FT_SLOTS };
+       ZT_FT_FC2, ZT_FT_SLOTS };
 
 typedef struct {
   zt_attn_kind kind;
-  float *qkv_w, *qkv_b;      /* self: query_key_value; cross: query */
-  float *kv_w, *kv_b;        /* cross only: key_value */
-  float *proj_w, *proj_b;
+  void *qkv_w, *qkv_b;       /* self: query_key_value; cross: query */
+  void *kv_w, *kv_b;         /* cross only: key_value */
+  void *proj_w, *proj_b;
 } zt_attn_params;
 
 typedef struct {
-  float *qkv;    /* self: [B, T, 3C]; cross: q [B, T, C] */
-  float *kv;     /* cross only: [B, Tk, 2C] */
-  float *probs;  /* [B, NH, T, Tk] softmax before dropout */
-  float *ctx;    /* [B, T, C] attention output before the projection */
+  void *qkv;     /* self: [B, T, 3A]; cross: q [B, T, A] (A: this rank's heads x head dim) */
+  void *kv;      /* cross only: [B, Tk, 2A] */
+  float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp) */
+  void *ctx;     /* [B, T, A] attention output before the projection */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 } zt_attn_acts;
 
@@ -71,100 +64,137 @@ typedef struct {
 void zt_attn_register(zt_param_table *t, const char *prefix, const char *name, zt_attn_kind kind,
                       const zt_block_config *cfg);
 void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const zt_param_table *t,
-                  const char *prefix, const char *name, float *params, float *grads);
+                  const char *prefix, const char *name, void *params, void *grads, size_t es);
 void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, const zt_block_config *cfg,
                        int B, int T, int Tk);
 /* out[B,T,C] = dense(attention(x)); mem[B,Tk,C] is the encoder output for cross-attention (else NULL).
  * `mask` is the causal/none choice, `site` the layer's dropout site of the probabilities. */
-void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, float *out, const float *x, const float *mem,
+void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const void *x, const void *mem,
                      const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
                      uint64_t site);
 /* dx[B,T,C] (=) from dout; dmem[B,Tk,C] (=) for cross-attention; parameter grads accumulate.
- * Scratch: dqkv [B,T,3C] (self) or dq [B,T,C] + dkv [B,Tk,2C] (cross), and the attention scratch. */
-void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_acts *a, float *dx,
-                      float *dmem, const float *dout, const float *x, const float *mem,
+ * Scratch: dqkv [B,T,3A] (self) or dq [B,T,A] + dkv [B,Tk,2A] (cross), and the backend's attention scratch. */
+void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_acts *a, void *dx,
+                      void *dmem, const void *dout, const void *x, const void *mem,
                       const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
-                      uint64_t site, float *dctx, float *dqkv, float *dkv, float *attn_scratch);
+                      uint64_t site, void *dctx, void *dqkv, void *dkv, float *attn_scratch);
 
 /* ---- MLP slot ------------------------------------------------------------------------------------
- * A block's feed-forward network goes through this interface so that MoE layers can replace the
- * dense MLP: out[N, C] = ffn(inp[N, C]); backward writes dinp (=) and accumulates parameter grads. */
+ * A layer's feed-forward network goes through this interface so that MoE layers can replace the
+ * dense MLP: out[N, C] = ffn(inp[N, C]); backward writes dinp (=) and accumulates parameter grads.
+ * pass->training selects train or eval behaviour (an MoE's capacity factor and gate noise); the forward
+ * returns the layer's auxiliary loss (an MoE's load balancing; 0 for the dense MLP), and the backward takes
+ * that loss's gradient scale. */
 typedef struct zt_ffn zt_ffn;
 struct zt_ffn {
   const char *kind;
   /* registers parameters under prefix (e.g. "language_model.encoder.layers.3.mlp") */
   void (*register_params)(zt_param_table *t, const char *prefix, const zt_block_config *cfg);
-  /* binds parameter and gradient pointers from the flat buffers */
-  void (*bind)(zt_ffn *self, const zt_param_table *t, const char *prefix, float *params, float *grads);
-  /* activation floats kept per layer for N tokens, and carves them (sizing pass: returns NULL) */
+  /* binds parameter and gradient pointers from flat buffers of es-byte elements */
+  void (*bind)(zt_ffn *self, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es);
+  /* activations kept per layer for N tokens, and carves them (sizing pass: returns NULL) */
   void (*plan_acts)(zt_ffn *self, zt_memplan *plan, const zt_block_config *cfg, int N);
-  /* backward work space for N tokens (shared by all layers) */
-  size_t (*scratch_floats)(const zt_block_config *cfg, int N);
-  void (*forward)(zt_ffn *self, float *out, const float *inp, const zt_block_config *cfg, int N);
-  void (*backward)(zt_ffn *self, float *dinp, const float *dout, const float *inp,
-                   const zt_block_config *cfg, int N, float *scratch);
+  /* backward work space in bytes for N tokens (shared by all layers) */
+  size_t (*scratch_bytes)(const zt_block_config *cfg, int N);
+  float (*forward)(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass, int N);
+  void (*backward)(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
+                   const zt_pass *pass, int N, void *scratch, float aux_grad);
   void *state;   /* the implementation's parameters and activations */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 };
 
+/* The MLP kinds a layer spec can ask for (MoE and residual MoE come with the MoE work). */
+typedef enum { ZT_MLP_DENSE = 0 } zt_mlp_kind;
+
 /* The dense MLP: dense_h_to_4h [FFN, C] -> GELU -> dense_4h_to_h [C, FFN]. */
 zt_ffn zt_ffn_dense_mlp(void);
+zt_ffn zt_ffn_make(zt_mlp_kind kind);
 void zt_ffn_destroy(zt_ffn *ffn);
 
-/* ---- the pre-LN block --------------------------------------------------------------------------
- * x -> x + drop(attn(LN1(x))) -> + drop(ffn(LN2(.))). Its output is the next block's input. */
+/* ---- the layer spec ---------------------------------------------------------------------------- */
 typedef struct {
-  float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+  zt_attn_mask_kind self_mask; /* ZT_ATTN_CAUSAL (GPT, the T5 decoder) or ZT_ATTN_NONE (BERT, the T5 encoder: with
+                                  the batch's padding mask) */
+  int cross_attention;         /* 1: a T5 decoder layer, inter_attention over the encoder output after the
+                                  self-attention (post_inter_attention_layernorm before the MLP) */
+  zt_mlp_kind mlp;
+} zt_layer_spec;
+
+/* ---- the pre-LN layer --------------------------------------------------------------------------
+ * x -> x + drop(attn(LN1(x))) [-> + drop(inter_attn(LN2(.), mem))] -> + drop(ffn(LN(.))). */
+typedef struct {
+  void *ln1_w, *ln1_b, *ln2_w, *ln2_b, *ln3_w, *ln3_b; /* ln3: post_inter_attention_layernorm (cross only) */
 } zt_block_params;
 
 typedef struct {
-  float *ln1, *ln1_mean, *ln1_rstd;  /* [B,T,C], [B,T], [B,T] */
+  void *ln1;                          /* [N, C] */
+  float *ln1_mean, *ln1_rstd;         /* [N] */
   zt_attn_acts attn;
-  float *res2;                        /* x + drop(attn proj) [B,T,C] */
-  float *ln2, *ln2_mean, *ln2_rstd;
+  void *res2;                         /* x + drop(attn proj) [N, C] */
+  void *ln2;
+  float *ln2_mean, *ln2_rstd;
+  zt_attn_acts inter;                 /* cross only */
+  void *res3, *ln3;                   /* cross only: res2 + drop(inter proj), its layernorm */
+  float *ln3_mean, *ln3_rstd;
 } zt_block_acts;
 
-/* Scratch shared by all blocks of a model in backward (and for the projections in forward). */
+/* Scratch shared by all layers of a model in backward (and for the projections in forward). */
 typedef struct {
-  float *tmp;      /* [B,T,C] */
-  float *dln;      /* [B,T,C] */
-  float *dqkv;     /* [B,T,3C] */
-  float *dctx;     /* [B,T,C] */
-  float *attn;     /* zt_attention_scratch_floats */
-  float *ffn;      /* the MLP slot's scratch_floats */
+  void *tmp;       /* [N, C] */
+  void *dln;       /* [N, C] */
+  void *dqkv;      /* [B*T, 3A] (self); cross: dq [B*T, A] in the same space */
+  void *dctx;      /* [B*T, A] */
+  void *dkv;       /* cross only: [B*Tk, 2A] */
+  void *dmem;      /* cross only: [B*Tk, C] one layer's gradient of the encoder output */
+  float *attn;     /* the backend's attention scratch */
+  void *ffn;       /* the MLP slot's scratch */
 } zt_block_scratch;
 
 typedef struct {
+  zt_layer_spec spec;
   zt_block_params p, g;   /* layernorm parameters and their gradients */
   zt_attn_params attn_p, attn_g;
+  zt_attn_params inter_p, inter_g; /* cross only */
   zt_block_acts a;
   zt_ffn ffn;
   int layer;              /* 0-based layer number (dropout sites, names) */
   double *fwd_time;       /* ZT_FT_SLOTS forward latencies for the flops profiler, or NULL */
 } zt_block;
 
-/* Registers the block's parameters as "<prefix>.input_layernorm.weight", ".self_attention.
- * query_key_value.weight", ".self_attention.dense.weight", ".post_attention_layernorm.weight",
+/* Registers the layer's parameters as "<prefix>.input_layernorm.weight", ".self_attention.query_key_value.weight",
+ * ".self_attention.dense.weight", ".post_attention_layernorm.weight", [".inter_attention.query.weight",
+ * ".inter_attention.key_value.weight", ".inter_attention.dense.weight", ".post_inter_attention_layernorm.weight",]
  * ".mlp.dense_h_to_4h.weight", ".mlp.dense_4h_to_h.weight" (and biases), Megatron's names. */
-void zt_block_register(zt_param_table *t, const char *prefix, const zt_block_config *cfg, zt_ffn *ffn);
-void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, float *params, float *grads);
-/* Sizing and carving of one block's activations for B*T tokens (same call sequence both passes). */
-void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *cfg, int B, int T);
-void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_block_config *cfg,
-                           const zt_ffn *ffn, int B, int T);
+void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spec *spec, const zt_block_config *cfg,
+                       zt_ffn *ffn);
+void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es);
+/* Sizing and carving of one layer's activations for B*T tokens (Tk encoder positions for cross-attention). */
+void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *cfg, int B, int T, int Tk);
+void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer_spec *spec,
+                           const zt_block_config *cfg, const zt_ffn *ffn, int B, int T, int Tk);
 
-/* out[B,T,C] = block(x[B,T,C]); out must not alias x. */
-void zt_block_forward(zt_block *blk, float *out, const float *x, const zt_block_config *cfg,
-                      const zt_pass *pass, zt_block_scratch *s);
-/* dres[B,T,C] holds d(out) on entry and d(x) on return; parameter gradients accumulate. */
-void zt_block_backward(zt_block *blk, float *dres, const float *x, const zt_block_config *cfg,
+/* What a cross-attention layer attends to: the encoder output x [B, Tk, C], its key padding [B, Tk] (backend
+ * memory, or NULL), and where the backward adds the layer's gradient of x (grad [B, Tk, C]). */
+typedef struct {
+  const void *x;
+  int Tk;
+  const uint8_t *padding;
+  void *grad;
+} zt_cross_input;
+
+/* out[N,C] = layer(x[N,C]) (mem: the encoder output of a cross-attention layer, else NULL); out must not alias x.
+ * Returns the MLP slot's auxiliary loss. */
+float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_input *mem, const zt_block_config *cfg,
                        const zt_pass *pass, zt_block_scratch *s);
+/* dres[N,C] holds d(out) on entry and d(x) on return; parameter gradients accumulate; a cross-attention layer adds
+ * its gradient of the encoder output to mem->grad. */
+void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_input *mem, const zt_block_config *cfg,
+                       const zt_pass *pass, zt_block_scratch *s, float aux_grad);
 
-/* The dropout sites of layer l: attention probabilities, after attention, after the MLP. */
+/* The dropout sites of layer l: attention probabilities, after attention, after the MLP, the cross-attention's
+ * probabilities and output; the embedding's. */
 static inline uint64_t zt_dropout_site(int layer, int slot) { return (uint64_t)layer * 16 + (uint64_t)slot + 1; }
-enum { ZT_SITE_ATTN_PROBS = 0, ZT_SITE_ATTN_OUT = 1, ZT_SITE_MLP_OUT = 2, ZT_SITE_EMBEDDING = 15 };
-
-/* Parameter lookup by "<prefix>.<suffix>" that dies naming the missing parameter. */
-float *zt_param_ptr(const zt_param_table *t, float *flat, const char *prefix, const char *suffix);
+enum { ZT_SITE_ATTN_PROBS = 0, ZT_SITE_ATTN_OUT = 1, ZT_SITE_MLP_OUT = 2, ZT_SITE_INTER_PROBS = 3,
+       ZT_SITE_INTER_OUT = 4, ZT_SITE_EMBEDDING = 15 };
 
 #endif

@@ -12,14 +12,18 @@ static const char *kind_names[ZT_MEM_KINDS] = {"params", "grads", "optimizer sta
 
 const char *zt_mem_kind_name(zt_mem_kind k) { return kind_names[k]; }
 
-float *zt_memplan_floats(zt_memplan *p, zt_mem_kind k, size_t count) {
-  size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+void *zt_memplan_bytes(zt_memplan *p, zt_mem_kind k, size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
   if (!p->allocated) { p->bytes[k] += bytes; return NULL; }
   zt_check(p->used[k] + bytes <= p->bytes[k], "memory plan",
            "%s region overflows its plan (%zu + %zu > %zu bytes)", kind_names[k], p->used[k], bytes, p->bytes[k]);
-  float *r = (float *)(p->base[k] + p->used[k]);
+  void *r = p->base[k] + p->used[k];
   p->used[k] += bytes;
   return r;
+}
+
+float *zt_memplan_floats(zt_memplan *p, zt_mem_kind k, size_t count) {
+  return zt_memplan_bytes(p, k, count * sizeof(float));
 }
 
 size_t zt_memplan_cursor(const zt_memplan *p, zt_mem_kind k) { return p->allocated ? p->used[k] : p->bytes[k]; }
@@ -72,6 +76,10 @@ void zt_memplan_allocate(zt_memplan *p) {
   for (int k = 0; k < ZT_MEM_KINDS; k++) {
     p->base[k] = NULL;
     if (!p->bytes[k]) continue;
+    if (p->alloc) {
+      p->base[k] = p->alloc(p->bytes[k], kind_names[k]);
+      continue;
+    }
     void *m = mmap(NULL, p->bytes[k], PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
       zt_fatal("out of memory", "mapping %zu bytes (%.1f MiB) for %s", p->bytes[k], p->bytes[k] / 1048576.0,
@@ -83,7 +91,10 @@ void zt_memplan_allocate(zt_memplan *p) {
 }
 
 void zt_memplan_free(zt_memplan *p) {
-  for (int k = 0; k < ZT_MEM_KINDS; k++)
-    if (p->base[k]) munmap(p->base[k], p->bytes[k]);
+  for (int k = 0; k < ZT_MEM_KINDS; k++) {
+    if (!p->base[k]) continue;
+    if (p->release) p->release(p->base[k], p->bytes[k]);
+    else munmap(p->base[k], p->bytes[k]);
+  }
   memset(p, 0, sizeof(*p));
 }

@@ -1,6 +1,7 @@
 /* The memory plan: parameters, gradients, optimizer state and activations each live in one
  * allocation sized before the first step. Models reserve regions (two passes: size, then carve),
- * the plan prints MiB per kind and refuses, with the numbers, a plan larger than available memory. */
+ * the plan prints MiB per kind and refuses, with the numbers, a plan larger than available memory.
+ * The allocation comes from host mappings, or from a backend's allocator (device memory) when set. */
 #ifndef ZT_MEMPLAN_H
 #define ZT_MEMPLAN_H
 
@@ -19,6 +20,9 @@ typedef struct {
   char *base[ZT_MEM_KINDS];
   size_t used[ZT_MEM_KINDS];
   int allocated;
+  /* where the regions come from: NULL = zeroed host mappings; else an allocator returning zeroed memory */
+  void *(*alloc)(size_t bytes, const char *what);
+  void (*release)(void *p, size_t bytes);
 } zt_memplan;
 
 const char *zt_mem_kind_name(zt_mem_kind k);
@@ -26,6 +30,8 @@ const char *zt_mem_kind_name(zt_mem_kind k);
  * allocation. Carving pass (after zt_memplan_allocate): returns the region's address. The two passes
  * must make the same calls in the same order; the carving pass checks that nothing overflows. */
 float *zt_memplan_floats(zt_memplan *p, zt_mem_kind k, size_t count);
+/* The same for `bytes` bytes (64-byte aligned). */
+void *zt_memplan_bytes(zt_memplan *p, zt_mem_kind k, size_t bytes);
 /* The current end of a kind's reservations (either pass) and moving it: regions reserved again from
  * an earlier cursor overlap (full recompute shares one block's activations among all layers). */
 size_t zt_memplan_cursor(const zt_memplan *p, zt_mem_kind k);
@@ -37,8 +43,8 @@ size_t zt_memplan_total(const zt_memplan *p);
 void zt_memplan_print(const zt_memplan *p);
 /* Dies naming each kind's MiB when the total exceeds limit_bytes (0: MemAvailable of the host). */
 void zt_memplan_check_fits(const zt_memplan *p, size_t limit_bytes);
-/* One zeroed, page-aligned mapping per kind (untouched pages take no memory); then rewinds for the carving
- * pass. */
+/* One zeroed allocation per kind (host: page-aligned mappings whose untouched pages take no memory); then rewinds
+ * for the carving pass. */
 void zt_memplan_allocate(zt_memplan *p);
 void zt_memplan_free(zt_memplan *p);
 /* Host memory available to us (MemAvailable from /proc/meminfo), in bytes; 0 if unknown. */

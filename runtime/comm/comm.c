@@ -159,6 +159,19 @@ void zt_comm_enable_nccl(void) {
   free(order);
 }
 
+int zt_comm_local_rank(int *local_size) {
+  need_init("zt_comm_local_rank");
+  MPI_Comm node;
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_world.rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type", &g_world, "the processes of this node");
+  int r = 0, n = 1;
+  MPI_Comm_rank(node, &r);
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  if (local_size) *local_size = n;
+  return r;
+}
+
 /* Device buffers of a group with an NCCL communicator go through NCCL. */
 static int on_nccl(const zt_group *g, const void *buf) { return g && g->nccl && zt_nccl_on_device(buf); }
 
@@ -579,13 +592,16 @@ static void barrier_impl(const zt_group *g) {
   } while (0)
 
 void zt_allreduce_sum_f32(const zt_group *g, float *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(float), g, allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, ZT_DTYPE_FP32, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(float), g,
+            allreduce(g, "zt_allreduce_sum_f32", RED_SUM_F32, ZT_DTYPE_FP32, buf, n));
 }
 void zt_allreduce_sum_f64(const zt_group *g, double *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, ZT_DTYPE_FP32, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(double), g,
+            allreduce(g, "zt_allreduce_sum_f64", RED_SUM_F64, ZT_DTYPE_FP32, buf, n));
 }
 void zt_allreduce_max_f64(const zt_group *g, double *buf, size_t n) {
-  ZT_LOGGED("all_reduce", n * sizeof(double), g, allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, ZT_DTYPE_FP32, buf, n));
+  ZT_LOGGED("all_reduce", n * sizeof(double), g,
+            allreduce(g, "zt_allreduce_max_f64", RED_MAX_F64, ZT_DTYPE_FP32, buf, n));
 }
 void zt_allreduce_sum(const zt_group *g, zt_dtype dt, void *buf, size_t n) {
   ZT_LOGGED("all_reduce", n * zt_dtype_size(dt), g, allreduce(g, "zt_allreduce_sum", RED_SUM_F32, dt, buf, n));

@@ -20,6 +20,9 @@ void zt_comm_init(int *argc, char ***argv);
 void zt_comm_finalize(void);
 int zt_comm_rank(void);
 int zt_comm_size(void);
+/* This process's rank among the processes of its node (shared memory), and how many there are (*local_size):
+ * which GPU of the node a process drives. Collective over the world. */
+int zt_comm_local_rank(int *local_size);
 
 /* All processes, world rank order. */
 const zt_group *zt_comm_world(void);

@@ -5,6 +5,7 @@
 #include "runtime/optim/optimizer.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -197,6 +198,34 @@ static void lamb_step(zt_optimizer *o, float *params, float *grads, double lr, f
   }
 }
 
+void zt_optimizer_set_backend(zt_optimizer *o, const zt_backend *be) {
+  if (!be || be->kind == ZT_BACKEND_CPU) return;
+  zt_check(o->cfg.kind == ZT_OPT_ADAM && be->adam_step, "unsupported configuration", "the %s optimizer on %s: only "
+           "Adam/AdamW has a GPU kernel so far (SGD and Lamb on GPUs land with the GPU training-speed work)",
+           o->cfg.kind == ZT_OPT_SGD ? "SGD" : "Lamb", be->name);
+  const zt_param_table *t = o->table;
+  o->be = be;
+  o->r_off = zt_malloc(sizeof(size_t) * (size_t)(t->count + 1), "optimizer ranges");
+  o->r_len = zt_malloc(sizeof(size_t) * (size_t)(t->count + 1), "optimizer ranges");
+  o->r_wd = zt_malloc(2 * sizeof(float) * (size_t)(t->count + 1), "optimizer ranges"); /* decay mask | values */
+  o->nranges = 0;
+  for (int i = 0; i < t->count; i++) { /* the part of each parameter inside [lo, hi), indexed from lo */
+    const zt_param *pp = &t->params[i];
+    size_t a = pp->offset > o->lo ? pp->offset : o->lo, b = pp->offset + pp->numel < o->hi ? pp->offset + pp->numel
+                                                                                           : o->hi;
+    if (a >= b) continue;
+    o->r_off[o->nranges] = a - o->lo;
+    o->r_len[o->nranges] = b - a;
+    o->r_wd[o->nranges++] = pp->no_weight_decay ? 0.0f : 1.0f;
+  }
+}
+
+void zt_optimizer_free(zt_optimizer *o) {
+  free(o->r_off), free(o->r_len), free(o->r_wd);
+  o->r_off = o->r_len = NULL;
+  o->r_wd = NULL;
+}
+
 void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, float grad_scale) {
   const zt_opt_config *c = &o->cfg;
   o->step++;
@@ -205,6 +234,15 @@ void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, 
     return;
   }
   float bc1 = 1.0f - powf(c->beta1, (float)o->step), bc2 = 1.0f - powf(c->beta2, (float)o->step);
+  if (o->be) { /* weight decay as configured now, on the ranges whose parameters decay */
+    float *wd = o->r_wd + o->nranges;
+    for (int r = 0; r < o->nranges; r++) wd[r] = o->r_wd[r] * c->weight_decay;
+    const zt_adam_args a = {.lr = (float)lr, .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
+                            .inv_bc1 = 1.0f / bc1, .inv_sqrt_bc2 = 1.0f / sqrtf(bc2), .grad_scale = grad_scale,
+                            .adam_w_mode = c->adam_w_mode};
+    o->be->adam_step(params, grads, o->m, o->v, NULL, ZT_DTYPE_FP32, o->r_off, o->r_len, wd, o->nranges, &a);
+    return;
+  }
   for (int i = 0; i < o->table->count; i++) {
     const zt_param *pp = &o->table->params[i];
     /* the part of this parameter inside [lo, hi), indexed from lo */

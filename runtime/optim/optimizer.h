@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/ops/backend.h"
 #include "runtime/tensor/param_table.h"
 
 typedef enum { ZT_OPT_ADAM = 0, ZT_OPT_SGD = 1, ZT_OPT_LAMB = 2 } zt_opt_kind;
@@ -37,6 +38,11 @@ typedef struct {
   int64_t step;              /* number of applied steps (bias correction) */
   float *lamb_coeffs;        /* optional (caller-owned, table->count floats): Lamb's applied trust ratio
                                 per parameter after each step, as FusedLamb.get_lamb_coeffs() */
+  /* a device backend (zt_optimizer_set_backend): its multi-tensor Adam over the parameters' ranges of [lo, hi) */
+  const zt_backend *be;
+  size_t *r_off, *r_len;
+  float *r_wd;
+  int nranges;
 } zt_optimizer;
 
 /* FusedLamb's defaults (deepspeed/ops/lamb/fused_lamb.py): betas (0.9, 0.999), eps 1e-8 outside the
@@ -49,6 +55,10 @@ void zt_optimizer_init(zt_optimizer *o, const zt_opt_config *cfg, const zt_param
  * zt_optimizer_step's params and grads point at element lo. Lamb needs whole tensors and is refused. */
 void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state,
                              size_t lo, size_t hi);
+/* The buffers (params, grads, moments) are in a device backend's memory: the step runs its Adam kernel (Adam
+ * and AdamW only: SGD and Lamb are refused, naming the work they land with). Call after init; CPU: a no-op. */
+void zt_optimizer_set_backend(zt_optimizer *o, const zt_backend *be);
+void zt_optimizer_free(zt_optimizer *o);
 /* L2 norm of all gradients (double accumulation, fixed order: deterministic). */
 double zt_grad_global_norm(const float *grads, size_t n);
 /* One update with learning rate lr and gradients multiplied by grad_scale (clipping); zeroes grads. */

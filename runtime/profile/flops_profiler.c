@@ -1,5 +1,5 @@
-/* DeepSpeed flops profiler for the GPT model: module tree, analytic MACs/flops, recorded forward
- * latencies and DeepSpeed's report layout (deepspeed/profiling/flops_profiler/profiler.py). */
+/* DeepSpeed flops profiler: the module tree a model builds, analytic MACs/flops, recorded forward latencies and
+ * DeepSpeed's report layout (deepspeed/profiling/flops_profiler/profiler.py). */
 #include "runtime/profile/flops_profiler.h"
 
 #include <errno.h>
@@ -84,8 +84,9 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 
 /* ---- the module tree ---------------------------------------------------------------------------- */
 
-static int add_mod(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double macs,
-                   double flops) {
+int zt_fp_add(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double macs,
+              double flops) {
+  zt_check(slot < p->nslots, "internal error", "flops profiler: latency slot %d of %d", slot, p->nslots);
   if (p->count == p->cap) {
     p->cap = p->cap ? 2 * p->cap : 64;
     p->mods = realloc(p->mods, (size_t)p->cap * sizeof *p->mods);
@@ -109,73 +110,41 @@ static int add_mod(zt_flops_profiler *p, int parent, const char *name, const cha
   return p->count++;
 }
 
-static int add_layernorm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps) {
+void zt_fp_set_extra(zt_flops_profiler *p, int module, const char *extra) {
+  snprintf(p->mods[module].extra, sizeof p->mods[module].extra, "%s", extra);
+}
+
+int zt_fp_add_layernorm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps) {
   /* F.layer_norm with affine weights: 5 flops per element */
-  int i = add_mod(p, parent, name, "LayerNorm", slot, 0, 5 * N * C);
+  int i = zt_fp_add(p, parent, name, "LayerNorm", slot, 0, 5 * N * C);
   snprintf(p->mods[i].extra, sizeof p->mods[i].extra, "(%d,), eps=%g, elementwise_affine=True", C, eps);
   return i;
 }
 
-static int add_linear(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double N,
-                      int in, int out) {
+int zt_fp_add_linear(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double N, int in,
+                     int out) {
   /* torch.matmul(input, weight.t()) in Megatron's linear_with_grad_accumulation: N*in*out MACs, 2x flops;
    * the bias is added with "+" (or fused later), which DeepSpeed does not count */
   double macs = N * in * out;
-  return add_mod(p, parent, name, cls, slot, macs, 2 * macs);
+  return zt_fp_add(p, parent, name, cls, slot, macs, 2 * macs);
 }
 
-zt_flops_profiler *zt_flops_profiler_new(const zt_gpt *g, const zt_flops_profiler_config *cfg) {
+zt_flops_profiler *zt_flops_profiler_create(const zt_flops_profiler_config *cfg, int nslots) {
   zt_check(cfg->top_modules >= 1, "flops_profiler.top_modules", "must be >= 1, got %d", cfg->top_modules);
   zt_check(cfg->module_depth >= -1, "flops_profiler.module_depth", "must be >= -1, got %d", cfg->module_depth);
   zt_flops_profiler *p = zt_calloc(1, sizeof *p, "flops profiler");
   p->cfg = *cfg;
   if (cfg->output_file) snprintf(p->output_file, sizeof p->output_file, "%s", cfg->output_file);
   p->cfg.output_file = p->output_file;
-  const zt_gpt_config *c = &g->cfg;
-  const int L = c->num_layers, C = c->hidden_size, NH = c->num_heads, HD = C / NH, F = c->ffn_hidden_size;
-  const int V = c->padded_vocab_size, B = g->B, T = g->T;
-  const double N = (double)B * T, eps = c->ln_eps;
-  p->num_layers = L;
-  p->nslots = ZT_GPT_FT_SLOTS + L * ZT_FT_SLOTS;
-  p->times = zt_calloc((size_t)p->nslots, sizeof(double), "flops profiler latencies");
+  p->nslots = nslots;
+  p->times = zt_calloc((size_t)nslots, sizeof(double), "flops profiler latencies");
+  return p;
+}
 
-  /* GPTModel's own: the logits matmul with the (tied) output weight; the vocab-parallel cross-entropy
-   * uses operators DeepSpeed does not patch (0 flops) */
-  int root = add_mod(p, -1, "", "GPTModel", ZT_GPT_FT_MODEL, N * C * V, 2 * N * C * V);
-  int lm = add_mod(p, root, "language_model", "TransformerLanguageModel", ZT_GPT_FT_LM, 0, 0);
-  int emb = add_mod(p, lm, "embedding", "Embedding", ZT_GPT_FT_EMB, 0, 0);
-  add_mod(p, emb, "word_embeddings", "VocabParallelEmbedding", ZT_GPT_FT_WORD, 0, 0); /* F.embedding: 0 */
-  int pos = add_mod(p, emb, "position_embeddings", "Embedding", ZT_GPT_FT_POS, 0, 0);
-  snprintf(p->mods[pos].extra, sizeof p->mods[pos].extra, "%d, %d", c->max_positions, C);
-  int enc = add_mod(p, lm, "encoder", "ParallelTransformer", ZT_GPT_FT_ENCODER, 0, 0);
-  int layers = add_mod(p, enc, "layers", "ModuleList", -1, 0, 0);
-  p->mods[layers].is_list = true;
-  for (int l = 0; l < L; l++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "%d", l);
-    const int base = ZT_GPT_FT_SLOTS + l * ZT_FT_SLOTS;
-    int lay = add_mod(p, layers, nm, "ParallelTransformerLayer", base + ZT_FT_LAYER, 0, 0);
-    add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, N, C, eps);
-    int att = add_mod(p, lay, "self_attention", "ParallelAttention", base + ZT_FT_ATTN, 0, 0);
-    add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * C);
-    /* CoreAttention: baddbmm Q K^T (B*NH*T*HD*T MACs; flops 2*MACs + the B*NH*T*T output it scales),
-     * softmax (1 flop per element), bmm P V (B*NH*T*T*HD MACs) */
-    double s = (double)B * NH * T * T, mm = s * HD;
-    add_mod(p, att, "core_attention", "CoreAttention", base + ZT_FT_CORE, 2 * mm, 2 * mm + s + s + 2 * mm);
-    add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, C, C);
-    add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, N, C, eps);
-    /* ParallelMLP's own: F.gelu, 1 flop per element */
-    int mlp = add_mod(p, lay, "mlp", "ParallelMLP", base + ZT_FT_MLP, 0, N * F);
-    add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", base + ZT_FT_FC1, N, C, F);
-    add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", base + ZT_FT_FC2, N, F, C);
-  }
-  add_layernorm(p, enc, "final_layernorm", ZT_GPT_FT_FINAL_LN, N, C, eps);
-  /* untied: the output_layer module holds the weight; GPTModel still calls the matmul with it */
-  if (c->untie_embeddings) add_mod(p, lm, "output_layer", "ColumnParallelLinear", -1, 0, 0);
-
+void zt_fp_finish(zt_flops_profiler *p, const zt_param_table *t) {
   /* parameters of each subtree from the parameter table (each tensor once: tied weights once) */
-  for (int i = 0; i < g->table.count; i++) {
-    const zt_param *prm = &g->table.params[i];
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *prm = &t->params[i];
     for (int k = 0; k < p->count; k++) {
       size_t n = strlen(p->mods[k].path);
       if (n == 0 || (strncmp(prm->name, p->mods[k].path, n) == 0 && prm->name[n] == '.'))
@@ -188,30 +157,15 @@ zt_flops_profiler *zt_flops_profiler_new(const zt_gpt *g, const zt_flops_profile
     p->mods[p->mods[k].parent].macs += p->mods[k].macs;
     p->mods[p->mods[k].parent].flops += p->mods[k].flops;
   }
-  return p;
 }
+
+void zt_flops_profiler_reset(zt_flops_profiler *p) { memset(p->times, 0, (size_t)p->nslots * sizeof(double)); }
 
 void zt_flops_profiler_free(zt_flops_profiler *p) {
   if (!p) return;
   free(p->mods);
   free(p->times);
   free(p);
-}
-
-void zt_flops_profiler_attach(zt_flops_profiler *p, zt_gpt *m) {
-  zt_check(m->cfg.num_layers == p->num_layers, "flops profiler", "built for %d layers, attached to a %d-layer model",
-           p->num_layers, m->cfg.num_layers);
-  memset(p->times, 0, (size_t)p->nslots * sizeof(double));
-  m->fwd_time = p->times;
-  m->emb.fwd_time = p->times + ZT_GPT_FT_WORD;
-  for (int l = 0; l < p->num_layers; l++) m->blocks[l].fwd_time = p->times + ZT_GPT_FT_SLOTS + l * ZT_FT_SLOTS;
-}
-
-void zt_flops_profiler_detach(zt_flops_profiler *p, zt_gpt *m) {
-  (void)p;
-  m->fwd_time = NULL;
-  m->emb.fwd_time = NULL;
-  for (int l = 0; l < m->cfg.num_layers; l++) m->blocks[l].fwd_time = NULL;
 }
 
 int zt_flops_profiler_find(const zt_flops_profiler *p, const char *path) {

@@ -1,16 +1,17 @@
-/* DeepSpeed's flops profiler (ds_config "flops_profiler") for the GPT model: the module tree of
- * Megatron-DeepSpeed's GPTModel with parameters counted from the parameter table, forward MACs and
- * flops derived analytically with the counting rules of DeepSpeed's patched torch functions, forward
- * latencies recorded by the model's layer calls while the profiler is attached, and the report
- * (summary, aggregated profile per depth, detailed module tree) in DeepSpeed's text layout.
- * docs/flops_profiler.md describes the counting rules and the relation to Megatron's TFLOPs formula. */
+/* DeepSpeed's flops profiler (ds_config "flops_profiler"), model-agnostic: a module tree that a model builds
+ * (models/gpt/gpt_flops.c builds Megatron-DeepSpeed's GPTModel) with forward MACs and flops derived analytically
+ * with the counting rules of DeepSpeed's patched torch functions (helpers below), parameters counted from the
+ * parameter table, forward latencies recorded into latency slots by the model's calls while it is attached
+ * (zt_model_profile_attach), and the report (summary, aggregated profile per depth, detailed module tree) in
+ * DeepSpeed's text layout. docs/flops_profiler.md describes the counting rules and the relation to Megatron's
+ * TFLOPs formula. */
 #ifndef ZT_FLOPS_PROFILER_H
 #define ZT_FLOPS_PROFILER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "models/gpt/gpt.h"
+#include "runtime/tensor/param_table.h"
 
 typedef struct {
   double recompute_fwd_factor;  /* bwd flops = (2 + factor) x fwd flops */
@@ -38,18 +39,31 @@ typedef struct {
   zt_flops_profiler_config cfg;
   zt_fp_module *mods;
   int count, cap;
-  double *times;        /* ZT_GPT_FT_SLOTS + L * ZT_FT_SLOTS seconds */
-  int num_layers, nslots;
+  double *times;        /* nslots seconds, the model's latency slots */
+  int nslots;
   char output_file[512];
 } zt_flops_profiler;
 
-/* Builds the module tree of m (its configuration, micro batch and parameter table). */
-zt_flops_profiler *zt_flops_profiler_new(const zt_gpt *m, const zt_flops_profiler_config *cfg);
+/* An empty tree with nslots latency slots (the model's layout of them). */
+zt_flops_profiler *zt_flops_profiler_create(const zt_flops_profiler_config *cfg, int nslots);
 void zt_flops_profiler_free(zt_flops_profiler *p);
-/* Zeroes the latencies (DeepSpeed's start_profile resets) and makes m's next forward record them. */
-void zt_flops_profiler_attach(zt_flops_profiler *p, zt_gpt *m);
-/* Stops recording: call right after the profiled forward, before backward (recompute is not timed). */
-void zt_flops_profiler_detach(zt_flops_profiler *p, zt_gpt *m);
+/* Building the tree, in pre-order (children after their parent): a module with its own MACs and flops (those of
+ * the functions its forward calls directly) and its latency slot (-1: none; DeepSpeed then sums the children);
+ * returns its index. */
+int zt_fp_add(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double macs,
+              double flops);
+/* F.layer_norm with affine weights over N rows of C: 5 flops per element; extra "(C,), eps=..., ...". */
+int zt_fp_add_layernorm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps);
+/* A linear layer's matmul over N rows: N*in*out MACs, 2x flops (the bias add is not counted, as DeepSpeed). */
+int zt_fp_add_linear(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double N, int in,
+                     int out);
+/* The module's extra_repr. */
+void zt_fp_set_extra(zt_flops_profiler *p, int module, const char *extra);
+/* After the last module: each subtree's parameters from the table (every tensor once: tied weights once) and its
+ * MACs and flops. */
+void zt_fp_finish(zt_flops_profiler *p, const zt_param_table *t);
+/* Zeroes the latencies (DeepSpeed's start_profile resets them). */
+void zt_flops_profiler_reset(zt_flops_profiler *p);
 
 /* Module lookup by dotted path ("" = GPTModel); -1 when absent. */
 int zt_flops_profiler_find(const zt_flops_profiler *p, const char *path);

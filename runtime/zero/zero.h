@@ -5,13 +5,15 @@
  * updated partitions are all-gathered into every rank's parameters, in allgather_bucket_size pieces.
  * Stage 1 averages the gradients with an all-reduce; stage 2 reduces them into their owner's partition
  * (reduce-scatter in reduce_bucket_size pieces, or an all-reduce with reduce_scatter false).
- * See docs/zero.md. */
+ * The buffers live in the model's backend memory (host, or a GPU's: the collectives then run through NCCL);
+ * the parameters in the model's storage dtype, the gradients in fp32. See docs/zero.md. */
 #ifndef ZT_ZERO_H
 #define ZT_ZERO_H
 
 #include <stddef.h>
 
 #include "runtime/comm/comm.h"
+#include "runtime/ops/backend.h"
 #include "runtime/tensor/param_table.h"
 
 typedef struct {
@@ -25,7 +27,9 @@ typedef struct {
   size_t reduce_bucket;        /* elements per reduce-scatter (all ranks' pieces together) */
   size_t allgather_bucket;     /* elements per all-gather (all ranks' pieces together) */
   int reduce_scatter;          /* stage 2: reduce-scatter (1) or all-reduce (0) */
-  float *stage_buf;            /* staging for the bucketed collectives */
+  const zt_backend *be;        /* where the flat buffers live */
+  zt_dtype param_dt;           /* the parameters' storage type (the gradients are fp32) */
+  void *stage_buf;             /* staging for the bucketed collectives (stage_len fp32 or parameter elements) */
   size_t stage_len;
 } zt_zero;
 
@@ -35,7 +39,7 @@ size_t zt_zero_padded(size_t numel, int dp_size);
 /* Sets up the partitioning; buckets are in elements (DeepSpeed's reduce_bucket_size and
  * allgather_bucket_size, 5e8 by default). */
 void zt_zero_init(zt_zero *z, int stage, const zt_group *dp, size_t numel, size_t reduce_bucket,
-                  size_t allgather_bucket, int reduce_scatter);
+                  size_t allgather_bucket, int reduce_scatter, const zt_backend *be, zt_dtype param_dt);
 void zt_zero_free(zt_zero *z);
 
 /* Averages the gradients over the data-parallel group into this rank's partition of grads (a padded
@@ -45,8 +49,8 @@ void zt_zero_free(zt_zero *z);
  * pre_scale multiplies the gradients before the sum and post_scale after it. */
 void zt_zero_reduce_gradients(zt_zero *z, float *grads, float pre_scale, float post_scale);
 
-/* Copies every rank's partition of params (a padded flat buffer) to all ranks. */
-void zt_zero_allgather_params(zt_zero *z, float *params);
+/* Copies every rank's partition of params (a padded flat buffer of param_dt) to all ranks. */
+void zt_zero_allgather_params(zt_zero *z, void *params);
 
 /* Sum of squares of this rank's partition of the gradients (part[i] is element lo + i), counting a parameter replicated over the tensor-parallel
  * group (tp_split_dim < 0) only on tensor-parallel rank 0 (count_replicated), so that sums over the data-

@@ -22,31 +22,41 @@ static size_t seg(const zt_zero3 *s, size_t a, size_t b, int r, size_t *x) {
   return y > *x ? y - *x : 0;
 }
 
-static void scale(float *x, size_t n, float f) {
-  if (f == 1.0f) return;
-  #pragma omp parallel for schedule(static) if (n > 65536)
-  for (size_t i = 0; i < n; i++) x[i] *= f;
+static void scale(const zt_zero3 *s, float *x, size_t n, float f) {
+  if (f != 1.0f) s->z->be->scale_f32(x, f, n);
 }
 
-/* Gives [x, y) of buf back to the system: whole pages through madvise (they read as zeros afterwards);
- * with zero the partial pages at the ends are cleared too; with poison (parameters only) NaN instead. */
-static void give_back(zt_zero3 *s, float *buf, size_t x, size_t y, int zero) {
+static size_t param_es(const zt_zero3 *s) { return zt_dtype_size(s->z->param_dt); }
+
+/* Gives elements [x, y) of buf (es-byte elements) back: on the host whole pages through madvise (they read as
+ * zeros afterwards), with zero the partial pages at the ends cleared too; with poison (parameters only) NaN
+ * instead. Device memory stays allocated (cleared with zero, NaN with poison). */
+static void give_back(zt_zero3 *s, void *buf, size_t es, size_t x, size_t y, int zero) {
   if (y <= x) return;
+  const zt_backend *be = s->z->be;
+  char *b0 = (char *)buf + x * es, *b1 = (char *)buf + y * es;
   if (s->cfg.poison && !zero) {
-    for (size_t i = x; i < y; i++) buf[i] = NAN;
+    if (be->host_visible)
+      for (float *f = (float *)b0; f < (float *)b1; f++) *f = NAN;
+    else
+      be->memset(b0, 0xff, (size_t)(b1 - b0)); /* all ones: NaN in fp32, bf16 and fp16 */
+    return;
+  }
+  if (!be->host_visible) {
+    if (zero) be->memset(b0, 0, (size_t)(b1 - b0));
     return;
   }
   const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  uintptr_t p0 = ((uintptr_t)(buf + x) + page - 1) / page * page, p1 = (uintptr_t)(buf + y) / page * page;
+  uintptr_t p0 = ((uintptr_t)b0 + page - 1) / page * page, p1 = (uintptr_t)b1 / page * page;
   if (p0 < p1) {
     zt_check(madvise((void *)p0, p1 - p0, MADV_DONTNEED) == 0, "ZeRO-3", "madvise of %zu bytes failed",
              (size_t)(p1 - p0));
     if (zero) {
-      memset(buf + x, 0, (size_t)(p0 - (uintptr_t)(buf + x)));
-      memset((void *)p1, 0, (size_t)((uintptr_t)(buf + y) - p1));
+      memset(b0, 0, (size_t)(p0 - (uintptr_t)b0));
+      memset((void *)p1, 0, (size_t)((uintptr_t)b1 - p1));
     }
   } else if (zero) {
-    memset(buf + x, 0, (y - x) * sizeof(float));
+    memset(b0, 0, (size_t)(b1 - b0));
   }
 }
 
@@ -63,7 +73,7 @@ static void drop_params(zt_zero3 *s, size_t a, size_t b, int drop_owned) {
     size_t y = b;
     if (lo > x) y = min_sz(y, lo);
     if (k < s->npersist) y = min_sz(y, s->pa[k]);
-    give_back(s, s->params, x, y, 0);
+    give_back(s, s->params, param_es(s), x, y, 0);
     x = y;
   }
 }
@@ -78,7 +88,7 @@ static void gather_ranges(zt_zero3 *s, const size_t *a, const size_t *b, int n) 
     for (int r = 0; r < D; r++) {
       const size_t len = seg(s, a[i], b[i], r, &x);
       if (len == 0) continue;
-      zt_broadcast(s->z->dp, s->params + x, len * sizeof(float), r);
+      zt_broadcast(s->z->dp, zt_at(s->params, s->z->param_dt, x), len * param_es(s), r);
       if (r != me) s->gathered_elems += len;
       s->broadcasts++;
     }
@@ -90,14 +100,14 @@ static int swapped(const zt_zero3 *s, int u) { return s->ps && s->ps->len[u] > 0
 /* This rank's offloaded piece of unit u into the flat buffer. */
 static void piece_in(zt_zero3 *s, int u) {
   if (!swapped(s, u) || s->in[u]) return;
-  zt_param_swapper_read(s->ps, u, s->params + s->ox[u]);
+  zt_param_swapper_read(s->ps, u, (float *)s->params + s->ox[u]);
   s->in[u] = 1;
 }
 
 /* ... and out of it (written to NVMe first when it changed). */
 static void piece_out(zt_zero3 *s, int u, int write) {
   if (!swapped(s, u) || !s->in[u]) return;
-  if (write) zt_param_swapper_write(s->ps, u, s->params + s->ox[u]);
+  if (write) zt_param_swapper_write(s->ps, u, (float *)s->params + s->ox[u]);
   drop_params(s, s->ox[u], s->ox[u] + s->olen[u], 1);
   s->in[u] = 0;
 }
@@ -126,7 +136,7 @@ static void drop_unit(zt_zero3 *s, int u) {
 }
 
 void zt_zero3_init(zt_zero3 *s, const zt_zero *z, const zt_zero3_config *cfg, const zt_param_table *t,
-                   float *params, float *grads, int n, const size_t *a, const size_t *b) {
+                   void *params, float *grads, int n, const size_t *a, const size_t *b) {
   memset(s, 0, sizeof(*s));
   s->z = z;
   s->cfg = *cfg;
@@ -158,7 +168,7 @@ void zt_zero3_init(zt_zero3 *s, const zt_zero *z, const zt_zero3_config *cfg, co
       s->pb[s->npersist++] = p->offset + p->numel;
     }
   }
-  s->acc = zt_calloc(z->hi - z->lo + 1, sizeof(float), "ZeRO-3 gradient partition");
+  s->acc = z->be->alloc((z->hi - z->lo + 1) * sizeof(float), "ZeRO-3 gradient partition");
   s->ox = zt_malloc(2 * (size_t)n * sizeof(size_t), "ZeRO-3 pieces");
   s->olen = s->ox + n;
   size_t kept = 0;
@@ -170,6 +180,8 @@ void zt_zero3_init(zt_zero3 *s, const zt_zero *z, const zt_zero3_config *cfg, co
   }
   s->in = zt_calloc((size_t)n, 1, "ZeRO-3 piece flags");
   if (cfg->param_nvme_path) {
+    zt_check(z->be->host_visible, "unsupported configuration", "offload_param nvme with the parameters on a GPU "
+             "lands with the GPU offload work (ZeRO-Infinity on the GPU path)");
     s->ps = zt_malloc(sizeof(*s->ps), "offload_param swapper");
     zt_param_swapper_init(s->ps, cfg->aio, cfg->param_nvme_path, cfg->rank, n, swap_len, cfg->buffer_count,
                           cfg->buffer_size, cfg->pin_memory);
@@ -210,7 +222,7 @@ void zt_zero3_free(zt_zero3 *s) {
   free(s->live);
   free(s->pending);
   free(s->pa);
-  free(s->acc);
+  if (s->acc) s->z->be->release(s->acc, (s->z->hi - s->z->lo + 1) * sizeof(float));
   free(s->trace);
   memset(s, 0, sizeof(*s));
 }
@@ -337,9 +349,10 @@ void zt_zero3_release_all(zt_zero3 *s) {
 
 void zt_zero3_grad_ready(zt_zero3 *s, int u) {
   const size_t n = usize(s, u);
+  const zt_backend *be = s->z->be;
   float *g = s->grads + s->ua[u];
-  if (s->cfg.grad_round != ZT_DTYPE_FP32) s->overflow |= zt_round_f32(g, g, n, s->cfg.grad_round) > 0;
-  else if (s->cfg.fp16_check) s->overflow |= zt_count_nonrepresentable(g, n, ZT_DTYPE_FP16) > 0;
+  if (s->cfg.grad_round != ZT_DTYPE_FP32) s->overflow |= be->round_f32(g, g, n, s->cfg.grad_round) > 0;
+  else if (s->cfg.fp16_check) s->overflow |= be->count_nonrepresentable(g, n, ZT_DTYPE_FP16) > 0;
   s->pending[s->npending++] = u;
   s->pending_elems += n;
   if (s->pending_elems >= s->cfg.reduce_bucket) zt_zero3_flush_grads(s);
@@ -352,6 +365,7 @@ void zt_zero3_flush_grads(zt_zero3 *s) {
   if (s->npending == 0) return;
   const int D = s->z->dp_size, me = s->z->dp_rank;
   const zt_dtype cd = D > 1 ? s->cfg.comm_dtype : ZT_DTYPE_FP32;
+  const zt_backend *be = s->z->be;
   size_t x;
   for (int i = 0; i < s->npending; i++) {
     const int u = s->pending[i];
@@ -359,19 +373,19 @@ void zt_zero3_flush_grads(zt_zero3 *s) {
       const size_t len = seg(s, s->ua[u], s->ub[u], r, &x);
       if (len == 0) continue;
       float *g = s->grads + x;
-      scale(g, len, s->cfg.pre_scale);
-      if (cd != ZT_DTYPE_FP32) zt_round_f32(g, g, len, cd);
+      scale(s, g, len, s->cfg.pre_scale);
+      if (cd != ZT_DTYPE_FP32) be->round_f32(g, g, len, cd);
       zt_reduce_sum_f32(s->z->dp, g, len, r);
       s->reduces++;
       s->reduced_elems += len;
       if (r != me) continue;
-      scale(g, len, s->cfg.post_scale);
-      if (cd != ZT_DTYPE_FP32) zt_round_f32(g, g, len, cd);
+      scale(s, g, len, s->cfg.post_scale);
+      if (cd != ZT_DTYPE_FP32) be->round_f32(g, g, len, cd);
       float *acc = s->acc + (x - s->z->lo);
-      for (size_t j = 0; j < len; j++) acc[j] += g[j];
-      if (s->cfg.grad_round != ZT_DTYPE_FP32) zt_round_f32(acc, acc, len, s->cfg.grad_round);
+      be->accumulate(ZT_DTYPE_FP32, acc, g, len);
+      if (s->cfg.grad_round != ZT_DTYPE_FP32) be->round_f32(acc, acc, len, s->cfg.grad_round);
     }
-    give_back(s, s->grads, s->ua[u], s->ub[u], 1);
+    give_back(s, s->grads, sizeof(float), s->ua[u], s->ub[u], 1);
   }
   s->npending = 0;
   s->pending_elems = 0;
@@ -385,7 +399,7 @@ int zt_zero3_take_grads(zt_zero3 *s) {
 }
 
 void zt_zero3_after_step(zt_zero3 *s, int params_changed) {
-  memset(s->acc, 0, (s->z->hi - s->z->lo) * sizeof(float));
+  s->z->be->memset(s->acc, 0, (s->z->hi - s->z->lo) * sizeof(float));
   if (s->recording) {
     s->recording = 0;
     s->trace_ok = s->trace_n > 0;

@@ -23,7 +23,9 @@
  *
  * Parameters arrive by one broadcast per owner's piece of each unit, straight into the flat buffer; gradients
  * leave by one reduce per piece: no staging buffers, and each element crosses the network once per rank as
- * in an all-gather / reduce-scatter. docs/zero.md. */
+ * in an all-gather / reduce-scatter. The buffers are the model's on its backend (runtime/zero/zero.h); on a
+ * GPU the released parameters keep their device memory (the device-memory pool of stage 3 is the work of the
+ * offload issue: docs/zero.md), and offload_param to NVMe is host-only. docs/zero.md. */
 #ifndef ZT_ZERO3_H
 #define ZT_ZERO3_H
 
@@ -58,7 +60,8 @@ typedef struct {
 typedef struct {
   const zt_zero *z;            /* the partition layout (lo, hi, part, the data-parallel group) */
   zt_zero3_config cfg;
-  float *params, *grads;
+  void *params;                /* the flat parameters, of z->param_dt, in z->be's memory */
+  float *grads;
   size_t numel;
   int nunits;
   size_t *ua, *ub;             /* unit u is [ua[u], ub[u]) */
@@ -88,7 +91,7 @@ typedef struct {
  * (persistence is decided per parameter). No unit is live afterwards: the caller initializes the parameters
  * (unit by unit, with zt_zero3_discard after each, or all at once followed by zt_zero3_release_all). */
 void zt_zero3_init(zt_zero3 *s, const zt_zero *z, const zt_zero3_config *cfg, const zt_param_table *t,
-                   float *params, float *grads, int n, const size_t *a, const size_t *b);
+                   void *params, float *grads, int n, const size_t *a, const size_t *b);
 void zt_zero3_free(zt_zero3 *s);
 
 /* Training (1): fetches follow and record the trace; evaluation (0): fetch on demand, release at once. */

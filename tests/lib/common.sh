@@ -13,3 +13,7 @@ close() {
     for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; s = x[i] < 0 ? -x[i] : x[i];
       if (d > tol * s + 1e-12) exit 1 } }'
 }
+# Whether some line of text $2 ends with $1: another rank's output that mpirun relays at the same moment may
+# precede a rank's line on the same output line.
+ends_line() { awk -v w="$1" 'length($0) >= length(w) && substr($0, length($0) - length(w) + 1) == w { f = 1 }
+                            END { exit !f }' <<<"$2"; }

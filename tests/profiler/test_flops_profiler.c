@@ -51,7 +51,7 @@ static void test_counts(void) {
   zt_gpt m;
   build(&m, 0);
   zt_flops_profiler_config cfg = config(-1, 1, true, NULL);
-  zt_flops_profiler *p = zt_flops_profiler_new(&m, &cfg);
+  zt_flops_profiler *p = zt_gpt_flops_profiler(&m, &cfg);
   /* N = B*T = 16 tokens.
    * params: word 32*16 = 512, position 8*16 = 128 -> embedding 640; per layer: layernorms 2*16 = 32 each,
    *   qkv 48*16+48 = 816, dense 16*16+16 = 272 -> attention 1088; h_to_4h 64*16+64 = 1088,
@@ -103,7 +103,7 @@ static void test_counts(void) {
   zt_gpt_config c = m.cfg;
   c.untie_embeddings = 1;
   zt_gpt_build(&u, &c, 0);
-  p = zt_flops_profiler_new(&u, &cfg);
+  p = zt_gpt_flops_profiler(&u, &cfg);
   expect(p, "", 7744, 114688, 238848);
   expect(p, "language_model.output_layer", 512, 0, 0);
   zt_flops_profiler_free(p);
@@ -130,12 +130,12 @@ static void test_bit_identical(const char *report_path) {
     build(&a, rc);
     build(&b, rc);
     zt_flops_profiler_config cfg = config(-1, 2, true, report_path);
-    zt_flops_profiler *p = zt_flops_profiler_new(&b, &cfg);
+    zt_flops_profiler *p = zt_gpt_flops_profiler(&b, &cfg);
     float la = fwd(&a);
     zt_gpt_backward(&a, 1.0f);
-    zt_flops_profiler_attach(p, &b);
+    zt_model_profile_attach(&b.model, p);
     float lb = fwd(&b);
-    zt_flops_profiler_detach(p, &b);
+    zt_model_profile_detach(&b.model);
     zt_gpt_backward(&b, 1.0f);
     size_t diff = 0;
     for (size_t i = 0; i < a.table.numel; i++) diff += memcmp(&a.grads[i], &b.grads[i], 4) != 0;
@@ -164,7 +164,7 @@ static void test_bit_identical(const char *report_path) {
       char path2[600];
       snprintf(path2, sizeof path2, "%s.depth2", report_path);
       zt_flops_profiler_config c2 = config(2, 1, false, path2);
-      zt_flops_profiler *p2 = zt_flops_profiler_new(&b, &c2);
+      zt_flops_profiler *p2 = zt_gpt_flops_profiler(&b, &c2);
       r.bwd_latency = 0;
       zt_flops_profiler_report(p2, &r);
       zt_flops_profiler_free(p2);

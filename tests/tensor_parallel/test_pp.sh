@@ -45,7 +45,7 @@ out=$(run 2 --micro-batch-size 4 --pipeline-model-parallel-size 2); same "PP=2" 
 layer=$(( 4 * H + 3 * H * H + 3 * H + H * H + H + 4 * H * H + 4 * H + 4 * H * H + H ))
 for want in " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): $(( V * H + S * H + 2 * layer ))" \
             " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): $(( 2 * layer + 2 * H + V * H ))"; do
-  if grep -qxF -- "$want" <<<"$out"; then ok "parameter count:$want"; else bad "parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
+  if ends_line "$want" "$out"; then ok "parameter count:$want"; else bad "parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
 done
 out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 4); same "PP=4" "$ref" "$out" $?
 out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2); same "PP=2 x DP=2" "$ref" "$out" $?
@@ -75,7 +75,7 @@ grep -qF "> interleaved pipeline schedule: 4 stages x 2 chunks of 1 layer, 4 mic
 for want in " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): $(( V * H + S * H + 2 * layer ))" \
             " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): $(( 2 * layer ))" \
             " > number of parameters on (tensor, pipeline) model parallel rank (0, 3): $(( 2 * layer + 2 * H + V * H ))"; do
-  if grep -qxF -- "$want" <<<"$out"; then ok "interleaved parameter count:$want"; else bad "interleaved parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
+  if ends_line "$want" "$out"; then ok "interleaved parameter count:$want"; else bad "interleaved parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"; fi
 done
 out=$(run 4 --micro-batch-size 2 "${il[@]}"); same "interleaved PP=4 x 2 chunks, 8 micro batches" "$ref8b" "$out" $?
 out=$(run 8 --micro-batch-size 4 "${il[@]}" --tensor-model-parallel-size 2 --sequence-parallel --checkpoint-activations)

@@ -206,8 +206,9 @@ def main():
         stub_objs.append(o)
         rules.append('%s: %s $(STAMP)\n\t@echo "  CC (stub) %s"\n\t@mkdir -p %s\n\t@%s %s %s -c %s -o %s'
                      % (o, f, rel, os.path.dirname(o), cc, ' '.join(map(q, cflags)), ' '.join(map(q, inc)), f, o))
-    # the CUDA-only C files go in an archive: a test links one only when it needs it, so a file another person is
-    # in the middle of editing breaks only the tests that use it
+    # the CUDA-only C files go in an archive, linked whole: a test reaches them through libzt.a (the shared model
+    # asks for the CUDA backend), after the linker has scanned their archive, so it would otherwise take libzt.a's
+    # CPU-build copies
     lib_c = os.path.join(out, 'obj/libzt_cuda_c.a')
     for f in sorted(find(os.path.join(root, 'tests/cuda'), ['.'], ('.c',))):
         name = os.path.basename(f)[:-2]
@@ -219,7 +220,8 @@ def main():
         rules.append('%s: %s $(STAMP)\n\t@echo "  CC %s"\n\t@mkdir -p %s\n\t@%s %s -c %s -o %s'
                      % (o, f, os.path.relpath(f, root), os.path.dirname(o), cc, ' '.join(map(q, cflags)), f, o))
         rules.append('%s: %s $(GEN_OBJS) $(EMU_OBJS) $(STUB_OBJS) %s %s\n\t@echo "  LINK %s"\n\t@mkdir -p %s\n'
-                     '\t@%s -o %s %s $(GEN_OBJS) $(EMU_OBJS) $(STUB_OBJS) %s %s'
+                     '\t@%s -o %s %s $(GEN_OBJS) $(EMU_OBJS) $(STUB_OBJS) -Wl,--whole-archive %s '
+                     '-Wl,--no-whole-archive %s'
                      % (b, o, lib_c, libzt, name, os.path.dirname(b), cxx, b, o, lib_c, ' '.join(map(q, ldflags))))
     # the emulator's own test: its semantics and the undefined behaviour it must catch
     st_src = os.path.join(emu, 'selftest.cu')

@@ -7,8 +7,10 @@
 #
 # Each case is one line, `train_case NAME NP [FLAGS...]`: NP processes (mpirun -np NP for both runs when NP > 1,
 # the emulated one with ZT_EMU_DEVICES=NP: one emulated GPU per rank, as on a node with NP GPUs), FLAGS added to the
-# tiny model's. A tensor-parallel case, once the GPU path runs it, reads: train_case "TP=2" 2
-# --tensor-model-parallel-size 2.
+# tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
+# The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
+# (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, and checkpoints: a GPU run
+# saved and resumed bit for bit, and its checkpoint loaded by the CPU build.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ZT_BUILD=$ROOT/build
@@ -61,7 +63,7 @@ launch() {
 train_case() {
   local name=$1 np=$2
   shift 2
-  local k=${name//[^A-Za-z0-9_.=-]/_} rc c g ms
+  local k=${name//[^A-Za-z0-9_.=-]/_} rc c g ms tol=${TOL:-1e-5}
   local cpu_log=$OUT/logs/train_$k.cpu.log emu_log=$OUT/logs/train_$k.emu.log
   # the reference stays on the CPU even in a CUDA build on a GPU machine
   CUDA_VISIBLE_DEVICES= launch "$np" "$cpu_log" "$cpu_bin" "${tiny[@]}" "$@"
@@ -80,8 +82,8 @@ train_case() {
   fi
   ! grep -q "^> compute: GPU" "$cpu_log" || bad "$name: the reference run" "trained on a GPU"
   c=$(field "$(cat "$cpu_log")" "lm loss") g=$(field "$(cat "$emu_log")" "lm loss")
-  if close "$c" "$g" 1e-5; then
-    ok "$name: $(wc -w <<<"$g") logged lm losses within 1e-5 of the CPU's ($g)"
+  if close "$c" "$g" "$tol"; then
+    ok "$name: $(wc -w <<<"$g") logged lm losses within $tol of the CPU's ($g)"
   else
     bad "$name: lm loss" "CPU '$c', emulated GPU '$g'"
   fi
@@ -91,9 +93,47 @@ train_case() {
   echo "     $name: ${ms:-?} ms per emulated iteration (logs: $cpu_log, $emu_log)"
 }
 
+# resume_case NAME NP FLAGS...: the emulated GPU run of 4 iterations, and the same saved at 2, stopped and resumed:
+# the same losses bit for bit; the CPU build loads that checkpoint and continues within 1e-3 (other kernels).
+resume_case() {
+  local name=$1 np=$2
+  shift 2
+  local k=${name//[^A-Za-z0-9_.=-]/_} d
+  d=$(mktemp -d "$OUT/logs/ckpt_$k.XXXX")
+  ZT_EMU_DEVICES=$np launch "$np" "$d/straight.log" "$emu_bin" "${tiny[@]}" "$@"
+  ZT_EMU_DEVICES=$np launch "$np" "$d/first.log" "$emu_bin" "${tiny[@]}" "$@" --save "$d/ck" --save-interval 2 \
+    --exit-interval 2
+  ZT_EMU_DEVICES=$np launch "$np" "$d/second.log" "$emu_bin" "${tiny[@]}" "$@" --load "$d/ck"
+  CUDA_VISIBLE_DEVICES= launch "$np" "$d/cpu.log" "$cpu_bin" "${tiny[@]}" "$@" --load "$d/ck"
+  local s a b c
+  s=$(field "$(cat "$d/straight.log")" "lm loss") a=$(field "$(cat "$d/first.log")" "lm loss")
+  b=$(field "$(cat "$d/second.log")" "lm loss") c=$(field "$(cat "$d/cpu.log")" "lm loss")
+  if [ -n "$s" ] && [ "$s" == "$a$b" ]; then ok "$name: saved at 2 and resumed on the GPU: the same losses bit for bit"
+  else bad "$name: GPU resume" "straight '$s', saved '$a' + resumed '$b'"; fi
+  if [ -n "$c" ] && close "$b" "$c" 1e-3; then ok "$name: the CPU build continues the GPU's checkpoint ($c)"
+  else bad "$name: CPU load of the GPU checkpoint" "GPU '$b', CPU '$c': $(grep -m1 error "$d/cpu.log")"; fi
+}
+
 train_case "one process, fp32, dropout 0.1" 1
 train_case "one process, fp32, no dropout, 2 micro batches" 1 --attention-dropout 0 --hidden-dropout 0 \
   --micro-batch-size 1 --global-batch-size 2
+train_case "DP=2" 2
+train_case "TP=2, sequence parallel, recompute" 2 --tensor-model-parallel-size 2 --sequence-parallel \
+  --checkpoint-activations
+train_case "PP=2 (1F1B), untied" 2 --pipeline-model-parallel-size 2 --untie-embeddings-and-output-weights
+train_case "PP=4 x 2 virtual chunks (interleaved)" 4 --pipeline-model-parallel-size 4 --num-layers 8 \
+  --num-layers-per-virtual-pipeline-stage 1 --micro-batch-size 1
+zero_cfg() { # a ds_config of ZeRO stage $1 with small buckets (several collectives per step)
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1.0, "zero_optimization":
+  {"stage": %d, "reduce_bucket_size": 3000, "allgather_bucket_size": 3000, "stage3_prefetch_bucket_size": 5000,
+  "stage3_param_persistence_threshold": 100}}' "$1" >"$OUT/logs/zero$1.json"
+  echo "$OUT/logs/zero$1.json"
+}
+for stage in 1 2 3; do
+  train_case "ZeRO-$stage, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg "$stage")"
+done
+TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
+resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

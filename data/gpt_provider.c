@@ -1,0 +1,99 @@
+/* GPT's data provider: the dataset build (Megatron's train_valid_test_num_samples were computed by the trainer)
+ * and the batch of inputs, labels and masks. */
+#include "data/gpt_provider.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/gpt_data.h"
+#include "data/mock_data.h"
+#include "runtime/base/error.h"
+
+typedef struct {
+  zt_data_provider base;
+  zt_data_setup s;
+  zt_mock_data mock[3];      /* --mock-data: train, valid, test */
+  zt_gpt_data gdata;         /* --data-path and friends */
+  int use_gdata;
+  int32_t eod;               /* end-of-document id (tokenizer's; V-1 for mock data) */
+  int32_t *text;             /* [mbs, seq+1] */
+  int32_t *tokens, *labels;  /* [mbs, seq] */
+  float *loss_mask;          /* [mbs, seq] */
+  int32_t *positions;        /* [mbs, seq] with --reset-position-ids, else NULL */
+  int32_t *key_start;        /* [mbs, seq] with --reset-attention-mask, else NULL */
+} gpt_provider;
+
+/* Samples [first, first + B) of split: tokens = text[:, :-1], labels = text[:, 1:], and the masks. */
+static void load(zt_data_provider *dp, int split, uint64_t first, zt_batch *b) {
+  gpt_provider *p = dp->impl;
+  const zt_data_setup *s = &p->s;
+  const int B = s->micro_batch, T = s->seq_length;
+  for (int r = 0; r < B; r++) {
+    int32_t *row = p->text + (size_t)r * (T + 1);
+    if (p->use_gdata) zt_gpt_data_get(&p->gdata, split, (int64_t)(first + r), row); /* ids checked at open */
+    else zt_mock_data_sample(&p->mock[split], first + r, row);
+    memcpy(p->tokens + (size_t)r * T, row, (size_t)T * sizeof(int32_t));
+    memcpy(p->labels + (size_t)r * T, row + 1, (size_t)T * sizeof(int32_t));
+    if (s->eod_mask_loss || p->positions || p->key_start)
+      zt_gpt_ltor_masks(p->tokens + (size_t)r * T, T, p->eod, s->eod_mask_loss, p->loss_mask + (size_t)r * T,
+                        p->positions ? p->positions + (size_t)r * T : NULL,
+                        p->key_start ? p->key_start + (size_t)r * T : NULL);
+  }
+  *b = (zt_batch){.B = B, .T = T, .tokens = p->tokens, .positions = p->positions, .labels = p->labels,
+                  .loss_mask = p->loss_mask, .key_start = p->key_start};
+}
+
+static int has_split(const zt_data_provider *dp, int split) {
+  const gpt_provider *p = dp->impl;
+  return !p->use_gdata || zt_gpt_data_has(&p->gdata, split);
+}
+
+static void provider_free(zt_data_provider *dp) {
+  gpt_provider *p = dp->impl;
+  if (p->use_gdata) zt_gpt_data_free(&p->gdata);
+  free(p->text), free(p->tokens), free(p->labels), free(p->loss_mask), free(p->positions), free(p->key_start);
+  free(p);
+}
+
+zt_data_provider *zt_gpt_provider_create(const zt_data_setup *s) {
+  gpt_provider *p = zt_calloc(1, sizeof *p, "GPT data provider");
+  p->base = (zt_data_provider){.kind = "GPT", .load = load, .has_split = has_split, .free = provider_free, .impl = p};
+  p->s = *s;
+  p->eod = s->vocab_size - 1; /* the mock stream's separator */
+  if (s->mock_data) {
+    for (int k = 0; k < 3; k++)
+      p->mock[k] = (zt_mock_data){.vocab_size = s->vocab_size, .seq_length = s->seq_length, .seed = s->seed,
+                                  .split_id = (uint64_t)k};
+  } else {
+    p->eod = zt_tokenizer_eod(s->tokenizer);
+    zt_check(p->eod >= 0 || !(s->reset_position_ids || s->reset_attention_mask || s->eod_mask_loss),
+             "inconsistent arguments", "--reset-position-ids/--reset-attention-mask/--eod-mask-loss need an "
+             "end-of-document token, and the %s tokenizer has none", s->tokenizer_name);
+    zt_gpt_data_config c = {
+        .data_path_n = s->data_path_n, .data_path = s->data_path,
+        .split_path_n = {s->split_path_n[0], s->split_path_n[1], s->split_path_n[2]},
+        .split_path = {s->split_path[0], s->split_path[1], s->split_path[2]}, .split = s->split,
+        .cache_path = s->cache_path, .seq_length = s->seq_length, .seed = s->seed,
+        .train_exact_num_epochs = s->train_exact_num_epochs,
+        .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
+        .vocab_size = s->vocab_size, .tokenizer_name = s->tokenizer_name};
+    zt_log("> building train, validation, and test datasets ...\n");
+    zt_gpt_data_build(&p->gdata, &c);
+    p->use_gdata = 1;
+    if (s->eval_iters > 0)
+      for (int k = 1; k < 3; k++)
+        if (!zt_gpt_data_has(&p->gdata, k))
+          zt_log(" > no %s documents (--split '%s'): %s evaluation is skipped\n", k == 1 ? "validation" : "test",
+                 s->split, k == 1 ? "validation" : "test");
+    zt_log("> finished creating GPT datasets ...\n");
+  }
+  const size_t BT = (size_t)s->micro_batch * s->seq_length;
+  p->text = zt_malloc((BT + s->micro_batch) * sizeof(int32_t), "batch text");
+  p->tokens = zt_malloc(BT * sizeof(int32_t), "batch tokens");
+  p->labels = zt_malloc(BT * sizeof(int32_t), "batch labels");
+  p->loss_mask = zt_malloc(BT * sizeof(float), "loss mask");
+  for (size_t i = 0; i < BT; i++) p->loss_mask[i] = 1.0f;
+  if (s->reset_position_ids) p->positions = zt_malloc(BT * sizeof(int32_t), "position ids");
+  if (s->reset_attention_mask) p->key_start = zt_malloc(BT * sizeof(int32_t), "attention mask starts");
+  return &p->base;
+}

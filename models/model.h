@@ -1,0 +1,216 @@
+/* The model contract (Megatron-core's MegatronModule): what the engine, the pipeline schedules, ZeRO, mixed
+ * precision, checkpoints, the flops profiler and the monitors need from any model (GPT, BERT, T5, MoE), so that
+ * none of them knows which model it drives. A model fills a zt_model when it is built: its parameter table (the
+ * spine), its flat buffers on a backend (runtime/ops/backend.h), its parallel layout, its ZeRO-3 fetch units and
+ * the tensors that cross a pipeline stage boundary; and it implements the operations below (forward of a micro
+ * batch or pipeline chunk returning named losses, backward, initialization of a parameter range, the flops
+ * profiler's module tree). The generic parts of gradient finalization (sequence-parallel sums, the gradient
+ * norm, folding half-precision gradients) work from the table and live in models/model.c.
+ *
+ * Dependencies point down: runtime <- models <- data, train <- checkpoints (docs/architecture.md). */
+#ifndef ZT_MODEL_H
+#define ZT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/base/memplan.h"
+#include "runtime/comm/comm.h"
+#include "runtime/ops/backend.h"
+#include "runtime/profile/flops_profiler.h"
+#include "runtime/tensor/param_table.h"
+
+/* ---- a micro batch ------------------------------------------------------------------------------------------
+ * Host arrays of B x T tokens (row-major), NULL where the model kind has no such tensor; the data provider of
+ * the model kind fills them (data/provider.h) and the model stages what it reads onto its backend. */
+typedef struct {
+  int B, T;
+  const int32_t *tokens;          /* [B, T] input ids */
+  const int32_t *positions;       /* [B, T] position ids, or NULL: 0..T-1 (--reset-position-ids) */
+  const int32_t *token_types;     /* [B, T] segment ids (BERT), or NULL */
+  const int32_t *labels;          /* [B, T] targets of the language-model loss */
+  const float *loss_mask;         /* [B, T] weights of the language-model loss, or NULL: all ones */
+  const uint8_t *padding;         /* [B, T] nonzero = padding key (bidirectional models), or NULL */
+  const int32_t *key_start;       /* [B, T] first key a query may see (documents packed in a sequence), or NULL */
+  const int32_t *sentence_labels; /* [B] sentence-level targets (BERT's sentence order), or NULL */
+} zt_batch;
+
+/* Where a forward runs: the batch shape, the global sample index of row 0 (dropout key), the seed, whether dropout
+ * is on; key_padding/key_start as the layers read them (the model sets them from the batch). */
+typedef struct {
+  int B, T;
+  uint64_t first_sample;
+  uint64_t seed;
+  int training;
+  const uint8_t *key_padding; /* [B, T] in the backend's memory, or NULL */
+  const int32_t *key_start;   /* [B, T] in the backend's memory, or NULL */
+} zt_pass;
+
+/* The named losses of one micro batch, in the order of the log line ("lm loss" first). value[0..n) are each
+ * loss's mean over its tokens (or samples); total is what the backward differentiates (their weighted sum). */
+enum { ZT_MAX_LOSSES = 4 };
+typedef struct {
+  int n;
+  const char *name[ZT_MAX_LOSSES];
+  float value[ZT_MAX_LOSSES];
+  float total;
+} zt_losses;
+
+/* A tensor crossing a pipeline stage boundary: n elements of dt in the backend's memory. */
+typedef struct {
+  void *buf;
+  size_t n;
+  zt_dtype dt;
+} zt_stage_tensor;
+enum { ZT_MAX_STAGE_TENSORS = 2 };
+
+/* ZeRO-3 events: before a unit's parameters are read, after, and once its gradients for the micro batch are
+ * complete (and folded into the fp32 accumulation). */
+enum { ZT_PARAM_FETCH, ZT_PARAM_RELEASE, ZT_PARAM_GRAD_READY };
+
+/* ---- building a model ------------------------------------------------------------------------------------------
+ * The architecture flags a model kind reads (Megatron's args namespace; validated by the argument parser), and
+ * where and how the engine has it built. */
+typedef struct {
+  int num_layers, hidden_size, num_heads, ffn_hidden_size, max_positions, padded_vocab_size;
+  float ln_eps, attn_dropout, hidden_dropout, init_std;
+  int untie_embeddings;
+} zt_model_args;
+
+typedef struct {
+  const zt_backend *backend;   /* NULL: the CPU */
+  zt_dtype dtype;              /* storage of parameters and activations (fp32 on the CPU) */
+  int micro_batch, seq_length;
+  int recompute, partition_activations;
+  int master_weights;          /* plan fp32 masters (mixed precision) */
+  int zero_partitions;         /* pad the flat buffers to this many partitions; the optimizer state holds one */
+  int optim_offloaded;         /* the optimizer state lives elsewhere (NVMe offload): none planned */
+  int forward_only;            /* a teacher or an evaluator: no gradients or optimizer state */
+  const zt_group *tp_group;
+  int tp_size, tp_rank, sequence_parallel;
+  const zt_group *pp_group;
+  int pp_size, pp_rank, vpp, pp_buffers;
+  size_t mem_limit;            /* 0: the backend's free memory */
+} zt_model_setup;
+
+typedef struct zt_model zt_model;
+
+typedef struct {
+  const char *kind;  /* "gpt" */
+  /* Draws the initial values of the parameters that start in [lo, hi) of the flat buffer (N(0, std) keyed by the
+   * one-process model's parameter index and element, so any layout draws what one process draws) and stores them
+   * in the parameter buffer (rounded to value_dt, the half type of mixed precision, or fp32). */
+  void (*init_range)(zt_model *m, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt);
+  /* Forward of virtual chunk `chunk` (0 without virtual pipeline stages) of this stage: a stage that is not the
+   * first reads its input from stage_in, one that is not the last leaves its output in stage_out; the stage with
+   * the loss fills out (others: out->n = 0). */
+  void (*forward)(zt_model *m, int chunk, const zt_batch *b, const zt_pass *pass, zt_losses *out);
+  /* Backward of the last forward: the loss gradient times grad_scale (1/number of micro batches, times the loss
+   * scale); a stage that is not the last reads d(output) from stage_grad and leaves d(input) there (not on the
+   * first). Parameter gradients accumulate into grads (fp32). */
+  void (*backward)(zt_model *m, float grad_scale);
+  void (*free)(zt_model *m);
+  /* The flops profiler's module tree of this model (its micro batch), with the latency slots profile() binds. */
+  zt_flops_profiler *(*flops_profiler)(zt_model *m, const zt_flops_profiler_config *cfg);
+  /* Makes the forward record its modules' latencies into slots (the tree's), or stops it (NULL). */
+  void (*profile)(zt_model *m, double *slots);
+} zt_model_ops;
+
+struct zt_model {
+  const zt_model_ops *ops;
+  void *impl;                  /* the concrete model (zt_gpt, ...) */
+  const char *name;            /* "GPT" for the log lines */
+  int n_losses;                /* the named losses every forward of the last stage returns, in order */
+  const char *loss_names[ZT_MAX_LOSSES];
+  /* where the state lives */
+  const zt_backend *be;
+  zt_dtype dt;                 /* storage of parameters and activations: fp32 on the CPU; fp32/bf16/fp16 on a GPU */
+  const zt_param_table *table; /* this rank's parameters */
+  zt_memplan *plan;
+  void *params;                /* [flat] of dt */
+  float *grads;                /* [flat] fp32: the accumulation the engine reduces, clips and steps with */
+  void *grads_dt;              /* a half dt: one micro batch's gradients in dt, folded into grads unit by unit; else
+                                  NULL (the backward accumulates into grads directly) */
+  float *optim_state;          /* the optimizer's moments of this rank's partition (NULL when offloaded) */
+  float *master;               /* fp32 master weights of the partition (mixed precision), else NULL */
+  size_t flat;                 /* table->numel padded to a multiple of the ZeRO partitions */
+  /* parallel layout */
+  const zt_group *tp_group;    /* NULL with one tensor-parallel rank */
+  int tp_size, tp_rank, sequence_parallel;
+  const zt_group *pp_group;    /* this rank's pipeline, NULL without stages */
+  int pp_size, pp_rank, vpp, first, last;
+  int shared_grad;             /* parameter whose gradient is summed over the embedding group (first and last stage
+                                  of a pipeline with tied embeddings), or -1 */
+  float *sp_buf;               /* [sp_numel]: sequence-parallel gradients packed for their all-reduce */
+  size_t sp_numel;
+  /* ZeRO-3 fetch units: unit u is [unit_off[u], unit_off[u + 1]) of the flat buffers */
+  int nunits;
+  size_t *unit_off;
+  void (*param_hook)(void *ctx, int event, int unit);
+  void *param_hook_ctx;
+  /* pipeline: the tensors crossing a stage boundary (input, output and their gradient share shape and dtype) */
+  int n_stage;
+  zt_stage_tensor stage_in[ZT_MAX_STAGE_TENSORS], stage_out[ZT_MAX_STAGE_TENSORS], stage_grad[ZT_MAX_STAGE_TENSORS];
+  void *stash;                 /* pp_buffers slots of stage_bytes each, kept for the schedule */
+  int pp_buffers;
+  size_t stage_bytes;          /* the bytes of one set of stage tensors */
+  /* profiling: activation_checkpointing.profile's per-layer callback, the flops profiler's latency slots */
+  void (*ckpt_profile)(void *ctx, const char *name, double ms);
+  void *ckpt_profile_ctx;
+};
+
+/* ---- the operations, dispatched --------------------------------------------------------------------------- */
+static inline void zt_model_forward(zt_model *m, int chunk, const zt_batch *b, const zt_pass *pass, zt_losses *out) {
+  m->ops->forward(m, chunk, b, pass, out);
+}
+static inline void zt_model_backward(zt_model *m, float grad_scale) { m->ops->backward(m, grad_scale); }
+static inline void zt_model_init_range(zt_model *m, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
+  m->ops->init_range(m, seed, lo, hi, value_dt);
+}
+void zt_model_free(zt_model *m);
+/* The flops profiler: zeroes its latencies (DeepSpeed's start_profile) and makes the next forwards record them;
+ * detach right after the profiled forward, before backward (recompute is not timed). */
+void zt_model_profile_attach(zt_model *m, zt_flops_profiler *p);
+void zt_model_profile_detach(zt_model *m);
+
+/* Raises a ZeRO-3 event for unit u (u < 0: none); GRAD_READY first folds the unit's half gradients. */
+void zt_model_param_event(zt_model *m, int event, int unit);
+
+/* ---- generic gradient finalization (from the parameter table) ---------------------------------------------- */
+/* --sequence-parallel: all-reduces over the tensor-parallel group the gradients of the sequence_parallel
+ * parameters that start in [lo, hi) (Megatron's allreduce of sequence-parallel grads); a no-op otherwise. */
+void zt_model_sync_sequence_parallel(zt_model *m, size_t lo, size_t hi);
+/* The tied embedding's gradient summed over the embedding group (Megatron's _allreduce_embedding_grads), as
+ * the engine's communication type comm_dt (fp32, or rounded to a half type around the sum). */
+void zt_model_sync_shared(zt_model *m, const zt_group *emb_group, zt_dtype comm_dt);
+/* The global L2 norm of grads (the flat fp32 buffer): tensor-parallel slices' squares summed over the group,
+ * replicated parameters counted once, shared copies left out, summed over the pipeline stages. */
+double zt_model_grad_norm(const zt_model *m, const float *grads);
+/* Adds a half dt's gradients of [lo, hi) into grads and clears them (no-op when the backward writes fp32). */
+void zt_model_fold_grads(zt_model *m, size_t lo, size_t hi);
+
+/* ---- parameters in and out of the backend ----------------------------------------------------------------- */
+/* Writes host fp32 values of [lo, hi) into the parameter buffer: rounded to value_dt in fp32 slots on the CPU,
+ * converted to the storage dtype on a GPU. */
+void zt_model_set_params(zt_model *m, const float *host, size_t lo, size_t hi, zt_dtype value_dt);
+/* Reads [lo, hi) of the parameter buffer into host fp32. */
+void zt_model_get_params(const zt_model *m, float *host, size_t lo, size_t hi);
+/* Elements on this rank (Megatron's "number of parameters on (tensor, pipeline) model parallel rank"). */
+size_t zt_model_num_params(const zt_model *m);
+
+/* ---- pipeline helpers ----------------------------------------------------------------------------------------- */
+/* Stash slot `slot` (< pp_buffers) of stage_bytes bytes, holding one set of stage tensors. */
+void *zt_model_stash(zt_model *m, int slot);
+/* Copies the stage tensors `which` (stage_in, stage_out or stage_grad) into / out of stash slot `slot`. */
+void zt_model_stash_save(zt_model *m, const zt_stage_tensor *which, int slot);
+void zt_model_stash_load(zt_model *m, const zt_stage_tensor *which, int slot);
+
+/* ---- memory plans --------------------------------------------------------------------------------------------- */
+/* Prints the plan (MiB per kind; on a device with its free memory and the largest micro batch that fits, from
+ * plan_bytes(cfg, B), the total bytes at micro batch B) and refuses one that does not fit, naming the memory, the
+ * parts and a remedy that applies. */
+void zt_model_check_plan(const zt_memplan *plan, const zt_backend *be, zt_dtype dt, int micro_batch,
+                         int recompute, size_t mem_limit, size_t (*plan_bytes)(const void *cfg, int B),
+                         const void *cfg);
+
+#endif

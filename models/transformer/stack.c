@@ -1,0 +1,154 @@
+/* The layer stack (see stack.h): the layer loop with recompute, partitioned activations, virtual chunks, ZeRO-3
+ * events and profiling. */
+#include "models/transformer/stack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/base/timer.h"
+
+static void layer_prefix(const zt_stack *s, char *buf, size_t n, int l) {
+  snprintf(buf, n, "%s.layers.%d", s->prefix, l);
+}
+
+void zt_stack_init(zt_stack *s, zt_model *m, const zt_block_config *cfg, const zt_layer_spec *spec,
+                   const char *prefix, int total_layers, int vpp, const int *chunk_first, int chunk_layers, int unit0,
+                   int recompute, int partition_activations, int B, int T, int Tk) {
+  memset(s, 0, sizeof *s);
+  s->model = m;
+  s->cfg = cfg;
+  s->spec = *spec;
+  zt_check(strlen(prefix) < sizeof s->prefix, "internal error", "layer prefix %s is too long", prefix);
+  snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
+  s->total_layers = total_layers;
+  s->vpp = vpp;
+  s->chunk_layers = chunk_layers;
+  s->nlayers = vpp * chunk_layers;
+  s->unit0 = unit0;
+  s->recompute = recompute;
+  s->B = B, s->T = T, s->Tk = Tk;
+  s->part_acts = partition_activations && recompute && zt_tp_on(cfg->tp) && !zt_tp_sp(cfg->tp) &&
+                 m->pp_size <= 1 && chunk_layers > 1;
+  s->blocks = zt_calloc((size_t)(s->nlayers ? s->nlayers : 1), sizeof(zt_block), "layer stack");
+  s->ffns = zt_calloc((size_t)(s->nlayers ? s->nlayers : 1), sizeof(zt_ffn), "layer stack MLPs");
+  for (int c = 0; c < vpp; c++)
+    for (int i = 0; i < chunk_layers; i++) {
+      zt_block *b = &s->blocks[c * chunk_layers + i];
+      b->layer = chunk_first[c] + i; /* dropout sites and names by the global layer */
+      b->spec = *spec;
+    }
+  for (int l = 0; l < s->nlayers; l++) {
+    s->ffns[l] = zt_ffn_make(spec->mlp);
+    s->blocks[l].ffn = s->ffns[l];
+  }
+}
+
+void zt_stack_free(zt_stack *s) {
+  for (int l = 0; l < s->nlayers; l++) zt_ffn_destroy(&s->ffns[l]);
+  free(s->ffns);
+  free(s->blocks);
+  memset(s, 0, sizeof *s);
+}
+
+void zt_stack_register(zt_stack *s, zt_param_table *t, int *first) {
+  for (int i = 0; i < s->nlayers; i++) {
+    char pre[128];
+    layer_prefix(s, pre, sizeof pre, s->blocks[i].layer);
+    if (first) first[i] = t->count;
+    zt_block_register(t, pre, &s->spec, s->cfg, &s->ffns[i]);
+  }
+}
+
+void zt_stack_bind(zt_stack *s, const zt_param_table *t, void *params, void *grads, size_t es) {
+  for (int l = 0; l < s->nlayers; l++) {
+    char pre[128];
+    layer_prefix(s, pre, sizeof pre, s->blocks[l].layer);
+    s->blocks[l].ffn = s->ffns[l]; /* the MLP's state was bound through ffns[l]: same pointer */
+    zt_block_bind(&s->blocks[l], t, pre, params, grads, es);
+  }
+}
+
+void zt_stack_plan(zt_stack *s, zt_memplan *p) {
+  const zt_block_config *cfg = s->cfg;
+  const int L = s->chunk_layers; /* one chunk's activations at a time */
+  const size_t es = zt_dtype_size(s->model->dt), C = (size_t)cfg->C;
+  const size_t N = (size_t)zt_tp_local_rows(cfg->tp, s->B * s->T), NC = N * C * es;
+  if (s->part_acts) { /* layer 0's input and the output whole; the inputs in between as this rank's pieces */
+    s->layer_in = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
+    s->layer_out = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
+    s->act_parts = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)(L - 1) * (NC / (size_t)cfg->tp->size));
+    s->act_work = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, 2 * NC);
+  } else {
+    s->layer_in = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * NC);
+    s->layer_out = s->layer_in ? (char *)s->layer_in + (size_t)L * NC : NULL;
+  }
+  /* with full recompute every layer's activations overlap one region, recomputed layer by layer; the chunks of a
+   * stage overlap too */
+  size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
+  for (int l = 0; l < s->nlayers; l++) {
+    if (s->recompute || l % L == 0) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
+    zt_block_plan_acts(&s->blocks[l], p, cfg, s->B, s->T, s->Tk);
+    size_t cur = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS);
+    end = cur > end ? cur : end;
+  }
+  zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, end);
+  s->recompute_out = s->recompute ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC) : NULL;
+  zt_block_plan_scratch(&s->scratch, p, &s->spec, cfg, &s->ffns[0], s->B, s->T, s->Tk);
+}
+
+static int unit_of(const zt_stack *s, int l) { return s->unit0 + s->fwd_chunk * s->chunk_layers + l; }
+
+float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cross_input *mem) {
+  zt_model *m = s->model;
+  const zt_backend *be = m->be;
+  zt_check(chunk >= 0 && chunk < s->vpp, "internal error", "layer stack: virtual chunk %d of %d", chunk, s->vpp);
+  const int L = s->chunk_layers, NF = pass->B * pass->T, N = zt_tp_local_rows(s->cfg->tp, NF);
+  const size_t NC = (size_t)N * s->cfg->C * zt_dtype_size(m->dt), piece = NC / (size_t)s->cfg->tp->size;
+  zt_block *blocks = s->blocks + (size_t)chunk * L;
+  s->fwd_chunk = chunk;
+  const int profile = m->ckpt_profile && s->recompute && pass->training;
+  const void *cur = s->layer_in;
+  float aux = 0.0f;
+  for (int l = 0; l < L; l++) {
+    const double tl = profile ? zt_now() : 0.0;
+    void *out = !s->part_acts ? (char *)s->layer_in + (size_t)(l + 1) * NC
+                : l == L - 1  ? s->layer_out
+                              : (char *)s->act_work + (size_t)(l & 1) * NC;
+    zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
+    aux += zt_block_forward(&blocks[l], out, cur, mem, s->cfg, pass, &s->scratch);
+    zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
+    if (s->part_acts && l + 1 < L) /* keep this rank's piece of the next layer's input */
+      be->copy((char *)s->act_parts + (size_t)l * piece, (char *)out + (size_t)s->cfg->tp->rank * piece, piece);
+    cur = out;
+    if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "forward", 1e3 * (zt_now() - tl));
+  }
+  return aux;
+}
+
+void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cross_input *mem, float aux_grad) {
+  zt_model *m = s->model;
+  const int L = s->chunk_layers, NF = pass->B * pass->T, N = zt_tp_local_rows(s->cfg->tp, NF);
+  const size_t es = zt_dtype_size(m->dt), NC = (size_t)N * s->cfg->C * es, piece = NC / (size_t)s->cfg->tp->size;
+  zt_block *blocks = s->blocks + (size_t)s->fwd_chunk * L;
+  const int profile = m->ckpt_profile && s->recompute;
+  for (int l = L - 1; l >= 0; l--) {
+    const double tl = profile ? zt_now() : 0.0;
+    const void *x = (char *)s->layer_in + (size_t)l * NC;
+    if (s->part_acts && l > 0) { /* gather the saved pieces of this layer's input */
+      zt_allgather(s->cfg->tp->group, m->dt, (char *)s->act_parts + (size_t)(l - 1) * piece, piece / es, s->act_work);
+      x = s->act_work;
+    }
+    zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
+    if (s->recompute) zt_block_forward(&blocks[l], s->recompute_out, x, mem, s->cfg, pass, &s->scratch);
+    zt_block_backward(&blocks[l], dres, x, mem, s->cfg, pass, &s->scratch, aux_grad);
+    zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
+    zt_model_param_event(m, ZT_PARAM_GRAD_READY, unit_of(s, l));
+    if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
+  }
+}
+
+void zt_stack_profile(zt_stack *s, double *slots) {
+  for (int l = 0; l < s->nlayers; l++) s->blocks[l].fwd_time = slots ? slots + (size_t)l * ZT_FT_SLOTS : NULL;
+}

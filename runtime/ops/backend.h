@@ -1,0 +1,128 @@
+/* The backend op table: every op a model or the engine runs on tensors and flat buffers, behind the same calls
+ * on the CPU and on a CUDA device, so each model is written once (DESIGN.md §4.1; ggml's backends are the model).
+ * Tensors are (storage dtype, pointer) pairs in the backend's memory: the CPU backend stores everything in fp32
+ * (mixed precision on the CPU keeps half values in fp32 slots, docs/mixed_precision.md) and refuses another dtype;
+ * the CUDA backend stores fp32, bf16 or fp16 and computes in fp32 (runtime/ops/cuda/cuda_ops.h). Statistics
+ * (layernorm mean/rstd, log-sum-exp, losses) and the optimizer's buffers are fp32 on both.
+ *
+ * Where the backends keep different things, the table says how much: the attention keeps the probabilities on
+ * the CPU and only their log-sum-exp on a GPU (attention_saved_floats), and needs work space on the CPU only
+ * (attention_scratch_floats). Parameter gradients accumulate (+=), activation gradients are written (=), as in
+ * runtime/ops/ops.h; every call is ordered after the previous ones (the GPU's stream), and only the calls that
+ * return a host value (norm2, round_f32, count_nonrepresentable, to_host) wait for the device. */
+#ifndef ZT_BACKEND_H
+#define ZT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/base/dtype.h"
+#include "runtime/ops/ops.h"
+
+typedef enum { ZT_BACKEND_CPU = 0, ZT_BACKEND_CUDA = 1 } zt_backend_kind;
+
+/* One Adam step's scalars (bias corrections precomputed by the caller). */
+typedef struct {
+  float lr, beta1, beta2, eps, inv_bc1, inv_sqrt_bc2, grad_scale;
+  int adam_w_mode;
+} zt_adam_args;
+
+typedef struct zt_backend {
+  zt_backend_kind kind;
+  const char *name;        /* "CPU", "GPU 0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB)" */
+  int host_visible;        /* the backend's memory is host memory (the CPU): no staging needed */
+
+  /* ---- memory --------------------------------------------------------------------------------------------- */
+  size_t (*available)(void);                              /* bytes free for a plan (host MemAvailable, device free) */
+  void *(*alloc)(size_t bytes, const char *what);         /* zeroed; refuses with the size when it cannot */
+  void (*release)(void *p, size_t bytes);
+  void (*memset)(void *p, int byte, size_t bytes);
+  void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend; dst == src allowed */
+  void (*to_host)(void *host, const void *src, size_t bytes);
+  void (*from_host)(void *dst, const void *host, size_t bytes);
+  void (*synchronize)(void);
+
+  /* ---- model ops (shapes and semantics as runtime/ops/ops.h, dt the storage type) ------------------------ */
+  /* out = inp @ w^T + b; with pre_gelu, pre_gelu = that and out = gelu(pre_gelu) (the MLP's first linear) */
+  void (*matmul_forward)(zt_dtype dt, void *out, void *pre_gelu, const void *inp, const void *w, const void *b, int N,
+                         int IC, int OC);
+  /* with pre_gelu, dout is first multiplied by gelu'(pre_gelu) in place */
+  void (*matmul_backward)(zt_dtype dt, void *dinp, void *dw, void *db, void *dout, const void *inp, const void *w,
+                          const void *pre_gelu, int N, int IC, int OC);
+  void (*layernorm_forward)(zt_dtype dt, void *out, float *mean, float *rstd, const void *inp, const void *w,
+                            const void *b, int N, int C, float eps);
+  void (*layernorm_backward)(zt_dtype dt, void *dinp, void *dw, void *db, const void *dout, const void *inp,
+                             const void *w, const float *mean, const float *rstd, int N, int C);
+  void (*dropout_forward)(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d);
+  void (*dropout_backward)(zt_dtype dt, void *dx, const void *dout, int B, size_t S, const zt_dropout *d);
+  void (*dropout_add_forward)(zt_dtype dt, void *out, const void *residual, const void *x, int B, size_t S,
+                              const zt_dropout *d);
+  void (*dropout_rows)(zt_dtype dt, void *out, const void *residual, const void *x, int row0, int n, int T, int C,
+                       const zt_dropout *d);
+  void (*accumulate)(zt_dtype dt, void *dst, const void *src, size_t n);
+  void (*add_bias)(zt_dtype dt, void *out, const void *bias, int N, int C);
+  void (*bias_grad)(zt_dtype dt, void *dbias, const void *dout, int N, int C);
+  void (*embedding_forward)(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
+                            int accumulate);
+  void (*embedding_backward)(zt_dtype dt, void *dtable, const int32_t *ids, const void *dout, int N, int C);
+  void (*embedding_forward_range)(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
+                                  int v0, int rows);
+  void (*embedding_backward_range)(zt_dtype dt, void *dtable, const int32_t *ids, const void *dout, int N, int C,
+                                   int v0, int rows);
+  /* saved: attention_saved_floats(a) floats kept from the forward for the backward; scratch:
+   * attention_scratch_floats(a) floats of work space for the backward (0: none needed) */
+  size_t (*attention_saved_floats)(const zt_attention_desc *a);
+  size_t (*attention_scratch_floats)(const zt_attention_desc *a);
+  void (*attention_forward)(zt_dtype dt, void *out, float *saved, const void *q, const void *k, const void *v,
+                            const zt_attention_desc *a);
+  void (*attention_backward)(zt_dtype dt, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                             const float *saved, const void *q, const void *k, const void *v,
+                             const zt_attention_desc *a, float *scratch);
+  void (*cross_entropy_forward)(zt_dtype dt, float *losses, float *lse, const void *logits, const int32_t *targets,
+                                int N, int V);
+  void (*cross_entropy_backward)(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                 const int32_t *targets, const float *dloss, int N, int V);
+  void (*cross_entropy_vp_max)(zt_dtype dt, float *rowmax, const void *logits, int N, int V);
+  void (*cross_entropy_vp_sums)(zt_dtype dt, float *sumexp, float *tlogit, const void *logits, const float *rowmax,
+                                const int32_t *targets, int N, int V, int v0);
+  void (*cross_entropy_vp_finish)(float *losses, float *lse, const float *rowmax, const float *sumexp,
+                                  const float *tlogit, int N);
+  void (*cross_entropy_vp_backward)(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
+                                    const int32_t *targets, const float *dloss, int N, int V, int v0);
+
+  /* ---- flat-buffer ops of the engine (fp32 buffers unless a dtype is given) ------------------------------- */
+  /* dst[n] (dst_dt) = src[n] (src_dt), rounding to nearest even */
+  void (*convert)(void *dst, zt_dtype dst_dt, const void *src, zt_dtype src_dt, size_t n);
+  /* dst = src rounded to dt's values, kept in fp32; returns how many results are inf or nan */
+  size_t (*round_f32)(float *dst, const float *src, size_t n, zt_dtype dt);
+  size_t (*count_nonrepresentable)(const float *x, size_t n, zt_dtype dt);
+  void (*scale_f32)(float *x, float f, size_t n);
+  /* acc[n] += src[n] (dt), then src = 0: a micro batch's half gradients folded into the fp32 accumulation */
+  void (*fold_f32)(float *acc, void *src, zt_dtype dt, size_t n);
+  /* the L2 norm of x[n] (double accumulation, a fixed order: deterministic) */
+  double (*norm2)(const float *x, size_t n);
+  /* Adam/AdamW over the ranges [off[r], off[r] + len[r]) of the fp32 buffers with weight decay wd[r] (host
+   * arrays), gradients times grad_scale and zeroed, and the updated weights also written to params_half in
+   * half_dt when it is not NULL; the expression order of runtime/optim/optimizer.c's step. NULL on the CPU, whose
+   * optimizer runs runtime/optim/optimizer.c itself. */
+  void (*adam_step)(float *params, float *grads, float *m, float *v, void *params_half, zt_dtype half_dt,
+                    const size_t *off, const size_t *len, const float *wd, int nranges, const zt_adam_args *args);
+} zt_backend;
+
+/* The CPU backend (always there). */
+const zt_backend *zt_backend_cpu(void);
+/* The CUDA backend on `device` (zt_cuda_init(device) first); NULL in a build without CUDA. */
+const zt_backend *zt_backend_cuda(int device);
+
+/* x + n elements of dt, in bytes. */
+static inline void *zt_at(const void *x, zt_dtype dt, size_t n) { return (char *)x + n * zt_dtype_size(dt); }
+
+/* Host data for a backend buffer: the host pointer itself where the backend's memory is host memory, else copied
+ * into dev (n bytes) and dev returned. */
+const void *zt_backend_stage_in(const zt_backend *be, void *dev, const void *host, size_t bytes);
+/* Where to write host data meant for dev: dev itself on a host-visible backend, else host_scratch, followed by
+ * zt_backend_commit(be, dev, host_scratch, bytes), which copies it there. */
+void *zt_backend_host_view(const zt_backend *be, void *dev, void *host_scratch);
+void zt_backend_commit(const zt_backend *be, void *dev, const void *host, size_t bytes);
+
+#endif

@@ -1,0 +1,290 @@
+/* The schedules of the engine (see schedule.h).
+ *
+ * No pipelining: per micro batch, load, forward, backward (DeepSpeed's fwd and bwd_inner timers around them).
+ *
+ * Megatron's 1F1B schedule (forward_backward_pipelining_without_interleaving): stage s runs min(P - s - 1, nmb)
+ * warm-up forwards, then alternates one forward and one backward, then drains the backwards; activations and
+ * their gradients go to the neighbouring stages with blocking point-to-point messages, paired (sendrecv) where
+ * Megatron pairs them.
+ *
+ * The interleaved schedule (forward_backward_pipelining_with_interleaving): each stage holds vpp chunks, and the
+ * output of the last stage's chunk c feeds chunk c+1 of the first stage, so the chunks form a pipeline of P vpp
+ * virtual stages with 1/vpp of the work each. The stage runs the steps of runtime/parallel/pipeline_schedule (at
+ * most one forward and one backward, then one batched exchange with stages s+1 and s-1 mod P, Megatron's
+ * batch_isend_irecv).
+ *
+ * Activation memory, both pipeline schedules: a stage (chunk) keeps only the input of each micro batch in flight
+ * and recomputes its forward right before that micro batch's backward unless that forward was the last one it ran
+ * (a stage-level activation checkpoint; the recompute is bit-identical, dropout being keyed by sample and layer),
+ * so one activation set per stage suffices. The interleaved schedule's buffers (the model's pp_buffers): the slots
+ * of its steps, which hold each received input and output gradient until the backward that uses them (as many as
+ * are held at once), and a copy of the last forward's output, which the backward of the same step would otherwise
+ * overwrite before the exchange sends it. */
+#include "train/schedule.h"
+
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/base/timer.h"
+
+typedef struct {
+  zt_engine *e;
+  int nmb;
+  int last_chunk, last_mb;       /* the forward whose activations the model holds */
+  zt_loss_sums *sum;
+  int overflow;                  /* fp16: a micro batch's gradient left the fp16 range */
+} pipe_state;
+
+static zt_pass make_pass(const zt_engine *e, uint64_t first, int training) {
+  const zt_args *a = e->args;
+  return (zt_pass){.B = a->micro_batch_size, .T = a->seq_length, .first_sample = first, .seed = a->seed,
+                   .training = training};
+}
+
+/* Megatron's sampler: each step-slice of mbs x dp samples; this rank takes its mbs rows. */
+static uint64_t first_sample(const zt_engine *e, int mb) {
+  const zt_args *a = e->args;
+  return (uint64_t)e->st.consumed_samples + (uint64_t)mb * a->micro_batch_size * a->data_parallel_size +
+         (uint64_t)e->st.dp_rank * a->micro_batch_size;
+}
+
+static void add_losses(const zt_engine *e, zt_loss_sums *sum, const zt_losses *l, int mb) {
+  for (int i = 0; i < l->n; i++) {
+    zt_engine_check_finite_loss(e, l->value[i], mb, l->name[i]);
+    sum->value[i] += l->value[i];
+  }
+  sum->total += l->total;
+}
+
+/* ---- no pipelining ------------------------------------------------------------------------------------------ */
+
+static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, int *overflow) {
+  zt_model *m = e->model;
+  for (int mb = 0; mb < nmb; mb++) {
+    if (e->ds) zt_ds_throughput_start(&e->tput);
+    const uint64_t first = first_sample(e, mb);
+    zt_engine_load_micro_batch(e, 0, first);
+    const double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
+    const zt_pass pass = make_pass(e, first, 1);
+    if (profiling) zt_model_profile_attach(m, e->fprof); /* the last micro batch's times remain */
+    zt_losses l;
+    zt_model_forward(m, 0, &e->batch, &pass, &l);
+    if (profiling) zt_model_profile_detach(m);
+    add_losses(e, sum, &l, mb);
+    const double t1 = zt_now();
+    zt_model_backward(m, (float)e->st.scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
+    *overflow |= zt_engine_half_grads_after_backward(e);
+    const double t2 = zt_now();
+    e->t_fwd += t1 - t0;
+    e->t_bwd_inner += t2 - t1;
+    if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
+  }
+}
+
+/* ---- pipelines ---------------------------------------------------------------------------------------------- */
+
+/* Loads micro batch mb and runs the forward of `chunk` (its input in place); the losses count when `count`. */
+static void pipe_run_forward(pipe_state *st, int chunk, int mb, int count) {
+  zt_engine *e = st->e;
+  const uint64_t first = first_sample(e, mb);
+  zt_engine_load_micro_batch(e, 0, first);
+  const zt_pass pass = make_pass(e, first, 1);
+  zt_losses l;
+  zt_model_forward(e->model, chunk, &e->batch, &pass, &l);
+  if (count && l.n) add_losses(e, st->sum, &l, mb);
+  st->last_chunk = chunk;
+  st->last_mb = mb;
+}
+
+static void pipe_run_backward(pipe_state *st) {
+  zt_engine *e = st->e;
+  zt_model_backward(e->model, (float)e->st.scaler.cur_scale / st->nmb);
+  st->overflow |= zt_engine_half_grads_after_backward(e);
+}
+
+/* Sends (send 1) or receives the stage tensors `t` to or from group rank `peer`, one message each. */
+static void stage_p2p(const zt_engine *e, const zt_stage_tensor *t, int peer, int send) {
+  for (int i = 0; i < e->model->n_stage; i++) {
+    if (send) zt_send(e->pp_group, t[i].dt, t[i].buf, t[i].n, peer);
+    else zt_recv(e->pp_group, t[i].dt, t[i].buf, t[i].n, peer);
+  }
+}
+
+/* Sends `out` to dst while receiving `in` from src (Megatron's paired exchanges). */
+static void stage_sendrecv(const zt_engine *e, const zt_stage_tensor *out, int dst, const zt_stage_tensor *in,
+                           int src) {
+  for (int i = 0; i < e->model->n_stage; i++)
+    zt_sendrecv(e->pp_group, out[i].dt, out[i].buf, out[i].n, dst, in[i].buf, in[i].n, src);
+}
+
+/* ---- 1F1B ---------------------------------------------------------------------------------------------- */
+
+static void pipe_forward(pipe_state *st, int mb) {
+  zt_model *m = st->e->model;
+  zt_model_stash_save(m, m->stage_in, mb % st->e->st.pp_size); /* middle stages keep the input for the recompute */
+  pipe_run_forward(st, 0, mb, 1);
+}
+
+static void pipe_backward(pipe_state *st, int mb) {
+  zt_model *m = st->e->model;
+  if (st->last_mb != mb) { /* recompute the stage's forward of this micro batch (the gradient is not touched) */
+    zt_model_stash_load(m, m->stage_in, mb % st->e->st.pp_size);
+    pipe_run_forward(st, 0, mb, 0);
+  }
+  pipe_run_backward(st);
+}
+
+static void train_1f1b(pipe_state *st) {
+  zt_engine *e = st->e;
+  zt_model *m = e->model;
+  const int s = e->st.pp_rank, P = e->st.pp_size, first = s == 0, last = s == P - 1, nmb = st->nmb;
+  const zt_stage_tensor *in = m->stage_in, *out = m->stage_out, *grad = m->stage_grad;
+  const int warmup = P - s - 1 < nmb ? P - s - 1 : nmb, remaining = nmb - warmup;
+  int fwd = 0, bwd = 0;
+  for (int i = 0; i < warmup; i++) {
+    if (!first) stage_p2p(e, in, s - 1, 0);
+    pipe_forward(st, fwd++);
+    if (!last) stage_p2p(e, out, s + 1, 1);
+  }
+  if (remaining > 0 && !first) stage_p2p(e, in, s - 1, 0);
+  for (int i = 0; i < remaining; i++) {
+    pipe_forward(st, fwd++);
+    if (!last) stage_sendrecv(e, out, s + 1, grad, s + 1); /* send forward, receive backward */
+    pipe_backward(st, bwd++);
+    if (first) continue;
+    if (i == remaining - 1) stage_p2p(e, grad, s - 1, 1);
+    else stage_sendrecv(e, grad, s - 1, in, s - 1); /* send backward, receive forward */
+  }
+  for (int i = 0; i < warmup; i++) {
+    if (!last) stage_p2p(e, grad, s + 1, 0);
+    pipe_backward(st, bwd++);
+    if (!first) stage_p2p(e, grad, s - 1, 1);
+  }
+}
+
+/* ---- interleaved --------------------------------------------------------------------------------------- */
+
+/* The model's schedule buffers: the steps' slots, then the copy of the last forward's output. */
+static int output_copy_slot(const zt_engine *e) { return e->pp_buffers - 1; }
+
+/* The chunks whose output goes to another stage: all but the one with the loss. */
+static int sends_output(const zt_engine *e, int chunk) {
+  return !(e->st.pp_rank == e->st.pp_size - 1 && chunk == e->vpp - 1);
+}
+
+static void chunk_forward(pipe_state *st, const zt_pipe_step *x) {
+  zt_engine *e = st->e;
+  zt_model *m = e->model;
+  if (x->fwd_slot >= 0) zt_model_stash_load(m, m->stage_in, x->fwd_slot);
+  pipe_run_forward(st, x->fwd_chunk, x->fwd_mb, 1);
+  if (sends_output(e, x->fwd_chunk)) zt_model_stash_save(m, m->stage_out, output_copy_slot(e));
+}
+
+static void chunk_backward(pipe_state *st, const zt_pipe_step *x) {
+  zt_engine *e = st->e;
+  zt_model *m = e->model;
+  if (st->last_chunk != x->bwd_chunk || st->last_mb != x->bwd_mb) {
+    if (x->bwd_in_slot >= 0) zt_model_stash_load(m, m->stage_in, x->bwd_in_slot);
+    pipe_run_forward(st, x->bwd_chunk, x->bwd_mb, 0);
+  }
+  if (x->bwd_grad_slot >= 0) zt_model_stash_load(m, m->stage_grad, x->bwd_grad_slot);
+  pipe_run_backward(st);
+}
+
+/* Adds the exchange of the stage tensors held in stash slot `slot` (or `t` itself when slot < 0). */
+static int add_ops(zt_model *m, zt_p2p_op *ops, int k, const zt_stage_tensor *t, int slot, int peer, int send) {
+  char *buf = slot >= 0 ? zt_model_stash(m, slot) : NULL;
+  for (int i = 0; i < m->n_stage; i++) {
+    ops[k++] = (zt_p2p_op){buf ? buf : t[i].buf, t[i].n, peer, send, t[i].dt};
+    if (buf) buf += t[i].n * zt_dtype_size(t[i].dt);
+  }
+  return k;
+}
+
+static void train_interleaved(pipe_state *st) {
+  zt_engine *e = st->e;
+  zt_model *m = e->model;
+  const int s = e->st.pp_rank, P = e->st.pp_size, next = (s + 1) % P, prev = (s + P - 1) % P;
+  for (int i = 0; i < e->pipe_nsteps; i++) {
+    const zt_pipe_step *x = &e->pipe_steps[i];
+    if (x->fwd_chunk >= 0) chunk_forward(st, x);
+    if (x->bwd_chunk >= 0) chunk_backward(st, x);
+    zt_p2p_op ops[4 * ZT_MAX_STAGE_TENSORS];
+    int k = 0;
+    if (x->send_next) k = add_ops(m, ops, k, m->stage_out, output_copy_slot(e), next, 1);
+    if (x->send_prev) k = add_ops(m, ops, k, m->stage_grad, -1, prev, 1); /* d(input) of the backward */
+    if (x->recv_prev_chunk >= 0) k = add_ops(m, ops, k, m->stage_in, x->recv_prev_slot, prev, 0);
+    if (x->recv_next_chunk >= 0) k = add_ops(m, ops, k, m->stage_grad, x->recv_next_slot, next, 0);
+    if (k) zt_batch_sendrecv(e->pp_group, ops, k);
+  }
+}
+
+void zt_schedule_setup(zt_engine *e) {
+  const zt_args *a = e->args;
+  const int P = e->st.pp_size, s = e->st.pp_rank, nmb = a->num_microbatches;
+  e->interleaved = P > 1 && a->virtual_pipeline_model_parallel_size > 0;
+  e->vpp = e->interleaved ? a->virtual_pipeline_model_parallel_size : 1;
+  if (!e->interleaved) { /* 1F1B: middle stages stash the inputs of their micro batches in flight */
+    e->pp_buffers = P > 1 && s > 0 && s < P - 1 ? P : 0;
+    return;
+  }
+  zt_check(nmb % P == 0, "inconsistent arguments", "number of microbatches (%d) is not divisible by "
+           "pipeline-model-parallel-size (%d) when using interleaved schedule (--global-batch-size %d / "
+           "(--micro-batch-size %d x data-parallel size %d); --num-layers-per-virtual-pipeline-stage %d)", nmb, P,
+           a->global_batch_size, a->micro_batch_size, a->data_parallel_size, a->num_layers_per_virtual_pipeline_stage);
+  e->pipe_steps = zt_malloc(sizeof(zt_pipe_step) * (size_t)zt_pipe_max_steps(e->vpp, nmb), "pipeline schedule");
+  int slots;
+  e->pipe_nsteps = zt_pipe_interleaved(P, s, e->vpp, nmb, e->pipe_steps, &slots);
+  e->pp_buffers = slots + 1;
+  const int n = a->num_layers_per_virtual_pipeline_stage;
+  zt_log("> interleaved pipeline schedule: %d stages x %d chunks of %d layer%s, %d micro batches (%d virtual steps); "
+         "bubble (p-1)/(v m) = %.3f of the compute time, (p-1)/m = %.3f without interleaving\n", P, e->vpp, n,
+         n == 1 ? "" : "s", nmb, nmb * e->vpp, (double)(P - 1) / (e->vpp * nmb), (double)(P - 1) / nmb);
+}
+
+zt_loss_sums zt_loss_sums_empty(const zt_model *m) {
+  zt_loss_sums l = {.n = m->n_losses};
+  for (int i = 0; i < l.n; i++) l.name[i] = m->loss_names[i];
+  return l;
+}
+
+void zt_schedule_train(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, int *overflow) {
+  *sum = zt_loss_sums_empty(e->model);
+  *overflow = 0;
+  if (e->st.pp_size == 1) {
+    train_no_pipelining(e, nmb, profiling, sum, overflow);
+    return;
+  }
+  pipe_state st = {.e = e, .nmb = nmb, .last_chunk = -1, .last_mb = -1, .sum = sum};
+  const double t0 = zt_now();
+  if (e->ds) zt_ds_throughput_start(&e->tput);
+  if (e->interleaved) train_interleaved(&st);
+  else train_1f1b(&st);
+  e->t_bwd_inner += zt_now() - t0;
+  *overflow = st.overflow;
+  zt_schedule_from_last(e, sum);
+}
+
+/* Receive, forward, send, chunk after chunk (the chunks in order are one chain through the stages: no cycle). */
+void zt_schedule_eval_forward(zt_engine *e, const zt_pass *pass, zt_loss_sums *sum) {
+  zt_model *m = e->model;
+  const int s = e->st.pp_rank, P = e->st.pp_size;
+  zt_losses l = {.n = 0};
+  for (int c = 0; c < e->vpp; c++) {
+    if (P > 1 && !(s == 0 && c == 0)) stage_p2p(e, m->stage_in, (s + P - 1) % P, 0);
+    zt_model_forward(m, c, &e->batch, pass, &l);
+    if (P > 1 && sends_output(e, c)) stage_p2p(e, m->stage_out, (s + 1) % P, 1);
+  }
+  for (int i = 0; i < l.n; i++) sum->value[i] += l.value[i];
+  sum->total += l.total;
+}
+
+void zt_schedule_from_last(const zt_engine *e, zt_loss_sums *l) {
+  if (e->st.pp_size == 1) return;
+  double v[ZT_MAX_LOSSES + 1] = {0};
+  for (int i = 0; i < l->n; i++) v[i] = l->value[i];
+  v[ZT_MAX_LOSSES] = l->total;
+  zt_broadcast(e->pp_group, v, sizeof v, e->st.pp_size - 1);
+  for (int i = 0; i < l->n; i++) l->value[i] = v[i];
+  l->total = v[ZT_MAX_LOSSES];
+}

@@ -1,0 +1,47 @@
+/* The training state: everything a checkpoint saves and restores, and nothing else — the progress counters, this
+ * rank's place in the parallel layout, the model (its parameter table and buffers, models/model.h), the optimizer
+ * with its partition (ZeRO stages, NVMe swapping), the learning-rate schedule and the loss scaler. The engine
+ * (train/engine.h) holds one and drives it; checkpoints/ reads and writes it, never the engine. */
+#ifndef ZT_TRAIN_STATE_H
+#define ZT_TRAIN_STATE_H
+
+#include <stdint.h>
+
+#include "models/model.h"
+#include "runtime/optim/ds_lr_schedules.h"
+#include "runtime/optim/loss_scaler.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/zero/swap.h"
+#include "runtime/zero/zero.h"
+#include "runtime/zero/zero3.h"
+#include "train/args.h"
+
+typedef struct {
+  const zt_args *args;           /* the run's flags (paths, checkpoint options, the argument summary) */
+  const char *ds_config_path;    /* the --deepspeed_config file, or "" */
+  zt_model *model;
+  /* progress */
+  int64_t iteration;
+  int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
+  int64_t skipped_iters;         /* steps skipped for an fp16 overflow, since the start of training */
+  /* this rank's place: model-parallel coordinates and its data-parallel rank */
+  int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size;
+  /* mixed precision: the half type of the weights (fp32: none) and the fp32 masters of the partition */
+  zt_dtype half_dtype;
+  float *master;                 /* [part_hi - part_lo] in the model's backend memory, or NULL */
+  /* the optimizer of this rank's partition [part_lo, part_hi) of the flat buffers (all of it without ZeRO) */
+  zt_optimizer opt;
+  int zero_stage;
+  zt_zero zero;
+  size_t part_lo, part_hi;
+  zt_opt_swapper *swap;          /* offload_optimizer nvme: the partition's state on NVMe, or NULL */
+  zt_zero3 zero3;                /* stage 3: the parameters outside the partition, fetched per unit */
+  /* learning rate: Megatron's schedule, or a ds_config scheduler block */
+  zt_lr_schedule sched;
+  int use_ds_sched;
+  zt_ds_sched ds_sched;
+  zt_loss_scaler scaler;         /* static 1.0 unless fp16 */
+} zt_train_state;
+
+#endif
