@@ -91,20 +91,6 @@ void zt_zero3_print_table(FILE *f, int64_t P, int64_t L, int gpus_per_node, int 
     }
 }
 
-void zt_zero_gpt_params(int64_t layers, int64_t h, int64_t ffn, int64_t max_pos, int64_t Vp, int untie,
-                        int64_t *total, int64_t *largest) {
-  int64_t word = Vp * h, pos = max_pos * h, ln = 2 * h;
-  int64_t qkv = 3 * h * h + 3 * h, dense = h * h + h, fc1 = ffn * h + ffn, fc2 = h * ffn + h;
-  int64_t per_layer = 2 * ln + qkv + dense + fc1 + fc2;
-  *total = word + pos + layers * per_layer + ln + (untie ? word : 0);
-  int64_t mods[] = {word, pos, layers > 0 ? qkv : 0, layers > 0 ? dense : 0, layers > 0 ? fc1 : 0,
-                    layers > 0 ? fc2 : 0, ln};
-  int64_t best = 0;
-  for (unsigned i = 0; i < sizeof mods / sizeof mods[0]; i++)
-    if (mods[i] > best) best = mods[i];
-  *largest = best; /* an untied output layer has the word embeddings' size: no new maximum */
-}
-
 int64_t zt_zero_pad_vocab(int64_t vocab, int64_t divisible_by, int64_t tp_size) {
   int64_t mult = divisible_by * tp_size;
   return (vocab + mult - 1) / mult * mult;

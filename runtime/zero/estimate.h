@@ -32,14 +32,6 @@ void zt_zero2_print_table(FILE *f, int64_t total_params, int gpus_per_node, int 
 void zt_zero3_print_table(FILE *f, int64_t total_params, int64_t largest_layer_params, int gpus_per_node, int nodes,
                           double abf, int enum_names);
 
-/* A Megatron GPT (tensor parallel size 1): word embeddings padded_vocab x h, learned positions
- * max_positions x h, per layer 2 LayerNorms, fused QKV (3h x h + 3h), dense (h x h + h), fc1 (ffn x h + ffn),
- * fc2 (h x ffn + h), final LayerNorm, output layer padded_vocab x h when untied. total = every parameter
- * once (tied weights once); largest = the largest single module's own parameters (DeepSpeed's
- * model_to_params: sum of p.numel() over m.parameters(recurse=False), maximized over modules). */
-void zt_zero_gpt_params(int64_t num_layers, int64_t hidden, int64_t ffn_hidden, int64_t max_positions,
-                        int64_t padded_vocab, int untie, int64_t *total, int64_t *largest);
-
 /* Megatron's vocabulary padding: the smallest multiple of divisible_by x tp_size >= vocab. */
 int64_t zt_zero_pad_vocab(int64_t vocab, int64_t divisible_by, int64_t tp_size);
 

@@ -1,6 +1,8 @@
-/* The GPT parameter count and largest layer of runtime/zero/estimate.c against the real model: the parameter
- * table that zt_gpt_build registers (every parameter once, tied weights once), with DeepSpeed's largest layer
- * = the largest sum of one module's own parameters (names grouped by everything before ".weight"/".bias"). */
+/* The GPT parameter count and largest layer that feed DeepSpeed's memory estimators (zt_gpt_count_params, from
+ * the one-process table) against the built model: the parameter table that zt_gpt_build registers (every parameter
+ * once, tied weights once), with DeepSpeed's largest layer = the largest sum of one module's own parameters (names
+ * grouped by everything before ".weight"/".bias"); and the hand-computed GPT-2 124M count. (The zero_memory_estimate
+ * tool's own shape arithmetic is checked by test_zero_estimate.py against the same hand count.) */
 #include <string.h>
 
 #include "models/gpt/gpt.h"
@@ -28,7 +30,7 @@ static void check(int layers, int hidden, int heads, int ffn, int maxpos, int vo
     if (mod > largest) largest = mod;
   }
   int64_t et, el;
-  zt_zero_gpt_params(layers, hidden, ffn, maxpos, vocab, untie, &et, &el);
+  zt_gpt_count_params(&c, &et, &el);
   char name[160];
   snprintf(name, sizeof name, "GPT L=%d h=%d ffn=%d pos=%d V=%d %s: total and largest layer = model table", layers,
            hidden, ffn, maxpos, vocab, untie ? "untied" : "tied");
@@ -44,7 +46,9 @@ int main(void) {
   check(1, 24, 3, 200, 512, 48, 0);  /* position embeddings largest */
   check(2, 40, 5, 40, 8, 16, 1);     /* QKV largest */
   int64_t t, l;
-  zt_zero_gpt_params(12, 768, 3072, 1024, 50304, 0, &t, &l);
+  const zt_gpt_config gpt2 = {.num_layers = 12, .hidden_size = 768, .num_heads = 12, .ffn_hidden_size = 3072,
+                              .max_positions = 1024, .padded_vocab_size = 50304, .micro_batch = 1, .seq_length = 1024};
+  zt_gpt_count_params(&gpt2, &t, &l);
   tu_check(t == 124475904 && l == 50304LL * 768, "GPT-2 124M shape: 124,475,904 parameters (hand-computed)",
            "%lld %lld", (long long)t, (long long)l);
   tu_check(zt_zero_pad_vocab(50257, 128, 1) == 50304 && zt_zero_pad_vocab(50304, 128, 1) == 50304 &&

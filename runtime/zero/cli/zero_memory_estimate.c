@@ -24,6 +24,28 @@ static void usage(void) {
          "--enum-names writes the offload device as Python >= 3.11 prints it (OffloadDeviceEnum.cpu).\n");
 }
 
+/* A Megatron GPT's parameters (tensor parallel size 1): word embeddings padded_vocab x h, learned positions
+ * max_positions x h, per layer 2 LayerNorms, fused QKV (3h x h + 3h), dense (h x h + h), fc1 (ffn x h + ffn), fc2
+ * (h x ffn + h), final LayerNorm, an untied output layer padded_vocab x h. total = every parameter once (tied weights
+ * once); largest = the largest single module's own parameters (DeepSpeed's model_to_params). The trainer counts
+ * its model's parameter table instead (models/gpt: zt_gpt_count_params); tests/zero checks both against the same
+ * hand counts. */
+static void gpt_params(int64_t layers, int64_t h, int64_t ffn, int64_t max_pos, int64_t Vp, int untie,
+                       int64_t *total, int64_t *largest) {
+
+  int64_t word = Vp * h, pos = max_pos * h, ln = 2 * h;
+  int64_t qkv = 3 * h * h + 3 * h, dense = h * h + h, fc1 = ffn * h + ffn, fc2 = h * ffn + h;
+  int64_t per_layer = 2 * ln + qkv + dense + fc1 + fc2;
+  *total = word + pos + layers * per_layer + ln + (untie ? word : 0);
+  int64_t mods[] = {word, pos, layers > 0 ? qkv : 0, layers > 0 ? dense : 0, layers > 0 ? fc1 : 0,
+                    layers > 0 ? fc2 : 0, ln};
+  int64_t best = 0;
+  for (unsigned i = 0; i < sizeof mods / sizeof mods[0]; i++)
+    if (mods[i] > best) best = mods[i];
+  *largest = best; /* an untied output layer has the word embeddings' size: no new maximum */
+}
+
+
 /* "13e9", "1.3B", "350M", "7K", "2T", "124439808" -> an integer count; zt_fatal naming the flag otherwise. */
 static int64_t parse_count(const char *flag, const char *s) {
   char *end;
@@ -119,7 +141,7 @@ int main(int argc, char **argv) {
     if (!maxpos) maxpos = seq;
     if (!ffn) ffn = 4 * hidden;
     int64_t padded = zt_zero_pad_vocab(vocab, divisible, 1);
-    zt_zero_gpt_params(layers, hidden, ffn, maxpos, padded, untie, &params, &largest);
+    gpt_params(layers, hidden, ffn, maxpos, padded, untie, &params, &largest);
     printf("GPT: %lld layers, hidden %lld, ffn %lld, %lld positions, vocabulary %lld padded to %lld (multiple of "
            "%lld), %s output layer: %lld parameters, largest layer %lld\n", (long long)layers, (long long)hidden,
            (long long)ffn, (long long)maxpos, (long long)vocab, (long long)padded, (long long)divisible,
