@@ -8,6 +8,7 @@
 
 #include "checkpoints/ckpt_fs.h"
 #include "runtime/base/error.h"
+#include "train/args.h"
 
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n) {
   tag_out[0] = '\0';
@@ -350,20 +351,7 @@ void zt_ckpt_read_state(const zt_ckpt_reader *r, int i, const char *state, float
 }
 
 int zt_ckpt_arg(const char *text, const char *name, char *buf, size_t n) {
-  const size_t len = strlen(name);
-  for (const char *p = text; p && *p;) {
-    const char *eol = strchr(p, '\n');
-    size_t linelen = eol ? (size_t)(eol - p) : strlen(p);
-    if (linelen > len && strncmp(p, name, len) == 0 && p[len] == ' ') {
-      size_t vlen = linelen - len - 1;
-      if (vlen >= n) vlen = n - 1;
-      memcpy(buf, p + len + 1, vlen);
-      buf[vlen] = '\0';
-      return 1;
-    }
-    p = eol ? eol + 1 : NULL;
-  }
-  return 0;
+  return zt_args_summary_value(text, name, buf, n);
 }
 
 char *zt_ckpt_saved_args(const char *root, const char *tag) {

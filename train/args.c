@@ -13,7 +13,6 @@
 
 #include "data/gpt_dataset.h"
 #include "data/tokenizer/tokenizer.h"
-#include "checkpoints/ckpt_reader.h"
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
@@ -727,9 +726,30 @@ static int is_value(const char *s) {
 /* --use-checkpoint-args: Megatron's load_args_from_checkpoint. The model shape comes from the saved arguments of
  * the --load checkpoint where the command line leaves it out (always for the ones Megatron forces); the
  * vocabulary (size, padding multiple) and the tokenizer type follow it. */
+char *(*zt_args_checkpoint_reader)(const char *root, const char *tag) = NULL;
+
+int zt_args_summary_value(const char *text, const char *name, char *buf, size_t n) {
+  const size_t len = strlen(name);
+  for (const char *p = text; p && *p;) {
+    const char *eol = strchr(p, '\n');
+    size_t linelen = eol ? (size_t)(eol - p) : strlen(p);
+    if (linelen > len && strncmp(p, name, len) == 0 && p[len] == ' ') {
+      size_t vlen = linelen - len - 1;
+      if (vlen >= n) vlen = n - 1;
+      memcpy(buf, p + len + 1, vlen);
+      buf[vlen] = '\0';
+      return 1;
+    }
+    p = eol ? eol + 1 : NULL;
+  }
+  return 0;
+}
+
 static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
   zt_check(a->load != NULL, "missing argument", "--use-checkpoint-args needs --load DIR");
-  char *text = zt_ckpt_saved_args(a->load, a->load_tag);
+  zt_check(zt_args_checkpoint_reader != NULL, "unsupported argument", "--use-checkpoint-args: this program reads "
+           "no checkpoints");
+  char *text = zt_args_checkpoint_reader(a->load, a->load_tag);
   if (!text) {
     zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
              "%s to provide arguments", a->load);
@@ -743,7 +763,7 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
     {"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char value[256], flagname[96];
-    if (!zt_ckpt_arg(text, keys[i].name, value, sizeof value) || strcmp(value, "None") == 0) continue;
+    if (!zt_args_summary_value(text, keys[i].name, value, sizeof value) || strcmp(value, "None") == 0) continue;
     snprintf(flagname, sizeof flagname, "--%s", keys[i].name);
     for (char *p = flagname + 2; *p; p++)
       if (*p == '_') *p = '-';

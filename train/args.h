@@ -4,6 +4,7 @@
 #ifndef ZT_ARGS_H
 #define ZT_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { ZT_LR_DECAY_LINEAR = 0, ZT_LR_DECAY_COSINE, ZT_LR_DECAY_CONSTANT, ZT_LR_DECAY_INVSQRT } zt_lr_decay_style;
@@ -134,6 +135,12 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
 void zt_args_print(const zt_args *args);
 /* The same summary as "name value" lines (malloc'd), as checkpoints store it. */
 char *zt_args_summary(const zt_args *args);
+/* The value of one argument (Megatron's name, e.g. "num_layers") in such a summary into buf; 0 when absent. */
+int zt_args_summary_value(const char *summary, const char *name, char *buf, size_t n);
+/* --use-checkpoint-args reads the saved summary of the --load checkpoint through this function (root, tag or NULL
+ * for `latest`; a malloc'd summary, or NULL when there is no checkpoint). checkpoints/ sits above train/, so the
+ * driver sets it (to zt_ckpt_saved_args) before parsing; left NULL, the flag is refused. */
+extern char *(*zt_args_checkpoint_reader)(const char *root, const char *tag);
 
 /* 1 if `flag` (e.g. "--clip-grad") was given on the command line. */
 int zt_args_given(const zt_args *args, const char *flag);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "checkpoints/checkpoint.h"
+#include "checkpoints/ckpt_reader.h"
 #include "data/gpt_provider.h"
 #include "models/gpt/gpt.h"
 #include "runtime/base/blas.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   zt_blas_setup(argc, argv); /* may re-execute the program: before MPI starts */
   zt_comm_init(&argc, &argv); /* mpirun, srun, or a single process */
   zt_args args;
+  zt_args_checkpoint_reader = zt_ckpt_saved_args; /* --use-checkpoint-args */
   zt_args_parse(&args, argc, argv, zt_comm_size());
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);

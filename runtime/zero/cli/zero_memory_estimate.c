@@ -28,7 +28,7 @@ static void usage(void) {
  * max_positions x h, per layer 2 LayerNorms, fused QKV (3h x h + 3h), dense (h x h + h), fc1 (ffn x h + ffn), fc2
  * (h x ffn + h), final LayerNorm, an untied output layer padded_vocab x h. total = every parameter once (tied weights
  * once); largest = the largest single module's own parameters (DeepSpeed's model_to_params). The trainer counts
- * its model's parameter table instead (models/gpt: zt_gpt_count_params); tests/zero checks both against the same
+ * its model's parameter table instead (models/gpt counts the table); tests/zero checks both against the same
  * hand counts. */
 static void gpt_params(int64_t layers, int64_t h, int64_t ffn, int64_t max_pos, int64_t Vp, int untie,
                        int64_t *total, int64_t *largest) {
