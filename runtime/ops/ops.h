@@ -1,7 +1,8 @@
 /* The op API: every op as an explicit forward/backward pair on contiguous fp32 row-major buffers.
  * Parameter gradients accumulate (+=), activation gradients are written (=) unless a comment says
- * otherwise. This header declares the CPU reference implementations (runtime/ops/cpu/); the CUDA
- * backend implements the same signatures in runtime/ops/cuda/ and is tested against these. */
+ * otherwise. This header declares the CPU reference implementations (runtime/ops/cpu/). The CUDA
+ * backend (runtime/ops/cuda/cuda_ops.h) has the same ops on device memory with a storage dtype argument and
+ * is tested against these; models call either through the backend op table (runtime/ops/backend.h). */
 #ifndef ZT_OPS_H
 #define ZT_OPS_H
 

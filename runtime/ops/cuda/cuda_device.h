@@ -1,5 +1,5 @@
-/* CUDA device discovery. The CUDA op backend (same signatures as runtime/ops/ops.h) grows here;
- * without a CUDA build these report no device, so callers need no #ifdefs. */
+/* CUDA device discovery: how many devices and what they are. Without a CUDA build these report no device, so
+ * callers need no #ifdefs; the ops are runtime/ops/cuda/cuda_ops.h, the op table runtime/ops/backend.h. */
 #ifndef ZT_CUDA_DEVICE_H
 #define ZT_CUDA_DEVICE_H
 
