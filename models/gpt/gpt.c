@@ -293,8 +293,9 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   const char *out = cfg->untie_embeddings ? "language_model.output_layer.weight"
                     : m->first             ? EMB_PREFIX ".word_embeddings.weight"
                                            : "word_embeddings.weight";
-  m->out_w = (char *)mm->params + m->table.params[zt_param_table_find(&m->table, out)].offset * es;
-  m->dout_w = (char *)gbind + m->table.params[zt_param_table_find(&m->table, out)].offset * es;
+  const size_t off = m->table.params[zt_param_table_find(&m->table, out)].offset;
+  m->out_w = (char *)mm->params + off * es;
+  m->dout_w = gbind ? (char *)gbind + off * es : NULL;
 }
 
 void zt_gpt_free(zt_gpt *m) {

@@ -57,7 +57,8 @@ const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const 
 }
 
 void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix) {
-  return (char *)flat + zt_param_get(t, prefix, suffix)->offset * es;
+  const zt_param *p = zt_param_get(t, prefix, suffix);
+  return flat ? (char *)flat + p->offset * es : NULL; /* no buffer (a forward-only model's gradients): none */
 }
 
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {

@@ -53,7 +53,7 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
 int zt_param_table_find(const zt_param_table *t, const char *name);
 /* The parameter "<prefix>.<suffix>"; dies naming it when absent. */
 const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix);
-/* Its first element in a flat buffer of es-byte elements laid out by the table. */
+/* Its first element in a flat buffer of es-byte elements laid out by the table (NULL for a NULL buffer). */
 void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix);
 /* Fills the flat buffer per each parameter's init; draws are keyed by (seed, parameter index,
  * element), so every element's value is independent of threads and future tensor-parallel slicing. */
