@@ -20,17 +20,5 @@ void zt_matmul_backward(float *dinp, float *dweight, float *dbias, const float *
   if (dinp)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 0.0f, dinp, IC);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
-  if (dbias) {
-    /* column sums, in a fixed order per column so the result is deterministic */
-    #pragma omp parallel for schedule(static)
-    for (int o0 = 0; o0 < OC; o0 += 64) {
-      int o1 = o0 + 64 < OC ? o0 + 64 : OC;
-      float acc[64] = {0};
-      for (int n = 0; n < N; n++) {
-        const float *row = dout + (size_t)n * OC;
-        for (int o = o0; o < o1; o++) acc[o - o0] += row[o];
-      }
-      for (int o = o0; o < o1; o++) dbias[o] += acc[o - o0];
-    }
-  }
+  if (dbias) zt_bias_grad(dbias, dout, N, OC); /* column sums in a fixed order: deterministic */
 }
