@@ -29,6 +29,10 @@ typedef struct {
   const char *tokenizer_name;
   int reset_position_ids, reset_attention_mask, eod_mask_loss;
   int eval_iters;                      /* > 0: a missing validation or test split is reported */
+  /* BERT and T5 (sentence-level samples mapping, masking) */
+  float mask_prob;                     /* --mask-prob */
+  float short_seq_prob;                /* --short-seq-prob */
+  int binary_head;                     /* BERT's sentence-order pairs (not --bert-no-binary-head) */
 } zt_data_setup;
 
 typedef struct zt_data_provider zt_data_provider;
