@@ -60,6 +60,9 @@ typedef struct zt_backend {
   void (*dropout_rows)(zt_dtype dt, void *out, const void *residual, const void *x, int row0, int n, int T, int C,
                        const zt_dropout *d);
   void (*accumulate)(zt_dtype dt, void *dst, const void *src, size_t n);
+  /* out = act(inp); dinp = dout * act'(inp), written (=), dinp may alias dout (zt_act_kind: GELU tanh or erf, tanh) */
+  void (*act_forward)(zt_dtype dt, zt_act_kind k, void *out, const void *inp, size_t n);
+  void (*act_backward)(zt_dtype dt, zt_act_kind k, void *dinp, const void *inp, const void *dout, size_t n);
   void (*add_bias)(zt_dtype dt, void *out, const void *bias, int N, int C);
   void (*bias_grad)(zt_dtype dt, void *dbias, const void *dout, int N, int C);
   void (*embedding_forward)(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,

@@ -31,6 +31,22 @@ void zt_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
 void zt_gelu_forward(float *out, const float *inp, size_t n);
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
+/* ---- elementwise activations (runtime/ops/cpu/activation.c) ------------------------------------------------
+ * GELU_TANH: zt_gelu_forward/backward above, bit for bit (the MLP's activation: openai-gelu, bias-gelu).
+ * GELU_ERF: torch.nn.functional.gelu's exact form (Megatron's BertLMHead): 0.5 x (1 + erf(x / sqrt 2)), derivative
+ *   0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi), in PyTorch's expression order with glibc's erff
+ *   (within 1 ulp) and expf: out within 4 eps of |out| + |x| (1 + erf cancels for x < 0, as in PyTorch), the
+ *   gradient within 8 eps of |dout| (1 + |x|).
+ * TANH: tanh (Megatron's BERT pooler), derivative 1 - tanh(x)^2 recomputed from the input, with glibc's tanhf
+ *   (within 2.2 ulp). */
+typedef enum { ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2 } zt_act_kind;
+/* out[n] = act(inp[n]); out may alias inp. An unknown kind ends the process (zt_fatal). */
+void zt_act_forward(zt_act_kind k, float *out, const float *inp, size_t n);
+/* dinp[n] = dout[n] * act'(inp[n]), written (=); dinp may alias dout or inp. */
+void zt_act_backward(zt_act_kind k, float *dinp, const float *inp, const float *dout, size_t n);
+/* "gelu_tanh", "gelu_erf", "tanh" (or "unknown"): for messages and test names. */
+const char *zt_act_name(zt_act_kind k);
+
 /* ---- dropout keyed by Philox ---------------------------------------------------------------
  * Element e of sample s at site `site` is kept when philox_uniform(seed, DROPOUT, stream(s, site), e)
  * >= p, so masks depend only on (seed, global sample index, site, position in the sample), never on

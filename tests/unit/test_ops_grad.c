@@ -3,6 +3,7 @@
  * L = sum(out * G) on that reference. Also checks the = / += conventions (activation gradients are
  * pre-filled with NaN and must be fully overwritten; parameter gradients are pre-filled with known
  * values and must be added to) and dropout's Philox mask contract. Odd shapes catch indexing bugs. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/base/philox.h"
+#include "runtime/ops/backend.h"
 #include "runtime/ops/ops.h"
 #include "tests/unit/testutil.h"
 
@@ -252,6 +254,190 @@ static void test_gelu(void) {
   tu_check(ok, "gelu_saturated", "x=10: %g %g, x=-10: %g %g, x=50: %g %g, x=-50: %g %g", os[0],
            gs[0], os[1], gs[1], os[4], gs[4], os[5], gs[5]);
   free(xd); free(Gd);
+}
+
+/* ---- activations (zt_act_kind) ------------------------------------------------------------------
+ * Each kind against its double-precision formula (ops.h) and finite differences of it, on odd sizes with
+ * the awkward inputs first (+-0, tiny, saturating). Beyond the shared FWD_RTOL/GRAD_RTOL scale checks, a
+ * pointwise bound holds the accuracy ops.h states: glibc's erff is within 1 ulp and tanhf within 2.2 ulp
+ * (measured on every 97th float up to |x| = 30), so out is within 4 eps of |ref| for tanh, and within
+ * 4 eps of |ref| + |x| for the GELUs (whose 1 + erf, or 1 + tanh, cancels for x < 0, as in PyTorch);
+ * the gradients within 8 eps of |dout| (1 + |x|) (measured worst for the erf form: 0.7 eps). GELU_TANH is
+ * zt_gelu_forward/backward bit for bit. */
+typedef struct { const double *x; size_t n; zt_act_kind k; } act_ctx;
+
+static double act_ref1(zt_act_kind k, double x, double *grad) {
+  const double kt = sqrt(2.0 / 3.14159265358979323846), c = 0.044715;
+  double y = 0, g = 0;
+  switch (k) {
+    case ZT_ACT_GELU_TANH: {
+      double t = tanh(kt * (x + c * x * x * x));
+      y = 0.5 * x * (1.0 + t);
+      g = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kt * (1.0 + 3.0 * c * x * x);
+      break;
+    }
+    case ZT_ACT_GELU_ERF:
+      y = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+      g = 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * 3.14159265358979323846);
+      break;
+    case ZT_ACT_TANH:
+      y = tanh(x);
+      g = 1.0 - y * y;
+      break;
+  }
+  if (grad) *grad = g;
+  return y;
+}
+
+static void act_ref(const void *cp, double *out) {
+  const act_ctx *c = cp;
+  for (size_t i = 0; i < c->n; i++) out[i] = act_ref1(c->k, c->x[i], NULL);
+}
+
+/* Elements where |got - want| > tol_i; the first one is reported. */
+static void check_pointwise(const char *name, const float *got, const double *want, const double *tol, size_t n) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(fabs((double)got[i] - want[i]) <= tol[i]) && !bad++) first = i;
+  tu_check(bad == 0, name, "%zu of %zu beyond the bound; first [%zu]: got %.9g want %.9g (|diff| %.3g > %.3g)", bad,
+           n, first, n ? got[first] : 0.0, n ? want[first] : 0.0, n ? fabs(got[first] - want[first]) : 0.0,
+           n ? tol[first] : 0.0);
+}
+
+/* fd: finite differences (n up to ~1000); otherwise the analytic derivative in double. */
+static void test_activation(zt_act_kind k, size_t n, int fd) {
+  static const float special[] = {0.0f, -0.0f, 1e-6f, -1e-6f, 1e-30f, -3e-5f, 0.5f, -0.5f, 6.0f, -6.0f};
+  const char *kn = zt_act_name(k);
+  char name[96];
+  tu_rng r = {3100 + 7 * n + (uint64_t)k};
+  float *x = tu_falloc(n), *G = tu_falloc(n), *out = tu_falloc(n), *dx = tu_falloc(n), *buf = tu_falloc(n);
+  tu_fill(&r, x, n, -6, 6);
+  for (size_t i = 0; i < n && i < sizeof special / sizeof special[0]; i++) x[i] = special[i];
+  tu_fill(&r, G, n, -1, 1);
+  double *xd = tu_to_double(x, n), *Gd = tu_to_double(G, n), *ref = tu_dalloc(n), *gx = tu_dalloc(n);
+  double *tol = tu_dalloc(n), *dref = tu_dalloc(n);
+  act_ctx c = {xd, n, k};
+  act_ref(&c, ref);
+  tu_fill_nan(out, n);
+  zt_act_forward(k, out, x, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_forward", kn, n);
+  tu_cmp(name, out, ref, n, FWD_RTOL, 0);
+  for (size_t i = 0; i < n; i++) tol[i] = 4 * FLT_EPSILON * (fabs(ref[i]) + (k == ZT_ACT_TANH ? 0 : fabs(xd[i])));
+  snprintf(name, sizeof(name), "act_%s_n%zu_forward_pointwise", kn, n);
+  check_pointwise(name, out, ref, tol, n);
+
+  for (size_t i = 0; i < n; i++) {
+    double g;
+    act_ref1(k, xd[i], &g);
+    dref[i] = g * Gd[i];
+    tol[i] = 8 * FLT_EPSILON * fabs(Gd[i]) * (1 + fabs(xd[i]));
+  }
+  if (fd) fd_grad(act_ref, &c, xd, n, Gd, n, gx);
+  else memcpy(gx, dref, n * sizeof(double));
+  tu_fill_nan(dx, n);
+  zt_act_backward(k, dx, x, G, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_dinp%s", kn, n, fd ? "_fd" : "_analytic");
+  check_grad(name, dx, NULL, gx, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_dinp_pointwise", kn, n);
+  check_pointwise(name, dx, dref, tol, n);
+
+  /* out may alias inp; dinp may alias dout (the backend's in-place use) or inp: the same values bit for bit */
+  memcpy(buf, x, n * sizeof(float));
+  zt_act_forward(k, buf, buf, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_forward_inplace", kn, n);
+  tu_cmp_exact(name, buf, out, n);
+  memcpy(buf, G, n * sizeof(float));
+  zt_act_backward(k, buf, x, buf, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_dinp_aliases_dout", kn, n);
+  tu_cmp_exact(name, buf, dx, n);
+  memcpy(buf, x, n * sizeof(float));
+  zt_act_backward(k, buf, buf, G, n);
+  snprintf(name, sizeof(name), "act_%s_n%zu_dinp_aliases_inp", kn, n);
+  tu_cmp_exact(name, buf, dx, n);
+
+  if (k == ZT_ACT_GELU_TANH) {
+    zt_gelu_forward(buf, x, n);
+    snprintf(name, sizeof(name), "act_%s_n%zu_forward_is_zt_gelu_forward", kn, n);
+    tu_cmp_exact(name, out, buf, n);
+    zt_gelu_backward(buf, x, G, n);
+    snprintf(name, sizeof(name), "act_%s_n%zu_dinp_is_zt_gelu_backward", kn, n);
+    tu_cmp_exact(name, dx, buf, n);
+  }
+  free(x); free(G); free(out); free(dx); free(buf); free(xd); free(Gd); free(ref); free(gx); free(tol); free(dref);
+}
+
+/* Saturated inputs: finite values at the limits (GELU: x and 0, gradients 1 and 0; tanh: +-1, gradient 0). The
+ * tanh form's x^3 overflows beyond |x| ~ 7e12 (its gradient is then NaN, as zt_gelu_backward's always was), so it
+ * stops at 1e4; the erf form and tanh go to 1e30. */
+static void test_activation_saturated(zt_act_kind k) {
+  enum { ns = 8 };
+  const float big = k == ZT_ACT_GELU_TANH ? 1e4f : 1e30f;
+  const float xs[ns] = {10, -10, 20, -20, 50, -50, big, -big};
+  float os[ns], gs[ns], ones[ns] = {1, 1, 1, 1, 1, 1, 1, 1};
+  zt_act_forward(k, os, xs, ns);
+  zt_act_backward(k, gs, xs, ones, ns);
+  int ok = 1, bad = -1;
+  for (int i = 0; i < ns; i++) {
+    const int gelu = k != ZT_ACT_TANH;
+    double want = gelu ? (xs[i] > 0 ? xs[i] : 0.0) : (xs[i] > 0 ? 1.0 : -1.0), gwant = gelu && xs[i] > 0 ? 1.0 : 0.0;
+    int good = isfinite(os[i]) && fabs(os[i] - want) <= 1e-6 * fabs(want) && isfinite(gs[i]) &&
+               fabs(gs[i] - gwant) <= 1e-6;
+    if (!good && bad < 0) bad = i;
+    ok &= good;
+  }
+  char name[64];
+  snprintf(name, sizeof(name), "act_%s_saturated", zt_act_name(k));
+  if (bad < 0) bad = 0;
+  tu_check(ok, name, "x=%g: out %g, dinp %g", xs[bad], os[bad], gs[bad]);
+}
+
+static void act_unknown_kind(void *ctx) {
+  float x = 1.0f, y;
+  (void)ctx;
+  zt_act_forward((zt_act_kind)7, &y, &x, 1);
+}
+static void act_unknown_kind_bwd(void *ctx) {
+  float x = 1.0f, g = 1.0f, y;
+  (void)ctx;
+  zt_act_backward((zt_act_kind)-1, &y, &x, &g, 1);
+}
+
+/* The CPU backend's table entries are these functions on fp32 storage, and refuse another dtype. */
+static void test_activation_backend(zt_act_kind k) {
+  enum { n = 1001 };
+  const zt_backend *be = zt_backend_cpu();
+  tu_rng r = {3300 + (uint64_t)k};
+  float x[n], G[n], a[n], b[n];
+  tu_fill(&r, x, n, -6, 6);
+  tu_fill(&r, G, n, -1, 1);
+  char name[64];
+  zt_act_forward(k, a, x, n);
+  be->act_forward(ZT_DTYPE_FP32, k, b, x, n);
+  snprintf(name, sizeof(name), "act_%s_backend_cpu_forward", zt_act_name(k));
+  tu_cmp_exact(name, b, a, n);
+  zt_act_backward(k, a, x, G, n);
+  be->act_backward(ZT_DTYPE_FP32, k, b, x, G, n);
+  snprintf(name, sizeof(name), "act_%s_backend_cpu_backward", zt_act_name(k));
+  tu_cmp_exact(name, b, a, n);
+}
+static void act_backend_bf16(void *ctx) {
+  float x = 1.0f, y;
+  (void)ctx;
+  zt_backend_cpu()->act_forward(ZT_DTYPE_BF16, ZT_ACT_GELU_ERF, &y, &x, 1);
+}
+
+static void test_activations(void) {
+  static const zt_act_kind kinds[] = {ZT_ACT_GELU_TANH, ZT_ACT_GELU_ERF, ZT_ACT_TANH};
+  static const size_t sizes[] = {1, 7, 41, 1001};
+  for (size_t kk = 0; kk < 3; kk++) {
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) test_activation(kinds[kk], sizes[s], 1);
+    test_activation(kinds[kk], 100003, 0); /* several OpenMP chunks */
+    test_activation_saturated(kinds[kk]);
+    test_activation_backend(kinds[kk]);
+  }
+  tu_expect_fatal("act_backend_cpu_refuses_bf16", act_backend_bf16, NULL, "the CPU backend's activation stores fp32");
+  tu_expect_fatal("act_unknown_kind_forward", act_unknown_kind, NULL, "unknown activation kind 7");
+  tu_expect_fatal("act_unknown_kind_backward", act_unknown_kind_bwd, NULL, "unknown activation kind -1");
 }
 
 /* ---- dropout ---------------------------------------------------------------------------------- */
@@ -761,6 +947,7 @@ int main(void) {
   test_layernorm("7x13", 7, 13, -1);
   test_layernorm("const_row", 3, 13, 1);
   test_gelu();
+  test_activations();
   test_dropout_ref("p0.3", 3, 37, 0.3f, 11);
   test_dropout_ref("p0.3_chunked", 2, 5003, 0.3f, 4);
   test_dropout_ref("p0", 2, 37, 0.0f, 0);

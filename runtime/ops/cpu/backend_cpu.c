@@ -79,6 +79,14 @@ static void accumulate(zt_dtype dt, void *dst, const void *src, size_t n) {
   F32("accumulate");
   zt_accumulate(dst, src, n);
 }
+static void act_fwd(zt_dtype dt, zt_act_kind k, void *out, const void *inp, size_t n) {
+  F32("activation");
+  zt_act_forward(k, out, inp, n);
+}
+static void act_bwd(zt_dtype dt, zt_act_kind k, void *dinp, const void *inp, const void *dout, size_t n) {
+  F32("activation");
+  zt_act_backward(k, dinp, inp, dout, n);
+}
 static void add_bias(zt_dtype dt, void *out, const void *bias, int N, int C) {
   F32("bias");
   zt_add_bias(out, bias, N, C);
@@ -157,8 +165,9 @@ static const zt_backend k_cpu = {
     .to_host = cpu_copy, .from_host = cpu_copy, .synchronize = cpu_sync,
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd, .layernorm_forward = ln_fwd,
     .layernorm_backward = ln_bwd, .dropout_forward = drop_fwd, .dropout_backward = drop_bwd,
-    .dropout_add_forward = drop_add, .dropout_rows = drop_rows, .accumulate = accumulate, .add_bias = add_bias,
-    .bias_grad = bias_grad, .embedding_forward = emb_fwd, .embedding_backward = emb_bwd,
+    .dropout_add_forward = drop_add, .dropout_rows = drop_rows, .accumulate = accumulate, .act_forward = act_fwd,
+    .act_backward = act_bwd, .add_bias = add_bias, .bias_grad = bias_grad, .embedding_forward = emb_fwd,
+    .embedding_backward = emb_bwd,
     .embedding_forward_range = emb_fwd_range, .embedding_backward_range = emb_bwd_range,
     .attention_saved_floats = attn_saved, .attention_scratch_floats = attn_scratch, .attention_forward = attn_fwd,
     .attention_backward = attn_bwd, .cross_entropy_forward = ce_fwd, .cross_entropy_backward = ce_bwd,

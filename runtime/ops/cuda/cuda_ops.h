@@ -80,6 +80,11 @@ void zt_cuda_gelu_forward(zt_dtype dt, void *out, const void *inp, size_t n);
 void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, const void *dout, size_t n);
 void zt_cuda_residual_forward(zt_dtype dt, void *out, const void *a, const void *b, size_t n);
 void zt_cuda_accumulate(zt_dtype dt, void *dst, const void *src, size_t n);
+/* As zt_act_forward / zt_act_backward: out = act(inp); dinp = dout * act'(inp), written (=); out may alias inp, dinp
+ * may alias dout or inp. GELU_TANH is zt_cuda_gelu_forward/backward (the same values); GELU_ERF and TANH use CUDA's
+ * erff, expf, tanhf in the CPU's expression order. An unknown kind ends the process. */
+void zt_cuda_act_forward(zt_dtype dt, zt_act_kind k, void *out, const void *inp, size_t n);
+void zt_cuda_act_backward(zt_dtype dt, zt_act_kind k, void *dinp, const void *inp, const void *dout, size_t n);
 /* Dropout with the CPU's masks bit for bit (same Philox stream, element and threshold); out may alias x. */
 void zt_cuda_dropout_forward(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d);
 void zt_cuda_dropout_backward(zt_dtype dt, void *dx, const void *dout, int B, size_t S, const zt_dropout *d);

@@ -1,13 +1,14 @@
-// Elementwise ops on the GPU: GELU (tanh form) and its backward, residual add, gradient accumulation, and
-// dropout (plain, backward, fused with the residual add, on a range of token rows) with the CPU's Philox masks bit
-// for bit; the formulas are those of runtime/ops/cpu/gelu.c, elementwise.c and dropout.c.
+// Elementwise ops on the GPU: GELU (tanh form) and its backward, the activation family (GELU tanh and erf forms,
+// tanh, and their backwards), residual add, gradient accumulation, and dropout (plain, backward, fused with the
+// residual add, on a range of token rows) with the CPU's Philox masks bit for bit; the formulas are those of
+// runtime/ops/cpu/gelu.c, activation.c, elementwise.c and dropout.c.
 //
 // Kernels (T is the storage type; arithmetic in fp32):
-//  - map_kernel: out[i] = f(x[i], y[i]) for GELU forward/backward, residual and accumulate; grid-stride, 256
-//    threads. When every pointer is 16-byte aligned it moves 16-byte packs (4 fp32 or 8 bf16/fp16 elements) and
-//    finishes the n % 4 (or 8) tail element by element, otherwise it goes element by element; one read of each
-//    input and one write, the bandwidth bound. out may alias x or y (each element is read, then written, by
-//    the same thread).
+//  - map_kernel: out[i] = f(x[i], y[i]) for the activations forward/backward, residual and accumulate;
+//    grid-stride, 256 threads. When every pointer is 16-byte aligned it moves 16-byte packs (4 fp32 or 8 bf16/fp16
+//    elements) and finishes the n % 4 (or 8) tail element by element, otherwise it goes element by element; one
+//    read of each input and one write, the bandwidth bound. out may alias x or y (each element is read, then
+//    written, by the same thread).
 //  - dropout_kernel: a span of flat elements of x[B, S] (all of it, or the token rows [row0, row0 + n) of
 //    zt_cuda_dropout_rows, which may start and end inside samples); one thread per group of four elements
 //    [4q, 4q + 4) of a sample, which share one Philox4x32 draw (the CPU draws the same counter for the same four
@@ -63,6 +64,29 @@ struct GeluForward {
 struct GeluBackward {  // x = the GELU input, dy = the gradient of its output
   __device__ float operator()(float x, float dy) const { return dy * zt_gelu_grad(x); }
 };
+// The exact GELU of torch.nn.functional.gelu and tanh, in the CPU's (and PyTorch's) expression order
+// (runtime/ops/cpu/activation.c); x = the activation's input, dy = the gradient of its output.
+#define ZT_SQRT1_2 0.70710678118654752440f    // 1 / sqrt(2)
+#define ZT_INV_SQRT_2PI 0.39894228040143267794f  // 1 / sqrt(2 pi)
+struct GeluErfForward {
+  __device__ float operator()(float x, float) const { return x * 0.5f * (1.0f + erff(x * ZT_SQRT1_2)); }
+};
+struct GeluErfBackward {
+  __device__ float operator()(float x, float dy) const {
+    const float cdf = 0.5f * (1.0f + erff(x * ZT_SQRT1_2));
+    const float pdf = ZT_INV_SQRT_2PI * expf(x * x * -0.5f);
+    return dy * (cdf + x * pdf);
+  }
+};
+struct TanhForward {
+  __device__ float operator()(float x, float) const { return tanhf(x); }
+};
+struct TanhBackward {
+  __device__ float operator()(float x, float dy) const {
+    const float t = tanhf(x);
+    return dy * (1.0f - t * t);
+  }
+};
 struct Add {
   __device__ float operator()(float x, float y) const { return x + y; }
 };
@@ -72,6 +96,26 @@ extern "C" void zt_cuda_gelu_forward(zt_dtype dt, void *out, const void *inp, si
 }
 extern "C" void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, const void *dout, size_t n) {
   map_launch(dt, dinp, inp, dout, n, GeluBackward());
+}
+static void unknown_act(const char *op, zt_act_kind k) {
+  zt_fatal(op, "unknown activation kind %d (ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2)", (int)k);
+}
+extern "C" void zt_cuda_act_forward(zt_dtype dt, zt_act_kind k, void *out, const void *inp, size_t n) {
+  switch (k) {
+    case ZT_ACT_GELU_TANH: map_launch(dt, out, inp, NULL, n, GeluForward()); return;
+    case ZT_ACT_GELU_ERF: map_launch(dt, out, inp, NULL, n, GeluErfForward()); return;
+    case ZT_ACT_TANH: map_launch(dt, out, inp, NULL, n, TanhForward()); return;
+  }
+  unknown_act("zt_cuda_act_forward", k);
+}
+extern "C" void zt_cuda_act_backward(zt_dtype dt, zt_act_kind k, void *dinp, const void *inp, const void *dout,
+                                     size_t n) {
+  switch (k) {
+    case ZT_ACT_GELU_TANH: map_launch(dt, dinp, inp, dout, n, GeluBackward()); return;
+    case ZT_ACT_GELU_ERF: map_launch(dt, dinp, inp, dout, n, GeluErfBackward()); return;
+    case ZT_ACT_TANH: map_launch(dt, dinp, inp, dout, n, TanhBackward()); return;
+  }
+  unknown_act("zt_cuda_act_backward", k);
 }
 extern "C" void zt_cuda_residual_forward(zt_dtype dt, void *out, const void *a, const void *b, size_t n) {
   map_launch(dt, out, a, b, n, Add());
