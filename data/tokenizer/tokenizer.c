@@ -410,6 +410,14 @@ void zt_tokenizer_free(zt_tokenizer *t) {
 int zt_tokenizer_vocab_size(const zt_tokenizer *t) { return t->vocab_size; }
 int32_t zt_tokenizer_eod(const zt_tokenizer *t) { return t->eod; }
 
+int32_t zt_tokenizer_token_to_id(const zt_tokenizer *t, const char *token) {
+  return t->wp ? zt_wordpiece_token_id(t->wp, token) : -1;
+}
+
+const char *zt_tokenizer_id_to_token(const zt_tokenizer *t, int32_t id) {
+  return t->wp ? zt_wordpiece_id_token(t->wp, id) : NULL;
+}
+
 zt_tok_state *zt_tok_state_new(const zt_tokenizer *t) {
   zt_tok_state *s = zt_calloc(1, sizeof *s, "tokenizer state");
   s->kind = t->kind;

@@ -52,6 +52,12 @@ int zt_tokenizer_vocab_size(const zt_tokenizer *t);
 /* Megatron's tokenizer.eod (GPT-2: <|endoftext|>); -1 when the kind has none. */
 int32_t zt_tokenizer_eod(const zt_tokenizer *t);
 
+/* The vocabulary as Megatron's BERT data reads it (tokenizer.vocab[token], tokenizer.inv_vocab[id]); BERT WordPiece
+ * kinds only (-1 / NULL for the others): the id of an exact vocabulary string ("[MASK]"), or -1; the string of an
+ * id ("##ing" for a continuation), or NULL where no token has it. */
+int32_t zt_tokenizer_token_to_id(const zt_tokenizer *t, const char *token);
+const char *zt_tokenizer_id_to_token(const zt_tokenizer *t, int32_t id);
+
 zt_tok_state *zt_tok_state_new(const zt_tokenizer *t);
 void zt_tok_state_free(zt_tok_state *s);
 

@@ -192,6 +192,10 @@ void zt_wordpiece_free(zt_wordpiece *w) {
 
 int zt_wordpiece_vocab_size(const zt_wordpiece *w) { return (int)w->count; }
 
+const char *zt_wordpiece_id_token(const zt_wordpiece *w, int32_t id) {
+  return id >= 0 && (size_t)id < w->n_inv ? w->inv[id] : NULL;
+}
+
 /* ---- scratch ------------------------------------------------------------------------------------ */
 
 typedef struct {

@@ -25,6 +25,8 @@ void zt_wordpiece_free(zt_wordpiece *w);
 int zt_wordpiece_vocab_size(const zt_wordpiece *w);
 /* The id of a token string (exact match) or -1. */
 int32_t zt_wordpiece_token_id(const zt_wordpiece *w, const char *token);
+/* inv_vocab[id]: the token string of an id, or NULL where none has it. */
+const char *zt_wordpiece_id_token(const zt_wordpiece *w, int32_t id);
 
 zt_wordpiece_scratch *zt_wordpiece_scratch_new(void);
 void zt_wordpiece_scratch_free(zt_wordpiece_scratch *s);
