@@ -13,14 +13,7 @@
 static const char *const SPLIT_NAMES[3] = {"train", "valid", "test"};
 static const char *const SPLIT_FLAGS[3] = {"--train-data-path", "--valid-data-path", "--test-data-path"};
 
-/* A parsed path list: one prefix (weight 1, no blending) or weight/prefix pairs. */
-typedef struct {
-  int n;
-  double weights[ZT_BLEND_MAX_DATASETS];
-  const char *prefixes[ZT_BLEND_MAX_DATASETS];
-} path_list;
-
-static void parse_path_list(path_list *p, const char *flag, int nwords, const char *const *words) {
+void zt_data_path_list_parse(zt_data_path_list *p, const char *flag, int nwords, const char *const *words) {
   memset(p, 0, sizeof(*p));
   zt_check(nwords > 0, "missing argument value", "%s expects a prefix, or weight prefix pairs", flag);
   if (nwords == 1) {
@@ -75,6 +68,26 @@ static void token_range(const zt_indexed_dataset *d, int64_t *lo_out, int64_t *h
   *hi_out = hi;
 }
 
+void zt_data_mmap_warmup(const zt_indexed_dataset *d) {
+  volatile uint8_t sink = 0;
+  for (size_t off = 0; off < d->bin_bytes; off += 4096) sink ^= d->bin[off];
+  (void)sink;
+}
+
+void zt_data_check_token_ids(const zt_indexed_dataset *d, int64_t vocab_size, const char *tokenizer_name) {
+  if (vocab_size <= 0 || d->bin_bytes == 0) return;
+  /* a dataset written with another tokenizer would index past the embedding: refuse it now */
+  double t0 = zt_now();
+  int64_t lo, hi;
+  token_range(d, &lo, &hi);
+  zt_check(lo >= 0 && hi < vocab_size, "dataset", "%s.bin holds token ids %lld..%lld, outside the %lld ids of "
+           "the %s tokenizer (was it preprocessed with another tokenizer?)", d->prefix, (long long)lo, (long long)hi,
+           (long long)vocab_size, tokenizer_name ? tokenizer_name : "given");
+  zt_log(" > checked %lld token ids in %.3f s: %lld..%lld, within the vocabulary of %lld\n",
+         (long long)(d->bin_bytes / (size_t)d->itemsize), zt_now() - t0, (long long)lo, (long long)hi,
+         (long long)vocab_size);
+}
+
 static const zt_indexed_dataset *open_file(zt_gpt_data *g, const char *prefix, const zt_gpt_data_config *c) {
   for (int i = 0; i < g->num_files; i++)
     if (strcmp(g->files[i].prefix, prefix) == 0) return &g->files[i];
@@ -82,25 +95,10 @@ static const zt_indexed_dataset *open_file(zt_gpt_data *g, const char *prefix, c
   double t0 = zt_now();
   zt_indexed_dataset *d = &g->files[g->num_files++];
   zt_indexed_open(d, prefix);
-  if (c->mmap_warmup) { /* --mmap-warmup: page the token file in once, as Megatron's warmup pass does */
-    volatile uint8_t sink = 0;
-    for (size_t off = 0; off < d->bin_bytes; off += 4096) sink ^= d->bin[off];
-    (void)sink;
-  }
+  if (c->mmap_warmup) zt_data_mmap_warmup(d); /* --mmap-warmup: page the token file in once, as Megatron does */
   zt_log(" > finished creating indexed dataset in %.6f seconds\n    number of documents: %lld (%s tokens)\n",
          zt_now() - t0, (long long)d->num_items, zt_idx_dtype_name(d->dtype));
-  if (c->vocab_size > 0 && d->bin_bytes > 0) {
-    /* a dataset written with another tokenizer would index past the embedding: refuse it now */
-    t0 = zt_now();
-    int64_t lo, hi;
-    token_range(d, &lo, &hi);
-    zt_check(lo >= 0 && hi < c->vocab_size, "dataset", "%s.bin holds token ids %lld..%lld, outside the %lld ids of "
-             "the %s tokenizer (was it preprocessed with another tokenizer?)", prefix, (long long)lo, (long long)hi,
-             (long long)c->vocab_size, c->tokenizer_name ? c->tokenizer_name : "given");
-    zt_log(" > checked %lld token ids in %.3f s: %lld..%lld, within the vocabulary of %lld\n",
-           (long long)(d->bin_bytes / (size_t)d->itemsize), zt_now() - t0, (long long)lo, (long long)hi,
-           (long long)c->vocab_size);
-  }
+  zt_data_check_token_ids(d, c->vocab_size, c->tokenizer_name);
   return d;
 }
 
@@ -119,7 +117,7 @@ static void build_member(zt_gpt_dataset *out, const zt_indexed_dataset *d, const
   zt_gpt_dataset_build(out, d, &sp);
 }
 
-static void finish_split(zt_gpt_split *s, const path_list *p, const int64_t (*per)[3], int k,
+static void finish_split(zt_gpt_split *s, const zt_data_path_list *p, const int64_t (*per)[3], int k,
                          const double *normalized) {
   if (p->n == 1) {
     s->size = s->members[0].num_samples;
@@ -153,8 +151,8 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
          "%lld\n", (long long)c->num_samples[0], (long long)c->num_samples[1], (long long)c->num_samples[2]);
 
   if (!separate) {
-    path_list p;
-    parse_path_list(&p, "--data-path", c->data_path_n, c->data_path);
+    zt_data_path_list p;
+    zt_data_path_list_parse(&p, "--data-path", c->data_path_n, c->data_path);
     double normalized[ZT_BLEND_MAX_DATASETS];
     int64_t per[ZT_BLEND_MAX_DATASETS][3];
     if (p.n == 1) {
@@ -199,8 +197,8 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
   } else {
     for (int k = 0; k < 3; k++) {
       if (c->split_path_n[k] == 0) continue;
-      path_list p;
-      parse_path_list(&p, SPLIT_FLAGS[k], c->split_path_n[k], c->split_path[k]);
+      zt_data_path_list p;
+      zt_data_path_list_parse(&p, SPLIT_FLAGS[k], c->split_path_n[k], c->split_path[k]);
       double normalized[ZT_BLEND_MAX_DATASETS];
       int64_t per[ZT_BLEND_MAX_DATASETS][3];
       if (p.n == 1) {

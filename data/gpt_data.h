@@ -54,6 +54,21 @@ static inline int zt_gpt_data_has(const zt_gpt_data *g, int split) { return g->s
 /* Sample i of split: seq_length + 1 token ids. */
 void zt_gpt_data_get(const zt_gpt_data *g, int split, int64_t i, int32_t *out);
 
+/* ---- helpers shared with the BERT data (data/bert_data.c) ---------------------------------------- */
+/* A parsed --data-path style word list: one prefix (weight 1, no blending) or weight/prefix pairs. */
+typedef struct {
+  int n;
+  double weights[ZT_BLEND_MAX_DATASETS];
+  const char *prefixes[ZT_BLEND_MAX_DATASETS];
+} zt_data_path_list;
+/* Parses words (of flag, for the messages); dies naming the flag and the word on malformed input. */
+void zt_data_path_list_parse(zt_data_path_list *p, const char *flag, int nwords, const char *const *words);
+/* --mmap-warmup: reads one byte per page of the .bin. */
+void zt_data_mmap_warmup(const zt_indexed_dataset *d);
+/* One parallel pass over the .bin: every token id must be in [0, vocab_size) (dies naming the file, the id range
+ * and the tokenizer; vocab_size <= 0: no check). Logs the range and the time. */
+void zt_data_check_token_ids(const zt_indexed_dataset *d, int64_t vocab_size, const char *tokenizer_name);
+
 /* Megatron's get_ltor_masks_and_position_ids for one row of T input tokens: loss_mask (1, or 0 on
  * eod when eod_mask_loss), pos (NULL, or positions restarting after each eod: --reset-position-ids),
  * key_start (NULL, or for each query the first key it may see: after the last eod strictly before

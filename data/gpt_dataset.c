@@ -143,14 +143,14 @@ void zt_gpt_build_indices(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
 
 /* ---- cache ------------------------------------------------------------------------------------ */
 
-static char *path_join(const char *dir, const char *name) {
+char *zt_path_join(const char *dir, const char *name) {
   size_t len = strlen(dir) + strlen(name) + 2;
   char *p = zt_malloc(len, "path");
   snprintf(p, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] != '/' ? "/" : "", name);
   return p;
 }
 
-static int file_exists(const char *path) {
+int zt_file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -163,13 +163,13 @@ static cache_files cache_names(const char *dir, const char *hash) {
   char name[64];
   cache_files c;
   snprintf(name, sizeof name, "%s.dsc", hash);
-  c.dsc = path_join(dir, name);
+  c.dsc = zt_path_join(dir, name);
   snprintf(name, sizeof name, "%s_doc_idx.npy", hash);
-  c.doc = path_join(dir, name);
+  c.doc = zt_path_join(dir, name);
   snprintf(name, sizeof name, "%s_sample_idx.npy", hash);
-  c.sample = path_join(dir, name);
+  c.sample = zt_path_join(dir, name);
   snprintf(name, sizeof name, "%s_shuffle_idx.npy", hash);
-  c.shuffle = path_join(dir, name);
+  c.shuffle = zt_path_join(dir, name);
   return c;
 }
 
@@ -181,11 +181,10 @@ static void cache_free(cache_files *c) {
 }
 
 static int cache_complete(const cache_files *c) {
-  return file_exists(c->dsc) && file_exists(c->doc) && file_exists(c->sample) && file_exists(c->shuffle);
+  return zt_file_exists(c->dsc) && zt_file_exists(c->doc) && zt_file_exists(c->sample) && zt_file_exists(c->shuffle);
 }
 
-/* Writes through a temporary name and renames, so a reader never sees a partial file. */
-static void save_npy_atomic(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape) {
+void zt_cache_save_npy(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape) {
   size_t len = strlen(path) + 32;
   char *tmp = zt_malloc(len, "path");
   snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
@@ -215,7 +214,7 @@ static void save_text_atomic(const char *path, const char *text) {
   free(tmp);
 }
 
-static void make_dirs(const char *dir) {
+void zt_cache_make_dir(const char *dir) {
   char *p = zt_malloc(strlen(dir) + 1, "path");
   strcpy(p, dir);
   for (char *q = p + 1; *q; q++) {
@@ -231,23 +230,23 @@ static void make_dirs(const char *dir) {
 }
 
 static void save_cache(const zt_gpt_dataset *d, const cache_files *c, const char *dir, const char *desc) {
-  make_dirs(dir);
+  zt_cache_make_dir(dir);
   zt_check(access(dir, W_OK) == 0, "dataset cache",
            "the index cache directory %s is not writable (choose another with --data-cache-path)", dir);
   int64_t shape[2] = {d->doc_idx_len, 0};
-  save_npy_atomic(c->doc, d->doc_idx, "<i4", 1, shape);
+  zt_cache_save_npy(c->doc, d->doc_idx, "<i4", 1, shape);
   shape[0] = d->total_samples + 1;
   shape[1] = 2;
-  save_npy_atomic(c->sample, d->sample_idx, "<i8", 2, shape);
+  zt_cache_save_npy(c->sample, d->sample_idx, "<i8", 2, shape);
   shape[0] = d->num_samples;
   /* Megatron's dtype: uint32 unless the sample count reaches 2^32 - 1 */
   if (d->total_samples < (int64_t)0xfffffffeLL) {
     uint32_t *u = zt_malloc((size_t)(d->num_samples > 0 ? d->num_samples : 1) * 4, "shuffle_idx");
     for (int64_t k = 0; k < d->num_samples; k++) u[k] = (uint32_t)d->shuffle_idx[k];
-    save_npy_atomic(c->shuffle, u, "<u4", 1, shape);
+    zt_cache_save_npy(c->shuffle, u, "<u4", 1, shape);
     free(u);
   } else {
-    save_npy_atomic(c->shuffle, d->shuffle_idx, "<i8", 1, shape);
+    zt_cache_save_npy(c->shuffle, d->shuffle_idx, "<i8", 1, shape);
   }
   save_text_atomic(c->dsc, desc); /* last: its presence marks a complete cache */
 }
@@ -300,7 +299,7 @@ static void load_cache(zt_gpt_dataset *d, const cache_files *c, int64_t ndocs_to
   zt_log("    loaded indexed file in %.3f seconds\n", zt_now() - t0);
 }
 
-static char *dirname_of(const char *path) {
+char *zt_path_dirname(const char *path) {
   const char *slash = strrchr(path, '/');
   size_t len = slash ? (size_t)(slash - path) : 0;
   if (slash == path) len = 1; /* "/x" -> "/" */
@@ -337,8 +336,8 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
 
   char *dirs[2];
   int ndirs = 0;
-  char *base = dirname_of(sp->prefix);
-  dirs[ndirs++] = path_join(base, "index-cache");
+  char *base = zt_path_dirname(sp->prefix);
+  dirs[ndirs++] = zt_path_join(base, "index-cache");
   free(base);
   if (sp->cache_path && sp->cache_path[0]) {
     dirs[ndirs] = zt_malloc(strlen(sp->cache_path) + 1, "path");

@@ -59,4 +59,16 @@ void zt_gpt_build_indices(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
  * Dies naming --split on malformed input. */
 void zt_split_bounds(const char *split, int64_t n, int64_t bounds[4]);
 
+/* Index-cache file helpers (shared with the BERT samples mapping, data/bert_dataset.c). */
+/* dir + "/" + name (malloc'd); no slash is added after a trailing one. */
+char *zt_path_join(const char *dir, const char *name);
+/* The directory part of a path (malloc'd; "" for a bare name, "/" for "/x"). */
+char *zt_path_dirname(const char *path);
+/* 1 if path is a regular file. */
+int zt_file_exists(const char *path);
+/* Creates dir and its parents; dies naming it (and --data-cache-path) when it cannot. */
+void zt_cache_make_dir(const char *dir);
+/* zt_npy_save through a temporary name (path.tmp.PID) and a rename, so a reader never sees a partial file. */
+void zt_cache_save_npy(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape);
+
 #endif
