@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/philox.h"
 
 void zt_model_free(zt_model *m) {
   if (m && m->ops) m->ops->free(m);
@@ -127,6 +128,58 @@ void zt_model_get_params(const zt_model *m, float *host, size_t lo, size_t hi) {
     zt_convert(host + (a - lo), ZT_DTYPE_FP32, half, m->dt, n);
   }
   free(half);
+}
+
+/* The index a parameter has in the one-stage model's table (the key of its initial draws), by name; the last
+ * stage's copy of the tied word embeddings draws what the embedding draws. */
+static int full_model_index(const zt_model *m, const zt_param_table *full, const char *name) {
+  const int i = zt_param_table_find(full, strcmp(name, ZT_SHARED_EMBEDDING) ? name : ZT_WORD_EMBEDDING);
+  zt_check(i >= 0, "internal error", "parameter %s is not in the full model (stage %d)", name, m->pp_rank);
+  return i;
+}
+
+/* Parameter k's initial values into dst[numel]. With tensor parallelism each rank draws its slice of the matrix one
+ * process draws: the normal draws are keyed by (seed, parameter index, element of the full matrix), and the
+ * parameter indices do not depend on the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous
+ * range of the full matrix; split dim 1 (row-parallel columns) a range per row. */
+static void draw_param(const zt_model *m, const zt_param_table *full, int k, uint64_t seed, float *dst) {
+  const zt_param *p = &m->table->params[k];
+  const int tp = m->tp_size > 1 ? m->tp_size : 1, r = m->tp_rank;
+  if (p->init == ZT_INIT_ZEROS || p->init == ZT_INIT_ONES) {
+    const float v = p->init == ZT_INIT_ONES ? 1.0f : 0.0f;
+    for (size_t j = 0; j < p->numel; j++) dst[j] = v;
+    return;
+  }
+  const uint64_t i = full ? (uint64_t)full_model_index(m, full, p->name) : (uint64_t)k;
+  if (p->tp_split_dim < 0 || tp == 1) {
+    zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+  } else if (p->tp_split_dim == 0) {
+    zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+  } else {
+    zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
+             p->name, p->tp_split_dim, p->ndim);
+    const uint64_t cols = (uint64_t)p->shape[1], fullc = cols * (uint64_t)tp;
+    for (int64_t row = 0; row < p->shape[0]; row++)
+      zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * fullc + (uint64_t)r * cols, 0.0f,
+                            p->init_std, seed, ZT_RNG_INIT, i);
+  }
+}
+
+void zt_model_init_params(zt_model *m, const zt_param_table *full, uint64_t seed, size_t lo, size_t hi,
+                          zt_dtype value_dt) {
+  float *stage = NULL;
+  for (int k = 0; k < m->table->count; k++) {
+    const zt_param *p = &m->table->params[k];
+    if (p->offset < lo || p->offset >= hi) continue;
+    /* the CPU draws in place (fp32 slots); a device parameter goes through a host buffer */
+    float *dst = m->be->host_visible ? (float *)m->params + p->offset
+                                     : (stage = realloc(stage, p->numel * sizeof(float)));
+    zt_check(dst, "out of memory", "%zu floats to initialize %s", p->numel, p->name);
+    draw_param(m, full, k, seed, dst);
+    if (m->be->host_visible && value_dt != ZT_DTYPE_FP32) zt_round_f32(dst, dst, p->numel, value_dt);
+    if (!m->be->host_visible) zt_model_set_params(m, dst, p->offset, p->offset + p->numel, value_dt);
+  }
+  free(stage);
 }
 
 size_t zt_model_num_params(const zt_model *m) {

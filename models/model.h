@@ -195,6 +195,16 @@ void zt_model_fold_grads(zt_model *m, size_t lo, size_t hi);
 void zt_model_set_params(zt_model *m, const float *host, size_t lo, size_t hi, zt_dtype value_dt);
 /* Reads [lo, hi) of the parameter buffer into host fp32. */
 void zt_model_get_params(const zt_model *m, float *host, size_t lo, size_t hi);
+/* Draws the initial values of the parameters that start in [lo, hi) and stores them (rounded to value_dt): N(0,
+ * init_std) keyed by (seed, the parameter's index in `full`, the element of the whole matrix), so every layout draws
+ * what one process draws; `full` is the one-stage table at this tensor-parallel size (NULL: this table is it, i.e.
+ * one pipeline stage). The last stage's copy of the tied word embeddings draws what the embedding draws. */
+void zt_model_init_params(zt_model *m, const zt_param_table *full, uint64_t seed, size_t lo, size_t hi,
+                          zt_dtype value_dt);
+/* Megatron's names of the word embeddings and of their copy on the last pipeline stage (tied output layer). */
+#define ZT_WORD_EMBEDDING "language_model.embedding.word_embeddings.weight"
+#define ZT_SHARED_EMBEDDING "word_embeddings.weight"
+
 /* Elements on this rank (Megatron's "number of parameters on (tensor, pipeline) model parallel rank"). */
 size_t zt_model_num_params(const zt_model *m);
 

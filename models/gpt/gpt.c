@@ -37,10 +37,7 @@ static void register_head(zt_param_table *t, const zt_gpt_config *c, int V, int 
   } else if (first) {
     t->params[zt_param_table_find(t, EMB_PREFIX ".word_embeddings.weight")].tied_group = 0; /* embedding + head */
   } else { /* Megatron's copy of the word embeddings on the last stage, kept equal through the embedding group */
-    int64_t w[2] = {V, c->hidden_size};
-    int i = zt_param_table_add(t, "word_embeddings.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
-    t->params[i].tied_group = 0;
-    t->params[i].shared = 1;
+    zt_embedding_register_copy(t, V, c->hidden_size, c->init_std);
   }
 }
 
@@ -51,7 +48,7 @@ static void register_params(zt_gpt *m) {
   int *first = zt_malloc((size_t)(m->nlayers + 3) * sizeof(int), "gpt units"), u = 0; /* first parameter */
   if (m->first) {
     first[u++] = m->table.count;
-    zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std);
+    zt_embedding_register(&m->table, EMB_PREFIX, V, c->max_positions, c->hidden_size, c->init_std, 0);
   }
   zt_stack_register(&m->stack, &m->table, first + u);
   u += m->nlayers;
@@ -80,7 +77,8 @@ static void one_stage_table(const zt_gpt_config *c, int tp, zt_param_table *full
   const zt_tp one = {.size = tp};
   const zt_block_config bcfg = block_config(c, &one);
   zt_param_table_init(full);
-  zt_embedding_register(full, EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size, c->init_std);
+  zt_embedding_register(full, EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size, c->init_std,
+                        0);
   zt_ffn mlp = zt_ffn_make(k_gpt_layer.mlp);
   for (int l = 0; l < c->num_layers; l++) {
     char pre[96];
@@ -341,59 +339,11 @@ void zt_gpt_count(const zt_model_args *a, int64_t *total, int64_t *largest) {
 
 /* ---- initialization ----------------------------------------------------------------------------------------- */
 
-/* The index a parameter has in the one-stage model's table (the key of its initial draws), by name; the last
- * stage's word_embeddings.weight copy draws what the embedding draws. */
-static int full_model_index(const zt_gpt *m, const zt_param_table *full, const char *name) {
-  const int i = zt_param_table_find(full, strcmp(name, "word_embeddings.weight") ? name
-                                                : EMB_PREFIX ".word_embeddings.weight");
-  zt_check(i >= 0, "internal error", "parameter %s is not in the full model (stage %d)", name, m->model.pp_rank);
-  return i;
-}
-
-/* Parameter k's initial values into dst[numel]. With tensor parallelism each rank draws its slice of the matrix one
- * process draws: the normal draws are keyed by (seed, parameter index, element of the full matrix), and the
- * parameter indices do not depend on the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous
- * range of the full matrix; split dim 1 (row-parallel columns) a range per row. */
-static void draw_param(const zt_gpt *m, const zt_param_table *full, int k, uint64_t seed, float *dst) {
-  const zt_param *p = &m->table.params[k];
-  const int tp = m->tp.size, r = m->tp.rank;
-  if (p->init == ZT_INIT_ZEROS || p->init == ZT_INIT_ONES) {
-    const float v = p->init == ZT_INIT_ONES ? 1.0f : 0.0f;
-    for (size_t j = 0; j < p->numel; j++) dst[j] = v;
-    return;
-  }
-  const uint64_t i = full ? (uint64_t)full_model_index(m, full, p->name) : (uint64_t)k;
-  if (p->tp_split_dim < 0 || tp == 1) {
-    zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
-  } else if (p->tp_split_dim == 0) {
-    zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
-  } else {
-    zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
-             p->name, p->tp_split_dim, p->ndim);
-    const uint64_t cols = (uint64_t)p->shape[1], fullc = cols * (uint64_t)tp;
-    for (int64_t row = 0; row < p->shape[0]; row++)
-      zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * fullc + (uint64_t)r * cols, 0.0f,
-                            p->init_std, seed, ZT_RNG_INIT, i);
-  }
-}
-
 static void gpt_init_range(zt_model *mm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
   zt_gpt *m = mm->impl;
   zt_param_table full; /* with pipeline stages: draws keyed by the one-stage model's parameter indices */
   if (m->pp > 1) one_stage_table(&m->cfg, m->tp.size, &full);
-  float *stage = NULL;
-  for (int k = 0; k < m->table.count; k++) {
-    const zt_param *p = &m->table.params[k];
-    if (p->offset < lo || p->offset >= hi) continue;
-    /* the CPU draws in place (fp32 slots); a device parameter goes through a host buffer */
-    float *dst = mm->be->host_visible ? (float *)mm->params + p->offset
-                                      : (stage = realloc(stage, p->numel * sizeof(float)));
-    zt_check(dst, "out of memory", "%zu floats to initialize %s", p->numel, p->name);
-    draw_param(m, m->pp > 1 ? &full : NULL, k, seed, dst);
-    if (mm->be->host_visible && value_dt != ZT_DTYPE_FP32) zt_round_f32(dst, dst, p->numel, value_dt);
-    if (!mm->be->host_visible) zt_model_set_params(mm, dst, p->offset, p->offset + p->numel, value_dt);
-  }
-  free(stage);
+  zt_model_init_params(mm, m->pp > 1 ? &full : NULL, seed, lo, hi, value_dt);
   if (m->pp > 1) zt_param_table_free(&full);
 }
 
@@ -459,7 +409,7 @@ static void gpt_forward(zt_model *mm, int vchunk, const zt_batch *b, const zt_pa
   double *ft = m->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2 = 0.0;
   if (m->first && vchunk == 0) { /* later stages (and chunks) find their input in the stack's input */
     zt_model_param_event(mm, ZT_PARAM_FETCH, unit_emb(m));
-    zt_embedding_layer_forward(&m->emb, zt_stack_input(&m->stack), m->tokens, m->positions, m->cfg.hidden_dropout,
+    zt_embedding_layer_forward(&m->emb, zt_stack_input(&m->stack), m->tokens, m->positions, NULL, m->cfg.hidden_dropout,
                                &pass);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_emb(m));
   }
@@ -539,7 +489,7 @@ static void gpt_backward(zt_model *mm, float grad_scale) {
   }
   zt_stack_backward(&m->stack, pass, m->dres, NULL, 0.0f);
   if (m->first && chunk == 0) { /* reads no parameters */
-    zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, m->cfg.hidden_dropout, pass);
+    zt_embedding_layer_backward(&m->emb, m->dres, m->tokens, m->positions, NULL, m->cfg.hidden_dropout, pass);
     zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_emb(m));
   }
 }

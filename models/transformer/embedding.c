@@ -5,14 +5,26 @@
 
 #include "runtime/base/timer.h"
 
-void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max_pos, int C, float std) {
+void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max_pos, int C, float std, int ntypes) {
   char buf[200];
-  int64_t w[2] = {V, C}, p[2] = {max_pos, C};
+  int64_t w[2] = {V, C}, p[2] = {max_pos, C}, tt[2] = {ntypes, C};
   snprintf(buf, sizeof buf, "%s.word_embeddings.weight", prefix);
   zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, 0); /* vocab-parallel over rows */
   snprintf(buf, sizeof buf, "%s.position_embeddings.weight", prefix);
-  const int i = zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
+  int i = zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
   t->params[i].seq_parallel = 0;
+  if (ntypes <= 0) return;
+  snprintf(buf, sizeof buf, "%s.tokentype_embeddings.weight", prefix);
+  i = zt_param_table_add(t, buf, 2, tt, ZT_INIT_NORMAL, std, 0, -1);
+  t->params[i].seq_parallel = 0;
+}
+
+int zt_embedding_register_copy(zt_param_table *t, int V, int C, float std) {
+  int64_t w[2] = {V, C};
+  const int i = zt_param_table_add(t, ZT_SHARED_EMBEDDING, 2, w, ZT_INIT_NORMAL, std, 0, 0);
+  t->params[i].tied_group = 0;
+  t->params[i].shared = 1;
+  return i;
 }
 
 void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, void *params, void *grads,
@@ -25,6 +37,12 @@ void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *pre
   e->V = (int)w->shape[0];
   e->C = (int)w->shape[1];
   e->max_pos = (int)zt_param_get(t, prefix, "position_embeddings.weight")->shape[0];
+  char name[200];
+  snprintf(name, sizeof name, "%s.tokentype_embeddings.weight", prefix);
+  const int k = zt_param_table_find(t, name);
+  e->ntypes = k >= 0 ? (int)t->params[k].shape[0] : 0;
+  e->wtt = k >= 0 ? (char *)params + t->params[k].offset * es : NULL;
+  e->dwtt = k >= 0 && grads ? (char *)grads + t->params[k].offset * es : NULL;
 }
 
 static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
@@ -33,7 +51,7 @@ static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
 }
 
 void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t *tokens, const int32_t *positions,
-                                float dropout_p, const zt_pass *pass) {
+                                const int32_t *types, float dropout_p, const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
   const zt_backend *be = tp->be;
@@ -44,6 +62,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
     be->embedding_forward(dt, out, tokens, e->wte, N, e->C, 0);
     if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
     be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
+    if (types) be->embedding_forward(dt, out, types, e->wtt, N, e->C, 1);
     if (ft) ft[1] += zt_now() - t0;
     be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
     return;
@@ -54,6 +73,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
   zt_allreduce_sum(tp->group, dt, full, (size_t)N * e->C);
   if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
   be->embedding_forward(dt, full, positions, e->wpe, N, e->C, 1);
+  if (types) be->embedding_forward(dt, full, types, e->wtt, N, e->C, 1);
   if (ft) ft[1] += zt_now() - t0;
   if (!tp->sp) {
     be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
@@ -65,7 +85,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
 }
 
 void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_t *tokens,
-                                 const int32_t *positions, float dropout_p, const zt_pass *pass) {
+                                 const int32_t *positions, const int32_t *types, float dropout_p, const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
   const zt_backend *be = tp->be;
@@ -75,6 +95,7 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
     be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
     be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);
     be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
+    if (types) be->embedding_backward(dt, e->dwtt, types, dout, N, e->C);
     return;
   }
   const void *full = dout;
@@ -88,4 +109,5 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
   /* the backward of the all-reduce is the identity: each rank's slice takes its tokens' rows */
   be->embedding_backward_range(dt, e->dwte, tokens, full, N, e->C, e->v0, e->V);
   be->embedding_backward(dt, e->dwpe, positions, full, N, e->C);
+  if (types) be->embedding_backward(dt, e->dwtt, types, full, N, e->C);
 }
