@@ -75,6 +75,8 @@ typedef struct {
   int num_layers, hidden_size, num_heads, ffn_hidden_size, max_positions, padded_vocab_size;
   float ln_eps, attn_dropout, hidden_dropout, init_std;
   int untie_embeddings;
+  int residual_post_ln; /* --apply-residual-connection-post-layernorm */
+  int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
 } zt_model_args;
 
 typedef struct {

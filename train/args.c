@@ -68,6 +68,7 @@ static const choice k_dataloader[] = {
     {NULL, 0, NULL}};
 static const choice k_recompute_methods[] = {{"uniform", 1, NULL}, {"block", 0, NULL}, {NULL, 0, NULL}};
 static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NULL}};
+static const choice k_off[] = {{"", 0, NULL}, {NULL, 0, NULL}};
 
 #define OFF(field) offsetof(zt_args, field)
 #define SHAPE "model shape"
@@ -99,6 +100,10 @@ static const flag k_flags[] = {
   {"--layernorm-epsilon", F_FLOAT, OFF(layernorm_epsilon), NULL, SHAPE, "1e-05", "LayerNorm epsilon."},
   {"--untie-embeddings-and-output-weights", F_TRUE, OFF(untie_embeddings_and_output_weights), NULL, SHAPE,
    "False", "Give the output layer its own weights instead of the word embeddings."},
+  {"--apply-residual-connection-post-layernorm", F_TRUE, OFF(apply_residual_connection_post_layernorm), NULL, SHAPE,
+   "False", "Original BERT residual order: each residual add takes the LayerNorm output."},
+  {"--bert-no-binary-head", F_CONST, OFF(bert_binary_head), k_off, SHAPE, "binary head on",
+   "pretrain_bert: no sentence-order head (and no pooler, no token types)."},
   {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
   {"--vocab-size", F_INT, OFF(vocab_size), NULL, SHAPE, "50257",
    "Vocabulary size for --mock-data and NullTokenizer (otherwise the tokenizer's)."},
@@ -171,7 +176,8 @@ static const flag k_flags[] = {
   {"--data-impl", F_CHOICE, OFF(data_impl), k_data_impl, DATA, "infer",
    "Indexed dataset implementation (mmap; infer checks the file)."},
   {"--mmap-warmup", F_TRUE, OFF(mmap_warmup), NULL, DATA, "False", "Read the token files once at start."},
-  {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA, "GPT2BPETokenizer",
+  {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA,
+   "GPT2BPETokenizer (pretrain_bert: BertWordPieceLowerCase)",
    "Tokenizer (HFTokenizer is refused: it needs the Python/Rust tokenizers library)."},
   {"--vocab-file", F_STR, OFF(vocab_file), NULL, DATA, "None", "GPT-2 vocab.json or BERT vocab.txt."},
   {"--merge-file", F_STR, OFF(merge_file), NULL, DATA, "None", "GPT-2 merges.txt."},
@@ -182,6 +188,10 @@ static const flag k_flags[] = {
   {"--reset-attention-mask", F_TRUE, OFF(reset_attention_mask), NULL, DATA, "False",
    "Tokens attend only within their own document."},
   {"--eod-mask-loss", F_TRUE, OFF(eod_mask_loss), NULL, DATA, "False", "No loss on end-of-document tokens."},
+  {"--mask-prob", F_FLOAT, OFF(mask_prob), NULL, DATA, "0.15",
+   "pretrain_bert: probability of masking a token (Megatron's masked-LM data), in (0, 1)."},
+  {"--short-seq-prob", F_FLOAT, OFF(short_seq_prob), NULL, DATA, "0.1",
+   "pretrain_bert: probability of a shorter target sequence length for a sample, in [0, 1]."},
   {"--train-data-exact-num-epochs", F_I64, OFF(train_data_exact_num_epochs), NULL, DATA, "None",
    "Build the training set from exactly this many epochs."},
   {"--dataloader-type", F_CHOICE, OFF(dataloader_type), k_dataloader, DATA, "single",
@@ -411,6 +421,8 @@ static void print_help(const char *prog) {
 
 /* ---- validation and derived values --------------------------------------------------------------- */
 
+const char *zt_args_model = "gpt";
+
 static void check_positive(const char *flag, long long v) {
   zt_check(v > 0, "bad argument value", "%s %lld: must be > 0", flag, v);
 }
@@ -493,6 +505,20 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "--train-samples %lld)", (long long)a->train_iters, (long long)a->train_samples);
   zt_check(by_iters || by_samples, "missing argument", "one of --train-iters or --train-samples is required");
   check_data(a, seen);
+  if (strcmp(zt_args_model, "bert") != 0) {
+    static const char *const bert_only[] = {"--bert-no-binary-head", "--mask-prob", "--short-seq-prob"};
+    for (size_t i = 0; i < sizeof bert_only / sizeof bert_only[0]; i++)
+      zt_check(!given(seen, bert_only[i]), "unsupported argument", "%s is a pretrain_bert flag (Megatron's BERT "
+               "data and head); this program trains %s", bert_only[i], zt_args_model);
+  } else {
+    check_real(a->mask_prob > 0.0f && a->mask_prob < 1.0f, "--mask-prob", a->mask_prob, 1, "in (0, 1)");
+    check_real(a->short_seq_prob >= 0.0f && a->short_seq_prob <= 1.0f, "--short-seq-prob", a->short_seq_prob, 1,
+               "in [0, 1]");
+    zt_check(!a->untie_embeddings_and_output_weights, "inconsistent arguments", "--untie-embeddings-and-output-"
+             "weights: BERT's output layer is tied to the word embeddings (Megatron's BertModel asserts it)");
+    zt_check(!a->mock_data, "unsupported argument", "--mock-data: pretrain_bert reads Megatron's BERT samples from "
+             "sentence-split data (preprocess_data --split-sentences); give --data-path");
+  }
   zt_check(!(a->deepspeed_config && !a->deepspeed), "inconsistent arguments",
            "--deepspeed_config %s is given without --deepspeed (Megatron-DeepSpeed would silently ignore the "
            "file): add --deepspeed", a->deepspeed_config);
@@ -683,7 +709,10 @@ static void set_defaults(zt_args *a) {
   a->layernorm_epsilon = 1e-5f;
   a->vocab_size = 50257;
   a->split = "969, 30, 1";
-  a->tokenizer_type = ZT_TOK_GPT2BPE;
+  a->tokenizer_type = strcmp(zt_args_model, "bert") == 0 ? ZT_TOK_BERT_LOWER : ZT_TOK_GPT2BPE;
+  a->bert_binary_head = 1;
+  a->mask_prob = 0.15f;
+  a->short_seq_prob = 0.1f;
   a->data_impl = 1;
   a->train_data_exact_num_epochs = -1;
   a->attention_dropout = a->hidden_dropout = 0.1f;
@@ -759,6 +788,7 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
   static const struct { const char *name; int force; } keys[] = {
     {"num_layers", 0}, {"hidden_size", 0}, {"ffn_hidden_size", 0}, {"seq_length", 0}, {"num_attention_heads", 0},
     {"kv_channels", 0}, {"max_position_embeddings", 0}, {"untie_embeddings_and_output_weights", 1},
+    {"apply_residual_connection_post_layernorm", 1},
     {"tokenizer_type", 0}, {"vocab_size", 0}, {"make_vocab_size_divisible_by", 0},
     {"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -882,6 +912,8 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("make_vocab_size_divisible_by", a->make_vocab_size_divisible_by);
   FLT_LINE("layernorm_epsilon", a->layernorm_epsilon, 1);
   BOOL_LINE("untie_embeddings_and_output_weights", a->untie_embeddings_and_output_weights);
+  BOOL_LINE("apply_residual_connection_post_layernorm", a->apply_residual_connection_post_layernorm);
+  BOOL_LINE("bert_binary_head", a->bert_binary_head);
   INT_LINE("seq_length", a->seq_length);
   INT_LINE("vocab_size", a->vocab_size);
   INT_LINE("padded_vocab_size", a->padded_vocab_size);
@@ -954,6 +986,8 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("reset_position_ids", a->reset_position_ids);
   BOOL_LINE("reset_attention_mask", a->reset_attention_mask);
   BOOL_LINE("eod_mask_loss", a->eod_mask_loss);
+  FLT_LINE("mask_prob", a->mask_prob, 1);
+  FLT_LINE("short_seq_prob", a->short_seq_prob, 1);
   OPT_LINE("train_data_exact_num_epochs", a->train_data_exact_num_epochs);
   STR_LINE("dataloader_type", "single");
   INT_LINE("num_workers", a->num_workers);

@@ -28,6 +28,9 @@ typedef struct {
   int make_vocab_size_divisible_by; /* 128 */
   float layernorm_epsilon;          /* 1e-5 */
   int untie_embeddings_and_output_weights; /* 0: output layer tied to word embeddings */
+  int apply_residual_connection_post_layernorm; /* the residual adds take the LayerNorm output (original BERT) */
+  int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
+  float mask_prob, short_seq_prob;  /* pretrain_bert: --mask-prob 0.15, --short-seq-prob 0.1 */
   int seq_length;
   int vocab_size;                   /* --vocab-size; with --mock-data default 50257 (GPT-2) */
   int padded_vocab_size;            /* derived: multiple of make_vocab_size_divisible_by * TP */
@@ -123,6 +126,10 @@ typedef struct {
   int skip_train;                   /* --skip-train: only evaluate */
   unsigned char given_[256];        /* which flags were on the command line (zt_args_given) */
 } zt_args;
+
+/* The model family of the program parsing the flags ("gpt" by default, "bert" for pretrain_bert; set before
+ * zt_args_parse): BERT's default tokenizer is BertWordPieceLowerCase, and its data flags are refused elsewhere. */
+extern const char *zt_args_model;
 
 /* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
  * derives values for a world of `world_size` processes. Any error (unknown flag, with the closest

@@ -50,11 +50,11 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"model-variant (rotary, GQA, RMSNorm, SwiGLU)",
    "--num-key-value-heads --use-rotary-position-embeddings --rotary-position-embeddings-theta "
    "--rotary-percent --no-position-embedding --normalization --apply-layernorm-1p "
-   "--apply-residual-connection-post-layernorm --openai-gelu --squared-relu --swiglu "
+   "--openai-gelu --squared-relu --swiglu "
    "--disable-bias-linear --init-method-xavier-uniform"},
   {"encoder-decoder (BERT/T5)",
    "--encoder-num-layers --decoder-num-layers --encoder-seq-length --decoder-seq-length "
-   "--bert-no-binary-head --mask-prob --short-seq-prob --pipeline-model-parallel-split-rank"},
+   "--pipeline-model-parallel-split-rank"},
   {"token-based schedule", "--train-tokens --lr-decay-tokens --lr-warmup-tokens"},
   {"batch-size ramp-up", "--rampup-batch-size"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},

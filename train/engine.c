@@ -36,8 +36,6 @@ zt_tokenizer *zt_engine_tokenizer(zt_args *a) {
   return tok;
 }
 
-/* Megatron's train_val_test_num_samples and the datasets behind them. */
-
 /* Megatron's train_val_test_num_samples and the model kind's datasets behind them. */
 static void build_data(zt_engine *e, const zt_tokenizer *tok) {
   const zt_args *a = e->args;
@@ -54,7 +52,8 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
       .mmap_warmup = a->mmap_warmup, .vocab_size = a->vocab_size, .tokenizer = tok,
       .tokenizer_name = zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type),
       .reset_position_ids = a->reset_position_ids, .reset_attention_mask = a->reset_attention_mask,
-      .eod_mask_loss = a->eod_mask_loss, .eval_iters = a->eval_iters};
+      .eod_mask_loss = a->eod_mask_loss, .eval_iters = a->eval_iters, .mask_prob = a->mask_prob,
+      .short_seq_prob = a->short_seq_prob, .binary_head = a->bert_binary_head};
   e->data = e->kind->build_data(&s);
 }
 
@@ -253,7 +252,9 @@ static zt_model_args model_args(const zt_args *a) {
                          .max_positions = a->max_position_embeddings, .padded_vocab_size = a->padded_vocab_size,
                          .ln_eps = a->layernorm_epsilon, .attn_dropout = a->attention_dropout,
                          .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
-                         .untie_embeddings = a->untie_embeddings_and_output_weights};
+                         .untie_embeddings = a->untie_embeddings_and_output_weights,
+                         .residual_post_ln = a->apply_residual_connection_post_layernorm,
+                         .binary_head = a->bert_binary_head};
 }
 
 /* The fp32 masters of [lo, lo + n) of the flat buffer (inside the partition) from the weights as the model holds

@@ -1,42 +1,10 @@
 /* pretrain_gpt: Megatron-DeepSpeed's pretrain_gpt.py as one binary: the GPT model kind (model, data provider,
- * parameter count) handed to the engine, with checkpoints around its loop. */
-#include <omp.h>
-#include <stdlib.h>
-
-#include "checkpoints/checkpoint.h"
-#include "checkpoints/ckpt_reader.h"
+ * parameter count) run by the shared main program (checkpoints/train_main.c). */
+#include "checkpoints/train_main.h"
 #include "data/gpt_provider.h"
 #include "models/gpt/gpt.h"
-#include "runtime/base/blas.h"
-#include "runtime/base/error.h"
-#include "runtime/comm/comm.h"
-#include "train/args.h"
-#include "train/engine.h"
 
 static const zt_model_kind k_gpt = {.name = "GPT", .build_model = zt_gpt_create,
                                     .build_data = zt_gpt_provider_create, .count_params = zt_gpt_count};
 
-int main(int argc, char **argv) {
-  zt_blas_setup(argc, argv); /* may re-execute the program: before MPI starts */
-  zt_comm_init(&argc, &argv); /* mpirun, srun, or a single process */
-  zt_args args;
-  zt_args_checkpoint_reader = zt_ckpt_saved_args; /* --use-checkpoint-args */
-  zt_args_parse(&args, argc, argv, zt_comm_size());
-  zt_tokenizer *tok = zt_engine_tokenizer(&args);
-  zt_args_print(&args);
-  zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
-  zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
-  zt_engine e;
-  zt_engine_init(&e, &args, tok, ds, &k_gpt);
-  zt_ckpt_start(&e.st); /* --load (validated before any state changes), SIGTERM handler, exit clock */
-  e.hooks = (zt_train_hooks){.after_step = zt_ckpt_after_step, .end_of_training = zt_ckpt_end_of_training};
-  zt_engine_run(&e);
-  zt_engine_free(&e);
-  if (tok) zt_tokenizer_free(tok);
-  if (ds) {
-    zt_ds_config_free(ds);
-    free(ds);
-  }
-  zt_comm_finalize();
-  return 0;
-}
+int main(int argc, char **argv) { return zt_train_main(argc, argv, &k_gpt, "gpt"); }

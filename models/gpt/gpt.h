@@ -14,95 +14,34 @@
 #include <stdint.h>
 
 #include "models/model.h"
-#include "models/transformer/embedding.h"
-#include "models/transformer/stack.h"
-#include "models/transformer/transformer.h"
+#include "models/transformer/language_model.h"
 #include "runtime/base/memplan.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/backend.h"
 #include "runtime/tensor/param_table.h"
 
-typedef struct {
-  int num_layers, hidden_size, num_heads, ffn_hidden_size;
-  int max_positions;
-  int padded_vocab_size;     /* the output layer's width; includes Megatron's padding rows */
-  float ln_eps, attn_dropout, hidden_dropout, init_std;
-  int untie_embeddings;      /* 1: separate output_layer.weight */
-  int recompute_full;        /* 1: keep only each layer's input; recompute the layer in backward */
-  int partition_activations; /* with recompute and tensor parallelism (no sequence parallelism): each rank keeps
-                                its 1/tp of every saved layer input, all-gathered before the layer's recompute
-                                (DeepSpeed's activation_checkpointing.partition_activations) */
-  int micro_batch, seq_length;
-  int master_weights;        /* 1: plan fp32 master weights (mixed precision) in the optimizer-state region */
-  int zero_partitions;       /* ZeRO: the flat buffers are padded to a multiple of this and the optimizer state
-                                (and masters) hold one partition; 0 or 1: no partitioning */
-  int optim_offloaded;       /* the optimizer state and masters live elsewhere (NVMe offload): none planned */
-  /* tensor parallelism (tp_size 0 or 1: none): the tensor-parallel group, its size and this rank's place in
-   * it; sequence_parallel: Megatron's --sequence-parallel (needs tp_size > 1) */
-  const zt_group *tp_group;
-  int tp_size, tp_rank, sequence_parallel;
-  /* pipeline parallelism (pp_size 0 or 1: none): this stage holds layers [pp_rank L/pp, (pp_rank+1) L/pp), the
-   * first stage the embeddings, the last the final layernorm, the output layer (tied: its own copy of the word
-   * embeddings, "word_embeddings.weight", kept equal through the embedding group) and the loss; pp_group (for
-   * the gradient norm) holds the stages of this rank's pipeline. With vpp > 1 virtual chunks (the interleaved
-   * schedule) the stage holds vpp chunks of L/(pp vpp) layers, chunk c the layers [(c pp + pp_rank) L/(pp vpp),
-   * ...) (zt_layout_stage_layers); the embeddings go with chunk 0 of the first stage, the head with chunk vpp-1
-   * of the last. pp_buffers: stage-sized buffers the pipeline schedule keeps (stashed inputs, gradients). */
-  int pp_size, pp_rank, vpp, pp_buffers;
-  const zt_group *pp_group;
-  /* where it runs: backend NULL is the CPU; dtype is the storage of parameters and activations (fp32 on the
-   * CPU; fp32, bf16 or fp16 on a GPU, with fp32 gradient accumulation) */
-  const zt_backend *backend;
-  zt_dtype dtype;
-  int forward_only;          /* a teacher or an evaluator: no gradients, no optimizer state, no backward */
-} zt_gpt_config;
+/* GPT's configuration is the language model's (bidirectional 0, num_tokentypes 0). */
+typedef zt_lm_config zt_gpt_config;
 
 typedef struct {
   zt_gpt_config cfg;
   zt_model model;            /* the engine's view (models/model.h) */
-  zt_block_config bcfg;
   zt_param_table table;
   zt_memplan plan;
+  zt_lm lm;                  /* embedding, layers, final layernorm, output layer and loss */
   float *params;             /* flat fp32 parameters in table order (NULL with a half dtype: model.params) */
   float *grads;              /* flat fp32 gradients (NULL when forward_only) */
   float *optim_state;        /* 2 x partition floats (Adam moments), owned by the optimizer */
   float *master;             /* partition fp32 master weights with cfg.master_weights, else NULL */
-
-  zt_embedding emb;
-  zt_stack stack;            /* this stage's layers */
-  void *lnf_w, *lnf_b, *dlnf_w, *dlnf_b;
-  void *out_w, *dout_w;      /* = word embeddings when tied */
-
-  zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
-  float *ce_buf;             /* [3 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
-  int nlayers, chunk_layers, vpp, first, last, pp;
-
-  /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and
-   * dropout tensors hold this rank's B x T / tp tokens) */
-  int B, T;
-  void *lnf;
-  float *lnf_mean, *lnf_rstd;
-  void *logits;              /* [B, T, V]; holds dlogits during backward */
-  float *losses, *lse, *dloss; /* [B, T] */
-  void *dres;                /* [B, T, C] residual-stream gradient */
-  /* the batch on the backend: default positions, and where a device backend keeps the staged ids and masks */
-  int32_t *pos_buf, *tokens_dev, *targets_dev, *key_start_dev;
-  uint8_t *padding_dev;
-  float *h_losses, *h_dloss, *h_mask; /* host [B, T] */
-  int32_t *h_pos;
-  /* inputs of the last forward, for backward (backend memory) */
-  const int32_t *tokens, *positions, *targets;
-  zt_pass pass;
-  /* Flops profiler (runtime/profile/flops_profiler.h): NULL, or ZT_GPT_FT_SLOTS forward latencies of the
-   * model-level modules followed by ZT_FT_SLOTS per layer. */
-  double *fwd_time;
+  void *logits;              /* [B, T, V] of the last forward (lm.logits) */
   int owned;                 /* built by zt_gpt_create: zt_model_free frees the struct too */
 } zt_gpt;
 
 /* Model-level forward latency slots: the whole forward (GPTModel), language_model, embedding and its
  * word/position parts (consecutive), encoder, final_layernorm, output layer + cross-entropy. */
-enum { ZT_GPT_FT_MODEL, ZT_GPT_FT_LM, ZT_GPT_FT_EMB, ZT_GPT_FT_WORD, ZT_GPT_FT_POS, ZT_GPT_FT_ENCODER,
-       ZT_GPT_FT_FINAL_LN, ZT_GPT_FT_LOGITS, ZT_GPT_FT_SLOTS };
+enum { ZT_GPT_FT_MODEL = ZT_LM_FT_MODEL, ZT_GPT_FT_LM = ZT_LM_FT_LM, ZT_GPT_FT_EMB = ZT_LM_FT_EMB,
+       ZT_GPT_FT_WORD = ZT_LM_FT_WORD, ZT_GPT_FT_POS = ZT_LM_FT_POS, ZT_GPT_FT_ENCODER = ZT_LM_FT_ENCODER,
+       ZT_GPT_FT_FINAL_LN = ZT_LM_FT_FINAL_LN, ZT_GPT_FT_LOGITS = ZT_LM_FT_LOGITS, ZT_GPT_FT_SLOTS = ZT_LM_FT_SLOTS };
 
 /* The engine's constructor (a zt_model_kind's build_model): a GPT from the architecture flags and the engine's
  * setup, returned as the generic model (zt_model_free frees it). */

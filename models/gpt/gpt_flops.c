@@ -1,53 +1,16 @@
 /* GPT's flops-profiler module tree (runtime/profile/flops_profiler.h): Megatron-DeepSpeed's GPTModel with the MACs
  * and flops of DeepSpeed's counting rules per module, and the latency slots the forward records into while the
  * profiler is attached (ZT_GPT_FT_SLOTS for the model-level modules, then ZT_FT_SLOTS per layer). */
-#include <stdio.h>
-
 #include "models/gpt/gpt.h"
-#include "runtime/base/error.h"
 
 zt_flops_profiler *zt_gpt_flops_profiler(const zt_gpt *g, const zt_flops_profiler_config *cfg) {
   const zt_gpt_config *c = &g->cfg;
-  zt_check(g->pp == 1, "unsupported argument", "the flops profiler with --pipeline-model-parallel-size %d is not "
-           "supported yet", g->pp);
-  const int L = c->num_layers, C = c->hidden_size, NH = c->num_heads, HD = C / NH, F = c->ffn_hidden_size;
-  const int V = c->padded_vocab_size, B = g->B, T = g->T;
-  const double N = (double)B * T, eps = c->ln_eps;
-  zt_flops_profiler *p = zt_flops_profiler_create(cfg, ZT_GPT_FT_SLOTS + L * ZT_FT_SLOTS);
-
+  const double N = (double)g->lm.B * g->lm.T, C = c->hidden_size, V = c->padded_vocab_size;
+  zt_flops_profiler *p = zt_flops_profiler_create(cfg, ZT_GPT_FT_SLOTS + c->num_layers * ZT_FT_SLOTS);
   /* GPTModel's own: the logits matmul with the (tied) output weight; the vocab-parallel cross-entropy
    * uses operators DeepSpeed does not patch (0 flops) */
   int root = zt_fp_add(p, -1, "", "GPTModel", ZT_GPT_FT_MODEL, N * C * V, 2 * N * C * V);
-  int lm = zt_fp_add(p, root, "language_model", "TransformerLanguageModel", ZT_GPT_FT_LM, 0, 0);
-  int emb = zt_fp_add(p, lm, "embedding", "Embedding", ZT_GPT_FT_EMB, 0, 0);
-  zt_fp_add(p, emb, "word_embeddings", "VocabParallelEmbedding", ZT_GPT_FT_WORD, 0, 0); /* F.embedding: 0 */
-  int pos = zt_fp_add(p, emb, "position_embeddings", "Embedding", ZT_GPT_FT_POS, 0, 0);
-  char extra[96];
-  snprintf(extra, sizeof extra, "%d, %d", c->max_positions, C);
-  zt_fp_set_extra(p, pos, extra);
-  int enc = zt_fp_add(p, lm, "encoder", "ParallelTransformer", ZT_GPT_FT_ENCODER, 0, 0);
-  int layers = zt_fp_add(p, enc, "layers", "ModuleList", -1, 0, 0);
-  p->mods[layers].is_list = true;
-  for (int l = 0; l < L; l++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "%d", l);
-    const int base = ZT_GPT_FT_SLOTS + l * ZT_FT_SLOTS;
-    int lay = zt_fp_add(p, layers, nm, "ParallelTransformerLayer", base + ZT_FT_LAYER, 0, 0);
-    zt_fp_add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, N, C, eps);
-    int att = zt_fp_add(p, lay, "self_attention", "ParallelAttention", base + ZT_FT_ATTN, 0, 0);
-    zt_fp_add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * C);
-    /* CoreAttention: baddbmm Q K^T (B*NH*T*HD*T MACs; flops 2*MACs + the B*NH*T*T output it scales),
-     * softmax (1 flop per element), bmm P V (B*NH*T*T*HD MACs) */
-    double s = (double)B * NH * T * T, mm = s * HD;
-    zt_fp_add(p, att, "core_attention", "CoreAttention", base + ZT_FT_CORE, 2 * mm, 2 * mm + s + s + 2 * mm);
-    zt_fp_add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, C, C);
-    zt_fp_add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, N, C, eps);
-    /* ParallelMLP's own: F.gelu, 1 flop per element */
-    int mlp = zt_fp_add(p, lay, "mlp", "ParallelMLP", base + ZT_FT_MLP, 0, N * F);
-    zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", base + ZT_FT_FC1, N, C, F);
-    zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", base + ZT_FT_FC2, N, F, C);
-  }
-  zt_fp_add_layernorm(p, enc, "final_layernorm", ZT_GPT_FT_FINAL_LN, N, C, eps);
+  int lm = zt_lm_flops_tree(p, root, &g->lm, ZT_GPT_FT_SLOTS);
   /* untied: the output_layer module holds the weight; GPTModel still calls the matmul with it */
   if (c->untie_embeddings) zt_fp_add(p, lm, "output_layer", "ColumnParallelLinear", -1, 0, 0);
   zt_fp_finish(p, &g->table);

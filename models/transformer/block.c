@@ -1,5 +1,6 @@
-/* The pre-LayerNorm transformer layer (Megatron's ParallelTransformerLayer, pre-LN residual), with the decoder
- * layer's cross-attention when its spec asks for it. With --sequence-parallel its layernorms, dropouts and residual
+/* The pre-LayerNorm transformer layer (Megatron's ParallelTransformerLayer, pre-LN residual, or the LayerNorm output
+ * as the residual with --apply-residual-connection-post-layernorm), with the decoder layer's cross-attention when its
+ * spec asks for it. With --sequence-parallel its layernorms, dropouts and residual
  * adds run on this rank's share of the tokens. */
 #include <stdio.h>
 
@@ -121,6 +122,24 @@ static zt_pass cross_pass(const zt_pass *pass, const zt_cross_input *mem) {
                    .training = pass->training, .key_padding = mem->padding};
 }
 
+/* A sublayer's LayerNorm backward where its branch meets the residual stream: s->dln holds d(LN output) from the
+ * branch and dres d(the residual add). Pre-LN: dres += LN'(dln). residual_post_ln (the LN output was the residual):
+ * dres = LN'(dln + dres). */
+static void layernorm_residual_backward(void *dres, zt_block_scratch *s, void *dw, void *db, const void *inp,
+                                        const void *w, const float *mean, const float *rstd,
+                                        const zt_block_config *cfg, int N, int post) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const size_t NC = (size_t)N * cfg->C;
+  if (post) {
+    be->accumulate(dt, s->dln, dres, NC);
+    be->layernorm_backward(dt, dres, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+    return;
+  }
+  be->layernorm_backward(dt, s->tmp, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+  be->accumulate(dt, dres, s->tmp, NC);
+}
+
 float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_input *mem, const zt_block_config *cfg,
                        const zt_pass *pass, zt_block_scratch *s) {
   const zt_backend *be = zt_block_be(cfg);
@@ -135,8 +154,9 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, blk->spec.self_mask,
                   zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS));
   if (ft) ft[ZT_FT_ATTN] += zt_now() - t1;
+  const int post = blk->spec.residual_post_ln;
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
-  dropout_rows(a->res2, x, s->tmp, cfg, pass, &d1);
+  dropout_rows(a->res2, post ? a->ln1 : x, s->tmp, cfg, pass, &d1);
   if (ft) t1 = zt_now();
   be->layernorm_forward(dt, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N, C, cfg->ln_eps);
   if (ft) ft[ZT_FT_LN2] += zt_now() - t1;
@@ -147,12 +167,13 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
     zt_attn_forward(&blk->inter_p, &a->inter, s->tmp, a->ln2, mem->x, cfg, &cross, mem->Tk, ZT_ATTN_NONE,
                     zt_dropout_site(blk->layer, ZT_SITE_INTER_PROBS));
     zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
-    dropout_rows(a->res3, a->res2, s->tmp, cfg, pass, &d3);
+    dropout_rows(a->res3, post ? a->ln2 : a->res2, s->tmp, cfg, pass, &d3);
     be->layernorm_forward(dt, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N, C,
                           cfg->ln_eps);
     mlp_in = a->ln3;
     mlp_res = a->res3;
   }
+  if (post) mlp_res = mlp_in;
   if (ft) t1 = zt_now();
   const float aux = blk->ffn.forward(&blk->ffn, s->tmp, mlp_in, cfg, pass, N);
   if (ft) ft[ZT_FT_MLP] += zt_now() - t1;
@@ -167,17 +188,16 @@ void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const int N = zt_tp_local_rows(cfg->tp, pass->B * pass->T), C = cfg->C;
-  const size_t NC = (size_t)N * C;
   zt_block_acts *a = &blk->a;
   const int cross = blk->spec.cross_attention;
+  const int post = blk->spec.residual_post_ln;
   /* MLP branch: d(fcproj) = dropout'(dres); dres += LN'(ffn'(...)) */
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
   dropout_rows(s->tmp, NULL, dres, cfg, pass, &d2);
   blk->ffn.backward(&blk->ffn, s->dln, s->tmp, cross ? a->ln3 : a->ln2, cfg, pass, N, s->ffn, aux_grad);
   if (cross) {
-    be->layernorm_backward(dt, s->tmp, blk->g.ln3_w, blk->g.ln3_b, s->dln, a->res3, blk->p.ln3_w, a->ln3_mean,
-                           a->ln3_rstd, N, C);
-    be->accumulate(dt, dres, s->tmp, NC);
+    layernorm_residual_backward(dres, s, blk->g.ln3_w, blk->g.ln3_b, a->res3, blk->p.ln3_w, a->ln3_mean,
+                                a->ln3_rstd, cfg, N, post);
     /* cross-attention branch: its input is LN2's output, its keys the encoder output */
     const zt_pass xpass = cross_pass(pass, mem);
     zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
@@ -187,16 +207,14 @@ void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_
                      s->dkv, s->attn);
     be->accumulate(dt, mem->grad, s->dmem, (size_t)pass->B * mem->Tk * C);
   }
-  be->layernorm_backward(dt, s->tmp, blk->g.ln2_w, blk->g.ln2_b, s->dln, a->res2, blk->p.ln2_w, a->ln2_mean,
-                         a->ln2_rstd, N, C);
-  be->accumulate(dt, dres, s->tmp, NC);
+  layernorm_residual_backward(dres, s, blk->g.ln2_w, blk->g.ln2_b, a->res2, blk->p.ln2_w, a->ln2_mean, a->ln2_rstd,
+                              cfg, N, post);
   /* attention branch */
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   dropout_rows(s->tmp, NULL, dres, cfg, pass, &d1);
   zt_attn_backward(&blk->attn_p, &blk->attn_g, &a->attn, s->dln, NULL, s->tmp, a->ln1, NULL, cfg, pass,
                    pass->T, blk->spec.self_mask, zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS), s->dctx, s->dqkv,
                    NULL, s->attn);
-  be->layernorm_backward(dt, s->tmp, blk->g.ln1_w, blk->g.ln1_b, s->dln, x, blk->p.ln1_w, a->ln1_mean,
-                         a->ln1_rstd, N, C);
-  be->accumulate(dt, dres, s->tmp, NC);
+  layernorm_residual_backward(dres, s, blk->g.ln1_w, blk->g.ln1_b, x, blk->p.ln1_w, a->ln1_mean, a->ln1_rstd, cfg,
+                              N, post);
 }

@@ -118,10 +118,13 @@ typedef struct {
   int cross_attention;         /* 1: a T5 decoder layer, inter_attention over the encoder output after the
                                   self-attention (post_inter_attention_layernorm before the MLP) */
   zt_mlp_kind mlp;
+  int residual_post_ln;        /* --apply-residual-connection-post-layernorm: each residual add takes the sublayer's
+                                  LayerNorm output instead of its input (the original BERT's wiring) */
 } zt_layer_spec;
 
 /* ---- the pre-LN layer --------------------------------------------------------------------------
- * x -> x + drop(attn(LN1(x))) [-> + drop(inter_attn(LN2(.), mem))] -> + drop(ffn(LN(.))). */
+ * x -> x + drop(attn(LN1(x))) [-> + drop(inter_attn(LN2(.), mem))] -> + drop(ffn(LN(.))); with residual_post_ln
+ * each "+" adds to the LayerNorm's output instead: LN1(x) + drop(attn(LN1(x))), and so on. */
 typedef struct {
   void *ln1_w, *ln1_b, *ln2_w, *ln2_b, *ln3_w, *ln3_b; /* ln3: post_inter_attention_layernorm (cross only) */
 } zt_block_params;

@@ -34,6 +34,7 @@ PROGRAMS = [
     ('nccl_check', 'tools/cuda_emu/nccl_check.c', ['@3+ZT_EMU_DEVICES=3']),
     ('test_comm_nccl', 'tests/comm/test_comm_nccl.c', ['', '@2+ZT_EMU_DEVICES=2']),
     ('pretrain_gpt', 'train/pretrain_gpt.c', []),
+    ('pretrain_bert', 'train/pretrain_bert.c', []),
 ]
 CUDA_LIBS = re.compile(r'(cuda|cublas|cudart|cudadevrt|culibos|nccl|nvrtc|cudnn)', re.I)
 

@@ -1,0 +1,24 @@
+/* BERT's flops-profiler module tree (runtime/profile/flops_profiler.h): Megatron-DeepSpeed's BertModel with the MACs
+ * and flops of DeepSpeed's counting rules per module (F.linear 2 flops per MAC, F.gelu 1 flop per element, torch.tanh
+ * and the vocab-parallel cross-entropy unpatched: 0), and the latency slots its forward records into. */
+#include "models/bert/bert.h"
+
+zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profiler_config *cfg) {
+  const zt_bert_config *c = &m->cfg;
+  const double B = m->lm.B, N = B * m->lm.T, V = c->padded_vocab_size;
+  const int C = c->hidden_size;
+  zt_flops_profiler *p = zt_flops_profiler_create(cfg, ZT_BERT_FT_SLOTS + c->num_layers * ZT_FT_SLOTS);
+  int root = zt_fp_add(p, -1, "", "BertModel", ZT_LM_FT_MODEL, 0, 0);
+  int lm = zt_lm_flops_tree(p, root, &m->lm, ZT_BERT_FT_SLOTS);
+  if (m->binary_head) { /* the pooler runs on the first token of each sample */
+    int pool = zt_fp_add(p, lm, "pooler", "Pooler", ZT_BERT_FT_POOLER, 0, 0);
+    zt_fp_add_linear(p, pool, "dense", "Linear", -1, B, C, C);
+  }
+  /* BertLMHead's own: F.gelu on N x C, and parallel_lm_logits' F.linear with the tied word embeddings */
+  int head = zt_fp_add(p, root, "lm_head", "BertLMHead", ZT_BERT_FT_LM_HEAD, N * C * V, 2 * N * C * V + N * C);
+  zt_fp_add_linear(p, head, "dense", "Linear", -1, N, C, C);
+  zt_fp_add_layernorm(p, head, "layernorm", -1, N, C, c->ln_eps);
+  if (m->binary_head) zt_fp_add_linear(p, root, "binary_head", "Linear", ZT_BERT_FT_BINARY_HEAD, B, C, 2);
+  zt_fp_finish(p, &m->table);
+  return p;
+}

@@ -1,0 +1,449 @@
+/* The language model GPT and BERT share (language_model.h): layout, parameters, memory plan, the batch on the
+ * backend, the encoder's forward and backward, the output layer and its vocab-parallel cross-entropy. */
+#include "models/transformer/language_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+#include "runtime/base/timer.h"
+#include "runtime/parallel/parallel_state.h"
+
+/* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage). */
+int zt_lm_unit_emb(const zt_lm *lm) { return lm->first ? 0 : -1; }
+int zt_lm_unit_head(const zt_lm *lm) { return lm->last ? lm->first + lm->nlayers : -1; }
+static int head_uses_embedding(const zt_lm *lm) { return lm->last && lm->first && !lm->cfg.untie_embeddings; }
+void zt_lm_head_params(zt_lm *lm, int event) {
+  zt_model_param_event(lm->model, event, zt_lm_unit_head(lm));
+  if (head_uses_embedding(lm)) zt_model_param_event(lm->model, event, zt_lm_unit_emb(lm));
+}
+
+/* The last stage's parameters: the final layernorm, the model's head, the output layer (untied), or the tied word
+ * embeddings' group (one stage) or Megatron's copy of them (several stages). */
+static void register_last(zt_param_table *t, const zt_lm_config *c, zt_lm_register_head head, int V, int first) {
+  int64_t C[1] = {c->hidden_size};
+  zt_param_table_add(t, ZT_LM_ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
+  zt_param_table_add(t, ZT_LM_ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
+  if (head) head(t, c, V);
+  if (c->untie_embeddings) {
+    int64_t w[2] = {V, c->hidden_size};
+    zt_param_table_add(t, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
+  } else if (first) {
+    t->params[zt_param_table_find(t, ZT_WORD_EMBEDDING)].tied_group = 0; /* embedding + output layer */
+  } else {
+    zt_embedding_register_copy(t, V, c->hidden_size, c->init_std);
+  }
+}
+
+static void register_params(zt_lm *lm) {
+  const zt_lm_config *c = &lm->cfg;
+  zt_param_table *t = lm->table;
+  zt_model *mm = lm->model;
+  zt_param_table_init(t);
+  int *first = zt_malloc((size_t)(lm->nlayers + 3) * sizeof(int), "model units"), u = 0; /* first parameter */
+  if (lm->first) {
+    first[u++] = t->count;
+    zt_embedding_register(t, ZT_LM_EMB_PREFIX, lm->V, c->max_positions, c->hidden_size, c->init_std,
+                          c->num_tokentypes);
+  }
+  zt_stack_register(&lm->stack, t, first + u);
+  u += lm->nlayers;
+  if (lm->last) {
+    first[u++] = t->count;
+    register_last(t, c, lm->register_head, lm->V, lm->first);
+  }
+  mm->nunits = u;
+  mm->unit_off = zt_malloc((size_t)(u + 1) * sizeof(size_t), "model units");
+  for (int k = 0; k < u; k++) mm->unit_off[k] = t->params[first[k]].offset;
+  mm->unit_off[u] = t->numel;
+  free(first);
+}
+
+static zt_layer_spec layer_spec(const zt_lm_config *c) {
+  return (zt_layer_spec){.self_mask = c->bidirectional ? ZT_ATTN_NONE : ZT_ATTN_CAUSAL, .cross_attention = 0,
+                         .mlp = ZT_MLP_DENSE, .residual_post_ln = c->residual_post_ln};
+}
+
+/* The layers' configuration: heads and MLP columns of one of tp ranks. */
+static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
+  const int C = cfg->hidden_size, NH = cfg->num_heads;
+  return (zt_block_config){.C = C, .NH = NH / tp->size, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp->size,
+                           .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
+                           .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
+                           .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp};
+}
+
+void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {
+  const zt_tp one = {.size = tp};
+  const zt_block_config bcfg = block_config(c, &one);
+  const zt_layer_spec spec = layer_spec(c);
+  zt_param_table_init(t);
+  zt_embedding_register(t, ZT_LM_EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size,
+                        c->init_std, c->num_tokentypes);
+  zt_ffn mlp = zt_ffn_make(spec.mlp);
+  for (int l = 0; l < c->num_layers; l++) {
+    char pre[96];
+    snprintf(pre, sizeof pre, ZT_LM_ENC_PREFIX ".layers.%d", l);
+    zt_block_register(t, pre, &spec, &bcfg, &mlp);
+  }
+  zt_ffn_destroy(&mlp);
+  register_last(t, c, head, c->padded_vocab_size / tp, 1);
+}
+
+/* The module of a parameter: its name up to the last dot. */
+static size_t module_len(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+void zt_lm_count_params(const zt_lm_config *c, zt_lm_register_head head, int64_t *total, int64_t *largest) {
+  zt_param_table t;
+  zt_lm_one_stage_table(c, 1, head, &t);
+  *total = *largest = 0;
+  for (int i = 0; i < t.count; i++) {
+    *total += (int64_t)t.params[i].numel;
+    /* DeepSpeed's largest layer: the most parameters one module owns directly (its weight and bias) */
+    const size_t len = module_len(t.params[i].name);
+    int64_t own = 0;
+    for (int j = 0; j < t.count; j++)
+      if (module_len(t.params[j].name) == len && !strncmp(t.params[j].name, t.params[i].name, len))
+        own += (int64_t)t.params[j].numel;
+    if (own > *largest) *largest = own;
+  }
+  zt_param_table_free(&t);
+}
+
+/* Megatron's divisibility rules for tensor parallelism, named by their flags. */
+static void check_config(const zt_lm_config *c, int tp) {
+  zt_check(c->hidden_size % c->num_heads == 0, "model", "hidden size %d is not divisible by %d heads",
+           c->hidden_size, c->num_heads);
+  zt_check(c->tp_size <= 1 || c->tp_group != NULL, "internal error", "model: tensor-parallel size %d without a group",
+           c->tp_size);
+  zt_check(c->num_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible by "
+           "--tensor-model-parallel-size %d (the heads are split over the tensor-parallel ranks)", c->num_heads, tp);
+  zt_check(c->ffn_hidden_size % tp == 0, "inconsistent arguments", "--ffn-hidden-size %d is not divisible by "
+           "--tensor-model-parallel-size %d (the MLP columns are split over the tensor-parallel ranks)",
+           c->ffn_hidden_size, tp);
+  zt_check(c->padded_vocab_size % tp == 0, "inconsistent arguments", "padded vocabulary size %d is not divisible "
+           "by --tensor-model-parallel-size %d", c->padded_vocab_size, tp);
+  zt_check(!(tp > 1 && c->sequence_parallel) || c->seq_length % tp == 0, "inconsistent arguments",
+           "--seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits the "
+           "sequence over the tensor-parallel ranks)", c->seq_length, tp);
+  zt_check(!(c->partition_activations && tp > 1) || ((size_t)c->micro_batch * c->seq_length *
+           c->hidden_size) % (size_t)tp == 0, "inconsistent arguments", "partition_activations: a layer input of "
+           "%d x %d x %d elements does not split over %d tensor-parallel ranks", c->micro_batch, c->seq_length,
+           c->hidden_size, tp);
+  const int pp = c->pp_size > 1 ? c->pp_size : 1;
+  zt_check(c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
+           "--pipeline-model-parallel-size %d", c->num_layers, pp);
+  zt_check(pp == 1 || c->pp_group != NULL, "internal error", "model: pipeline size %d without a group", pp);
+  const zt_backend *be = c->backend ? c->backend : zt_backend_cpu();
+  zt_check(be->kind != ZT_BACKEND_CPU || c->dtype == ZT_DTYPE_FP32, "internal error", "model: the CPU backend "
+           "stores fp32, asked for %s", zt_dtype_name(c->dtype));
+}
+
+void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
+                 zt_lm_register_head register_head) {
+  memset(lm, 0, sizeof(*lm));
+  lm->cfg = *cfg;
+  lm->model = mm;
+  lm->table = table;
+  lm->plan = plan;
+  lm->register_head = register_head;
+  const int tp = cfg->tp_size > 1 ? cfg->tp_size : 1;
+  check_config(cfg, tp);
+  const zt_backend *be = cfg->backend ? cfg->backend : zt_backend_cpu();
+  plan->alloc = be->host_visible ? NULL : be->alloc;
+  plan->release = be->host_visible ? NULL : be->release;
+  lm->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
+                   .sp = tp > 1 && cfg->sequence_parallel, .be = be, .dt = cfg->dtype};
+  lm->bcfg = block_config(cfg, &lm->tp);
+  lm->spec = layer_spec(cfg);
+  lm->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
+  lm->vpp = cfg->vpp > 1 ? cfg->vpp : 1;
+  const int pr = lm->pp > 1 ? cfg->pp_rank : 0, L = cfg->num_layers;
+  lm->chunk_layers = L / (lm->pp * lm->vpp);
+  lm->nlayers = lm->chunk_layers * lm->vpp;
+  lm->first = pr == 0;
+  lm->last = pr == lm->pp - 1;
+  lm->B = cfg->micro_batch;
+  lm->T = cfg->seq_length;
+  lm->V = cfg->padded_vocab_size / tp;
+  lm->v0 = lm->tp.rank * lm->V;
+  /* the owner set ops, impl, name and losses */
+  mm->be = be;
+  mm->dt = cfg->dtype;
+  mm->table = table;
+  mm->plan = plan;
+  mm->tp_group = lm->tp.group;
+  mm->tp_size = tp;
+  mm->tp_rank = lm->tp.rank;
+  mm->sequence_parallel = lm->tp.sp;
+  mm->pp_group = lm->pp > 1 ? cfg->pp_group : NULL;
+  mm->pp_size = lm->pp;
+  mm->pp_rank = pr;
+  mm->vpp = lm->vpp;
+  mm->first = lm->first;
+  mm->last = lm->last;
+  mm->shared_grad = -1;
+  mm->n_stage = 1;
+  mm->pp_buffers = cfg->pp_buffers > 0 ? cfg->pp_buffers : 0;
+  const zt_layout stages = {.pp = lm->pp, .vpp = lm->vpp}; /* only the stage and chunk sizes are read */
+  int *chunk_first = zt_malloc((size_t)lm->vpp * sizeof(int), "model chunks");
+  for (int c = 0; c < lm->vpp; c++) {
+    int n;
+    zt_layout_stage_layers(&stages, L, pr, c, &chunk_first[c], &n);
+  }
+  zt_stack_init(&lm->stack, mm, &lm->bcfg, &lm->spec, ZT_LM_ENC_PREFIX, L, lm->vpp, chunk_first, lm->chunk_layers,
+                lm->first, cfg->recompute_full, cfg->partition_activations, lm->B, lm->T, 0);
+  free(chunk_first);
+  register_params(lm);
+  if (zt_tp_sp(&lm->tp))
+    for (int i = 0; i < table->count; i++)
+      if (table->params[i].seq_parallel) mm->sp_numel += table->params[i].numel;
+  if (lm->pp > 1 && !cfg->untie_embeddings && (lm->first || lm->last))
+    mm->shared_grad = zt_param_table_find(table, lm->first ? ZT_WORD_EMBEDDING : ZT_SHARED_EMBEDDING);
+}
+
+void zt_lm_teardown(zt_lm *lm) {
+  free(lm->model->unit_off);
+  lm->model->unit_off = NULL;
+  zt_stack_free(&lm->stack);
+  zt_param_table_free(lm->table);
+}
+
+void zt_lm_plan(zt_lm *lm) {
+  zt_memplan *p = lm->plan;
+  zt_model *mm = lm->model;
+  const zt_backend *be = mm->be;
+  const zt_dtype dt = mm->dt;
+  const size_t es = zt_dtype_size(dt);
+  const int B = lm->B, T = lm->T, C = lm->cfg.hidden_size;
+  /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
+  const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&lm->tp, B * T);
+  const size_t V = (size_t)lm->V;
+  /* ZeRO: flat buffers padded to whole partitions; optimizer state and masters for one partition */
+  const size_t zp = lm->cfg.zero_partitions > 1 ? (size_t)lm->cfg.zero_partitions : 1;
+  const size_t flat = (lm->table->numel + zp - 1) / zp * zp, part = flat / zp;
+  const int train = !lm->cfg.forward_only;
+  mm->flat = flat;
+  mm->params = zt_memplan_bytes(p, ZT_MEM_PARAMS, flat * es);
+  mm->grads = train ? zt_memplan_floats(p, ZT_MEM_GRADS, flat) : NULL;
+  mm->grads_dt = train && dt != ZT_DTYPE_FP32 ? zt_memplan_bytes(p, ZT_MEM_GRADS, flat * es) : NULL;
+  const int here = train && !lm->cfg.optim_offloaded;
+  mm->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
+  mm->master = here && lm->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
+  zt_stack_plan(&lm->stack, p);
+  mm->stage_bytes = N * C * es;
+  mm->stash = mm->pp_buffers > 0 ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)mm->pp_buffers * mm->stage_bytes)
+                                 : NULL;
+  const size_t head = lm->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
+  lm->lnf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * N * C * es);
+  lm->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
+  lm->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
+  lm->logits = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NF * V * es);
+  lm->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  lm->dres = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
+  lm->pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+  if (!be->host_visible) { /* the ids and masks of the batch, staged onto the device */
+    lm->tokens_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+    lm->targets_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+    lm->key_start_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+    lm->padding_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF);
+    if (lm->cfg.num_tokentypes > 0) lm->types_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+  }
+  if (zt_tp_on(&lm->tp)) lm->ce_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 3 * NF);
+  if (zt_tp_sp(&lm->tp)) {
+    lm->tp.gather = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
+    lm->tp.partial = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
+    mm->sp_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, mm->sp_numel);
+  }
+}
+
+void zt_lm_bind(zt_lm *lm) {
+  zt_model *mm = lm->model;
+  const zt_param_table *t = lm->table;
+  const size_t es = zt_dtype_size(mm->dt);
+  /* the backward accumulates into the fp32 gradients, or into a half dtype's per-micro-batch buffer */
+  void *gbind = mm->grads_dt ? mm->grads_dt : (void *)mm->grads;
+  lm->gbind = gbind;
+  zt_stack_bind(&lm->stack, t, mm->params, gbind, es);
+  if (lm->first) zt_embedding_bind(&lm->emb, t, ZT_LM_EMB_PREFIX, mm->params, gbind, es);
+  lm->emb.tp = &lm->tp;
+  lm->emb.v0 = lm->v0;
+  lm->dlnf = lm->stack.scratch.dln;
+  mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), mm->stage_bytes / es, mm->dt};
+  mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), mm->stage_bytes / es, mm->dt};
+  mm->stage_grad[0] = (zt_stage_tensor){lm->dres, mm->stage_bytes / es, mm->dt};
+  const size_t NF = (size_t)lm->B * lm->T;
+  lm->h_losses = zt_malloc(NF * sizeof(float), "model losses");
+  lm->h_dloss = zt_malloc(NF * sizeof(float), "model loss gradients");
+  lm->h_mask = zt_malloc(NF * sizeof(float), "model loss mask");
+  lm->h_pos = zt_malloc(NF * sizeof(int32_t), "model positions");
+  if (!lm->last) return;
+  lm->lnf_w = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
+  lm->lnf_b = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+  lm->dlnf_w = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
+  lm->dlnf_b = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+  const char *out = lm->cfg.untie_embeddings ? "language_model.output_layer.weight"
+                    : lm->first              ? ZT_WORD_EMBEDDING
+                                             : ZT_SHARED_EMBEDDING;
+  const size_t off = t->params[zt_param_table_find(t, out)].offset;
+  lm->out_w = (char *)mm->params + off * es;
+  lm->dout_w = gbind ? (char *)gbind + off * es : NULL;
+}
+
+void zt_lm_free_host(zt_lm *lm) {
+  free(lm->h_losses), free(lm->h_dloss), free(lm->h_mask), free(lm->h_pos);
+  lm->h_losses = lm->h_dloss = lm->h_mask = NULL;
+  lm->h_pos = NULL;
+}
+
+void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
+  zt_param_table full; /* with pipeline stages: draws keyed by the one-stage model's parameter indices */
+  if (lm->pp > 1) zt_lm_one_stage_table(&lm->cfg, lm->tp.size, lm->register_head, &full);
+  zt_model_init_params(lm->model, lm->pp > 1 ? &full : NULL, seed, lo, hi, value_dt);
+  if (lm->pp > 1) zt_param_table_free(&full);
+}
+
+/* ---- forward ------------------------------------------------------------------------------------------------ */
+
+zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
+  const zt_backend *be = lm->model->be;
+  const size_t NF = (size_t)lm->B * lm->T;
+  zt_check(b->B == lm->B && b->T == lm->T, "model", "batch %dx%d differs from the planned %dx%d", b->B, b->T, lm->B,
+           lm->T);
+  zt_pass pass = *in;
+  int32_t *pos = NULL;
+  if (!b->positions) {
+    pos = zt_backend_host_view(be, lm->pos_buf, lm->h_pos);
+    for (int r = 0; r < lm->B; r++)
+      for (int t = 0; t < lm->T; t++) pos[r * lm->T + t] = t;
+    zt_backend_commit(be, lm->pos_buf, pos, NF * sizeof(int32_t));
+  }
+  lm->positions = b->positions ? zt_backend_stage_in(be, lm->pos_buf, b->positions, NF * sizeof(int32_t))
+                               : lm->pos_buf;
+  lm->tokens = zt_backend_stage_in(be, lm->tokens_dev, b->tokens, NF * sizeof(int32_t));
+  lm->targets = zt_backend_stage_in(be, lm->targets_dev, b->labels, NF * sizeof(int32_t));
+  lm->types = lm->cfg.num_tokentypes > 0
+                  ? zt_backend_stage_in(be, lm->types_dev, b->token_types, NF * sizeof(int32_t))
+                  : NULL;
+  zt_check(lm->cfg.num_tokentypes == 0 || b->token_types, "internal error", "model: %d token types, none in the "
+           "batch", lm->cfg.num_tokentypes);
+  pass.key_start = zt_backend_stage_in(be, lm->key_start_dev, b->key_start, NF * sizeof(int32_t));
+  pass.key_padding = zt_backend_stage_in(be, lm->padding_dev, b->padding, NF);
+  for (size_t n = 0; n < NF; n++) lm->h_mask[n] = b->loss_mask ? b->loss_mask[n] : 1.0f;
+  lm->pass = pass;
+  return pass;
+}
+
+int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
+  zt_model *mm = lm->model;
+  zt_check(vchunk >= 0 && vchunk < lm->vpp, "internal error", "model: virtual chunk %d of %d", vchunk, lm->vpp);
+  double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0, t2 = 0.0;
+  if (lm->first && vchunk == 0) { /* later stages (and chunks) find their input in the stack's input */
+    zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
+    zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), lm->tokens, lm->positions, lm->types,
+                               lm->cfg.hidden_dropout, pass);
+    zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
+  }
+  if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
+  zt_stack_forward(&lm->stack, vchunk, pass, NULL);
+  if (!lm->last || vchunk != lm->vpp - 1) return 0; /* the output goes to the next stage */
+  if (ft) t2 = zt_now();
+  const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
+  zt_lm_head_params(lm, ZT_PARAM_FETCH);
+  mm->be->layernorm_forward(mm->dt, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(&lm->stack), lm->lnf_w,
+                            lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
+  if (ft) {
+    double t3 = zt_now();
+    ft[ZT_LM_FT_FINAL_LN] += t3 - t2;
+    ft[ZT_LM_FT_ENCODER] += t3 - t1;
+    ft[ZT_LM_FT_LM] += t3 - t0;
+    ft[ZT_LM_FT_MODEL] += t3 - t0;
+  }
+  return 1;
+}
+
+/* Megatron's _VocabParallelCrossEntropy over logits [NF, V] (this rank's vocabulary columns): the row maxima,
+ * then the sums of exponentials and the target logits, all-reduced over the tensor-parallel group; the full
+ * logits are never gathered. */
+static void vocab_parallel_cross_entropy(zt_lm *lm, int NF) {
+  const zt_backend *be = lm->model->be;
+  float *rowmax = lm->ce_buf, *sums = lm->ce_buf + NF; /* sums: [sumexp NF | target logit NF] */
+  be->cross_entropy_vp_max(lm->model->dt, rowmax, lm->logits, NF, lm->V);
+  zt_allreduce_max(lm->tp.group, ZT_DTYPE_FP32, rowmax, (size_t)NF);
+  be->cross_entropy_vp_sums(lm->model->dt, sums, sums + NF, lm->logits, rowmax, lm->targets, NF, lm->V, lm->v0);
+  zt_allreduce_sum(lm->tp.group, ZT_DTYPE_FP32, sums, 2 * (size_t)NF);
+  be->cross_entropy_vp_finish(lm->losses, lm->lse, rowmax, sums, sums + NF, NF);
+}
+
+float zt_lm_output_loss(zt_lm *lm, const void *h, const void *bias) {
+  const zt_backend *be = lm->model->be;
+  const zt_dtype dt = lm->model->dt;
+  const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF);
+  double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0;
+  /* the output layer is column-parallel over the vocabulary: every rank scores all tokens on its slice */
+  be->matmul_forward(dt, lm->logits, NULL, zt_tp_gather(&lm->tp, h, N, C), lm->out_w, bias, NF, C, lm->V);
+  if (zt_tp_on(&lm->tp)) vocab_parallel_cross_entropy(lm, NF);
+  else be->cross_entropy_forward(dt, lm->losses, lm->lse, lm->logits, lm->targets, NF, lm->V);
+  const float *losses = lm->losses;
+  if (!be->host_visible) { /* the one synchronization of the forward */
+    be->to_host(lm->h_losses, lm->losses, (size_t)NF * sizeof(float));
+    losses = lm->h_losses;
+  }
+  double num = 0.0, den = 0.0;
+  for (int n = 0; n < NF; n++) {
+    double w = lm->h_mask[n];
+    num += w * losses[n];
+    den += w;
+  }
+  if (ft) {
+    const double dt_s = zt_now() - t0;
+    ft[ZT_LM_FT_LOGITS] += dt_s;
+    ft[ZT_LM_FT_MODEL] += dt_s;
+  }
+  return den > 0 ? (float)(num / den) : 0.0f;
+}
+
+void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void *dbias, void *dh) {
+  const zt_backend *be = lm->model->be;
+  const zt_dtype dt = lm->model->dt;
+  const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF), V = lm->V;
+  double den = 0.0;
+  for (int n = 0; n < NF; n++) den += lm->h_mask[n];
+  float *dloss = zt_backend_host_view(be, lm->dloss, lm->h_dloss);
+  for (int n = 0; n < NF; n++) dloss[n] = den > 0 ? (float)(lm->h_mask[n] * grad_scale / den) : 0.0f;
+  zt_backend_commit(be, lm->dloss, dloss, (size_t)NF * sizeof(float));
+  if (!zt_tp_on(&lm->tp)) {
+    be->cross_entropy_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, N, V);
+    be->matmul_backward(dt, dh, lm->dout_w, dbias, lm->logits, h, lm->out_w, NULL, N, C, V);
+  } else { /* the input gradient of the column-parallel output layer is partial over the vocabulary slices */
+    be->cross_entropy_vp_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, NF, V, lm->v0);
+    be->matmul_backward(dt, zt_tp_partial_buffer(&lm->tp, dh), lm->dout_w, dbias, lm->logits,
+                        zt_tp_gather(&lm->tp, h, N, C), lm->out_w, NULL, NF, C, V);
+    zt_tp_reduce(&lm->tp, dh, NULL, N, C);
+  }
+}
+
+void zt_lm_final_ln_backward(zt_lm *lm) {
+  const zt_backend *be = lm->model->be;
+  const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
+  be->layernorm_backward(lm->model->dt, lm->dres, lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(&lm->stack),
+                         lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
+}
+
+void zt_lm_backward(zt_lm *lm) {
+  zt_check(!lm->cfg.forward_only, "internal error", "model: backward of a forward-only model");
+  const int chunk = lm->stack.fwd_chunk;
+  zt_stack_backward(&lm->stack, &lm->pass, lm->dres, NULL, 0.0f);
+  if (lm->first && chunk == 0) { /* reads no parameters */
+    zt_embedding_layer_backward(&lm->emb, lm->dres, lm->tokens, lm->positions, lm->types, lm->cfg.hidden_dropout,
+                                &lm->pass);
+    zt_model_param_event(lm->model, ZT_PARAM_GRAD_READY, zt_lm_unit_emb(lm));
+  }
+}
