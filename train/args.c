@@ -394,9 +394,11 @@ static void print_help(const char *prog) {
   zt_log("usage: %s --num-layers INT --hidden-size INT --num-attention-heads INT --seq-length INT\n"
          "       --max-position-embeddings INT --micro-batch-size INT --lr FLOAT\n"
          "       (--train-iters INT | --train-samples INT)\n"
-         "       (--data-path PREFIX --vocab-file FILE --merge-file FILE | --mock-data) [options]\n\n"
+         "       %s [options]\n\n"
          "Megatron-compatible flags, as --flag value or --flag=value. Megatron-DeepSpeed flags not listed\n"
-         "here are refused by name until the work they belong to lands.\n", prog);
+         "here are refused by name until the work they belong to lands.\n", prog,
+         strcmp(zt_args_model, "bert") == 0 ? "--data-path PREFIX_text_sentence --vocab-file vocab.txt"
+                                            : "(--data-path PREFIX --vocab-file FILE --merge-file FILE | --mock-data)");
   const char *group = NULL;
   for (int i = 0; i < NFLAGS; i++) {
     const flag *f = &k_flags[i];
