@@ -1,0 +1,270 @@
+/* Dumps a tiny BERT's weights, inputs, losses, gradients and three AdamW training steps as .npy files for the
+ * PyTorch parity test (test_bert_parity.py), which recomputes all of it in float64.
+ *
+ * Usage: bert_parity_dump OUTDIR [--post-ln] [--no-binary-head] [--recompute]
+ *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3, pre-LN layers,
+ *   the binary head (two token types, the pooler, binary_head); --post-ln: Megatron's
+ *   --apply-residual-connection-post-layernorm; --no-binary-head: Megatron's --bert-no-binary-head (no token
+ *   types, no pooler, no binary head; one loss); --recompute: full activation recompute.
+ * The model is built with zt_bert_build on the CPU and driven through the engine's contract (zt_model_forward /
+ * zt_model_backward of models/model.h), with the batch a zt_batch as the BERT provider fills it.
+ *
+ * Files (float32 "<f4" unless noted; every array is C order):
+ *   names.txt                     parameter names in table order, one a line
+ *   config.npy (<i4)              L, C, NH, FFN, V, max_positions, T, B, binary_head, post_ln, recompute, steps,
+ *                                 micro batches per step, warmup samples, decay samples, global batch
+ *   <name>.npy                    initial parameters
+ *   tokens, token_types, labels (<i4) [B, T], padding [B, T] (1 = pad; uint8 in the zt_batch), loss_mask [B, T],
+ *   sentence_labels (<i4) [B]     the batch of the single forward/backward (token_types and sentence_labels are
+ *                                 written but not passed to the model without the binary head)
+ *   lm_loss.npy, sop_loss.npy, total_loss.npy [1]   its losses (sop_loss 0 without the binary head)
+ *   nlosses.npy (<i4) [1]         losses.n of the forward (2 with the binary head, else 1)
+ *   grad.<name>.npy               the gradients of that forward/backward (grad_scale 1)
+ *   step<k>.mb<j>.<batch array>   micro batch j of training step k (k = 1..3)
+ *   step<k>.loss.npy [1]          mean micro-batch total loss of step k (as the engine reports it)
+ *   step<k>.grad_norm/clip/lr.npy global gradient norm before clipping, multiplier applied, learning rate
+ *   step<k>.<name>.npy            parameters after step k
+ *
+ * Initialization: zt_bert_init_params, then every bias and norm parameter (the no-weight-decay group) is perturbed
+ * by U(-0.05, 0.05), as gpt_parity_dump does, so that a bias wired at the wrong place changes the numbers.
+ * Training steps as gpt_parity_dump (train/engine.c's composition): 2 micro batches of B per step, gradients
+ * scaled by 1/2, global norm, clip at 1.0, AdamW (betas 0.9/0.95, eps 1e-8, weight decay 0.1) at the cosine
+ * schedule's lr (warmup 6 samples, decay 24), then the schedule steps by the global batch. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "models/bert/bert.h"
+#include "runtime/base/error.h"
+#include "runtime/base/npy.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
+
+enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T = 16, B = 3 };
+enum { STEPS = 3, NMB = 2, GBS = B * NMB };
+static const uint64_t SEED = 1234;
+static const float CLIP_GRAD = 1.0f;
+
+static const char *g_dir;
+
+/* splitmix64: the dump's own deterministic stream for data and perturbations */
+static uint64_t g_rng = 0xbe575eedULL;
+static uint64_t next_u64(void) {
+  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+static double next_uniform(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
+
+static void save(const char *name, const void *data, const char *descr, int ndim, const int64_t *shape) {
+  char path[1024];
+  int n = snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
+  zt_check(n > 0 && (size_t)n < sizeof path, "bert_parity_dump", "path too long for %s", name);
+  zt_npy_save(path, data, descr, ndim, shape);
+}
+
+static void save_scalar(const char *name, double v) {
+  float f = (float)v;
+  int64_t one[1] = {1};
+  save(name, &f, "<f4", 1, one);
+}
+
+/* Every parameter (or gradient) of the flat buffer as "<prefix><name>.npy". */
+static void save_params(const zt_bert *m, const float *flat, const char *prefix) {
+  for (int i = 0; i < m->table.count; i++) {
+    const zt_param *p = &m->table.params[i];
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", prefix, p->name);
+    save(name, flat + p->offset, "<f4", p->ndim, p->shape);
+  }
+}
+
+typedef struct {
+  int32_t tokens[B * T], types[B * T], labels[B * T], sentence[B];
+  uint8_t padding[B * T];
+  float mask[B * T];
+} batch;
+
+/* A BERT micro batch: sample r has npad[r] trailing pad positions (one sample none, the others distinct counts),
+ * segment A (type 0) then B (type 1) over the real tokens, pad positions token 0 and type 0; about 15% of the
+ * real positions masked (at least one a sample) with a random label, labels 0 elsewhere; random sentence labels. */
+static void make_batch(batch *b, const char *prefix) {
+  int npad[B];
+  const int zero_row = (int)(next_u64() % B);
+  for (int r = 0, k = 0; r < B; r++) npad[r] = r == zero_row ? 0 : 1 + 3 * k++ + (int)(next_u64() % 3);
+  for (int r = 0; r < B; r++) {
+    const int real = T - npad[r];
+    const int split = 2 + (int)(next_u64() % (uint64_t)(real - 3)); /* first position of segment B */
+    int nmasked = 0;
+    for (int t = 0; t < T; t++) {
+      const int i = r * T + t, pad = t >= real;
+      b->tokens[i] = pad ? 0 : (int32_t)(next_u64() % VOCAB);
+      b->types[i] = (!pad && t >= split) ? 1 : 0;
+      b->padding[i] = (uint8_t)pad;
+      const int masked = !pad && next_u64() % 100 < 15;
+      b->mask[i] = masked ? 1.0f : 0.0f;
+      b->labels[i] = masked ? (int32_t)(next_u64() % VOCAB) : 0;
+      nmasked += masked;
+    }
+    if (nmasked == 0) {
+      const int i = r * T + (int)(next_u64() % (uint64_t)real);
+      b->mask[i] = 1.0f;
+      b->labels[i] = (int32_t)(next_u64() % VOCAB);
+    }
+    b->sentence[r] = (int32_t)(next_u64() % 2);
+  }
+  int64_t shape[2] = {B, T};
+  char name[128];
+  snprintf(name, sizeof name, "%stokens", prefix);
+  save(name, b->tokens, "<i4", 2, shape);
+  snprintf(name, sizeof name, "%stoken_types", prefix);
+  save(name, b->types, "<i4", 2, shape);
+  snprintf(name, sizeof name, "%slabels", prefix);
+  save(name, b->labels, "<i4", 2, shape);
+  int32_t pad32[B * T];
+  for (int i = 0; i < B * T; i++) pad32[i] = b->padding[i];
+  snprintf(name, sizeof name, "%spadding", prefix);
+  save(name, pad32, "<i4", 2, shape);
+  snprintf(name, sizeof name, "%sloss_mask", prefix);
+  save(name, b->mask, "<f4", 2, shape);
+  snprintf(name, sizeof name, "%ssentence_labels", prefix);
+  save(name, b->sentence, "<i4", 1, shape);
+}
+
+static zt_batch as_batch(const batch *b, int binary_head) {
+  return (zt_batch){.B = B, .T = T, .tokens = b->tokens, .positions = NULL,
+                    .token_types = binary_head ? b->types : NULL, .labels = b->labels, .loss_mask = b->mask,
+                    .padding = b->padding, .key_start = NULL, .sentence_labels = binary_head ? b->sentence : NULL};
+}
+
+static void make_dir(const char *dir) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) zt_fatal("bert_parity_dump", "cannot create %s: %s", dir, strerror(errno));
+}
+
+int main(int argc, char **argv) {
+  int post_ln = 0, binary_head = 1, recompute = 0;
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--no-binary-head] [--recompute]\n", argv[0]);
+    return 2;
+  }
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--post-ln") == 0) post_ln = 1;
+    else if (strcmp(argv[i], "--no-binary-head") == 0) binary_head = 0;
+    else if (strcmp(argv[i], "--recompute") == 0) recompute = 1;
+    else {
+      fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
+      return 2;
+    }
+  }
+  g_dir = argv[1];
+  make_dir(g_dir);
+
+  zt_bert_config cfg = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN,
+                        .max_positions = MAXPOS, .padded_vocab_size = V, .ln_eps = 1e-5f, .attn_dropout = 0.0f,
+                        .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = 0, .bidirectional = 1,
+                        .residual_post_ln = post_ln, .num_tokentypes = binary_head ? 2 : 0,
+                        .add_pooler = binary_head, .recompute_full = recompute, .micro_batch = B, .seq_length = T,
+                        .backend = NULL, .dtype = ZT_DTYPE_FP32};
+  zt_bert m;
+  zt_bert_build(&m, &cfg, 0);
+  zt_bert_init_params(&m, SEED);
+  float *params = m.model.params, *grads = m.model.grads;
+  for (int i = 0; i < m.table.count; i++) {
+    const zt_param *p = &m.table.params[i];
+    if (!p->no_weight_decay) continue;
+    for (size_t j = 0; j < p->numel; j++) params[p->offset + j] += (float)(0.1 * next_uniform() - 0.05);
+  }
+
+  const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
+  {
+    int32_t c[16] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS};
+    int64_t shape[1] = {16};
+    save("config", c, "<i4", 1, shape);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/names.txt", g_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) zt_fatal("bert_parity_dump", "cannot create %s: %s", path, strerror(errno));
+    for (int i = 0; i < m.table.count; i++) fprintf(f, "%s\n", m.table.params[i].name);
+    zt_check(fclose(f) == 0, "bert_parity_dump", "writing %s failed", path);
+  }
+  save_params(&m, params, "");
+
+  /* ---- one forward/backward, grad_scale 1, on freshly zeroed gradients ---- */
+  batch b0;
+  make_batch(&b0, "");
+  zt_batch zb = as_batch(&b0, binary_head);
+  zt_grads_zero(grads, m.table.numel);
+  zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1};
+  zt_losses losses = {0};
+  zt_model_forward(&m.model, 0, &zb, &pass, &losses);
+  zt_model_backward(&m.model, 1.0f);
+  {
+    int32_t n = losses.n;
+    int64_t one[1] = {1};
+    save("nlosses", &n, "<i4", 1, one);
+  }
+  save_scalar("lm_loss", losses.value[0]);
+  save_scalar("sop_loss", losses.n > 1 ? losses.value[1] : 0.0);
+  save_scalar("total_loss", losses.total);
+  save_params(&m, grads, "grad.");
+  printf("forward/backward: %d losses, %s %.7f", losses.n, losses.name[0], losses.value[0]);
+  for (int i = 1; i < losses.n; i++) printf(", %s %.7f", losses.name[i], losses.value[i]);
+  printf(", total %.7f\n", losses.total);
+
+  /* ---- three AdamW steps, as zt_engine_train_step composes them ---- */
+  zt_grads_zero(grads, m.table.numel);
+  zt_optimizer opt;
+  zt_opt_config oc = {.kind = ZT_OPT_ADAM, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .adam_w_mode = 1,
+                      .weight_decay = 0.1f};
+  zt_optimizer_init(&opt, &oc, &m.table, m.model.optim_state);
+  zt_lr_schedule sched = {.max_lr = 1e-3, .min_lr = 1e-4, .warmup_steps = warmup, .decay_steps = decay,
+                          .style = ZT_DECAY_COSINE, .num_steps = 0};
+  int64_t consumed = 0;
+  int clipped = 0;
+  for (int k = 1; k <= STEPS; k++) {
+    double loss_sum = 0.0;
+    for (int mb = 0; mb < NMB; mb++) {
+      batch bt;
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "step%d.mb%d.", k, mb);
+      make_batch(&bt, prefix);
+      zt_batch zbt = as_batch(&bt, binary_head);
+      zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1};
+      zt_losses l = {0};
+      zt_model_forward(&m.model, 0, &zbt, &p, &l);
+      zt_model_backward(&m.model, 1.0f / NMB);
+      loss_sum += l.total;
+    }
+    double norm = zt_grad_global_norm(grads, m.table.numel);
+    float clip = 1.0f;
+    double coeff = CLIP_GRAD / (norm + 1e-6);
+    if (coeff < 1.0) clip = (float)coeff;
+    clipped += clip < 1.0f;
+    double lr = zt_lr_get(&sched);
+    zt_optimizer_step(&opt, params, grads, lr, clip);
+    zt_lr_step(&sched, GBS);
+    consumed += GBS;
+
+    char name[64];
+    snprintf(name, sizeof name, "step%d.loss", k);
+    save_scalar(name, loss_sum / NMB);
+    snprintf(name, sizeof name, "step%d.grad_norm", k);
+    save_scalar(name, norm);
+    snprintf(name, sizeof name, "step%d.clip", k);
+    save_scalar(name, clip);
+    snprintf(name, sizeof name, "step%d.lr", k);
+    save_scalar(name, lr);
+    snprintf(name, sizeof name, "step%d.", k);
+    save_params(&m, params, name);
+    printf("step %d: loss %.7f grad norm %.6f clip %.6f lr %.3e\n", k, loss_sum / NMB, norm, clip, lr);
+  }
+  printf("clipping triggered in %d of %d steps\n", clipped, STEPS);
+  zt_bert_free(&m);
+  return 0;
+}

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""PyTorch parity of the BERT model: lm loss, sop loss, every parameter gradient and three AdamW training steps of a
+tiny zerotron BERT against an independent float64 PyTorch implementation of Megatron-DeepSpeed's BertModel
+(megatron/model/bert_model.py, language_model.py, transformer.py; pretrain_bert.py's loss_func) given the same
+weights and batches.
+
+Usage: test_bert_parity.py BERT_PARITY_DUMP_BINARY
+Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary directory for four configurations (the
+default pre-LN model with the binary head; --apply-residual-connection-post-layernorm; --bert-no-binary-head;
+full activation recompute), recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
+check, then "N passed, M failed". Exit status 1 on any failure.
+
+The reference follows Megatron, not zerotron, where the two differ without changing the result: Megatron's padding
+mask (bert_extended_attention_mask) masks a score when the query OR the key is padding (a padding query row then
+attends uniformly, -10000 everywhere); zerotron masks keys only. The padding rows never reach a loss (their loss
+mask is 0, the pooler reads position 0, and as keys they are masked), so only losses and gradients are compared.
+
+Relative errors are norm-wise per tensor, as in test_gpt_parity.py: rel(a, ref) = ||a - ref||_2 / ||ref||_2.
+
+The module also exports bert_forward() (the Megatron-named float64 twin), used by test_bert_hf_export.py."""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # the oracle is required: never pass silently without it
+    print(f"FAIL bert_parity: {e}; install the oracle with `apt-get install -y python3-torch python3-numpy`")
+    print("0 passed, 1 failed")
+    sys.exit(1)
+
+torch.set_default_dtype(torch.float64)
+
+# Tolerances and their reasons: as test_gpt_parity.py (fp32 rounding of the C forward/backward ~1e-7..1e-6).
+TOL_LOSS = 1e-5        # relative, each loss of a forward
+TOL_GRAD = 1e-5        # relative norm-wise, every gradient tensor and the global grad norm
+TOL_PARAM = 1e-5       # relative norm-wise, every parameter tensor after each step
+TOL_DELTA = 1e-3       # relative norm-wise, each parameter's change since step 0 (see test_gpt_parity.py)
+# The key rows of the fused QKV bias: their gradient is zero in exact arithmetic (with the padding mask too, a
+# query row's unmasked scores all shift by q.b_k), so they are checked as in test_gpt_parity.py.
+KEY_BIAS_MOVE = 0.1
+KEY_BIAS_GRAD = 1e-5
+
+MAX_LR, MIN_LR = 1e-3, 1e-4
+BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP_GRAD = 0.9, 0.95, 1e-8, 0.1, 1.0
+LN_EPS = 1e-5
+
+passed = 0
+failed = 0
+
+
+def check(ok, name, detail):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"PASS {name}: {detail}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+    return ok
+
+
+def rel(a, ref):
+    a = np.asarray(a, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    d = float(np.linalg.norm((a - ref).ravel()))
+    n = float(np.linalg.norm(ref.ravel()))
+    return d / n if n > 0 else (0.0 if d == 0 else math.inf)
+
+
+class Dump:
+    def __init__(self, path):
+        self.path = path
+
+    def load(self, name, dtype=np.float32):
+        a = np.load(os.path.join(self.path, name + ".npy"), allow_pickle=False)
+        if a.dtype != dtype:
+            raise ValueError(f"{name}.npy has dtype {a.dtype}, expected {dtype}")
+        return a
+
+    def scalar(self, name):
+        return float(self.load(name).reshape(-1)[0])
+
+    def batch(self, prefix):
+        """tokens, token types, labels, padding (bool, True = pad), loss mask, sentence labels."""
+        i64 = lambda n: torch.from_numpy(self.load(prefix + n, np.int32).astype(np.int64))
+        return {"tokens": i64("tokens"), "types": i64("token_types"), "labels": i64("labels"),
+                "padding": i64("padding") != 0, "loss_mask": torch.from_numpy(self.load(prefix + "loss_mask")
+                                                                              .astype(np.float64)),
+                "sentence": i64("sentence_labels")}
+
+
+def expected_names(L, binary_head):
+    emb = "language_model.embedding."
+    names = [emb + "word_embeddings.weight", emb + "position_embeddings.weight"]
+    if binary_head:
+        names.append(emb + "tokentype_embeddings.weight")
+    for l in range(L):
+        p = f"language_model.encoder.layers.{l}."
+        for s in ["input_layernorm.weight", "input_layernorm.bias",
+                  "self_attention.query_key_value.weight", "self_attention.query_key_value.bias",
+                  "self_attention.dense.weight", "self_attention.dense.bias",
+                  "post_attention_layernorm.weight", "post_attention_layernorm.bias",
+                  "mlp.dense_h_to_4h.weight", "mlp.dense_h_to_4h.bias",
+                  "mlp.dense_4h_to_h.weight", "mlp.dense_4h_to_h.bias"]:
+            names.append(p + s)
+    names += ["language_model.encoder.final_layernorm.weight", "language_model.encoder.final_layernorm.bias"]
+    if binary_head:
+        names += ["language_model.pooler.dense.weight", "language_model.pooler.dense.bias"]
+    names += ["lm_head.dense.weight", "lm_head.dense.bias", "lm_head.layernorm.weight", "lm_head.layernorm.bias",
+              "lm_head.bias"]
+    if binary_head:
+        names += ["binary_head.weight", "binary_head.bias"]
+    return names
+
+
+def no_weight_decay(name):
+    # Megatron's _get_params_for_weight_decay_optimization: biases and LayerNorm parameters
+    return name.endswith(".bias") or "layernorm" in name
+
+
+def bert_forward(P, b, cfg):
+    """Megatron's BertModel forward in float64 (dropout off). Returns (lm_logits [B, T, V], binary logits [B, 2] or
+    None, lm loss, sop loss or None)."""
+    L, C, NH, V = cfg["L"], cfg["C"], cfg["NH"], cfg["V"]
+    post_ln = cfg["post_ln"]
+    HD = C // NH
+    tokens = b["tokens"]
+    Bb, T = tokens.shape
+    emb = "language_model.embedding."
+    # Embedding: word + position (+ tokentype)
+    x = P[emb + "word_embeddings.weight"][tokens] + P[emb + "position_embeddings.weight"][torch.arange(T)]
+    if cfg["binary_head"]:
+        x = x + P[emb + "tokentype_embeddings.weight"][b["types"]]
+    # bert_extended_attention_mask: [b, 1, s, s], True where query or key is padding
+    keep = (~b["padding"]).double()
+    mask = (keep.unsqueeze(1) * keep.unsqueeze(2)).unsqueeze(1) < 0.5
+    for l in range(L):
+        p = f"language_model.encoder.layers.{l}."
+        ln1 = F.layer_norm(x, (C,), P[p + "input_layernorm.weight"], P[p + "input_layernorm.bias"], LN_EPS)
+        qkv = ln1 @ P[p + "self_attention.query_key_value.weight"].T + P[p + "self_attention.query_key_value.bias"]
+        qkv = qkv.view(Bb, T, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
+        q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
+        probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)  # attention_mask_func
+        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)
+        attn = ctx @ P[p + "self_attention.dense.weight"].T + P[p + "self_attention.dense.bias"]
+        ln_in = (ln1 if post_ln else x) + attn
+        ln2 = F.layer_norm(ln_in, (C,), P[p + "post_attention_layernorm.weight"], P[p + "post_attention_layernorm.bias"],
+                           LN_EPS)
+        f = F.gelu(ln2 @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
+        x = (ln2 if post_ln else ln_in) + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+    enc = "language_model.encoder."
+    h = F.layer_norm(x, (C,), P[enc + "final_layernorm.weight"], P[enc + "final_layernorm.bias"], LN_EPS)
+    # BertLMHead: dense -> erf GELU -> layernorm -> tied output layer + bias
+    y = F.gelu(h @ P["lm_head.dense.weight"].T + P["lm_head.dense.bias"])
+    y = F.layer_norm(y, (C,), P["lm_head.layernorm.weight"], P["lm_head.layernorm.bias"], LN_EPS)
+    logits = y @ P[emb + "word_embeddings.weight"].T + P["lm_head.bias"]
+    ce = F.cross_entropy(logits.reshape(-1, V), b["labels"].reshape(-1), reduction="none")
+    lm = b["loss_mask"].reshape(-1)
+    lm_loss = (ce * lm).sum() / lm.sum()
+    if not cfg["binary_head"]:
+        return logits, None, lm_loss, None
+    pooled = torch.tanh(h[:, 0] @ P["language_model.pooler.dense.weight"].T + P["language_model.pooler.dense.bias"])
+    bl = pooled @ P["binary_head.weight"].T + P["binary_head.bias"]
+    sop_loss = F.cross_entropy(bl, b["sentence"], ignore_index=-1)
+    return logits, bl, lm_loss, sop_loss
+
+
+def bert_losses(P, b, cfg):
+    _, _, lm, sop = bert_forward(P, b, cfg)
+    return lm, sop, (lm + sop if sop is not None else lm)
+
+
+def loss_and_grads(P, names, batches, cfg):
+    """Mean total loss over micro batches, the last forward's (lm, sop) and the gradients of sum_mb total_mb / n_mb."""
+    leaves = {n: P[n].detach().clone().requires_grad_(True) for n in names}
+    acc = 0.0
+    losses = []
+    parts = None
+    for b in batches:
+        lm, sop, total = bert_losses(leaves, b, cfg)
+        losses.append(total.item())
+        parts = (lm.item(), sop.item() if sop is not None else None)
+        acc = acc + total / len(batches)
+    acc.backward()
+    return sum(losses) / len(losses), parts, {n: leaves[n].grad.detach() if leaves[n].grad is not None
+                                              else torch.zeros_like(leaves[n]) for n in names}
+
+
+def lr_at(num_samples, warmup, decay):
+    """Megatron's OptimizerParamScheduler.get_lr, cosine style, counted in samples."""
+    if warmup > 0 and num_samples <= warmup:
+        return MAX_LR * num_samples / warmup
+    if num_samples > decay:
+        return MIN_LR
+    ratio = (num_samples - warmup) / (decay - warmup)
+    return MIN_LR + 0.5 * (math.cos(math.pi * ratio) + 1.0) * (MAX_LR - MIN_LR)
+
+
+def key_bias_rows(C, NH):
+    HD = C // NH
+    return np.array([h * 3 * HD + HD + d for h in range(NH) for d in range(HD)])
+
+
+CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
+               "warmup", "decay", "gbs"]
+
+
+def read_dump(out):
+    d = Dump(out)
+    cfg = dict(zip(CONFIG_KEYS, d.load("config", np.int32).tolist()))
+    with open(os.path.join(out, "names.txt")) as f:
+        names = [line.strip() for line in f if line.strip()]
+    return d, cfg, names
+
+
+def run_config(binary, tag, extra_args, tmp):
+    out = os.path.join(tmp, tag)
+    proc = subprocess.run([binary, out] + extra_args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if not check(proc.returncode == 0, f"{tag} dump", f"exit status {proc.returncode}"):
+        print(proc.stdout)
+        return
+    d, cfg, names = read_dump(out)
+    print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
+
+    want = expected_names(cfg["L"], cfg["binary_head"])
+    check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
+          f"{len(names)} names" + ("" if set(names) == set(want) else
+                                   f"; missing {sorted(set(want) - set(names))}, extra {sorted(set(names) - set(want))}"))
+    names = [n for n in names if n in want]
+    P0 = {n: torch.from_numpy(d.load(n).astype(np.float64)) for n in names}
+
+    # ---- one forward/backward ----
+    nl = int(d.load("nlosses", np.int32)[0])
+    check(nl == (2 if cfg["binary_head"] else 1), f"{tag} number of losses", f"losses.n = {nl}")
+    ref_total, (ref_lm, ref_sop), ref_grads = loss_and_grads(P0, names, [d.batch("")], cfg)
+    worst_loss = 0.0
+    for what, zt, ref in [("lm loss", d.scalar("lm_loss"), ref_lm), ("sop loss", d.scalar("sop_loss"), ref_sop),
+                          ("total loss", d.scalar("total_loss"), ref_total)]:
+        if ref is None:
+            continue
+        e = abs(zt - ref) / abs(ref)
+        worst_loss = max(worst_loss, e)
+        check(e <= TOL_LOSS, f"{tag} {what}", f"zt {zt:.7f} ref {ref:.7f} rel {e:.2e} (tol {TOL_LOSS:.0e})")
+    worst = 0.0
+    for n in names:
+        g = d.load("grad." + n)
+        gr = ref_grads[n].numpy()
+        if g.shape != gr.shape:
+            check(False, f"{tag} grad {n}", f"shape {g.shape}, expected {gr.shape}")
+            continue
+        e = rel(g, gr)
+        worst = max(worst, e)
+        check(e <= TOL_GRAD, f"{tag} grad {n}", f"rel {e:.2e} (||ref|| {np.linalg.norm(gr):.3e}, tol {TOL_GRAD:.0e})")
+    print(f"# {tag}: max loss rel error {worst_loss:.2e}, max gradient rel error {worst:.2e}")
+
+    # ---- three AdamW steps ----
+    kb = key_bias_rows(cfg["C"], cfg["NH"])
+    P = {n: P0[n].clone() for n in names}
+    m = {n: torch.zeros_like(P[n]) for n in names}
+    v = {n: torch.zeros_like(P[n]) for n in names}
+    samples = 0
+    lr_sum = 0.0
+    clipped = 0
+    worst_p = worst_d = 0.0
+    for k in range(1, cfg["steps"] + 1):
+        batches = [d.batch(f"step{k}.mb{j}.") for j in range(cfg["nmb"])]
+        loss, _, grads = loss_and_grads(P, names, batches, cfg)
+        norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
+        coeff = CLIP_GRAD / (norm + 1e-6)
+        clip = coeff if coeff < 1.0 else 1.0
+        clipped += clip < 1.0
+        lr = lr_at(samples, cfg["warmup"], cfg["decay"])
+        for n in names:
+            g = grads[n] * clip
+            m[n] = BETA1 * m[n] + (1 - BETA1) * g
+            v[n] = BETA2 * v[n] + (1 - BETA2) * g * g
+            update = (m[n] / (1 - BETA1 ** k)) / ((v[n] / (1 - BETA2 ** k)).sqrt() + ADAM_EPS)
+            if not no_weight_decay(n):
+                update = update + WEIGHT_DECAY * P[n]
+            P[n] = P[n] - lr * update
+        samples += cfg["gbs"]
+        lr_sum += lr
+
+        s = f"step{k}."
+        zl, zn, zc, zlr = d.scalar(s + "loss"), d.scalar(s + "grad_norm"), d.scalar(s + "clip"), d.scalar(s + "lr")
+        e = abs(zl - loss) / abs(loss)
+        check(e <= TOL_LOSS, f"{tag} step{k} loss", f"zt {zl:.7f} ref {loss:.7f} rel {e:.2e} (tol {TOL_LOSS:.0e})")
+        e = abs(zn - norm) / norm
+        check(e <= TOL_GRAD, f"{tag} step{k} grad_norm", f"zt {zn:.7f} ref {norm:.7f} rel {e:.2e} (tol {TOL_GRAD:.0e})")
+        e = abs(zc - clip) / clip
+        check(e <= TOL_GRAD, f"{tag} step{k} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {TOL_GRAD:.0e})")
+        e = abs(zlr - lr) / lr if lr else abs(zlr)
+        check(e <= 1e-6, f"{tag} step{k} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")
+        for n in names:
+            zp = d.load(s + n).astype(np.float64)
+            rp = P[n].numpy()
+            ep = rel(zp, rp)
+            dz, dr = zp - P0[n].numpy(), rp - P0[n].numpy()
+            note = ""
+            if n.endswith("self_attention.query_key_value.bias"):
+                keep = np.ones(zp.shape[0], dtype=bool)
+                keep[kb] = False
+                move = float(np.abs(dz[kb] - dr[kb]).max())
+                move = move / lr_sum if lr_sum > 0 else (0.0 if move == 0 else math.inf)
+                check(move <= KEY_BIAS_MOVE, f"{tag} step{k} key bias {n}",
+                      f"max |delta_zt - delta_ref| over key rows = {move:.2e} x sum(lr) (tol {KEY_BIAS_MOVE})")
+                zp, rp, dz, dr = zp[keep], rp[keep], dz[keep], dr[keep]
+                ep = rel(zp, rp)
+                note = " (key rows excluded)"
+            nd = float(np.linalg.norm(dr))
+            ed = rel(dz, dr) if nd > 0 else float(np.linalg.norm(dz))
+            worst_p, worst_d = max(worst_p, ep), max(worst_d, ed)
+            check(ep <= TOL_PARAM and ed <= TOL_DELTA, f"{tag} step{k} param {n}",
+                  f"rel {ep:.2e} (tol {TOL_PARAM:.0e}), delta rel {ed:.2e}{note} (||delta|| {nd:.2e}, tol "
+                  f"{TOL_DELTA:.0e})")
+    check(clipped > 0, f"{tag} clipping exercised", f"clip coefficient < 1 in {clipped} of {cfg['steps']} steps")
+    print(f"# {tag}: max parameter rel error {worst_p:.2e}, max update (delta) rel error {worst_d:.2e}")
+
+    for l in range(cfg["L"]):
+        n = f"language_model.encoder.layers.{l}.self_attention.query_key_value.bias"
+        g = d.load("grad." + n).astype(np.float64)
+        r = float(np.linalg.norm(g[kb])) / float(np.linalg.norm(g))
+        check(r <= KEY_BIAS_GRAD, f"{tag} key-bias grad layer {l}",
+              f"||g_key|| / ||g_qkv_bias|| = {r:.2e} (tol {KEY_BIAS_GRAD:.0e})")
+
+
+CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--no-binary-head"]),
+           ("post_ln_no_binary_head_recompute", ["--post-ln", "--no-binary-head", "--recompute"]),
+           ("recompute", ["--recompute"])]
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    binary = sys.argv[1]
+    t0 = time.time()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="zt_bert_parity_") as tmp:
+        for tag, args in CONFIGS:
+            try:
+                run_config(binary, tag, args, tmp)
+            except Exception as e:  # a missing or malformed dump file: report it, go on
+                check(False, f"{tag} comparison", f"{type(e).__name__}: {e}")
+    print(f"# {time.time() - t0:.1f} s")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
