@@ -14,7 +14,8 @@
 # tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, and checkpoints: a GPU run
-# saved and resumed bit for bit, and its checkpoint loaded by the CPU build.
+# saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
+# the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ZT_BUILD=$ROOT/build
@@ -60,7 +61,7 @@ else
   emu_bin=$OUT/bin/pretrain_gpt
   t0=$(date +%s.%N)
   python3 "$ROOT/tools/cuda_emu/emu_build.py" --root "$ROOT" --zt-build "$ZT_BUILD" --out "$OUT" >/dev/null || exit 1
-  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" >"$OUT/logs/train_check_build.log" 2>&1; then
+  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" "$OUT/bin/pretrain_bert" >"$OUT/logs/train_check_build.log" 2>&1; then
     grep -E "error|warning: .* does not compile" "$OUT/logs/train_check_build.log" | head -n 20
     echo "FAIL: the emulated pretrain_gpt does not build (see $OUT/logs/train_check_build.log)"
     exit 1
@@ -122,6 +123,15 @@ train_case() {
   else
     bad "$name: lm loss" "CPU '$c', emulated GPU '$g'"
   fi
+  if grep -q "sop loss" "$cpu_log"; then # BERT: the sentence-order loss and the validation values too
+    c="$(field "$(cat "$cpu_log")" "sop loss") $(grep -F "validation loss at" "$cpu_log" | grep -oE "(lm|sop) loss value: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' ')"
+    g="$(field "$(cat "$emu_log")" "sop loss") $(grep -F "validation loss at" "$emu_log" | grep -oE "(lm|sop) loss value: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' ')"
+    if [ "$(wc -w <<<"$c")" -ge 3 ] && close "$c" "$g" "$tol"; then
+      ok "$name: sop losses and validation lm/sop values within $tol of the CPU's ($g)"
+    else
+      bad "$name: sop loss / validation" "CPU '$c', emulated GPU '$g'"
+    fi
+  fi
   # the emulator's speed, for the README: the mean time of the iterations after the first
   ms=$(grep -E "^ iteration " "$emu_log" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' |
        awk 'NR > 1 { s += $1; n++ } END { if (n) printf "%.0f", s / n }')
@@ -170,6 +180,29 @@ for stage in 1 2 3; do
 done
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
+
+# BERT (pretrain_bert) on a generated sentence-split corpus (tests/bert/make_fixture.py, preprocess_data
+# --split-sentences): lm loss, sop loss and the validation values against the CPU build's pretrain_bert; one GPU,
+# TP=2 with sequence parallelism, PP=2, ZeRO-3 at DP=2 (2 layers, 3 iterations: about 0.5 s each emulated)
+cpu_bin=$ZT_BUILD/bin/pretrain_bert
+emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_bert" || echo "$OUT/bin/pretrain_bert")
+bfx=$OUT/logs/bert_fixture
+rm -rf "$bfx"
+if [ ! -x "$cpu_bin" ] || [ ! -x "$emu_bin" ]; then
+  echo "SKIP BERT cases: $cpu_bin or $emu_bin not built"; skipped=$((skipped + 1))
+elif ! { python3 "$ROOT/tests/bert/make_fixture.py" "$bfx" && "$ZT_BUILD/bin/preprocess_data" --input "$bfx/corpus.jsonl" \
+          --output-prefix "$bfx/corpus" --vocab-file "$bfx/vocab.txt" --tokenizer-type BertWordPieceLowerCase \
+          --split-sentences --workers 1 >/dev/null; }; then
+  bad "BERT fixture" "make_fixture.py / preprocess_data failed"
+else
+  tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
+        --data-path "$bfx/corpus_text_sentence" --vocab-file "$bfx/vocab.txt" --split 949,50,1 --micro-batch-size 2
+        --global-batch-size 4 --train-iters 3 --log-interval 1 --eval-iters 1 --eval-interval 1000 --lr 1e-3 --seed 1)
+  train_case "BERT one process, dropout 0.1" 1
+  train_case "BERT TP=2, sequence parallel" 2 --tensor-model-parallel-size 2 --sequence-parallel
+  train_case "BERT PP=2 (1F1B)" 2 --pipeline-model-parallel-size 2
+  train_case "BERT ZeRO-3, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 3)"
+fi
 
 echo "$pass passed, $fail failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"
 [ $fail -eq 0 ] || exit 1
