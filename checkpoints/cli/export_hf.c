@@ -4,7 +4,12 @@
  * head as [head][q|k|v][head_dim] (models/transformer/attention.c), are re-laid into c_attn's [q | k | v] column
  * blocks; the vocabulary padding rows are removed; the output layer stays tied to wte unless the model was trained
  * with --untie-embeddings-and-output-weights (then lm_head.weight and tie_word_embeddings false). Our GELU is the
- * tanh approximation (runtime/ops/cpu/gelu.c): activation_function "gelu_new". docs/checkpoints.md. */
+ * tanh approximation (runtime/ops/cpu/gelu.c): activation_function "gelu_new".
+ * A BERT checkpoint (recognized by lm_head.dense.weight) becomes a MegatronBertForPreTraining directory (with the
+ * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head): Hugging Face's MegatronBert key names, the
+ * fused per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary
+ * kept (as transformers' convert_megatron_bert_checkpoint.py does), the decoder tied to the word embeddings;
+ * export_bert below. docs/checkpoints.md. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,13 +51,173 @@ static double arg_double(const char *name, double dflt) {
   return zt_ckpt_arg(R->args_text, name, v, sizeof v) ? atof(v) : dflt;
 }
 
+/* ---- BERT -> transformers' MegatronBert ------------------------------------------------------------------------
+ * Key names of transformers/models/megatron_bert/modeling_megatron_bert.py (the names its conversion script writes).
+ * MegatronBert has one activation, config.hidden_act, for the layers' MLP and for the masked-LM head's transform,
+ * while Megatron's BERT (and ours) uses the tanh-approximated GELU in the layers' MLP (the fused bias_gelu) and the
+ * exact erf GELU in lm_head: "gelu_new" (tanh) makes every layer exact and leaves the head's transform approximate
+ * (|tanh GELU - erf GELU| < 5e-4 per element; test_bert_hf_export.py measures the effect on the logits). HF's
+ * MegatronBert has no --apply-residual-connection-post-layernorm: such checkpoints are refused. Without the binary
+ * head the directory is MegatronBertForMaskedLM's (no pooler, no cls.seq_relationship) and token_type_embeddings are
+ * zeros (HF always adds token type 0; Megatron has no token types then). */
+static void export_bert(const zt_ckpt_reader *r, const char *out) {
+  const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
+  const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
+  const long VP = (long)r->padded_vocab_size, HD = C / H;
+  char v[32] = "False";
+  zt_ckpt_arg(r->args_text, "apply_residual_connection_post_layernorm", v, sizeof v);
+  zt_check(strcmp(v, "True") != 0, "export_hf",
+           "%s: trained with --apply-residual-connection-post-layernorm, which Hugging Face's MegatronBert cannot "
+           "express (its layers are pre-LN only)", r->dir);
+  zt_check(C % H == 0 && VP > 0, "export_hf", "%s: hidden size %ld, %ld heads, vocabulary %ld", r->dir, C, H, VP);
+  const int binary = zt_ckpt_find(r, "binary_head.weight") >= 0;
+  zt_check(!binary || zt_ckpt_find(r, EMB ".tokentype_embeddings.weight") >= 0, "export_hf",
+           "%s: a binary head without tokentype_embeddings", r->dir);
+
+  const int n = 3 + 16 * (int)L + 2 + 5 + (binary ? 4 : 0);
+  zt_st_entry *e = zt_calloc((size_t)n, sizeof(zt_st_entry), "entries");
+  int k = 0;
+#define ENTRY(nd, a, b, ...) (snprintf(e[k].name, sizeof e[k].name, __VA_ARGS__), e[k].ndim = (nd), \
+                              e[k].shape[0] = (a), e[k].shape[1] = (b), k++)
+  ENTRY(2, VP, C, "bert.embeddings.word_embeddings.weight");
+  ENTRY(2, P, C, "bert.embeddings.position_embeddings.weight");
+  ENTRY(2, 2, C, "bert.embeddings.token_type_embeddings.weight");
+  for (long l = 0; l < L; l++) {
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.attention.ln.weight", l);
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.attention.ln.bias", l);
+    static const char *const qkv_name[3] = {"query", "key", "value"};
+    for (int j = 0; j < 3; j++) {
+      ENTRY(2, C, C, "bert.encoder.layer.%ld.attention.self.%s.weight", l, qkv_name[j]);
+      ENTRY(1, C, 0, "bert.encoder.layer.%ld.attention.self.%s.bias", l, qkv_name[j]);
+    }
+    ENTRY(2, C, C, "bert.encoder.layer.%ld.attention.output.dense.weight", l);
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.attention.output.dense.bias", l);
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.ln.weight", l);
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.ln.bias", l);
+    ENTRY(2, F, C, "bert.encoder.layer.%ld.intermediate.dense.weight", l);
+    ENTRY(1, F, 0, "bert.encoder.layer.%ld.intermediate.dense.bias", l);
+    ENTRY(2, C, F, "bert.encoder.layer.%ld.output.dense.weight", l);
+    ENTRY(1, C, 0, "bert.encoder.layer.%ld.output.dense.bias", l);
+  }
+  ENTRY(1, C, 0, "bert.encoder.ln.weight");
+  ENTRY(1, C, 0, "bert.encoder.ln.bias");
+  if (binary) {
+    ENTRY(2, C, C, "bert.pooler.dense.weight");
+    ENTRY(1, C, 0, "bert.pooler.dense.bias");
+  }
+  ENTRY(1, VP, 0, "cls.predictions.bias");
+  ENTRY(2, C, C, "cls.predictions.transform.dense.weight");
+  ENTRY(1, C, 0, "cls.predictions.transform.dense.bias");
+  ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.weight");
+  ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.bias");
+  if (binary) {
+    ENTRY(2, 2, C, "cls.seq_relationship.weight");
+    ENTRY(1, 2, 0, "cls.seq_relationship.bias");
+  }
+#undef ENTRY
+  zt_check(k == n, "internal error", "export_hf: %d BERT entries of %d", k, n);
+  size_t maxn = (size_t)(VP > P ? VP : P) * C;
+  if ((size_t)F * C > maxn) maxn = (size_t)F * C;
+  if ((size_t)3 * C * C > maxn) maxn = (size_t)3 * C * C;
+  buf = zt_malloc(maxn * sizeof(float), "tensor");
+  float *tmp = zt_malloc((maxn + (size_t)3 * C) * sizeof(float), "tensor"); /* + the split QKV bias */
+
+  zt_ckpt_mkdirs(out);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/model.safetensors", out);
+  zt_st_writer w;
+  zt_st_begin(&w, path, e, n);
+  char name[256];
+  zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)VP * C);
+  zt_st_write(&w, get(EMB ".position_embeddings.weight", 2, P, C), (size_t)P * C);
+  if (binary) {
+    zt_st_write(&w, get(EMB ".tokentype_embeddings.weight", 2, 2, C), (size_t)2 * C);
+  } else {
+    memset(tmp, 0, (size_t)2 * C * sizeof(float));
+    zt_st_write(&w, tmp, (size_t)2 * C);
+  }
+  for (long l = 0; l < L; l++) {
+    char pre[128];
+    snprintf(pre, sizeof pre, ENC ".layers.%ld", l);
+#define G(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
+    zt_st_write(&w, G("input_layernorm.weight", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("input_layernorm.bias", 1, C, 0), (size_t)C);
+    /* Megatron's row h*3HD + j*HD + d (j: q, k, v) is row h*HD + d of HF's query / key / value. The weight goes
+     * to tmp in q, k, v blocks of C rows, the bias to tmp + 3C*C. */
+    const float *qkv = G("self_attention.query_key_value.weight", 2, 3 * C, C);
+    for (long j = 0; j < 3; j++)
+      for (long h = 0; h < H; h++)
+        for (long d = 0; d < HD; d++)
+          memcpy(tmp + (size_t)(j * C + h * HD + d) * C, qkv + (size_t)(h * 3 * HD + j * HD + d) * C,
+                 (size_t)C * sizeof(float));
+    const float *qkvb = G("self_attention.query_key_value.bias", 1, 3 * C, 0);
+    float *bias = tmp + (size_t)3 * C * C;
+    for (long j = 0; j < 3; j++)
+      for (long h = 0; h < H; h++)
+        for (long d = 0; d < HD; d++) bias[j * C + h * HD + d] = qkvb[h * 3 * HD + j * HD + d];
+    for (long j = 0; j < 3; j++) {
+      zt_st_write(&w, tmp + (size_t)j * C * C, (size_t)C * C);
+      zt_st_write(&w, bias + j * C, (size_t)C);
+    }
+    zt_st_write(&w, G("self_attention.dense.weight", 2, C, C), (size_t)C * C);
+    zt_st_write(&w, G("self_attention.dense.bias", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("post_attention_layernorm.weight", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("post_attention_layernorm.bias", 1, C, 0), (size_t)C);
+    zt_st_write(&w, G("mlp.dense_h_to_4h.weight", 2, F, C), (size_t)F * C);
+    zt_st_write(&w, G("mlp.dense_h_to_4h.bias", 1, F, 0), (size_t)F);
+    zt_st_write(&w, G("mlp.dense_4h_to_h.weight", 2, C, F), (size_t)C * F);
+    zt_st_write(&w, G("mlp.dense_4h_to_h.bias", 1, C, 0), (size_t)C);
+#undef G
+  }
+  zt_st_write(&w, get(ENC ".final_layernorm.weight", 1, C, 0), (size_t)C);
+  zt_st_write(&w, get(ENC ".final_layernorm.bias", 1, C, 0), (size_t)C);
+  if (binary) {
+    zt_st_write(&w, get("language_model.pooler.dense.weight", 2, C, C), (size_t)C * C);
+    zt_st_write(&w, get("language_model.pooler.dense.bias", 1, C, 0), (size_t)C);
+  }
+  zt_st_write(&w, get("lm_head.bias", 1, VP, 0), (size_t)VP);
+  zt_st_write(&w, get("lm_head.dense.weight", 2, C, C), (size_t)C * C);
+  zt_st_write(&w, get("lm_head.dense.bias", 1, C, 0), (size_t)C);
+  zt_st_write(&w, get("lm_head.layernorm.weight", 1, C, 0), (size_t)C);
+  zt_st_write(&w, get("lm_head.layernorm.bias", 1, C, 0), (size_t)C);
+  if (binary) {
+    zt_st_write(&w, get("binary_head.weight", 2, 2, C), (size_t)2 * C);
+    zt_st_write(&w, get("binary_head.bias", 1, 2, 0), (size_t)2);
+  }
+  zt_st_end(&w);
+
+  snprintf(path, sizeof path, "%s/config.json", out);
+  FILE *f = fopen(path, "w");
+  zt_check(f, "export_hf", "%s: cannot write: %s", path, strerror(errno));
+  const char *arch = binary ? "MegatronBertForPreTraining" : "MegatronBertForMaskedLM";
+  fprintf(f,
+          "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"megatron-bert\",\n  \"vocab_size\": %ld,\n"
+          "  \"hidden_size\": %ld,\n  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n"
+          "  \"intermediate_size\": %ld,\n  \"hidden_act\": \"gelu_new\",\n  \"hidden_dropout_prob\": %.9g,\n"
+          "  \"attention_probs_dropout_prob\": %.9g,\n  \"max_position_embeddings\": %ld,\n  \"type_vocab_size\": 2,\n"
+          "  \"initializer_range\": %.9g,\n  \"layer_norm_eps\": %.9g,\n  \"pad_token_id\": 0,\n"
+          "  \"position_embedding_type\": \"absolute\",\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n"
+          "  \"torch_dtype\": \"float32\"\n}\n",
+          arch, VP, C, L, H, F, arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1), P,
+          arg_double("init_method_std", 0.02), arg_double("layernorm_epsilon", 1e-5));
+  zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
+  printf("exported %s (iteration %lld, %s weights) to %s: %s, %ld layers, hidden %ld, %ld heads, vocabulary %ld "
+         "(padded, kept), %ld positions, hidden_act gelu_new\n", r->dir, (long long)r->iteration,
+         r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, arch, L, C, H, VP, P);
+  free(buf);
+  free(tmp);
+  free(e);
+}
+
 int main(int argc, char **argv) {
   const char *dir = NULL, *out = NULL, *tag = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: export_hf checkpoint_dir output_dir [--tag TAG]\n\n"
              "Writes a Hugging Face GPT2LMHeadModel directory (config.json, model.safetensors) from a zerotron GPT\n"
-             "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n");
+             "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n"
+             "A BERT checkpoint gives a MegatronBertForPreTraining directory (MegatronBertForMaskedLM when trained\n"
+             "with --bert-no-binary-head): transformers.MegatronBertForPreTraining.from_pretrained(output_dir).\n");
       return 0;
     }
     if (!strcmp(argv[i], "--tag") || !strcmp(argv[i], "-t")) {
@@ -73,6 +238,11 @@ int main(int argc, char **argv) {
   zt_ckpt_reader r;
   zt_ckpt_open(&r, root, tag);
   R = &r;
+  if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
+    export_bert(&r, out);
+    zt_ckpt_close(&r);
+    return 0;
+  }
   const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
   const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
   const long V = (long)r.vocab_size, VP = (long)r.padded_vocab_size, HD = C / H;
