@@ -65,14 +65,11 @@ static void finish_split(zt_bert_split *s, const zt_data_path_list *p, const int
   int64_t size = 0;
   for (int i = 0; i < p->n; i++) size += per[i][k];
   s->blended = 1;
-  zt_blend_build(&s->blend, normalized, p->n, size);
+  int64_t *sizes = zt_malloc((size_t)p->n * sizeof(int64_t), "blend member sizes");
+  for (int i = 0; i < p->n; i++) sizes[i] = s->members[i].num_samples;
+  zt_blend_build_split(&s->blend, normalized, p->n, size, sizes, (const char *const *)p->prefixes, SPLIT_NAMES[k]);
+  free(sizes);
   s->size = size;
-  for (int64_t j = 0; j < size; j++) {
-    const int m = s->blend.dataset_index[j];
-    zt_check(s->blend.dataset_sample_index[j] < s->members[m].num_samples, "dataset",
-             "blended %s sample %lld needs sample %lld of %s, which has %lld", SPLIT_NAMES[k], (long long)j,
-             (long long)s->blend.dataset_sample_index[j], p->prefixes[m], (long long)s->members[m].num_samples);
-  }
   zt_log("> size of blendable dataset: %lld samples\n", (long long)size);
 }
 

@@ -72,3 +72,14 @@ void zt_blend_free(zt_blend_index *b) {
   b->dataset_index = NULL;
   b->dataset_sample_index = NULL;
 }
+
+void zt_blend_build_split(zt_blend_index *b, const double *weights, int num_datasets, int64_t size,
+                          const int64_t *sizes, const char *const *prefixes, const char *split_name) {
+  zt_blend_build(b, weights, num_datasets, size);
+  for (int64_t j = 0; j < size; j++) {
+    const int m = b->dataset_index[j];
+    zt_check(b->dataset_sample_index[j] < sizes[m], "dataset", "blended %s sample %lld needs sample %lld of %s, "
+             "which has %lld", split_name, (long long)j, (long long)b->dataset_sample_index[j], prefixes[m],
+             (long long)sizes[m]);
+  }
+}

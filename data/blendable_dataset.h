@@ -19,6 +19,10 @@ typedef struct {
  * callers pass the weights already normalized by zt_blend_weights_and_samples, as Megatron does. */
 void zt_blend_build(zt_blend_index *b, const double *weights, int num_datasets, int64_t size);
 void zt_blend_free(zt_blend_index *b);
+/* zt_blend_build for one split of a --data-path blend, then checks that every blended sample exists in its member
+ * (sizes[m] samples; prefixes name them in the error). */
+void zt_blend_build_split(zt_blend_index *b, const double *weights, int num_datasets, int64_t size,
+                          const int64_t *sizes, const char *const *prefixes, const char *split_name);
 
 /* Megatron's get_datasets_weights_and_num_samples: normalized weights and, per dataset,
  * ceil(num_samples * w_i * 1.005) for each of the 3 splits. */

@@ -41,46 +41,13 @@
 #include "runtime/base/npy.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
+#include "tests/parity/parity_dump.h"
 
 enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T = 16, B = 3 };
 enum { STEPS = 3, NMB = 2, GBS = B * NMB };
 static const uint64_t SEED = 1234;
 static const float CLIP_GRAD = 1.0f;
-
-static const char *g_dir;
-
-/* splitmix64: the dump's own deterministic stream for data and perturbations */
-static uint64_t g_rng = 0x5eed5eedULL;
-static uint64_t next_u64(void) {
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-static double next_uniform(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
-
-static void save(const char *name, const void *data, const char *descr, int ndim, const int64_t *shape) {
-  char path[1024];
-  int n = snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
-  zt_check(n > 0 && (size_t)n < sizeof path, "gpt_parity_dump", "path too long for %s", name);
-  zt_npy_save(path, data, descr, ndim, shape);
-}
-
-static void save_scalar(const char *name, double v) {
-  float f = (float)v;
-  int64_t one[1] = {1};
-  save(name, &f, "<f4", 1, one);
-}
-
-/* Every parameter (or gradient) of the flat buffer as "<prefix><name>.npy". */
-static void save_params(const zt_gpt *m, const float *flat, const char *prefix) {
-  for (int i = 0; i < m->table.count; i++) {
-    const zt_param *p = &m->table.params[i];
-    char name[256];
-    snprintf(name, sizeof name, "%s%s", prefix, p->name);
-    save(name, flat + p->offset, "<f4", p->ndim, p->shape);
-  }
-}
+static const uint64_t SEED_RNG = 0x5eed5eedULL; /* the data and perturbation stream */
 
 typedef struct {
   int32_t tokens[B * T], targets[B * T];
@@ -121,6 +88,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_dir = argv[1];
+  g_rng = SEED_RNG;
   make_dir(g_dir);
 
   zt_gpt_config cfg = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN,
@@ -151,7 +119,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < m.table.count; i++) fprintf(f, "%s\n", m.table.params[i].name);
     zt_check(fclose(f) == 0, "gpt_parity_dump", "writing %s failed", path);
   }
-  save_params(&m, m.params, "");
+  save_params(&m.table, m.params, "");
 
   /* ---- one forward/backward, grad_scale 1, on freshly zeroed gradients ---- */
   batch b0;
@@ -161,7 +129,7 @@ int main(int argc, char **argv) {
   float loss = zt_gpt_forward(&m, b0.tokens, NULL, b0.targets, b0.mask, &pass);
   zt_gpt_backward(&m, 1.0f);
   save_scalar("loss", loss);
-  save_params(&m, m.grads, "grad.");
+  save_params(&m.table, m.grads, "grad.");
   printf("forward/backward: loss %.7f\n", loss);
 
   /* ---- three AdamW steps, as zt_engine_train_step composes them ---- */
@@ -206,7 +174,7 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "step%d.lr", k);
     save_scalar(name, lr);
     snprintf(name, sizeof name, "step%d.", k);
-    save_params(&m, m.params, name);
+    save_params(&m.table, m.params, name);
     printf("step %d: loss %.7f grad norm %.6f clip %.6f lr %.3e\n", k, loss_sum / NMB, norm, clip, lr);
   }
   printf("clipping triggered in %d of %d steps\n", clipped, STEPS);

@@ -40,24 +40,12 @@ except ImportError as e:
     sys.exit(1)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from parity_lib import check, summary  # noqa: E402
 from test_bert_parity import bert_forward  # noqa: E402  the Megatron-named twin
 
 torch.set_default_dtype(torch.float64)
 TOL = 1e-6          # the layout check: HF twin (tanh MLP, erf head) vs Megatron twin
 TOL_GELU_NEW = 1e-3  # HF's single hidden_act "gelu_new" vs the exact model
-
-passed = failed = 0
-
-
-def check(ok, name, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS {name}: {detail}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    return ok
 
 
 def run(*cmd, ok=True):
@@ -298,8 +286,7 @@ def main():
         check(p.returncode != 0 and "apply-residual-connection-post-layernorm" in p.stdout,
               "post-LN checkpoint refused", p.stdout.strip()[-200:])
         print(f"# worst logits difference (layout check) {worst:.2e}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

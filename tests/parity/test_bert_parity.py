@@ -34,6 +34,9 @@ except ImportError as e:  # the oracle is required: never pass silently without 
     print("0 passed, 1 failed")
     sys.exit(1)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from parity_lib import check, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+
 torch.set_default_dtype(torch.float64)
 
 # Tolerances and their reasons: as test_gpt_parity.py (fp32 rounding of the C forward/backward ~1e-7..1e-6).
@@ -46,31 +49,8 @@ TOL_DELTA = 1e-3       # relative norm-wise, each parameter's change since step 
 KEY_BIAS_MOVE = 0.1
 KEY_BIAS_GRAD = 1e-5
 
-MAX_LR, MIN_LR = 1e-3, 1e-4
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP_GRAD = 0.9, 0.95, 1e-8, 0.1, 1.0
 LN_EPS = 1e-5
-
-passed = 0
-failed = 0
-
-
-def check(ok, name, detail):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS {name}: {detail}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
-    return ok
-
-
-def rel(a, ref):
-    a = np.asarray(a, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    d = float(np.linalg.norm((a - ref).ravel()))
-    n = float(np.linalg.norm(ref.ravel()))
-    return d / n if n > 0 else (0.0 if d == 0 else math.inf)
 
 
 class Dump:
@@ -117,11 +97,6 @@ def expected_names(L, binary_head):
     if binary_head:
         names += ["binary_head.weight", "binary_head.bias"]
     return names
-
-
-def no_weight_decay(name):
-    # Megatron's _get_params_for_weight_decay_optimization: biases and LayerNorm parameters
-    return name.endswith(".bias") or "layernorm" in name
 
 
 def bert_forward(P, b, cfg):
@@ -191,21 +166,6 @@ def loss_and_grads(P, names, batches, cfg):
     acc.backward()
     return sum(losses) / len(losses), parts, {n: leaves[n].grad.detach() if leaves[n].grad is not None
                                               else torch.zeros_like(leaves[n]) for n in names}
-
-
-def lr_at(num_samples, warmup, decay):
-    """Megatron's OptimizerParamScheduler.get_lr, cosine style, counted in samples."""
-    if warmup > 0 and num_samples <= warmup:
-        return MAX_LR * num_samples / warmup
-    if num_samples > decay:
-        return MIN_LR
-    ratio = (num_samples - warmup) / (decay - warmup)
-    return MIN_LR + 0.5 * (math.cos(math.pi * ratio) + 1.0) * (MAX_LR - MIN_LR)
-
-
-def key_bias_rows(C, NH):
-    HD = C // NH
-    return np.array([h * 3 * HD + HD + d for h in range(NH) for d in range(HD)])
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
@@ -350,8 +310,7 @@ def main():
             except Exception as e:  # a missing or malformed dump file: report it, go on
                 check(False, f"{tag} comparison", f"{type(e).__name__}: {e}")
     print(f"# {time.time() - t0:.1f} s")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

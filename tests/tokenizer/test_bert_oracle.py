@@ -361,16 +361,9 @@ def bert_base_uncased_vocab():
         return None, why
     with tarfile.open(tgz) as tf:
         toks = json.load(tf.extractfile("package/assets/vocab.json"))
-    vocab = []
-    for i, t in enumerate(toks):
-        if i == 1 and t == "\u2581":
-            vocab.append("[unused0]")
-        elif t.startswith("[") and t.endswith("]"):
-            vocab.append(t)
-        elif t.startswith("\u2581"):
-            vocab.append(t[1:])
-        else:
-            vocab.append("##" + t)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+    from bert_vocab_from_npm import vocab_from_npm
+    vocab = vocab_from_npm(toks)
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         f.write("\n".join(vocab) + "\n")
     os.replace(out + ".tmp", out)
