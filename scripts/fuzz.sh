@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Fuzzes zerotron's parsers of user files with libFuzzer (clang, ASan + UBSan): builds the library and the
+# harnesses tests/fuzz/fuzz_<name>.c into build-fuzz/ (or $ZT_FUZZ_BUILD), then for each harness
+#   1. replays every input of tests/fuzz/regress/<name>/ (past findings, each now refused cleanly), then
+#   2. fuzzes from the seed corpus tests/fuzz/corpus/<name>/ for --seconds (default 60) or --runs inputs,
+#      growing a scratch corpus under the build directory (the repository's seeds are not modified).
+# Exits 1 on any finding: a crash, a sanitizer report, an input taking over 10 s (a hang) or a run over
+# 2 GiB; the input is kept in <build>/findings/<name>/ and the command that reproduces it is printed.
+# Usage: scripts/fuzz.sh [--seconds N | --runs N] [name ...]     (names: ds_config, jsonl, ...; default all)
+#   CI (scripts/run_tests.sh, ctest fuzz_parsers) runs 60 s each; docs/testing.md gives the long run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+seconds=60
+runs=""
+names=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "error: fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+  esac
+done
+case "$seconds" in ''|*[!0-9]*) echo "error: fuzz.sh: --seconds wants a whole number, got '$seconds'" >&2; exit 2 ;; esac
+case "$runs" in *[!0-9]*) echo "error: fuzz.sh: --runs wants a whole number, got '$runs'" >&2; exit 2 ;; esac
+command -v clang >/dev/null || { echo "error: fuzz.sh: clang not found (apt-get install clang)" >&2; exit 1; }
+
+build=${ZT_FUZZ_BUILD:-$root/build-fuzz}
+mkdir -p "$build"
+if ! CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DZT_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
+    >"$build/cmake.log" 2>&1; then
+  cat "$build/cmake.log"; exit 1
+fi
+cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 || { tail -50 "$build/build.log"; exit 1; }
+
+if [ ${#names[@]} -eq 0 ]; then
+  for f in tests/fuzz/fuzz_*.c; do n=$(basename "$f" .c); names+=("${n#fuzz_}"); done
+fi
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+common=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -detect_leaks=0 -close_fd_mask=3)
+status=0
+for n in "${names[@]}"; do
+  exe="$build/bin/fuzz_$n"
+  [ -x "$exe" ] || { echo "error: fuzz.sh: no harness fuzz_$n (tests/fuzz/fuzz_$n.c)" >&2; exit 2; }
+  findings="$build/findings/$n"; scratch="$build/corpus/$n"
+  rm -rf "$findings"; mkdir -p "$findings" "$scratch"
+  seeds="tests/fuzz/corpus/$n"; mkdir -p "$seeds"
+  regress=(); [ -d "tests/fuzz/regress/$n" ] && mapfile -t regress < <(find "tests/fuzz/regress/$n" -type f | sort)
+  log="$build/fuzz_$n.log"
+  if [ ${#regress[@]} -gt 0 ] && ! "$exe" "${common[@]}" -artifact_prefix="$findings/" "${regress[@]}" >"$log" 2>&1; then
+    echo "fuzz $n: FAIL on a regression input (tests/fuzz/regress/$n): see $log"; tail -30 "$log"; status=1; continue
+  fi
+  budget=(-max_total_time="$seconds"); [ -n "$runs" ] && budget=(-runs="$runs")
+  if "$exe" "${common[@]}" "${budget[@]}" -print_final_stats=1 -artifact_prefix="$findings/" \
+       "$scratch" "$seeds" >>"$log" 2>&1; then
+    execs=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$log" | tail -1 | grep -oE "[0-9]+$" || echo "?")
+    echo "fuzz $n: ok, ${#regress[@]} regression inputs, $execs executions, corpus $(ls "$scratch" | wc -l) inputs"
+  else
+    echo "fuzz $n: FINDING: see $log"; grep -E "^(==[0-9]+==ERROR|SUMMARY|.*runtime error|.*Test unit written)" "$log" | head -8
+    for a in "$findings"/*; do [ -f "$a" ] && echo "  reproduce: $exe $a"; done
+    status=1
+  fi
+done
+exit $status
