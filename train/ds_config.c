@@ -102,22 +102,48 @@ static void strip_hjson(char *t) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Duplicate keys (DeepSpeed's dict_raise_error_on_duplicate_keys), at every level. */
+/* Duplicate keys (DeepSpeed's dict_raise_error_on_duplicate_keys), at every level, in time linear in the
+ * number of members: each object's keys go into an open-addressing hash table (a 100k-key object took 32 s
+ * with the pairwise comparison). Duplicated keys are listed once each, in the order of first appearance. */
+
+typedef struct {
+  const cJSON *first; /* the member that first used this key; NULL: empty slot */
+  bool dup;
+} dup_slot;
+
+static uint64_t key_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot of key s in a table of mask + 1 (a power of two) slots: its entry, or the empty slot to use. */
+static dup_slot *dup_find(dup_slot *t, size_t mask, const char *s) {
+  for (size_t i = (size_t)key_hash(s) & mask;; i = (i + 1) & mask)
+    if (!t[i].first || strcmp(t[i].first->string, s) == 0) return &t[i];
+}
 
 static void check_duplicates(const zt_ds_config *c, const cJSON *obj, const char *path) {
-  if (cJSON_IsObject(obj)) {
+  if (cJSON_IsObject(obj) && obj->child) {
+    size_t n = 0;
+    for (const cJSON *a = obj->child; a; a = a->next) n++;
+    size_t cap = 4;
+    while (cap < 2 * n) cap *= 2; /* load factor <= 1/2 */
+    dup_slot *t = zt_calloc(cap, sizeof *t, "ds_config duplicate-key table");
+    for (const cJSON *a = obj->child; a; a = a->next) {
+      dup_slot *sl = dup_find(t, cap - 1, a->string);
+      if (sl->first) sl->dup = true;
+      else sl->first = a;
+    }
     char dups[2048] = "";
     for (const cJSON *a = obj->child; a; a = a->next) {
-      bool first = true, dup = false;
-      for (const cJSON *b = obj->child; b != a; b = b->next)
-        if (strcmp(a->string, b->string) == 0) first = false;
-      for (const cJSON *b = a->next; b; b = b->next)
-        if (strcmp(a->string, b->string) == 0) dup = true;
-      if (first && dup) {
+      const dup_slot *sl = dup_find(t, cap - 1, a->string);
+      if (sl->first == a && sl->dup) {
         size_t l = strlen(dups);
         snprintf(dups + l, sizeof dups - l, "%s'%s'", l ? ", " : "", a->string);
       }
     }
+    free(t);
     if (dups[0]) {
       if (path[0]) ds_fail(c, "Duplicate keys in DeepSpeed config: [%s] (in \"%s\")", dups, path);
       ds_fail(c, "Duplicate keys in DeepSpeed config: [%s]", dups);
@@ -130,6 +156,34 @@ static void check_duplicates(const zt_ds_config *c, const cJSON *obj, const char
       if (cJSON_IsObject(obj)) snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", a->string);
       else snprintf(sub, sizeof sub, "%s[%d]", path, idx);
       check_duplicates(c, a, sub);
+    }
+  }
+}
+
+/* A JSON string may spell a NUL character as \u0000; cJSON's strings end at it ("Adam\u0000W" would read as
+ * "Adam"), so such a string or key is refused here, on the text, with its line and column. */
+static void check_nul_escapes(const zt_ds_config *c, const char *t) {
+  bool in_str = false;
+  int line = 1, col = 1;
+  for (size_t i = 0; t[i]; i++, col++) {
+    const char ch = t[i];
+    if (ch == '\n') {
+      line++;
+      col = 0;
+      continue;
+    }
+    if (!in_str) {
+      if (ch == '"') in_str = true;
+      continue;
+    }
+    if (ch == '"') {
+      in_str = false;
+    } else if (ch == '\\' && t[i + 1]) {
+      if (t[i + 1] == 'u' && strncmp(t + i + 2, "0000", 4) == 0)
+        ds_fail(c, "line %d column %d: a string contains the escape \\u0000 (a NUL character); no DeepSpeed key or "
+                   "value can hold one (it would cut the string short)", line, col);
+      i++;
+      col++;
     }
   }
 }
@@ -243,7 +297,7 @@ static void check_value(const zt_ds_config *c, const zt_ds_key *k, const cJSON *
   if (k->type == ZT_DS_ENUM && !enum_has(k->choices, v->valuestring))
     ds_fail(c, "%s must be one of %s, got %s", path, k->choices, val);
   if (k->type == ZT_DS_INT) {
-    double d = v->valuedouble;
+    const double d = v->valuedouble;
     if (d != floor(d) || fabs(d) > 9.3e18) ds_fail(c, "%s must be an integer, got %s", path, val);
   }
   if ((k->type == ZT_DS_INT || k->type == ZT_DS_FLOAT) && k->min <= k->max) {
@@ -255,6 +309,24 @@ static void check_value(const zt_ds_config *c, const zt_ds_key *k, const cJSON *
               fmt_num(k->max, hi, sizeof hi), val);
     }
   }
+  if (k->type == ZT_DS_INT) {
+    double lo, hi;
+    zt_ds_key_int_range(k, &lo, &hi);
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+      char l[64], h[64];
+      ds_fail(c, "%s %s is out of range: it must be an integer in [%s, %s] (%s)", path, val, fmt_num(lo, l, sizeof l),
+              fmt_num(hi, h, sizeof h), (k->flags & ZT_DS_I64) ? "a 64-bit count" : "zerotron holds it in a 32-bit int");
+    }
+  }
+}
+
+void zt_ds_key_int_range(const zt_ds_key *k, double *lo, double *hi) {
+  /* 64-bit counts (element counts, step numbers held in doubles or int64) keep the table's range, at most
+   * +-9.2e18; every other integer lands in a C int, so it must fit in 32 bits instead of wrapping */
+  const bool wide = (k->flags & ZT_DS_I64) != 0;
+  const double lo_lim = wide ? -9.2e18 : -2147483648.0, hi_lim = wide ? 9.2e18 : 2147483647.0;
+  *lo = k->min <= k->max ? fmax(k->min, lo_lim) : lo_lim;
+  *hi = k->min <= k->max ? fmin(k->max, hi_lim) : hi_lim;
 }
 
 static void unknown_key(const zt_ds_config *c, const char *parent, const char *key) {
@@ -600,8 +672,7 @@ static void fill_fields(zt_ds_config *c) {
 #undef SN
   get_str(c, "scheduler.params.warmup_type", c->sched.warmup_type, sizeof c->sched.warmup_type);
 
-  const cJSON *z = get_path(c, "zero_optimization");
-  c->zero_stage = cJSON_IsObject(z) ? (int)get_num(c, "zero_optimization.stage").value : cJSON_IsTrue(z) ? 1 : 0;
+  c->zero_stage = (int)get_num(c, "zero_optimization.stage").value; /* a legacy boolean is an object by now */
   /* stage 3 (runtime/zero/zero3.h): the "auto" values take DeepSpeed's defaults (the HF integration derives
    * them from the hidden size, which a Megatron command line states outright) */
   const zt_ds_num pf = get_num(c, "zero_optimization.prefetch_bucket_size"),
@@ -631,8 +702,7 @@ static void fill_fields(zt_ds_config *c) {
   if (!strcmp(c->offload_param_device, "nvme") && !c->offload_param_nvme_path[0])
     ds_fail(c, "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path");
   c->zero_reduce_bucket_size = get_num(c, "zero_optimization.reduce_bucket_size").value;
-  c->zero_allgather_bucket_size = cJSON_IsTrue(z) ? get_num(c, "allgather_size").value
-                                                  : get_num(c, "zero_optimization.allgather_bucket_size").value;
+  c->zero_allgather_bucket_size = get_num(c, "zero_optimization.allgather_bucket_size").value;
   c->zero_reduce_scatter = get_bool(c, "zero_optimization.reduce_scatter");
   snprintf(c->offload_optimizer_device, sizeof c->offload_optimizer_device, "none");
   get_str(c, "zero_optimization.offload_optimizer.device", c->offload_optimizer_device,
@@ -710,6 +780,22 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_n_prof_ops = i;
 }
 
+/* DeepSpeed's read_zero_config_deprecated (runtime/zero/config.py get_zero_config): "zero_optimization": true
+ * is {"stage": 1, "allgather_bucket_size": <top-level allgather_size, 5e8>}, false is {"stage": 0}, with
+ * DeepSpeed's deprecation warning. The tree is rewritten to that object, so what is printed is what runs. */
+static void legacy_zero_bool(zt_ds_config *c) {
+  cJSON *root = (cJSON *)c->json, *z = cJSON_GetObjectItemCaseSensitive(root, "zero_optimization");
+  if (!cJSON_IsBool(z)) return;
+  const int stage = cJSON_IsTrue(z) ? 1 : 0;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "stage", stage);
+  if (stage > 0) cJSON_AddNumberToObject(o, "allgather_bucket_size", get_num(c, "allgather_size").value);
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "zero_optimization", o);
+  zt_warn("DeepSpeedConfig: this format of ZeRO optimization setup is deprecated (%s: \"zero_optimization\": %s runs "
+          "ZeRO stage %d). Please use the following format: {\"zero_optimization\": {\"stage\": %d, ...}}", c->path,
+          stage ? "true" : "false", stage, stage);
+}
+
 void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *name) {
   memset(c, 0, sizeof *c);
   snprintf(c->path, sizeof c->path, "%s", name);
@@ -717,6 +803,7 @@ void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *nam
   char *buf = zt_malloc(n + 1, "ds_config text");
   memcpy(buf, text, n + 1);
   strip_hjson(buf);
+  check_nul_escapes(c, buf);
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(buf, &end, true);
   if (!root) {
@@ -753,6 +840,7 @@ void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *nam
   if (cJSON_IsObject(fp16) && cJSON_IsObject(bf16) && cJSON_IsTrue(cJSON_GetObjectItem(fp16, "enabled")) &&
       cJSON_IsTrue(cJSON_GetObjectItem(bf16, "enabled")))
     ds_fail(c, "bfloat16 and fp16 modes cannot be simultaneously enabled");
+  legacy_zero_bool(c);
   fill_fields(c);
 }
 
@@ -915,6 +1003,10 @@ void zt_ds_config_batch(zt_ds_config *c, int dp_world_size) {
   if (__builtin_mul_overflow(mb, gas, &prod) || __builtin_mul_overflow(prod, W, &prod) || tb != prod)
     ds_fail(c, "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
                "gradient_acc_step * world_size %lld != %lld * %lld * %lld", tb, mb, gas, W);
+  if (tb > 2147483647)
+    ds_fail(c, "train_batch_size %lld (train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps %lld * "
+               "world_size %lld) is out of range: zerotron holds the batch sizes in 32-bit ints (at most 2147483647)",
+            tb, mb, gas, W);
   c->train_batch_size = (zt_ds_num){true, c->train_batch_size.is_auto, (double)tb};
   c->train_micro_batch_size_per_gpu = (zt_ds_num){true, c->train_micro_batch_size_per_gpu.is_auto, (double)mb};
   c->gradient_accumulation_steps = (zt_ds_num){true, c->gradient_accumulation_steps.is_auto, (double)gas};

@@ -164,6 +164,8 @@ enum {
   ZT_DS_PRESENT = 8,    /* refused whenever present (feature not implemented) */
   ZT_DS_BOOLOBJ = 16,   /* object that also accepts a boolean (legacy forms) */
   ZT_DS_INERT = 32,     /* parsed and range-checked, accepted with any value, no effect yet (lands) */
+  ZT_DS_I64 = 64,       /* INT held in 64 bits (element and step counts): range up to +-9.2e18; every other
+                           INT must fit a 32-bit int */
 };
 
 typedef struct {
@@ -176,6 +178,9 @@ typedef struct {
   const char *lands;    /* NULL: supported; else the work it lands with (refused when not default) */
   const char *alias_of; /* deprecated name of another key (both given: refused) */
 } zt_ds_key;
+
+/* The integers an INT key accepts: the table's range within 32 bits, or within +-9.2e18 for ZT_DS_I64 keys. */
+void zt_ds_key_int_range(const zt_ds_key *k, double *lo, double *hi);
 
 extern const zt_ds_key zt_ds_schema[];
 extern const int zt_ds_schema_count;

@@ -48,7 +48,7 @@ static void print_schema(void) {
     else if (k->flags & ZT_DS_INERT) snprintf(status, sizeof status, "accepted, no effect until %s", k->lands);
     else if (k->flags & ZT_DS_PRESENT) snprintf(status, sizeof status, "refused when present: lands with %s", k->lands);
     else snprintf(status, sizeof status, "non-default refused: lands with %s", k->lands);
-    printf("| `%s` | %s%s%s | %s | %s | %s%s%s |\n", k->path, tn[k->type], (k->flags & ZT_DS_AUTO) ? ", \"auto\"" : "",
+    printf("| `%s` | %s%s%s%s | %s | %s | %s%s%s |\n", k->path, tn[k->type], (k->flags & ZT_DS_I64) ? "64" : "",(k->flags & ZT_DS_AUTO) ? ", \"auto\"" : "",
            (k->flags & ZT_DS_NULL) ? ", null" : "", k->def ? k->def : "(required)", range, status,
            k->alias_of ? "; alias of " : "", k->alias_of ? k->alias_of : "");
   }

@@ -379,9 +379,13 @@ expect_error("reference example 10 != 3*3*1", write('{"train_batch_size": 10, "t
              "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
              "* world_size 10 != 3 * 3 * 1", "--world", "1")
 
-expect_error("batch product overflow", write('{"train_micro_batch_size_per_gpu": 4000000000000, '
-             '"gradient_accumulation_steps": 4000000000000}'), "train_micro_batch_size_per_gpu 4000000000000 * "
-             "gradient_accumulation_steps 4000000000000 * world_size 8 overflows", "--world", "8")
+expect_error("batch product overflow", write('{"train_micro_batch_size_per_gpu": 2147483647, '
+             '"gradient_accumulation_steps": 2147483647}'), "train_micro_batch_size_per_gpu 2147483647 * "
+             "gradient_accumulation_steps 2147483647 * world_size 8 overflows", "--world", "8")
+expect_error("derived batch past 32 bits", write('{"train_micro_batch_size_per_gpu": 1073741824}'),
+             "train_batch_size 4294967296 (train_micro_batch_size_per_gpu 1073741824 * gradient_accumulation_steps 1 "
+             "* world_size 4) is out of range: zerotron holds the batch sizes in 32-bit ints (at most 2147483647)",
+             "--world", "4")
 
 # ---- 6. auto and Megatron-flag consistency -------------------------------------------------------
 p = write('{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}')
@@ -442,6 +446,69 @@ for k, v in want.items():
 rc, out, err = run(p, "--world", "1", "--quiet", "--megatron", *MEG, "--weight-decay", "0.1")
 check("from args: contradiction", rc != 0 and err == "error: inconsistent arguments: --weight-decay 0.1 contradicts "
       f"optimizer.params.weight_decay 0.01 in {p}", err)
+
+# ---- 8. issue 25: integers that would wrap, NUL escapes, the legacy ZeRO boolean, a 100k-key file --------
+I32 = "zerotron holds it in a 32-bit int"
+BOUND_CASES = [
+    ('{"train_batch_size": 2147483648}',
+     f"train_batch_size 2147483648 is out of range: it must be an integer in [-2147483648, 2147483647] ({I32})"),
+    ('{"train_micro_batch_size_per_gpu": -2147483649}',
+     f"train_micro_batch_size_per_gpu -2147483649 is out of range: it must be an integer in [-2147483648, 2147483647] ({I32})"),
+    ('{"fp16": {"enabled": true, "hysteresis": 4294967298}}',
+     f"fp16.hysteresis 4294967298 is out of range: it must be an integer in [1, 2147483647] ({I32})"),
+    ('{"aio": {"block_size": 4294967296}}',
+     f"aio.block_size 4294967296 is out of range: it must be an integer in [1, 2147483647] ({I32})"),
+    ('{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "buffer_count": 4294967301}}}',
+     f"zero_optimization.offload_param.buffer_count 4294967301 is out of range: it must be an integer in [1, 2147483647] ({I32})"),
+    ('{"fp16": {"enabled": true, "hysteresis": 2147483647}}', None),
+    ('{"zero_optimization": {"stage": 2, "reduce_bucket_size": 5e10, "allgather_bucket_size": 4294967296}}', None),
+    ('{"steps_per_print": 4294967296}', None),
+    ('{"train_batch_size": 2.5}', "train_batch_size must be an integer, got 2.5"),
+    ('{"train_batch_size": 1e40}', "train_batch_size must be an integer, got 1e+40"),
+    ('{"zero_optimization": {"reduce_bucket_size": 1e40}}', "zero_optimization.reduce_bucket_size must be an integer, got 1e+40"),
+    ('{"optimizer": {"type": "Adam\\u0000W", "params": {"lr": 0.1}}}',
+     "line 1 column 29: a string contains the escape \\u0000 (a NUL character); no DeepSpeed key or value can hold one "
+     "(it would cut the string short)"),
+    ('{\n "fp16\\u0000x": {"enabled": true}}',
+     "line 2 column 7: a string contains the escape \\u0000 (a NUL character); no DeepSpeed key or value can hold one "
+     "(it would cut the string short)"),
+    ('{"tensorboard": {"output_path": "tb\\\\u0000"}}', None),  # an escaped backslash, then the text u0000
+]
+for i, (text, msg) in enumerate(BOUND_CASES):
+    path = write(text)
+    if msg is None:
+        expect_ok(f"bounds {i} accepted: {text}", path)
+    else:
+        expect_error(f"bounds {i}: {text}", path, msg)
+rc, out, err = run(write('{"tensorboard": {"output_path": "tb\\\\u0000"}}'))
+check("an escaped backslash before u0000 is kept as text", printed(out).get("tensorboard.output_path") == "tb\\u0000",
+      printed(out).get("tensorboard.output_path"))
+
+# DeepSpeed's read_zero_config_deprecated: true is stage 1 with allgather_size, false stage 0; printed as run
+for flag, stage, ag in (("true", "1", "1000"), ("false", "0", "500000000")):
+    p = write('{"train_batch_size": 8, "allgather_size": 1000, "zero_optimization": %s}' % flag)
+    rc, out, err = run(p)
+    pr = printed(out)
+    check(f"zero_optimization {flag}: printed stage", rc == 0 and pr.get("zero_optimization.stage") == stage,
+          f"rc={rc} stage={pr.get('zero_optimization.stage')} err={err}")
+    check(f"zero_optimization {flag}: typed stage", f"zero_stage={stage}" in out, out[-200:])
+    check(f"zero_optimization {flag}: allgather bucket", pr.get("zero_optimization.allgather_bucket_size") == ag,
+          pr.get("zero_optimization.allgather_bucket_size"))
+    check(f"zero_optimization {flag}: deprecation warning", "this format of ZeRO optimization setup is deprecated" in err
+          and f"runs ZeRO stage {stage}" in err, err)
+
+# a 100k-key object: the duplicate-key check is linear (the pairwise one took 32 s)
+import time
+big = "{" + ",".join('"k%d": %d' % (i, i) for i in range(100000)) + ', "k77": 1}'
+p = write(big)
+t0 = time.time()
+try:
+    rc, out, err = run(p)
+except subprocess.TimeoutExpired:
+    rc, err = -1, "timed out after 30 s"
+dt = time.time() - t0
+check("100k keys: duplicate found", rc != 0 and err == f"error: ds_config: {p}: Duplicate keys in DeepSpeed config: ['k77']", err)
+check("100k keys: in under 3 s", dt < 3.0, f"{dt:.1f} s")
 
 # ---- 7. docs/ds_config.md carries the current key table ---------------------------------------------
 doc = os.path.join(CONFIGS, "..", "..", "..", "docs", "ds_config.md")
