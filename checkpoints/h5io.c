@@ -14,6 +14,11 @@ static void quiet(void) {
     /* no file is ever opened by two writers, and HDF5's flock fails on some parallel file systems (Lustre,
      * NFS: "unable to lock file"); a value the user set wins */
     setenv("HDF5_USE_FILE_LOCKING", "FALSE", 0);
+    /* no library shutdown at exit: after a failed write (a full disk) zt_fatal exits with the file still open,
+     * and HDF5's atexit handler then flushes it again and crashes (SIGSEGV in H5_term_library); every file a
+     * successful run opens is closed explicitly, and the temporary directory of a failed save is discarded.
+     * Must come before the library initializes, so before any other HDF5 call. */
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     done = 1;
   }
@@ -34,7 +39,7 @@ void zt_h5_open(zt_h5 *f, const char *path) {
 }
 
 void zt_h5_close(zt_h5 *f) {
-  if (f->id >= 0) zt_check(H5Fclose(f->id) >= 0, "checkpoint", "%s: closing the HDF5 file failed", f->path);
+  if (f->id >= 0) zt_check(H5Fclose(f->id) >= 0, "checkpoint", "%s: closing the HDF5 file failed (disk full or an I/O error?)", f->path);
   f->id = -1;
 }
 
