@@ -545,11 +545,54 @@ static void take_slice(const zt_param *p, const layout *l, const float *full, co
                      p->shape[p->tp_split_dim], 0);
 }
 
+/* What one rank found under its --load (gathered from every rank before anything is decided). */
+typedef struct {
+  int32_t status; /* 1 found, 0 nothing to load, -1 unusable (err) */
+  char tag[256];
+  char load[510];
+  char err[770];
+} discovery;
+
+/* Every rank looks for its checkpoint, then all agree before any rank acts on it: with per-rank --load paths
+ * (node-local disks) a rank that finds another tag, or none, would otherwise wait forever in the load's
+ * collectives while the others load. Any unusable tracker file or disagreement ends the job on every rank, naming
+ * the rank and the path. Returns the tag (in tag) or 0 when no rank has a checkpoint. */
+static int discover_everywhere(const zt_args *a, char *tag, size_t n) {
+  discovery me;
+  memset(&me, 0, sizeof me);
+  me.status = zt_ckpt_discover(a->load, a->load_tag, me.tag, sizeof me.tag, me.err, sizeof me.err);
+  snprintf(me.load, sizeof me.load, "%s", a->load);
+  const int W = zt_world_size();
+  discovery *all = zt_malloc((size_t)W * sizeof me, "checkpoint discovery");
+  if (W > 1) zt_allgather(zt_comm_world(), ZT_DTYPE_BF16, &me, sizeof me / 2, all); /* bytes, as 2-byte units */
+  else all[0] = me;
+  for (int r = 0; r < W; r++)
+    if (all[r].status < 0) {
+      if (W == 1)
+        zt_fatal("checkpoint", "--load %s: %s; refusing to start from random over the checkpoints there (fix or "
+                 "remove it: only a missing directory or tracker file starts a new run)", all[r].load, all[r].err);
+      zt_fatal("checkpoint", "rank %d, --load %s: %s; refusing to start from random over the checkpoints there (fix "
+               "or remove it: only a missing directory or tracker file starts a new run)", r, all[r].load, all[r].err);
+    }
+  for (int r = 1; r < W; r++)
+    if (all[r].status != all[0].status || strcmp(all[r].tag, all[0].tag) != 0) {
+      char what0[300], what1[300];
+      snprintf(what0, sizeof what0, all[0].status ? "checkpoint %s" : "no checkpoint%s", all[0].tag);
+      snprintf(what1, sizeof what1, all[r].status ? "checkpoint %s" : "no checkpoint%s", all[r].tag);
+      zt_fatal("checkpoint", "the ranks disagree on the checkpoint to load: rank 0 finds %s in --load %s, rank %d "
+               "finds %s in --load %s (every rank must see the same checkpoint)", what0, all[0].load, r, what1,
+               all[r].load);
+    }
+  free(all);
+  snprintf(tag, n, "%s", me.tag);
+  return me.status;
+}
+
 static void load_checkpoint(zt_train_state *st) {
   const zt_args *a = st->args;
   const layout l = rank_layout(st);
   char tag[256];
-  if (!zt_ckpt_resolve(a->load, a->load_tag, tag, sizeof tag)) {
+  if (!discover_everywhere(a, tag, sizeof tag)) {
     zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
              "%s (no %s/latest)", a->load, a->load);
     zt_log("WARNING: could not find the metadata file %s/latest \n", a->load);

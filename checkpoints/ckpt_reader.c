@@ -1,6 +1,7 @@
 /* The layout-independent checkpoint reader (see ckpt_reader.h). */
 #include "checkpoints/ckpt_reader.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +11,112 @@
 #include "runtime/base/error.h"
 #include "train/args.h"
 
-int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n) {
-  tag_out[0] = '\0';
-  if (tag && *tag) {
-    snprintf(tag_out, n, "%s", tag);
-  } else if (!zt_ckpt_read_text(root, "latest", tag_out, n) || !tag_out[0]) {
-    tag_out[0] = '\0';
-    return 0;
+/* Reads the tracker file root/name. Returns 0 when it does not exist, 1 with its text (surrounding whitespace
+ * stripped, as Megatron's read_metadata strips it) in buf, -1 with the reason in err when it exists but cannot be
+ * used: a directory, unreadable, empty, longer than a tag, holding a NUL or another control byte. */
+static int read_tracker(const char *root, const char *name, char *buf, size_t n, char *err, size_t errn) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT) return 0;
+    snprintf(err, errn, "%s: cannot be read: %s", path, strerror(errno));
+    return -1;
   }
-  zt_check(!strchr(tag_out, '/'), "checkpoint", "%s/latest names \"%s\", not a tag directory", root, tag_out);
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(err, errn, "%s is a directory, not a tracker file naming a checkpoint", path);
+    return -1;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errn, "%s: cannot be read: %s", path, strerror(errno));
+    return -1;
+  }
+  char raw[512];
+  const size_t k = fread(raw, 1, sizeof raw, f);
+  const int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    snprintf(err, errn, "%s: cannot be read", path);
+    return -1;
+  }
+  size_t a = 0, b = k;
+  while (a < b && (raw[a] == ' ' || raw[a] == '\t' || raw[a] == '\n' || raw[a] == '\r')) a++;
+  while (b > a && (raw[b - 1] == ' ' || raw[b - 1] == '\t' || raw[b - 1] == '\n' || raw[b - 1] == '\r')) b--;
+  if (b - a >= n || k == sizeof raw) {
+    snprintf(err, errn, "%s holds %s bytes, more than a checkpoint tag (at most %zu)", path,
+             k == sizeof raw ? "512 or more" : "too many", n - 1);
+    return -1;
+  }
+  if (a == b) {
+    snprintf(err, errn, "%s is empty%s", path, k ? " (only whitespace)" : "");
+    return -1;
+  }
+  for (size_t i = a; i < b; i++)
+    if ((unsigned char)raw[i] < 0x20 || raw[i] == 0x7f) {
+      snprintf(err, errn, "%s holds the control byte 0x%02x at offset %zu (a corrupted tracker file)", path,
+               (unsigned char)raw[i], i);
+      return -1;
+    }
+  memcpy(buf, raw + a, b - a);
+  buf[b - a] = '\0';
+  return 1;
+}
+
+int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n, char *err, size_t errn) {
+  tag_out[0] = '\0';
+  err[0] = '\0';
+  struct stat st;
+  if (!(tag && *tag)) {
+    if (stat(root, &st) != 0 && errno == ENOENT) return 0; /* no directory: a first run */
+    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      snprintf(err, errn, "%s: %s", root, stat(root, &st) != 0 ? strerror(errno) : "not a directory");
+      return -1;
+    }
+    /* Megatron's tracker file: when present it must hold an iteration or "release" (read_metadata exits on
+     * anything else) */
+    char it[64];
+    const int ti = read_tracker(root, "latest_checkpointed_iteration.txt", it, sizeof it, err, errn);
+    if (ti < 0) return -1;
+    if (ti > 0 && strcmp(it, "release") != 0) {
+      char *end = NULL;
+      errno = 0;
+      const long long v = strtoll(it, &end, 10);
+      if (errno || *end || v <= 0) {
+        snprintf(err, errn, "%s/latest_checkpointed_iteration.txt: invalid metadata file: \"%s\" is not a positive "
+                 "iteration number or \"release\"", root, it);
+        return -1;
+      }
+    }
+    const int tl = read_tracker(root, "latest", tag_out, n, err, errn);
+    if (tl <= 0) {
+      tag_out[0] = '\0';
+      return tl;
+    }
+  } else {
+    snprintf(tag_out, n, "%s", tag);
+  }
+  const char *src = tag && *tag ? "--load-tag" : "latest";
+  if (strchr(tag_out, '/') || !strcmp(tag_out, ".") || !strcmp(tag_out, "..")) {
+    snprintf(err, errn, "%s%s names \"%s\", not a tag directory", tag && *tag ? "" : root,
+             tag && *tag ? "--load-tag" : "/latest", tag_out);
+    return -1;
+  }
   char dir[4352];
   snprintf(dir, sizeof dir, "%s/%s", root, tag_out);
-  struct stat st;
-  zt_check(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "checkpoint", "%s: the checkpoint directory of tag %s is "
-           "missing%s", dir, tag_out, tag && *tag ? " (--load-tag)" : " (named by latest)");
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, errn, "%s: the checkpoint directory of tag %s is missing (named by %s)", dir, tag_out, src);
+    return -1;
+  }
   return 1;
+}
+
+int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n) {
+  char err[4600];
+  const int r = zt_ckpt_discover(root, tag, tag_out, n, err, sizeof err);
+  zt_check(r >= 0, "checkpoint", "%s (fix or remove it: only a missing directory or tracker file means no "
+           "checkpoint)", err);
+  return r;
 }
 
 static int parse_model_name(const char *s, int *mp) {

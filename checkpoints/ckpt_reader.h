@@ -55,8 +55,13 @@ typedef struct {
   char *ds_config;             /* the DeepSpeed config file's text, "" without --deepspeed */
 } zt_ckpt_reader;
 
-/* The tag to load under root: `tag` when given, else the contents of root/latest. Returns 0 (tag_out
- * empty) when there is no root/latest; fatal when root/<tag> is missing. */
+/* What a --load directory holds: 1 with the tag to load in tag_out (`tag` when given, else the contents of
+ * root/latest), 0 when there is nothing to load (root or root/latest absent: a new run), -1 with the reason in
+ * err (naming the file) when a tracker file is present but unusable (a directory, unreadable, empty, a NUL or
+ * other control byte, latest_checkpointed_iteration.txt not an iteration or "release") or the tag's directory
+ * is missing. Nothing fatal: the engine gathers every rank's answer before deciding. */
+int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n, char *err, size_t errn);
+/* The same, fatal on -1 (naming the file); returns 0 (tag_out empty) when there is nothing to load. */
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);
 /* The tools' argument: `dir` is a checkpoint root (holding `latest`, or any tag with `tag`) or a tag folder
  * itself (it holds the manifest). Writes the root to root (n bytes) and returns the tag to open: `tag` when
