@@ -310,12 +310,13 @@ static int py_int(const char *s, size_t len, long long *value) {
   if (b < e && (s[b] == '+' || s[b] == '-')) neg = s[b++] == '-';
   if (b == e) return -1;
   long long v = 0;
-  int prev_digit = 0;
+  int prev_digit = 0, big = 0;
   for (size_t i = b; i < e; i++) {
     char c = s[i];
     if (c >= '0' && c <= '9') {
-      if (v > (LLONG_MAX - 9) / 10) v = LLONG_MAX / 10; /* saturate: reported as out of range */
-      v = v * 10 + (c - '0');
+      /* past 10^17 no id can fit: stop accumulating (never multiply past LLONG_MAX) and saturate */
+      if (v >= 100000000000000000LL) big = 1;
+      else v = v * 10 + (c - '0');
       prev_digit = 1;
     } else if (c == '_' && prev_digit && i + 1 < e) {
       prev_digit = 0;
@@ -324,6 +325,7 @@ static int py_int(const char *s, size_t len, long long *value) {
     }
   }
   if (!prev_digit) return -1;
+  if (big) v = LLONG_MAX; /* reported as out of range */
   *value = neg ? -v : v;
   return 0;
 }

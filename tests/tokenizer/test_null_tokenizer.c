@@ -103,6 +103,13 @@ int main(void) {
   check_dies("dies: out of vocab", 100, "3 101", "token 1 \"101\" (byte offset 2) is outside the vocabulary [0, 101)");
   check_dies("dies: negative", 100, "-1", "outside the vocabulary");
   check_dies("dies: huge", 100, "99999999999999999999999", "outside the vocabulary");
+  /* 20 digits once wrapped the overflow guard itself (issue 25: "1 99999999999999999999 3" gave 1 19 3) */
+  check_dies("dies: 20 digits", 100, "1 99999999999999999999 3", "token 1 \"99999999999999999999\" (byte offset 2) is "
+             "outside the vocabulary");
+  check_dies("dies: 2^64 + 19", 100, "18446744073709551635", "outside the vocabulary");
+  check_dies("dies: 2^63", 100, "9223372036854775808", "outside the vocabulary");
+  check_dies("dies: -2^63 - 1", 100, "-9223372036854775809", "outside the vocabulary");
+  check_dies("dies: 40 digits", 100, "1234567890123456789012345678901234567890", "outside the vocabulary");
   check_dies("dies: newline separated", 100, "1\n2", "\"1\n2\"");
   return tu_finish();
 }
