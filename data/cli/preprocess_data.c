@@ -44,9 +44,13 @@ typedef struct {
   const char *output_prefix;
   const char *dataset_impl;
   int workers, partitions, log_interval;
+  long long max_line_bytes;
 } options;
 
-enum { A_STR, A_INT, A_FLAG, A_LIST };
+/* More threads than this only cost memory (each holds chunks in flight): --workers is capped here. */
+#define MAX_WORKERS 256
+
+enum { A_STR, A_INT, A_I64, A_FLAG, A_LIST };
 typedef struct {
   const char *name;
   int kind;
@@ -73,9 +77,11 @@ static const flag_def k_flags[] = {
   {"--lang", A_STR, OFF(lang), "language of sentence splitting (only english; default english)"},
   {"--output-prefix", A_STR, OFF(output_prefix), "output path without suffix; required"},
   {"--dataset-impl", A_STR, OFF(dataset_impl), "lazy, cached or mmap (only mmap is written; default mmap)"},
-  {"--workers", A_INT, OFF(workers), "tokenizing threads (default 1)"},
+  {"--workers", A_INT, OFF(workers), "tokenizing threads (default 1; more than 256 are capped at 256)"},
   {"--partitions", A_INT, OFF(partitions), "file partitions, Megatron's document order (default 1)"},
   {"--log-interval", A_INT, OFF(log_interval), "documents between progress lines (default 1000)"},
+  {"--max-line-bytes", A_I64, OFF(max_line_bytes), "zerotron: the longest input line accepted, in bytes; a longer "
+   "line is an error naming the file and line (default 1073741824 = 1 GiB)"},
 };
 #define N_FLAGS ((int)(sizeof k_flags / sizeof k_flags[0]))
 
@@ -130,6 +136,14 @@ static int parse_int(const char *flag, const char *v) {
   return (int)x;
 }
 
+static long long parse_i64(const char *flag, const char *v) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end) zt_fatal(flag, "invalid int value: '%s'", v);
+  return x;
+}
+
 static void parse_args(options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
   static const char *default_keys[] = {"text"};
@@ -141,6 +155,7 @@ static void parse_args(options *o, int argc, char **argv) {
   o->workers = 1;
   o->partitions = 1;
   o->log_interval = 1000;
+  o->max_line_bytes = (long long)ZT_JSONL_DEFAULT_MAX_LINE;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -177,6 +192,7 @@ static void parse_args(options *o, int argc, char **argv) {
       v = argv[++i];
     }
     if (f->kind == A_STR) *(const char **)field = v;
+    else if (f->kind == A_I64) *(long long *)field = parse_i64(f->name, v);
     else *(int *)field = parse_int(f->name, v);
   }
   const char *missing[3];
@@ -193,6 +209,13 @@ static void parse_args(options *o, int argc, char **argv) {
                "key \"%s\" given twice (both would write the same output files)", o->json_keys[k]);
   }
   zt_check(o->workers >= 1, "--workers", "must be at least 1, got %d", o->workers);
+  if (o->workers > MAX_WORKERS) {
+    fprintf(stderr, "warning: --workers %d: capped at %d threads (more only hold more input in memory; this "
+            "machine has %ld cores)\n", o->workers, MAX_WORKERS, sysconf(_SC_NPROCESSORS_ONLN));
+    o->workers = MAX_WORKERS;
+  }
+  zt_check(o->max_line_bytes >= 1 && (unsigned long long)o->max_line_bytes <= (unsigned long long)SIZE_MAX / 4,
+           "--max-line-bytes", "must be between 1 and %zu, got %lld", SIZE_MAX / 4, o->max_line_bytes);
   zt_check(o->partitions >= 1, "--partitions", "must be at least 1, got %d", o->partitions);
   zt_check(o->log_interval >= 1, "--log-interval", "must be at least 1, got %d", o->log_interval);
   zt_check(o->vocab_extra_ids >= 0, "--vocab-extra-ids", "must be >= 0, got %d", o->vocab_extra_ids);
@@ -263,6 +286,7 @@ static void *reader_main(void *arg) {
   int64_t seq = 0;
   for (int f = 0; f < p->n_files; f++) {
     zt_jsonl_reader *r = zt_jsonl_open(p->files[f]);
+    zt_jsonl_set_max_line(r, (size_t)p->o->max_line_bytes);
     for (;;) {
       slot *s = &p->slots[seq % p->n_slots];
       pthread_mutex_lock(&p->mu);
