@@ -61,6 +61,9 @@ zt_data_provider *zt_gpt_provider_create(const zt_data_setup *s) {
   p->s = *s;
   p->eod = s->vocab_size - 1; /* the mock stream's separator */
   if (s->mock_data) {
+    /* the stream draws document tokens from [0, V-1) and separates documents by V-1: V must be at least 2 */
+    zt_check(s->vocab_size >= 2, "--vocab-size", "%d: --mock-data needs a vocabulary of at least 2 tokens (document "
+             "tokens 0..V-2 and the end-of-document token V-1)", s->vocab_size);
     for (int k = 0; k < 3; k++)
       p->mock[k] = (zt_mock_data){.vocab_size = s->vocab_size, .seq_length = s->seq_length, .seed = s->seed,
                                   .split_id = (uint64_t)k};
