@@ -217,8 +217,21 @@ char *zt_bert_mapping_name(const zt_bert_dataset_spec *sp) {
   return out;
 }
 
-/* Loads a mapping file and checks every row against the documents (Megatron's np.load(..., mmap_mode='r')). */
-static void load_mapping(zt_bert_dataset *d, const char *path, int msl) {
+/* The document of [doc_begin, doc_end) that holds sentence `sent` (the last one starting at or before it, so that
+ * empty documents are passed over). */
+static int64_t doc_of_sentence(const zt_indexed_dataset *data, int64_t doc_begin, int64_t doc_end, int64_t sent) {
+  int64_t lo = doc_begin, hi = doc_end - 1;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (zt_indexed_doc(data, mid) <= sent) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* Loads a mapping file and checks every row against the documents (Megatron's np.load(..., mmap_mode='r')): its
+ * sentences lie in the split's documents and, as helpers.cpp builds them, inside one document. */
+static void load_mapping(zt_bert_dataset *d, const char *path, int msl, int64_t doc_begin, int64_t doc_end) {
   zt_log(" > loading indexed mapping from %s\n", path);
   const double t0 = zt_now();
   char descr[8];
@@ -251,6 +264,11 @@ static void load_mapping(zt_bert_dataset *d, const char *path, int msl) {
              (long long)d->sent_begin, (long long)d->sent_end,
              d->binary_head ? "at least 2 sentences each" : "1 or more sentences each", msl,
              d->binary_head ? ", or --bert-no-binary-head" : "");
+    const int64_t doc = doc_of_sentence(d->data, doc_begin, doc_end, v[0]), doc_end_sent = zt_indexed_doc(d->data, doc + 1);
+    zt_check(v[1] <= doc_end_sent, "dataset cache", "%s: row %lld (%lld, %lld, %lld) runs past the end of document "
+             "%lld (sentences [%lld, %lld)); helpers.cpp never joins documents in one sample", path, (long long)r,
+             (long long)v[0], (long long)v[1], (long long)v[2], (long long)doc, (long long)zt_indexed_doc(d->data, doc),
+             (long long)doc_end_sent);
   }
   free(raw);
   d->num_samples = n;
@@ -324,7 +342,7 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
       }
       hit = build_file;
     }
-    load_mapping(d, hit, msl);
+    load_mapping(d, hit, msl, sp->doc_begin, sp->doc_end);
   }
   d->cache_file = zt_malloc(strlen(hit) + 1, "path");
   strcpy(d->cache_file, hit);

@@ -267,35 +267,80 @@ static int64_t *load_as_i64(const char *path, int want_ndim, int64_t *shape) {
   return out;
 }
 
-/* Loads and checks the cached arrays against the dataset: every position and offset in range. */
-static void load_cache(zt_gpt_dataset *d, const cache_files *c, int64_t ndocs_total) {
+/* Loads the cached arrays and checks, in one pass each, that they are what Megatron builds for this dataset:
+ * doc_idx holds each document of [doc_begin, doc_end) exactly num_epochs times; sample_idx starts at (0, 0) and
+ * each row lies seq_length tokens after the previous one, inside doc_idx and inside its document; shuffle_idx is a
+ * permutation of the samples. A duplicate, a gap or an entry of another split names the file, the row and the
+ * numbers (a cache from another --split, a crashed writer or a hand edit would otherwise train silently on
+ * repeated or foreign samples). */
+static void load_cache(zt_gpt_dataset *d, const cache_files *c, const zt_gpt_dataset_spec *sp) {
   int64_t shape[4];
   int ndim;
+  const int64_t ndocs = sp->doc_end - sp->doc_begin, E = d->num_epochs;
   zt_log(" > loading doc-idx mapping from %s\n", c->doc);
   double t0 = zt_now();
   d->doc_idx = zt_npy_load(c->doc, "<i4", &ndim, shape);
   zt_check(ndim == 1, "dataset cache", "%s has %d dimensions, expected 1", c->doc, ndim);
   d->doc_idx_len = shape[0];
-  for (int64_t k = 0; k < d->doc_idx_len; k++)
-    zt_check(d->doc_idx[k] >= 0 && d->doc_idx[k] < ndocs_total, "dataset cache",
-             "%s: entry %lld is document %d, outside the %lld documents of %s", c->doc, (long long)k, d->doc_idx[k],
-             (long long)ndocs_total, d->data->prefix);
+  zt_check(d->doc_idx_len == E * ndocs, "dataset cache", "%s has %lld entries; %lld epochs of the %lld documents "
+           "[%lld, %lld) of %s make %lld (a cache of another dataset or --split? delete it to rebuild)", c->doc,
+           (long long)d->doc_idx_len, (long long)E, (long long)ndocs, (long long)sp->doc_begin,
+           (long long)sp->doc_end, d->data->prefix, (long long)(E * ndocs));
+  int64_t *seen = zt_calloc((size_t)ndocs, sizeof(int64_t), "doc_idx check");
+  for (int64_t k = 0; k < d->doc_idx_len; k++) {
+    const int64_t doc = d->doc_idx[k];
+    zt_check(doc >= sp->doc_begin && doc < sp->doc_end, "dataset cache",
+             "%s: entry %lld is document %lld, outside the %s documents [%lld, %lld) of %s", c->doc, (long long)k,
+             (long long)doc, sp->name, (long long)sp->doc_begin, (long long)sp->doc_end, d->data->prefix);
+    zt_check(++seen[doc - sp->doc_begin] <= E, "dataset cache",
+             "%s: entry %lld is document %lld, which then appears %lld times in %lld epochs (a duplicate)", c->doc,
+             (long long)k, (long long)doc, (long long)seen[doc - sp->doc_begin], (long long)E);
+  }
+  free(seen);
   zt_log(" > loading sample-idx mapping from %s\n", c->sample);
   d->sample_idx = load_as_i64(c->sample, 2, shape);
   zt_check(shape[1] == 2 && shape[0] >= 1, "dataset cache", "%s has shape (%lld, %lld), expected (n+1, 2)",
            c->sample, (long long)shape[0], (long long)shape[1]);
   d->total_samples = shape[0] - 1;
-  for (int64_t k = 0; k <= d->total_samples; k++)
-    zt_check(d->sample_idx[2 * k] >= 0 && d->sample_idx[2 * k] < d->doc_idx_len && d->sample_idx[2 * k + 1] >= 0,
-             "dataset cache", "%s: row %lld (%lld, %lld) is outside doc_idx (%lld entries)", c->sample, (long long)k,
-             (long long)d->sample_idx[2 * k], (long long)d->sample_idx[2 * k + 1], (long long)d->doc_idx_len);
+  const int64_t *si = d->sample_idx;
+  zt_check(si[0] == 0 && si[1] == 0, "dataset cache", "%s: row 0 is (%lld, %lld), expected (0, 0)", c->sample,
+           (long long)si[0], (long long)si[1]);
+  int64_t pos = 0, before = 0; /* tokens of doc_idx[0 .. pos) */
+  int64_t prev_at = 0;
+  for (int64_t k = 1; k <= d->total_samples; k++) {
+    const int64_t dp = si[2 * k], off = si[2 * k + 1];
+    zt_check(dp >= pos && dp < d->doc_idx_len, "dataset cache", "%s: row %lld (%lld, %lld): position %lld is %s",
+             c->sample, (long long)k, (long long)dp, (long long)off, (long long)dp,
+             dp < pos ? "before the previous row's (rows must not go back)" : "outside doc_idx");
+    for (; pos < dp; pos++) before += zt_indexed_size(d->data, d->doc_idx[pos]);
+    const int64_t len = zt_indexed_size(d->data, d->doc_idx[dp]);
+    zt_check(off >= 0 && off < len, "dataset cache", "%s: row %lld (%lld, %lld): offset %lld is outside document "
+             "%d of %lld tokens", c->sample, (long long)k, (long long)dp, (long long)off, (long long)off,
+             d->doc_idx[dp], (long long)len);
+    const int64_t at = before + off;
+    zt_check(at - prev_at == d->seq_length, "dataset cache", "%s: row %lld (%lld, %lld) starts %lld tokens after "
+             "row %lld; each sample is --seq-length %d tokens after the previous one (a cache for another "
+             "--seq-length?)", c->sample, (long long)k, (long long)dp, (long long)off, (long long)(at - prev_at),
+             (long long)(k - 1), d->seq_length);
+    prev_at = at;
+  }
   zt_log(" > loading shuffle-idx mapping from %s\n", c->shuffle);
   d->shuffle_idx = load_as_i64(c->shuffle, 1, shape);
   d->num_samples = shape[0];
-  for (int64_t k = 0; k < d->num_samples; k++)
-    zt_check(d->shuffle_idx[k] >= 0 && d->shuffle_idx[k] < d->total_samples, "dataset cache",
-             "%s: entry %lld is sample %lld, outside the %lld samples", c->shuffle, (long long)k,
-             (long long)d->shuffle_idx[k], (long long)d->total_samples);
+  zt_check(d->num_samples == d->total_samples, "dataset cache", "%s has %lld entries; sample_idx (%s) has %lld "
+           "samples, and Megatron's shuffle_idx is a permutation of them all", c->shuffle, (long long)d->num_samples,
+           c->sample, (long long)d->total_samples);
+  uint8_t *hit = zt_calloc((size_t)(d->total_samples / 8 + 1), 1, "shuffle_idx check");
+  for (int64_t k = 0; k < d->num_samples; k++) {
+    const int64_t v = d->shuffle_idx[k];
+    zt_check(v >= 0 && v < d->total_samples, "dataset cache", "%s: entry %lld is sample %lld, outside the %lld "
+             "samples", c->shuffle, (long long)k, (long long)v, (long long)d->total_samples);
+    zt_check(!(hit[v / 8] & (1u << (v % 8))), "dataset cache", "%s: entry %lld is sample %lld, which an earlier "
+             "entry already holds (a duplicate: shuffle_idx must be a permutation of 0..%lld)", c->shuffle,
+             (long long)k, (long long)v, (long long)(d->total_samples - 1));
+    hit[v / 8] |= (uint8_t)(1u << (v % 8));
+  }
+  free(hit);
   zt_log("    loaded indexed file in %.3f seconds\n", zt_now() - t0);
 }
 
@@ -374,7 +419,7 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
       hit = ndirs - 1;
     }
     cache_files c = cache_names(dirs[hit], d->desc_hash);
-    load_cache(d, &c, data->num_items);
+    load_cache(d, &c, sp);
     cache_free(&c);
   }
   for (int i = 0; i < ndirs; i++) free(dirs[i]);

@@ -329,6 +329,17 @@ def main():
     r = run_dump("data", os.path.join(tmp, "bad_cache"), vocab_path, args + ["--data-path", prefix_a])
     check("corrupt_cache_refused", r.returncode != 0 and os.path.basename(train.filename) in r.stderr and "row 5"
           in r.stderr, r.stderr[-600:])
+    # a row that joins two documents (in range, so it passed before issue 25) is refused naming the row
+    docs = a.doc_idx
+    bad = train.samples_mapping.copy()
+    bounds_set, top = set(docs.tolist()), int(bad[:, 1].max())  # rows ending at a document's end, not the last
+    r5 = next(k for k in range(len(bad)) if int(bad[k, 1]) in bounds_set and int(bad[k, 1]) < top)
+    bad[r5, 1] += 1
+    np.save(train.filename, bad)
+    r = run_dump("data", os.path.join(tmp, "bad_cache2"), vocab_path, args + ["--data-path", prefix_a])
+    check("cross_document_row_refused", r.returncode != 0 and os.path.basename(train.filename) in r.stderr and
+          ("row %d (%d, %d, %d) runs past the end of document" % (r5, bad[r5, 0], bad[r5, 1], bad[r5, 2])) in r.stderr,
+          r.stderr[-600:])
     os.remove(train.filename)
     # a mapping built without the binary head has the same name; with the binary head its 1-sentence rows are refused
     nohead = os.path.join(tmp, "cache_nohead")

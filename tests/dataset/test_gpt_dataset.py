@@ -334,6 +334,38 @@ def main():
     r = run_dump(os.path.join(tmp, "bad_cache"), seq, seed, split, ns, [prefix_a], cache=cache)
     check("corrupt_cache_refused", r.returncode != 0 and h + "_shuffle_idx.npy" in r.stderr and
           "outside" in r.stderr, r.stderr[-600:])
+    # in-range corruptions (issue 25: duplicates and foreign entries were accepted): each names file, row, numbers
+    sizes_train = sizes_a[ref.doc_idx]
+    row = next(k for k in range(1, len(ref.sample_idx)) if ref.sample_idx[k][1] > 0)
+    corruptions = []
+    x = ref.shuffle_idx.copy(); x[3] = x[4]
+    corruptions.append(("shuffle_duplicate", "shuffle_idx", x, "entry 4 is sample %d, which an earlier entry "
+                        "already holds" % x[4]))
+    corruptions.append(("shuffle_short", "shuffle_idx", ref.shuffle_idx[:-1].copy(), "has %d entries; sample_idx"
+                        % (len(ref.shuffle_idx) - 1)))
+    x = ref.doc_idx.copy(); x[0] = x[1]
+    corruptions.append(("doc_duplicate", "doc_idx", x, "is document %d, which then appears %d times in %d epochs"
+                        % (x[1], ref.epochs + 1, ref.epochs)))
+    x = ref.doc_idx.copy(); x[2] = bounds[1]  # the first validation document
+    corruptions.append(("doc_other_split", "doc_idx", x, "entry 2 is document %d, outside the train documents [%d, %d)"
+                        % (bounds[1], bounds[0], bounds[1])))
+    x = ref.sample_idx.copy(); x[[2, 3]] = x[[3, 2]]
+    corruptions.append(("sample_not_monotone", "sample_idx", x, "row 2 (%d, %d) starts %d tokens after row 1"
+                        % (x[2][0], x[2][1], 2 * seq)))
+    x = ref.sample_idx.copy(); x[row][1] -= 1
+    corruptions.append(("sample_shifted", "sample_idx", x, "row %d (%d, %d) starts %d tokens after row %d" % (
+        row, x[row][0], x[row][1], seq - 1, row - 1)))
+    x = ref.sample_idx.copy(); x[row][1] = sizes_train[x[row][0]] + 2
+    corruptions.append(("sample_past_document", "sample_idx", x, "offset %d is outside document %d of %d tokens" % (
+        x[row][1], ref.doc_idx[x[row][0]], sizes_train[x[row][0]])))
+    for tag, kind, arr, expect in corruptions:
+        good = {"doc_idx": ref.doc_idx, "sample_idx": ref.sample_idx, "shuffle_idx": ref.shuffle_idx}
+        good[kind] = arr
+        for k2, v in good.items():
+            np.save(os.path.join(cache, "%s_%s.npy" % (h, k2)), v)
+        r = run_dump(os.path.join(tmp, "bad_" + tag), seq, seed, split, ns, [prefix_a], cache=cache)
+        check("corrupt_cache_" + tag, r.returncode != 0 and ("%s_%s.npy: " % (h, kind) in r.stderr or
+              "%s_%s.npy has" % (h, kind) in r.stderr) and expect in r.stderr, r.stderr[-600:])
 
     # 3. blending: three datasets (the dtypes differ), and nine (NumPy's pairwise sum path)
     prefixes = [os.path.join(tmp, p) for p in ("a_text_document", "b_text_document", "c_text_document")]
