@@ -547,7 +547,7 @@ static void take_slice(const zt_param *p, const layout *l, const float *full, co
 
 /* What one rank found under its --load (gathered from every rank before anything is decided). */
 typedef struct {
-  int32_t status; /* 1 found, 0 nothing to load, -1 unusable (err) */
+  int32_t status; /* zt_ckpt_discover's: 1 found, 0 nothing to load, -1 unusable tracker, -2 no tag directory */
   char tag[256];
   char load[510];
   char err[770];
@@ -568,11 +568,11 @@ static int discover_everywhere(const zt_args *a, char *tag, size_t n) {
   else all[0] = me;
   for (int r = 0; r < W; r++)
     if (all[r].status < 0) {
-      if (W == 1)
-        zt_fatal("checkpoint", "--load %s: %s; refusing to start from random over the checkpoints there (fix or "
-                 "remove it: only a missing directory or tracker file starts a new run)", all[r].load, all[r].err);
-      zt_fatal("checkpoint", "rank %d, --load %s: %s; refusing to start from random over the checkpoints there (fix "
-               "or remove it: only a missing directory or tracker file starts a new run)", r, all[r].load, all[r].err);
+      const char *why = all[r].status == -1 ? "; refusing to start from random over the checkpoints there (fix or "
+                                              "remove it: only a missing directory or tracker file starts a new run)"
+                                            : "";
+      if (W == 1) zt_fatal("checkpoint", "%s%s", all[r].err, why);
+      zt_fatal("checkpoint", "rank %d, --load %s: %s%s", r, all[r].load, all[r].err, why);
     }
   for (int r = 1; r < W; r++)
     if (all[r].status != all[0].status || strcmp(all[r].tag, all[0].tag) != 0) {

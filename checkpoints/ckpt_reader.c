@@ -96,7 +96,7 @@ int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n,
   } else {
     snprintf(tag_out, n, "%s", tag);
   }
-  const char *src = tag && *tag ? "--load-tag" : "latest";
+  const char *src = tag && *tag ? "--load-tag" : "named by latest";
   if (strchr(tag_out, '/') || !strcmp(tag_out, ".") || !strcmp(tag_out, "..")) {
     snprintf(err, errn, "%s%s names \"%s\", not a tag directory", tag && *tag ? "" : root,
              tag && *tag ? "--load-tag" : "/latest", tag_out);
@@ -105,8 +105,8 @@ int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n,
   char dir[4352];
   snprintf(dir, sizeof dir, "%s/%s", root, tag_out);
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(err, errn, "%s: the checkpoint directory of tag %s is missing (named by %s)", dir, tag_out, src);
-    return -1;
+    snprintf(err, errn, "%s: the checkpoint directory of tag %s is missing (%s)", dir, tag_out, src);
+    return -2;
   }
   return 1;
 }
@@ -141,6 +141,14 @@ static void check_format(const zt_h5 *f, const char *kind) {
   char *k = zt_h5_get_str(f, f->id, "/", "file_kind");
   zt_check(strcmp(k, kind) == 0, "checkpoint", "%s: file_kind \"%s\", expected \"%s\"", f->path, k, kind);
   free(k);
+}
+
+/* A file of the tag records the iteration of mp_rank_00's (files of different saves are never mixed). */
+static void same_iteration(const zt_ckpt_reader *r, const zt_h5 *f) {
+  const int64_t it = zt_h5_get_i64(f, f->id, "/", "iteration");
+  zt_check(it == r->iteration, "checkpoint", "%s: saved at iteration %lld, but %s at iteration %lld: files of "
+           "different saves mixed in one checkpoint; refusing to load it", f->path, (long long)it, r->model[0].path,
+           (long long)r->iteration);
 }
 
 static zt_dtype dtype_named(const zt_h5 *f, const char *s) {
@@ -273,6 +281,15 @@ void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int v
   free(dt);
   r->args_text = zt_h5_get_str(m0, m0->id, "/", "args");
   r->ds_config = zt_h5_get_str(m0, m0->id, "/", "ds_config");
+  /* every file of the tag must come from the same save: the iteration each file records (and the tag's own
+   * global_step<N>) agree */
+  long long tag_it = -1;
+  char tail = 0;
+  if (sscanf(r->tag, "global_step%lld%c", &tag_it, &tail) != 1) tag_it = -1;
+  zt_check(tag_it < 0 || tag_it == r->iteration, "checkpoint", "%s: saved at iteration %lld, in the tag directory of "
+           "iteration %lld: a file of another save; refusing to load it", m0->path, (long long)r->iteration, tag_it);
+  for (int m = 1; m < r->mp_size; m++)
+    same_iteration(r, &r->model[m]);
   for (int m = 0; m < r->mp_size; m++) collect_tensors(r, &r->model[m]);
 
   if (n_optim > 0) {
@@ -280,6 +297,7 @@ void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int v
              "%s: %d optimizer-state files, expected dp_world_size %d x %d model-parallel ranks", r->dir, n_optim,
              r->dp_size, r->mp_size);
     r->has_optim = 1;
+    r->verified = zt_calloc((size_t)n_optim * 4, 1, "checkpoint dataset checks");
     r->optim = zt_calloc((size_t)n_optim, sizeof(zt_h5), "checkpoint files");
     r->maps = zt_calloc((size_t)n_optim, sizeof(zt_ckpt_slice_map), "checkpoint slice maps");
     for (int i = 0; i < r->n_files; i++) {
@@ -292,6 +310,7 @@ void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int v
       zt_h5 *f = &r->optim[mp * r->dp_size + dp];
       zt_h5_open(f, path);
       check_format(f, "optim_states");
+      same_iteration(r, f);
       read_map(f, &r->maps[mp * r->dp_size + dp]);
     }
     char *o = zt_h5_get_str(&r->optim[0], r->optim[0].id, "/", "optimizer");
@@ -313,6 +332,7 @@ void zt_ckpt_close(zt_ckpt_reader *r) {
   free(r->model);
   free(r->optim);
   free(r->maps);
+  free(r->verified);
   free(r->tensors);
   free(r->args_text);
   free(r->ds_config);
@@ -409,6 +429,10 @@ static void fetch_weights(const zt_ckpt_reader *r, int m, int i, const char *sta
   H5Gclose(g);
 }
 
+static int state_slot(const char *state) {
+  return !strcmp(state, "fp32") ? 0 : !strcmp(state, "exp_avg") ? 1 : !strcmp(state, "exp_avg_sq") ? 2 : 3;
+}
+
 /* The local (tensor-parallel slice) flat state of tensor i on mp rank m, from its data-parallel partitions. */
 static void fetch_state(const zt_ckpt_reader *r, int m, int i, const char *state, float *out, size_t n) {
   const char *name = r->tensors[i].name;
@@ -424,6 +448,11 @@ static void fetch_state(const zt_ckpt_reader *r, int m, int i, const char *state
       hid_t g = zt_h5_group_open(f, f->id, "state");
       zt_check(zt_h5_exists(g, state), "checkpoint", "%s: optimizer state %s is missing (optimizer %s)", f->path, state,
                r->optimizer);
+      /* the dataset's own crc32c, once, before any range of it is used: the manifest's check of the whole file
+       * does not catch a changed value under a recomputed manifest */
+      unsigned char *done = &r->verified[(size_t)(m * r->dp_size + dp) * 4 + state_slot(state)];
+      if (!*done) zt_h5_verify_tensor(f, g, state);
+      *done = 1;
       zt_h5_read_range(f, g, state, (size_t)map->start[k], (size_t)map->numel[k], out + map->param_offset[k]);
       H5Gclose(g);
       covered += (size_t)map->numel[k];

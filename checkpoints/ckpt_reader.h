@@ -43,6 +43,7 @@ typedef struct {
   int has_optim;               /* optimizer partitions present (not --no-save-optim) */
   zt_h5 *optim;                /* [mp_size * dp_size]: mp * dp_size + dp */
   zt_ckpt_slice_map *maps;     /* same indexing */
+  unsigned char *verified;     /* [mp_size * dp_size * 4]: which optimizer-state datasets had their crc32c checked */
   char optimizer[16];          /* "adam", "sgd", "lamb" */
   int n_tensors;
   zt_ckpt_tensor *tensors;     /* the union over model files, in saved order */
@@ -58,8 +59,8 @@ typedef struct {
 /* What a --load directory holds: 1 with the tag to load in tag_out (`tag` when given, else the contents of
  * root/latest), 0 when there is nothing to load (root or root/latest absent: a new run), -1 with the reason in
  * err (naming the file) when a tracker file is present but unusable (a directory, unreadable, empty, a NUL or
- * other control byte, latest_checkpointed_iteration.txt not an iteration or "release") or the tag's directory
- * is missing. Nothing fatal: the engine gathers every rank's answer before deciding. */
+ * other control byte, latest_checkpointed_iteration.txt not an iteration or "release"), -2 (err) when the tag's
+ * directory is missing. Nothing fatal: the engine gathers every rank's answer before deciding. */
 int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n, char *err, size_t errn);
 /* The same, fatal on -1 (naming the file); returns 0 (tag_out empty) when there is nothing to load. */
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);

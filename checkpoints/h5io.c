@@ -351,3 +351,32 @@ void zt_h5_read_range(const zt_h5 *f, hid_t loc, const char *name, size_t start,
   H5Sclose(sp);
   H5Dclose(d);
 }
+
+void zt_h5_verify_tensor(const zt_h5 *f, hid_t loc, const char *name) {
+  hid_t d = open_dataset(f, loc, name);
+  hid_t sp = H5Dget_space(d);
+  const int nd = H5Sget_simple_extent_ndims(sp);
+  const hssize_t total = H5Sget_simple_extent_npoints(sp);
+  zt_check(nd == 1 && total >= 0, "checkpoint", "%s: dataset %s has %d dimensions, 1 expected", f->path, name, nd);
+  const zt_dtype dt = stored_dtype(f, d, name);
+  const size_t es = zt_dtype_size(dt), step = (size_t)1 << 18;
+  hid_t mt = mem_type(dt);
+  void *buf = zt_malloc(step * es, "checkpoint dataset check");
+  uint32_t crc = 0;
+  for (size_t at = 0; at < (size_t)total; at += step) { /* in pieces: memory stays at 1 MiB */
+    hsize_t off = at, cnt = (size_t)total - at < step ? (size_t)total - at : step;
+    H5Sselect_hyperslab(sp, H5S_SELECT_SET, &off, NULL, &cnt, NULL);
+    hid_t ms = H5Screate_simple(1, &cnt, NULL);
+    zt_check(H5Dread(d, mt, ms, sp, H5P_DEFAULT, buf) >= 0, "checkpoint",
+             "%s: cannot read dataset %s (truncated or corrupted file?)", f->path, name);
+    H5Sclose(ms);
+    crc = zt_crc32c(crc, buf, (size_t)cnt * es);
+  }
+  const uint32_t want = (uint32_t)zt_h5_get_i64(f, d, name, "crc32c");
+  zt_check(want == crc, "checkpoint", "%s: dataset %s is corrupted: crc32c %08x, recorded %08x", f->path, name, crc,
+           want);
+  free(buf);
+  H5Tclose(mt);
+  H5Sclose(sp);
+  H5Dclose(d);
+}

@@ -55,7 +55,10 @@ hid_t zt_h5_write_tensor(const zt_h5 *f, hid_t loc, const char *name, zt_dtype s
 int zt_h5_tensor_shape(const zt_h5 *f, hid_t loc, const char *name, int64_t *shape, zt_dtype *storage);
 /* Reads a whole dataset into fp32, verifying its CRC32C (fatal, naming the file and dataset, on mismatch). */
 void zt_h5_read_tensor(const zt_h5 *f, hid_t loc, const char *name, float *out, size_t n);
-/* Reads elements [start, start + n) of a 1-D fp32 dataset (no CRC check: callers verified the file). */
+/* Checks the CRC32C of a whole 1-D dataset, read in pieces of 256K elements (fatal, naming the file and dataset,
+ * on mismatch): what range readers call once per dataset before trusting its ranges. */
+void zt_h5_verify_tensor(const zt_h5 *f, hid_t loc, const char *name);
+/* Reads elements [start, start + n) of a 1-D fp32 dataset (no CRC check: see zt_h5_verify_tensor). */
 void zt_h5_read_range(const zt_h5 *f, hid_t loc, const char *name, size_t start, size_t n, float *out);
 
 #endif

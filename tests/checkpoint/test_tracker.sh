@@ -32,19 +32,19 @@ refused() { # NAME EXPECTED-REGEX (after preparing L/ from REF/)
 tail_msg="; refusing to start from random over the checkpoints there"
 fresh() { rm -rf L; cp -r REF L; }
 fresh; : > L/latest
-refused "an empty latest is refused" "^error: checkpoint: --load L: L/latest is empty$tail_msg"
+refused "an empty latest is refused" "^error: checkpoint: L/latest is empty$tail_msg"
 fresh; printf ' \n\n' > L/latest
-refused "a whitespace-only latest is refused" "^error: checkpoint: --load L: L/latest is empty \(only whitespace\)$tail_msg"
+refused "a whitespace-only latest is refused" "^error: checkpoint: L/latest is empty \(only whitespace\)$tail_msg"
 fresh; printf '\0global_step8\n' > L/latest
-refused "a latest starting with a NUL byte is refused" "^error: checkpoint: --load L: L/latest holds the control byte 0x00 at offset 0"
+refused "a latest starting with a NUL byte is refused" "^error: checkpoint: L/latest holds the control byte 0x00 at offset 0"
 fresh; rm L/latest; mkdir L/latest
-refused "a directory named latest is refused" "^error: checkpoint: --load L: L/latest is a directory, not a tracker file naming a checkpoint$tail_msg"
+refused "a directory named latest is refused" "^error: checkpoint: L/latest is a directory, not a tracker file naming a checkpoint$tail_msg"
 fresh; printf 'global_step12' > L/latest
-refused "a latest naming a missing tag is refused" "^error: checkpoint: --load L: L/global_step12: the checkpoint directory of tag global_step12 is missing \(named by latest\)"
+refused "a latest naming a missing tag is refused" "^error: checkpoint: L/global_step12: the checkpoint directory of tag global_step12 is missing \(named by latest\)$"
 fresh; printf 'abc\n' > L/latest_checkpointed_iteration.txt
-refused "an invalid latest_checkpointed_iteration.txt is refused" "^error: checkpoint: --load L: L/latest_checkpointed_iteration.txt: invalid metadata file: \"abc\" is not a positive iteration number"
+refused "an invalid latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt: invalid metadata file: \"abc\" is not a positive iteration number"
 fresh; : > L/latest_checkpointed_iteration.txt
-refused "an empty latest_checkpointed_iteration.txt is refused" "^error: checkpoint: --load L: L/latest_checkpointed_iteration.txt is empty"
+refused "an empty latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt is empty"
 # the tools read the same trackers
 fresh; : > L/latest
 out=$(timeout 60 "$bin" "${tiny[@]}" --use-checkpoint-args --load L 2>&1); rc=$?
