@@ -495,6 +495,65 @@ static void check_data(zt_args *a, const unsigned char *seen) {
   }
 }
 
+/* ---- counts derived from the flags ---------------------------------------------------------------- */
+
+/* Sample counts are multiplied out of iterations x global batch and then run through the learning-rate
+ * schedule in double precision: each is held to 2^53 (exact in a double, and far from int64's wrap, which
+ * turned --train-iters 2^62 into an lr of 0 from iteration 5). Token counts (samples x sequence length)
+ * are held to int64. */
+#define ZT_ARGS_MAX_SAMPLES 9007199254740992LL /* 2^53 */
+
+/* a x b, or a refusal naming both flags, their values and what the product counts. */
+static long long checked_product(const char *fa, long long a, const char *fb, long long b, const char *what,
+                                 long long limit, const char *why) {
+  long long r;
+  if (__builtin_mul_overflow(a, b, &r))
+    zt_fatal("bad argument value", "%s %lld x %s %lld = %.4g %s: more than %lld, %s", fa, a, fb, b,
+             (double)a * (double)b, what, limit, why);
+  if (r > limit)
+    zt_fatal("bad argument value", "%s %lld x %s %lld = %lld %s: more than %lld, %s", fa, a, fb, b, r, what, limit,
+             why);
+  return r;
+}
+
+static void check_count(const char *flag, long long v, const char *what) {
+  zt_check(v <= ZT_ARGS_MAX_SAMPLES, "bad argument value", "%s %lld %s: more than 2^53 = %lld, the largest count "
+           "the learning-rate schedule (double precision) holds exactly", flag, v, what, ZT_ARGS_MAX_SAMPLES);
+}
+
+static void check_counts(const zt_args *a, int by_iters) {
+  static const char *const exact = "the largest count the learning-rate schedule (double precision) holds exactly "
+                                   "(2^53)";
+  const long long gbs = a->global_batch_size;
+  long long train;
+  if (by_iters) {
+    train = checked_product("--train-iters", a->train_iters, "--global-batch-size", gbs, "training samples",
+                            ZT_ARGS_MAX_SAMPLES, exact);
+  } else {
+    check_count("--train-samples", a->train_samples, "training samples");
+    train = a->train_samples;
+  }
+  checked_product(by_iters ? "training samples (--train-iters x --global-batch-size)" : "--train-samples", train,
+                  "--seq-length", a->seq_length, "training tokens", LLONG_MAX, "the int64 token counter");
+  if (a->lr_decay_iters >= 0)
+    checked_product("--lr-decay-iters", a->lr_decay_iters, "--global-batch-size", gbs, "decay samples",
+                    ZT_ARGS_MAX_SAMPLES, exact);
+  if (a->lr_decay_samples >= 0) check_count("--lr-decay-samples", a->lr_decay_samples, "decay samples");
+  checked_product("--lr-warmup-iters", a->lr_warmup_iters, "--global-batch-size", gbs, "warmup samples",
+                  ZT_ARGS_MAX_SAMPLES, exact);
+  check_count("--lr-warmup-samples", a->lr_warmup_samples, "warmup samples");
+  if (a->eval_iters > 0) { /* Megatron's validation samples: (train_iters // eval_interval + 1) x eval_iters x gbs */
+    const long long evals = a->train_iters / a->eval_interval + 1;
+    const long long per_eval = checked_product("--eval-iters", a->eval_iters, "--global-batch-size", gbs,
+                                               "samples per evaluation", ZT_ARGS_MAX_SAMPLES, exact);
+    char fa[96];
+    snprintf(fa, sizeof fa, "evaluations (--train-iters %lld / --eval-interval %d + 1)", (long long)a->train_iters,
+             a->eval_interval);
+    checked_product(fa, evals, "samples per evaluation (--eval-iters x --global-batch-size)", per_eval,
+                    "validation samples", ZT_ARGS_MAX_SAMPLES, exact);
+  }
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
                                          "--max-position-embeddings", "--seq-length", "--micro-batch-size",
@@ -688,6 +747,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "(--global-batch-size %d)", (long long)a->train_samples, a->global_batch_size);
   }
 
+  check_counts(a, by_iters);
   pad_vocab(a);
 }
 

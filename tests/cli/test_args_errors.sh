@@ -63,6 +63,34 @@ expect_fail "warmup fraction with warmup iters" \
   "error: inconsistent arguments: --lr-warmup-fraction and --lr-warmup-iters are mutually exclusive" \
   "${BASE[@]}" --lr-warmup-fraction 0.1 --lr-warmup-iters 10
 
+# issue 25: products of iterations x batch and samples x sequence length that would wrap int64 (the log
+# showed lr 0 from iteration 5, or "decay length of -4 samples") are refused with the flags and numbers.
+EXACT="the largest count the learning-rate schedule (double precision) holds exactly (2^53)"
+expect_fail "train iters x global batch wraps" \
+  "error: bad argument value: --train-iters 4611686018427387904 x --global-batch-size 4 = 1.845e+19 training samples: more than 9007199254740992, $EXACT" \
+  "${BASE[@]}" --train-iters 4611686018427387904
+expect_fail "train iters x global batch past 2^53" \
+  "error: bad argument value: --train-iters 2251799813685249 x --global-batch-size 4 = 9007199254740996 training samples: more than 9007199254740992, $EXACT" \
+  "${BASE[@]}" --train-iters 2251799813685249
+expect_fail "decay iters x global batch wraps" \
+  "error: bad argument value: --lr-decay-iters 4611686018427387903 x --global-batch-size 4 = 1.845e+19 decay samples: more than 9007199254740992, $EXACT" \
+  "${BASE[@]}" --lr-decay-iters 4611686018427387903
+expect_fail "warmup iters x global batch wraps" \
+  "error: bad argument value: --lr-warmup-iters 4611686018427387904 x --global-batch-size 4 = 1.845e+19 warmup samples" \
+  "${BASE[@]}" --lr-warmup-iters 4611686018427387904
+expect_fail "train samples past 2^53" \
+  "error: bad argument value: --train-samples 9007199254740993 training samples: more than 2^53 = 9007199254740992" \
+  "${BASE[@]/--train-iters/--train-samples}" --train-samples 9007199254740993
+expect_fail "decay samples past 2^53" \
+  "error: bad argument value: --lr-decay-samples 9223372036854775807 decay samples: more than 2^53" \
+  "${BASE[@]/--train-iters/--train-samples}" --train-samples 8 --lr-decay-samples 9223372036854775807
+expect_fail "validation samples wrap" \
+  "error: bad argument value: evaluations (--train-iters 1000000000000000 / --eval-interval 1 + 1) 1000000000000001 x samples per evaluation (--eval-iters x --global-batch-size) 400 = 400000000000000400 validation samples" \
+  "${BASE[@]}" --train-iters 1000000000000000 --global-batch-size 4 --eval-interval 1 --eval-iters 100 --micro-batch-size 1 --lr-decay-iters 10
+expect_fail "training tokens wrap" \
+  "error: bad argument value: --train-samples 9007199254740992 x --seq-length 2048 = 1.845e+19 training tokens: more than 9223372036854775807, the int64 token counter" \
+  "${BASE[@]/--train-iters/--train-samples}" --train-samples 9007199254740992 --seq-length 2048 --max-position-embeddings 2048
+
 # --help prints the flags and exits 0.
 out=$(timeout 60 "$BIN" --help 2>&1)
 rc=$?
