@@ -1,0 +1,533 @@
+/* evaluate_zeroshot: Megatron-DeepSpeed's zero-shot GPT evaluation (tasks/main.py --task LAMBADA|WIKITEXT103,
+ * tasks/zeroshot_gpt/evaluate.py). The task flags are taken out of the command line and the rest is parsed by
+ * pretrain_gpt's argument parser (the same model, parallelism, tokenizer and checkpoint flags); a forward-only GPT is
+ * built in this run's layout (TP x PP x DP over mpirun) and loaded through the trainer's resharding loader
+ * (checkpoints/checkpoint.c), whatever layout the checkpoint was saved in. Each data-parallel replica scores every
+ * dp-th micro batch; the pipeline passes activations stage to stage; the last stage sums the scored targets' losses
+ * (WIKITEXT103) or counts the examples whose every label token is the argmax over the whole (padded) vocabulary
+ * (LAMBADA), and the last rank prints Megatron's result block. */
+#include "evaluate/zeroshot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoints/checkpoint.h"
+#include "checkpoints/ckpt_reader.h"
+#include "evaluate/zeroshot_data.h"
+#include "models/gpt/gpt.h"
+#include "runtime/base/blas.h"
+#include "runtime/base/error.h"
+#include "runtime/base/pyfmt.h"
+#include "runtime/base/timer.h"
+#include "runtime/comm/comm.h"
+#include "runtime/parallel/parallel_state.h"
+#include "train/args.h"
+#include "train/engine.h"
+
+typedef struct {
+  const char *task;        /* LAMBADA | WIKITEXT103 */
+  const char *valid_data;  /* the task file */
+  int strict;              /* --strict-lambada */
+  int overlap;             /* --overlapping-eval (32) */
+} task_flags;
+
+static void usage(void) {
+  printf("usage: evaluate_zeroshot --task {LAMBADA,WIKITEXT103} --valid-data FILE [--strict-lambada]\n"
+         "                         [--overlapping-eval N] --load CHECKPOINT_DIR MODEL_FLAGS...\n\n"
+         "Zero-shot evaluation of a GPT checkpoint saved by pretrain_gpt (Megatron-DeepSpeed's\n"
+         "tasks/main.py --task LAMBADA|WIKITEXT103). Runs under mpirun with --tensor-model-parallel-size and\n"
+         "--pipeline-model-parallel-size in any layout, whatever layout the checkpoint was saved in.\n\n"
+         "task flags:\n"
+         "  --task NAME              LAMBADA (accuracy: every token of the last word is the argmax) or\n"
+         "                           WIKITEXT103 (perplexity and word-level adjusted perplexity)\n"
+         "  --valid-data FILE        LAMBADA: jsonl, one {\"text\": ...} per line; WIKITEXT103: raw text, detokenized\n"
+         "                           by the first of ptb/wiki/lambada its path contains (else kept as is)\n"
+         "  --strict-lambada         the label is the whole last word (tokenized as ' ' + word), not the last token\n"
+         "  --overlapping-eval N     WIKITEXT103: windows of --seq-length start every N tokens and score their last N\n"
+         "                           targets (default 32; at most --seq-length)\n\n"
+         "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
+         "--num-attention-heads, --seq-length, --max-position-embeddings, --micro-batch-size, --tokenizer-type,\n"
+         "--vocab-file, --merge-file, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
+         "--pipeline-model-parallel-size, --log-interval, --fp16/--bf16 (weights rounded as the run held them).\n"
+         "Training-only flags (--lr, --train-iters, --data-path) may be given and are not used.\n\n"
+         "prints Megatron's block:  validation results on WIKITEXT103 | avg loss: .. | ppl: .. | adjusted ppl: .. |\n"
+         "token ratio: .. |   or   validation results on LAMBADA | number correct: .. | total examples: .. | avg\n"
+         "accuracy: ..   (docs/evaluate.md)\n");
+}
+
+static int parse_int(const char *flag, const char *v) {
+  char *end;
+  errno = 0;
+  const long x = strtol(v, &end, 10);
+  zt_check(*v && !*end && !errno && x >= -2147483647L && x <= 2147483647L, "bad argument value",
+           "%s %s: expected an integer", flag, v);
+  return (int)x;
+}
+
+/* Takes the task flags out of argv; the rest (with placeholders for the training-only flags pretrain_gpt's parser
+ * requires) goes to *rest. */
+static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char ***rest) {
+  char **r = zt_malloc(((size_t)argc + 8) * sizeof(char *), "arguments");
+  int n = 0, lr = 0, iters = 0, data = 0;
+  r[n++] = argv[0];
+  tf->overlap = 32;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *eq = strchr(a, '=');
+    const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
+    const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
+#define IS(name) (key == strlen(name) && !strncmp(a, name, key))
+    if (IS("--task") || IS("--overlapping-eval")) {
+      const char *v = inl;
+      if (!v) {
+        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
+        v = argv[++i];
+      }
+      if (IS("--task")) tf->task = v;
+      else tf->overlap = parse_int("--overlapping-eval", v);
+    } else if (IS("--valid-data")) {
+      int k = 0;
+      if (inl) {
+        tf->valid_data = inl;
+        k = 1;
+      }
+      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+        tf->valid_data = argv[++i];
+        k++;
+      }
+      zt_check(k == 1, "bad argument value", "--valid-data takes one file for LAMBADA and WIKITEXT103 (got %d; "
+               "Megatron asserts len(args.valid_data) == 1)", k);
+    } else if (IS("--strict-lambada")) {
+      zt_check(!inl, "bad argument value", "--strict-lambada takes no value");
+      tf->strict = 1;
+    } else {
+      if (IS("--lr")) lr = 1;
+      if (IS("--train-iters") || IS("--train-samples")) iters = 1;
+      if (IS("--data-path") || IS("--mock-data") || IS("--train-data-path") || IS("--valid-data-path") ||
+          IS("--test-data-path"))
+        data = 1;
+      r[n++] = argv[i];
+    }
+#undef IS
+  }
+  if (!lr) {
+    r[n++] = "--lr";
+    r[n++] = "0.0";
+  }
+  if (!iters) {
+    r[n++] = "--train-iters";
+    r[n++] = "1";
+  }
+  if (!data) { /* the parser wants training data; evaluate_zeroshot reads --valid-data only and opens none of it */
+    r[n++] = "--data-path";
+    r[n++] = "evaluate_zeroshot-reads-no-training-data";
+  }
+  r[n] = NULL;
+  *rest_n = n;
+  *rest = r;
+}
+
+static void check_task_flags(const task_flags *tf, const zt_args *a) {
+  zt_check(tf->task != NULL, "missing argument", "--task is required (LAMBADA or WIKITEXT103)");
+  zt_check(!strcmp(tf->task, "LAMBADA") || !strcmp(tf->task, "WIKITEXT103"), "unsupported argument",
+           "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks)", tf->task);
+  zt_check(tf->valid_data != NULL, "missing argument", "--valid-data FILE is required (the %s file)", tf->task);
+  zt_check(!tf->strict || !strcmp(tf->task, "LAMBADA"), "inconsistent arguments",
+           "--strict-lambada applies to --task LAMBADA, not %s", tf->task);
+  zt_check(tf->overlap <= a->seq_length, "inconsistent arguments", "--overlapping-eval %d is larger than --seq-length "
+           "%d: windows would start past the previous one's end and the tokens between would never be scored "
+           "(while the average still divides by them); pass --overlapping-eval %d or less", tf->overlap,
+           a->seq_length, a->seq_length);
+  zt_check(a->load != NULL, "missing argument", "--load CHECKPOINT_DIR is required (the pretrain_gpt checkpoint to "
+           "evaluate)");
+  zt_check(a->virtual_pipeline_model_parallel_size <= 0, "unsupported argument", "--num-layers-per-virtual-pipeline-"
+           "stage: Interleaved pipeline schedule is not yet supported for text generation. (Megatron refuses it "
+           "too; evaluate without it: any layout loads any checkpoint)");
+  zt_check(!a->reset_position_ids && !a->reset_attention_mask, "unsupported argument", "%s: evaluate_zeroshot "
+           "scores with positions 0..seq-1 and a plain causal mask", a->reset_position_ids ? "--reset-position-ids"
+           : "--reset-attention-mask");
+  zt_check(!a->mock_data, "unsupported argument", "--mock-data: evaluate_zeroshot tokenizes --valid-data; give "
+           "--tokenizer-type and its files (--vocab-file, --merge-file)");
+}
+
+/* A BERT (or other) checkpoint is refused by what it holds, before any shape check; returns the checkpoint's padded
+ * vocabulary size. */
+static int64_t check_checkpoint_kind(const zt_args *a) {
+  char tag[256];
+  zt_check(zt_ckpt_resolve(a->load, a->load_tag, tag, sizeof tag) != 0, "checkpoint", "--load %s: no checkpoint "
+           "there (no %s/latest%s%s)", a->load, a->load, a->load_tag ? " and no tag " : "",
+           a->load_tag ? a->load_tag : "");
+  zt_ckpt_reader r;
+  zt_ckpt_open_ex(&r, a->load, tag, 0);
+  static const char *const bert_only[] = {"lm_head.", "binary_head.", "language_model.pooler.", "tokentype_embeddings"};
+  for (int i = 0; i < r.n_tensors; i++)
+    for (int k = 0; k < 4; k++)
+      zt_check(!strstr(r.tensors[i].name, bert_only[k]), "checkpoint", "%s: a BERT checkpoint (it holds %s, which "
+               "pretrain_bert saves): evaluate_zeroshot scores GPT language models (pretrain_gpt checkpoints)",
+               r.dir, r.tensors[i].name);
+  const int64_t padded = r.padded_vocab_size;
+  zt_ckpt_close(&r);
+  return padded;
+}
+
+void zt_zeroshot_format(const zt_zeroshot_result *r, const char *task, char *out, size_t n) {
+  char s[512], a[64], b[64], c[64];
+  int k = snprintf(s, sizeof s, " validation results on %s | ", task);
+  if (!r->lambada) {
+    /* Megatron's output is a float32 tensor: avg loss and its product with the (double) token ratio stay float32 */
+    const float val_loss = (float)r->total / (float)(r->num_tokenized - 1);
+    const double ratio = (double)(r->num_tokenized - 1) / (double)(r->num_original - 1);
+    const float adj = (float)((double)val_loss * ratio);
+    zt_py_float(c, sizeof c, ratio, 0);
+    snprintf(s + k, sizeof s - (size_t)k, "avg loss: %.4E | ppl: %.4E | adjusted ppl: %.4E | token ratio: %s |",
+             (double)val_loss, exp(val_loss < 20 ? (double)val_loss : 20.0), exp(adj < 20 ? (double)adj : 20.0), c);
+  } else {
+    snprintf(a, sizeof a, "%.4E", (double)(float)r->total);
+    snprintf(b, sizeof b, "%.4E", (double)r->num_examples);
+    snprintf(c, sizeof c, "%.4E", (double)((float)r->total / (float)r->num_examples));
+    snprintf(s + k, sizeof s - (size_t)k, "number correct: %s | total examples: %s | avg accuracy: %s", a, b, c);
+  }
+  const size_t len = strlen(s) + 1;
+  char dashes[600];
+  const size_t nd = len < sizeof dashes - 1 ? len : sizeof dashes - 1;
+  memset(dashes, '-', nd);
+  dashes[nd] = 0;
+  snprintf(out, n, "%s\n%s\n%s\n", dashes, s, dashes);
+}
+
+/* The task's examples: LM windows over the tokenized file, or LAMBADA examples. */
+typedef struct {
+  int lambada;
+  zt_lambada set;
+  zt_ids ids;
+  zt_lm_windows win;
+  int64_t n_examples, num_original, truncated, dropped;
+} task_data;
+
+static void load_task(task_data *d, const task_flags *tf, const zt_args *a, const zt_tokenizer *tok) {
+  memset(d, 0, sizeof *d);
+  d->lambada = !strcmp(tf->task, "LAMBADA");
+  if (d->lambada) {
+    zt_log("> building lambada dataset from %s ...\n", tf->valid_data);
+    zt_lambada_load(&d->set, tf->valid_data, tok, tf->strict);
+    d->n_examples = d->set.n;
+    for (int64_t i = 0; i < d->set.n; i++) {
+      const int total = d->set.n_ctx[i] + d->set.n_label[i];
+      if (total > a->seq_length + 1) {
+        d->truncated++;
+        d->dropped += total - (a->seq_length + 1);
+      }
+    }
+    zt_log(" > found %lld samples.\n", (long long)d->n_examples);
+    if (d->truncated)
+      zt_log(" > %lld of them are longer than --seq-length %d + 1 tokens: their first %lld tokens in all are dropped "
+             "(left truncation: the label and the context nearest to it are kept)\n", (long long)d->truncated,
+             a->seq_length, (long long)d->dropped);
+    return;
+  }
+  FILE *f = fopen(tf->valid_data, "rb");
+  zt_check(f != NULL, "bad task file", "--valid-data %s: cannot open: %s", tf->valid_data, strerror(errno));
+  size_t cap = 1 << 16, n = 0, got;
+  char *text = zt_malloc(cap, "task file");
+  while ((got = fread(text + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      cap *= 2;
+      text = realloc(text, cap);
+      zt_check(text != NULL, "out of memory", "--valid-data %s: %zu bytes", tf->valid_data, cap);
+    }
+  }
+  zt_check(!ferror(f), "bad task file", "--valid-data %s: read error: %s", tf->valid_data, strerror(errno));
+  fclose(f);
+  zt_check(memchr(text, 0, n) == NULL, "bad task file", "--valid-data %s: holds a NUL byte at offset %zu (not a text "
+           "file?)", tf->valid_data, (size_t)((char *)memchr(text, 0, n) - text));
+  d->num_original = zt_count_original_tokens(text, n);
+  const char *kind = zt_detokenizer_for_path(tf->valid_data);
+  if (!kind)
+    zt_log(" > %s names none of ptb, wiki, lambada: the text is not detokenized (Megatron's get_detokenizer returns "
+           "None there)\n", tf->valid_data);
+  size_t dn;
+  char *detok = zt_detokenize(kind, text, n, &dn);
+  free(text);
+  zt_tok_state *st = zt_tok_state_new(tok);
+  zt_tokenizer_encode(tok, st, detok, dn, &d->ids);
+  zt_tok_state_free(st);
+  free(detok);
+  zt_check(d->ids.n >= 2, "bad task file", "--valid-data %s: %zu token(s) after tokenization; perplexity needs at "
+           "least 2 (one target)", tf->valid_data, d->ids.n);
+  zt_check(d->num_original >= 2, "bad task file", "--valid-data %s: %lld original (space-separated) token(s); the "
+           "adjusted perplexity divides by their number minus one", tf->valid_data, (long long)d->num_original);
+  zt_lm_windows_init(&d->win, d->ids.ids, (int64_t)d->ids.n, a->seq_length, tf->overlap);
+  d->n_examples = d->win.count;
+  zt_log(" > number of original tokens: %lld, number of detokenized tokens: %zu\n", (long long)d->num_original,
+         d->ids.n);
+}
+
+static void free_task(task_data *d) {
+  if (d->lambada) zt_lambada_free(&d->set);
+  zt_ids_free(&d->ids);
+}
+
+/* This rank's place in the layout and its groups (Megatron's order, as the engine creates them). */
+typedef struct {
+  zt_coords c;
+  const zt_group *tp, *pp, *dp;
+} placement;
+
+static placement place(const zt_args *a) {
+  placement p = {.c = {0, 0, 0}, .tp = NULL, .pp = NULL, .dp = zt_comm_world()};
+  const int tp = a->tensor_model_parallel_size, pp = a->pipeline_model_parallel_size;
+  if (tp == 1 && pp == 1) {
+    p.c.dp = zt_comm_rank();
+    return p;
+  }
+  zt_layout l;
+  zt_layout_init(&l, zt_comm_size(), tp, pp, 1, 1, a->num_layers);
+  int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
+  const zt_group_kind kinds[3] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE};
+  for (int k = 0; k < (pp > 1 ? 3 : 2); k++) {
+    int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
+    for (int g = 0; g < count; g++) {
+      zt_group *grp = zt_group_create(members + (size_t)g * size, size);
+      if (grp && kinds[k] == ZT_GROUP_DATA) p.dp = grp;
+      if (grp && kinds[k] == ZT_GROUP_TENSOR) p.tp = grp;
+      if (grp && kinds[k] == ZT_GROUP_PIPELINE) p.pp = grp;
+    }
+  }
+  free(members);
+  p.c = zt_layout_coords(&l, zt_comm_rank());
+  if (tp == 1) p.tp = NULL;
+  return p;
+}
+
+/* Scores every token of the last forward over the checkpoint's vocabulary rows [0, V_valid) (its padded vocabulary:
+ * what Megatron's softmax and argmax run over in the layout that saved it; rows this layout adds as zeros are left
+ * out, so every layout scores the same): the cross-entropy against labels (double) and the argmax (first index among
+ * equal maxima, as torch.argmax). Each tensor-parallel rank reduces its vocabulary slice, then the group combines. */
+typedef struct {
+  double *mx, *sums;  /* [NF] max; [2 NF] sum of exp, target logit */
+  float *pairs, *all; /* [2 NF] this rank's (max, index); [tp 2 NF] gathered */
+} score_buf;
+
+static void score_tokens(const zt_lm *lm, const placement *p, int tp, int NF, int V_valid, const int32_t *labels,
+                         int want_argmax, score_buf *sb, double *loss, int32_t *argmax) {
+  const float *logits = lm->logits;
+  int Vl = V_valid - lm->v0;
+  if (Vl > lm->V) Vl = lm->V;
+  if (Vl < 0) Vl = 0;
+  for (int n = 0; n < NF; n++) {
+    const float *row = logits + (size_t)n * lm->V;
+    int best = 0;
+    for (int v = 1; v < Vl; v++)
+      if (row[v] > row[best]) best = v;
+    sb->mx[n] = Vl ? row[best] : -INFINITY;
+    sb->pairs[2 * n] = Vl ? row[best] : -INFINITY;
+    sb->pairs[2 * n + 1] = (float)(lm->v0 + best);
+  }
+  if (tp > 1) zt_allreduce_max_f64(p->tp, sb->mx, (size_t)NF);
+  for (int n = 0; n < NF; n++) {
+    const float *row = logits + (size_t)n * lm->V;
+    double se = 0.0;
+    for (int v = 0; v < Vl; v++) se += exp((double)row[v] - sb->mx[n]);
+    const int t = labels[n] - lm->v0;
+    sb->sums[n] = se;
+    sb->sums[NF + n] = t >= 0 && t < Vl ? (double)row[t] : 0.0;
+  }
+  if (tp > 1) zt_allreduce_sum_f64(p->tp, sb->sums, 2 * (size_t)NF);
+  for (int n = 0; n < NF; n++) loss[n] = log(sb->sums[n]) + sb->mx[n] - sb->sums[NF + n];
+  if (!want_argmax) return;
+  if (tp > 1) zt_allgather_f32(p->tp, sb->pairs, 2 * (size_t)NF, sb->all);
+  else memcpy(sb->all, sb->pairs, 2 * (size_t)NF * sizeof(float));
+  for (int n = 0; n < NF; n++) {
+    float bv = sb->all[2 * n];
+    int bi = (int)sb->all[2 * n + 1];
+    for (int r = 1; r < tp; r++) {
+      const float *q = sb->all + (size_t)r * 2 * NF + 2 * n;
+      if (q[0] > bv) {
+        bv = q[0];
+        bi = (int)q[1];
+      }
+    }
+    argmax[n] = bi;
+  }
+}
+
+int zt_zeroshot_main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage();
+      return 0;
+    }
+  zt_blas_setup(argc, argv);
+  zt_comm_init(&argc, &argv);
+  task_flags tf = {0};
+  int rn;
+  char **rest;
+  split_args(argc, argv, &tf, &rn, &rest);
+  zt_args args;
+  zt_args_model = "gpt";
+  zt_args_checkpoint_reader = zt_ckpt_saved_args;
+  zt_args_parse(&args, rn, rest, zt_comm_size());
+  check_task_flags(&tf, &args);
+  zt_tokenizer *tok = zt_engine_tokenizer(&args);
+  zt_check(tok != NULL, "missing argument", "evaluate_zeroshot needs the tokenizer of the checkpoint "
+           "(--tokenizer-type and its files)");
+  /* evaluation loads the weights only; a missing checkpoint is an error, not a random model */
+  args.no_load_optim = 1;
+  args.no_load_rng = 1;
+  args.finetune = 0;
+  args.exit_on_missing_checkpoint = 1;
+  zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
+
+  /* the task's data before the model, so a bad file is refused before anything is allocated */
+  task_data d;
+  load_task(&d, &tf, &args, tok);
+  double ckpt_padded = zt_comm_rank() == 0 ? (double)check_checkpoint_kind(&args) : 0.0;
+  zt_allreduce_sum_f64(zt_comm_world(), &ckpt_padded, 1);
+  /* the output layer holds the checkpoint's padded rows (rounded up to this layout's tensor-parallel size), and the
+   * scores run over them: the numbers do not depend on the padding this layout would choose */
+  const int V_valid = (int)ckpt_padded;
+  const int tpz = args.tensor_model_parallel_size;
+  if (V_valid > 0 && args.padded_vocab_size != (V_valid + tpz - 1) / tpz * tpz) {
+    zt_log(" > padded vocab: the checkpoint's %d rows (this layout alone would pad to %d); scored over those %d\n",
+           V_valid, args.padded_vocab_size, V_valid);
+    args.padded_vocab_size = (V_valid + tpz - 1) / tpz * tpz;
+  }
+
+  const placement p = place(&args);
+  const int tp = args.tensor_model_parallel_size, pp = args.pipeline_model_parallel_size;
+  const int dp = args.data_parallel_size;
+  const int B = args.micro_batch_size, T = args.seq_length, NF = B * T;
+  zt_model_setup s = {.backend = NULL, .dtype = ZT_DTYPE_FP32, .micro_batch = B, .seq_length = T,
+                      .forward_only = 1, .zero_partitions = 1, .tp_group = p.tp, .tp_size = tp, .tp_rank = p.c.tp,
+                      .sequence_parallel = args.sequence_parallel, .pp_group = p.pp, .pp_size = pp,
+                      .pp_rank = p.c.pp, .vpp = 1, .pp_buffers = 1};
+  const zt_model_args margs = {.num_layers = args.num_layers, .hidden_size = args.hidden_size,
+                               .num_heads = args.num_attention_heads, .ffn_hidden_size = args.ffn_hidden_size,
+                               .max_positions = args.max_position_embeddings,
+                               .padded_vocab_size = args.padded_vocab_size, .ln_eps = args.layernorm_epsilon,
+                               .init_std = args.init_method_std,
+                               .untie_embeddings = args.untie_embeddings_and_output_weights,
+                               .residual_post_ln = args.apply_residual_connection_post_layernorm};
+  zt_log("building GPT model ...\n");
+  zt_model *m = zt_gpt_create(&margs, &s);
+  zt_train_state st;
+  memset(&st, 0, sizeof st);
+  st.args = &args;
+  st.ds_config_path = "";
+  st.model = m;
+  st.tp_rank = p.c.tp;
+  st.tp_size = tp;
+  st.pp_rank = p.c.pp;
+  st.pp_size = pp;
+  st.dp_rank = p.c.dp;
+  st.dp_size = dp;
+  st.half_dtype = args.bf16 ? ZT_DTYPE_BF16 : args.fp16 ? ZT_DTYPE_FP16 : ZT_DTYPE_FP32;
+  st.part_lo = 0;
+  st.part_hi = m->flat;
+  zt_ckpt_start(&st); /* the weights, resharded to this layout (and rounded to --fp16/--bf16 as the run held them) */
+
+  zt_gpt *g = m->impl;
+  const zt_lm *lm = &g->lm;
+  const int last = m->last, first = m->first;
+  int32_t *text = zt_malloc((size_t)B * (T + 1) * sizeof(int32_t), "batch");
+  int32_t *tokens = zt_malloc((size_t)NF * sizeof(int32_t), "batch"), *labels = zt_malloc((size_t)NF * 4, "batch");
+  int32_t *pred = zt_malloc((size_t)NF * sizeof(int32_t), "batch");
+  float *mask = zt_malloc((size_t)NF * sizeof(float), "batch");
+  score_buf sb = {.mx = zt_malloc((size_t)NF * sizeof(double), "scores"),
+                  .sums = zt_malloc((size_t)NF * 2 * sizeof(double), "scores"),
+                  .pairs = zt_malloc((size_t)NF * 2 * sizeof(float), "scores"),
+                  .all = zt_malloc((size_t)NF * 2 * (size_t)tp * sizeof(float), "scores")};
+  double *loss = zt_malloc((size_t)NF * sizeof(double), "scores");
+  const int32_t pad = zt_tokenizer_eod(tok);
+  const int64_t nbatch = (d.n_examples + B - 1) / B;
+  double total = 0.0, t0 = zt_now();
+  int64_t done = 0;
+  for (int64_t j = p.c.dp; j < nbatch; j += dp) {
+    const int64_t it = j / dp;
+    if (args.log_interval > 0 && it % args.log_interval == 0) zt_log("> working on iteration: %lld\n", (long long)it);
+    int rows = 0;
+    for (int r = 0; r < B; r++) {
+      const int64_t ex = j * B + r;
+      int32_t *tr = text + (size_t)r * (T + 1);
+      float *mr = mask + (size_t)r * T;
+      if (ex >= d.n_examples) { /* drop_last=False: the last micro batch is short; its missing rows score nothing */
+        for (int k = 0; k <= T; k++) tr[k] = pad;
+        for (int k = 0; k < T; k++) mr[k] = 0.0f;
+        continue;
+      }
+      rows++;
+      if (d.lambada) zt_lambada_item(&d.set, ex, T, pad, tr, mr);
+      else zt_lm_window(&d.win, ex, pad, tr, mr);
+    }
+    for (int r = 0; r < B; r++)
+      for (int k = 0; k < T; k++) {
+        tokens[r * T + k] = text[(size_t)r * (T + 1) + k];
+        labels[r * T + k] = text[(size_t)r * (T + 1) + k + 1];
+      }
+    const zt_batch b = {.B = B, .T = T, .tokens = tokens, .labels = labels, .loss_mask = mask};
+    const zt_pass pass = {.B = B, .T = T, .first_sample = (uint64_t)(j * B), .seed = args.seed, .training = 0};
+    if (!first)
+      for (int i = 0; i < m->n_stage; i++)
+        zt_recv(p.pp, m->stage_in[i].dt, m->stage_in[i].buf, m->stage_in[i].n, p.c.pp - 1);
+    zt_losses out;
+    zt_model_forward(m, 0, &b, &pass, &out);
+    if (!last)
+      for (int i = 0; i < m->n_stage; i++)
+        zt_send(p.pp, m->stage_out[i].dt, m->stage_out[i].buf, m->stage_out[i].n, p.c.pp + 1);
+    done++;
+    if (!last) continue;
+    score_tokens(lm, &p, tp, NF, V_valid, labels, d.lambada, &sb, loss, pred);
+    if (!d.lambada) {
+      for (int n = 0; n < NF; n++) total += (double)mask[n] * loss[n];
+    } else {
+      for (int r = 0; r < rows; r++) {
+        int ok = 1;
+        for (int k = 0; k < T; k++)
+          if (mask[r * T + k] != 0.0f && pred[r * T + k] != labels[r * T + k]) ok = 0;
+        total += ok;
+      }
+    }
+  }
+  const double secs = zt_now() - t0;
+  /* one contribution per model replica: its last stage's first tensor-parallel rank */
+  double v = last && p.c.tp == 0 ? total : 0.0;
+  zt_allreduce_sum_f64(zt_comm_world(), &v, 1);
+  if (zt_comm_rank() == 0 && secs > 0)
+    zt_log("> evaluated %lld micro batches of %d x %d tokens in %.3f s: %.1f tokens/s per model replica (forward "
+           "only)\n", (long long)done, B, T, secs, (double)done * NF / secs);
+  if (zt_comm_rank() == zt_comm_size() - 1) {
+    zt_zeroshot_result res = {.lambada = d.lambada, .total = v, .num_examples = d.n_examples,
+                              .num_tokenized = (int64_t)d.ids.n, .num_original = d.num_original};
+    if (d.lambada)
+      printf("> %.17g of %lld examples correct\n", v, (long long)d.n_examples);
+    else
+      printf("> summed loss %.17g over %lld tokenized and %lld original tokens\n", v, (long long)d.ids.n,
+             (long long)d.num_original);
+    char block[2048];
+    zt_zeroshot_format(&res, tf.task, block, sizeof block);
+    fputs(block, stdout);
+    fflush(stdout);
+  }
+  zt_log("done :-)\n");
+  free(text);
+  free(tokens);
+  free(labels);
+  free(pred);
+  free(mask);
+  free(sb.mx);
+  free(sb.sums);
+  free(sb.pairs);
+  free(sb.all);
+  free(loss);
+  free_task(&d);
+  zt_model_free(m);
+  zt_tokenizer_free(tok);
+  free(rest);
+  zt_comm_finalize();
+  return 0;
+}

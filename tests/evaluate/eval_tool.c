@@ -1,0 +1,85 @@
+/* Test helper for evaluate/zeroshot_data.c: exposes the detokenizers, the original-token count, the LM windows and
+ * the LAMBADA examples on stdin/stdout so that test_evaluate.py can check them against Megatron's Python.
+ *   eval_tool detok KIND           stdin: records "<len>\n<bytes>"; stdout: the same for each detokenized text
+ *   eval_tool count                stdin: records; stdout: one count per record
+ *   eval_tool windows N SEQ OV PAD stdout: per window, "text ids | mask" over tokens 0..N-1
+ *   eval_tool lambada FILE SEQ STRICT VOCAB MERGES   stdout: per example, "text ids | mask | dropped" */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenizer/tokenizer.h"
+#include "evaluate/zeroshot_data.h"
+#include "runtime/base/error.h"
+
+static char *read_record(size_t *n) {
+  unsigned long len;
+  if (scanf("%lu", &len) != 1) return NULL;
+  getchar(); /* the newline after the length */
+  char *s = zt_malloc(len + 1, "record");
+  if (fread(s, 1, len, stdin) != len) zt_fatal("eval_tool", "short record");
+  s[len] = 0;
+  *n = len;
+  return s;
+}
+
+static void print_row(const int32_t *text, const float *mask, int seq) {
+  for (int k = 0; k <= seq; k++) printf("%s%d", k ? " " : "", text[k]);
+  printf(" |");
+  for (int k = 0; k < seq; k++) printf(" %d", (int)mask[k]);
+}
+
+int main(int argc, char **argv) {
+  zt_check(argc >= 2, "usage", "eval_tool detok|count|windows|lambada ...");
+  if (!strcmp(argv[1], "detok") || !strcmp(argv[1], "count")) {
+    size_t n;
+    char *s;
+    while ((s = read_record(&n)) != NULL) {
+      if (!strcmp(argv[1], "count")) {
+        printf("%lld\n", (long long)zt_count_original_tokens(s, n));
+      } else {
+        size_t m;
+        char *d = zt_detokenize(argc > 2 && strcmp(argv[2], "none") ? argv[2] : NULL, s, n, &m);
+        printf("%zu\n", m);
+        fwrite(d, 1, m, stdout);
+        free(d);
+      }
+      free(s);
+    }
+    return 0;
+  }
+  if (!strcmp(argv[1], "windows")) {
+    zt_check(argc == 6, "usage", "eval_tool windows N SEQ OV PAD");
+    const int n = atoi(argv[2]), seq = atoi(argv[3]), ov = atoi(argv[4]), pad = atoi(argv[5]);
+    int32_t *tokens = zt_malloc((size_t)n * 4 + 4, "tokens"), *text = zt_malloc((size_t)(seq + 1) * 4, "text");
+    float *mask = zt_malloc((size_t)seq * 4, "mask");
+    for (int i = 0; i < n; i++) tokens[i] = i;
+    zt_lm_windows w;
+    zt_lm_windows_init(&w, tokens, n, seq, ov);
+    for (int64_t i = 0; i < w.count; i++) {
+      zt_lm_window(&w, i, pad, text, mask);
+      print_row(text, mask, seq);
+      printf("\n");
+    }
+    return 0;
+  }
+  if (!strcmp(argv[1], "lambada")) {
+    zt_check(argc == 7, "usage", "eval_tool lambada FILE SEQ STRICT VOCAB MERGES");
+    const int seq = atoi(argv[3]);
+    zt_tokenizer_spec spec = {.kind = ZT_TOK_GPT2BPE, .vocab_file = argv[5], .merge_file = argv[6]};
+    zt_tokenizer *tok = zt_tokenizer_create(&spec);
+    zt_lambada set;
+    zt_lambada_load(&set, argv[2], tok, atoi(argv[4]));
+    int32_t *text = zt_malloc((size_t)(seq + 1) * 4, "text");
+    float *mask = zt_malloc((size_t)seq * 4, "mask");
+    for (int64_t i = 0; i < set.n; i++) {
+      const int drop = zt_lambada_item(&set, i, seq, zt_tokenizer_eod(tok), text, mask);
+      print_row(text, mask, seq);
+      printf(" | %d\n", drop);
+    }
+    zt_lambada_free(&set);
+    zt_tokenizer_free(tok);
+    return 0;
+  }
+  zt_fatal("usage", "eval_tool: unknown mode %s", argv[1]);
+}
