@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/cache_sync.h"
 #include "data/gpt_dataset.h"
 #include "data/numpy_random.h"
 #include "runtime/base/error.h"
@@ -275,6 +276,19 @@ static void load_mapping(zt_bert_dataset *d, const char *path, int msl, int64_t 
   zt_log("    loaded indexed file in %.3f seconds\n", zt_now() - t0);
 }
 
+/* The places a mapping may be, and the first that holds it (NULL: none yet). */
+typedef struct {
+  const char *megatron_name, *other;
+  const char *hit;
+} mapping_search;
+
+static int mapping_complete(const void *ctx) {
+  mapping_search *s = (mapping_search *)ctx;
+  if (!s->hit) s->hit = zt_file_exists(s->megatron_name) ? s->megatron_name
+                      : s->other && zt_file_exists(s->other) ? s->other : NULL;
+  return s->hit != NULL;
+}
+
 /* Where the mapping may be: Megatron's place beside the data, then --data-cache-path/{basename}. */
 static char *cache_candidate(const char *megatron_name, const char *cache_path) {
   const char *slash = strrchr(megatron_name, '/');
@@ -309,7 +323,8 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
   char *other = sp->cache_path && sp->cache_path[0] ? cache_candidate(megatron_name, sp->cache_path) : NULL;
   const char *build_file = other ? other : megatron_name;
   const char *hit = zt_file_exists(megatron_name) ? megatron_name : other && zt_file_exists(other) ? other : NULL;
-  if (!hit && zt_rank() == 0) {
+  const int found = hit != NULL;
+  if (!found && zt_rank() == 0) {
     zt_log(" > WARNING: could not find index map file %s, building the indices on rank 0 ...\n", build_file);
     zt_log(" > building samples index mapping for %s ...\n", sp->name);
     const double t0 = zt_now();
@@ -329,19 +344,12 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
     zt_log(" > saved the index mapping in %s\n", build_file);
     zt_log(" > elasped time to build and save samples mapping (seconds): %f\n", zt_now() - t0);
     hit = build_file;
-  } else {
-    if (!hit) { /* rank 0 builds: wait for the file (it appears complete, by a rename) */
-      const double start = zt_now();
-      double next_note = start + 60;
-      while (!zt_file_exists(build_file)) {
-        usleep(100000);
-        if (zt_now() > next_note) {
-          zt_warn("rank %d: still waiting for rank 0 to write %s (%.0f s)\n", zt_rank(), build_file, zt_now() - start);
-          next_note += 60;
-        }
-      }
-      hit = build_file;
-    }
+  }
+  /* every rank meets here: the others see rank 0's mapping within ZT_DATA_CACHE_TIMEOUT, or the job ends */
+  mapping_search look = {.megatron_name = megatron_name, .other = other, .hit = hit};
+  zt_cache_sync("BERT", build_file, found, mapping_complete, &look);
+  if (found || zt_rank() != 0) {
+    hit = look.hit;
     load_mapping(d, hit, msl, sp->doc_begin, sp->doc_end);
   }
   d->cache_file = zt_malloc(strlen(hit) + 1, "path");

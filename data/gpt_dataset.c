@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "data/cache_sync.h"
 #include "data/numpy_random.h"
 #include "runtime/base/error.h"
 #include "runtime/base/md5.h"
@@ -344,6 +345,24 @@ static void load_cache(zt_gpt_dataset *d, const cache_files *c, const zt_gpt_dat
   zt_log("    loaded indexed file in %.3f seconds\n", zt_now() - t0);
 }
 
+/* The cache directories in lookup order, and the first that holds a complete cache (-1: none yet). */
+typedef struct {
+  char **dirs;
+  int ndirs;
+  const char *hash;
+  int hit;
+} cache_search;
+
+static int search_complete(const void *ctx) {
+  cache_search *s = (cache_search *)ctx;
+  for (int i = 0; i < s->ndirs && s->hit < 0; i++) {
+    cache_files c = cache_names(s->dirs[i], s->hash);
+    if (cache_complete(&c)) s->hit = i;
+    cache_free(&c);
+  }
+  return s->hit >= 0;
+}
+
 char *zt_path_dirname(const char *path) {
   const char *slash = strrchr(path, '/');
   size_t len = slash ? (size_t)(slash - path) : 0;
@@ -395,7 +414,8 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
     cache_free(&c);
   }
   const char *build_dir = dirs[ndirs - 1];
-  if (hit < 0 && zt_rank() == 0) {
+  const int found = hit >= 0;
+  if (!found && zt_rank() == 0) {
     zt_log(" > WARNING: could not find index map files, building the indices on rank 0 ...\n");
     zt_gpt_build_indices(d, data, sp, tokens_per_epoch);
     cache_files c = cache_names(build_dir, d->desc_hash);
@@ -404,21 +424,14 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
     zt_log(" > saved the %s index arrays to %s/%s_*.npy in %.3f s\n", sp->name, build_dir, d->desc_hash,
            zt_now() - t0);
     cache_free(&c);
-  } else {
-    if (hit < 0) { /* another rank builds: wait for its .dsc, which it writes last */
-      cache_files c = cache_names(build_dir, d->desc_hash);
-      double start = zt_now(), next_note = start + 60;
-      while (!cache_complete(&c)) {
-        usleep(100000);
-        if (zt_now() > next_note) {
-          zt_warn("rank %d: still waiting for rank 0 to write %s (%.0f s)\n", zt_rank(), c.dsc, zt_now() - start);
-          next_note += 60;
-        }
-      }
-      cache_free(&c);
-      hit = ndirs - 1;
-    }
-    cache_files c = cache_names(dirs[hit], d->desc_hash);
+  }
+  /* every rank meets here: the others see rank 0's cache within ZT_DATA_CACHE_TIMEOUT, or the job ends */
+  cache_search look = {.dirs = dirs, .ndirs = ndirs, .hash = d->desc_hash, .hit = hit};
+  cache_files mark = cache_names(build_dir, d->desc_hash);
+  zt_cache_sync("GPT", mark.dsc, found, search_complete, &look);
+  cache_free(&mark);
+  if (found || zt_rank() != 0) {
+    cache_files c = cache_names(dirs[look.hit], d->desc_hash);
     load_cache(d, &c, sp);
     cache_free(&c);
   }
