@@ -6,10 +6,13 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
@@ -25,7 +28,7 @@ struct zt_group {
   zt_group *next;   /* list of live groups, freed by zt_comm_finalize */
 };
 
-enum { TAG_COLL = 7001, TAG_P2P = 7002 };
+enum { TAG_COLL = 7001, TAG_P2P = 7002, TAG_AGREE = 7003, TAG_VERDICT = 7004 };
 typedef enum { RED_SUM_F32, RED_SUM_F64, RED_MAX_F64, RED_MAX_F32 } red_op;
 
 static int g_inited = 0;
@@ -36,6 +39,19 @@ static size_t g_chunk_bytes = (size_t)1 << 30;
 static char *g_acc = NULL, *g_tmp = NULL; /* ring scratch, grown on demand and kept (no per-call malloc) */
 static size_t g_acc_cap = 0, g_tmp_cap = 0;
 static int g_nccl = 0; /* zt_comm_enable_nccl ran: groups get NCCL communicators */
+
+/* What the main thread is blocked in, for zt_comm_describe_wait (read by the step watchdog's thread): the
+ * operation, its group and the group rank it exchanges with (-1: all of them). Cleared when the call returns. */
+static _Atomic(const char *) g_wait_op;
+static _Atomic(const zt_group *) g_wait_group;
+static atomic_int g_wait_peer;
+
+static void wait_on(const char *op, const zt_group *g, int peer) {
+  atomic_store_explicit(&g_wait_group, g, memory_order_relaxed);
+  atomic_store_explicit(&g_wait_peer, peer, memory_order_relaxed);
+  atomic_store_explicit(&g_wait_op, op, memory_order_release);
+}
+static void wait_done(void) { atomic_store_explicit(&g_wait_op, NULL, memory_order_release); }
 
 static void need_init(const char *op) {
   zt_check(g_inited, "comm", "%s called before zt_comm_init (or after zt_comm_finalize)", op);
@@ -255,6 +271,7 @@ static size_t n_chunks(size_t bytes) { return (bytes + g_chunk_bytes - 1) / g_ch
 static void xfer(const zt_group *g, const char *op, const void *sbuf, size_t sbytes, int dst, void *rbuf,
                  size_t rbytes, int src, int tag) {
   size_t ns = n_chunks(sbytes), nr = n_chunks(rbytes), nk = ns > nr ? ns : nr;
+  wait_on(op, g, src);
   for (size_t k = 0; k < nk; k++) {
     size_t off = k * g_chunk_bytes;
     size_t sc = k < ns ? (sbytes - off < g_chunk_bytes ? sbytes - off : g_chunk_bytes) : 0;
@@ -264,6 +281,7 @@ static void xfer(const zt_group *g, const char *op, const void *sbuf, size_t sby
                            tag, g->comm, MPI_STATUS_IGNORE),
               op, g, "sending %zu bytes, receiving %zu bytes", sbytes, rbytes);
   }
+  wait_done();
 }
 
 /* Block b of n elements over p ranks: the first n % p blocks hold one element more. */
@@ -299,6 +317,7 @@ static void *ring_reduce_scatter(const zt_group *g, const char *op_name, red_op 
   char *acc = grow(&g_acc, &g_acc_cap, maxb, "comm: ring accumulator");
   char *tmp = grow(&g_tmp, &g_tmp_cap, maxb < g_chunk_bytes ? maxb : g_chunk_bytes, "comm: ring receive chunk");
   int right = (r + 1) % p, left = (r - 1 + p) % p;
+  wait_on(op_name, g, left);
   for (int s = 0; s < p - 1; s++) {
     int sb = ((r - s - 1) % p + p) % p, rb = ((r - s - 2) % p + p) % p;
     const char *sendp = s == 0 ? (const char *)src + block_off(n, p, sb) * es : acc;
@@ -317,6 +336,7 @@ static void *ring_reduce_scatter(const zt_group *g, const char *op_name, red_op 
       if (rc) reduce(op, acc + off, tmp, own + off, rc / es);
     }
   }
+  wait_done();
   if (p == 1) memcpy(acc, src, n * es);
   return acc;
 }
@@ -407,6 +427,7 @@ static void reduce_sum_f32_impl(const zt_group *g, float *buf, size_t n, int roo
     for (int mask = 1; mask < D; mask <<= 1) {
       if (rel & mask) {
         const int dst = (rel - mask + root) % D;
+        wait_on(op, g, dst);
         CHECK_MPI(MPI_Send(buf + off, (int)c, MPI_FLOAT, dst, TAG_COLL, g->comm), op, g,
                   "%zu floats to group rank %d", c, dst);
         break;
@@ -415,11 +436,13 @@ static void reduce_sum_f32_impl(const zt_group *g, float *buf, size_t n, int roo
       const int src = (rel + mask + root) % D;
       if (!tmp) tmp = zt_malloc(piece * sizeof(float), "reduce buffer");
       MPI_Status st;
+      wait_on(op, g, src);
       CHECK_MPI(MPI_Recv(tmp, (int)c, MPI_FLOAT, src, TAG_COLL, g->comm, &st), op, g,
                 "%zu floats from group rank %d", c, src);
       for (size_t i = 0; i < c; i++) buf[off + i] += tmp[i];
     }
   }
+  wait_done();
   free(tmp);
 }
 
@@ -433,11 +456,13 @@ static void broadcast_impl(const zt_group *g, void *buf, size_t bytes, int root_
     zt_nccl_broadcast(g->nccl, g->desc, buf, bytes, root_group_rank);
     return;
   }
+  wait_on(op, g, root_group_rank);
   for (size_t off = 0; off < bytes; off += g_chunk_bytes) {
     size_t c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     CHECK_MPI(MPI_Bcast((char *)buf + off, (int)c, MPI_BYTE, root_group_rank, g->comm), op, g,
               "%zu bytes from group rank %d", bytes, root_group_rank);
   }
+  wait_done();
 }
 
 static void check_peer(const zt_group *g, const char *op, const char *role, int peer, size_t n, const void *buf) {
@@ -459,11 +484,13 @@ static void send_impl(const zt_group *g, const char *op, zt_dtype dt, const void
     return;
   }
   size_t bytes = n * zt_dtype_size(dt);
+  wait_on(op, g, dst);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     CHECK_MPI(MPI_Send((const char *)buf + off, (int)c, MPI_BYTE, dst, TAG_P2P, g->comm), op, g,
               "%zu %s to group rank %d", n, elems(dt), dst);
   }
+  wait_done();
 }
 
 static void recv_impl(const zt_group *g, const char *op, zt_dtype dt, void *buf, size_t n, int src) {
@@ -474,6 +501,7 @@ static void recv_impl(const zt_group *g, const char *op, zt_dtype dt, void *buf,
     return;
   }
   size_t bytes = n * zt_dtype_size(dt);
+  wait_on(op, g, src);
   for (size_t k = 0; k < n_chunks(bytes); k++) {
     size_t off = k * g_chunk_bytes, c = bytes - off < g_chunk_bytes ? bytes - off : g_chunk_bytes;
     MPI_Status st;
@@ -484,6 +512,7 @@ static void recv_impl(const zt_group *g, const char *op, zt_dtype dt, void *buf,
     zt_check((size_t)got == c, "comm", "%s on %s: expected %zu %s from group rank %d, the message held %d bytes "
              "where %zu were due (sender and receiver disagree on the size)", op, g->desc, n, elems(dt), src, got, c);
   }
+  wait_done();
 }
 
 static void sendrecv_impl(const zt_group *g, const char *op, zt_dtype dt, const void *send, size_t n_send, int dst,
@@ -549,7 +578,9 @@ void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n) {
                   "%zu floats from group rank %d", ops[i].n, ops[i].peer);
     }
   }
+  wait_on(op, g, n == 1 ? ops[0].peer : -1);
   CHECK_MPI(MPI_Waitall((int)nreq, req, st), op, g, "%d sends and receives", n);
+  wait_done();
   r = 0;
   for (int i = 0; i < n; i++) {
     const size_t bytes = ops[i].n * zt_dtype_size(ops[i].dt);
@@ -571,7 +602,9 @@ void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n) {
 
 static void barrier_impl(const zt_group *g) {
   check_group(g, "zt_barrier");
+  wait_on("zt_barrier", g, -1);
   CHECK_MPI(MPI_Barrier(g->comm), "zt_barrier", g, "no payload");
+  wait_done();
 }
 
 /* The public collectives: with the comms logger on, each call is timed and recorded under DeepSpeed's op
@@ -646,3 +679,134 @@ void zt_recv(const zt_group *g, zt_dtype dt, void *buf, size_t n, int src) {
   ZT_LOGGED("recv", n * zt_dtype_size(dt), g, recv_impl(g, "zt_recv", dt, buf, n, src));
 }
 void zt_barrier(const zt_group *g) { ZT_LOGGED("barrier", 0, g, barrier_impl(g)); }
+
+/* ---- start-up agreement and the watchdog's view ------------------------------------------------------------ */
+
+int zt_comm_describe_wait(char *buf, size_t n) {
+  const char *op = atomic_load_explicit(&g_wait_op, memory_order_acquire);
+  if (!op) return 0;
+  const zt_group *g = atomic_load_explicit(&g_wait_group, memory_order_relaxed);
+  const int peer = atomic_load_explicit(&g_wait_peer, memory_order_relaxed);
+  if (peer >= 0 && g && peer < g->size)
+    snprintf(buf, n, "%s on %s, exchanging with world rank %d", op, g->desc, g->world_ranks[peer]);
+  else
+    snprintf(buf, n, "%s on %s", op, g ? g->desc : "?");
+  return 1;
+}
+
+static void pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Lists the group ranks with missing[r] set, as world ranks: "1, 3" (at most 16, then a count). */
+static void list_ranks(const zt_group *g, const unsigned char *flag, char *buf, size_t n) {
+  size_t len = 0;
+  int shown = 0, total = 0;
+  buf[0] = 0;
+  for (int r = 0; r < g->size; r++) {
+    if (!flag[r]) continue;
+    total++;
+    if (shown < 16 && len < n) {
+      len += (size_t)snprintf(buf + len, n - len, "%s%d", shown ? ", " : "", g->world_ranks[r]);
+      shown++;
+    }
+  }
+  if (total > shown && len < n) snprintf(buf + len, n - len, " and %d more", total - shown);
+}
+
+void zt_comm_agree(const zt_group *g, const char *what, const void *mine, size_t bytes, double timeout_s,
+                   zt_agree_explain explain) {
+  const char *op = "zt_comm_agree";
+  check_group(g, op);
+  zt_check(bytes < g_chunk_bytes && bytes <= INT32_MAX, "comm", "%s: %zu bytes of %s, at most %zu", op, bytes, what,
+           g_chunk_bytes);
+  if (g->size == 1) return;
+  const double t0 = zt_now(), deadline = timeout_s > 0 ? t0 + timeout_s : INFINITY;
+  char limit[64];
+  snprintf(limit, sizeof limit, timeout_s > 0 ? "%.0f s" : "ever", timeout_s);
+  if (g->rank != 0) {
+    /* report to group rank 0, then wait for its verdict: 1 = all agree (a disagreement ends the job there) */
+    MPI_Request req[2];
+    int verdict = 0;
+    CHECK_MPI(MPI_Isend(mine, (int)bytes, MPI_BYTE, 0, TAG_AGREE, g->comm, &req[0]), op, g, "%zu bytes of %s",
+              bytes, what);
+    CHECK_MPI(MPI_Irecv(&verdict, 1, MPI_INT, 0, TAG_VERDICT, g->comm, &req[1]), op, g, "the verdict on %s", what);
+    wait_on(op, g, 0);
+    for (int done = 0;;) {
+      CHECK_MPI(MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE), op, g, "waiting for group rank 0 on %s", what);
+      if (done) break;
+      if (zt_now() > deadline)
+        zt_fatal("comm", "%s on %s: world rank %d waited %s for world rank %d to confirm that all ranks agree on %s; "
+                 "it did not answer (stopped, dead or stuck; --distributed-timeout-minutes sets the wait)", op,
+                 g->desc, g_world.rank, limit, g->world_ranks[0], what);
+      pause_ms(1);
+    }
+    wait_done();
+    return;
+  }
+  /* group rank 0: collects every report, compares it with its own */
+  unsigned char *missing = zt_calloc((size_t)g->size, 1, "comm: agreement table");
+  unsigned char *differs = zt_calloc((size_t)g->size, 1, "comm: agreement table");
+  char *buf = zt_malloc(bytes + 1, "comm: agreement buffer"), *first = NULL;
+  int first_rank = -1, pending = g->size - 1, ndiff = 0;
+  size_t first_len = 0;
+  for (int r = 1; r < g->size; r++) missing[r] = 1;
+  wait_on(op, g, -1);
+  while (pending > 0 && zt_now() <= deadline) {
+    int flag = 0;
+    MPI_Status st;
+    CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, TAG_AGREE, g->comm, &flag, &st), op, g, "probing for reports on %s", what);
+    if (!flag) {
+      pause_ms(1);
+      continue;
+    }
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    char *dst = (size_t)count <= bytes ? buf : zt_malloc((size_t)count, "comm: agreement buffer");
+    CHECK_MPI(MPI_Recv(dst, count, MPI_BYTE, st.MPI_SOURCE, TAG_AGREE, g->comm, MPI_STATUS_IGNORE), op, g,
+              "%d bytes of %s from group rank %d", count, what, st.MPI_SOURCE);
+    const int r = st.MPI_SOURCE;
+    missing[r] = 0;
+    pending--;
+    if ((size_t)count != bytes || memcmp(dst, mine, bytes) != 0) {
+      differs[r] = 1;
+      ndiff++;
+      if (first_rank < 0 || r < first_rank) {
+        free(first);
+        first = zt_malloc((size_t)count + 1, "comm: agreement buffer");
+        memcpy(first, dst, (size_t)count);
+        first[count] = 0;
+        first_len = (size_t)count;
+        first_rank = r;
+      }
+    }
+    if (dst != buf) free(dst);
+  }
+  wait_done();
+  char ranks[256];
+  if (pending > 0) {
+    list_ranks(g, missing, ranks, sizeof ranks);
+    zt_fatal("comm", "%s on %s: world rank %d waited %s for every rank's report on %s; world rank%s %s sent none "
+             "(stopped, dead, stuck or not started; --distributed-timeout-minutes sets the wait)", op, g->desc,
+             g_world.rank, limit, what, pending > 1 ? "s" : "", ranks);
+  }
+  if (ndiff > 0) {
+    char detail[2048] = "";
+    if (explain) explain(mine, bytes, first, first_len, g->world_ranks[first_rank], detail, sizeof detail);
+    list_ranks(g, differs, ranks, sizeof ranks);
+    zt_fatal("inconsistent ranks", "world rank %d disagrees with world rank %d on %s%s%s (%d of %d ranks differ from "
+             "world rank %d: %s)", g->world_ranks[first_rank], g_world.rank, what, detail[0] ? ": " : "", detail,
+             ndiff, g->size, g_world.rank, ranks);
+  }
+  free(first);
+  free(buf);
+  free(differs);
+  free(missing);
+  const int ok = 1;
+  MPI_Request *req = zt_malloc(sizeof(MPI_Request) * (size_t)g->size, "comm: verdict requests");
+  for (int r = 1; r < g->size; r++)
+    CHECK_MPI(MPI_Isend(&ok, 1, MPI_INT, r, TAG_VERDICT, g->comm, &req[r - 1]), op, g, "the verdict to %d", r);
+  CHECK_MPI(MPI_Waitall(g->size - 1, req, MPI_STATUSES_IGNORE), op, g, "the verdict on %s", what);
+  free(req);
+}

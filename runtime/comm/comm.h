@@ -87,6 +87,22 @@ void zt_sendrecv(const zt_group *g, zt_dtype dt, const void *send, size_t n_send
 /* Each operation in its own dt (zt_batch_sendrecv_f32 is this function). */
 void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n);
 
+/* "Agree or fail", for start-up waits (the arguments, what each rank found on disk): every member sends its
+ * `bytes` bytes to group rank 0, which compares them with its own and answers once all have reported. A rank
+ * that has not reported within timeout_s seconds ends the job with a message from rank 0 naming it; rank 0
+ * silent for timeout_s ends it from the waiting ranks; a difference ends it with "error: inconsistent ranks:
+ * world rank R disagrees with world rank 0 on <what>: <explain's text> (...)". timeout_s <= 0 waits forever.
+ * explain (may be NULL) words the first difference: rank 0's bytes, then those of world rank `other`. Nothing
+ * is sent with a group of one. Collective over g; the bytes are at most the chunk size (1 GiB). */
+typedef void (*zt_agree_explain)(const void *mine, size_t n_mine, const void *theirs, size_t n_theirs, int other,
+                                 char *msg, size_t cap);
+void zt_comm_agree(const zt_group *g, const char *what, const void *mine, size_t bytes, double timeout_s,
+                   zt_agree_explain explain);
+/* What this rank's main thread is blocked in right now ("zt_allreduce_sum_f32 on group of 2 (world ranks 0,1),
+ * exchanging with world rank 1"), for a watchdog thread: returns 0 (buf untouched) when it is not in an MPI
+ * call. */
+int zt_comm_describe_wait(char *buf, size_t n);
+
 /* NCCL for device buffers (GPU tensors). After zt_cuda_init, every rank calls zt_comm_enable_nccl (collective
  * over the world): the world and every group, those created before and after, get an NCCL communicator (its
  * unique id drawn by group rank 0 and broadcast over MPI). From then on a collective or send/receive given

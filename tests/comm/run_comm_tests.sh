@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs tests/comm/test_comm (or test_comm_nccl: case nccl2) under mpirun (oversubscribed: CI has 2 cores) or alone.
-#   run_comm_tests.sh <test_comm binary> single|np1|np2|np4|fail|fail0|mismatch
+#   run_comm_tests.sh <test_comm binary> single|np1|np2|np4|fail|fail0|mismatch|agree|agree_stop1|agree_stop0
 # Exits 77 (SKIP) when mpirun is missing. A hang fails the test through `timeout 60`.
 set -u
 bin="$1"; case_="$2"
@@ -48,6 +48,28 @@ case "$case_" in
   nccl2) run_np 2 ;;
   fail) fail_case 4 1 "error: [rank 1] test_comm:" ;;
   fail0) fail_case 2 0 "error: test_comm:" ;;
+  agree|agree_stop1|agree_stop0)
+    # zt_comm_agree: a differing rank, or a stopped one (SIGSTOP: 2 s timeout), ends the job fast, naming it
+    case "$case_" in
+      agree) np=3; args=(agree 2)
+             expect='error: inconsistent ranks: world rank 2 disagrees with world rank 0 on the test text: "text" on world rank 0, "text of rank 2" on world rank 2 (1 of 3 ranks differ from world rank 0: 2)' ;;
+      agree_stop1) np=3; args=(agree_stop 1)
+             expect="error: comm: zt_comm_agree on group of 3 (world ranks 0,1,2): world rank 0 waited 2 s for every rank's report on the test text; world rank 1 sent none" ;;
+      agree_stop0) np=2; args=(agree_stop 0)
+             expect="error: [rank 1] comm: zt_comm_agree on group of 2 (world ranks 0,1): world rank 1 waited 2 s for world rank 0 to confirm that all ranks agree on the test text; it did not answer" ;;
+    esac
+    err=$(mktemp); out=$(mktemp)
+    t0=$(date +%s.%N)
+    run_np "$np" "${args[@]}" 2>"$err" >"$out"; rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    echo "$case_: exit status $rc after $secs s"; sed -n '1,3p' "$err"
+    ok=0
+    grep -qF -- "$expect" "$err" || { echo "FAIL: message missing: $expect"; ok=1; }
+    { [ $rc -ne 0 ] && [ $rc -ne 124 ]; } || { echo "FAIL: exit status $rc"; ok=1; }
+    [ "$(echo "$secs < 15" | bc)" -eq 1 ] || { echo "FAIL: took $secs s"; ok=1; }
+    if [ "$case_" = agree ]; then grep -q "agreed on equal texts" "$out" || { echo "FAIL: equal texts refused"; ok=1; }; fi
+    ! grep -q "^FAIL" "$err" || { echo "FAIL: a rank went on past the agreement"; ok=1; }
+    rm -f "$err" "$out"; [ $ok -eq 0 ] && echo PASS; exit $ok ;;
   mismatch)
     err=$(mktemp)
     run_np 2 mismatch 2>"$err" >/dev/null; rc=$?

@@ -3,7 +3,10 @@
  * collective is checked against values computed locally, including the documented ring summation order.
  *   test_comm all                 every collective, subgroups, n = 0, odd sizes, forced tiny chunks
  *   test_comm fail <rank>         that rank dies through zt_fatal while the others wait in an allreduce
- *   test_comm mismatch            (2+ ranks) rank 1 receives fewer floats than rank 0 sends: an MPI error */
+ *   test_comm mismatch            (2+ ranks) rank 1 receives fewer floats than rank 0 sends: an MPI error
+ *   test_comm agree <rank>        zt_comm_agree on equal texts, then ranks >= <rank> report another text
+ *   test_comm agree_stop <rank>   that rank stops itself (SIGSTOP) before zt_comm_agree; the others time out */
+#include <signal.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -202,6 +205,13 @@ static void run_all(void) {
   (void)go;
 }
 
+/* zt_comm_agree's explain hook for text: the first differing character position and both texts. */
+static void explain_text(const void *mine, size_t n_mine, const void *theirs, size_t n_theirs, int other, char *msg,
+                         size_t cap) {
+  snprintf(msg, cap, "\"%.*s\" on world rank 0, \"%.*s\" on world rank %d", (int)n_mine, (const char *)mine,
+           (int)n_theirs, (const char *)theirs, other);
+}
+
 int main(int argc, char **argv) {
   zt_comm_init(&argc, &argv);
   R = zt_comm_rank();
@@ -221,13 +231,33 @@ int main(int argc, char **argv) {
     zt_allreduce_sum_f32(zt_comm_world(), v, 4); /* never completes: rank `who` is gone */
     fprintf(stderr, "FAIL [rank %d]: allreduce returned although rank %d died\n", R, who);
     g_fail++;
+  } else if (strcmp(mode, "agree") == 0 && argc > 2) {
+    /* equal texts pass; then world rank `who` (and every rank above it) reports another text */
+    const int who = atoi(argv[2]);
+    zt_comm_agree(zt_comm_world(), "the test text", "same", 4, 30, explain_text);
+    if (R == 0) printf("agreed on equal texts\n");
+    fflush(stdout);
+    char text[32];
+    snprintf(text, sizeof text, R >= who ? "text of rank %d" : "text", R);
+    zt_comm_agree(zt_comm_world(), "the test text", text, strlen(text), 30, explain_text);
+    fprintf(stderr, "FAIL [rank %d]: zt_comm_agree returned although rank %d differs\n", R, who);
+    g_fail++;
+  } else if (strcmp(mode, "agree_stop") == 0 && argc > 2) {
+    /* world rank `who` stops itself (SIGSTOP) before the agreement; the others give up after 2 s */
+    const int who = atoi(argv[2]);
+    if (R == who) raise(SIGSTOP);
+    zt_comm_agree(zt_comm_world(), "the test text", "same", 4, 2, explain_text);
+    if (R != who) { /* the stopped rank itself may be continued by the launcher's shutdown and finish */
+      fprintf(stderr, "FAIL [rank %d]: zt_comm_agree returned although rank %d is stopped\n", R, who);
+      g_fail++;
+    }
   } else if (strcmp(mode, "mismatch") == 0) {
     float v[4] = {1, 2, 3, 4};
     if (R == 0) zt_send_f32(zt_comm_world(), v, 4, 1);
     if (R == 1) zt_recv_f32(zt_comm_world(), v, 2, 0);
     zt_barrier(zt_comm_world());
   } else {
-    zt_fatal("test_comm", "unknown mode '%s' (all, fail <rank>, mismatch)", mode);
+    zt_fatal("test_comm", "unknown mode '%s' (all, fail <rank>, agree <rank>, agree_stop <rank>, mismatch)", mode);
   }
   int fails = g_fail;
   if (strcmp(mode, "all") == 0) {
