@@ -306,39 +306,46 @@ static placement place(const zt_args *a) {
 
 /* Scores every token of the last forward over the checkpoint's vocabulary rows [0, V_valid) (its padded vocabulary:
  * what Megatron's softmax and argmax run over in the layout that saved it; rows this layout adds as zeros are left
- * out, so every layout scores the same): the cross-entropy against labels (double) and the argmax (first index among
+ * out, so every layout scores the same): the cross-entropy against labels (the model's own when this layout adds
+ * no rows, else computed here over the checkpoint's rows, in double) and the argmax (first index among
  * equal maxima, as torch.argmax). Each tensor-parallel rank reduces its vocabulary slice, then the group combines. */
 typedef struct {
   double *mx, *sums;  /* [NF] max; [2 NF] sum of exp, target logit */
   float *pairs, *all; /* [2 NF] this rank's (max, index); [tp 2 NF] gathered */
 } score_buf;
 
-static void score_tokens(const zt_lm *lm, const placement *p, int tp, int NF, int V_valid, const int32_t *labels,
-                         int want_argmax, score_buf *sb, double *loss, int32_t *argmax) {
+static void score_tokens(const zt_lm *lm, const placement *p, int tp, int NF, int V_valid, int model_rows,
+                         const int32_t *labels, int want_argmax, score_buf *sb, double *loss, int32_t *argmax) {
   const float *logits = lm->logits;
+  const int own = model_rows != V_valid; /* rows past the checkpoint's: the cross-entropy is computed here */
   int Vl = V_valid - lm->v0;
   if (Vl > lm->V) Vl = lm->V;
   if (Vl < 0) Vl = 0;
-  for (int n = 0; n < NF; n++) {
-    const float *row = logits + (size_t)n * lm->V;
-    int best = 0;
-    for (int v = 1; v < Vl; v++)
-      if (row[v] > row[best]) best = v;
-    sb->mx[n] = Vl ? row[best] : -INFINITY;
-    sb->pairs[2 * n] = Vl ? row[best] : -INFINITY;
-    sb->pairs[2 * n + 1] = (float)(lm->v0 + best);
+  if (own || want_argmax)
+    for (int n = 0; n < NF; n++) {
+      const float *row = logits + (size_t)n * lm->V;
+      int best = 0;
+      for (int v = 1; v < Vl; v++)
+        if (row[v] > row[best]) best = v;
+      sb->mx[n] = Vl ? row[best] : -INFINITY;
+      sb->pairs[2 * n] = Vl ? row[best] : -INFINITY;
+      sb->pairs[2 * n + 1] = (float)(lm->v0 + best);
+    }
+  if (!own) { /* the model's own (vocab-parallel) cross-entropy runs over exactly the checkpoint's rows */
+    for (int n = 0; n < NF; n++) loss[n] = lm->losses[n];
+  } else {
+    if (tp > 1) zt_allreduce_max_f64(p->tp, sb->mx, (size_t)NF);
+    for (int n = 0; n < NF; n++) {
+      const float *row = logits + (size_t)n * lm->V;
+      double se = 0.0;
+      for (int v = 0; v < Vl; v++) se += exp((double)row[v] - sb->mx[n]);
+      const int t = labels[n] - lm->v0;
+      sb->sums[n] = se;
+      sb->sums[NF + n] = t >= 0 && t < Vl ? (double)row[t] : 0.0;
+    }
+    if (tp > 1) zt_allreduce_sum_f64(p->tp, sb->sums, 2 * (size_t)NF);
+    for (int n = 0; n < NF; n++) loss[n] = log(sb->sums[n]) + sb->mx[n] - sb->sums[NF + n];
   }
-  if (tp > 1) zt_allreduce_max_f64(p->tp, sb->mx, (size_t)NF);
-  for (int n = 0; n < NF; n++) {
-    const float *row = logits + (size_t)n * lm->V;
-    double se = 0.0;
-    for (int v = 0; v < Vl; v++) se += exp((double)row[v] - sb->mx[n]);
-    const int t = labels[n] - lm->v0;
-    sb->sums[n] = se;
-    sb->sums[NF + n] = t >= 0 && t < Vl ? (double)row[t] : 0.0;
-  }
-  if (tp > 1) zt_allreduce_sum_f64(p->tp, sb->sums, 2 * (size_t)NF);
-  for (int n = 0; n < NF; n++) loss[n] = log(sb->sums[n]) + sb->mx[n] - sb->sums[NF + n];
   if (!want_argmax) return;
   if (tp > 1) zt_allgather_f32(p->tp, sb->pairs, 2 * (size_t)NF, sb->all);
   else memcpy(sb->all, sb->pairs, 2 * (size_t)NF * sizeof(float));
@@ -481,7 +488,7 @@ int zt_zeroshot_main(int argc, char **argv) {
         zt_send(p.pp, m->stage_out[i].dt, m->stage_out[i].buf, m->stage_out[i].n, p.c.pp + 1);
     done++;
     if (!last) continue;
-    score_tokens(lm, &p, tp, NF, V_valid, labels, d.lambada, &sb, loss, pred);
+    score_tokens(lm, &p, tp, NF, V_valid, args.padded_vocab_size, labels, d.lambada, &sb, loss, pred);
     if (!d.lambada) {
       for (int n = 0; n < NF; n++) total += (double)mask[n] * loss[n];
     } else {

@@ -470,6 +470,23 @@ else:
           "TP=2 checkpoint: WIKITEXT103 in one process = in PP=2 (%s vs %s)" % (a, b))
     total, block = oracle(ck2, "LAMBADA", lamb, SEQ)
     check(block_of(r2[1]) == block, "TP=2 checkpoint: LAMBADA under TP=2 = NumPy on its logits")
+    # a checkpoint whose padded vocabulary (97 rows: --make-vocab-size-divisible-by 1) TP=2 cannot split: the run
+    # holds 98 rows and scores over the checkpoint's 97 (its own cross-entropy), as one process does
+    ck97 = os.path.join(tmp, "ck97")
+    run(train[:train.index("--train-iters")] + ["--train-iters", "20", "--make-vocab-size-divisible-by", "1", "--save",
+                                                ck97])
+    tp97 = {}
+    for task, path in (("WIKITEXT103", wiki), ("LAMBADA", lamb)):
+        o1 = evaluate(task, path, ["--make-vocab-size-divisible-by", "1"], ckpt=ck97)
+        o2 = evaluate(task, path, ["--tensor-model-parallel-size", "2"], ckpt=ck97, mpi=2)
+        a, b = total_of(o1[1]), total_of(o2[1])
+        check(o1[0] == 0 and o2[0] == 0 and a is not None and b is not None and abs(a - b) <= 1e-6 * max(abs(a), 1)
+              and "the checkpoint's 97 rows" in o2[1], "97-row checkpoint: %s under TP=2 (98 rows) = one process "
+              "(%s vs %s)" % (task, b, a), o2[1][-600:])
+        tp97[task] = b
+    total, _ = oracle(ck97, "WIKITEXT103", wiki, 48, 32)
+    check(tp97["WIKITEXT103"] is not None and abs(tp97["WIKITEXT103"] - total) <= 1e-5 * total, "97-row checkpoint: "
+          "WIKITEXT103 under TP=2 = NumPy on its 97-row logits (%s vs %.9g)" % (tp97["WIKITEXT103"], total))
 
 shutil.rmtree(tmp, ignore_errors=True)
 print("%d checks, %d failed" % (checks, failures))
