@@ -115,7 +115,7 @@ size_t zt_jsonl_read_chunk(zt_jsonl_reader *r, zt_jsonl_chunk *c, size_t target_
   c->input_bytes = 0;
   c->first_line = r->next_line;
   reserve_buf(c, r->carry_len + target_bytes + 1);
-  memcpy(c->buf, r->carry, r->carry_len);
+  if (r->carry_len) memcpy(c->buf, r->carry, r->carry_len); /* no carry yet: r->carry is NULL */
   c->buf_len = r->carry_len;
   r->carry_len = 0;
   /* Read until the buffer holds target_bytes and at least one newline (or the input ends). */

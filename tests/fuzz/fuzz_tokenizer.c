@@ -1,0 +1,136 @@
+/* libFuzzer harness: the tokenizers preprocess_data runs on jsonl texts: GPT-2 byte-level BPE, BERT WordPiece
+ * (lower-case and cased) and the NullTokenizer, on arbitrary bytes (the first byte picks the tokenizer, the rest is
+ * the text; NULs included, as texts may hold them). The vocabularies are small synthetic ones written at start-up
+ * (the 256 byte tokens and some English merges for GPT-2; letters, digits, words and ## pieces for BERT), plus the
+ * real GPT-2 files when scripts/fetch_data.sh has cached them (then the first byte's value 4 picks them).
+ * Invariants beyond "no crash": GPT-2 BPE decodes back to the exact text when the text is valid UTF-8; decoding the
+ * ids of any tokenizer never fails; the NullTokenizer's ids re-encode to themselves. */
+#include "data/tokenizer/tokenizer.h"
+#include "data/tokenizer/unicode.h"
+#include "tests/fuzz/fuzz.h"
+
+enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_N };
+static zt_tokenizer *g_tok[K_N];
+static zt_tok_state *g_state[K_N];
+
+/* GPT-2's bytes_to_unicode: printable bytes map to themselves, the others to 256, 257, ... in byte order. */
+static uint32_t byte_char(int b) {
+  if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return (uint32_t)b;
+  int n = 0;
+  for (int c = 0; c < b; c++)
+    if (!((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))) n++;
+  return 256u + (uint32_t)n;
+}
+
+static void put_utf8(FILE *f, uint32_t cp) {
+  if (cp == '"' || cp == '\\') fprintf(f, "\\%c", (char)cp);
+  else if (cp < 0x80) fputc((int)cp, f);
+  else if (cp < 0x800) fprintf(f, "%c%c", 0xC0 | (cp >> 6), 0x80 | (cp & 0x3F));
+  else fprintf(f, "%c%c%c", 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F));
+}
+
+static char *scratch(const char *name) {
+  static char buf[4][512];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 512, "/tmp/zt_fuzz_%d", (int)getpid());
+  mkdir(p, 0700);
+  snprintf(p + strlen(p), 512 - strlen(p), "/%s", name);
+  return p;
+}
+
+static void write_gpt2(const char *vocab, const char *merges) {
+  /* merges over the byte alphabet ("Ġ" is the space byte 0x20 -> U+0120) */
+  static const char *const m[][2] = {{"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0t", "he"}, {"i", "n"}, {"\xc4\xa0", "a"},
+                                     {"e", "r"}, {"o", "n"}, {"r", "e"}, {"\xc4\xa0", "s"}, {"e", "d"}, {"in", "g"},
+                                     {"\xc4\xa0", "w"}, {"o", "r"}, {"\xc4\xa0w", "or"}, {"l", "d"}, {"\xc4\xa0wor", "ld"},
+                                     {"\xc4\xa0", "\xc4\xa0"}, {"\xc4\x8a", "\xc4\x8a"}, {"1", "2"}, {"\xc3\x83", "\xc2\xa9"}}; /* the bytes of "é" */
+  const int nm = (int)(sizeof m / sizeof m[0]);
+  FILE *f = fopen(vocab, "wb");
+  fputc('{', f);
+  for (int b = 0; b < 256; b++) {
+    fprintf(f, "%s\"", b ? ", " : "");
+    put_utf8(f, byte_char(b));
+    fprintf(f, "\": %d", b);
+  }
+  for (int i = 0; i < nm; i++) fprintf(f, ", \"%s%s\": %d", m[i][0], m[i][1], 256 + i);
+  fprintf(f, ", \"<|endoftext|>\": %d}", 256 + nm);
+  fclose(f);
+  f = fopen(merges, "wb");
+  fprintf(f, "#version: 0.2\n");
+  for (int i = 0; i < nm; i++) fprintf(f, "%s %s\n", m[i][0], m[i][1]);
+  fclose(f);
+}
+
+static void write_bert(const char *path) {
+  FILE *f = fopen(path, "wb");
+  fprintf(f, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n");
+  for (char c = 'a'; c <= 'z'; c++) fprintf(f, "%c\n##%c\n", c, c);
+  for (char c = 'A'; c <= 'Z'; c++) fprintf(f, "%c\n", c);
+  for (char c = '0'; c <= '9'; c++) fprintf(f, "%c\n##%c\n", c, c);
+  fprintf(f, ".\n,\n!\n?\n'\n\"\n-\nthe\nhello\nworld\nHello\nun\n##able\n##ing\n##ed\ncaf\n##\xc3\xa9\n\xe6\x97\xa5\n");
+  fclose(f);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  char *vocab = scratch("vocab.json"), *merges = scratch("merges.txt"), *bert = scratch("vocab.txt");
+  write_gpt2(vocab, merges);
+  write_bert(bert);
+  zt_tokenizer_spec s[K_N] = {{.kind = ZT_TOK_GPT2BPE, .vocab_file = vocab, .merge_file = merges},
+                              {.kind = ZT_TOK_BERT_LOWER, .vocab_file = bert},
+                              {.kind = ZT_TOK_BERT_CASE, .vocab_file = bert},
+                              {.kind = ZT_TOK_NULL, .vocab_size = 1000}};
+  for (int k = 0; k < K_NULL + 1; k++) g_tok[k] = zt_tokenizer_create(&s[k]);
+  const char *cache = getenv("ZT_DATA_CACHE");
+  char real_v[600], real_m[600];
+  snprintf(real_v, sizeof real_v, "%s%s/gpt2/gpt2-vocab.json", cache ? cache : getenv("HOME") ? getenv("HOME") : "",
+           cache ? "" : "/.cache/zerotron");
+  snprintf(real_m, sizeof real_m, "%.*sgpt2-merges.txt", (int)(strlen(real_v) - strlen("gpt2-vocab.json")), real_v);
+  if (access(real_v, R_OK) == 0 && access(real_m, R_OK) == 0) {
+    zt_tokenizer_spec r = {.kind = ZT_TOK_GPT2BPE, .vocab_file = real_v, .merge_file = real_m};
+    g_tok[K_GPT2_REAL] = zt_tokenizer_create(&r);
+  } else {
+    g_tok[K_GPT2_REAL] = g_tok[K_GPT2];
+  }
+  for (int k = 0; k < K_N; k++) g_state[k] = zt_tok_state_new(g_tok[k]);
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  const int k = data[0] % K_N;
+  const char *text = (const char *)data + 1;
+  const size_t len = size - 1;
+  static zt_ids ids;
+  ids.n = 0;
+  int encoded = 0;
+  ZT_FUZZ_TRY { /* only the NullTokenizer refuses text (not integers, out of range) */
+    zt_tokenizer_encode(g_tok[k], g_state[k], text, len, &ids);
+    encoded = 1;
+  }
+  zt_set_fatal_hook(NULL); /* from here a zt_fatal is a finding */
+  if (!encoded) {
+    if (k != K_NULL) abort();
+    return 0;
+  }
+  size_t out_len = 0;
+  char *back = zt_tokenizer_decode(g_tok[k], ids.ids, ids.n, &out_len);
+  size_t bad;
+  if ((k == K_GPT2 || k == K_GPT2_REAL) && zt_utf8_valid((const uint8_t *)text, len, &bad) &&
+      (out_len != len || memcmp(back, text, len) != 0)) {
+    fprintf(stderr, "fuzz_tokenizer: GPT-2 BPE round trip lost the text: %zu bytes in, %zu out\n", len, out_len);
+    abort();
+  }
+  if (k == K_NULL) {
+    zt_ids again = {0};
+    zt_tokenizer_encode(g_tok[k], g_state[k], back, out_len, &again);
+    if (again.n != ids.n || (ids.n && memcmp(again.ids, ids.ids, ids.n * sizeof(int32_t)) != 0)) {
+      fprintf(stderr, "fuzz_tokenizer: NullTokenizer ids do not re-encode to themselves\n");
+      abort();
+    }
+    zt_ids_free(&again);
+  }
+  free(back);
+  return 0;
+}
