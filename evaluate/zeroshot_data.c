@@ -276,42 +276,87 @@ static void lambada_text(zt_lambada *set, const zt_tokenizer *tok, zt_tok_state 
   zt_ids_free(&all);
 }
 
+/* Python's text.split() finds no word: the text is all whitespace. */
+static int no_words(const char *t) {
+  size_t lo = 0, hi = strlen(t);
+  strip_range(t, &lo, &hi);
+  return hi == lo;
+}
+
 void zt_lambada_load(zt_lambada *set, const char *path, const zt_tokenizer *tok, int strict) {
   memset(set, 0, sizeof *set);
+  /* 1. the whole file read and every line checked before any tokenizer state exists */
   FILE *f = fopen(path, "rb");
   zt_check(f != NULL, "bad task file", "--valid-data %s: cannot open: %s", path, strerror(errno));
-  zt_tok_state *st = zt_tok_state_new(tok);
-  char *line = NULL;
-  size_t lcap = 0, cap = 0;
-  ssize_t len;
+  size_t cap = 1, n = 0, got;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    const long end = ftell(f);
+    if (end > 0) cap = (size_t)end + 1; /* the file's size: one read (a pipe grows the buffer) */
+    rewind(f);
+  }
+  char *buf = zt_malloc(cap, "task file");
+  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      zt_check(nb != NULL, "out of memory", "--valid-data %s: %zu bytes", path, cap);
+      buf = nb;
+    }
+  }
+  const int rerr = ferror(f);
+  fclose(f);
+  zt_check(!rerr, "bad task file", "--valid-data %s: read error", path);
+  char **texts = NULL;
+  size_t ntext = 0, tcap = 0;
   long no = 0;
-  while ((len = getline(&line, &lcap, f)) >= 0) {
+  for (size_t pos = 0; pos < n;) {
+    const char *line = buf + pos, *nl = memchr(line, '\n', n - pos);
+    const size_t len = nl ? (size_t)(nl - line) + 1 : n - pos;
+    pos += len;
     no++;
-    zt_check(memchr(line, 0, (size_t)len) == NULL, "bad task file", "%s:%ld: a NUL byte in the line", path, no);
-    cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
+    zt_check(memchr(line, 0, len) == NULL, "bad task file", "%s:%ld: a NUL byte in the line", path, no);
+    cJSON *j = cJSON_ParseWithLength(line, len);
     if (!j) {
       size_t k = 0;
-      while (k < (size_t)len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
-      zt_check(k < (size_t)len, "bad task file", "%s:%ld: empty line (each line must be a JSON object with a "
-               "\"text\" string)", path, no);
+      while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
+      zt_check(k < len, "bad task file", "%s:%ld: empty line (each line must be a JSON object with a \"text\" "
+               "string)", path, no);
       const char *at = cJSON_GetErrorPtr();
       const long col = at && at >= line && at <= line + len ? (long)(at - line) + 1 : 0;
       zt_fatal("bad task file", "%s:%ld: not valid JSON (near column %ld); each line must be a JSON object with a "
                "\"text\" string", path, no, col);
     }
-    const cJSON *t = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "text") : NULL;
     zt_check(cJSON_IsObject(j), "bad task file", "%s:%ld: not a JSON object (each line must be {\"text\": ...})",
              path, no);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "text");
     zt_check(t != NULL, "bad task file", "%s:%ld: no \"text\" key", path, no);
     zt_check(cJSON_IsString(t) && t->valuestring, "bad task file", "%s:%ld: \"text\" is not a string", path, no);
-    lambada_text(set, tok, st, t->valuestring, strict, path, no, &cap);
+    zt_check(strict || t->valuestring[0], "bad task file", "%s:%ld: \"text\" is empty: no last token to predict",
+             path, no);
+    zt_check(!strict || !no_words(t->valuestring), "bad task file", "%s:%ld: \"text\" has no words "
+             "(--strict-lambada predicts the last word)", path, no);
+    if (ntext == tcap) {
+      tcap = tcap ? 2 * tcap : 256;
+      char **nt = realloc(texts, tcap * sizeof *texts);
+      zt_check(nt != NULL, "out of memory", "LAMBADA examples: %zu", tcap);
+      texts = nt;
+    }
+    const size_t tl = strlen(t->valuestring);
+    texts[ntext] = zt_malloc(tl + 1, "LAMBADA text");
+    memcpy(texts[ntext++], t->valuestring, tl + 1);
     cJSON_Delete(j);
   }
-  free(line);
-  zt_check(!ferror(f), "bad task file", "%s: read error after line %ld: %s", path, no, strerror(errno));
-  fclose(f);
+  free(buf);
+  zt_check(ntext > 0, "bad task file", "--valid-data %s: no examples (an empty file)", path);
+  /* 2. the examples */
+  zt_tok_state *st = zt_tok_state_new(tok);
+  size_t scap = 0;
+  for (size_t i = 0; i < ntext; i++) {
+    lambada_text(set, tok, st, texts[i], strict, path, (long)i + 1, &scap);
+    free(texts[i]);
+  }
+  free(texts);
   zt_tok_state_free(st);
-  zt_check(set->n > 0, "bad task file", "--valid-data %s: no examples (an empty file)", path);
 }
 
 void zt_lambada_free(zt_lambada *set) {
