@@ -33,6 +33,7 @@ typedef struct {
   const char *valid_data;  /* the task file */
   int strict;              /* --strict-lambada */
   int overlap;             /* --overlapping-eval (32) */
+  int overlap_given;
 } task_flags;
 
 static void usage(void) {
@@ -48,7 +49,8 @@ static void usage(void) {
          "                           by the first of ptb/wiki/lambada its path contains (else kept as is)\n"
          "  --strict-lambada         the label is the whole last word (tokenized as ' ' + word), not the last token\n"
          "  --overlapping-eval N     WIKITEXT103: windows of --seq-length start every N tokens and score their last N\n"
-         "                           targets (default 32; at most --seq-length)\n\n"
+         "                           targets (default 32, or --seq-length when that is smaller; a given N must not\n"
+         "                           exceed --seq-length)\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
          "--num-attention-heads, --seq-length, --max-position-embeddings, --micro-batch-size, --tokenizer-type,\n"
          "--vocab-file, --merge-file, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
@@ -88,7 +90,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
         v = argv[++i];
       }
       if (IS("--task")) tf->task = v;
-      else tf->overlap = parse_int("--overlapping-eval", v);
+      else tf->overlap = parse_int("--overlapping-eval", v), tf->overlap_given = 1;
     } else if (IS("--valid-data")) {
       int k = 0;
       if (inl) {
@@ -131,14 +133,19 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   *rest = r;
 }
 
-static void check_task_flags(const task_flags *tf, const zt_args *a) {
+static void check_task_flags(task_flags *tf, const zt_args *a) {
   zt_check(tf->task != NULL, "missing argument", "--task is required (LAMBADA or WIKITEXT103)");
   zt_check(!strcmp(tf->task, "LAMBADA") || !strcmp(tf->task, "WIKITEXT103"), "unsupported argument",
            "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks)", tf->task);
   zt_check(tf->valid_data != NULL, "missing argument", "--valid-data FILE is required (the %s file)", tf->task);
   zt_check(!tf->strict || !strcmp(tf->task, "LAMBADA"), "inconsistent arguments",
            "--strict-lambada applies to --task LAMBADA, not %s", tf->task);
-  zt_check(tf->overlap <= a->seq_length, "inconsistent arguments", "--overlapping-eval %d is larger than --seq-length "
+  if (!tf->overlap_given && tf->overlap > a->seq_length && !strcmp(tf->task, "WIKITEXT103")) {
+    zt_log(" > --overlapping-eval: the default 32 is larger than --seq-length %d; using %d (disjoint windows)\n",
+           a->seq_length, a->seq_length);
+    tf->overlap = a->seq_length;
+  }
+  zt_check(tf->overlap <= a->seq_length || strcmp(tf->task, "WIKITEXT103") != 0, "inconsistent arguments", "--overlapping-eval %d is larger than --seq-length "
            "%d: windows would start past the previous one's end and the tokens between would never be scored "
            "(while the average still divides by them); pass --overlapping-eval %d or less", tf->overlap,
            a->seq_length, a->seq_length);

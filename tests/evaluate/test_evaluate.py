@@ -406,6 +406,14 @@ if not MPI:
     rc2, o5 = evaluate("LAMBADA", lamb, mbs="5")
     check(rc == 0 and rc2 == 0 and block_of(o1) == block_of(o5), "LAMBADA: micro batch 1 = micro batch 5")
 
+    # the default --overlapping-eval (32) above a shorter --seq-length: disjoint windows, said; LAMBADA ignores it
+    rc, o1 = evaluate("WIKITEXT103", wiki, ["--seq-length", "24"])
+    rc2, o2 = evaluate("WIKITEXT103", wiki, ["--seq-length", "24", "--overlapping-eval", "24"])
+    check(rc == 0 and rc2 == 0 and "the default 32 is larger than --seq-length 24; using 24" in o1 and
+          total_of(o1) == total_of(o2), "WIKITEXT103 --seq-length 24 without --overlapping-eval = --overlapping-eval 24",
+          o1[-400:])
+    rc, o1 = evaluate("LAMBADA", lamb, ["--seq-length", "24"])
+    check(rc == 0 and total_of(o1) is not None, "LAMBADA --seq-length 24 runs (no window stride involved)", o1[-400:])
     # 5. bad input: clear errors (exit 1, never a signal), naming the file, line, flag or checkpoint
     def refused(what, extra, needle, task="LAMBADA", path=lamb, ckpt=None):
         rc, out = evaluate(task, path, extra, ckpt=ckpt)
