@@ -17,4 +17,13 @@ failed=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*Failed|Not Run|Timeo
 skipped=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped" ctest.log || true)
 echo "$summary"
 echo "ctest: $passed passed, $failed failed, $skipped skipped"
+# Why each test skipped: its SKIP line (tests print "SKIP: <reason>" before exiting 77) from ctest's full log
+if [ "$skipped" -gt 0 ]; then
+  grep -E "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped" ctest.log | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' |
+  while read -r t; do
+    why=$(awk -v t="$t" '$0 ~ "^[0-9]+/[0-9]+ Test: " && $3 == t { on = 1; next } on == 1 && /^Output:/ { on = 2; next }
+                         on == 2 && /^<end of output>/ { exit } on == 2 && /SKIP/ { print; exit }' Testing/Temporary/LastTest.log)
+    echo "  skipped $t: ${why:-(no SKIP line printed)}"
+  done
+fi
 exit "$rc"
