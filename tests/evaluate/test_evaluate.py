@@ -496,6 +496,20 @@ else:
     check(tp97["WIKITEXT103"] is not None and abs(tp97["WIKITEXT103"] - total) <= 1e-5 * total, "97-row checkpoint: "
           "WIKITEXT103 under TP=2 = NumPy on its 97-row logits (%s vs %.9g)" % (tp97["WIKITEXT103"], total))
 
+    # a ZeRO-3 checkpoint saved by 2 data-parallel ranks (parameters partitioned), evaluated by one process and PP=2
+    cz = os.path.join(tmp, "ds_z3.json")
+    json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}}, open(cz, "w"))
+    ckz = os.path.join(tmp, "ck_z3")
+    run(MPIRUN + ["-np", "2"] + train[:train.index("--train-iters")] + ["--train-iters", "10", "--deepspeed",
+                                                                           "--deepspeed_config", cz, "--save", ckz])
+    z1 = evaluate("WIKITEXT103", wiki, ckpt=ckz)
+    z2 = evaluate("WIKITEXT103", wiki, ["--pipeline-model-parallel-size", "2"], ckpt=ckz, mpi=2)
+    total, _ = oracle(ckz, "WIKITEXT103", wiki, SEQ, 32)
+    a, b = total_of(z1[1]), total_of(z2[1])
+    check(a is not None and b is not None and abs(a - b) <= 1e-5 * a and abs(a - total) <= 1e-5 * total,
+          "ZeRO-3 DP=2 checkpoint: WIKITEXT103 in one process = PP=2 = NumPy (%s, %s, %.9g)" % (a, b, total),
+          z1[1][-500:] + z2[1][-500:])
+
 shutil.rmtree(tmp, ignore_errors=True)
 print("%d checks, %d failed" % (checks, failures))
 sys.exit(1 if failures else 0)
