@@ -16,6 +16,7 @@
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
+#include "runtime/comm/comm.h"
 #include "train/args_table.h"
 
 /* Enum fields are written through int pointers by the table. */
@@ -83,6 +84,7 @@ static const choice k_off[] = {{"", 0, NULL}, {NULL, 0, NULL}};
 #define LOG "logging and validation"
 #define DS "DeepSpeed (docs/ds_config.md)"
 #define CKPT "checkpoints (docs/checkpoints.md)"
+#define HANG "timeouts (hangs)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -237,6 +239,12 @@ static const flag k_flags[] = {
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
   {"--skip-train", F_TRUE, OFF(skip_train), NULL, LOG, "False", "Only evaluate."},
+  {"--distributed-timeout-minutes", F_DOUBLE, OFF(distributed_timeout_minutes), NULL, HANG, "10",
+   "Longest wait of a start-up agreement across ranks (the arguments, ...); a rank that has not answered "
+   "by then is named and the job ends. Fractions are accepted (0.5 = 30 s)."},
+  {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
+   "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
+   "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -608,6 +616,10 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_positive("--log-interval", a->log_interval);
   check_positive("--eval-interval", a->eval_interval);
   zt_check(a->eval_iters >= 0, "bad argument value", "--eval-iters %d: must be >= 0", a->eval_iters);
+  check_real(a->distributed_timeout_minutes > 0 && a->distributed_timeout_minutes <= 1e6,
+             "--distributed-timeout-minutes", a->distributed_timeout_minutes, 0, "in (0, 1000000]");
+  check_real(a->step_timeout_seconds >= 0 && a->step_timeout_seconds <= 1e9, "--step-timeout-seconds",
+             a->step_timeout_seconds, 0, "in [0, 1e9] (0 turns the watchdog off)");
   if (given(seen, "--ffn-hidden-size")) check_positive("--ffn-hidden-size", a->ffn_hidden_size);
   if (given(seen, "--kv-channels")) check_positive("--kv-channels", a->kv_channels);
   if (given(seen, "--global-batch-size")) check_positive("--global-batch-size", a->global_batch_size);
@@ -807,6 +819,8 @@ static void set_defaults(zt_args *a) {
   a->eval_interval = 1000;
   a->eval_iters = 100;
   a->save_interval = a->exit_interval = a->exit_duration_in_mins = -1;
+  a->distributed_timeout_minutes = 10;
+  a->step_timeout_seconds = 0;
 }
 
 /* A value follows a flag unless the next word is itself a flag; "-5" or "-.5" are values. */
@@ -930,6 +944,90 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
   }
   if (args->use_checkpoint_args) apply_checkpoint_args(args, seen);
   finalize(args, seen, world_size);
+  if (zt_world_size() > 1) zt_args_check_across_ranks(args);
+}
+
+/* ---- the same arguments on every rank ---------------------------------------------------------------- */
+
+/* Summary entries that may differ between ranks: paths (node-local disks mount the same data at different
+ * places; what they hold is checked where it is read). */
+static const char *const k_per_rank[] = {"data_path", "train_data_path", "valid_data_path", "test_data_path",
+                                         "data_cache_path", "vocab_file", "merge_file", "tokenizer_model",
+                                         "deepspeed_config", "save", "load", NULL};
+
+/* The flag behind a summary name: "lr_decay_iters" -> "--lr-decay-iters"; names without a flag of their own
+ * (padded_vocab_size, world_size, ...) are shown as they are. */
+static void flag_of(const char *name, char *out, size_t n) {
+  snprintf(out, n, "--%s", name);
+  for (char *p = out + 2; *p; p++)
+    if (*p == '_') *p = '-';
+  if (find_flag(out)) return;
+  snprintf(out, n, "--%s", name);
+  if (find_flag(out)) return;
+  snprintf(out, n, "%s", name);
+}
+
+/* zt_comm_agree's explanation: the summary lines that differ (the first four, alphabetical as the summary is),
+ * as "--lr 0.0002 on world rank 1, 0.0001 on world rank 0; ...". Both lists hold the same names in the same
+ * order (one program, one table), so they are walked in step. */
+static void explain_args(const void *mine, size_t n_mine, const void *theirs, size_t n_theirs, int other, char *msg,
+                         size_t cap) {
+  const char *a = mine, *b = theirs, *ae = a + n_mine, *be = b + n_theirs;
+  size_t len = 0;
+  int shown = 0, more = 0;
+  msg[0] = 0;
+  while (a < ae && b < be && len < cap) {
+    const char *al = memchr(a, '\n', (size_t)(ae - a)), *bl = memchr(b, '\n', (size_t)(be - b));
+    if (!al) al = ae;
+    if (!bl) bl = be;
+    if (al - a != bl - b || memcmp(a, b, (size_t)(al - a)) != 0) {
+      const char *as = memchr(a, ' ', (size_t)(al - a)), *bs = memchr(b, ' ', (size_t)(bl - b));
+      if (!as) as = al;
+      if (!bs) bs = bl;
+      if (shown == 4) {
+        more++;
+      } else if (as - a == bs - b && memcmp(a, b, (size_t)(as - a)) == 0) {
+        char name[96], flag[100];
+        snprintf(name, sizeof name, "%.*s", (int)(as - a), a);
+        flag_of(name, flag, sizeof flag);
+        len += (size_t)snprintf(msg + len, cap - len, "%s%s %.*s on world rank %d, %.*s on world rank 0",
+                                shown ? "; " : "", flag, (int)(bl - bs - (bs < bl)), bs + (bs < bl), other,
+                                (int)(al - as - (as < al)), as + (as < al));
+        shown++;
+      } else {
+        snprintf(msg + len, cap - len, "%sthe argument lists differ at \"%.*s\" on world rank %d, \"%.*s\" on world "
+                 "rank 0", shown ? "; " : "", (int)(bl - b), b, other, (int)(al - a), a);
+        return;
+      }
+    }
+    a = al + 1;
+    b = bl + 1;
+  }
+  if (more && len < cap) snprintf(msg + len, cap - len, "; %d more", more);
+  if (!shown) snprintf(msg, cap, "world rank %d's argument list is %s", other, n_theirs > n_mine ? "longer" : "shorter");
+}
+
+void zt_args_check_across_ranks(const zt_args *a) {
+  char *all = zt_args_summary(a);
+  size_t cap = strlen(all) + 1, n = 0;
+  char *keep = zt_malloc(cap, "argument check");
+  for (char *line = all; *line;) {
+    char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+    int per_rank = 0;
+    for (int i = 0; k_per_rank[i]; i++) {
+      size_t l = strlen(k_per_rank[i]);
+      if (strncmp(line, k_per_rank[i], l) == 0 && line[l] == ' ') per_rank = 1;
+    }
+    if (!per_rank) {
+      memcpy(keep + n, line, len);
+      n += len;
+    }
+    line += len;
+  }
+  zt_comm_agree(zt_comm_world(), "the arguments", keep, n, a->distributed_timeout_minutes * 60.0, explain_args);
+  free(keep);
+  free(all);
 }
 
 /* ---- Megatron's argument summary ----------------------------------------------------------------- */
@@ -1060,6 +1158,8 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("log_interval", a->log_interval);
   INT_LINE("eval_interval", a->eval_interval);
   INT_LINE("eval_iters", a->eval_iters);
+  FLT_LINE("distributed_timeout_minutes", a->distributed_timeout_minutes, 0);
+  FLT_LINE("step_timeout_seconds", a->step_timeout_seconds, 0);
   BOOL_LINE("skip_train", a->skip_train);
   STR_LINE("save", a->save ? a->save : "None");
   STR_LINE("load", a->load ? a->load : "None");

@@ -124,6 +124,10 @@ typedef struct {
   int eval_interval;                /* 1000 */
   int eval_iters;                   /* 100 */
   int skip_train;                   /* --skip-train: only evaluate */
+
+  /* hangs: start-up agreements and the step watchdog */
+  double distributed_timeout_minutes; /* Megatron's flag, 10: the wait of every start-up agreement across ranks */
+  double step_timeout_seconds;      /* 0 (off): a training step running longer ends the job (the watchdog) */
   unsigned char given_[256];        /* which flags were on the command line (zt_args_given) */
 } zt_args;
 
@@ -136,6 +140,11 @@ extern const char *zt_args_model;
  * valid name; a known Megatron flag we do not support yet; a bad value; inconsistent values) is
  * reported through zt_fatal before anything is allocated. --help prints usage and exits 0. */
 void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
+/* Under MPI with more than one rank, zt_args_parse ends with this check (runtime/comm zt_comm_agree within
+ * --distributed-timeout-minutes): every rank must have parsed the same values (MPMD launches with per-rank
+ * --lr, --seed or model flags would train diverged replicas); paths, which may differ between nodes, are not
+ * compared. A mismatch dies naming the ranks and the first differing flag with both values. */
+void zt_args_check_across_ranks(const zt_args *args);
 
 /* Prints Megatron's "------------------------ arguments ------------------------" block: every
  * argument, sorted by name, as "  name ....... value" with Python's formatting of values. */

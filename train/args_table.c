@@ -34,7 +34,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "
    "--use-ring-exchange-p2p --overlap-p2p-communication --DDP-impl --no-contiguous-buffers-in-local-ddp "
    "--data-parallel-random-init --use-cpu-initialization --distributed-backend "
-   "--distributed-timeout-minutes --local-rank --local_rank"},
+   "--local-rank --local_rank"},
   {"sequence-parallelism",
    "--ds-sequence-parallel-size --ds-sequence-parallel-fpdt "
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading "

@@ -9,16 +9,24 @@
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
+#include "runtime/comm/comm.h"
 #include "runtime/comm/comms_logger.h"
 #include "runtime/ops/cuda/cuda_device.h"
 #include "runtime/parallel/parallel_state.h"
 #include "runtime/profile/throughput.h"
 #include "runtime/zero/estimate.h"
 #include "train/schedule.h"
+#include "train/watchdog.h"
 
 _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
                    (int)ZT_LR_DECAY_CONSTANT == (int)ZT_DECAY_CONSTANT && (int)ZT_LR_DECAY_INVSQRT == (int)ZT_DECAY_INVSQRT,
                "args and schedule decay styles must match");
+
+static void explain_vocab(const void *mine, size_t n_mine, const void *theirs, size_t n_theirs, int other, char *msg,
+                          size_t cap) {
+  snprintf(msg, cap, "%.*s on world rank %d, %.*s on world rank 0 (--vocab-file / --tokenizer-model differ in content)",
+           (int)n_theirs, (const char *)theirs, other, (int)n_mine, (const char *)mine);
+}
 
 zt_tokenizer *zt_engine_tokenizer(zt_args *a) {
   zt_tokenizer *tok = NULL;
@@ -30,6 +38,12 @@ zt_tokenizer *zt_engine_tokenizer(zt_args *a) {
                               .vocab_size = a->vocab_size, .vocab_extra_ids = a->vocab_extra_ids};
     tok = zt_tokenizer_create(&spec);
     zt_args_set_vocab_size(a, zt_tokenizer_vocab_size(tok), name);
+    if (zt_world_size() > 1) { /* vocabulary paths may differ per node; what they hold may not */
+      char mine[96];
+      const int n = snprintf(mine, sizeof mine, "%d tokens from the %s tokenizer", a->vocab_size, name);
+      zt_comm_agree(zt_comm_world(), "the vocabulary size", mine, (size_t)n, a->distributed_timeout_minutes * 60.0,
+                    explain_vocab);
+    }
   }
   zt_log(" > padded vocab (size: %d) with %d dummy tokens (new size: %d)\n", a->vocab_size,
          a->padded_vocab_size - a->vocab_size, a->padded_vocab_size);
@@ -1073,6 +1087,9 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
 
 void zt_engine_run(zt_engine *e) {
   const zt_args *a = e->args;
+  zt_watchdog *wd = a->step_timeout_seconds > 0 ? zt_watchdog_start(a->step_timeout_seconds) : NULL;
+  if (wd) zt_log("> step watchdog: a training step or evaluation running past %g s ends the job\n",
+                 a->step_timeout_seconds);
   if (!a->skip_train) {
     zt_log("training ...\n");
     double interval_start = zt_now();
@@ -1080,7 +1097,9 @@ void zt_engine_run(zt_engine *e) {
     int in_interval = 0, applied = 0, skipped = 0;
     while (e->st.iteration < a->train_iters) {
       double norm;
+      zt_watchdog_arm(wd, "training step", e->st.iteration + 1);
       zt_engine_train_step(e, &norm);
+      zt_watchdog_disarm(wd);
       in_interval++;
       if (e->last_skipped) {
         skipped++;
@@ -1099,12 +1118,17 @@ void zt_engine_run(zt_engine *e) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "iteration %lld", (long long)e->st.iteration);
         double t0 = zt_now();
+        zt_watchdog_arm(wd, "evaluation", e->st.iteration);
         const zt_loss_sums v = zt_engine_evaluate(e, 1);
+        zt_watchdog_disarm(wd);
         print_validation(prefix, &v);
         interval_start += zt_now() - t0; /* validation time is not training time */
       }
       /* --save-interval; --exit-*: saved, the program ends (Megatron's sys.exit) */
-      if (e->hooks.after_step && e->hooks.after_step(&e->st)) return;
+      if (e->hooks.after_step && e->hooks.after_step(&e->st)) {
+        zt_watchdog_stop(wd);
+        return;
+      }
     }
     zt_log("[after training is done]\n");
     if (e->ds && e->ds->comms_logger_enabled) zt_comms_logger_log_summary(); /* deepspeed.comm.log_summary() */
@@ -1112,12 +1136,17 @@ void zt_engine_run(zt_engine *e) {
   }
   if (a->eval_iters > 0) {
     if (zt_data_has_split(e->data, 1)) {
+      zt_watchdog_arm(wd, "evaluation", e->st.iteration);
       const zt_loss_sums v = zt_engine_evaluate(e, 1);
+      zt_watchdog_disarm(wd);
       print_validation("the end of training for val data", &v);
     }
     if (zt_data_has_split(e->data, 2)) {
+      zt_watchdog_arm(wd, "evaluation", e->st.iteration);
       const zt_loss_sums v = zt_engine_evaluate(e, 2);
+      zt_watchdog_disarm(wd);
       print_validation("the end of training for test data", &v);
     }
   }
+  zt_watchdog_stop(wd);
 }

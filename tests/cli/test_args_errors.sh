@@ -91,6 +91,13 @@ expect_fail "training tokens wrap" \
   "error: bad argument value: --train-samples 9007199254740992 x --seq-length 2048 = 1.845e+19 training tokens: more than 9223372036854775807, the int64 token counter" \
   "${BASE[@]/--train-iters/--train-samples}" --train-samples 9007199254740992 --seq-length 2048 --max-position-embeddings 2048
 
+expect_fail "watchdog timeout negative" \
+  "error: bad argument value: --step-timeout-seconds -1.0: must be in [0, 1e9] (0 turns the watchdog off)" \
+  "${BASE[@]}" --step-timeout-seconds -1
+expect_fail "start-up timeout zero" \
+  "error: bad argument value: --distributed-timeout-minutes 0.0: must be in (0, 1000000]" \
+  "${BASE[@]}" --distributed-timeout-minutes 0
+
 # --help prints the flags and exits 0.
 out=$(timeout 60 "$BIN" --help 2>&1)
 rc=$?
