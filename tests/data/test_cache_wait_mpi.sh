@@ -64,7 +64,7 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank 1 waited 2 s (ZT_DATA_CACHE
 else
   bad "lone rank 1" "rc=$rc after ${took}s: $(tail -2 <<<"$out")"
 fi
-out=$(cd "$tmp" && ZT_DATA_CACHE_TIMEOUT=soon "$dump" --rank 1 --world 2 data "$tmp/dump" 32 7 100,0,0 50 0 0 \
+out=$(cd "$tmp" && ZT_DATA_CACHE_TIMEOUT=soon timeout 60 "$dump" --rank 1 --world 2 data "$tmp/dump" 32 7 100,0,0 50 0 0 \
       "$tmp/lonely-cache" 0 --data-path "$tmp/a_text_document" 2>&1)
 if grep -q "error: .*ZT_DATA_CACHE_TIMEOUT: 'soon': expected a number of seconds > 0 (default 600)" <<<"$out"; then
   ok "a malformed ZT_DATA_CACHE_TIMEOUT is refused"
