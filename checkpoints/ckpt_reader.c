@@ -175,9 +175,27 @@ static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f) {
     char where[200];
     snprintf(where, sizeof where, "/module/%s", names[i]);
     t->ndim = zt_h5_get_i64v(f, d, where, "full_shape", t->full_shape, ZT_MAX_DIMS);
+    const int64_t split = zt_h5_get_i64(f, d, where, "tp_split_dim");
+    zt_check(split >= -1 && split < t->ndim, "checkpoint", "%s: %s: tp_split_dim %lld for %d dimensions", f->path,
+             where, (long long)split, t->ndim);
+    t->tp_split_dim = (int)split;
+    /* the full shape is only believed as far as the files hold it: each model file holds at most its local
+     * dataset of the tensor (checked against the stored bytes), so the full tensor is at most mp_size of those */
+    int64_t local[8];
+    const int lnd = zt_h5_tensor_shape(f, g, names[i], local, NULL);
+    zt_check(lnd == t->ndim, "checkpoint", "%s: %s has %d dimensions, its full_shape %d", f->path, where, lnd, t->ndim);
     t->numel = 1;
-    for (int k = 0; k < t->ndim; k++) t->numel *= (size_t)t->full_shape[k];
-    t->tp_split_dim = (int)zt_h5_get_i64(f, d, where, "tp_split_dim");
+    for (int k = 0; k < t->ndim; k++) {
+      zt_check(t->full_shape[k] >= 0 && (k == t->tp_split_dim ? local[k] <= t->full_shape[k] :
+                                                                 local[k] == t->full_shape[k]),
+               "checkpoint", "%s: %s: dimension %d is %lld, its full_shape %lld (split dimension %d)", f->path, where,
+               k, (long long)local[k], (long long)t->full_shape[k], t->tp_split_dim);
+      t->numel *= (size_t)t->full_shape[k];
+    }
+    zt_check(t->tp_split_dim < 0 || t->full_shape[t->tp_split_dim] <= local[t->tp_split_dim] * (int64_t)r->mp_size,
+             "checkpoint", "%s: %s: full_shape dimension %d is %lld, more than the %d model files can hold (%lld each)",
+             f->path, where, t->tp_split_dim, (long long)t->full_shape[t->tp_split_dim], r->mp_size,
+             (long long)local[t->tp_split_dim]);
     t->tied_group = (int)zt_h5_get_i64(f, d, where, "tied_group");
     t->no_weight_decay = (int)zt_h5_get_i64(f, d, where, "no_weight_decay");
     t->expert_id = (int)zt_h5_get_i64(f, d, where, "expert_id");
@@ -206,6 +224,10 @@ static void read_map(const zt_h5 *f, zt_ckpt_slice_map *m) {
     H5Sclose(sp);
     H5Dclose(d);
   }
+  for (size_t k = 0; k < m->n; k++)
+    for (int c = 0; c < 3; c++)
+      zt_check(cols[c][k] >= 0 && cols[c][k] <= ((int64_t)1 << 46), "checkpoint", "%s: /param_slice_mappings/%s[%zu] "
+               "is %lld", f->path, col_names[c], k, (long long)cols[c][k]);
   m->start = cols[0];
   m->numel = cols[1];
   m->param_offset = cols[2];
@@ -230,13 +252,60 @@ const char *zt_ckpt_tool_dir(const char *dir, const char *tag, char *root, size_
   return tagbuf;
 }
 
+static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int verify);
+static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, int64_t *offset, int64_t *len,
+                       size_t *numel);
+
+/* In a child process (zt_h5_in_child): the reader's metadata reads of the tag r->dir (open, tensor table, slice
+ * maps, every tensor's slice in every model file, every optimizer state's shape, dtype and crc32c) and a walk of
+ * every file; the data of contiguous datasets (plain reads at a checked offset and size) are left out. */
+static void dry_run(void *arg) {
+  const zt_ckpt_reader *p = arg;
+  for (int i = 0; i < p->n_files; i++) {
+    char path[8800];
+    snprintf(path, sizeof path, "%s/%s", p->dir, p->files[i]);
+    zt_h5_walk(path);
+  }
+  zt_ckpt_reader r;
+  memset(&r, 0, sizeof r);
+  open_tag(&r, p->root, p->tag, 0);
+  for (int i = 0; i < r.n_tensors; i++)
+    for (int m = 0; m < r.mp_size; m++) {
+      int64_t off, len;
+      size_t n;
+      local_slice(&r, m, &r.tensors[i], &off, &len, &n);
+    }
+  static const char *const states[4] = {"fp32", "exp_avg", "exp_avg_sq", "momentum_buffer"};
+  for (int k = 0; r.has_optim && k < r.mp_size * r.dp_size; k++) {
+    const zt_h5 *f = &r.optim[k];
+    hid_t g = zt_h5_group_open(f, f->id, "state");
+    for (int s = 0; s < 4; s++)
+      if (zt_h5_exists(g, states[s])) {
+        int64_t shape[8];
+        zt_dtype dt;
+        zt_h5_tensor_shape(f, g, states[s], shape, &dt);
+        hid_t d = H5Dopen2(g, states[s], H5P_DEFAULT);
+        zt_h5_get_i64(f, d, states[s], "crc32c");
+        H5Dclose(d);
+      }
+    H5Gclose(g);
+  }
+  zt_ckpt_close(&r);
+}
+
 void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int verify) {
+  open_tag(r, root, tag, verify);
+}
+
+static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int verify) {
   memset(r, 0, sizeof *r);
   snprintf(r->root, sizeof r->root, "%s", root);
   zt_check(zt_ckpt_resolve(root, tag, r->tag, sizeof r->tag), "checkpoint",
            "%s: no checkpoint (no %s/latest file; pass a tag explicitly)", root, root);
   snprintf(r->dir, sizeof r->dir, "%s/%s", root, r->tag);
   r->n_files = zt_ckpt_manifest_check(r->dir, &r->files, verify);
+  if (verify) /* HDF5 crashes or spins on some damaged files: the same reads in a child process first */
+    zt_h5_in_child(r->dir, dry_run, r);
 
   int mp_max = -1, dp_max = -1, n_model = 0, n_optim = 0;
   for (int i = 0; i < r->n_files; i++) {

@@ -8,7 +8,7 @@
 #include "runtime/base/crc32c.h"
 #include "runtime/base/error.h"
 
-static void quiet(void) {
+void zt_h5_init(void) {
   static int done = 0;
   if (!done) {
     /* no file is ever opened by two writers, and HDF5's flock fails on some parallel file systems (Lustre,
@@ -25,15 +25,16 @@ static void quiet(void) {
 }
 
 void zt_h5_create(zt_h5 *f, const char *path) {
-  quiet();
+  zt_h5_init();
   snprintf(f->path, sizeof f->path, "%s", path);
   f->id = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   zt_check(f->id >= 0, "checkpoint", "%s: cannot create the HDF5 file (directory missing or not writable?)", path);
 }
 
 void zt_h5_open(zt_h5 *f, const char *path) {
-  quiet();
+  zt_h5_init();
   snprintf(f->path, sizeof f->path, "%s", path);
+  zt_h5_child_note(path);
   f->id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   zt_check(f->id >= 0, "checkpoint", "%s: not a readable HDF5 file (truncated or corrupted?)", path);
 }
@@ -136,9 +137,10 @@ double zt_h5_get_f64(const zt_h5 *f, hid_t obj, const char *where, const char *n
 
 char *zt_h5_get_str(const zt_h5 *f, hid_t obj, const char *where, const char *name) {
   hid_t a = open_attr(f, obj, where, name);
-  hid_t t = H5Aget_type(a);
-  zt_check(H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0, "checkpoint",
-           "%s: attribute %s of %s is not a string", f->path, name, where);
+  hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+  zt_check(H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0 && H5Sget_simple_extent_npoints(sp) == 1,
+           "checkpoint", "%s: attribute %s of %s is not a string", f->path, name, where);
+  H5Sclose(sp);
   hid_t mt = vlen_str_type();
   char *p = NULL;
   zt_check(H5Aread(a, mt, &p) >= 0 && p, "checkpoint", "%s: cannot read attribute %s of %s", f->path, name, where);
@@ -152,7 +154,11 @@ char *zt_h5_get_str(const zt_h5 *f, hid_t obj, const char *where, const char *na
 
 int zt_h5_get_i64v(const zt_h5 *f, hid_t obj, const char *where, const char *name, int64_t *v, int max) {
   hid_t a = open_attr(f, obj, where, name);
-  hid_t s = H5Aget_space(a);
+  hid_t s = H5Aget_space(a), t = H5Aget_type(a);
+  const H5T_class_t c = H5Tget_class(t);
+  H5Tclose(t);
+  zt_check(c == H5T_INTEGER || c == H5T_FLOAT, "checkpoint", "%s: attribute %s of %s is not a list of numbers",
+           f->path, name, where);
   hssize_t n = H5Sget_select_npoints(s);
   if (H5Sget_simple_extent_type(s) == H5S_NULL) n = 0;
   zt_check(n >= 0 && n <= max, "checkpoint", "%s: attribute %s of %s has %lld values, at most %d expected", f->path,
@@ -163,6 +169,35 @@ int zt_h5_get_i64v(const zt_h5 *f, hid_t obj, const char *where, const char *nam
   H5Sclose(s);
   H5Aclose(a);
   return (int)n;
+}
+
+/* ---- sizes ------------------------------------------------------------------------------------- */
+
+/* A dataset's n elements must be stored in the file: HDF5 takes a dataspace's dimensions from the file and reads
+ * unallocated or sparse storage as fill values, so a damaged or edited header could otherwise make a reader
+ * allocate and fill gigabytes (or wait minutes) for a few bytes of file. Contiguous and compact datasets hold
+ * exactly n x the element size; chunked ones (deflate) at least 1/1100 of it (zlib's best ratio is about 1032);
+ * string lists at least n references. */
+static void check_storage(const zt_h5 *f, hid_t d, const char *name, size_t n) {
+  hid_t t = H5Dget_type(d), p = H5Dget_create_plist(d);
+  const size_t es = H5Tget_size(t);
+  const int vlen = H5Tis_variable_str(t) > 0; /* stored as global-heap references: at least es bytes each */
+  const H5D_layout_t layout = H5Pget_layout(p);
+  const unsigned long long stored = (unsigned long long)H5Dget_storage_size(d);
+  H5Pclose(p);
+  H5Tclose(t);
+  zt_check(es > 0 && n <= ((size_t)1 << 46) / es, "checkpoint", "%s: dataset %s claims %zu elements of %zu bytes",
+           f->path, name, n, es);
+  const unsigned long long need = (unsigned long long)n * es;
+  if (vlen)
+    zt_check(stored >= need, "checkpoint", "%s: dataset %s claims %zu strings but stores %llu bytes: a damaged file",
+             f->path, name, n, stored);
+  else if (layout == H5D_CHUNKED)
+    zt_check(stored * 1100ull >= need, "checkpoint", "%s: dataset %s claims %zu elements (%llu bytes) but stores "
+             "%llu compressed bytes: a damaged file", f->path, name, n, need, stored);
+  else
+    zt_check(stored == need && (layout == H5D_CONTIGUOUS || layout == H5D_COMPACT), "checkpoint", "%s: dataset %s "
+             "claims %zu elements (%llu bytes) but stores %llu bytes: a damaged file", f->path, name, n, need, stored);
 }
 
 /* ---- string lists -------------------------------------------------------------------------------- */
@@ -183,6 +218,8 @@ size_t zt_h5_read_strings(const zt_h5 *f, hid_t loc, const char *name, char ***o
   zt_check(d >= 0, "checkpoint", "%s: dataset %s is missing", f->path, name);
   hid_t sp = H5Dget_space(d), t = vlen_str_type();
   hssize_t n = H5Sget_simple_extent_npoints(sp);
+  zt_check(n >= 0, "checkpoint", "%s: cannot read dataset %s", f->path, name);
+  check_storage(f, d, name, (size_t)n);
   char **raw = zt_calloc(n > 0 ? (size_t)n : 1, sizeof(char *), "checkpoint strings");
   zt_check(n >= 0 && (n == 0 || H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0), "checkpoint",
            "%s: cannot read dataset %s", f->path, name);
@@ -304,7 +341,14 @@ int zt_h5_tensor_shape(const zt_h5 *f, hid_t loc, const char *name, int64_t *sha
   hsize_t dims[8];
   zt_check(nd >= 0 && nd <= 8, "checkpoint", "%s: dataset %s has %d dimensions", f->path, name, nd);
   H5Sget_simple_extent_dims(sp, dims, NULL);
-  for (int i = 0; i < nd; i++) shape[i] = (int64_t)dims[i];
+  size_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    shape[i] = (int64_t)dims[i];
+    zt_check(dims[i] <= ((hsize_t)1 << 46) && (dims[i] == 0 || n <= ((size_t)1 << 46) / dims[i]), "checkpoint",
+             "%s: dataset %s has a dimension of %llu", f->path, name, (unsigned long long)dims[i]);
+    n *= (size_t)dims[i];
+  }
+  check_storage(f, d, name, n);
   if (storage) *storage = stored_dtype(f, d, name);
   H5Sclose(sp);
   H5Dclose(d);
@@ -316,6 +360,7 @@ void zt_h5_read_tensor(const zt_h5 *f, hid_t loc, const char *name, float *out, 
   hid_t sp = H5Dget_space(d);
   const size_t have = (size_t)H5Sget_simple_extent_npoints(sp);
   zt_check(have == n, "checkpoint", "%s: dataset %s has %zu elements, expected %zu", f->path, name, have, n);
+  check_storage(f, d, name, n);
   const zt_dtype dt = stored_dtype(f, d, name);
   const size_t es = zt_dtype_size(dt);
   void *buf = dt == ZT_DTYPE_FP32 ? (void *)out : zt_malloc(n * es + 1, "checkpoint tensor read");
@@ -339,7 +384,7 @@ void zt_h5_read_range(const zt_h5 *f, hid_t loc, const char *name, size_t start,
   hid_t d = open_dataset(f, loc, name);
   hid_t sp = H5Dget_space(d);
   const size_t have = (size_t)H5Sget_simple_extent_npoints(sp);
-  zt_check(start + n <= have && H5Sget_simple_extent_ndims(sp) == 1, "checkpoint",
+  zt_check(start <= have && n <= have - start && H5Sget_simple_extent_ndims(sp) == 1, "checkpoint",
            "%s: dataset %s has %zu elements; elements [%zu, %zu) were asked for", f->path, name, have, start,
            start + n);
   hsize_t off = start, cnt = n;
@@ -358,6 +403,7 @@ void zt_h5_verify_tensor(const zt_h5 *f, hid_t loc, const char *name) {
   const int nd = H5Sget_simple_extent_ndims(sp);
   const hssize_t total = H5Sget_simple_extent_npoints(sp);
   zt_check(nd == 1 && total >= 0, "checkpoint", "%s: dataset %s has %d dimensions, 1 expected", f->path, name, nd);
+  check_storage(f, d, name, (size_t)total);
   const zt_dtype dt = stored_dtype(f, d, name);
   const size_t es = zt_dtype_size(dt), step = (size_t)1 << 18;
   hid_t mt = mem_type(dt);

@@ -16,6 +16,21 @@ typedef struct {
   char path[4096];
 } zt_h5;
 
+/* Library set-up, once (every function here calls it): HDF5's error printing off, no file locking unless the
+ * user set HDF5_USE_FILE_LOCKING, no library shutdown at exit. */
+void zt_h5_init(void);
+/* Runs fn(arg) in a child process (its output discarded, a zt_fatal there only ends it); fatal, naming path,
+ * when the child crashes (a signal or a sanitizer's exit) or runs past ZT_CKPT_PROBE_TIMEOUT seconds (default
+ * 300), naming the last file the child noted (zt_h5_child_note; path when none): HDF5 itself is not safe on
+ * damaged files, so the readers try their reads there first. h5_probe.c. */
+void zt_h5_in_child(const char *path, void (*fn)(void *), void *arg);
+/* Opens path and reads every object, attribute and string dataset, and the data of chunked datasets (what a
+ * child of zt_h5_in_child does for the readers that list attributes, e.g. inspect_checkpoint). */
+void zt_h5_walk(const char *path);
+/* In such a child: tells the parent the file now being read (the one a crash or hang is blamed on). */
+void zt_h5_child_note(const char *path);
+/* zt_h5_walk(path) in a child process. */
+void zt_h5_probe(const char *path);
 /* Creates (truncating) a file for writing; fatal on failure. */
 void zt_h5_create(zt_h5 *f, const char *path);
 /* Opens read-only; fatal (naming the file) when it is not a readable HDF5 file. */
