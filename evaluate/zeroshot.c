@@ -17,6 +17,7 @@
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/ckpt_reader.h"
+#include "evaluate/harness_tasks.h"
 #include "evaluate/zeroshot_data.h"
 #include "models/gpt/gpt.h"
 #include "runtime/base/blas.h"
@@ -34,11 +35,19 @@ typedef struct {
   int strict;              /* --strict-lambada */
   int overlap;             /* --overlapping-eval (32) */
   int overlap_given;
+  /* lm-evaluation-harness tasks (--tasks; evaluate/harness_tasks.c) */
+  const char *tasks;         /* comma list */
+  const char **data, **fewshot; /* --task-data / --fewshot-data NAME=PATH entries */
+  int n_data, n_fewshot;
+  int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
+  const char *output_path;   /* --output-path: the results JSON */
 } task_flags;
 
 static void usage(void) {
   printf("usage: evaluate_zeroshot --task {LAMBADA,WIKITEXT103} --valid-data FILE [--strict-lambada]\n"
-         "                         [--overlapping-eval N] --load CHECKPOINT_DIR MODEL_FLAGS...\n\n"
+         "                         [--overlapping-eval N] --load CHECKPOINT_DIR MODEL_FLAGS...\n"
+         "       evaluate_zeroshot --tasks piqa,arc_easy,... --task-data piqa=FILE ... [--num-fewshot N\n"
+         "                         --fewshot-data piqa=FILE ...] [--output-path FILE] --load CHECKPOINT_DIR MODEL_FLAGS...\n\n"
          "Zero-shot evaluation of a GPT checkpoint saved by pretrain_gpt (Megatron-DeepSpeed's\n"
          "tasks/main.py --task LAMBADA|WIKITEXT103). Runs under mpirun with --tensor-model-parallel-size and\n"
          "--pipeline-model-parallel-size in any layout, whatever layout the checkpoint was saved in.\n\n"
@@ -51,6 +60,15 @@ static void usage(void) {
          "  --overlapping-eval N     WIKITEXT103: windows of --seq-length start every N tokens and score their last N\n"
          "                           targets (default 32, or --seq-length when that is smaller; a given N must not\n"
          "                           exceed --seq-length)\n\n"
+         "lm-evaluation-harness tasks (multiple choice, scored as the harness's loglikelihood requests):\n"
+         "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq (acc, acc_norm and\n"
+         "                           their standard errors; boolq: acc)\n"
+         "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
+         "  --num-fewshot N          N examples before each document (default 0), drawn as the harness's sampler\n"
+         "                           does (Python's random.Random(--fewshot-seed).sample)\n"
+         "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
+         "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
+         "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
          "--num-attention-heads, --seq-length, --max-position-embeddings, --micro-batch-size, --tokenizer-type,\n"
          "--vocab-file, --merge-file, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
@@ -77,13 +95,40 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   int n = 0, lr = 0, iters = 0, data = 0;
   r[n++] = argv[0];
   tf->overlap = 32;
+  tf->fewshot_seed = 1234;
+  tf->data = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
+  tf->fewshot = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *eq = strchr(a, '=');
     const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
     const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
-    if (IS("--task") || IS("--overlapping-eval")) {
+    if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path")) {
+      const char *v = inl;
+      if (!v) {
+        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
+        v = argv[++i];
+      }
+      if (IS("--tasks")) tf->tasks = v;
+      else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
+      else if (IS("--fewshot-seed")) tf->fewshot_seed = parse_int("--fewshot-seed", v);
+      else tf->output_path = v;
+    } else if (IS("--task-data") || IS("--fewshot-data")) {
+      const int few = IS("--fewshot-data");
+      const char ***list = few ? &tf->fewshot : &tf->data;
+      int *cnt = few ? &tf->n_fewshot : &tf->n_data, k = 0;
+      if (inl) {
+        (*list)[(*cnt)++] = inl;
+        k++;
+      }
+      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+        (*list)[(*cnt)++] = argv[++i];
+        k++;
+      }
+      zt_check(k >= 1, "missing argument value", "%s expects TASK=FILE.jsonl entries", few ? "--fewshot-data"
+               : "--task-data");
+    } else if (IS("--task") || IS("--overlapping-eval")) {
       const char *v = inl;
       if (!v) {
         zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
@@ -133,7 +178,28 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   *rest = r;
 }
 
+static void check_harness_flags(const task_flags *tf) {
+  zt_check(!tf->task && !tf->valid_data && !tf->strict && !tf->overlap_given, "inconsistent arguments", "--tasks "
+           "(lm-evaluation-harness tasks, read from --task-data) goes without --task, --valid-data, --strict-lambada "
+           "and --overlapping-eval (Megatron's LAMBADA and WIKITEXT103)");
+  zt_check(tf->nshot >= 0, "bad argument value", "--num-fewshot %d: expected 0 or more", tf->nshot);
+  zt_check(tf->fewshot_seed >= 0, "bad argument value", "--fewshot-seed %d: expected 0 or more", tf->fewshot_seed);
+  zt_check(tf->n_fewshot == 0 || tf->nshot > 0, "inconsistent arguments", "--fewshot-data is read only with "
+           "--num-fewshot N > 0");
+  if (tf->output_path) {
+    FILE *f = fopen(tf->output_path, "rb");
+    if (f) fclose(f);
+    zt_check(f == NULL, "bad argument value", "--output-path %s: the file exists; evaluate_zeroshot does not "
+             "overwrite it (give a new path)", tf->output_path);
+  }
+}
+
 static void check_task_flags(task_flags *tf, const zt_args *a) {
+  if (tf->tasks) {
+    check_harness_flags(tf);
+  } else {
+  zt_check(!tf->n_data && !tf->n_fewshot && !tf->nshot && !tf->output_path, "inconsistent arguments", "--task-data, "
+           "--fewshot-data, --num-fewshot and --output-path go with --tasks (lm-evaluation-harness tasks), not --task");
   zt_check(tf->task != NULL, "missing argument", "--task is required (LAMBADA or WIKITEXT103)");
   zt_check(!strcmp(tf->task, "LAMBADA") || !strcmp(tf->task, "WIKITEXT103"), "unsupported argument",
            "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks)", tf->task);
@@ -149,6 +215,7 @@ static void check_task_flags(task_flags *tf, const zt_args *a) {
            "%d: windows would start past the previous one's end and the tokens between would never be scored "
            "(while the average still divides by them); pass --overlapping-eval %d or less", tf->overlap,
            a->seq_length, a->seq_length);
+  }
   zt_check(a->load != NULL, "missing argument", "--load CHECKPOINT_DIR is required (the pretrain_gpt checkpoint to "
            "evaluate)");
   zt_check(a->virtual_pipeline_model_parallel_size <= 0, "unsupported argument", "--num-layers-per-virtual-pipeline-"
@@ -208,15 +275,142 @@ void zt_zeroshot_format(const zt_zeroshot_result *r, const char *task, char *out
 
 /* The task's examples: LM windows over the tokenized file, or LAMBADA examples. */
 typedef struct {
-  int lambada;
-  zt_lambada set;
+  int lambada, harness;
+  zt_lambada set;     /* LAMBADA's examples, or the harness's (context, continuation) requests */
+  zt_mc_task *mc;     /* the harness tasks */
+  int n_mc;
+  char *names;        /* the --tasks copy their names point into */
   zt_ids ids;
   zt_lm_windows win;
   int64_t n_examples, num_original, truncated, dropped;
 } task_data;
 
+/* The path of NAME's entry in a --task-data / --fewshot-data list (NAME=PATH), or NULL; every entry must name one
+ * of the --tasks. */
+static const char *entry_for(const char *const *list, int n, const char *name, const char *flag, const char *tasks) {
+  const char *found = NULL;
+  for (int i = 0; i < n; i++) {
+    const char *eq = strchr(list[i], '=');
+    zt_check(eq && eq != list[i] && eq[1], "bad argument value", "%s %s: expected TASK=FILE.jsonl", flag, list[i]);
+    const size_t k = (size_t)(eq - list[i]);
+    int listed = 0;
+    for (const char *t = tasks; *t;) {
+      const size_t tl = strcspn(t, ",");
+      listed |= tl == k && !strncmp(t, list[i], k);
+      t += tl + (t[tl] == ',');
+    }
+    zt_check(listed, "bad argument value", "%s %s: %.*s is not one of --tasks %s", flag, list[i], (int)k, list[i],
+             tasks);
+    if (strlen(name) == k && !strncmp(list[i], name, k)) {
+      zt_check(!found, "bad argument value", "%s: two files for %s", flag, name);
+      found = eq + 1;
+    }
+  }
+  return found;
+}
+
+/* Appends one request (context tokens, continuation tokens) to the set. */
+static void push_request(zt_lambada *set, const zt_ids *ctx, const zt_ids *cont, size_t *cap) {
+  if ((size_t)set->n == *cap) {
+    *cap = *cap ? 2 * *cap : 256;
+    set->tokens = realloc(set->tokens, *cap * sizeof *set->tokens);
+    set->n_ctx = realloc(set->n_ctx, *cap * sizeof *set->n_ctx);
+    set->n_label = realloc(set->n_label, *cap * sizeof *set->n_label);
+    zt_check(set->tokens && set->n_ctx && set->n_label, "out of memory", "requests: %zu", *cap);
+  }
+  int32_t *t = zt_malloc((ctx->n + cont->n) * sizeof(int32_t) + 1, "request");
+  if (ctx->n) memcpy(t, ctx->ids, ctx->n * sizeof(int32_t));
+  if (cont->n) memcpy(t + ctx->n, cont->ids, cont->n * sizeof(int32_t));
+  set->tokens[set->n] = t;
+  set->n_ctx[set->n] = (int)ctx->n;
+  set->n_label[set->n] = (int)cont->n;
+  set->n++;
+}
+
+/* --tasks: every task file read (and refused, naming the file and line) before the first request is built; then
+ * each document's context (with --num-fewshot examples) and one request per choice. */
+static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, const zt_tokenizer *tok) {
+  d->harness = 1;
+  int n = 1;
+  for (const char *c = tf->tasks; *c; c++) n += *c == ',';
+  d->mc = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
+  zt_mc_task *pools = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
+  char *names = d->names = zt_malloc(strlen(tf->tasks) + 1, "tasks");
+  memcpy(names, tf->tasks, strlen(tf->tasks) + 1);
+  char *save = NULL;
+  for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    const char *why;
+    if (!zt_mc_supported(t, &why)) {
+      zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
+      zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: piqa, arc_easy, arc_challenge, "
+               "openbookqa, hellaswag, boolq)", tf->tasks, t);
+    }
+    for (int k = 0; k < d->n_mc; k++)
+      zt_check(strcmp(d->mc[k].name, t) != 0, "bad argument value", "--tasks %s: %s is listed twice", tf->tasks, t);
+    d->mc[d->n_mc++].name = t;
+  }
+  zt_check(d->n_mc > 0, "bad argument value", "--tasks '%s': no task named", tf->tasks);
+  for (int k = 0; k < d->n_mc; k++) {
+    const char *name = d->mc[k].name;
+    const char *path = entry_for(tf->data, tf->n_data, name, "--task-data", tf->tasks);
+    zt_check(path != NULL, "missing argument", "--task-data %s=FILE.jsonl is required (the %s documents; "
+             "docs/evaluate.md lists the fields)", name, name);
+    zt_mc_load(&d->mc[k], name, path, "--task-data");
+    memset(&pools[k], 0, sizeof pools[k]);
+    const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
+    if (tf->nshot > 0) {
+      zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
+               "harness draws %s's examples from its training split)", tf->nshot, name, name);
+      zt_mc_load(&pools[k], name, fpath, "--fewshot-data");
+    }
+    zt_log("> %s: %lld documents from %s%s%s\n", name, (long long)d->mc[k].n, path, fpath ? ", few-shot pool " : "",
+           fpath ? fpath : "");
+  }
+  zt_tok_state *st = zt_tok_state_new(tok);
+  size_t cap = 0;
+  for (int k = 0; k < d->n_mc; k++) {
+    zt_pyrandom rnd;
+    zt_pyrandom_seed(&rnd, (uint32_t)tf->fewshot_seed); /* one Random(seed) per task, drawn doc by doc */
+    for (int64_t i = 0; i < d->mc[k].n; i++) {
+      char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], tf->nshot, &rnd);
+      for (int c = 0; c < d->mc[k].docs[i].n_choices; c++) {
+        const char *choice = d->mc[k].docs[i].choices[c];
+        char *cont = zt_malloc(strlen(choice) + 2, "request");
+        cont[0] = ' '; /* the task's target_delimiter */
+        memcpy(cont + 1, choice, strlen(choice) + 1);
+        zt_ids ci = {0}, co = {0};
+        zt_mc_encode_pair(tok, st, ctx, cont, &ci, &co);
+        zt_check(co.n > 0, "bad task file", "%s document %lld, choice %d: the continuation encodes to no tokens",
+                 d->mc[k].name, (long long)i + 1, c);
+        push_request(&d->set, &ci, &co, &cap);
+        const int total = (int)(ci.n + co.n);
+        if (total > a->seq_length + 1) {
+          d->truncated++;
+          d->dropped += total - (a->seq_length + 1);
+        }
+        zt_ids_free(&ci);
+        zt_ids_free(&co);
+        free(cont);
+      }
+      free(ctx);
+    }
+    zt_mc_free(&pools[k]);
+  }
+  zt_tok_state_free(st);
+  free(pools);
+  d->n_examples = d->set.n;
+  zt_log(" > %lld requests (one per choice)\n", (long long)d->n_examples);
+  if (d->truncated)
+    zt_log(" > %lld of them are longer than --seq-length %d + 1 tokens: their first %lld tokens in all are dropped "
+           "(left truncation, as the harness does)\n", (long long)d->truncated, a->seq_length, (long long)d->dropped);
+}
+
 static void load_task(task_data *d, const task_flags *tf, const zt_args *a, const zt_tokenizer *tok) {
   memset(d, 0, sizeof *d);
+  if (tf->tasks) {
+    load_harness(d, tf, a, tok);
+    return;
+  }
   d->lambada = !strcmp(tf->task, "LAMBADA");
   if (d->lambada) {
     zt_log("> building lambada dataset from %s ...\n", tf->valid_data);
@@ -275,7 +469,12 @@ static void load_task(task_data *d, const task_flags *tf, const zt_args *a, cons
 }
 
 static void free_task(task_data *d) {
-  if (d->lambada) zt_lambada_free(&d->set);
+  if (d->lambada || d->harness) zt_lambada_free(&d->set);
+  if (d->harness) {
+    for (int k = 0; k < d->n_mc; k++) zt_mc_free(&d->mc[k]);
+    free(d->mc);
+    free(d->names);
+  }
   zt_ids_free(&d->ids);
 }
 
@@ -370,6 +569,46 @@ static void score_tokens(const zt_lm *lm, const placement *p, int tp, int NF, in
   }
 }
 
+static void task_flags_free(task_flags *tf) {
+  free(tf->data);
+  free(tf->fewshot);
+}
+
+/* The harness's results: per task acc (and acc_norm) with their standard errors, the markdown table on stdout and
+ * the JSON on stdout or in --output-path. */
+static void report_harness(const task_data *d, const task_flags *tf, const double *req) {
+  double *metrics = zt_malloc((size_t)d->n_mc * 4 * sizeof(double), "metrics");
+  double *lls = zt_malloc((size_t)d->n_examples * sizeof(double) + 8, "metrics");
+  int64_t at = 0;
+  for (int k = 0; k < d->n_mc; k++) {
+    int64_t nreq = 0;
+    for (int64_t i = 0; i < d->mc[k].n; i++) nreq += d->mc[k].docs[i].n_choices;
+    double sum = 0.0;
+    for (int64_t q = 0; q < nreq; q++) sum += lls[q] = req[2 * (at + q)];
+    zt_mc_metrics(&d->mc[k], lls, metrics + 4 * k);
+    printf("> %s: %lld documents, %lld requests, summed log-likelihood %.17g\n", d->mc[k].name,
+           (long long)d->mc[k].n, (long long)nreq, sum);
+    at += nreq;
+  }
+  char *table = zt_mc_results_table(d->mc, d->n_mc, metrics, tf->nshot);
+  char *json = zt_mc_results_json(d->mc, d->n_mc, metrics, tf->nshot, tf->fewshot_seed);
+  if (tf->output_path) {
+    FILE *f = fopen(tf->output_path, "wx");
+    zt_check(f != NULL, "results", "--output-path %s: cannot create: %s", tf->output_path, strerror(errno));
+    const int ok = fputs(json, f) >= 0 && fputc('\n', f) != EOF;
+    zt_check(fclose(f) == 0 && ok, "results", "--output-path %s: write failed: %s", tf->output_path, strerror(errno));
+    printf("> results written to %s\n", tf->output_path);
+  } else {
+    printf("%s\n", json);
+  }
+  fputs(table, stdout);
+  fflush(stdout);
+  free(table);
+  free(json);
+  free(lls);
+  free(metrics);
+}
+
 int zt_zeroshot_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -460,6 +699,10 @@ int zt_zeroshot_main(int argc, char **argv) {
   const int32_t pad = zt_tokenizer_eod(tok);
   const int64_t nbatch = (d.n_examples + B - 1) / B;
   double total = 0.0, t0 = zt_now();
+  /* --tasks: each request's log-likelihood and whether it is the greedy continuation (filled by the replica that
+   * scores it, summed over the world after the loop) */
+  double *req = d.harness ? zt_malloc((size_t)d.n_examples * 2 * sizeof(double) + 8, "requests") : NULL;
+  if (req) memset(req, 0, (size_t)d.n_examples * 2 * sizeof(double));
   int64_t done = 0;
   for (int64_t j = p.c.dp; j < nbatch; j += dp) {
     const int64_t it = j / dp;
@@ -475,7 +718,7 @@ int zt_zeroshot_main(int argc, char **argv) {
         continue;
       }
       rows++;
-      if (d.lambada) zt_lambada_item(&d.set, ex, T, pad, tr, mr);
+      if (d.lambada || d.harness) zt_lambada_item(&d.set, ex, T, pad, tr, mr);
       else zt_lm_window(&d.win, ex, pad, tr, mr);
     }
     for (int r = 0; r < B; r++)
@@ -495,8 +738,20 @@ int zt_zeroshot_main(int argc, char **argv) {
         zt_send(p.pp, m->stage_out[i].dt, m->stage_out[i].buf, m->stage_out[i].n, p.c.pp + 1);
     done++;
     if (!last) continue;
-    score_tokens(lm, &p, tp, NF, V_valid, args.padded_vocab_size, labels, d.lambada, &sb, loss, pred);
-    if (!d.lambada) {
+    score_tokens(lm, &p, tp, NF, V_valid, args.padded_vocab_size, labels, d.lambada || d.harness, &sb, loss, pred);
+    if (d.harness) {
+      for (int r = 0; r < rows; r++) {
+        double ll = 0.0;
+        int greedy = 1;
+        for (int k = 0; k < T; k++)
+          if (mask[r * T + k] != 0.0f) {
+            ll -= loss[r * T + k];
+            greedy &= pred[r * T + k] == labels[r * T + k];
+          }
+        req[2 * (j * B + r)] = ll;
+        req[2 * (j * B + r) + 1] = greedy;
+      }
+    } else if (!d.lambada) {
       for (int n = 0; n < NF; n++) total += (double)mask[n] * loss[n];
     } else {
       for (int r = 0; r < rows; r++) {
@@ -508,13 +763,19 @@ int zt_zeroshot_main(int argc, char **argv) {
     }
   }
   const double secs = zt_now() - t0;
+  if (d.harness) {
+    if (!(last && p.c.tp == 0)) memset(req, 0, (size_t)d.n_examples * 2 * sizeof(double));
+    zt_allreduce_sum_f64(zt_comm_world(), req, (size_t)d.n_examples * 2);
+  }
   /* one contribution per model replica: its last stage's first tensor-parallel rank */
   double v = last && p.c.tp == 0 ? total : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &v, 1);
   if (zt_comm_rank() == 0 && secs > 0)
     zt_log("> evaluated %lld micro batches of %d x %d tokens in %.3f s: %.1f tokens/s per model replica (forward "
            "only)\n", (long long)done, B, T, secs, (double)done * NF / secs);
-  if (zt_comm_rank() == zt_comm_size() - 1) {
+  if (d.harness && zt_comm_rank() == zt_comm_size() - 1) {
+    report_harness(&d, &tf, req);
+  } else if (zt_comm_rank() == zt_comm_size() - 1) {
     zt_zeroshot_result res = {.lambada = d.lambada, .total = v, .num_examples = d.n_examples,
                               .num_tokenized = (int64_t)d.ids.n, .num_original = d.num_original};
     if (d.lambada)
@@ -538,6 +799,8 @@ int zt_zeroshot_main(int argc, char **argv) {
   free(sb.pairs);
   free(sb.all);
   free(loss);
+  free(req);
+  task_flags_free(&tf);
   free_task(&d);
   zt_model_free(m);
   zt_tokenizer_free(tok);

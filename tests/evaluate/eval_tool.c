@@ -3,13 +3,18 @@
  *   eval_tool detok KIND           stdin: records "<len>\n<bytes>"; stdout: the same for each detokenized text
  *   eval_tool count                stdin: records; stdout: one count per record
  *   eval_tool windows N SEQ OV PAD stdout: per window, "text ids | mask" over tokens 0..N-1
- *   eval_tool lambada FILE SEQ STRICT VOCAB MERGES   stdout: per example, "text ids | mask | dropped" */
+ *   eval_tool lambada FILE SEQ STRICT VOCAB MERGES   stdout: per example, "text ids | mask | dropped"
+ *   eval_tool sample SEED N K TIMES  stdout: TIMES lines of random.Random(SEED).sample(range(N), K), one generator
+ *   eval_tool mc TASK FILE NSHOT POOL SEED  stdout: per document, JSON {"context", "choices", "gold"} (the
+ *                                  harness's prompt with NSHOT examples from POOL ("-": none)) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/tokenizer/tokenizer.h"
+#include "evaluate/harness_tasks.h"
 #include "evaluate/zeroshot_data.h"
+#include <cjson/cJSON.h>
 #include "runtime/base/error.h"
 
 static char *read_record(size_t *n) {
@@ -79,6 +84,44 @@ int main(int argc, char **argv) {
     }
     zt_lambada_free(&set);
     zt_tokenizer_free(tok);
+    return 0;
+  }
+  if (!strcmp(argv[1], "sample")) {
+    zt_check(argc == 6, "usage", "eval_tool sample SEED N K TIMES");
+    zt_pyrandom r;
+    zt_pyrandom_seed(&r, (uint32_t)atoll(argv[2]));
+    const int64_t n = atoll(argv[3]), k = atoll(argv[4]);
+    int64_t *out = zt_malloc((size_t)k * 8 + 8, "sample");
+    for (int t = 0; t < atoi(argv[5]); t++) {
+      zt_pyrandom_sample(&r, n, k, out);
+      for (int64_t i = 0; i < k; i++) printf("%s%lld", i ? " " : "", (long long)out[i]);
+      printf("\n");
+    }
+    free(out);
+    return 0;
+  }
+  if (!strcmp(argv[1], "mc")) {
+    zt_check(argc == 7, "usage", "eval_tool mc TASK FILE NSHOT POOL SEED");
+    zt_mc_task t, pool = {0};
+    zt_mc_load(&t, argv[2], argv[3], "--task-data");
+    if (strcmp(argv[5], "-")) zt_mc_load(&pool, argv[2], argv[5], "--fewshot-data");
+    zt_pyrandom r;
+    zt_pyrandom_seed(&r, (uint32_t)atoll(argv[6]));
+    for (int64_t i = 0; i < t.n; i++) {
+      char *ctx = zt_mc_context(&t, i, &pool, atoi(argv[4]), &r);
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "context", ctx);
+      cJSON_AddItemToObject(o, "choices", cJSON_CreateStringArray((const char *const *)t.docs[i].choices,
+                                                                  t.docs[i].n_choices));
+      cJSON_AddNumberToObject(o, "gold", t.docs[i].gold);
+      char *s = cJSON_PrintUnformatted(o);
+      printf("%s\n", s);
+      free(s);
+      cJSON_Delete(o);
+      free(ctx);
+    }
+    zt_mc_free(&t);
+    if (pool.n) zt_mc_free(&pool);
     return 0;
   }
   zt_fatal("usage", "eval_tool: unknown mode %s", argv[1]);

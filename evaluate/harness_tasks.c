@@ -1,0 +1,588 @@
+/* lm-evaluation-harness multiple-choice tasks (evaluate_zeroshot --tasks; docs/evaluate.md): the task files read
+ * with the harness's field names, each task's doc_to_text / doc_to_choice / doc_to_target (lm_eval/tasks/piqa,
+ * arc, openbookqa, hellaswag/utils.py, super_glue/boolq), Python's random.Random for the few-shot sampler, the
+ * _encode_pair rule, acc / acc_norm with mean_stderr, and the harness's JSON and table. */
+#include "evaluate/harness_tasks.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluate/zeroshot_data.h"
+#include "runtime/base/error.h"
+
+/* ---- the tasks ------------------------------------------------------------------------------------------------- */
+static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"};
+static const char *const LATER[][2] = {
+    {"winogrande", "lands with the partial-scoring request (the harness scores the text after the blank under each "
+                   "option's context)"},
+    {"race", "lands with the article-grouped RACE preprocessing (preprocess_race.py)"},
+    {"lambada_openai", "lands with the greedy-continuation metrics (acc and perplexity of the last word); "
+                       "evaluate_zeroshot --task LAMBADA runs Megatron's LAMBADA"},
+    {"lambada", "lands with the greedy-continuation metrics (acc and perplexity of the last word); "
+                "evaluate_zeroshot --task LAMBADA runs Megatron's LAMBADA"},
+    {"wikitext", "lands with the rolling log-likelihood requests (word/byte perplexity); evaluate_zeroshot --task "
+                 "WIKITEXT103 runs Megatron's WikiText perplexity"}};
+
+int zt_mc_supported(const char *name, const char **why) {
+  *why = NULL;
+  for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
+    if (!strcmp(name, SUPPORTED[i])) return 1;
+  for (size_t i = 0; i < sizeof LATER / sizeof LATER[0]; i++)
+    if (!strcmp(name, LATER[i][0])) *why = LATER[i][1];
+  return 0;
+}
+
+double zt_mc_version(const char *name) { return !strcmp(name, "boolq") ? 2.0 : 1.0; }
+int zt_mc_has_norm(const char *name) { return strcmp(name, "boolq") != 0; }
+
+/* the harness's test_split is null for these: its sampler then draws nshot + 1 and drops the doc itself */
+static int samples_extra(const char *name) {
+  return !strcmp(name, "piqa") || !strcmp(name, "hellaswag") || !strcmp(name, "boolq");
+}
+
+/* ---- strings ------------------------------------------------------------------------------------------------- */
+typedef struct {
+  char *p;
+  size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 64;
+    while (b->n + n + 1 > cap) cap *= 2;
+    char *p = realloc(b->p, cap);
+    zt_check(p != NULL, "out of memory", "task text: %zu bytes", cap);
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
+static char *take(sbuf *b) {
+  if (!b->p) put(b, "", 0);
+  return b->p;
+}
+static char *dup(const char *s) {
+  sbuf b = {0};
+  puts_(&b, s);
+  return take(&b);
+}
+
+/* Python's str.strip() (Unicode whitespace). */
+static char *strip(const char *s) {
+  size_t lo = 0, hi = strlen(s);
+  int k;
+  while (lo < hi && (k = zt_utf8_space(s + lo, hi - lo)) > 0) lo += (size_t)k;
+  while (hi > lo) {
+    size_t c = hi - 1;
+    while (c > lo && ((unsigned char)s[c] & 0xc0) == 0x80) c--;
+    if (zt_utf8_space(s + c, hi - c) != (int)(hi - c)) break;
+    hi = c;
+  }
+  sbuf b = {0};
+  put(&b, s + lo, hi - lo);
+  return take(&b);
+}
+
+/* Python's str.replace(old, new). */
+static char *replace(const char *s, const char *old, const char *new_) {
+  sbuf b = {0};
+  const size_t lo = strlen(old);
+  for (const char *p = s; *p;) {
+    if (!strncmp(p, old, lo)) {
+      puts_(&b, new_);
+      p += lo;
+    } else {
+      put(&b, p++, 1);
+    }
+  }
+  return take(&b);
+}
+
+/* hellaswag/utils.py preprocess: strip, " [title]" -> ". ", re.sub("\\[.*?\\]", ""), "  " -> " ". */
+static char *hellaswag_preprocess(const char *text) {
+  char *a = strip(text), *b = replace(a, " [title]", ". ");
+  sbuf c = {0};
+  for (const char *p = b; *p;) {
+    if (*p == '[') { /* .*? does not cross a newline */
+      const char *q = p + 1;
+      while (*q && *q != ']' && *q != '\n') q++;
+      if (*q == ']') {
+        p = q + 1;
+        continue;
+      }
+    }
+    put(&c, p++, 1);
+  }
+  char *d = replace(take(&c), "  ", " ");
+  free(a);
+  free(b);
+  free(c.p);
+  return d;
+}
+
+/* Python's str.capitalize() on ASCII letters (other characters are left as they are). */
+static char *capitalize(const char *s) {
+  char *r = dup(s);
+  for (size_t i = 0; r[i]; i++) {
+    if (i == 0 && r[i] >= 'a' && r[i] <= 'z') r[i] = (char)(r[i] - 32);
+    else if (i > 0 && r[i] >= 'A' && r[i] <= 'Z') r[i] = (char)(r[i] + 32);
+  }
+  return r;
+}
+
+/* ---- reading ------------------------------------------------------------------------------------------------- */
+typedef struct {
+  const char *path;
+  long line;
+} where;
+
+static const cJSON *field(const cJSON *j, const char *key, where w) {
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, key);
+  zt_check(f != NULL, "bad task file", "%s:%ld: no \"%s\" field", w.path, w.line, key);
+  return f;
+}
+static const char *str_field(const cJSON *j, const char *key, where w) {
+  const cJSON *f = field(j, key, w);
+  zt_check(cJSON_IsString(f) && f->valuestring, "bad task file", "%s:%ld: \"%s\" is not a string", w.path, w.line,
+           key);
+  return f->valuestring;
+}
+/* an integer label: a JSON integer, true/false, or a string of digits (HellaSwag's "label": "2") */
+static int int_field(const cJSON *j, const char *key, where w) {
+  const cJSON *f = field(j, key, w);
+  if (cJSON_IsBool(f)) return cJSON_IsTrue(f);
+  if (cJSON_IsString(f) && f->valuestring && f->valuestring[0] && strlen(f->valuestring) < 9 &&
+      strspn(f->valuestring, "0123456789") == strlen(f->valuestring))
+    return atoi(f->valuestring);
+  zt_check(cJSON_IsNumber(f) && f->valuedouble == (double)(int)f->valuedouble && f->valuedouble >= 0, "bad task file",
+           "%s:%ld: \"%s\" is not a non-negative integer label", w.path, w.line, key);
+  return (int)f->valuedouble;
+}
+/* a list of strings (choices.text, choices.label, endings) */
+static int str_list(const cJSON *j, const char *key, const char *shown, where w, char ***out) {
+  const cJSON *f = field(j, key, w);
+  zt_check(cJSON_IsArray(f), "bad task file", "%s:%ld: \"%s\" is not a list", w.path, w.line, shown);
+  const int n = cJSON_GetArraySize(f);
+  zt_check(n >= 1, "bad task file", "%s:%ld: \"%s\" is empty", w.path, w.line, shown);
+  *out = zt_malloc((size_t)n * sizeof(char *), "choices");
+  int i = 0;
+  for (const cJSON *e = f->child; e; e = e->next, i++) {
+    zt_check(cJSON_IsString(e) && e->valuestring, "bad task file", "%s:%ld: \"%s\"[%d] is not a string", w.path,
+             w.line, shown, i);
+    (*out)[i] = dup(e->valuestring);
+  }
+  return n;
+}
+static void free_list(char **l, int n) {
+  for (int i = 0; i < n; i++) free(l[i]);
+  free(l);
+}
+
+static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
+  sbuf t = {0};
+  if (!strcmp(name, "piqa")) { /* piqa.yaml */
+    puts_(&t, "Question: ");
+    puts_(&t, str_field(j, "goal", w));
+    puts_(&t, "\nAnswer:");
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    d->choices[0] = dup(str_field(j, "sol1", w));
+    d->choices[1] = dup(str_field(j, "sol2", w));
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "arc_easy") || !strcmp(name, "arc_challenge") || !strcmp(name, "openbookqa")) {
+    const int obqa = !strcmp(name, "openbookqa");
+    if (obqa) {
+      puts_(&t, str_field(j, "question_stem", w));
+    } else {
+      puts_(&t, "Question: ");
+      puts_(&t, str_field(j, "question", w));
+      puts_(&t, "\nAnswer:");
+    }
+    const cJSON *c = field(j, "choices", w);
+    zt_check(cJSON_IsObject(c), "bad task file", "%s:%ld: \"choices\" is not an object {\"text\": [...], \"label\": "
+             "[...]}", w.path, w.line);
+    char **labels;
+    d->n_choices = str_list(c, "text", "choices.text", w, &d->choices);
+    const int nl = str_list(c, "label", "choices.label", w, &labels);
+    zt_check(nl == d->n_choices, "bad task file", "%s:%ld: %d choices.text but %d choices.label", w.path, w.line,
+             d->n_choices, nl);
+    const char *key = str_field(j, "answerKey", w);
+    if (obqa)
+      while (*key == ' ' || (*key >= 9 && *key <= 13)) key++; /* answerKey.lstrip() */
+    d->gold = -1;
+    for (int i = 0; i < nl && d->gold < 0; i++)
+      if (!strcmp(labels[i], key)) d->gold = i;
+    zt_check(d->gold >= 0, "bad task file", "%s:%ld: answerKey \"%s\" is not one of choices.label", w.path, w.line,
+             key);
+    free_list(labels, nl);
+  } else if (!strcmp(name, "hellaswag")) { /* hellaswag/utils.py process_docs */
+    char *cb = capitalize(str_field(j, "ctx_b", w));
+    sbuf q = {0};
+    puts_(&q, str_field(j, "activity_label", w));
+    puts_(&q, ": ");
+    puts_(&q, str_field(j, "ctx_a", w));
+    puts_(&q, " ");
+    puts_(&q, cb);
+    free(cb);
+    char *p = hellaswag_preprocess(take(&q));
+    puts_(&t, p);
+    free(p);
+    free(q.p);
+    d->n_choices = str_list(j, "endings", "endings", w, &d->choices);
+    for (int i = 0; i < d->n_choices; i++) {
+      char *e = hellaswag_preprocess(d->choices[i]);
+      free(d->choices[i]);
+      d->choices[i] = e;
+    }
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "boolq")) { /* super_glue/boolq/default.yaml */
+    puts_(&t, str_field(j, "passage", w));
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "?\nAnswer:");
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    d->choices[0] = dup("no");
+    d->choices[1] = dup("yes");
+    d->gold = int_field(j, "label", w);
+  } else {
+    zt_fatal("bad task", "%s: not a supported task", name);
+  }
+  zt_check(d->gold >= 0 && d->gold < d->n_choices, "bad task file", "%s:%ld: the gold label %d is outside the %d "
+           "choices", w.path, w.line, d->gold, d->n_choices);
+  d->text = take(&t);
+}
+
+void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag) {
+  const char *why;
+  zt_check(zt_mc_supported(name, &why), "unsupported argument", "%s %s=%s: %s is not a supported task", flag, name,
+           path, name);
+  memset(t, 0, sizeof *t);
+  t->name = name;
+  FILE *f = fopen(path, "rb");
+  zt_check(f != NULL, "bad task file", "%s %s=%s: cannot open: %s", flag, name, path, strerror(errno));
+  sbuf all = {0};
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) put(&all, chunk, got);
+  const int rerr = ferror(f);
+  fclose(f);
+  zt_check(!rerr, "bad task file", "%s %s=%s: read error", flag, name, path);
+  const char *buf = all.p ? all.p : "";
+  const size_t n = all.n;
+  size_t cap = 0;
+  long no = 0;
+  for (size_t pos = 0; pos < n;) {
+    const char *line = buf + pos, *nl = memchr(line, '\n', n - pos);
+    const size_t len = nl ? (size_t)(nl - line) + 1 : n - pos;
+    pos += len;
+    no++;
+    const where w = {path, no};
+    zt_check(memchr(line, 0, len) == NULL, "bad task file", "%s:%ld: a NUL byte in the line", path, no);
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
+    zt_check(k < len, "bad task file", "%s:%ld: empty line (each line must be one JSON object: a %s document)", path,
+             no, name);
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!j) {
+      const char *at = cJSON_GetErrorPtr();
+      const long col = at && at >= line && at <= line + len ? (long)(at - line) + 1 : 0;
+      zt_fatal("bad task file", "%s:%ld: not valid JSON (near column %ld); each line must be one JSON object: a %s "
+               "document", path, no, col, name);
+    }
+    zt_check(cJSON_IsObject(j), "bad task file", "%s:%ld: not a JSON object (a %s document)", path, no, name);
+    if ((size_t)t->n == cap) {
+      cap = cap ? 2 * cap : 256;
+      zt_mc_doc *nd = realloc(t->docs, cap * sizeof *nd);
+      zt_check(nd != NULL, "out of memory", "%s documents: %zu", name, cap);
+      t->docs = nd;
+    }
+    memset(&t->docs[t->n], 0, sizeof t->docs[t->n]);
+    build_doc(&t->docs[t->n], name, j, w);
+    t->n++;
+    cJSON_Delete(j);
+  }
+  free(all.p);
+  zt_check(t->n > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, name, path);
+}
+
+void zt_mc_free(zt_mc_task *t) {
+  for (int64_t i = 0; i < t->n; i++) {
+    free(t->docs[i].text);
+    free_list(t->docs[i].choices, t->docs[i].n_choices);
+  }
+  free(t->docs);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- Python's random ------------------------------------------------------------------------------------------ */
+static void mt_init(zt_pyrandom *r, uint32_t s) {
+  r->mt[0] = s;
+  for (int i = 1; i < 624; i++) r->mt[i] = 1812433253u * (r->mt[i - 1] ^ (r->mt[i - 1] >> 30)) + (uint32_t)i;
+  r->mti = 624;
+}
+
+void zt_pyrandom_seed(zt_pyrandom *r, uint32_t seed) { /* init_by_array(key = [seed]) */
+  mt_init(r, 19650218u);
+  int i = 1, j = 0;
+  for (int k = 624; k; k--) {
+    r->mt[i] = (r->mt[i] ^ ((r->mt[i - 1] ^ (r->mt[i - 1] >> 30)) * 1664525u)) + seed + (uint32_t)j;
+    i++;
+    j = 0; /* one key word */
+    if (i >= 624) {
+      r->mt[0] = r->mt[623];
+      i = 1;
+    }
+  }
+  for (int k = 623; k; k--) {
+    r->mt[i] = (r->mt[i] ^ ((r->mt[i - 1] ^ (r->mt[i - 1] >> 30)) * 1566083941u)) - (uint32_t)i;
+    i++;
+    if (i >= 624) {
+      r->mt[0] = r->mt[623];
+      i = 1;
+    }
+  }
+  r->mt[0] = 0x80000000u;
+}
+
+uint32_t zt_pyrandom_u32(zt_pyrandom *r) {
+  static const uint32_t mag01[2] = {0u, 0x9908b0dfu};
+  if (r->mti >= 624) {
+    int kk;
+    uint32_t y;
+    for (kk = 0; kk < 624 - 397; kk++) {
+      y = (r->mt[kk] & 0x80000000u) | (r->mt[kk + 1] & 0x7fffffffu);
+      r->mt[kk] = r->mt[kk + 397] ^ (y >> 1) ^ mag01[y & 1u];
+    }
+    for (; kk < 623; kk++) {
+      y = (r->mt[kk] & 0x80000000u) | (r->mt[kk + 1] & 0x7fffffffu);
+      r->mt[kk] = r->mt[kk + (397 - 624)] ^ (y >> 1) ^ mag01[y & 1u];
+    }
+    y = (r->mt[623] & 0x80000000u) | (r->mt[0] & 0x7fffffffu);
+    r->mt[623] = r->mt[396] ^ (y >> 1) ^ mag01[y & 1u];
+    r->mti = 0;
+  }
+  uint32_t y = r->mt[r->mti++];
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9d2c5680u;
+  y ^= (y << 15) & 0xefc60000u;
+  y ^= y >> 18;
+  return y;
+}
+
+/* _randbelow_with_getrandbits(n) for n < 2^32: getrandbits(n.bit_length()) until below n */
+static int64_t randbelow(zt_pyrandom *r, int64_t n) {
+  if (n <= 0) return 0;
+  int k = 0;
+  while (k < 63 && ((int64_t)1 << k) <= n) k++;
+  zt_check(k <= 32, "few-shot sampler", "a pool of %lld documents (at most 2^32 - 1)", (long long)n);
+  for (;;) {
+    const int64_t v = (int64_t)(zt_pyrandom_u32(r) >> (32 - k));
+    if (v < n) return v;
+  }
+}
+
+void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
+  int64_t setsize = 21;
+  if (k > 5) setsize += (int64_t)pow(4.0, ceil(log((double)(k * 3)) / log(4.0)));
+  if (n <= setsize) {
+    int64_t *pool = zt_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "sampler");
+    for (int64_t i = 0; i < n; i++) pool[i] = i;
+    for (int64_t i = 0; i < k; i++) {
+      const int64_t j = randbelow(r, n - i);
+      out[i] = pool[j];
+      pool[j] = pool[n - i - 1];
+    }
+    free(pool);
+  } else {
+    for (int64_t i = 0; i < k; i++) {
+      int64_t j;
+      for (;;) {
+        j = randbelow(r, n);
+        int seen = 0;
+        for (int64_t q = 0; q < i && !seen; q++) seen = out[q] == j;
+        if (!seen) break;
+      }
+      out[i] = j;
+    }
+  }
+}
+
+/* ---- contexts and requests --------------------------------------------------------------------------------- */
+static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
+  if (strcmp(a->text, b->text) || a->n_choices != b->n_choices || a->gold != b->gold) return 0;
+  for (int i = 0; i < a->n_choices; i++)
+    if (strcmp(a->choices[i], b->choices[i])) return 0;
+  return 1;
+}
+
+char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd) {
+  sbuf b = {0};
+  if (nshot > 0) {
+    const int64_t want = nshot + samples_extra(t->name);
+    zt_check(want <= pool->n, "bad task file", "--num-fewshot %d: the %s few-shot pool holds %lld documents; the "
+             "harness's sampler draws %lld", nshot, t->name, (long long)pool->n, (long long)want);
+    int64_t *pick = zt_malloc((size_t)want * sizeof(int64_t), "sampler");
+    zt_pyrandom_sample(rnd, pool->n, want, pick);
+    int used = 0;
+    for (int64_t s = 0; s < want && used < nshot; s++) {
+      const zt_mc_doc *e = &pool->docs[pick[s]];
+      if (same_doc(e, &t->docs[i])) continue; /* [x for x in fewshotex if x != doc][:num_fewshot] */
+      puts_(&b, e->text);
+      puts_(&b, " ");
+      puts_(&b, e->choices[e->gold]);
+      puts_(&b, "\n\n");
+      used++;
+    }
+    free(pick);
+  }
+  puts_(&b, t->docs[i].text);
+  return take(&b);
+}
+
+void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *context, const char *continuation,
+                       zt_ids *ctx, zt_ids *cont) {
+  const size_t n = strlen(context);
+  if (n == 0) { /* the harness: context_enc = [eot_token_id] */
+    zt_ids_push(ctx, zt_tokenizer_eod(tok));
+    zt_tokenizer_encode(tok, st, continuation, strlen(continuation), cont);
+    return;
+  }
+  size_t keep = n; /* len(context.rstrip()): the trailing whitespace moves to the continuation */
+  while (keep > 0) {
+    size_t c = keep - 1;
+    while (c > 0 && ((unsigned char)context[c] & 0xc0) == 0x80) c--;
+    if (zt_utf8_space(context + c, keep - c) != (int)(keep - c)) break;
+    keep = c;
+  }
+  sbuf whole = {0};
+  put(&whole, context, n);
+  puts_(&whole, continuation);
+  zt_ids w = {0}, c = {0};
+  zt_tokenizer_encode(tok, st, whole.p, whole.n, &w);
+  zt_tokenizer_encode(tok, st, context, keep, &c);
+  for (size_t k = 0; k < c.n; k++) zt_ids_push(ctx, c.ids[k]);
+  for (size_t k = c.n; k < w.n; k++) zt_ids_push(cont, w.ids[k]);
+  zt_ids_free(&w);
+  zt_ids_free(&c);
+  free(whole.p);
+}
+
+/* ---- metrics and results --------------------------------------------------------------------------------------- */
+static double stderr_of(const double *x, int64_t n) { /* mean_stderr: sample_stddev / sqrt(n) */
+  if (n < 2) return NAN;
+  double mu = 0.0, s = 0.0;
+  for (int64_t i = 0; i < n; i++) mu += x[i];
+  mu /= (double)n;
+  for (int64_t i = 0; i < n; i++) s += (x[i] - mu) * (x[i] - mu);
+  return sqrt(s / (double)(n - 1)) / sqrt((double)n);
+}
+
+/* Python's len(str): the number of code points (UTF-8 lead bytes) */
+static double char_len(const char *s) {
+  double n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
+
+void zt_mc_metrics(const zt_mc_task *t, const double *lls, double out[4]) {
+  double *acc = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
+  double *norm = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
+  int64_t k = 0;
+  double sa = 0.0, sn = 0.0;
+  for (int64_t i = 0; i < t->n; i++) {
+    const zt_mc_doc *d = &t->docs[i];
+    int best = 0, bestn = 0;
+    double bn = 0.0;
+    for (int c = 0; c < d->n_choices; c++) { /* np.argmax: the first of equal maxima */
+      const double v = lls[k + c], vn = v / char_len(d->choices[c]);
+      if (v > lls[k + best]) best = c;
+      if (c == 0 || vn > bn) {
+        bn = vn;
+        bestn = c;
+      }
+    }
+    k += d->n_choices;
+    acc[i] = best == d->gold;
+    norm[i] = bestn == d->gold;
+    sa += acc[i];
+    sn += norm[i];
+  }
+  out[0] = sa / (double)t->n;
+  out[1] = stderr_of(acc, t->n);
+  out[2] = sn / (double)t->n;
+  out[3] = stderr_of(norm, t->n);
+  free(acc);
+  free(norm);
+}
+
+char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot, int seed) {
+  cJSON *root = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(root, "results");
+  cJSON *ver = cJSON_AddObjectToObject(root, "versions"), *shots = cJSON_AddObjectToObject(root, "n-shot");
+  cJSON *hib = cJSON_AddObjectToObject(root, "higher_is_better"), *ns = cJSON_AddObjectToObject(root, "n-samples");
+  for (int k = 0; k < n_tasks; k++) {
+    const char *name = tasks[k].name;
+    const double *m = metrics + 4 * k;
+    cJSON *r = cJSON_AddObjectToObject(res, name);
+    cJSON_AddStringToObject(r, "alias", name);
+    cJSON_AddNumberToObject(r, "acc,none", m[0]);
+    if (isnan(m[1])) cJSON_AddStringToObject(r, "acc_stderr,none", "N/A");
+    else cJSON_AddNumberToObject(r, "acc_stderr,none", m[1]);
+    cJSON *h = cJSON_AddObjectToObject(hib, name);
+    cJSON_AddTrueToObject(h, "acc");
+    if (zt_mc_has_norm(name)) {
+      cJSON_AddNumberToObject(r, "acc_norm,none", m[2]);
+      if (isnan(m[3])) cJSON_AddStringToObject(r, "acc_norm_stderr,none", "N/A");
+      else cJSON_AddNumberToObject(r, "acc_norm_stderr,none", m[3]);
+      cJSON_AddTrueToObject(h, "acc_norm");
+    }
+    cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
+    cJSON_AddNumberToObject(shots, name, nshot);
+    cJSON *c = cJSON_AddObjectToObject(ns, name);
+    cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
+    cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
+  }
+  cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+  cJSON_AddStringToObject(cfg, "model", "zerotron evaluate_zeroshot");
+  cJSON_AddNumberToObject(cfg, "num_fewshot", nshot);
+  cJSON_AddNumberToObject(cfg, "fewshot_seed", seed);
+  char *s = cJSON_Print(root);
+  cJSON_Delete(root);
+  zt_check(s != NULL, "out of memory", "results JSON");
+  return s;
+}
+
+char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot) {
+  /* lm_eval.utils.make_table's columns: Tasks|Version|Filter|n-shot|Metric| |Value| |Stderr */
+  size_t wt = 5;
+  for (int k = 0; k < n_tasks; k++)
+    if (strlen(tasks[k].name) > wt) wt = strlen(tasks[k].name);
+  sbuf b = {0};
+  char line[512];
+  snprintf(line, sizeof line, "|%-*s|Version|Filter|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt, "Tasks");
+  puts_(&b, line);
+  puts_(&b, "|");
+  for (size_t i = 0; i < wt; i++) puts_(&b, "-");
+  puts_(&b, "|------:|------|-----:|--------|---|-----:|---|-----:|\n");
+  for (int k = 0; k < n_tasks; k++) {
+    const double *m = metrics + 4 * k;
+    for (int q = 0; q < (zt_mc_has_norm(tasks[k].name) ? 2 : 1); q++) {
+      char se[32];
+      if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");
+      else snprintf(se, sizeof se, "%6.4f", m[2 * q + 1]);
+      char ver[16];
+      snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
+      snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%-8s|\xe2\x86\x91  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
+               q ? "" : tasks[k].name, q ? "" : ver, nshot, q ? "acc_norm" : "acc", m[2 * q], se);
+      puts_(&b, line);
+    }
+  }
+  return take(&b);
+}

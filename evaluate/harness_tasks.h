@@ -1,0 +1,72 @@
+/* lm-evaluation-harness-style multiple-choice tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md):
+ * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
+ * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
+ * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
+ * metrics with mean_stderr, and the results as the harness's JSON and markdown table. No model here:
+ * evaluate/zeroshot.c scores the requests these build. */
+#ifndef ZT_EVAL_HARNESS_TASKS_H
+#define ZT_EVAL_HARNESS_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/tokenizer/tokenizer.h"
+
+/* One document: the prompt (doc_to_text), its choices (doc_to_choice) and the gold index (doc_to_target). */
+typedef struct {
+  char *text;
+  int n_choices;
+  char **choices;
+  int gold;
+} zt_mc_doc;
+
+typedef struct {
+  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq */
+  int64_t n;
+  zt_mc_doc *docs;
+} zt_mc_task;
+
+/* Whether the harness task `name` is supported here; for a known task that is not, *why names what it lands with. */
+int zt_mc_supported(const char *name, const char **why);
+/* The task's version (the harness's metadata.version) and whether it reports acc_norm. */
+double zt_mc_version(const char *name);
+int zt_mc_has_norm(const char *name);
+
+/* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
+ * unreadable or empty file, an empty or malformed line, a missing field or one of the wrong type, or a gold label
+ * outside the choices. `flag` names where the path came from (--task-data or --fewshot-data). */
+void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag);
+void zt_mc_free(zt_mc_task *t);
+
+/* Python's random.Random(seed) (MT19937, init_by_array of the seed's 32-bit words) and its sample(range(n), k). */
+typedef struct {
+  uint32_t mt[624];
+  int mti;
+} zt_pyrandom;
+void zt_pyrandom_seed(zt_pyrandom *r, uint32_t seed);
+uint32_t zt_pyrandom_u32(zt_pyrandom *r);
+/* random.sample(range(n), k) into out[k] (k <= n). */
+void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out);
+
+/* The context of doc `i` of t with nshot examples (Task.fewshot_context with ContextSampler.get_context): the
+ * examples are sample(pool, nshot + 1) with doc i left out (pool == t: the harness's fewshot split equal to the test
+ * split) or sample(pool, nshot) (a separate --fewshot-data pool), each "text target" joined by "\n\n", then "\n\n"
+ * and the doc's text. malloc'd. */
+char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd);
+
+/* HFLM._encode_pair: trailing spaces of the context move to the continuation; the continuation's tokens are those
+ * of encode(context + continuation) after the first len(encode(context)); an empty context is [eod]. Appends to
+ * ctx and cont. */
+void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *context, const char *continuation,
+                       zt_ids *ctx, zt_ids *cont);
+
+/* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
+ * (doc 0's choices, doc 1's, ...). out: acc, acc_stderr, acc_norm, acc_norm_stderr. */
+void zt_mc_metrics(const zt_mc_task *t, const double *lls, double out[4]);
+
+/* The results of several tasks as the harness's JSON ({"results": {...}, "versions", "n-shot", "config"}) and its
+ * markdown table. metrics[4 * k] belongs to tasks[k]. Both malloc'd. */
+char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot, int seed);
+char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot);
+
+#endif
