@@ -261,12 +261,7 @@ static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, 
  * every file; the data of contiguous datasets (plain reads at a checked offset and size) are left out. */
 static void dry_run(void *arg) {
   const zt_ckpt_reader *p = arg;
-  for (int i = 0; i < p->n_files; i++) {
-    char path[8800];
-    snprintf(path, sizeof path, "%s/%s", p->dir, p->files[i]);
-    zt_h5_walk(path);
-  }
-  zt_ckpt_reader r;
+  zt_ckpt_reader r; /* first exactly the parent's sequence of reads (HDF5's caches then match), then the rest */
   memset(&r, 0, sizeof r);
   open_tag(&r, p->root, p->tag, 0);
   for (int i = 0; i < r.n_tensors; i++)
@@ -291,6 +286,11 @@ static void dry_run(void *arg) {
     H5Gclose(g);
   }
   zt_ckpt_close(&r);
+  for (int i = 0; i < p->n_files; i++) {
+    char path[8800];
+    snprintf(path, sizeof path, "%s/%s", p->dir, p->files[i]);
+    zt_h5_walk(path);
+  }
 }
 
 void zt_ckpt_open_ex(zt_ckpt_reader *r, const char *root, const char *tag, int verify) {
