@@ -15,10 +15,9 @@
 #include "runtime/base/error.h"
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
-static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"};
+static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
+                                        "winogrande"};
 static const char *const LATER[][2] = {
-    {"winogrande", "lands with the partial-scoring request (the harness scores the text after the blank under each "
-                   "option's context)"},
     {"race", "lands with the article-grouped RACE preprocessing (preprocess_race.py)"},
     {"lambada_openai", "lands with the greedy-continuation metrics (acc and perplexity of the last word); "
                        "evaluate_zeroshot --task LAMBADA runs Megatron's LAMBADA"},
@@ -37,11 +36,11 @@ int zt_mc_supported(const char *name, const char **why) {
 }
 
 double zt_mc_version(const char *name) { return !strcmp(name, "boolq") ? 2.0 : 1.0; }
-int zt_mc_has_norm(const char *name) { return strcmp(name, "boolq") != 0; }
+int zt_mc_has_norm(const char *name) { return strcmp(name, "boolq") != 0 && strcmp(name, "winogrande") != 0; }
 
 /* the harness's test_split is null for these: its sampler then draws nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
-  return !strcmp(name, "piqa") || !strcmp(name, "hellaswag") || !strcmp(name, "boolq");
+  return !strcmp(name, "piqa") || !strcmp(name, "hellaswag") || !strcmp(name, "boolq") || !strcmp(name, "winogrande");
 }
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
@@ -51,6 +50,7 @@ typedef struct {
 } sbuf;
 
 static void put(sbuf *b, const char *s, size_t n) {
+  zt_check(n < ((size_t)1 << 40), "out of memory", "task text: %zu bytes", n);
   if (b->n + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 64;
     while (b->n + n + 1 > cap) cap *= 2;
@@ -161,7 +161,9 @@ static int int_field(const cJSON *j, const char *key, where w) {
   if (cJSON_IsString(f) && f->valuestring && f->valuestring[0] && strlen(f->valuestring) < 9 &&
       strspn(f->valuestring, "0123456789") == strlen(f->valuestring))
     return atoi(f->valuestring);
-  zt_check(cJSON_IsNumber(f) && f->valuedouble == (double)(int)f->valuedouble && f->valuedouble >= 0, "bad task file",
+  /* the range first: a cast of 1e40 to int is undefined (found by fuzz_evaluate_mc) */
+  zt_check(cJSON_IsNumber(f) && f->valuedouble >= 0 && f->valuedouble <= 1e6 &&
+           f->valuedouble == (double)(int)f->valuedouble, "bad task file",
            "%s:%ld: \"%s\" is not a non-negative integer label", w.path, w.line, key);
   return (int)f->valuedouble;
 }
@@ -252,6 +254,25 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->choices[0] = dup("no");
     d->choices[1] = dup("yes");
     d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "winogrande")) { /* winogrande/preprocess_winogrande.py: partial scoring */
+    const char *sentence = str_field(j, "sentence", w);
+    const size_t pre = strcspn(sentence, "_"); /* sentence.index("_") */
+    zt_check(sentence[pre] == '_', "bad task file", "%s:%ld: \"sentence\" has no \"_\" (the blank the options fill)", w.path,
+             w.line);
+    const char *opt[2] = {str_field(j, "option1", w), str_field(j, "option2", w)};
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    for (int c = 0; c < 2; c++) { /* the sentence up to the blank, then the option: the context */
+      sbuf o = {0};
+      put(&o, sentence, pre);
+      puts_(&o, opt[c]);
+      d->choices[c] = take(&o);
+    }
+    d->target = strip(sentence + pre + 1); /* the rest of the sentence: the one continuation */
+    const char *ans = str_field(j, "answer", w);
+    zt_check(!strcmp(ans, "1") || !strcmp(ans, "2"), "bad task file", "%s:%ld: \"answer\" is \"%s\"; expected \"1\" "
+             "or \"2\"", w.path, w.line, ans);
+    d->gold = ans[0] - '1';
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -316,6 +337,7 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
 void zt_mc_free(zt_mc_task *t) {
   for (int64_t i = 0; i < t->n; i++) {
     free(t->docs[i].text);
+    free(t->docs[i].target);
     free_list(t->docs[i].choices, t->docs[i].n_choices);
   }
   free(t->docs);
@@ -418,6 +440,7 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
 /* ---- contexts and requests --------------------------------------------------------------------------------- */
 static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
   if (strcmp(a->text, b->text) || a->n_choices != b->n_choices || a->gold != b->gold) return 0;
+  if ((a->target == NULL) != (b->target == NULL) || (a->target && strcmp(a->target, b->target))) return 0;
   for (int i = 0; i < a->n_choices; i++)
     if (strcmp(a->choices[i], b->choices[i])) return 0;
   return 1;
@@ -435,15 +458,21 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
     for (int64_t s = 0; s < want && used < nshot; s++) {
       const zt_mc_doc *e = &pool->docs[pick[s]];
       if (same_doc(e, &t->docs[i])) continue; /* [x for x in fewshotex if x != doc][:num_fewshot] */
-      puts_(&b, e->text);
-      puts_(&b, " ");
-      puts_(&b, e->choices[e->gold]);
+      if (e->target) { /* a multiple-input task: the gold option's context, then the target */
+        puts_(&b, e->choices[e->gold]);
+        puts_(&b, " ");
+        puts_(&b, e->target);
+      } else {
+        puts_(&b, e->text);
+        puts_(&b, " ");
+        puts_(&b, e->choices[e->gold]);
+      }
       puts_(&b, "\n\n");
       used++;
     }
     free(pick);
   }
-  puts_(&b, t->docs[i].text);
+  if (!t->docs[i].target) puts_(&b, t->docs[i].text); /* multiple-input: the caller appends each choice */
   return take(&b);
 }
 

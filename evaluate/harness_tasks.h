@@ -12,16 +12,18 @@
 
 #include "data/tokenizer/tokenizer.h"
 
-/* One document: the prompt (doc_to_text), its choices (doc_to_choice) and the gold index (doc_to_target). */
+/* One document: the prompt (doc_to_text), its choices (doc_to_choice) and the gold index (doc_to_target). A
+ * multiple-input task (WinoGrande) has target != NULL: each choice is a context and target the one continuation. */
 typedef struct {
   char *text;
   int n_choices;
   char **choices;
   int gold;
+  char *target;
 } zt_mc_doc;
 
 typedef struct {
-  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq */
+  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande */
   int64_t n;
   zt_mc_doc *docs;
 } zt_mc_task;
@@ -51,7 +53,8 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out);
 /* The context of doc `i` of t with nshot examples (Task.fewshot_context with ContextSampler.get_context): the
  * examples are sample(pool, nshot + 1) with doc i left out (pool == t: the harness's fewshot split equal to the test
  * split) or sample(pool, nshot) (a separate --fewshot-data pool), each "text target" joined by "\n\n", then "\n\n"
- * and the doc's text. malloc'd. */
+ * and the doc's text (a multiple-input task: the examples only; each request's context is that plus a choice).
+ * malloc'd. */
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd);
 
 /* HFLM._encode_pair: trailing spaces of the context move to the continuation; the continuation's tokens are those

@@ -61,8 +61,8 @@ static void usage(void) {
          "                           targets (default 32, or --seq-length when that is smaller; a given N must not\n"
          "                           exceed --seq-length)\n\n"
          "lm-evaluation-harness tasks (multiple choice, scored as the harness's loglikelihood requests):\n"
-         "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq (acc, acc_norm and\n"
-         "                           their standard errors; boolq: acc)\n"
+         "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande (acc,\n"
+         "                           acc_norm and their standard errors; boolq and winogrande: acc)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
          "  --num-fewshot N          N examples before each document (default 0), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample)\n"
@@ -343,7 +343,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     if (!zt_mc_supported(t, &why)) {
       zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
       zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: piqa, arc_easy, arc_challenge, "
-               "openbookqa, hellaswag, boolq)", tf->tasks, t);
+               "openbookqa, hellaswag, boolq, winogrande)", tf->tasks, t);
     }
     for (int k = 0; k < d->n_mc; k++)
       zt_check(strcmp(d->mc[k].name, t) != 0, "bad argument value", "--tasks %s: %s is listed twice", tf->tasks, t);
@@ -374,12 +374,20 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     for (int64_t i = 0; i < d->mc[k].n; i++) {
       char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], tf->nshot, &rnd);
       for (int c = 0; c < d->mc[k].docs[i].n_choices; c++) {
-        const char *choice = d->mc[k].docs[i].choices[c];
-        char *cont = zt_malloc(strlen(choice) + 2, "request");
+        const zt_mc_doc *doc = &d->mc[k].docs[i];
+        /* (context, " " + choice), or for a multiple-input task (context + choice, " " + target) */
+        const char *choice = doc->choices[c], *after = doc->target ? doc->target : choice;
+        char *cont = zt_malloc(strlen(after) + 2, "request"), *full = NULL;
         cont[0] = ' '; /* the task's target_delimiter */
-        memcpy(cont + 1, choice, strlen(choice) + 1);
+        memcpy(cont + 1, after, strlen(after) + 1);
+        if (doc->target) {
+          full = zt_malloc(strlen(ctx) + strlen(choice) + 1, "request");
+          memcpy(full, ctx, strlen(ctx));
+          memcpy(full + strlen(ctx), choice, strlen(choice) + 1);
+        }
         zt_ids ci = {0}, co = {0};
-        zt_mc_encode_pair(tok, st, ctx, cont, &ci, &co);
+        zt_mc_encode_pair(tok, st, full ? full : ctx, cont, &ci, &co);
+        free(full);
         zt_check(co.n > 0, "bad task file", "%s document %lld, choice %d: the continuation encodes to no tokens",
                  d->mc[k].name, (long long)i + 1, c);
         push_request(&d->set, &ci, &co, &cap);

@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
       cJSON_AddItemToObject(o, "choices", cJSON_CreateStringArray((const char *const *)t.docs[i].choices,
                                                                   t.docs[i].n_choices));
       cJSON_AddNumberToObject(o, "gold", t.docs[i].gold);
+      if (t.docs[i].target) cJSON_AddStringToObject(o, "target", t.docs[i].target);
       char *s = cJSON_PrintUnformatted(o);
       printf("%s\n", s);
       free(s);

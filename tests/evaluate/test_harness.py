@@ -6,7 +6,9 @@ HFLM._encode_pair, log-likelihoods from the logits that ckpt_logits dumps from t
 character length and mean_stderr. Also: the sampler against Python's random on 300 draws, the prompts exactly, and
 the bad inputs (file, line, field, flag named).
 
-Usage: test_harness.py EVALUATE_ZEROSHOT EVAL_TOOL PRETRAIN_GPT PREPROCESS_DATA CKPT_LOGITS"""
+With --mpi: DP=2, TP=2 and PP=2 runs equal one process (the requests spread over replicas and summed back).
+
+Usage: test_harness.py [--mpi] EVALUATE_ZEROSHOT EVAL_TOOL PRETRAIN_GPT PREPROCESS_DATA CKPT_LOGITS"""
 import json
 import math
 import os
@@ -23,7 +25,15 @@ except ImportError:
     print("SKIP: NumPy not found (apt-get install python3-numpy)")
     sys.exit(77)
 
-EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS = sys.argv[1:]
+argv = sys.argv[1:]
+MPI = argv[:1] == ["--mpi"]
+if MPI:
+    argv = argv[1:]
+EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS = argv
+if MPI and not shutil.which("mpirun"):
+    print("SKIP: mpirun not found (apt-get install openmpi-bin)")
+    sys.exit(77)
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
 failures = 0
 checks = 0
 
@@ -95,7 +105,25 @@ def doc_of(task, d):
                 int(d["label"]))
     if task == "boolq":
         return d["passage"] + "\nQuestion: " + d["question"] + "?\nAnswer:", ["no", "yes"], int(d["label"])
+    if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
+        i = d["sentence"].index("_")
+        return None, [d["sentence"][:i] + o for o in (d["option1"], d["option2"])], {"1": 0, "2": 1}[d["answer"]]
     raise ValueError(task)
+
+
+def target_of(task, d):
+    """A multiple-input task's one continuation (partial_target), else None."""
+    if task == "winogrande":
+        return d["sentence"][d["sentence"].index("_") + 1:].strip()
+    return None
+
+
+def example(task, x):
+    """The sampler's text of one few-shot example: doc_to_text + " " + target (multiple input: the gold context)."""
+    text, choices, gold = doc_of(task, x)
+    if target_of(task, x) is not None:
+        return choices[gold] + " " + target_of(task, x)
+    return text + " " + choices[gold]
 
 
 def contexts(task, docs, nshot, pool, seed=1234):
@@ -104,13 +132,13 @@ def contexts(task, docs, nshot, pool, seed=1234):
     rnd = random.Random(seed)
     out = []
     for d in docs:
-        text = doc_of(task, d)[0]
+        text = doc_of(task, d)[0] or ""  # multiple input: the examples only
         if nshot == 0:
             out.append(text)
             continue
-        n = nshot + 1 if task in ("piqa", "hellaswag", "boolq") else nshot
+        n = nshot + 1 if task in ("piqa", "hellaswag", "boolq", "winogrande") else nshot
         ex = [x for x in rnd.sample(pool, n) if doc_of(task, x) != doc_of(task, d)][:nshot]
-        shots = "\n\n".join(doc_of(task, x)[0] + " " + doc_of(task, x)[1][doc_of(task, x)[2]] for x in ex) + "\n\n"
+        shots = "\n\n".join(example(task, x) for x in ex) + "\n\n"
         out.append(shots + text)
     return out
 
@@ -139,8 +167,9 @@ def oracle(tasks, nshot=0, pools=None):
         ctxs = contexts(task, docs, nshot, (pools or {}).get(task))
         for d, c in zip(docs, ctxs):
             _, choices, gold = doc_of(task, d)
+            tgt = target_of(task, d)
             for ch in choices:
-                reqs.append(encode_pair(c, " " + ch))
+                reqs.append(encode_pair(c, " " + ch) if tgt is None else encode_pair(c + ch, " " + tgt))
             meta.append((task, choices, gold))
     rows, spans = [], []
     for ctx, cont in reqs:
@@ -166,7 +195,7 @@ def oracle(tasks, nshot=0, pools=None):
     out = {}
     for task, r in res.items():
         m = {"acc,none": np.mean(r["acc"]), "acc_stderr,none": mean_stderr(r["acc"])}
-        if task != "boolq":
+        if task not in ("boolq", "winogrande"):
             m["acc_norm,none"] = np.mean(r["acc_norm"])
             m["acc_norm_stderr,none"] = mean_stderr(r["acc_norm"])
         out[task] = (r["sum"], m)
@@ -243,13 +272,19 @@ def make_docs(task, n):
                          (rng.choice(NOUNS), rng.choice(NOUNS)), "ctx_b": rng.choice(["THE Fox", "a [step] cow", ""]),
                          "endings": [" %s [header] %s " % (c, w(1)) for c in distinct(4, 3)],
                          "label": str(rng.randint(0, 3))})
+        elif task == "winogrande":
+            s = "the %s %s the _ %s." % (rng.choice(NOUNS), rng.choice(VERBS), w(2))
+            if i % 3 == 0:
+                s = "_ " + s  # the blank first: the context is the option alone
+            a, b = distinct(2, 1)
+            docs.append({"sentence": s, "option1": a, "option2": b, "answer": rng.choice(["1", "2"])})
         elif task == "boolq":
             docs.append({"passage": " ".join(sentence() for _ in range(2)), "question": "does the %s see the fox" %
                          rng.choice(NOUNS), "label": rng.choice([0, 1, True, False])})
     return docs
 
 
-TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"]
+TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande"]
 data, pools, paths, pool_paths = {}, {}, {}, {}
 for t in TASKS:
     data[t], pools[t] = make_docs(t, 9), make_docs(t, 7)
@@ -260,9 +295,11 @@ pools["piqa"].append(data["piqa"][0])  # a test document in the pool: the sample
 open(pool_paths["piqa"], "w").write("".join(json.dumps(d) + "\n" for d in pools["piqa"]))
 
 
-def evaluate(tasks, extra=(), mbs="3"):
+def evaluate(tasks, extra=(), mbs="3", mpi=None):
     cmd = [EVAL, "--tasks", ",".join(tasks), "--task-data"] + ["%s=%s" % (t, paths[t]) for t in tasks]
     cmd += ["--load", ck, "--micro-batch-size", mbs] + MODEL + list(extra)
+    if mpi:
+        cmd = MPIRUN + ["-np", str(mpi)] + cmd
     return run(cmd, ok=False)
 
 
@@ -270,6 +307,27 @@ def sums_of(out):
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"^> (\w+): \d+ documents, \d+ requests, summed "
                                                                r"log-likelihood (\S+)$", out, re.M)}
 
+
+if MPI:
+    # 5. layouts: DP=2, TP=2, PP=2 equal one process (sums to 1e-6, every metric exactly)
+    MT = ["piqa", "hellaswag", "winogrande"]
+    res = {}
+    for layout, extra, np_ in (("one process", [], None), ("DP=2", [], 2),
+                               ("TP=2", ["--tensor-model-parallel-size", "2"], 2),
+                               ("PP=2", ["--pipeline-model-parallel-size", "2"], 2)):
+        js = os.path.join(tmp, "mpi_%s.json" % layout.replace(" ", "_").replace("=", ""))
+        rc, out = evaluate(MT, extra + ["--output-path", js], mpi=np_)
+        res[layout] = (rc, sums_of(out), json.load(open(js))["results"] if rc == 0 and os.path.exists(js) else None,
+                       out)
+    b = res["one process"]
+    for layout in ("DP=2", "TP=2", "PP=2"):
+        r = res[layout]
+        same = r[0] == 0 and b[0] == 0 and r[2] is not None and set(r[1]) == set(MT) and all(
+            abs(r[1][t] - b[1][t]) <= 1e-6 * abs(b[1][t]) for t in MT) and r[2] == b[2]
+        check(same, "%s = one process on %s (%s)" % (layout, ",".join(MT), r[1]), r[3][-1500:])
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("%d checks, %d failed" % (checks, failures))
+    sys.exit(1 if failures else 0)
 
 # 1. the sampler: random.Random(seed).sample(range(n), k), both of Python's branches (pool and set)
 bad = 0
@@ -288,7 +346,8 @@ for t in TASKS:
     for nshot in (0, 2):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
-        want = [{"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]}
+        want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
+                     **({"target": target_of(t, d)} if target_of(t, d) is not None else {}))
                 for d, c in zip(data[t], contexts(t, data[t], nshot, pools[t]))]
         check(rc == 0 and got == want, "%s %d-shot: prompts, choices and gold as the harness builds them" % (t, nshot),
               "\n%s\n%s" % (got[:1], want[:1]))
@@ -308,17 +367,18 @@ for t in TASKS:
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and got.get("versions", {}).get("boolq") == 2.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 table = [line for line in out.splitlines() if line.startswith("|")]
-check(len(table) == 2 + 11 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
-      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 11 metric rows", "\n".join(table))
+check(len(table) == 2 + 12 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
+      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 12 metric rows", "\n".join(table))
 rc, o1 = evaluate(["boolq", "piqa"], mbs="1")
 s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
-fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in ("piqa", "arc_easy", "hellaswag")]
-rc, out = evaluate(["piqa", "arc_easy", "hellaswag"], fs)
-want = oracle({t: data[t] for t in ("piqa", "arc_easy", "hellaswag")}, 2, pools)
+FS = ("piqa", "arc_easy", "hellaswag", "winogrande")
+fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
+rc, out = evaluate(list(FS), fs)
+want = oracle({t: data[t] for t in FS}, 2, pools)
 sums = sums_of(out)
-for t in ("piqa", "arc_easy", "hellaswag"):
+for t in FS:
     check(rc == 0 and t in sums and abs(sums[t] - want[t][0]) <= 1e-5 * abs(want[t][0]),
           "%s 2-shot (seed 1234): summed log-likelihood %s, NumPy %.9g" % (t, sums.get(t), want[t][0]), out[-1200:])
 check("of them are longer than --seq-length 64 + 1 tokens" in out, "2-shot: the left-truncated requests are said")
@@ -343,6 +403,9 @@ for name, lines, needle in [("malformed JSON line", [good, '{"goal": "x"', good]
                              "bad.jsonl:1: the gold label 2 is outside the 2 choices"),
                             ("a string where a label is due", [json.dumps(dict(data["piqa"][0], label="x"))],
                              "bad.jsonl:1: \"label\" is not a non-negative integer label"),
+                            ("a label of 1e40 (fuzz_evaluate_mc)", ['{"goal": "g", "sol1": "a", "sol2": "b", '
+                                                                   '"label": 1e40}'],
+                             "bad.jsonl:1: \"label\" is not a non-negative integer label"),
                             ("an empty line", [good, "", good], "bad.jsonl:2: empty line"),
                             ("an empty file", [], "no documents (an empty file)")]:
     open(bad, "w").write("\n".join(lines) + ("\n" if lines else ""))
@@ -354,8 +417,11 @@ refused("missing task file", ["piqa"], [], "--task-data piqa=%s/nope.jsonl: cann
         {"piqa": tmp + "/nope.jsonl"})
 rc, out = run([EVAL, "--tasks", "piqa,boolq", "--task-data", "piqa=" + paths["piqa"], "--load", ck, "--micro-batch-size", "2"] + MODEL, ok=False)
 check(rc == 1 and "--task-data boolq=FILE.jsonl is required" in out, "refused: a task without --task-data", out[-400:])
-refused("winogrande (not landed)", ["winogrande"], [], "winogrande is not supported yet: it lands with the partial",
-        {"winogrande": paths["piqa"]})
+refused("race (not landed)", ["race"], [], "race is not supported yet: it lands with the article-grouped",
+        {"race": paths["piqa"]})
+open(bad, "w").write(json.dumps({"sentence": "no blank here", "option1": "a", "option2": "b", "answer": "1"}) + "\n")
+refused("a WinoGrande sentence without the blank", ["winogrande"], [], "bad.jsonl:1: \"sentence\" has no \"_\"",
+        {"winogrande": bad})
 refused("an unknown task", ["nosuch"], [], "unknown task nosuch", {"nosuch": paths["piqa"]})
 refused("--num-fewshot without --fewshot-data", ["piqa"], ["--num-fewshot", "1"], "--fewshot-data piqa=FILE.jsonl "
         "is required")

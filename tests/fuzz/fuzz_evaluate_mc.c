@@ -1,0 +1,90 @@
+/* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
+ * byte picks the task (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande) and the number of few-shot
+ * examples (0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool. Each
+ * document must have its gold label among its choices; each context is built (Python's random.sample over the pool)
+ * and each (context, " " + choice) pair encoded by _encode_pair, whose context and continuation tokens must together
+ * be the encoding of the whole text (with an empty context: [eod] then the continuation's own encoding). The
+ * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). */
+#include "data/tokenizer/tokenizer.h"
+#include "evaluate/harness_tasks.h"
+#include "tests/fuzz/fuzz.h"
+
+static zt_tokenizer *byte_tokenizer(void) {
+  static zt_tokenizer *tok;
+  if (tok) return tok;
+  char *json = malloc(256 * 16 + 64), *p = json;
+  p += sprintf(p, "{");
+  int n = 0;
+  for (int b = 0; b < 256; b++) {
+    const int printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    const int cp = printable ? b : 256 + n++;
+    if (cp == '"' || cp == '\\') p += sprintf(p, "\"\\%c\": %d, ", cp, b);
+    else p += sprintf(p, "\"\\u%04x\": %d, ", cp, b);
+  }
+  p += sprintf(p, "\"<|endoftext|>\": 256}");
+  char vocab[512], merges[512];
+  snprintf(vocab, sizeof vocab, "%s", zt_fuzz_file("vocab.json", (const uint8_t *)json, (size_t)(p - json)));
+  snprintf(merges, sizeof merges, "%s", zt_fuzz_file("merges.txt", (const uint8_t *)"#version: 0.2\n", 14));
+  free(json);
+  zt_tokenizer_spec spec = {.kind = ZT_TOK_GPT2BPE, .vocab_file = vocab, .merge_file = merges};
+  tok = zt_tokenizer_create(&spec);
+  return tok;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
+                                      "hellaswag", "boolq",    "winogrande"};
+  if (size < 1) return 0;
+  zt_tokenizer *tok = byte_tokenizer();
+  const char *name = names[(data[0] & 7) % 7];
+  const int nshot = (data[0] >> 3) & 3;
+  const char *path = zt_fuzz_file("task.jsonl", data + 1, size - 1);
+  ZT_FUZZ_TRY {
+    zt_mc_task t;
+    zt_mc_load(&t, name, path, "--task-data");
+    zt_tok_state *st = zt_tok_state_new(tok);
+    zt_pyrandom rnd;
+    zt_pyrandom_seed(&rnd, 1234);
+    for (int64_t i = 0; i < t.n; i++) {
+      const zt_mc_doc *d = &t.docs[i];
+      if (d->n_choices < 1 || d->gold < 0 || d->gold >= d->n_choices || !d->text) abort();
+      if (nshot + 1 > t.n) break; /* refused by zt_mc_context (a pool smaller than the draw) */
+      char *ctx = zt_mc_context(&t, i, &t, nshot, &rnd);
+      for (int c = 0; c < d->n_choices; c++) {
+        /* (ctx, " " + choice), or a multiple-input task's (ctx + choice, " " + target) */
+        const char *pre = d->target ? d->choices[c] : "", *after = d->target ? d->target : d->choices[c];
+        const size_t lp = strlen(ctx) + strlen(pre), lo = strlen(after);
+        char *whole = malloc(lp + lo + 2);
+        memcpy(whole, ctx, strlen(ctx));
+        memcpy(whole + strlen(ctx), pre, strlen(pre));
+        whole[lp] = ' ';
+        memcpy(whole + lp + 1, after, lo + 1);
+        char *ctxc = malloc(lp + 1);
+        memcpy(ctxc, whole, lp);
+        ctxc[lp] = 0;
+        const size_t lc = lp;
+        zt_ids a = {0}, b = {0}, all = {0};
+        zt_mc_encode_pair(tok, st, ctxc, whole + lc, &a, &b);
+        if (lc == 0) {
+          if (a.n != 1 || a.ids[0] != zt_tokenizer_eod(tok)) abort();
+          zt_tokenizer_encode(tok, st, whole, lc + lo + 1, &all);
+          if (all.n != b.n || (b.n && memcmp(all.ids, b.ids, b.n * sizeof(int32_t)))) abort();
+        } else {
+          zt_tokenizer_encode(tok, st, whole, lc + lo + 1, &all);
+          if (all.n != a.n + b.n || b.n < 1) abort();
+          if (a.n && memcmp(all.ids, a.ids, a.n * sizeof(int32_t))) abort();
+          if (memcmp(all.ids + a.n, b.ids, b.n * sizeof(int32_t))) abort();
+        }
+        zt_ids_free(&a);
+        zt_ids_free(&b);
+        zt_ids_free(&all);
+        free(whole);
+        free(ctxc);
+      }
+      free(ctx);
+    }
+    zt_tok_state_free(st);
+    zt_mc_free(&t);
+  }
+  return 0;
+}
