@@ -5,7 +5,8 @@
 #   2. fuzzes from the seed corpus tests/fuzz/corpus/<name>/ for --seconds (default 60) or --runs inputs,
 #      growing a scratch corpus under the build directory (the repository's seeds are not modified).
 # Exits 1 on any finding: a crash, a sanitizer report, an input taking over 10 s (a hang) or a run over
-# 2 GiB; the input is kept in <build>/findings/<name>/ and the command that reproduces it is printed.
+# 2 GiB (tests/fuzz/fuzz_<name>.options, one libFuzzer flag a line, can override these for one harness, with the
+# reason in a # comment); the input is kept in <build>/findings/<name>/ and the command that reproduces it is printed.
 # Usage: scripts/fuzz.sh [--seconds N | --runs N] [name ...]     (names: ds_config, jsonl, ...; default all)
 #   CI (scripts/run_tests.sh, ctest fuzz_parsers) runs 60 s each; docs/testing.md gives the long run.
 set -euo pipefail
@@ -50,11 +51,12 @@ for n in "${names[@]}"; do
   seeds="tests/fuzz/corpus/$n"; mkdir -p "$seeds"
   regress=(); [ -d "tests/fuzz/regress/$n" ] && mapfile -t regress < <(find "tests/fuzz/regress/$n" -type f | sort)
   log="$build/fuzz_$n.log"
-  if [ ${#regress[@]} -gt 0 ] && ! "$exe" "${common[@]}" -artifact_prefix="$findings/" "${regress[@]}" >"$log" 2>&1; then
+  own=(); [ -f "tests/fuzz/fuzz_$n.options" ] && mapfile -t own < <(grep -vE "^[[:space:]]*(#|$)" "tests/fuzz/fuzz_$n.options")
+  if [ ${#regress[@]} -gt 0 ] && ! "$exe" "${common[@]}" "${own[@]}" -artifact_prefix="$findings/" "${regress[@]}" >"$log" 2>&1; then
     echo "fuzz $n: FAIL on a regression input (tests/fuzz/regress/$n): see $log"; tail -30 "$log"; status=1; continue
   fi
   budget=(-max_total_time="$seconds"); [ -n "$runs" ] && budget=(-runs="$runs")
-  if "$exe" "${common[@]}" "${budget[@]}" -print_final_stats=1 -artifact_prefix="$findings/" \
+  if "$exe" "${common[@]}" "${own[@]}" "${budget[@]}" -print_final_stats=1 -artifact_prefix="$findings/" \
        "$scratch" "$seeds" >>"$log" 2>&1; then
     execs=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$log" | tail -1 | grep -oE "[0-9]+$" || echo "?")
     echo "fuzz $n: ok, ${#regress[@]} regression inputs, $execs executions, corpus $(ls "$scratch" | wc -l) inputs"
