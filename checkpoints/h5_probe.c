@@ -65,16 +65,6 @@ static herr_t read_attr(hid_t obj, const char *name, const H5A_info_t *info, voi
   return 0;
 }
 
-static void *capped_alloc(size_t n, void *info) {
-  (void)info;
-  return n <= ((size_t)16 << 20) ? malloc(n) : NULL;
-}
-
-static void capped_free(void *p, void *info) {
-  (void)info;
-  free(p);
-}
-
 static void read_dataset(hid_t d) {
   hid_t s = H5Dget_space(d), t = H5Dget_type(d), p = H5Dget_create_plist(d);
   const hssize_t n = H5Sget_simple_extent_npoints(s);
@@ -84,8 +74,7 @@ static void read_dataset(hid_t d) {
     if (c == H5T_STRING && H5Tis_variable_str(t) > 0) {
       hid_t mt = str_type(t);
       char **v = calloc((size_t)n, sizeof(char *));
-      hid_t dx = H5Pcreate(H5P_DATASET_XFER); /* strings capped as the readers cap them (h5io.c) */
-      H5Pset_vlen_mem_manager(dx, capped_alloc, NULL, capped_free, NULL);
+      hid_t dx = zt_h5_capped_string_xfer(); /* strings capped as the readers cap them */
       if (v && H5Dread(d, mt, H5S_ALL, H5S_ALL, dx, v) >= 0)
         for (hssize_t i = 0; i < n; i++) free(v[i]);
       H5Pclose(dx);

@@ -225,6 +225,12 @@ static void capped_free(void *p, void *info) {
   free(p);
 }
 
+hid_t zt_h5_capped_string_xfer(void) {
+  hid_t dx = H5Pcreate(H5P_DATASET_XFER);
+  H5Pset_vlen_mem_manager(dx, capped_alloc, NULL, capped_free, NULL);
+  return dx;
+}
+
 size_t zt_h5_read_strings(const zt_h5 *f, hid_t loc, const char *name, char ***out) {
   hid_t d = zt_h5_exists(loc, name) ? H5Dopen2(loc, name, H5P_DEFAULT) : -1;
   zt_check(d >= 0, "checkpoint", "%s: dataset %s is missing", f->path, name);
@@ -233,8 +239,7 @@ size_t zt_h5_read_strings(const zt_h5 *f, hid_t loc, const char *name, char ***o
   zt_check(n >= 0, "checkpoint", "%s: cannot read dataset %s", f->path, name);
   check_storage(f, d, name, (size_t)n);
   char **raw = zt_calloc(n > 0 ? (size_t)n : 1, sizeof(char *), "checkpoint strings");
-  hid_t dx = H5Pcreate(H5P_DATASET_XFER);
-  H5Pset_vlen_mem_manager(dx, capped_alloc, NULL, capped_free, NULL);
+  hid_t dx = zt_h5_capped_string_xfer();
   const int ok = n == 0 || H5Dread(d, t, H5S_ALL, H5S_ALL, dx, raw) >= 0;
   H5Pclose(dx);
   zt_check(ok, "checkpoint", "%s: cannot read dataset %s (a string over 16 MiB, or a damaged file)", f->path, name);

@@ -59,6 +59,9 @@ int zt_h5_get_i64v(const zt_h5 *f, hid_t obj, const char *where, const char *nam
 /* A dataset of n UTF-8 strings, and its reader (returns n; *out is malloc'd, each string malloc'd). */
 void zt_h5_write_strings(const zt_h5 *f, hid_t loc, const char *name, const char *const *s, size_t n);
 size_t zt_h5_read_strings(const zt_h5 *f, hid_t loc, const char *name, char ***out);
+/* A dataset-transfer property list whose variable-length strings are allocated with malloc and refused past
+ * 16 MiB each (a damaged heap entry can claim gigabytes); the strings are then free()d. H5Pclose it. */
+hid_t zt_h5_capped_string_xfer(void);
 void zt_h5_free_strings(char **s, size_t n);
 
 /* Writes fp32 data (n = product of shape) as a dataset stored in `storage` dtype (rounded to nearest even
