@@ -16,13 +16,10 @@
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
-                                        "winogrande"};
+                                        "winogrande", "race", "lambada_openai", "lambada_standard"};
 static const char *const LATER[][2] = {
-    {"race", "lands with the article-grouped RACE preprocessing (preprocess_race.py)"},
-    {"lambada_openai", "lands with the greedy-continuation metrics (acc and perplexity of the last word); "
-                       "evaluate_zeroshot --task LAMBADA runs Megatron's LAMBADA"},
-    {"lambada", "lands with the greedy-continuation metrics (acc and perplexity of the last word); "
-                "evaluate_zeroshot --task LAMBADA runs Megatron's LAMBADA"},
+    {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
+                "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext", "lands with the rolling log-likelihood requests (word/byte perplexity); evaluate_zeroshot --task "
                  "WIKITEXT103 runs Megatron's WikiText perplexity"}};
 
@@ -35,8 +32,14 @@ int zt_mc_supported(const char *name, const char **why) {
   return 0;
 }
 
-double zt_mc_version(const char *name) { return !strcmp(name, "boolq") ? 2.0 : 1.0; }
-int zt_mc_has_norm(const char *name) { return strcmp(name, "boolq") != 0 && strcmp(name, "winogrande") != 0; }
+double zt_mc_version(const char *name) { return !strcmp(name, "boolq") || !strcmp(name, "race") ? 2.0 : 1.0; }
+int zt_mc_is_loglikelihood(const char *name) {
+  return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
+}
+int zt_mc_has_norm(const char *name) {
+  if (zt_mc_is_loglikelihood(name)) return 0;
+  return strcmp(name, "boolq") != 0 && strcmp(name, "winogrande") != 0 && strcmp(name, "race") != 0;
+}
 
 /* the harness's test_split is null for these: its sampler then draws nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
@@ -135,6 +138,145 @@ static char *capitalize(const char *s) {
     else if (i > 0 && r[i] >= 'A' && r[i] <= 'Z') r[i] = (char)(r[i] + 32);
   }
   return r;
+}
+
+/* ---- Python literals (RACE's "problems" is the repr of a list of dicts: ast.literal_eval) ------------------------ */
+typedef struct {
+  const char *p;
+  const char *err;
+} pylit;
+
+static void lit_ws(pylit *L) {
+  while (*L->p == ' ' || *L->p == '\t' || *L->p == '\n' || *L->p == '\r') L->p++;
+}
+
+static void utf8_put(sbuf *b, unsigned cp) {
+  char u[4];
+  size_t n;
+  if (cp < 0x80) u[0] = (char)cp, n = 1;
+  else if (cp < 0x800) u[0] = (char)(0xc0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
+  else if (cp < 0x10000)
+    u[0] = (char)(0xe0 | (cp >> 12)), u[1] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
+  else
+    u[0] = (char)(0xf0 | (cp >> 18)), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
+    u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
+  put(b, u, n);
+}
+
+static cJSON *lit_value(pylit *L, int depth);
+
+static cJSON *lit_string(pylit *L) {
+  const char q = *L->p++;
+  sbuf b = {0};
+  for (;;) {
+    const char c = *L->p;
+    if (!c || c == '\n') {
+      L->err = "an unterminated string";
+      free(b.p);
+      return NULL;
+    }
+    L->p++;
+    if (c == q) break;
+    if (c != '\\') {
+      put(&b, &c, 1);
+      continue;
+    }
+    const char e = *L->p++;
+    const char *simple = strchr("\\'\"abfnrtv", e);
+    if (e && simple) {
+      static const char out[] = "\\'\"\a\b\f\n\r\t\v";
+      put(&b, &out[simple - "\\'\"abfnrtv"], 1);
+    } else if (e == 'x' || e == 'u' || e == 'U') {
+      const int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+      unsigned cp = 0;
+      for (int i = 0; i < n; i++) {
+        const char h = *L->p++;
+        const int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F'
+                      ? h - 'A' + 10 : -1;
+        if (v < 0) {
+          L->err = "a bad \\x/\\u escape";
+          free(b.p);
+          return NULL;
+        }
+        cp = cp * 16 + (unsigned)v;
+      }
+      if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0) {
+        L->err = "an escape outside Unicode scalar values (or NUL)";
+        free(b.p);
+        return NULL;
+      }
+      utf8_put(&b, cp);
+    } else {
+      L->err = "an unsupported escape";
+      free(b.p);
+      return NULL;
+    }
+  }
+  cJSON *s = cJSON_CreateString(take(&b));
+  free(b.p);
+  return s;
+}
+
+static cJSON *lit_value(pylit *L, int depth) {
+  lit_ws(L);
+  if (depth > 16) {
+    L->err = "nesting deeper than 16";
+    return NULL;
+  }
+  const char c = *L->p;
+  if (c == '\'' || c == '"') return lit_string(L);
+  if (c != '[' && c != '{') {
+    L->err = "a value other than a string, list or dict";
+    return NULL;
+  }
+  const int dict = c == '{';
+  const char close = dict ? '}' : ']';
+  L->p++;
+  cJSON *v = dict ? cJSON_CreateObject() : cJSON_CreateArray();
+  lit_ws(L);
+  while (*L->p != close) {
+    cJSON *key = NULL;
+    if (dict) {
+      lit_ws(L);
+      if (*L->p != '\'' && *L->p != '"') {
+        L->err = "a dict key that is not a string";
+        cJSON_Delete(v);
+        return NULL;
+      }
+      key = lit_string(L);
+      lit_ws(L);
+      if (!key || *L->p != ':') {
+        if (key && !L->err) L->err = "a missing ':'";
+        cJSON_Delete(key);
+        cJSON_Delete(v);
+        return NULL;
+      }
+      L->p++;
+    }
+    cJSON *item = lit_value(L, depth + 1);
+    if (!item) {
+      cJSON_Delete(key);
+      cJSON_Delete(v);
+      return NULL;
+    }
+    if (dict) {
+      cJSON_AddItemToObject(v, key->valuestring, item);
+      cJSON_Delete(key);
+    } else {
+      cJSON_AddItemToArray(v, item);
+    }
+    lit_ws(L);
+    if (*L->p == ',') {
+      L->p++;
+      lit_ws(L);
+    } else if (*L->p != close) {
+      L->err = dict ? "a missing ',' or '}'" : "a missing ',' or ']'";
+      cJSON_Delete(v);
+      return NULL;
+    }
+  }
+  L->p++;
+  return v;
 }
 
 /* ---- reading ------------------------------------------------------------------------------------------------- */
@@ -273,6 +415,66 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     zt_check(!strcmp(ans, "1") || !strcmp(ans, "2"), "bad task file", "%s:%ld: \"answer\" is \"%s\"; expected \"1\" "
              "or \"2\"", w.path, w.line, ans);
     d->gold = ans[0] - '1';
+  } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last */
+    const char *text = str_field(j, "text", w), *sp = strrchr(text, ' ');
+    if (sp) put(&t, text, (size_t)(sp - text));
+    d->n_choices = 1;
+    d->choices = zt_malloc(sizeof(char *), "choices");
+    d->choices[0] = dup(sp ? sp + 1 : text); /* the request's continuation is " " + this */
+    d->gold = 0;
+  } else if (!strcmp(name, "race")) { /* race/preprocess_race.py: the article, the earlier problems answered, the last
+                                          * problem's question; its four options */
+    const cJSON *pf = field(j, "problems", w);
+    cJSON *parsed = NULL;
+    if (cJSON_IsString(pf) && pf->valuestring) { /* the dataset's form: a Python literal */
+      pylit L = {pf->valuestring, NULL};
+      parsed = lit_value(&L, 0);
+      if (parsed) lit_ws(&L);
+      if (parsed && *L.p) L.err = "text after the list";
+      zt_check(parsed && !L.err, "bad task file", "%s:%ld: \"problems\" is not a Python list literal: %s at character "
+               "%ld", w.path, w.line, L.err ? L.err : "?", (long)(L.p - pf->valuestring) + 1);
+      pf = parsed;
+    }
+    zt_check(cJSON_IsArray(pf) && cJSON_GetArraySize(pf) >= 1, "bad task file", "%s:%ld: \"problems\" is not a "
+             "non-empty list of {\"question\", \"options\", \"answer\"}", w.path, w.line);
+    puts_(&t, "Article: ");
+    puts_(&t, str_field(j, "article", w));
+    puts_(&t, "\n\n");
+    const int np = cJSON_GetArraySize(pf);
+    int k = 0;
+    for (const cJSON *pr = pf->child; pr; pr = pr->next, k++) {
+      zt_check(cJSON_IsObject(pr), "bad task file", "%s:%ld: problems[%d] is not a dict", w.path, w.line, k);
+      const char *q = str_field(pr, "question", w), *a = str_field(pr, "answer", w);
+      char **opts;
+      const int no = str_list(pr, "options", "options", w, &opts);
+      zt_check(strlen(a) == 1 && a[0] >= 'A' && a[0] <= 'D' && a[0] - 'A' < no, "bad task file", "%s:%ld: problems[%d]"
+               " answer \"%s\" is not one of A-D within its %d options", w.path, w.line, k, a, no);
+      if (k < np - 1) {
+        const size_t ql = strlen(q);
+        if (ql >= 6 && !strcmp(q + ql - 6, "  _  .")) { /* a fill-in: question[-5:] + the answer */
+          puts_(&t, q + ql - 5);
+          puts_(&t, opts[a[0] - 'A']);
+          puts_(&t, "\n");
+        } else {
+          puts_(&t, "Question: ");
+          puts_(&t, q);
+          puts_(&t, "\nAnswer: ");
+          puts_(&t, opts[a[0] - 'A']);
+          puts_(&t, "\n");
+        }
+        free_list(opts, no);
+      } else {
+        puts_(&t, q);
+        zt_check(no >= 4, "bad task file", "%s:%ld: the last problem has %d options; the harness scores 4", w.path,
+                 w.line, no);
+        d->n_choices = 4;
+        d->choices = zt_malloc(4 * sizeof(char *), "choices");
+        for (int c = 0; c < 4; c++) d->choices[c] = dup(opts[c]);
+        d->gold = a[0] - 'A';
+        free_list(opts, no);
+      }
+    }
+    cJSON_Delete(parsed);
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -464,7 +666,8 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
         puts_(&b, e->target);
       } else {
         puts_(&b, e->text);
-        puts_(&b, " ");
+        /* target_delimiter + target; lambada_openai's target is " " + word itself: two spaces, as the harness writes */
+        puts_(&b, zt_mc_is_loglikelihood(t->name) ? "  " : " ");
         puts_(&b, e->choices[e->gold]);
       }
       puts_(&b, "\n\n");
@@ -521,7 +724,44 @@ static double char_len(const char *s) {
   return n;
 }
 
-void zt_mc_metrics(const zt_mc_task *t, const double *lls, double out[4]) {
+/* Python's random.random(): 53 bits from two draws */
+static double py_random(zt_pyrandom *r) {
+  const uint32_t a = zt_pyrandom_u32(r) >> 5, b = zt_pyrandom_u32(r) >> 6;
+  return ((double)a * 67108864.0 + (double)b) * (1.0 / 9007199254740992.0);
+}
+
+/* lm_eval.api.metrics.bootstrap_stderr(perplexity, xs, iters): chunks of min(1000, iters) resamples, chunk i drawn
+ * by random.Random(i).choices(xs, k=len(xs)); the sample standard deviation of all the resampled perplexities. */
+static double bootstrap_perplexity(const double *xs, int64_t n, int iters) {
+  if (iters <= 0 || n < 1) return NAN;
+  const int chunk = iters < 1000 ? iters : 1000, chunks = iters / chunk;
+  double *res = zt_malloc((size_t)chunks * chunk * sizeof(double), "bootstrap");
+  int64_t m = 0;
+  for (int i = 0; i < chunks; i++) {
+    zt_pyrandom r;
+    zt_pyrandom_seed(&r, (uint32_t)i);
+    for (int c = 0; c < chunk; c++) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < n; k++) sum += xs[(int64_t)floor(py_random(&r) * (double)n)];
+      res[m++] = exp(-(sum / (double)n));
+    }
+  }
+  const double se = m > 1 ? stderr_of(res, m) * sqrt((double)m) : NAN; /* sample_stddev */
+  free(res);
+  return se;
+}
+
+void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
+                   double out[4]) {
+  if (zt_mc_is_loglikelihood(t->name)) { /* perplexity = exp(-mean(ll)) (bootstrap stderr), acc = mean(is_greedy) */
+    double sl = 0.0, sg = 0.0;
+    for (int64_t i = 0; i < t->n; i++) sl += lls[i], sg += greedy[i];
+    out[0] = exp(-(sl / (double)t->n));
+    out[1] = bootstrap_perplexity(lls, t->n, bootstrap_iters);
+    out[2] = sg / (double)t->n;
+    out[3] = stderr_of(greedy, t->n);
+    return;
+  }
   double *acc = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
   double *norm = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
   int64_t k = 0;
@@ -561,6 +801,23 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     const double *m = metrics + 4 * k;
     cJSON *r = cJSON_AddObjectToObject(res, name);
     cJSON_AddStringToObject(r, "alias", name);
+    if (zt_mc_is_loglikelihood(name)) {
+      cJSON_AddNumberToObject(r, "perplexity,none", m[0]);
+      if (isnan(m[1])) cJSON_AddStringToObject(r, "perplexity_stderr,none", "N/A");
+      else cJSON_AddNumberToObject(r, "perplexity_stderr,none", m[1]);
+      cJSON_AddNumberToObject(r, "acc,none", m[2]);
+      if (isnan(m[3])) cJSON_AddStringToObject(r, "acc_stderr,none", "N/A");
+      else cJSON_AddNumberToObject(r, "acc_stderr,none", m[3]);
+      cJSON *h = cJSON_AddObjectToObject(hib, name);
+      cJSON_AddFalseToObject(h, "perplexity");
+      cJSON_AddTrueToObject(h, "acc");
+      cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
+      cJSON_AddNumberToObject(shots, name, nshot);
+      cJSON *c = cJSON_AddObjectToObject(ns, name);
+      cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
+      cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
+      continue;
+    }
     cJSON_AddNumberToObject(r, "acc,none", m[0]);
     if (isnan(m[1])) cJSON_AddStringToObject(r, "acc_stderr,none", "N/A");
     else cJSON_AddNumberToObject(r, "acc_stderr,none", m[1]);
@@ -602,14 +859,17 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
   puts_(&b, "|------:|------|-----:|--------|---|-----:|---|-----:|\n");
   for (int k = 0; k < n_tasks; k++) {
     const double *m = metrics + 4 * k;
-    for (int q = 0; q < (zt_mc_has_norm(tasks[k].name) ? 2 : 1); q++) {
+    const int ll = zt_mc_is_loglikelihood(tasks[k].name);
+    for (int q = 0; q < (zt_mc_has_norm(tasks[k].name) || ll ? 2 : 1); q++) {
       char se[32];
       if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");
       else snprintf(se, sizeof se, "%6.4f", m[2 * q + 1]);
       char ver[16];
       snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-      snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%-8s|\xe2\x86\x91  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
-               q ? "" : tasks[k].name, q ? "" : ver, nshot, q ? "acc_norm" : "acc", m[2 * q], se);
+      const char *metric = ll ? (q ? "acc" : "perplexity") : q ? "acc_norm" : "acc";
+      snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
+               q ? "" : tasks[k].name, q ? "" : ver, nshot, metric, ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q],
+               se);
       puts_(&b, line);
     }
   }

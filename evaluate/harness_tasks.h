@@ -23,7 +23,8 @@ typedef struct {
 } zt_mc_doc;
 
 typedef struct {
-  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande */
+  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race,
+                       * lambada_openai */
   int64_t n;
   zt_mc_doc *docs;
 } zt_mc_task;
@@ -33,6 +34,8 @@ int zt_mc_supported(const char *name, const char **why);
 /* The task's version (the harness's metadata.version) and whether it reports acc_norm. */
 double zt_mc_version(const char *name);
 int zt_mc_has_norm(const char *name);
+/* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
+int zt_mc_is_loglikelihood(const char *name);
 
 /* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
  * unreadable or empty file, an empty or malformed line, a missing field or one of the wrong type, or a gold label
@@ -64,8 +67,11 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
                        zt_ids *ctx, zt_ids *cont);
 
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
- * (doc 0's choices, doc 1's, ...). out: acc, acc_stderr, acc_norm, acc_norm_stderr. */
-void zt_mc_metrics(const zt_mc_task *t, const double *lls, double out[4]);
+ * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: acc, acc_stderr,
+ * acc_norm, acc_norm_stderr; for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
+ * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr. */
+void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
+                   double out[4]);
 
 /* The results of several tasks as the harness's JSON ({"results": {...}, "versions", "n-shot", "config"}) and its
  * markdown table. metrics[4 * k] belongs to tasks[k]. Both malloc'd. */

@@ -40,6 +40,7 @@ typedef struct {
   const char **data, **fewshot; /* --task-data / --fewshot-data NAME=PATH entries */
   int n_data, n_fewshot;
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
+  int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
   const char *output_path;   /* --output-path: the results JSON */
 } task_flags;
 
@@ -61,14 +62,17 @@ static void usage(void) {
          "                           targets (default 32, or --seq-length when that is smaller; a given N must not\n"
          "                           exceed --seq-length)\n\n"
          "lm-evaluation-harness tasks (multiple choice, scored as the harness's loglikelihood requests):\n"
-         "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande (acc,\n"
-         "                           acc_norm and their standard errors; boolq and winogrande: acc)\n"
+         "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race\n"
+         "                           (acc, acc_norm and their standard errors; boolq, winogrande, race: acc),\n"
+         "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
+         "                           greedy continuation)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
          "  --num-fewshot N          N examples before each document (default 0), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample)\n"
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
-         "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n\n"
+         "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
+         "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
          "--num-attention-heads, --seq-length, --max-position-embeddings, --micro-batch-size, --tokenizer-type,\n"
          "--vocab-file, --merge-file, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
@@ -96,6 +100,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   r[n++] = argv[0];
   tf->overlap = 32;
   tf->fewshot_seed = 1234;
+  tf->bootstrap_iters = 100000;
   tf->data = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   tf->fewshot = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   for (int i = 1; i < argc; i++) {
@@ -104,7 +109,8 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
     const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
     const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
-    if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path")) {
+    if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
+        IS("--bootstrap-iters")) {
       const char *v = inl;
       if (!v) {
         zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
@@ -113,6 +119,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       if (IS("--tasks")) tf->tasks = v;
       else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
       else if (IS("--fewshot-seed")) tf->fewshot_seed = parse_int("--fewshot-seed", v);
+      else if (IS("--bootstrap-iters")) tf->bootstrap_iters = parse_int("--bootstrap-iters", v);
       else tf->output_path = v;
     } else if (IS("--task-data") || IS("--fewshot-data")) {
       const int few = IS("--fewshot-data");
@@ -183,6 +190,8 @@ static void check_harness_flags(const task_flags *tf) {
            "(lm-evaluation-harness tasks, read from --task-data) goes without --task, --valid-data, --strict-lambada "
            "and --overlapping-eval (Megatron's LAMBADA and WIKITEXT103)");
   zt_check(tf->nshot >= 0, "bad argument value", "--num-fewshot %d: expected 0 or more", tf->nshot);
+  zt_check(tf->bootstrap_iters >= 0, "bad argument value", "--bootstrap-iters %d: expected 0 or more",
+           tf->bootstrap_iters);
   zt_check(tf->fewshot_seed >= 0, "bad argument value", "--fewshot-seed %d: expected 0 or more", tf->fewshot_seed);
   zt_check(tf->n_fewshot == 0 || tf->nshot > 0, "inconsistent arguments", "--fewshot-data is read only with "
            "--num-fewshot N > 0");
@@ -343,7 +352,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     if (!zt_mc_supported(t, &why)) {
       zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
       zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: piqa, arc_easy, arc_challenge, "
-               "openbookqa, hellaswag, boolq, winogrande)", tf->tasks, t);
+               "openbookqa, hellaswag, boolq, winogrande, race, lambada_openai, lambada_standard)", tf->tasks, t);
     }
     for (int k = 0; k < d->n_mc; k++)
       zt_check(strcmp(d->mc[k].name, t) != 0, "bad argument value", "--tasks %s: %s is listed twice", tf->tasks, t);
@@ -587,13 +596,17 @@ static void task_flags_free(task_flags *tf) {
 static void report_harness(const task_data *d, const task_flags *tf, const double *req) {
   double *metrics = zt_malloc((size_t)d->n_mc * 4 * sizeof(double), "metrics");
   double *lls = zt_malloc((size_t)d->n_examples * sizeof(double) + 8, "metrics");
+  double *greedy = zt_malloc((size_t)d->n_examples * sizeof(double) + 8, "metrics");
   int64_t at = 0;
   for (int k = 0; k < d->n_mc; k++) {
     int64_t nreq = 0;
     for (int64_t i = 0; i < d->mc[k].n; i++) nreq += d->mc[k].docs[i].n_choices;
     double sum = 0.0;
-    for (int64_t q = 0; q < nreq; q++) sum += lls[q] = req[2 * (at + q)];
-    zt_mc_metrics(&d->mc[k], lls, metrics + 4 * k);
+    for (int64_t q = 0; q < nreq; q++) {
+      sum += lls[q] = req[2 * (at + q)];
+      greedy[q] = req[2 * (at + q) + 1];
+    }
+    zt_mc_metrics(&d->mc[k], lls, greedy, tf->bootstrap_iters, metrics + 4 * k);
     printf("> %s: %lld documents, %lld requests, summed log-likelihood %.17g\n", d->mc[k].name,
            (long long)d->mc[k].n, (long long)nreq, sum);
     at += nreq;
@@ -614,6 +627,7 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
   free(table);
   free(json);
   free(lls);
+  free(greedy);
   free(metrics);
 }
 

@@ -9,6 +9,7 @@ the bad inputs (file, line, field, flag named).
 With --mpi: DP=2, TP=2 and PP=2 runs equal one process (the requests spread over replicas and summed back).
 
 Usage: test_harness.py [--mpi] EVALUATE_ZEROSHOT EVAL_TOOL PRETRAIN_GPT PREPROCESS_DATA CKPT_LOGITS"""
+import ast
 import json
 import math
 import os
@@ -105,6 +106,19 @@ def doc_of(task, d):
                 int(d["label"]))
     if task == "boolq":
         return d["passage"] + "\nQuestion: " + d["question"] + "?\nAnswer:", ["no", "yes"], int(d["label"])
+    if task == "race":  # preprocess_race.py (problems: a Python literal string, or a JSON list)
+        probs = ast.literal_eval(d["problems"]) if isinstance(d["problems"], str) else d["problems"]
+        opt = lambda p: p["options"][{"A": 0, "B": 1, "C": 2, "D": 3}[p["answer"]]]
+        text = "Article: " + d["article"] + "\n\n"
+        for p in probs[:-1]:
+            if p["question"][-6:] == "  _  .":
+                text += p["question"][-5:] + opt(p) + "\n"
+            else:
+                text += "Question: " + p["question"] + "\n" + "Answer: " + opt(p) + "\n"
+        text += probs[-1]["question"]
+        return text, [probs[-1]["options"][i] for i in range(4)], {"A": 0, "B": 1, "C": 2, "D": 3}[probs[-1]["answer"]]
+    if task == "lambada_openai":  # output_type loglikelihood: the one "choice" is the target without its space
+        return " ".join(d["text"].split(" ")[:-1]), [d["text"].split(" ")[-1]], 0
     if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
         i = d["sentence"].index("_")
         return None, [d["sentence"][:i] + o for o in (d["option1"], d["option2"])], {"1": 0, "2": 1}[d["answer"]]
@@ -123,6 +137,8 @@ def example(task, x):
     text, choices, gold = doc_of(task, x)
     if target_of(task, x) is not None:
         return choices[gold] + " " + target_of(task, x)
+    if task == "lambada_openai":  # target_delimiter + doc_to_target, which is " " + word
+        return text + " " + " " + choices[0]
     return text + " " + choices[gold]
 
 
@@ -155,6 +171,19 @@ def encode_pair(context, continuation):
     return ctx, whole[len(ctx):]
 
 
+def bootstrap_perplexity(xs, iters):
+    """lm_eval.api.metrics.bootstrap_stderr(perplexity, xs, iters) without the process pool."""
+    chunk = min(1000, iters)
+    res = []
+    for i in range(iters // chunk):
+        rnd = random.Random()
+        rnd.seed(i)
+        for _ in range(chunk):
+            res.append(math.exp(-np.mean(rnd.choices(xs, k=len(xs)))))
+    mu = sum(res) / len(res)
+    return math.sqrt(sum((x - mu) ** 2 for x in res) / (len(res) - 1))
+
+
 def mean_stderr(arr):
     mu = sum(arr) / len(arr)
     return math.sqrt(sum((x - mu) ** 2 for x in arr) / (len(arr) - 1)) / math.sqrt(len(arr))
@@ -183,8 +212,16 @@ def oracle(tasks, nshot=0, pools=None):
     mx = lg.max(-1, keepdims=True)
     logp = lg - (np.log(np.exp(lg - mx).sum(-1, keepdims=True)) + mx)
     lls = [float(sum(logp[i, a + k, t] for k, t in enumerate(cont))) for i, (a, b, cont) in enumerate(spans)]
+    greedy = [all(int(np.argmax(lg[i, a + k])) == t for k, t in enumerate(cont)) for i, (a, b, cont) in enumerate(spans)]
     res, at = {}, 0
     for task, choices, gold in meta:
+        if task == "lambada_openai":
+            r = res.setdefault(task, {"sum": 0.0, "ll": [], "greedy": []})
+            r["sum"] += lls[at]
+            r["ll"].append(lls[at])
+            r["greedy"].append(1.0 if greedy[at] else 0.0)
+            at += 1
+            continue
         ll = np.array(lls[at:at + len(choices)])
         at += len(choices)
         r = res.setdefault(task, {"sum": 0.0, "acc": [], "acc_norm": []})
@@ -194,8 +231,14 @@ def oracle(tasks, nshot=0, pools=None):
         r["acc_norm"].append(1.0 if int(np.argmax(ll / lens)) == gold else 0.0)
     out = {}
     for task, r in res.items():
+        if task == "lambada_openai":
+            m = {"perplexity,none": math.exp(-np.mean(r["ll"])), "perplexity_stderr,none":
+                 bootstrap_perplexity(r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
+                 "acc_stderr,none": mean_stderr(r["greedy"])}
+            out[task] = (r["sum"], m)
+            continue
         m = {"acc,none": np.mean(r["acc"]), "acc_stderr,none": mean_stderr(r["acc"])}
-        if task not in ("boolq", "winogrande"):
+        if task not in ("boolq", "winogrande", "race"):
             m["acc_norm,none"] = np.mean(r["acc_norm"])
             m["acc_norm_stderr,none"] = mean_stderr(r["acc_norm"])
         out[task] = (r["sum"], m)
@@ -230,7 +273,7 @@ MODEL = ["--num-layers", "2", "--hidden-size", "32", "--num-attention-heads", "4
 ck = os.path.join(tmp, "ck")
 run([PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
                           os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
-                          "--train-iters", "60", "--log-interval", "30", "--eval-iters", "0", "--save", ck])
+                          "--train-iters", "150", "--log-interval", "30", "--eval-iters", "0", "--save", ck])
 
 
 def w(n, k=3):
@@ -278,16 +321,58 @@ def make_docs(task, n):
                 s = "_ " + s  # the blank first: the context is the option alone
             a, b = distinct(2, 1)
             docs.append({"sentence": s, "option1": a, "option2": b, "answer": rng.choice(["1", "2"])})
+        elif task == "lambada_openai":
+            t = " ".join(sentence() for _ in range(rng.randint(1, 2)))[:-1]  # "... the fox": learnt, often greedy
+            docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD]
+        elif task == "race":
+            probs = []
+            for q in range(rng.randint(1, 3)):
+                kind = rng.randint(0, 2)
+                question = ("the %s  _  ." % w(2)) if kind == 0 else ("which %s it's \"%s\"?\n" % (w(1), w(1)))
+                probs.append({"answer": rng.choice("ABCD"), "options": distinct(4, 2), "question": question})
+            docs.append({"example_id": "r%d" % i, "article": " ".join(sentence() for _ in range(2)),
+                         "problems": probs if i == 4 else repr(probs)})
         elif task == "boolq":
             docs.append({"passage": " ".join(sentence() for _ in range(2)), "question": "does the %s see the fox" %
                          rng.choice(NOUNS), "label": rng.choice([0, 1, True, False])})
     return docs
 
 
-TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande"]
+def greedy_word(context, n=4):
+    """The model's own greedy continuation of context when it starts with a space: (word, True), else (None, False).
+    Its text then scores is_greedy = 1 (lambada_openai's acc) unless the logits tie."""
+    ids = tok_encode(context)
+    inv = {v: k for k, v in VOCAB.items()}
+    out = []
+    for _ in range(n + 1):
+        np.save(os.path.join(tmp, "tok.npy"), np.array([ids + [EOD] * (SEQ - len(ids))], dtype=np.int32))
+        run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")])
+        nxt = int(np.argmax(np.load(os.path.join(tmp, "logits.npy"))[0, len(ids) - 1]))
+        ch = inv.get(nxt, "")
+        if not out and ch != "Ġ":
+            return None
+        if out and (ch in ("Ġ", "<|endoftext|>", "Ċ") or not ch):
+            break
+        out.append(nxt)
+        ids.append(nxt)
+    word = "".join(inv[i] for i in out[1:])
+    return word or None
+
+
+TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
+         "lambada_openai"]
+BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
+# lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
+greedy_docs = []
+for c in ["the cat sees the", "the dog likes the", "the fox hears the", "the cow finds", "the bird sees"]:
+    gw = greedy_word(c)
+    if gw:
+        greedy_docs.append({"text": c + " " + gw})
 for t in TASKS:
     data[t], pools[t] = make_docs(t, 9), make_docs(t, 7)
+    if t == "lambada_openai":
+        data[t] = greedy_docs + data[t]
     paths[t], pool_paths[t] = os.path.join(tmp, t + "_validation.jsonl"), os.path.join(tmp, t + "_train.jsonl")
     for docs, p in ((data[t], paths[t]), (pools[t], pool_paths[t])):
         open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
@@ -354,7 +439,7 @@ for t in TASKS:
 
 # 3. the metrics against NumPy on the checkpoint's logits: all six tasks in one run, then 2-shot
 js = os.path.join(tmp, "results.json")
-rc, out = evaluate(TASKS, ["--output-path", js])
+rc, out = evaluate(TASKS, ["--output-path", js, "--bootstrap-iters", str(BOOT)])
 want = oracle({t: data[t] for t in TASKS})
 got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}}
 sums = sums_of(out)
@@ -362,18 +447,23 @@ for t in TASKS:
     s, m = want[t]
     g = got["results"].get(t, {})
     ok = t in sums and abs(sums[t] - s) <= 1e-5 * abs(s)
-    ok = ok and set(g) == set(m) | {"alias"} and all(abs(g[k] - v) <= 1e-12 for k, v in m.items())
+    ok = ok and set(g) == set(m) | {"alias"} and all(abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k else 1e-12)
+                                                     for k, v in m.items())
+    if t == "lambada_openai":
+        check(len(greedy_docs) >= 1 and g.get("acc,none", 0) >= len(greedy_docs) / len(data[t]) - 1e-12,
+              "lambada_openai: the %d greedy-continuation texts count in acc (%s)" % (len(greedy_docs), g.get("acc,none")))
     check(ok, "%s 0-shot: summed log-likelihood %s (NumPy %.9g), %s" % (t, sums.get(t), s, m), "\n%s\n%s" % (g, out[-1500:]))
+want_lambada = sums.get("lambada_openai", 0.0)
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and got.get("versions", {}).get("boolq") == 2.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 table = [line for line in out.splitlines() if line.startswith("|")]
-check(len(table) == 2 + 12 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
-      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 12 metric rows", "\n".join(table))
+check(len(table) == 2 + 15 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
+      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 15 metric rows", "\n".join(table))
 rc, o1 = evaluate(["boolq", "piqa"], mbs="1")
 s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
-FS = ("piqa", "arc_easy", "hellaswag", "winogrande")
+FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -417,8 +507,19 @@ refused("missing task file", ["piqa"], [], "--task-data piqa=%s/nope.jsonl: cann
         {"piqa": tmp + "/nope.jsonl"})
 rc, out = run([EVAL, "--tasks", "piqa,boolq", "--task-data", "piqa=" + paths["piqa"], "--load", ck, "--micro-batch-size", "2"] + MODEL, ok=False)
 check(rc == 1 and "--task-data boolq=FILE.jsonl is required" in out, "refused: a task without --task-data", out[-400:])
-refused("race (not landed)", ["race"], [], "race is not supported yet: it lands with the article-grouped",
-        {"race": paths["piqa"]})
+refused("wikitext (not landed)", ["wikitext"], [], "wikitext is not supported yet: it lands with the rolling",
+        {"wikitext": paths["piqa"]})
+refused("the lambada group", ["lambada"], [], "lambada is not supported yet: it is the harness's group name",
+        {"lambada": paths["piqa"]})
+rc, out = run([EVAL, "--tasks", "lambada_standard", "--task-data", "lambada_standard=" + paths["lambada_openai"],
+               "--load", ck, "--micro-batch-size", "4", "--bootstrap-iters", "0"] + MODEL, ok=False)
+check(rc == 0 and '"perplexity_stderr,none":\t"N/A"' in out and
+      abs(sums_of(out).get("lambada_standard", 0) - want_lambada) <= 1e-6 * abs(want_lambada),
+      "lambada_standard: the same scoring on its file; --bootstrap-iters 0: stderr N/A", out[-800:])
+open(bad, "w").write(json.dumps({"article": "a", "problems": "[{'answer': 'A', 'options': ['a', 'b', 'c', 'd'], "
+                                                           "'question': 'q'"}) + "\n")
+refused("a RACE problems literal cut short", ["race"], [], "bad.jsonl:1: \"problems\" is not a Python list literal: "
+        "a missing ',' or '}' at character", {"race": bad})
 open(bad, "w").write(json.dumps({"sentence": "no blank here", "option1": "a", "option2": "b", "answer": "1"}) + "\n")
 refused("a WinoGrande sentence without the blank", ["winogrande"], [], "bad.jsonl:1: \"sentence\" has no \"_\"",
         {"winogrande": bad})

@@ -1,9 +1,10 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
- * byte picks the task (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande) and the number of few-shot
- * examples (0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool. Each
- * document must have its gold label among its choices; each context is built (Python's random.sample over the pool)
- * and each (context, " " + choice) pair encoded by _encode_pair, whose context and continuation tokens must together
- * be the encoding of the whole text (with an empty context: [eod] then the continuation's own encoding). The
+ * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
+ * bit 5: lambada_openai) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read
+ * both as the documents and as the few-shot pool. Each document must have its gold label among its choices; each
+ * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
+ * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
+ * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
  * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). */
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/harness_tasks.h"
@@ -33,10 +34,10 @@ static zt_tokenizer *byte_tokenizer(void) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
-                                      "hellaswag", "boolq",    "winogrande"};
+                                      "hellaswag", "boolq",    "winogrande",    "race"};
   if (size < 1) return 0;
   zt_tokenizer *tok = byte_tokenizer();
-  const char *name = names[(data[0] & 7) % 7];
+  const char *name = data[0] & 0x20 ? "lambada_openai" : names[data[0] & 7];
   const int nshot = (data[0] >> 3) & 3;
   const char *path = zt_fuzz_file("task.jsonl", data + 1, size - 1);
   ZT_FUZZ_TRY {
