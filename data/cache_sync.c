@@ -39,7 +39,13 @@ static int ranks_can_meet(void) {
 void zt_cache_sync(const char *what, const char *file, int found, int (*complete)(const void *ctx), const void *ctx) {
   const int meet = ranks_can_meet(), rank = zt_rank();
   const double timeout = zt_cache_wait_timeout();
-  if (meet) zt_barrier(zt_comm_world()); /* rank 0 has written (or found) its cache */
+  if (meet) { /* rank 0 has written (or found) its cache: a stopped or dead rank ends the wait (--distributed-
+               * timeout-minutes, as Megatron's barrier after building the indices) */
+    char about[1200];
+    snprintf(about, sizeof about, "%s being ready (rank 0 writes or finds %s)", what, file);
+    const char here = 1;
+    zt_comm_agree(zt_comm_world(), about, &here, 1, zt_comm_startup_timeout(), NULL);
+  }
   const double start = zt_now();
   double next_note = start + 60;
   int seen = found || rank == 0;

@@ -3,7 +3,9 @@
  * meet once rank 0 has written (or found) the cache, each looks for it for at most the timeout, and all of them
  * compare what they saw, so a rank that cannot see the cache (per-rank paths on node-local disks) ends the job
  * naming itself, its path and the seconds it waited; without MPI (separate processes) the poll alone is bounded.
- * The timeout is ZT_DATA_CACHE_TIMEOUT seconds (default 600). */
+ * The meeting waits at most --distributed-timeout-minutes (zt_comm_startup_timeout: rank 0's build must finish
+ * within it, as for Megatron's barrier after building the indices); the look for the file after it at most
+ * ZT_DATA_CACHE_TIMEOUT seconds (default 600). */
 #ifndef ZT_CACHE_SYNC_H
 #define ZT_CACHE_SYNC_H
 

@@ -1025,6 +1025,7 @@ void zt_args_check_across_ranks(const zt_args *a) {
     }
     line += len;
   }
+  zt_comm_set_startup_timeout(a->distributed_timeout_minutes * 60.0); /* for the waits below the parser */
   zt_comm_agree(zt_comm_world(), "the arguments", keep, n, a->distributed_timeout_minutes * 60.0, explain_args);
   free(keep);
   free(all);

@@ -36,6 +36,7 @@ static int g_we_started_mpi = 0;
 static zt_group g_world;
 static zt_group *g_groups = NULL;
 static size_t g_chunk_bytes = (size_t)1 << 30;
+static double g_startup_timeout_s = 600.0; /* Megatron's --distributed-timeout-minutes default, 10 */
 static char *g_acc = NULL, *g_tmp = NULL; /* ring scratch, grown on demand and kept (no per-call malloc) */
 static size_t g_acc_cap = 0, g_tmp_cap = 0;
 static int g_nccl = 0; /* zt_comm_enable_nccl ran: groups get NCCL communicators */
@@ -714,6 +715,9 @@ static void list_ranks(const zt_group *g, const unsigned char *flag, char *buf, 
   }
   if (total > shown && len < n) snprintf(buf + len, n - len, " and %d more", total - shown);
 }
+
+void zt_comm_set_startup_timeout(double seconds) { g_startup_timeout_s = seconds; }
+double zt_comm_startup_timeout(void) { return g_startup_timeout_s; }
 
 void zt_comm_agree(const zt_group *g, const char *what, const void *mine, size_t bytes, double timeout_s,
                    zt_agree_explain explain) {

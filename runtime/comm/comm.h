@@ -98,6 +98,10 @@ typedef void (*zt_agree_explain)(const void *mine, size_t n_mine, const void *th
                                  char *msg, size_t cap);
 void zt_comm_agree(const zt_group *g, const char *what, const void *mine, size_t bytes, double timeout_s,
                    zt_agree_explain explain);
+/* The wait of start-up agreements that code below the argument parser makes (index caches): the argument parser
+ * sets it from --distributed-timeout-minutes; 600 s until then. */
+void zt_comm_set_startup_timeout(double seconds);
+double zt_comm_startup_timeout(void);
 /* What this rank's main thread is blocked in right now ("zt_allreduce_sum_f32 on group of 2 (world ranks 0,1),
  * exchanging with world rank 1"), for a watchdog thread: returns 0 (buf untouched) when it is not in an MPI
  * call. */
