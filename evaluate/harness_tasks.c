@@ -1,4 +1,4 @@
-/* lm-evaluation-harness multiple-choice tasks (evaluate_zeroshot --tasks; docs/evaluate.md): the task files read
+/* lm-evaluation-harness tasks (evaluate_zeroshot --tasks; docs/evaluate.md): the task files read
  * with the harness's field names, each task's doc_to_text / doc_to_choice / doc_to_target (lm_eval/tasks/piqa,
  * arc, openbookqa, hellaswag/utils.py, super_glue/boolq), Python's random.Random for the few-shot sampler, the
  * _encode_pair rule, acc / acc_norm with mean_stderr, and the harness's JSON and table. */
@@ -16,12 +16,12 @@
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
-                                        "winogrande", "race", "lambada_openai", "lambada_standard"};
+                                        "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
-    {"wikitext", "lands with the rolling log-likelihood requests (word/byte perplexity); evaluate_zeroshot --task "
-                 "WIKITEXT103 runs Megatron's WikiText perplexity"}};
+    {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
+                    "--task WIKITEXT103 (Megatron's WikiText perplexity)"}};
 
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
@@ -32,12 +32,15 @@ int zt_mc_supported(const char *name, const char **why) {
   return 0;
 }
 
-double zt_mc_version(const char *name) { return !strcmp(name, "boolq") || !strcmp(name, "race") ? 2.0 : 1.0; }
+double zt_mc_version(const char *name) {
+  return !strcmp(name, "boolq") || !strcmp(name, "race") || !strcmp(name, "wikitext") ? 2.0 : 1.0;
+}
+int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
 }
 int zt_mc_has_norm(const char *name) {
-  if (zt_mc_is_loglikelihood(name)) return 0;
+  if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
   return strcmp(name, "boolq") != 0 && strcmp(name, "winogrande") != 0 && strcmp(name, "race") != 0;
 }
 
@@ -415,6 +418,29 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     zt_check(!strcmp(ans, "1") || !strcmp(ans, "2"), "bad task file", "%s:%ld: \"answer\" is \"%s\"; expected \"1\" "
              "or \"2\"", w.path, w.line, ans);
     d->gold = ans[0] - '1';
+  } else if (zt_mc_is_rolling(name)) { /* wikitext: the detokenized page; words and bytes of the original */
+    const char *page = str_field(j, "page", w);
+    size_t dn;
+    char *det = zt_wikitext_detokenize(page, strlen(page), &dn);
+    puts_(&t, det);
+    free(det);
+    d->bytes = (int64_t)strlen(page);
+    d->words = 1; /* len(re.split(r"\s+", page)): one more than the whitespace runs */
+    for (const char *p = page; *p;) {
+      const int k = zt_utf8_space(p, strlen(p));
+      if (k > 0) {
+        d->words++;
+        p += k;
+        int k2;
+        while (*p && (k2 = zt_utf8_space(p, strlen(p))) > 0) p += k2;
+      } else {
+        p++;
+      }
+    }
+    d->n_choices = 0;
+    d->gold = 0;
+    d->text = take(&t);
+    return;
   } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last */
     const char *text = str_field(j, "text", w), *sp = strrchr(text, ' ');
     if (sp) put(&t, text, (size_t)(sp - text));
@@ -753,6 +779,21 @@ static double bootstrap_perplexity(const double *xs, int64_t n, int iters) {
 
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]) {
+  if (zt_mc_is_rolling(t->name)) { /* weighted_perplexity over words and bytes, bits_per_byte */
+    double ll = 0.0, words = 0.0, bytes = 0.0;
+    for (int64_t i = 0, k = 0; i < t->n; i++) {
+      double doc = 0.0;
+      for (int q = 0; q < t->docs[i].n_req; q++) doc += lls[k++];
+      ll += doc;
+      words += (double)t->docs[i].words;
+      bytes += (double)t->docs[i].bytes;
+    }
+    out[0] = exp(-(ll / words));
+    out[1] = bytes > 0 ? exp(-(ll / bytes)) : NAN;
+    out[2] = bytes > 0 ? -(ll / bytes) / log(2.0) : NAN;
+    out[3] = NAN;
+    return;
+  }
   if (zt_mc_is_loglikelihood(t->name)) { /* perplexity = exp(-mean(ll)) (bootstrap stderr), acc = mean(is_greedy) */
     double sl = 0.0, sg = 0.0;
     for (int64_t i = 0; i < t->n; i++) sl += lls[i], sg += greedy[i];
@@ -801,6 +842,25 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     const double *m = metrics + 4 * k;
     cJSON *r = cJSON_AddObjectToObject(res, name);
     cJSON_AddStringToObject(r, "alias", name);
+    if (zt_mc_is_rolling(name)) {
+      static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
+      cJSON *h = cJSON_AddObjectToObject(hib, name);
+      for (int q = 0; q < 3; q++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s,none", keys[q]);
+        if (isnan(m[q])) cJSON_AddStringToObject(r, key, "N/A");
+        else cJSON_AddNumberToObject(r, key, m[q]);
+        snprintf(key, sizeof key, "%s_stderr,none", keys[q]);
+        cJSON_AddStringToObject(r, key, "N/A");
+        cJSON_AddFalseToObject(h, keys[q]);
+      }
+      cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
+      cJSON_AddNumberToObject(shots, name, nshot);
+      cJSON *c = cJSON_AddObjectToObject(ns, name);
+      cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
+      cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
+      continue;
+    }
     if (zt_mc_is_loglikelihood(name)) {
       cJSON_AddNumberToObject(r, "perplexity,none", m[0]);
       if (isnan(m[1])) cJSON_AddStringToObject(r, "perplexity_stderr,none", "N/A");
@@ -859,7 +919,18 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
   puts_(&b, "|------:|------|-----:|--------|---|-----:|---|-----:|\n");
   for (int k = 0; k < n_tasks; k++) {
     const double *m = metrics + 4 * k;
-    const int ll = zt_mc_is_loglikelihood(tasks[k].name);
+    const int ll = zt_mc_is_loglikelihood(tasks[k].name), roll = zt_mc_is_rolling(tasks[k].name);
+    if (roll) {
+      static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
+      for (int q = 0; q < 3; q++) {
+        char ver[16];
+        snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
+        snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%s|\xe2\x86\x93  |%6.4f|\xc2\xb1  |%6s|\n", (int)wt,
+                 q ? "" : tasks[k].name, q ? "" : ver, nshot, keys[q], m[q], "N/A");
+        puts_(&b, line);
+      }
+      continue;
+    }
     for (int q = 0; q < (zt_mc_has_norm(tasks[k].name) || ll ? 2 : 1); q++) {
       char se[32];
       if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");

@@ -1,4 +1,6 @@
-/* lm-evaluation-harness-style multiple-choice tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md):
+/* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
+ * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race), loglikelihood (lambada_openai,
+ * lambada_standard) and loglikelihood_rolling (wikitext):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -20,6 +22,8 @@ typedef struct {
   char **choices;
   int gold;
   char *target;
+  int n_req;              /* its requests: n_choices, or a rolling task's windows (set when they are built) */
+  int64_t words, bytes;   /* wikitext: re.split(r"\s+", page) and its UTF-8 bytes */
 } zt_mc_doc;
 
 typedef struct {
@@ -36,6 +40,9 @@ double zt_mc_version(const char *name);
 int zt_mc_has_norm(const char *name);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
 int zt_mc_is_loglikelihood(const char *name);
+/* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
+ * tokens, the first after [eod]; word_perplexity, byte_perplexity, bits_per_byte). */
+int zt_mc_is_rolling(const char *name);
 
 /* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
  * unreadable or empty file, an empty or malformed line, a missing field or one of the wrong type, or a gold label
@@ -69,7 +76,8 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
  * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: acc, acc_stderr,
  * acc_norm, acc_norm_stderr; for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
- * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr. */
+ * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
+ * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
 

@@ -65,7 +65,7 @@ static void usage(void) {
          "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race\n"
          "                           (acc, acc_norm and their standard errors; boolq, winogrande, race: acc),\n"
          "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
-         "                           greedy continuation)\n"
+         "                           greedy continuation), wikitext (word/byte perplexity, bits per byte)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
          "  --num-fewshot N          N examples before each document (default 0), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample)\n"
@@ -352,7 +352,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     if (!zt_mc_supported(t, &why)) {
       zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
       zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: piqa, arc_easy, arc_challenge, "
-               "openbookqa, hellaswag, boolq, winogrande, race, lambada_openai, lambada_standard)", tf->tasks, t);
+               "openbookqa, hellaswag, boolq, winogrande, race, lambada_openai, lambada_standard, wikitext)", tf->tasks, t);
     }
     for (int k = 0; k < d->n_mc; k++)
       zt_check(strcmp(d->mc[k].name, t) != 0, "bad argument value", "--tasks %s: %s is listed twice", tf->tasks, t);
@@ -367,6 +367,9 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     zt_mc_load(&d->mc[k], name, path, "--task-data");
     memset(&pools[k], 0, sizeof pools[k]);
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
+    zt_check(!tf->nshot || !zt_mc_is_rolling(name), "inconsistent arguments", "--num-fewshot %d: %s scores whole "
+             "documents (loglikelihood_rolling) and takes no examples (the harness's rolling requests never use a "
+             "context)", tf->nshot, name);
     if (tf->nshot > 0) {
       zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
                "harness draws %s's examples from its training split)", tf->nshot, name, name);
@@ -381,6 +384,31 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     zt_pyrandom rnd;
     zt_pyrandom_seed(&rnd, (uint32_t)tf->fewshot_seed); /* one Random(seed) per task, drawn doc by doc */
     for (int64_t i = 0; i < d->mc[k].n; i++) {
+      if (zt_mc_is_rolling(d->mc[k].name)) { /* loglikelihood_rolling: disjoint windows of --seq-length targets */
+        zt_mc_doc *doc = &d->mc[k].docs[i];
+        zt_ids all = {0}, ci = {0}, co = {0};
+        zt_tokenizer_encode(tok, st, doc->text, strlen(doc->text), &all);
+        const int64_t n = (int64_t)all.n, L = a->seq_length;
+        int64_t predicted = 0;
+        doc->n_req = 0;
+        while (predicted < n) { /* get_rolling_token_windows(context_len=1) + make_disjoint_window */
+          const int64_t wp = predicted == 0 ? (n < L ? n : L) : (n - predicted < L ? n - predicted : L);
+          const int64_t end = predicted + wp;
+          ci.n = co.n = 0;
+          if (predicted == 0) zt_ids_push(&ci, zt_tokenizer_eod(tok));
+          else
+            for (int64_t q = end - L - 1; q < end - wp; q++) zt_ids_push(&ci, all.ids[q]);
+          for (int64_t q = end - wp; q < end; q++) zt_ids_push(&co, all.ids[q]);
+          push_request(&d->set, &ci, &co, &cap);
+          doc->n_req++;
+          predicted = end;
+        }
+        zt_ids_free(&all);
+        zt_ids_free(&ci);
+        zt_ids_free(&co);
+        continue;
+      }
+      d->mc[k].docs[i].n_req = d->mc[k].docs[i].n_choices;
       char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], tf->nshot, &rnd);
       for (int c = 0; c < d->mc[k].docs[i].n_choices; c++) {
         const zt_mc_doc *doc = &d->mc[k].docs[i];
@@ -600,7 +628,7 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
   int64_t at = 0;
   for (int k = 0; k < d->n_mc; k++) {
     int64_t nreq = 0;
-    for (int64_t i = 0; i < d->mc[k].n; i++) nreq += d->mc[k].docs[i].n_choices;
+    for (int64_t i = 0; i < d->mc[k].n; i++) nreq += d->mc[k].docs[i].n_req;
     double sum = 0.0;
     for (int64_t q = 0; q < nreq; q++) {
       sum += lls[q] = req[2 * (at + q)];

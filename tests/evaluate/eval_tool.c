@@ -111,8 +111,8 @@ int main(int argc, char **argv) {
       char *ctx = zt_mc_context(&t, i, &pool, atoi(argv[4]), &r);
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "context", ctx);
-      cJSON_AddItemToObject(o, "choices", cJSON_CreateStringArray((const char *const *)t.docs[i].choices,
-                                                                  t.docs[i].n_choices));
+      cJSON *ch = cJSON_AddArrayToObject(o, "choices");
+      for (int c = 0; c < t.docs[i].n_choices; c++) cJSON_AddItemToArray(ch, cJSON_CreateString(t.docs[i].choices[c]));
       cJSON_AddNumberToObject(o, "gold", t.docs[i].gold);
       if (t.docs[i].target) cJSON_AddStringToObject(o, "target", t.docs[i].target);
       char *s = cJSON_PrintUnformatted(o);

@@ -117,6 +117,8 @@ def doc_of(task, d):
                 text += "Question: " + p["question"] + "\n" + "Answer: " + opt(p) + "\n"
         text += probs[-1]["question"]
         return text, [probs[-1]["options"][i] for i in range(4)], {"A": 0, "B": 1, "C": 2, "D": 3}[probs[-1]["answer"]]
+    if task == "wikitext":  # loglikelihood_rolling: the detokenized page, no choices
+        return wikitext_detokenizer(d["page"]), [], 0
     if task == "lambada_openai":  # output_type loglikelihood: the one "choice" is the target without its space
         return " ".join(d["text"].split(" ")[:-1]), [d["text"].split(" ")[-1]], 0
     if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
@@ -159,6 +161,51 @@ def contexts(task, docs, nshot, pool, seed=1234):
     return out
 
 
+def wikitext_detokenizer(string):
+    """lm_eval/tasks/wikitext/preprocess_wikitext.py (the same rules as Megatron's)."""
+    string = string.replace("s '", "s'")
+    string = re.sub(r"/' [0-9]/", r"/'[0-9]/", string)
+    string = string.replace(" @-@ ", "-")
+    string = string.replace(" @,@ ", ",")
+    string = string.replace(" @.@ ", ".")
+    string = string.replace(" : ", ": ")
+    string = string.replace(" ; ", "; ")
+    string = string.replace(" . ", ". ")
+    string = string.replace(" ! ", "! ")
+    string = string.replace(" ? ", "? ")
+    string = string.replace(" , ", ", ")
+    string = re.sub(r"\(\s*([^\)]*?)\s*\)", r"(\1)", string)
+    string = re.sub(r"\[\s*([^\]]*?)\s*\]", r"[\1]", string)
+    string = re.sub(r"{\s*([^}]*?)\s*}", r"{\1}", string)
+    string = re.sub(r"\"\s*([^\"]*?)\s*\"", r'"\1"', string)
+    string = re.sub(r"'\s*([^']*?)\s*'", r"'\1'", string)
+    string = string.replace("= = = =", "====")
+    string = string.replace("= = =", "===")
+    string = string.replace("= =", "==")
+    string = string.replace(" " + chr(176) + " ", chr(176))
+    string = string.replace(" \n", "\n")
+    string = string.replace("\n ", "\n")
+    string = string.replace(" N ", " 1 ")
+    string = string.replace(" 's", "'s")
+    return string
+
+
+def rolling_windows(tokens, max_len):
+    """lm_eval.utils.get_rolling_token_windows(context_len=1) + make_disjoint_window."""
+    if not tokens:
+        return []
+    out = []
+    first = min(max_len, len(tokens))
+    out.append(([EOD] + tokens[:first - 1], tokens[:first]))
+    predicted = first
+    while predicted < len(tokens):
+        wp = min(len(tokens) - predicted, max_len)
+        end = predicted + wp
+        out.append((tokens[end - max_len - 1:end - 1], tokens[end - wp:end]))
+        predicted += wp
+    return [(a[:len(a) - (len(b) - 1)], b) for a, b in out]
+
+
 def encode_pair(context, continuation):
     if context == "":
         return [EOD], tok_encode(continuation)
@@ -193,6 +240,12 @@ def oracle(tasks, nshot=0, pools=None):
     """The harness's numbers for {task: docs}: per task (summed ll, {metric: value})."""
     reqs, meta = [], []
     for task, docs in tasks.items():
+        if task == "wikitext":
+            for d in docs:
+                wins = rolling_windows(tok_encode(wikitext_detokenizer(d["page"])), SEQ)
+                reqs.extend(wins)
+                meta.append((task, len(wins), (len(re.split(r"\s+", d["page"])), len(d["page"].encode("utf-8")))))
+            continue
         ctxs = contexts(task, docs, nshot, (pools or {}).get(task))
         for d, c in zip(docs, ctxs):
             _, choices, gold = doc_of(task, d)
@@ -215,6 +268,12 @@ def oracle(tasks, nshot=0, pools=None):
     greedy = [all(int(np.argmax(lg[i, a + k])) == t for k, t in enumerate(cont)) for i, (a, b, cont) in enumerate(spans)]
     res, at = {}, 0
     for task, choices, gold in meta:
+        if task == "wikitext":  # choices: the number of windows, gold: (words, bytes)
+            r = res.setdefault(task, {"sum": 0.0, "wb": []})
+            r["sum"] += sum(lls[at:at + choices])
+            r["wb"].append((sum(lls[at:at + choices]), gold))
+            at += choices
+            continue
         if task == "lambada_openai":
             r = res.setdefault(task, {"sum": 0.0, "ll": [], "greedy": []})
             r["sum"] += lls[at]
@@ -231,6 +290,13 @@ def oracle(tasks, nshot=0, pools=None):
         r["acc_norm"].append(1.0 if int(np.argmax(ll / lens)) == gold else 0.0)
     out = {}
     for task, r in res.items():
+        if task == "wikitext":  # weighted_perplexity, bits_per_byte
+            ll = sum(x for x, _ in r["wb"])
+            words, nbytes = sum(g[0] for _, g in r["wb"]), sum(g[1] for _, g in r["wb"])
+            m = {"word_perplexity,none": math.exp(-ll / words), "byte_perplexity,none": math.exp(-ll / nbytes),
+                 "bits_per_byte,none": -ll / nbytes / math.log(2)}
+            out[task] = (r["sum"], m)
+            continue
         if task == "lambada_openai":
             m = {"perplexity,none": math.exp(-np.mean(r["ll"])), "perplexity_stderr,none":
                  bootstrap_perplexity(r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
@@ -321,6 +387,11 @@ def make_docs(task, n):
                 s = "_ " + s  # the blank first: the context is the option alone
             a, b = distinct(2, 1)
             docs.append({"sentence": s, "option1": a, "option2": b, "answer": rng.choice(["1", "2"])})
+        elif task == "wikitext":
+            page = " = The %s = \n" % rng.choice(NOUNS) + "".join(
+                " %s , and the %s @-@ %s ( %s ) . \n" % (sentence()[:-1], rng.choice(NOUNS), rng.choice(NOUNS),
+                                                        rng.choice(VERBS)) for _ in range(rng.randint(1, 5)))
+            docs.append({"page": page if i != 2 else ""})  # an empty page: no window, one "word"
         elif task == "lambada_openai":
             t = " ".join(sentence() for _ in range(rng.randint(1, 2)))[:-1]  # "... the fox": learnt, often greedy
             docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD]
@@ -360,7 +431,7 @@ def greedy_word(context, n=4):
 
 
 TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
-         "lambada_openai"]
+         "lambada_openai", "wikitext"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -428,7 +499,7 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
 for t in TASKS:
-    for nshot in (0, 2):
+    for nshot in ((0,) if t == "wikitext" else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
         want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
@@ -447,8 +518,9 @@ for t in TASKS:
     s, m = want[t]
     g = got["results"].get(t, {})
     ok = t in sums and abs(sums[t] - s) <= 1e-5 * abs(s)
-    ok = ok and set(g) == set(m) | {"alias"} and all(abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k else 1e-12)
-                                                     for k, v in m.items())
+    se = {k.replace(",none", "_stderr,none") for k in m if t == "wikitext"}  # their stderr: "N/A"
+    ok = ok and set(g) == set(m) | {"alias"} | se and all(g[k] == "N/A" for k in se) and all(
+        abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k or "per_byte" in k else 1e-12) for k, v in m.items())
     if t == "lambada_openai":
         check(len(greedy_docs) >= 1 and g.get("acc,none", 0) >= len(greedy_docs) / len(data[t]) - 1e-12,
               "lambada_openai: the %d greedy-continuation texts count in acc (%s)" % (len(greedy_docs), g.get("acc,none")))
@@ -457,8 +529,8 @@ want_lambada = sums.get("lambada_openai", 0.0)
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and got.get("versions", {}).get("boolq") == 2.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 table = [line for line in out.splitlines() if line.startswith("|")]
-check(len(table) == 2 + 15 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
-      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 15 metric rows", "\n".join(table))
+check(len(table) == 2 + 18 and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
+      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2], "the markdown table: 18 metric rows", "\n".join(table))
 rc, o1 = evaluate(["boolq", "piqa"], mbs="1")
 s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
@@ -507,8 +579,10 @@ refused("missing task file", ["piqa"], [], "--task-data piqa=%s/nope.jsonl: cann
         {"piqa": tmp + "/nope.jsonl"})
 rc, out = run([EVAL, "--tasks", "piqa,boolq", "--task-data", "piqa=" + paths["piqa"], "--load", ck, "--micro-batch-size", "2"] + MODEL, ok=False)
 check(rc == 1 and "--task-data boolq=FILE.jsonl is required" in out, "refused: a task without --task-data", out[-400:])
-refused("wikitext (not landed)", ["wikitext"], [], "wikitext is not supported yet: it lands with the rolling",
-        {"wikitext": paths["piqa"]})
+refused("wikitext103 (not a harness name)", ["wikitext103"], [], "wikitext103 is not supported yet: it is not a "
+        "harness task name", {"wikitext103": paths["piqa"]})
+refused("--num-fewshot with wikitext", ["wikitext"], ["--num-fewshot", "1", "--fewshot-data",
+                                                     "wikitext=" + paths["wikitext"]], "wikitext scores whole documents")
 refused("the lambada group", ["lambada"], [], "lambada is not supported yet: it is the harness's group name",
         {"lambada": paths["piqa"]})
 rc, out = run([EVAL, "--tasks", "lambada_standard", "--task-data", "lambada_standard=" + paths["lambada_openai"],
