@@ -3,6 +3,7 @@
  * arc, openbookqa, hellaswag/utils.py, super_glue/boolq), Python's random.Random for the few-shot sampler, the
  * _encode_pair rule, acc / acc_norm with mean_stderr, and the harness's JSON and table. */
 #include "evaluate/harness_tasks.h"
+#include "evaluate/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -50,32 +51,10 @@ static int samples_extra(const char *name) {
 }
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
-typedef struct {
-  char *p;
-  size_t n, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-  zt_check(n < ((size_t)1 << 40), "out of memory", "task text: %zu bytes", n);
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (b->n + n + 1 > cap) cap *= 2;
-    char *p = realloc(b->p, cap);
-    zt_check(p != NULL, "out of memory", "task text: %zu bytes", cap);
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
-static char *take(sbuf *b) {
-  if (!b->p) put(b, "", 0);
-  return b->p;
-}
+static void puts_(zt_strbuf *b, const char *s) { zt_strbuf_put(b, s, strlen(s)); }
+static char *take(zt_strbuf *b) { return zt_strbuf_take(b, NULL); }
 static char *dup(const char *s) {
-  sbuf b = {0};
+  zt_strbuf b = {0};
   puts_(&b, s);
   return take(&b);
 }
@@ -91,21 +70,21 @@ static char *strip(const char *s) {
     if (zt_utf8_space(s + c, hi - c) != (int)(hi - c)) break;
     hi = c;
   }
-  sbuf b = {0};
-  put(&b, s + lo, hi - lo);
+  zt_strbuf b = {0};
+  zt_strbuf_put(&b, s + lo, hi - lo);
   return take(&b);
 }
 
 /* Python's str.replace(old, new). */
 static char *replace(const char *s, const char *old, const char *new_) {
-  sbuf b = {0};
+  zt_strbuf b = {0};
   const size_t lo = strlen(old);
   for (const char *p = s; *p;) {
     if (!strncmp(p, old, lo)) {
       puts_(&b, new_);
       p += lo;
     } else {
-      put(&b, p++, 1);
+      zt_strbuf_put(&b, p++, 1);
     }
   }
   return take(&b);
@@ -114,7 +93,7 @@ static char *replace(const char *s, const char *old, const char *new_) {
 /* hellaswag/utils.py preprocess: strip, " [title]" -> ". ", re.sub("\\[.*?\\]", ""), "  " -> " ". */
 static char *hellaswag_preprocess(const char *text) {
   char *a = strip(text), *b = replace(a, " [title]", ". ");
-  sbuf c = {0};
+  zt_strbuf c = {0};
   for (const char *p = b; *p;) {
     if (*p == '[') { /* .*? does not cross a newline */
       const char *q = p + 1;
@@ -124,7 +103,7 @@ static char *hellaswag_preprocess(const char *text) {
         continue;
       }
     }
-    put(&c, p++, 1);
+    zt_strbuf_put(&c, p++, 1);
   }
   char *d = replace(take(&c), "  ", " ");
   free(a);
@@ -153,7 +132,7 @@ static void lit_ws(pylit *L) {
   while (*L->p == ' ' || *L->p == '\t' || *L->p == '\n' || *L->p == '\r') L->p++;
 }
 
-static void utf8_put(sbuf *b, unsigned cp) {
+static void utf8_put(zt_strbuf *b, unsigned cp) {
   char u[4];
   size_t n;
   if (cp < 0x80) u[0] = (char)cp, n = 1;
@@ -163,14 +142,14 @@ static void utf8_put(sbuf *b, unsigned cp) {
   else
     u[0] = (char)(0xf0 | (cp >> 18)), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
     u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-  put(b, u, n);
+  zt_strbuf_put(b, u, n);
 }
 
 static cJSON *lit_value(pylit *L, int depth);
 
 static cJSON *lit_string(pylit *L) {
   const char q = *L->p++;
-  sbuf b = {0};
+  zt_strbuf b = {0};
   for (;;) {
     const char c = *L->p;
     if (!c || c == '\n') {
@@ -181,14 +160,14 @@ static cJSON *lit_string(pylit *L) {
     L->p++;
     if (c == q) break;
     if (c != '\\') {
-      put(&b, &c, 1);
+      zt_strbuf_put(&b, &c, 1);
       continue;
     }
     const char e = *L->p++;
     const char *simple = strchr("\\'\"abfnrtv", e);
     if (e && simple) {
       static const char out[] = "\\'\"\a\b\f\n\r\t\v";
-      put(&b, &out[simple - "\\'\"abfnrtv"], 1);
+      zt_strbuf_put(&b, &out[simple - "\\'\"abfnrtv"], 1);
     } else if (e == 'x' || e == 'u' || e == 'U') {
       const int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
       unsigned cp = 0;
@@ -333,7 +312,7 @@ static void free_list(char **l, int n) {
 }
 
 static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
-  sbuf t = {0};
+  zt_strbuf t = {0};
   if (!strcmp(name, "piqa")) { /* piqa.yaml */
     puts_(&t, "Question: ");
     puts_(&t, str_field(j, "goal", w));
@@ -371,7 +350,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     free_list(labels, nl);
   } else if (!strcmp(name, "hellaswag")) { /* hellaswag/utils.py process_docs */
     char *cb = capitalize(str_field(j, "ctx_b", w));
-    sbuf q = {0};
+    zt_strbuf q = {0};
     puts_(&q, str_field(j, "activity_label", w));
     puts_(&q, ": ");
     puts_(&q, str_field(j, "ctx_a", w));
@@ -408,8 +387,8 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->n_choices = 2;
     d->choices = zt_malloc(2 * sizeof(char *), "choices");
     for (int c = 0; c < 2; c++) { /* the sentence up to the blank, then the option: the context */
-      sbuf o = {0};
-      put(&o, sentence, pre);
+      zt_strbuf o = {0};
+      zt_strbuf_put(&o, sentence, pre);
       puts_(&o, opt[c]);
       d->choices[c] = take(&o);
     }
@@ -443,7 +422,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     return;
   } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last */
     const char *text = str_field(j, "text", w), *sp = strrchr(text, ' ');
-    if (sp) put(&t, text, (size_t)(sp - text));
+    if (sp) zt_strbuf_put(&t, text, (size_t)(sp - text));
     d->n_choices = 1;
     d->choices = zt_malloc(sizeof(char *), "choices");
     d->choices[0] = dup(sp ? sp + 1 : text); /* the request's continuation is " " + this */
@@ -517,10 +496,10 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
   t->name = name;
   FILE *f = fopen(path, "rb");
   zt_check(f != NULL, "bad task file", "%s %s=%s: cannot open: %s", flag, name, path, strerror(errno));
-  sbuf all = {0};
+  zt_strbuf all = {0};
   char chunk[65536];
   size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) put(&all, chunk, got);
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) zt_strbuf_put(&all, chunk, got);
   const int rerr = ferror(f);
   fclose(f);
   zt_check(!rerr, "bad task file", "%s %s=%s: read error", flag, name, path);
@@ -675,7 +654,7 @@ static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
 }
 
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd) {
-  sbuf b = {0};
+  zt_strbuf b = {0};
   if (nshot > 0) {
     const int64_t want = nshot + samples_extra(t->name);
     zt_check(want <= pool->n, "bad task file", "--num-fewshot %d: the %s few-shot pool holds %lld documents; the "
@@ -720,8 +699,8 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
     if (zt_utf8_space(context + c, keep - c) != (int)(keep - c)) break;
     keep = c;
   }
-  sbuf whole = {0};
-  put(&whole, context, n);
+  zt_strbuf whole = {0};
+  zt_strbuf_put(&whole, context, n);
   puts_(&whole, continuation);
   zt_ids w = {0}, c = {0};
   zt_tokenizer_encode(tok, st, whole.p, whole.n, &w);
@@ -910,7 +889,7 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
   size_t wt = 5;
   for (int k = 0; k < n_tasks; k++)
     if (strlen(tasks[k].name) > wt) wt = strlen(tasks[k].name);
-  sbuf b = {0};
+  zt_strbuf b = {0};
   char line[512];
   snprintf(line, sizeof line, "|%-*s|Version|Filter|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt, "Tasks");
   puts_(&b, line);

@@ -2,6 +2,7 @@
  * the detokenizers (Python's str.replace and the regular expressions of detokenizer.py, with Python's Unicode
  * whitespace for \s and strip()), the original-token count, the language-model windows and the LAMBADA examples. */
 #include "evaluate/zeroshot_data.h"
+#include "evaluate/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,53 +13,28 @@
 #include "runtime/base/error.h"
 
 /* ---- a growable string ------------------------------------------------------------------------------------------ */
-typedef struct {
-  char *p;
-  size_t n, cap;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (b->n + n + 1 > cap) cap *= 2;
-    char *p = realloc(b->p, cap);
-    zt_check(p != NULL, "out of memory", "detokenizer: %zu bytes", cap);
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-
-static char *sb_take(sbuf *b, size_t *out_len) {
-  if (!b->p) sb_put(b, "", 0);
-  *out_len = b->n;
-  return b->p;
-}
-
 static char *dup_n(const char *s, size_t n, size_t *out_len) {
-  sbuf b = {0};
-  sb_put(&b, s, n);
-  return sb_take(&b, out_len);
+  zt_strbuf b = {0};
+  zt_strbuf_put(&b, s, n);
+  return zt_strbuf_take(&b, out_len);
 }
 
 /* Python's str.replace(old, new): every non-overlapping occurrence, left to right. Frees s. */
 static char *replace_all(char *s, size_t *n, const char *old, const char *new_) {
   const size_t lo = strlen(old), ln = strlen(new_);
-  sbuf b = {0};
+  zt_strbuf b = {0};
   size_t i = 0;
   while (i < *n) {
     if (i + lo <= *n && memcmp(s + i, old, lo) == 0) {
-      sb_put(&b, new_, ln);
+      zt_strbuf_put(&b, new_, ln);
       i += lo;
     } else {
-      sb_put(&b, s + i, 1);
+      zt_strbuf_put(&b, s + i, 1);
       i++;
     }
   }
   free(s);
-  return sb_take(&b, n);
+  return zt_strbuf_take(&b, n);
 }
 
 int zt_utf8_space(const char *s, size_t n) {
@@ -97,7 +73,7 @@ static void strip_range(const char *s, size_t *lo, size_t *hi) {
 /* re.sub(r"O\s*([^C]*?)\s*C", r"O\1C", s) for the pair (O, C): from each O to the next C, whitespace stripped inside.
  * Frees s. */
 static char *strip_pairs(char *s, size_t *n, char open, char close) {
-  sbuf b = {0};
+  zt_strbuf b = {0};
   size_t i = 0;
   while (i < *n) {
     if (s[i] == open) {
@@ -105,18 +81,18 @@ static char *strip_pairs(char *s, size_t *n, char open, char close) {
       if (c) {
         size_t lo = i + 1, hi = (size_t)(c - s);
         strip_range(s, &lo, &hi);
-        sb_put(&b, &open, 1);
-        sb_put(&b, s + lo, hi - lo);
-        sb_put(&b, &close, 1);
+        zt_strbuf_put(&b, &open, 1);
+        zt_strbuf_put(&b, s + lo, hi - lo);
+        zt_strbuf_put(&b, &close, 1);
         i = (size_t)(c - s) + 1;
         continue;
       }
     }
-    sb_put(&b, s + i, 1);
+    zt_strbuf_put(&b, s + i, 1);
     i++;
   }
   free(s);
-  return sb_take(&b, n);
+  return zt_strbuf_take(&b, n);
 }
 
 char *zt_ptb_detokenize(const char *s, size_t n, size_t *out_len) {
@@ -132,20 +108,20 @@ char *zt_wikitext_detokenize(const char *s, size_t n, size_t *out_len) {
   char *t = dup_n(s, n, &n);
   t = replace_all(t, &n, "s '", "s'");
   { /* re.sub(r"/' [0-9]/", r"/'[0-9]/", string): the replacement is the literal text "/'[0-9]/" */
-    sbuf b = {0};
+    zt_strbuf b = {0};
     size_t i = 0;
     while (i < n) {
       if (i + 5 <= n && t[i] == '/' && t[i + 1] == '\'' && t[i + 2] == ' ' && t[i + 3] >= '0' && t[i + 3] <= '9' &&
           t[i + 4] == '/') {
-        sb_put(&b, "/'[0-9]/", 8);
+        zt_strbuf_put(&b, "/'[0-9]/", 8);
         i += 5;
       } else {
-        sb_put(&b, t + i, 1);
+        zt_strbuf_put(&b, t + i, 1);
         i++;
       }
     }
     free(t);
-    t = sb_take(&b, &n);
+    t = zt_strbuf_take(&b, &n);
   }
   static const char *const numbers[][2] = {{" @-@ ", "-"}, {" @,@ ", ","}, {" @.@ ", "."}, {" : ", ": "},
                                            {" ; ", "; "},  {" . ", ". "},  {" ! ", "! "},  {" ? ", "? "},

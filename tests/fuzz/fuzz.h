@@ -3,7 +3,8 @@
  * the fatal hook; crashes, sanitizer reports, hangs (libFuzzer's -timeout) and memory blow-ups
  * (-rss_limit_mb, -malloc_limit_mb) remain findings. Allocations made before a refusal are not freed
  * (a refusal ends the process in the real tools), so scripts/fuzz.sh runs with -detect_leaks=0.
- * zt_fuzz_file writes an input to a per-process scratch file for the readers that take a path. */
+ * zt_fuzz_file writes an input to a per-process scratch file for the readers that take a path;
+ * zt_fuzz_byte_tokenizer is a one-token-per-byte GPT-2 tokenizer for the readers that need one. */
 #ifndef ZT_FUZZ_H
 #define ZT_FUZZ_H
 
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "data/tokenizer/tokenizer.h"
 #include "runtime/base/error.h"
 
 static jmp_buf zt_fuzz_jmp;
@@ -39,6 +41,31 @@ static inline const char *zt_fuzz_file(const char *name, const uint8_t *data, si
     abort();
   }
   return path;
+}
+
+/* A GPT-2 BPE tokenizer with one token per byte and no merges (GPT-2's bytes_to_unicode: printable Latin-1 bytes
+ * map to themselves, the others to U+0100 + n), plus <|endoftext|> = 256: every text encodes, byte for byte, for
+ * the harnesses of readers that need a tokenizer. Built once, from files written by zt_fuzz_file. */
+static inline zt_tokenizer *zt_fuzz_byte_tokenizer(void) {
+  static zt_tokenizer *tok;
+  if (tok) return tok;
+  char *json = malloc(256 * 16 + 64), *p = json;
+  p += sprintf(p, "{");
+  int n = 0;
+  for (int b = 0; b < 256; b++) {
+    const int printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    const int cp = printable ? b : 256 + n++;
+    if (cp == '"' || cp == '\\') p += sprintf(p, "\"\\%c\": %d, ", cp, b);
+    else p += sprintf(p, "\"\\u%04x\": %d, ", cp, b);
+  }
+  p += sprintf(p, "\"<|endoftext|>\": 256}");
+  char vocab[512], merges[512];
+  snprintf(vocab, sizeof vocab, "%s", zt_fuzz_file("vocab.json", (const uint8_t *)json, (size_t)(p - json)));
+  snprintf(merges, sizeof merges, "%s", zt_fuzz_file("merges.txt", (const uint8_t *)"#version: 0.2\n", 14));
+  free(json);
+  zt_tokenizer_spec spec = {.kind = ZT_TOK_GPT2BPE, .vocab_file = vocab, .merge_file = merges};
+  tok = zt_tokenizer_create(&spec);
+  return tok;
 }
 
 #endif

@@ -7,32 +7,9 @@
 #include "evaluate/zeroshot_data.h"
 #include "tests/fuzz/fuzz.h"
 
-static zt_tokenizer *byte_tokenizer(void) {
-  static zt_tokenizer *tok;
-  if (tok) return tok;
-  /* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the others to U+0100 + n */
-  char *json = malloc(256 * 16 + 64), *p = json;
-  p += sprintf(p, "{");
-  int n = 0;
-  for (int b = 0; b < 256; b++) {
-    const int printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-    const int cp = printable ? b : 256 + n++;
-    if (cp == '"' || cp == '\\') p += sprintf(p, "\"\\%c\": %d, ", cp, b);
-    else p += sprintf(p, "\"\\u%04x\": %d, ", cp, b);
-  }
-  p += sprintf(p, "\"<|endoftext|>\": 256}");
-  char vocab[512], merges[512];
-  snprintf(vocab, sizeof vocab, "%s", zt_fuzz_file("vocab.json", (const uint8_t *)json, (size_t)(p - json)));
-  snprintf(merges, sizeof merges, "%s", zt_fuzz_file("merges.txt", (const uint8_t *)"#version: 0.2\n", 14));
-  free(json);
-  zt_tokenizer_spec spec = {.kind = ZT_TOK_GPT2BPE, .vocab_file = vocab, .merge_file = merges};
-  tok = zt_tokenizer_create(&spec);
-  return tok;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
-  zt_tokenizer *tok = byte_tokenizer();
+  zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int mode = data[0] & 3, seq = 1 + (data[0] >> 2) % 8;
   data++, size--;
   if (mode < 2) {
