@@ -812,6 +812,19 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   free(norm);
 }
 
+/* One metric of a task as the harness writes it: "<key>,none" and "<key>_stderr,none" ("N/A" for a NaN), and
+ * whether higher is better. */
+static void add_metric(cJSON *r, cJSON *h, const char *key, double v, double se, int higher) {
+  char k[80];
+  snprintf(k, sizeof k, "%s,none", key);
+  if (isnan(v)) cJSON_AddStringToObject(r, k, "N/A");
+  else cJSON_AddNumberToObject(r, k, v);
+  snprintf(k, sizeof k, "%s_stderr,none", key);
+  if (isnan(se)) cJSON_AddStringToObject(r, k, "N/A");
+  else cJSON_AddNumberToObject(r, k, se);
+  cJSON_AddBoolToObject(h, key, higher);
+}
+
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot, int seed) {
   cJSON *root = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(root, "results");
   cJSON *ver = cJSON_AddObjectToObject(root, "versions"), *shots = cJSON_AddObjectToObject(root, "n-shot");
@@ -821,52 +834,17 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     const double *m = metrics + 4 * k;
     cJSON *r = cJSON_AddObjectToObject(res, name);
     cJSON_AddStringToObject(r, "alias", name);
-    if (zt_mc_is_rolling(name)) {
-      static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
-      cJSON *h = cJSON_AddObjectToObject(hib, name);
-      for (int q = 0; q < 3; q++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s,none", keys[q]);
-        if (isnan(m[q])) cJSON_AddStringToObject(r, key, "N/A");
-        else cJSON_AddNumberToObject(r, key, m[q]);
-        snprintf(key, sizeof key, "%s_stderr,none", keys[q]);
-        cJSON_AddStringToObject(r, key, "N/A");
-        cJSON_AddFalseToObject(h, keys[q]);
-      }
-      cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
-      cJSON_AddNumberToObject(shots, name, nshot);
-      cJSON *c = cJSON_AddObjectToObject(ns, name);
-      cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
-      cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
-      continue;
-    }
-    if (zt_mc_is_loglikelihood(name)) {
-      cJSON_AddNumberToObject(r, "perplexity,none", m[0]);
-      if (isnan(m[1])) cJSON_AddStringToObject(r, "perplexity_stderr,none", "N/A");
-      else cJSON_AddNumberToObject(r, "perplexity_stderr,none", m[1]);
-      cJSON_AddNumberToObject(r, "acc,none", m[2]);
-      if (isnan(m[3])) cJSON_AddStringToObject(r, "acc_stderr,none", "N/A");
-      else cJSON_AddNumberToObject(r, "acc_stderr,none", m[3]);
-      cJSON *h = cJSON_AddObjectToObject(hib, name);
-      cJSON_AddFalseToObject(h, "perplexity");
-      cJSON_AddTrueToObject(h, "acc");
-      cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
-      cJSON_AddNumberToObject(shots, name, nshot);
-      cJSON *c = cJSON_AddObjectToObject(ns, name);
-      cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
-      cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
-      continue;
-    }
-    cJSON_AddNumberToObject(r, "acc,none", m[0]);
-    if (isnan(m[1])) cJSON_AddStringToObject(r, "acc_stderr,none", "N/A");
-    else cJSON_AddNumberToObject(r, "acc_stderr,none", m[1]);
     cJSON *h = cJSON_AddObjectToObject(hib, name);
-    cJSON_AddTrueToObject(h, "acc");
-    if (zt_mc_has_norm(name)) {
-      cJSON_AddNumberToObject(r, "acc_norm,none", m[2]);
-      if (isnan(m[3])) cJSON_AddStringToObject(r, "acc_norm_stderr,none", "N/A");
-      else cJSON_AddNumberToObject(r, "acc_norm_stderr,none", m[3]);
-      cJSON_AddTrueToObject(h, "acc_norm");
+    if (zt_mc_is_rolling(name)) { /* the harness gives these no standard error */
+      add_metric(r, h, "word_perplexity", m[0], NAN, 0);
+      add_metric(r, h, "byte_perplexity", m[1], NAN, 0);
+      add_metric(r, h, "bits_per_byte", m[2], NAN, 0);
+    } else if (zt_mc_is_loglikelihood(name)) {
+      add_metric(r, h, "perplexity", m[0], m[1], 0);
+      add_metric(r, h, "acc", m[2], m[3], 1);
+    } else {
+      add_metric(r, h, "acc", m[0], m[1], 1);
+      if (zt_mc_has_norm(name)) add_metric(r, h, "acc_norm", m[2], m[3], 1);
     }
     cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
     cJSON_AddNumberToObject(shots, name, nshot);

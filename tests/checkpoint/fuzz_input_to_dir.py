@@ -1,7 +1,8 @@
 """Unpacks an input of the checkpoint fuzzer (tests/fuzz/fuzz_checkpoint.c: sections separated by b"ZTFZSEC\\x01":
 latest, mp_rank_00 model file, optimizer file, latest_checkpointed_iteration.txt, manifest) into a checkpoint
 directory OUT (OUT/latest, OUT/t/...), with the manifest computed as the harness computes it when the input has
-none. Used by test_damaged.sh to replay the fuzzer's findings through the real tools.
+none. Used by test_damaged.sh to replay the fuzzer's findings through the real tools (which also imports
+crc32c from here).
 Usage: fuzz_input_to_dir.py INPUT OUT"""
 import os
 import sys
@@ -44,4 +45,5 @@ def main():
         open(mpath, "w").write(manifest)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -54,18 +54,10 @@ with h5py.File(p, "r+") as f:
         d.attrs[k] = v
     d.attrs["full_shape"] = np.array([1 << 30], dtype=np.int64)
 PY
-"$py" - <<'PY'
-def crc32c(data):
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        tab.append(c)
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = tab[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+"$py" - "$here" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from fuzz_input_to_dir import crc32c
 d = "S/global_step2/"
 lines = []
 for line in open(d + "zt_manifest.txt"):
