@@ -721,6 +721,14 @@ static void fill_fields(zt_ds_config *c) {
             "state offloaded is the rank's ZeRO partition)", c->offload_optimizer_device);
   if (!strcmp(c->offload_optimizer_device, "nvme") && !c->offload_optimizer_nvme_path[0])
     ds_fail(c, "zero_optimization.offload_optimizer.device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path");
+  /* DeepSpeed's partial offload (stage3.py: the first (1 - ratio) of the sub-groups stay on the accelerator) exists in
+   * stage 3 only; stages 1 and 2 ignore the key, which would leave a user believing part of the state stays on the GPU */
+  const zt_ds_num ratio = get_num(c, "zero_optimization.offload_optimizer.ratio");
+  c->offload_optimizer_ratio = ratio.given ? ratio.value : 1.0;
+  if (c->offload_optimizer_ratio != 1.0 && (c->zero_stage != 3 || strcmp(c->offload_optimizer_device, "cpu")))
+    ds_fail(c, "zero_optimization.offload_optimizer.ratio %g needs zero_optimization.stage 3 and offload device \"cpu\" "
+            "(stage %d, device \"%s\"): DeepSpeed's partial offload is a stage-3 CPU-offload feature",
+            c->offload_optimizer_ratio, c->zero_stage, c->offload_optimizer_device);
   c->ac_partition = get_bool(c, "activation_checkpointing.partition_activations");
   c->ac_cpu = get_bool(c, "activation_checkpointing.cpu_checkpointing");
   c->ac_contiguous = get_bool(c, "activation_checkpointing.contiguous_memory_optimization");

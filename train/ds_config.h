@@ -80,6 +80,7 @@ typedef struct zt_ds_config {
   char offload_optimizer_nvme_path[512];
   int offload_optimizer_buffer_count;
   bool offload_optimizer_pin_memory, offload_optimizer_pipeline;  /* pipeline: pipeline_read or _write */
+  double offload_optimizer_ratio;      /* 1.0; stage 3 only: the share of the optimizer state offloaded */
   double zero_sub_group_size;
   /* activation_checkpointing; ac_number_checkpoints -1 = null */
   bool ac_partition, ac_cpu, ac_contiguous, ac_synchronize, ac_profile;

@@ -159,7 +159,7 @@ const zt_ds_key zt_ds_schema[] = {
   BF("zero_optimization.offload_optimizer.pipeline_read", 0, "false", NULL),
   BF("zero_optimization.offload_optimizer.pipeline_write", 0, "false", NULL),
   BF("zero_optimization.offload_optimizer.fast_init", ZT_DS_INERT, "false", NVME),
-  F("zero_optimization.offload_optimizer.ratio", 0, "1.0", 0, 1, "the CUDA ZeRO-Offload work (partial offloading keeps part of the optimizer on the GPU)"),
+  F("zero_optimization.offload_optimizer.ratio", 0, "1.0", 0, 1, NULL),
   I("zero_optimization.sub_group_size", ZT_DS_I64, "1000000000", 1, BIG, NULL),
   ALIAS("zero_optimization.cpu_offload", ZT_DS_BOOL, ZT_DS_NULL, "false", NULL, "offload_optimizer"),
   ALIAS("zero_optimization.cpu_offload_param", ZT_DS_BOOL, ZT_DS_NULL, "false", NULL, "offload_param"),

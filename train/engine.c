@@ -554,6 +554,10 @@ static void offload_setup(zt_engine *e) {
   if (!strcmp(ds->offload_optimizer_device, "cpu")) {
     zt_log("> offload_optimizer cpu: the optimizer state and its step are in host memory (on the CPU path they "
            "always are)\n");
+    if (ds->offload_optimizer_ratio != 1.0)
+      zt_log("> offload_optimizer ratio %g: DeepSpeed keeps the other %g of the state on the accelerator; this run's "
+             "whole state is in host memory (the run is on the CPU)\n", ds->offload_optimizer_ratio,
+             1.0 - ds->offload_optimizer_ratio);
     return;
   }
   zt_train_state *st = &e->st;
