@@ -6,7 +6,7 @@
 #                                    vocabulary come from the npm registry) and python3
 #   scripts/install_deps.sh --test   --data, plus the test oracles: PyTorch and NumPy for /usr/bin/python3,
 #                                    the sentencepiece tools (spm_train/spm_encode) and Python module, node,
-#                                    h5py, fio and clang (libFuzzer)
+#                                    h5py, fio, clang (libFuzzer) and matplotlib (scripts/plot_log.py)
 set -euo pipefail
 pkgs=(build-essential cmake libopenblas-dev libopenblas-openmp-dev libsentencepiece-dev zlib1g-dev libcjson-dev)
 pkgs+=(libopenmpi-dev openmpi-bin)  # MPI: mpirun and the CPU collectives (runtime/comm)
@@ -21,6 +21,7 @@ if [ "${1:-}" = "--test" ]; then
   pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece)
   pkgs+=(python3-h5py fio)  # checkpoint reader oracle; the aio benchmark's reference
   pkgs+=(clang)             # scripts/fuzz.sh: libFuzzer with ASan and UBSan (ctest fuzz_parsers)
+  pkgs+=(python3-matplotlib) # scripts/plot_log.py (ctest plot_log)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
