@@ -184,6 +184,10 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
     zt_h5_attr_i64(&f, g, "lr_decay_steps", st->sched.decay_steps);
     zt_h5_attr_str(&f, g, "lr_decay_style", k_decay_names[st->sched.style]);
     zt_h5_attr_i64(&f, g, "num_steps", st->sched.num_steps);
+    /* Megatron-DeepSpeed's token keys; an absent lr_*_tokens attribute is its None */
+    if (st->sched.has_warmup_tokens) zt_h5_attr_i64(&f, g, "lr_warmup_tokens", st->sched.warmup_tokens);
+    if (st->sched.has_decay_tokens) zt_h5_attr_i64(&f, g, "lr_decay_tokens", st->sched.decay_tokens);
+    zt_h5_attr_i64(&f, g, "num_tokens", st->sched.num_tokens);
   }
   H5Gclose(g);
   /* dropout and data order are keyed by (seed, sample index): the seed and the data position are the state */
@@ -450,6 +454,40 @@ static void check_int(const zt_args *a, const char *file, const char *name, int6
   if (check_and_set(a, file, name, *cls == saved, c, s)) *cls = saved;
 }
 
+/* The same for a count that may be None (has 0): Megatron-DeepSpeed's lr_warmup_tokens / lr_decay_tokens. */
+static void check_opt_int(const zt_args *a, const char *file, const char *name, int *cls_has, int64_t *cls,
+                          int saved_has, int64_t saved) {
+  char c[32] = "None", s[32] = "None";
+  if (*cls_has) snprintf(c, sizeof c, "%lld", (long long)*cls);
+  if (saved_has) snprintf(s, sizeof s, "%lld", (long long)saved);
+  if (check_and_set(a, file, name, *cls_has == saved_has && (!saved_has || *cls == saved), c, s)) {
+    *cls_has = saved_has;
+    *cls = saved_has ? saved : 0;
+  }
+}
+
+/* The token state of Megatron-DeepSpeed's scheduler (checkpoints written before it have none: None and 0). A warmup
+ * in samples with a decay in tokens sets lr_warmup_tokens when the warmup ends: that value is state, not a flag, and
+ * is taken from the checkpoint (Megatron-DeepSpeed compares it with the flag's None and stops, or with
+ * --override-opt_param-scheduler drops it and fails in get_lr; the run continues the saved curve here). */
+static void load_scheduler_tokens(const zt_args *a, const zt_h5 *f, hid_t g, zt_lr_schedule *sched,
+                                  int64_t saved_num_steps) {
+  const int has_w = zt_h5_has_attr(g, "lr_warmup_tokens"), has_d = zt_h5_has_attr(g, "lr_decay_tokens");
+  const int64_t w = has_w ? zt_h5_get_i64(f, g, "/lr_scheduler", "lr_warmup_tokens") : 0;
+  const int64_t d = has_d ? zt_h5_get_i64(f, g, "/lr_scheduler", "lr_decay_tokens") : 0;
+  check_opt_int(a, f->path, "decay tokens", &sched->has_decay_tokens, &sched->decay_tokens, has_d, d);
+  if (!sched->has_warmup_tokens && sched->has_decay_tokens && has_w && sched->warmup_steps > 0 &&
+      saved_num_steps >= sched->warmup_steps) {
+    sched->has_warmup_tokens = 1;
+    sched->warmup_tokens = w;
+    zt_log(" > using checkpoint value %lld for warmup tokens (reached at the end of the sample warmup)\n",
+           (long long)w);
+  } else {
+    check_opt_int(a, f->path, "warmup tokens", &sched->has_warmup_tokens, &sched->warmup_tokens, has_w, w);
+  }
+  sched->num_tokens = zt_h5_has_attr(g, "num_tokens") ? zt_h5_get_i64(f, g, "/lr_scheduler", "num_tokens") : 0;
+}
+
 /* The scheduler state to restore: Megatron's (with its hyper-parameter check) into *sched, or DeepSpeed's
  * last_batch_iteration. Nothing of the engine changes here. */
 static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch) {
@@ -485,6 +523,7 @@ static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_sc
       sched->style = (zt_decay_style)saved_style;
     free(style);
     sched->num_steps = zt_h5_get_i64(f, g, "/lr_scheduler", "num_steps");
+    load_scheduler_tokens(a, f, g, sched, sched->num_steps);
   }
   free(type);
   H5Gclose(g);

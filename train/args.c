@@ -70,6 +70,14 @@ static const choice k_dataloader[] = {
 static const choice k_recompute_methods[] = {{"uniform", 1, NULL}, {"block", 0, NULL}, {NULL, 0, NULL}};
 static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NULL}};
 static const choice k_off[] = {{"", 0, NULL}, {NULL, 0, NULL}};
+static const choice k_backends[] = {
+    {"nccl", 0, NULL}, {"gloo", 1, NULL},
+    {"ccl", -1, "Intel oneCCL is not one of zerotron's backends (collectives run over MPI for host tensors and NCCL "
+                "for GPU tensors); use --distributed-backend nccl or gloo"},
+    {"hccl", -1, "Habana HCCL is not one of zerotron's backends (collectives run over MPI for host tensors and NCCL "
+                 "for GPU tensors); use --distributed-backend nccl or gloo"},
+    {NULL, 0, NULL}};
+static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL}, {"all", 2, NULL}, {NULL, 0, NULL}};
 
 #define OFF(field) offsetof(zt_args, field)
 #define SHAPE "model shape"
@@ -85,6 +93,8 @@ static const choice k_off[] = {{"", 0, NULL}, {NULL, 0, NULL}};
 #define DS "DeepSpeed (docs/ds_config.md)"
 #define CKPT "checkpoints (docs/checkpoints.md)"
 #define HANG "timeouts (hangs)"
+#define NOOP "implementation knobs (recorded in the argument dump; docs/arguments.md)"
+#define TB "TensorBoard and timers (docs/monitors.md)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -128,6 +138,8 @@ static const flag k_flags[] = {
    "Samples per optimizer step; the rest is gradient accumulation."},
   {"--train-iters", F_I64, OFF(train_iters), NULL, BATCH, "None", "Iterations to train (or --train-samples)."},
   {"--train-samples", F_I64, OFF(train_samples), NULL, BATCH, "None", "Samples to train (or --train-iters)."},
+  {"--train-tokens", F_I64, OFF(train_tokens), NULL, BATCH, "None",
+   "Also stop once this many tokens are consumed (--train-iters or --train-samples is still required)."},
   {"--lr", F_DOUBLE, OFF(lr), NULL, LR, "None (required)", "Peak learning rate."},
   {"--min-lr", F_DOUBLE, OFF(min_lr), NULL, LR, "0.0", "Learning rate at the end of decay."},
   {"--lr-decay-style", F_CHOICE, OFF(lr_decay_style), k_decay_styles, LR, "linear", "Decay after warmup."},
@@ -137,6 +149,10 @@ static const flag k_flags[] = {
   {"--lr-warmup-samples", F_I64, OFF(lr_warmup_samples), NULL, LR, "0", "Samples of linear warmup."},
   {"--lr-warmup-fraction", F_DOUBLE, OFF(lr_warmup_fraction), NULL, LR, "None",
    "Warmup as a fraction of the decay length (excludes the two above)."},
+  {"--lr-warmup-tokens", F_I64, OFF(lr_warmup_tokens), NULL, LR, "None",
+   "Linear warmup over this many consumed tokens (replaces the iteration/sample warmup; docs/schedulers.md)."},
+  {"--lr-decay-tokens", F_I64, OFF(lr_decay_tokens), NULL, LR, "None",
+   "Decay over this many consumed tokens (replaces the iteration/sample decay length)."},
   {"--fp16", F_TRUE, OFF(fp16), NULL, MIXP, "False",
    "fp16 weights and gradients with fp32 master weights and a loss scaler (docs/mixed_precision.md)."},
   {"--bf16", F_TRUE, OFF(bf16), NULL, MIXP, "False", "bf16 weights with fp32 master weights and fp32 gradients."},
@@ -158,6 +174,18 @@ static const flag k_flags[] = {
   {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1", "Layers per recompute chunk."},
   {"--checkpoint-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
    "Old name of --recompute-num-layers."},
+  {"--deepspeed-activation-checkpointing", F_TRUE, OFF(deepspeed_activation_checkpointing), NULL, RECOMP, "False",
+   "With --deepspeed and --checkpoint-activations: DeepSpeed's checkpointing, configured by the five flags below "
+   "(they replace the ds_config's activation_checkpointing block, as deepspeed.checkpointing.configure does)."},
+  {"--partition-activations", F_TRUE, OFF(partition_activations), NULL, RECOMP, "False",
+   "Split each saved layer input over the tensor-parallel ranks."},
+  {"--contigious-checkpointing", F_TRUE, OFF(contigious_checkpointing), NULL, RECOMP, "False",
+   "Keep the checkpoints in one contiguous region (needs --partition-activations)."},
+  {"--checkpoint-in-cpu", F_TRUE, OFF(checkpoint_in_cpu), NULL, RECOMP, "False", "Keep the checkpoints in host memory."},
+  {"--synchronize-each-layer", F_TRUE, OFF(synchronize_each_layer), NULL, RECOMP, "False",
+   "Synchronize the device at each checkpointed layer's start and end."},
+  {"--profile-backward", F_TRUE, OFF(profile_backward), NULL, RECOMP, "False",
+   "Print DeepSpeed's forward/backward time of each checkpointed layer."},
   {"--tensor-model-parallel-size", F_INT, OFF(tensor_model_parallel_size), NULL, PAR, "1",
    "Tensor-parallel degree (Megatron's column/row-parallel layers, vocab-parallel embedding and loss)."},
   {"--sequence-parallel", F_TRUE, OFF(sequence_parallel), NULL, PAR, "False",
@@ -167,6 +195,8 @@ static const flag k_flags[] = {
   {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
    "Megatron's interleaved schedule: each stage holds num_layers / (pp x this) chunks of this many layers "
    "(pp > 2, micro batches a multiple of pp)."},
+  {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
+   "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
@@ -198,14 +228,17 @@ static const flag k_flags[] = {
    "Build the training set from exactly this many epochs."},
   {"--dataloader-type", F_CHOICE, OFF(dataloader_type), k_dataloader, DATA, "single",
    "single: Megatron's sequential sampler from the consumed samples (cyclic is refused)."},
-  {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "0",
-   "Loader worker processes: only 0 (batches are read from the mmap'd files in the training process)."},
+  {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "2",
+   "Megatron's loader worker processes: any N >= 0 is accepted and has no effect (batches are gathered from the "
+   "mmap'd files in the training process in microseconds; bench/loader.sh)."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
    "Train on a synthetic patterned token stream instead of --data-path."},
   {"--deepspeed", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Enable DeepSpeed: read --deepspeed_config."},
   {"--deepspeed_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "The ds_config.json file."},
   {"--deepscale", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Old name of --deepspeed."},
   {"--deepscale_config", F_STR, OFF(deepspeed_config), NULL, DS, "None", "Old name of --deepspeed_config."},
+  {"--zero-stage", F_INT, OFF(zero_stage), NULL, DS, "1.0",
+   "Megatron-DeepSpeed's copy of zero_optimization.stage: given, it must equal the ds_config's stage."},
   {"--save", F_STR, OFF(save), NULL, CKPT, "None", "Directory to save checkpoints to (DeepSpeed layout, HDF5)."},
   {"--save-interval", F_INT, OFF(save_interval), NULL, CKPT, "None",
    "Iterations between checkpoint saves (and one at the end of training)."},
@@ -245,6 +278,63 @@ static const flag k_flags[] = {
   {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
    "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
    "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
+  {"--no-masked-softmax-fusion", F_CONST, OFF(masked_softmax_fusion), k_off, NOOP, "fusion on",
+   "Megatron's CUDA fused scale-mask-softmax off: no effect (one softmax path per backend, same numbers)."},
+  {"--tensorboard-dir", F_STR, OFF(tensorboard_dir), NULL, TB, "None",
+   "Write TensorBoard event files (Megatron's tags) to this directory, from the last rank."},
+  {"--tensorboard-log-interval", F_INT, OFF(tensorboard_log_interval), NULL, TB, "1",
+   "Iterations between TensorBoard writes."},
+  {"--tensorboard-queue-size", F_INT, OFF(tensorboard_queue_size), NULL, TB, "1000",
+   "Events held in memory before a write forces a flush to disk."},
+  {"--log-timers-to-tensorboard", F_TRUE, OFF(log_timers_to_tensorboard), NULL, TB, "False",
+   "Write iteration-time and the timers of --timing-log-level to TensorBoard."},
+  {"--log-batch-size-to-tensorboard", F_TRUE, OFF(log_batch_size_to_tensorboard), NULL, TB, "False",
+   "Write batch-size to TensorBoard."},
+  {"--no-log-learnig-rate-to-tensorboard", F_CONST, OFF(log_learning_rate_to_tensorboard), k_off, TB, "",
+   "Do not write learning-rate to TensorBoard (Megatron's spelling)."},
+  {"--no-log-loss-scale-to-tensorboard", F_CONST, OFF(log_loss_scale_to_tensorboard), k_off, TB, "",
+   "Do not write loss-scale (fp16) to TensorBoard."},
+  {"--log-validation-ppl-to-tensorboard", F_TRUE, OFF(log_validation_ppl_to_tensorboard), NULL, TB, "False",
+   "Write validation perplexity to TensorBoard."},
+  {"--log-optimizer-states-to-tensorboard", F_TRUE, OFF(log_optimizer_states_to_tensorboard), NULL, TB, "False",
+   "Write norms of the Adam moments and weights (optimizer/...) to TensorBoard."},
+  {"--log-memory-to-tensorboard", F_TRUE, OFF(log_memory_to_tensorboard), NULL, TB, "False",
+   "Write memory figures to TensorBoard (process RSS and the memory plan; docs/monitors.md)."},
+  {"--log-world-size-to-tensorboard", F_TRUE, OFF(log_world_size_to_tensorboard), NULL, TB, "False",
+   "Write world-size to TensorBoard."},
+  {"--log-params-norm", F_TRUE, OFF(log_params_norm), NULL, TB, "False",
+   "Compute the parameters' L2 norm: 'params norm:' on the log line and params-norm in TensorBoard."},
+  {"--log-num-zeros-in-grad", F_TRUE, OFF(log_num_zeros_in_grad), NULL, TB, "False",
+   "Count the zero gradient entries: 'num zeros:' on the log line and num-zeros in TensorBoard."},
+  {"--timing-log-level", F_INT, OFF(timing_log_level), NULL, TB, "0",
+   "0: iteration time only; 1: + forward-backward, grads-all-reduce, optimizer; 2: + forward/backward-compute, "
+   "batch-generator (printed after each log line, and written with --log-timers-to-tensorboard)."},
+  {"--timing-log-option", F_CHOICE, OFF(timing_log_option), k_timing_options, TB, "minmax",
+   "How the printed timers combine the ranks: max, (min, max), or every rank."},
+  {"--no-barrier-with-level-1-timing", F_CONST, OFF(barrier_with_L1_time), k_off, TB, "",
+   "Accepted: level-1 timers synchronize no ranks here (each rank times its own phases; the maximum is printed)."},
+  {"--wandb-project", F_STR, OFF(wandb_project), NULL, TB, "", "Refused unless empty: Weights & Biases needs its "
+   "Python client and network access."},
+  {"--wandb-exp-name", F_STR, OFF(wandb_exp_name), NULL, TB, "", "Refused unless empty (see --wandb-project)."},
+  {"--wandb-save-dir", F_STR, OFF(wandb_save_dir), NULL, TB, "", "Refused unless empty (see --wandb-project)."},
+  {"--log-eta", F_TRUE, OFF(log_eta), NULL, TB, "False",
+   "zerotron's: append ' elapsed: H:MM:SS | ETA: H:MM:SS |' to each log line (off: Megatron's line as it is)."},
+  {"--no-bias-gelu-fusion", F_CONST, OFF(bias_gelu_fusion), k_off, NOOP, "fusion on",
+   "Megatron's fused bias+GeLU off: no effect (same math either way)."},
+  {"--no-bias-dropout-fusion", F_CONST, OFF(bias_dropout_fusion), k_off, NOOP, "fusion on",
+   "Megatron's fused bias+dropout+add off: no effect (same math either way)."},
+  {"--no-gradient-accumulation-fusion", F_CONST, OFF(gradient_accumulation_fusion), k_off, NOOP, "fusion on",
+   "Megatron's fused fp32 weight-gradient accumulation off: no effect (gradients always accumulate in place)."},
+  {"--no-persist-layer-norm", F_TRUE, OFF(no_persist_layer_norm), NULL, NOOP, "False",
+   "Apex's persistent LayerNorm kernel off: no effect."},
+  {"--no-async-tensor-model-parallel-allreduce", F_CONST, OFF(async_tensor_model_parallel_allreduce), k_off, NOOP,
+   "async on", "Megatron's overlap of a tensor-parallel all-reduce with the weight gradient off: no effect (the "
+   "all-reduce is synchronous)."},
+  {"--distributed-backend", F_CHOICE, OFF(distributed_backend), k_backends, NOOP, "nccl",
+   "torch.distributed's backend: recorded; collectives run over MPI for host tensors and NCCL for GPU tensors."},
+  {"--local-rank", F_INT, OFF(local_rank), NULL, NOOP, "None",
+   "The launcher's local rank (deepspeed passes --local_rank=N): recorded; ranks come from MPI."},
+  {"--local_rank", F_INT, OFF(local_rank), NULL, NOOP, "None", "Same as --local-rank."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -384,9 +474,11 @@ static void refuse_flag(const char *name) {
     if (strcmp(d->flag, name) == 0)
       zt_fatal("unsupported argument", "%s is deprecated (Megatron refuses it too); use %s", name, d->replacement);
   for (const zt_args_known_group *g = zt_args_known_groups; g->area; g++)
-    if (each_token(g->flags, token_equals, (void *)name))
+    if (each_token(g->flags, token_equals, (void *)name)) {
+      if (g->area[0] == '=') zt_fatal("unsupported argument", "%s: %s; remove it", name, g->area + 1);
       zt_fatal("unsupported argument", "%s is a Megatron-DeepSpeed flag that zerotron does not support yet "
                "(it lands with the %s work); remove it", name, g->area);
+    }
 
   suggestion s = {name, INT_MAX, ""};
   for (int i = 0; i < NFLAGS; i++) consider(k_flags[i].name, &s);
@@ -472,10 +564,7 @@ static void check_data(zt_args *a, const unsigned char *seen) {
            "--data-path and --train-data-path/--valid-data-path/--test-data-path are mutually exclusive");
   int64_t bounds[4];
   zt_split_bounds(a->split, 1000, bounds); /* syntax only; the real split is over the documents */
-  zt_check(a->num_workers == 0, "unsupported argument",
-           "--num-workers %d: zerotron reads batches from the memory-mapped dataset in the training process "
-           "(microseconds per sample); background loader workers are not supported, use --num-workers 0",
-           a->num_workers);
+  zt_check(a->num_workers >= 0, "bad argument value", "--num-workers %d: must be >= 0", a->num_workers);
   zt_check(a->vocab_extra_ids >= 0, "bad argument value", "--vocab-extra-ids %d: must be >= 0",
            a->vocab_extra_ids);
   if (given(seen, "--train-data-exact-num-epochs"))
@@ -562,6 +651,44 @@ static void check_counts(const zt_args *a, int by_iters) {
   }
 }
 
+/* Megatron-DeepSpeed's script flags (docs/arguments.md), after the parallel layout is known. */
+static void check_script_flags(zt_args *a, const unsigned char *seen) {
+  /* token-based length and schedule (Megatron-DeepSpeed's training loop and OptimizerParamScheduler) */
+  if (given(seen, "--train-tokens")) check_positive("--train-tokens", a->train_tokens);
+  if (given(seen, "--lr-decay-tokens")) check_positive("--lr-decay-tokens", a->lr_decay_tokens);
+  zt_check(!given(seen, "--lr-warmup-tokens") || a->lr_warmup_tokens >= 0, "bad argument value",
+           "--lr-warmup-tokens %lld: must be >= 0", (long long)a->lr_warmup_tokens);
+  /* the ds_config's zero_optimization.stage is compared in train/ds_config.c */
+  if (given(seen, "--zero-stage")) {
+    zt_check(a->zero_stage >= 0 && a->zero_stage <= 3, "bad argument value", "--zero-stage %d: must be 0, 1, 2 or 3 "
+             "(DeepSpeed's ZeRO stages)", a->zero_stage);
+    zt_check(a->deepspeed || a->zero_stage == 0, "inconsistent arguments", "--zero-stage %d without --deepspeed: ZeRO "
+             "is DeepSpeed's (zero_optimization.stage in the ds_config); add --deepspeed --deepspeed_config FILE or "
+             "drop --zero-stage", a->zero_stage);
+  }
+  zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
+           "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
+           "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
+  /* DeepSpeed activation checkpointing: the flags replace the ds_config's block (train/ds_config.c) */
+  static const char *const ac_flags[] = {"--partition-activations", "--contigious-checkpointing",
+                                         "--checkpoint-in-cpu", "--synchronize-each-layer", "--profile-backward"};
+  const int ac_active = a->deepspeed && a->deepspeed_activation_checkpointing;
+  for (size_t i = 0; i < sizeof ac_flags / sizeof ac_flags[0]; i++)
+    if (given(seen, ac_flags[i]) && !ac_active)
+      zt_log("WARNING: %s has no effect without --deepspeed and --deepspeed-activation-checkpointing (as in "
+             "Megatron-DeepSpeed)\n", ac_flags[i]);
+  if (a->deepspeed_activation_checkpointing && !a->deepspeed)
+    zt_log("WARNING: --deepspeed-activation-checkpointing has no effect without --deepspeed (as in "
+           "Megatron-DeepSpeed)\n");
+  zt_check(!ac_active || !a->contigious_checkpointing || a->partition_activations, "inconsistent arguments",
+           "--contigious-checkpointing needs --partition-activations (DeepSpeed: Contiguous Checkpointing is only "
+           "available with partitioned activations)");
+  /* recorded knobs: Megatron-DeepSpeed's own adjustments of what it prints */
+  if (a->sequence_parallel || a->deepspeed) a->async_tensor_model_parallel_allreduce = 0;
+  if (given(seen, "--local-rank") || given(seen, "--local_rank"))
+    zt_check(a->local_rank >= 0, "bad argument value", "--local-rank %d: must be >= 0", a->local_rank);
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
                                          "--max-position-embeddings", "--seq-length", "--micro-batch-size",
@@ -628,6 +755,20 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   if (given(seen, "--lr-decay-iters")) check_positive("--lr-decay-iters", a->lr_decay_iters);
   if (given(seen, "--lr-decay-samples")) check_positive("--lr-decay-samples", a->lr_decay_samples);
   zt_check(a->lr_warmup_iters >= 0, "bad argument value", "--lr-warmup-iters %lld: must be >= 0",
+  /* TensorBoard and timers; Weights & Biases needs the network */
+  check_positive("--tensorboard-log-interval", a->tensorboard_log_interval);
+  check_positive("--tensorboard-queue-size", a->tensorboard_queue_size);
+  zt_check(a->timing_log_level >= 0 && a->timing_log_level <= 2, "bad argument value",
+           "--timing-log-level %d: invalid choice (choose from 0, 1, 2)", a->timing_log_level);
+  zt_check(!(a->tensorboard_dir && !a->tensorboard_dir[0]), "bad argument value",
+           "--tensorboard-dir: an empty path (give the directory for the event files, or leave the flag out)");
+  static const char *const wandb_flags[] = {"--wandb-project", "--wandb-exp-name", "--wandb-save-dir"};
+  const char *const wandb_values[] = {a->wandb_project, a->wandb_exp_name, a->wandb_save_dir};
+  for (int i = 0; i < 3; i++)
+    zt_check(!wandb_values[i][0], "unsupported argument", "%s %s: Weights & Biases logging is not supported (it "
+             "needs the wandb Python client and network access to its server); use --tensorboard-dir DIR, whose "
+             "event files TensorBoard (and `wandb sync --sync-tensorboard`) read, or leave the flag empty",
+             wandb_flags[i], wandb_values[i]);
            (long long)a->lr_warmup_iters);
   zt_check(a->lr_warmup_samples >= 0, "bad argument value", "--lr-warmup-samples %lld: must be >= 0",
            (long long)a->lr_warmup_samples);
@@ -760,6 +901,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   }
 
   check_counts(a, by_iters);
+  check_script_flags(a, seen);
   pad_vocab(a);
 }
 
@@ -821,6 +963,12 @@ static void set_defaults(zt_args *a) {
   a->save_interval = a->exit_interval = a->exit_duration_in_mins = -1;
   a->distributed_timeout_minutes = 10;
   a->step_timeout_seconds = 0;
+  a->num_workers = 2; /* Megatron's default (it has no effect here) */
+  a->train_tokens = a->lr_warmup_tokens = a->lr_decay_tokens = -1;
+  a->zero_stage = 1;  /* Megatron-DeepSpeed's default=1.0 */
+  a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
+  a->async_tensor_model_parallel_allreduce = 1;
+  a->local_rank = -1;
 }
 
 /* A value follows a flag unless the next word is itself a flag; "-5" or "-.5" are values. */
@@ -829,6 +977,12 @@ static int is_value(const char *s) {
 }
 
 /* --use-checkpoint-args: Megatron's load_args_from_checkpoint. The model shape comes from the saved arguments of
+  a->tensorboard_log_interval = 1;
+  a->tensorboard_queue_size = 1000;
+  a->log_learning_rate_to_tensorboard = a->log_loss_scale_to_tensorboard = 1;
+  a->timing_log_option = 1;
+  a->barrier_with_L1_time = 1;
+  a->wandb_project = a->wandb_exp_name = a->wandb_save_dir = "";
  * the --load checkpoint where the command line leaves it out (always for the ones Megatron forces); the
  * vocabulary (size, padding multiple) and the tokenizer type follow it. */
 char *(*zt_args_checkpoint_reader)(const char *root, const char *tag) = NULL;
@@ -953,7 +1107,7 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
  * places; what they hold is checked where it is read). */
 static const char *const k_per_rank[] = {"data_path", "train_data_path", "valid_data_path", "test_data_path",
                                          "data_cache_path", "vocab_file", "merge_file", "tokenizer_model",
-                                         "deepspeed_config", "save", "load", NULL};
+                                         "deepspeed_config", "save", "load", "tensorboard_dir", NULL};
 
 /* The flag behind a summary name: "lr_decay_iters" -> "--lr-decay-iters"; names without a flag of their own
  * (padded_vocab_size, world_size, ...) are shown as they are. */
@@ -1179,6 +1333,28 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("no_load_lr_state", a->no_load_lr_state);
   BOOL_LINE("override_opt_param_scheduler", a->override_opt_param_scheduler);
   BOOL_LINE("use_checkpoint_opt_param_scheduler", a->use_checkpoint_opt_param_scheduler);
+  /* Megatron-DeepSpeed's script flags, with the values Megatron-DeepSpeed prints */
+  OPT_LINE("train_tokens", a->train_tokens);
+  OPT_LINE("lr_warmup_tokens", a->lr_warmup_tokens);
+  OPT_LINE("lr_decay_tokens", a->lr_decay_tokens);
+  if (zt_args_given(a, "--zero-stage")) INT_LINE("zero_stage", a->zero_stage);
+  else STR_LINE("zero_stage", "1.0");
+  BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
+  BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
+  BOOL_LINE("deepspeed_activation_checkpointing", a->deepspeed_activation_checkpointing);
+  BOOL_LINE("partition_activations", a->partition_activations);
+  BOOL_LINE("contigious_checkpointing", a->contigious_checkpointing);
+  BOOL_LINE("checkpoint_in_cpu", a->checkpoint_in_cpu);
+  BOOL_LINE("synchronize_each_layer", a->synchronize_each_layer);
+  BOOL_LINE("profile_backward", a->profile_backward);
+  BOOL_LINE("masked_softmax_fusion", a->masked_softmax_fusion);
+  BOOL_LINE("bias_gelu_fusion", a->bias_gelu_fusion);
+  BOOL_LINE("bias_dropout_fusion", a->bias_dropout_fusion);
+  BOOL_LINE("gradient_accumulation_fusion", a->gradient_accumulation_fusion);
+  BOOL_LINE("no_persist_layer_norm", a->no_persist_layer_norm);
+  BOOL_LINE("async_tensor_model_parallel_allreduce", a->async_tensor_model_parallel_allreduce);
+  STR_LINE("distributed_backend", k_backends[a->distributed_backend].name);
+  OPT_LINE("local_rank", a->local_rank);
 #undef INT_LINE
 #undef OPT_LINE
 #undef STR_LINE
@@ -1187,6 +1363,30 @@ void zt_args_print(const zt_args *a) {
   qsort(lines, (size_t)n, sizeof lines[0], by_name);
   if (summary_sink) {
     const size_t cap = (size_t)n * (sizeof lines[0].value + 64) + 1;
+  STR_LINE("train_desc_path", a->train_desc_path ? a->train_desc_path : "None");
+  STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");
+  STR_LINE("train_sample_idx_path", a->train_sample_idx_path ? a->train_sample_idx_path : "None");
+  STR_LINE("train_shuffle_idx_path", a->train_shuffle_idx_path ? a->train_shuffle_idx_path : "None");
+  STR_LINE("tensorboard_dir", a->tensorboard_dir ? a->tensorboard_dir : "None");
+  INT_LINE("tensorboard_log_interval", a->tensorboard_log_interval);
+  INT_LINE("tensorboard_queue_size", a->tensorboard_queue_size);
+  BOOL_LINE("log_timers_to_tensorboard", a->log_timers_to_tensorboard);
+  BOOL_LINE("log_batch_size_to_tensorboard", a->log_batch_size_to_tensorboard);
+  BOOL_LINE("log_learning_rate_to_tensorboard", a->log_learning_rate_to_tensorboard);
+  BOOL_LINE("log_loss_scale_to_tensorboard", a->log_loss_scale_to_tensorboard);
+  BOOL_LINE("log_validation_ppl_to_tensorboard", a->log_validation_ppl_to_tensorboard);
+  BOOL_LINE("log_optimizer_states_to_tensorboard", a->log_optimizer_states_to_tensorboard);
+  BOOL_LINE("log_memory_to_tensorboard", a->log_memory_to_tensorboard);
+  BOOL_LINE("log_world_size_to_tensorboard", a->log_world_size_to_tensorboard);
+  BOOL_LINE("log_params_norm", a->log_params_norm);
+  BOOL_LINE("log_num_zeros_in_grad", a->log_num_zeros_in_grad);
+  INT_LINE("timing_log_level", a->timing_log_level);
+  STR_LINE("timing_log_option", k_timing_options[a->timing_log_option].name);
+  BOOL_LINE("barrier_with_L1_time", a->barrier_with_L1_time);
+  STR_LINE("wandb_project", a->wandb_project);
+  STR_LINE("wandb_exp_name", a->wandb_exp_name);
+  STR_LINE("wandb_save_dir", a->wandb_save_dir);
+  BOOL_LINE("log_eta", a->log_eta);
     size_t k = 0;
     char *s = zt_malloc(cap, "argument summary");
     s[0] = '\0';

@@ -100,11 +100,27 @@ typedef struct {
   int vocab_extra_ids;              /* 0 */
   int reset_position_ids, reset_attention_mask, eod_mask_loss;
   int64_t train_data_exact_num_epochs; /* -1 unset */
-  int num_workers;                  /* 0: batches are read in the training process */
+  int num_workers;                  /* Megatron's 2; any N >= 0: batches are read in the training process */
 
   /* DeepSpeed */
   int deepspeed;                    /* --deepspeed */
   const char *deepspeed_config;     /* --deepspeed_config (or its old name --deepscale_config) */
+
+  /* Megatron-DeepSpeed's script flags (docs/arguments.md): token-based length and schedule, the mirrors of
+   * ds_config/layout settings, DeepSpeed activation checkpointing, and knobs recorded for the argument dump */
+  int64_t train_tokens;             /* -1 None: training also stops once the consumed tokens reach it */
+  int64_t lr_warmup_tokens;         /* -1 None: when set, warmup counts consumed tokens */
+  int64_t lr_decay_tokens;          /* -1 None: when set, decay counts consumed tokens */
+  int zero_stage;                   /* Megatron-DS's default 1 (printed 1.0); given: must equal the ds_config's */
+  int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
+  int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */
+  int partition_activations, contigious_checkpointing, checkpoint_in_cpu, synchronize_each_layer, profile_backward;
+  int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */
+  int no_persist_layer_norm;        /* recorded only (a CUDA LayerNorm kernel choice) */
+  int async_tensor_model_parallel_allreduce; /* 1; 0 with --no-async-..., --sequence-parallel or --deepspeed */
+  int distributed_backend;          /* 0 nccl, 1 gloo (recorded: collectives are MPI on CPU, NCCL on GPU) */
+  int local_rank;                   /* -1 None; --local_rank from the deepspeed launcher, recorded */
+  const char *train_desc_path, *train_doc_idx_path, *train_sample_idx_path, *train_shuffle_idx_path; /* NULL */
 
   /* checkpoints (docs/checkpoints.md) */
   const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */
@@ -124,6 +140,20 @@ typedef struct {
   int eval_interval;                /* 1000 */
   int eval_iters;                   /* 100 */
   int skip_train;                   /* --skip-train: only evaluate */
+
+  /* Megatron's TensorBoard writer and timers (train/tb_log.c, docs/monitors.md) */
+  const char *tensorboard_dir;      /* NULL: no event files */
+  int tensorboard_log_interval;     /* 1 */
+  int tensorboard_queue_size;       /* 1000: events held before a write forces a flush */
+  int log_timers_to_tensorboard, log_batch_size_to_tensorboard, log_validation_ppl_to_tensorboard;
+  int log_learning_rate_to_tensorboard, log_loss_scale_to_tensorboard; /* 1; --no-log-... clear them */
+  int log_optimizer_states_to_tensorboard, log_memory_to_tensorboard, log_world_size_to_tensorboard;
+  int log_params_norm, log_num_zeros_in_grad; /* also printed on the log line */
+  int timing_log_level;             /* 0: iteration time only; 1: + forward-backward, optimizer, ...; 2: + compute */
+  int timing_log_option;            /* 0 max, 1 minmax (default), 2 all: the printed timers block */
+  int barrier_with_L1_time;         /* 1; --no-barrier-with-level-1-timing */
+  const char *wandb_project, *wandb_exp_name, *wandb_save_dir; /* only "" (Megatron's off) is accepted */
+  int log_eta;                      /* ours: elapsed time and ETA at the end of the log line */
 
   /* hangs: start-up agreements and the step watchdog */
   double distributed_timeout_minutes; /* Megatron's flag, 10: the wait of every start-up agreement across ranks */

@@ -904,7 +904,48 @@ void zt_ds_megatron_from_args(zt_ds_megatron *m, const zt_args *a) {
   MV(weight_decay, "--weight-decay", true, widen(a->weight_decay));
   MV(lr_warmup_iters, "--lr-warmup-iters", true, a->lr_warmup_iters);
   MV(train_iters, "--train-iters", a->train_iters > 0, a->train_iters);
+  MV(zero_stage, "--zero-stage", false, a->zero_stage);
 #undef MV
+  m->ds_activation_checkpointing = a->deepspeed_activation_checkpointing && a->recompute_granularity == ZT_RECOMPUTE_FULL;
+  m->ac_partition = a->partition_activations;
+  m->ac_contiguous = a->contigious_checkpointing;
+  m->ac_cpu = a->checkpoint_in_cpu;
+  m->ac_synchronize = a->synchronize_each_layer;
+  m->ac_profile = a->profile_backward;
+  m->ac_number_checkpoints = (a->num_layers + a->recompute_num_layers - 1) / a->recompute_num_layers;
+}
+
+/* --zero-stage is Megatron-DeepSpeed's copy of the stage (it decides zero.Init and gathers at model construction,
+ * DeepSpeed's engine partitions by the file): the two must agree. */
+static void reconcile_zero_stage(const zt_ds_config *c, const zt_ds_megatron_value *m) {
+  if (!m->explicit_ || (int)m->value == c->zero_stage) return;
+  const bool in_file = get_path(c, "zero_optimization.stage") != NULL;
+  zt_fatal("inconsistent arguments", "--zero-stage %d contradicts zero_optimization.stage %d in %s%s", (int)m->value,
+           c->zero_stage, c->path, in_file ? "" : " (the file sets no stage: DeepSpeed's default 0)");
+}
+
+/* deepspeed.checkpointing.configure(partition_activations=..., contiguous_checkpointing=..., num_checkpoints=...,
+ * checkpoint_in_cpu=..., synchronize=..., profile=...): every argument is a bool or a count, never None, so each
+ * replaces the activation_checkpointing key of the file. */
+static void reconcile_activation_checkpointing(zt_ds_config *c, const zt_ds_megatron *m) {
+  if (!m->ds_activation_checkpointing) return;
+  const bool before[5] = {c->ac_partition, c->ac_contiguous, c->ac_cpu, c->ac_synchronize, c->ac_profile};
+  const bool after[5] = {m->ac_partition, m->ac_contiguous, m->ac_cpu, m->ac_synchronize, m->ac_profile};
+  static const char *const keys[5] = {"partition_activations", "contiguous_memory_optimization", "cpu_checkpointing",
+                                      "synchronize_checkpoint_boundary", "profile"};
+  static const char *const flags[5] = {"--partition-activations", "--contigious-checkpointing", "--checkpoint-in-cpu",
+                                       "--synchronize-each-layer", "--profile-backward"};
+  for (int i = 0; i < 5; i++)
+    if (before[i] != after[i])
+      zt_log("> --deepspeed-activation-checkpointing: activation_checkpointing.%s %s in %s is replaced by %s (%s), "
+             "as deepspeed.checkpointing.configure does\n", keys[i], before[i] ? "true" : "false", c->path,
+             after[i] ? "true" : "false", after[i] ? flags[i] : "not given");
+  c->ac_partition = m->ac_partition;
+  c->ac_contiguous = m->ac_contiguous;
+  c->ac_cpu = m->ac_cpu;
+  c->ac_synchronize = m->ac_synchronize;
+  c->ac_profile = m->ac_profile;
+  c->ac_number_checkpoints = m->ac_number_checkpoints;
 }
 
 static void reconcile_one(zt_ds_config *c, zt_ds_num *d, const char *key, const zt_ds_megatron_value *m,
@@ -930,6 +971,8 @@ static void reconcile_one(zt_ds_config *c, zt_ds_num *d, const char *key, const 
 }
 
 void zt_ds_config_reconcile(zt_ds_config *c, const zt_ds_megatron *m) {
+  reconcile_zero_stage(c, &m->zero_stage);
+  reconcile_activation_checkpointing(c, m);
   reconcile_one(c, &c->train_micro_batch_size_per_gpu, "train_micro_batch_size_per_gpu", &m->micro_batch_size,
                 "--micro-batch-size", true);
   reconcile_one(c, &c->train_batch_size, "train_batch_size", &m->global_batch_size, "--global-batch-size", true);

@@ -131,6 +131,12 @@ typedef struct {
   zt_ds_megatron_value weight_decay;      /* --weight-decay       <-> optimizer weight_decay */
   zt_ds_megatron_value lr_warmup_iters;   /* --lr-warmup-iters    <-> scheduler warmup_num_steps */
   zt_ds_megatron_value train_iters;       /* --train-iters        <-> scheduler total_num_steps */
+  zt_ds_megatron_value zero_stage;        /* --zero-stage         <-> zero_optimization.stage (must agree) */
+  /* --deepspeed-activation-checkpointing with recompute on: Megatron-DeepSpeed's deepspeed.checkpointing.configure
+   * call, whose arguments replace every key of the activation_checkpointing block */
+  bool ds_activation_checkpointing;
+  bool ac_partition, ac_contiguous, ac_cpu, ac_synchronize, ac_profile;
+  int ac_number_checkpoints;              /* ceil(--num-layers / --checkpoint-num-layers) */
 } zt_ds_megatron;
 
 /* Fills m from pretrain_gpt's parsed arguments (train/args.h): explicit_ from zt_args_given; set for

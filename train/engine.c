@@ -15,7 +15,9 @@
 #include "runtime/parallel/parallel_state.h"
 #include "runtime/profile/throughput.h"
 #include "runtime/zero/estimate.h"
+#include "train/progress.h"
 #include "train/schedule.h"
+#include "train/tb_log.h"
 #include "train/watchdog.h"
 
 _Static_assert((int)ZT_LR_DECAY_LINEAR == (int)ZT_DECAY_LINEAR && (int)ZT_LR_DECAY_COSINE == (int)ZT_DECAY_COSINE &&
@@ -631,11 +633,19 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_train_state *st = &e->st;
   st->args = a;
   st->ds_config_path = ds ? ds->path : "";
+  zt_tb_log_check(a, ds);
+  e->tb = zt_tb_log_open(a);
+  e->num_zeros = NAN;
+  zt_progress_initialized();
   setup_groups(e);
   zt_schedule_setup(e);
   zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
            "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
+  const double t_data = zt_now();
   build_data(e, tok);
+  e->setup_seconds[1] = zt_now() - t_data;
+  zt_print_datetime("after dataloaders are built");
+  const double t_model = zt_now();
   mixed_precision_setup(e);
   st->zero_stage = ds ? ds->zero_stage : 0;
   e->be = choose_backend(e);
@@ -690,7 +700,23 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_check(decay > 0 && warmup <= decay, "learning-rate schedule",
            "warmup of %lld samples exceeds the decay length of %lld samples", (long long)warmup, (long long)decay);
   st->sched = (zt_lr_schedule){.max_lr = a->lr, .min_lr = a->min_lr, .warmup_steps = warmup, .decay_steps = decay,
-                               .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0};
+                               .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0,
+                               .has_warmup_tokens = a->lr_warmup_tokens >= 0, .warmup_tokens = a->lr_warmup_tokens,
+                               .has_decay_tokens = a->lr_decay_tokens >= 0, .decay_tokens = a->lr_decay_tokens};
+  /* Megatron-DeepSpeed counts a token decay from the token warmup's end; without --lr-warmup-tokens that end is the
+   * tokens consumed when the sample warmup ends exactly (get_lr's side effect). A linear or cosine decay that never
+   * gets it fails there with a TypeError (None in a subtraction): refused here instead. */
+  if (a->lr_decay_tokens >= 0 && a->lr_warmup_tokens < 0 && !(ds && ds->has_scheduler) &&
+      (a->lr_decay_style == ZT_LR_DECAY_LINEAR || a->lr_decay_style == ZT_LR_DECAY_COSINE) &&
+      (warmup <= 0 || warmup % gbs != 0)) {
+    char why[96] = "never ends";
+    if (warmup > 0) snprintf(why, sizeof why, "does not end on an iteration (global batch size %lld)", (long long)gbs);
+    zt_fatal("inconsistent arguments", "--lr-decay-tokens %lld without --lr-warmup-tokens: the %s decay counts "
+             "tokens from the end of the warmup, and a warmup of %lld samples %s; give --lr-warmup-tokens (0 for "
+             "none) or a warmup of whole iterations (Megatron-DeepSpeed fails here with a TypeError in get_lr)",
+             (long long)a->lr_decay_tokens, a->lr_decay_style == ZT_LR_DECAY_LINEAR ? "linear" : "cosine",
+             (long long)warmup, why);
+  }
 
   if (ds) ds_engine_init(e, ds);
 
@@ -699,6 +725,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
+  e->setup_seconds[0] = zt_now() - t_model;
+  zt_print_datetime("after model, optimizer, and learning rate scheduler are built");
 }
 
 void zt_engine_free(zt_engine *e) {
@@ -726,11 +754,15 @@ void zt_engine_free(zt_engine *e) {
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
+  zt_tb_log_close(e->tb);
+  e->tb = NULL;
   if (e->fprof) zt_flops_profiler_free(e->fprof); /* the run ended before profile_step */
 }
 
 void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first) {
+  const double t0 = zt_now();
   zt_data_load(e->data, split, first, &e->batch);
+  if (split == 0) e->t_batch += zt_now() - t0; /* Megatron's batch-generator timer */
 }
 
 void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what) {
@@ -930,7 +962,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   /* flops_profiler: DeepSpeed profiles the iteration that starts after profile_step steps */
   const int profiling = e->fprof && st->iteration == e->ds->fp_profile_step;
   const size_t n = m->table->numel;
-  const double fwd0 = e->t_fwd, bwd0 = e->t_bwd_inner;
+  const double fwd0 = e->t_fwd, bwd0 = e->t_bwd_inner, batch0 = e->t_batch;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
   if (st->zero_stage == 3) zt_zero3_set_training(&st->zero3, 1);
   zt_loss_sums sum;
@@ -959,6 +991,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
              (long long)st->iteration + 1);
   }
   e->last_skipped = skip;
+  e->num_zeros = NAN; /* Megatron's optimizer counts them only for an applied step */
+  if (!skip && a->log_num_zeros_in_grad) e->num_zeros = zt_tb_count_zeros(e);
   if (skip) { /* DeepSpeed and Megatron: no update, no scheduler step; the iteration still counts */
     if (st->zero_stage == 3) zt_zero3_after_step(&st->zero3, 0);
     else e->be->memset(m->grads, 0, n * sizeof(float));
@@ -1000,7 +1034,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       e->be->memset(m->grads, 0, st->zero.padded * sizeof(float));
     }
     if (st->use_ds_sched) zt_ds_sched_step(&st->ds_sched);
-    else zt_lr_step(&st->sched, a->global_batch_size);
+    else zt_lr_step_tokens(&st->sched, a->global_batch_size, st->consumed_tokens); /* tokens before this iteration */
   }
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;
@@ -1009,6 +1043,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;
+  e->last_phases = (zt_step_phases){.fwd = it_fwd, .bwd = it_bwd, .batch = e->t_batch - batch0,
+                                    .grads_reduce = t4 - t3, .optimizer = t5 - t4};
   /* per micro batch, the unit of the profile's MACs (the iteration ran nmb of them) */
   if (profiling) flops_report(e, e->wall_clock ? it_fwd / nmb : 0, e->wall_clock ? (it_bwd + (t4 - t3)) / nmb : 0,
                               e->wall_clock ? t5 - t4 : 0);
@@ -1067,26 +1103,27 @@ static void print_validation(const char *prefix, const zt_loss_sums *l) {
  * and is left out when all were skipped; the grad norm is the last iteration's, left out when that one was
  * skipped (Megatron's None). */
 static void print_log_line(const zt_engine *e, double elapsed_per_iter, int applied, const zt_loss_sums *acc,
-                           double grad_norm, int skipped) {
+                           double grad_norm, int skipped, const char *eta) {
   const zt_args *a = e->args;
   const double samples_per_s = a->global_batch_size / elapsed_per_iter;
   const int world = zt_world_size();
-  char losses[256] = "", gn[64] = "";
+  char losses[256] = "", gn[64] = "", extras[96];
   for (int i = 0, len = 0; i < acc->n; i++) {
     const float loss = applied > 0 ? (float)(acc->value[i] / applied) : 0.0f;
     if (loss > 0 && len < (int)sizeof losses)
       len += snprintf(losses + len, sizeof losses - (size_t)len, " %s: %.6E |", acc->name[i], loss);
   }
   if (!isnan(grad_norm)) snprintf(gn, sizeof gn, " grad norm: %.3f |", grad_norm);
+  zt_tb_log_line_extras(e->tb, e, extras, sizeof extras); /* num zeros, params norm */
   zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
          " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
-         "%s loss scale: %.1f |%s number of skipped iterations: %3d |"
+         "%s loss scale: %.1f |%s%s number of skipped iterations: %3d |"
          " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
-         " TFLOPs: %.2f |\n",
+         " TFLOPs: %.2f |%s\n",
          (long long)e->st.iteration, (long long)a->train_iters, (long long)e->st.consumed_samples,
          (long long)e->st.consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), a->global_batch_size,
-         losses, e->st.scaler.cur_scale, gn, skipped, 0, samples_per_s, samples_per_s * a->seq_length / world,
-         e->flops_per_iteration / (elapsed_per_iter * world * 1e12));
+         losses, e->st.scaler.cur_scale, gn, extras, skipped, 0, samples_per_s, samples_per_s * a->seq_length / world,
+         e->flops_per_iteration / (elapsed_per_iter * world * 1e12), eta);
 }
 
 void zt_engine_run(zt_engine *e) {
@@ -1094,16 +1131,25 @@ void zt_engine_run(zt_engine *e) {
   zt_watchdog *wd = a->step_timeout_seconds > 0 ? zt_watchdog_start(a->step_timeout_seconds) : NULL;
   if (wd) zt_log("> step watchdog: a training step or evaluation running past %g s ends the job\n",
                  a->step_timeout_seconds);
+  static const char *const setup_names[2] = {"model-and-optimizer-setup", "train/valid/test-data-iterators-setup"};
+  zt_log("done with setup ...\n");
+  zt_timers_log(setup_names, e->setup_seconds, 2, a->timing_log_option, 1.0);
   if (!a->skip_train) {
     zt_log("training ...\n");
-    double interval_start = zt_now();
+    zt_print_datetime("before the start of training step");
+    double interval_start = zt_now(), train_seconds = 0;
+    const int64_t first_iteration = e->st.iteration;
     zt_loss_sums acc = zt_loss_sums_empty(e->model);
     int in_interval = 0, applied = 0, skipped = 0;
-    while (e->st.iteration < a->train_iters) {
+    /* Megatron-DeepSpeed's loop: --train-tokens also ends training once the consumed tokens reach it */
+    while (e->st.iteration < a->train_iters && (a->train_tokens < 0 || e->st.consumed_tokens < a->train_tokens)) {
       double norm;
       zt_watchdog_arm(wd, "training step", e->st.iteration + 1);
       zt_engine_train_step(e, &norm);
       zt_watchdog_disarm(wd);
+      const zt_tb_step ts = {.lr = current_lr(e), .grad_norm = norm, .loss_scale = e->st.scaler.cur_scale,
+                             .skipped = e->last_skipped};
+      zt_tb_log_after_step(e->tb, e, &ts);
       in_interval++;
       if (e->last_skipped) {
         skipped++;
@@ -1113,7 +1159,13 @@ void zt_engine_run(zt_engine *e) {
       }
       if (e->st.iteration % a->log_interval == 0) {
         double now = zt_now();
-        print_log_line(e, (now - interval_start) / in_interval, applied, &acc, norm, skipped);
+        char eta[96] = "";
+        train_seconds += now - interval_start;
+        if (a->log_eta)
+          zt_progress_eta(eta, sizeof eta, zt_progress_since_start(), train_seconds, e->st.iteration - first_iteration,
+                          a->train_iters - e->st.iteration);
+        print_log_line(e, (now - interval_start) / in_interval, applied, &acc, norm, skipped, eta);
+        zt_tb_log_interval(e->tb, e, (now - interval_start) / in_interval);
         interval_start = now;
         acc = zt_loss_sums_empty(e->model);
         in_interval = applied = skipped = 0;
@@ -1126,6 +1178,7 @@ void zt_engine_run(zt_engine *e) {
         const zt_loss_sums v = zt_engine_evaluate(e, 1);
         zt_watchdog_disarm(wd);
         print_validation(prefix, &v);
+        zt_tb_log_validation(e->tb, e, &v, 0);
         interval_start += zt_now() - t0; /* validation time is not training time */
       }
       /* --save-interval; --exit-*: saved, the program ends (Megatron's sys.exit) */
@@ -1134,9 +1187,11 @@ void zt_engine_run(zt_engine *e) {
         return;
       }
     }
-    zt_log("[after training is done]\n");
+    zt_print_datetime("after training is done");
     if (e->ds && e->ds->comms_logger_enabled) zt_comms_logger_log_summary(); /* deepspeed.comm.log_summary() */
     if (e->hooks.end_of_training) e->hooks.end_of_training(&e->st);
+  } else {
+    zt_log("skipping training (--skip-train is on) ...\n");
   }
   if (a->eval_iters > 0) {
     if (zt_data_has_split(e->data, 1)) {
@@ -1144,12 +1199,14 @@ void zt_engine_run(zt_engine *e) {
       const zt_loss_sums v = zt_engine_evaluate(e, 1);
       zt_watchdog_disarm(wd);
       print_validation("the end of training for val data", &v);
+      if (!a->skip_train) zt_tb_log_validation(e->tb, e, &v, 0);
     }
     if (zt_data_has_split(e->data, 2)) {
       zt_watchdog_arm(wd, "evaluation", e->st.iteration);
       const zt_loss_sums v = zt_engine_evaluate(e, 2);
       zt_watchdog_disarm(wd);
       print_validation("the end of training for test data", &v);
+      if (!a->skip_train) zt_tb_log_validation(e->tb, e, &v, 1);
     }
   }
   zt_watchdog_stop(wd);

@@ -37,6 +37,15 @@ typedef struct {
   double total;
 } zt_loss_sums;
 
+/* Megatron's TensorBoard writer and timers (train/tb_log.h). */
+typedef struct zt_tb_log zt_tb_log;
+
+/* The seconds of the last training iteration's phases (Megatron's timers, train/tb_log.c): forward and backward
+ * compute (with pipelining all of the schedule is in bwd), batch loading, the gradient reduction, the optimizer. */
+typedef struct {
+  double fwd, bwd, batch, grads_reduce, optimizer;
+} zt_step_phases;
+
 /* What the driver runs around the loop (checkpoints: checkpoints/checkpoint.h). NULL members do nothing. */
 typedef struct {
   int (*after_step)(zt_train_state *st); /* after each iteration: 1 = the program must exit now */
@@ -75,6 +84,12 @@ typedef struct {
   int last_skipped;              /* the last zt_engine_train_step skipped its update */
   zt_loss_sums last_losses;      /* the last step's mean of each named loss */
   double flops_per_iteration;
+  /* Megatron's TensorBoard logging and timers, --log-num-zeros-in-grad, and the start-up phase times */
+  zt_tb_log *tb;
+  zt_step_phases last_phases;
+  double t_batch;                /* seconds spent loading training micro batches */
+  double num_zeros;              /* of the last applied step's gradients; NAN when not counted */
+  double setup_seconds[2];       /* Megatron's model-and-optimizer-setup, train/valid/test-data-iterators-setup */
 } zt_engine;
 
 /* The tokenizer named by the data flags (NULL with --mock-data); sets args' vocabulary size from

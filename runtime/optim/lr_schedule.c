@@ -1,24 +1,43 @@
-/* The schedule's formulas, as Megatron's optimizer_param_scheduler.py computes them. */
+/* The schedule's formulas, as Megatron-DeepSpeed's optimizer_param_scheduler.py computes them (tokens included). */
 #include "runtime/optim/lr_schedule.h"
 
 #include <math.h>
 
 double zt_lr_get(const zt_lr_schedule *s) {
   const double n = (double)s->num_steps, w = (double)s->warmup_steps, d = (double)s->decay_steps;
-  if (s->warmup_steps > 0 && s->num_steps <= s->warmup_steps) return s->max_lr * n / w;
+  const double nt = (double)s->num_tokens, wt = (double)s->warmup_tokens, dt = (double)s->decay_tokens;
+  /* linear warmup: in tokens when --lr-warmup-tokens is set, else in samples */
+  if (!s->has_warmup_tokens) {
+    if (s->warmup_steps > 0 && s->num_steps <= s->warmup_steps) return s->max_lr * n / w;
+  } else if (s->warmup_tokens > 0 && s->num_tokens <= s->warmup_tokens) {
+    return s->max_lr * nt / wt;
+  }
   if (s->style == ZT_DECAY_CONSTANT) return s->max_lr;
-  if (s->num_steps > s->decay_steps) return s->min_lr;
+  if (!s->has_decay_tokens ? s->num_steps > s->decay_steps : s->num_tokens > s->decay_tokens) return s->min_lr;
   if (s->style == ZT_DECAY_INVSQRT) {
-    double ws = w > 1 ? w : 1, ns = n > 1 ? n : 1;
+    const double ws = s->has_warmup_tokens ? (wt > 1 ? wt : 1) : (w > 1 ? w : 1);
+    const double ns = s->has_warmup_tokens ? (nt > 1 ? nt : 1) : (n > 1 ? n : 1);
     double lr = s->max_lr * sqrt(ws) / sqrt(ns);
     return lr > s->min_lr ? lr : s->min_lr;
   }
-  double ratio = (n - w) / (d - w);
+  /* a token decay counts from the token warmup's end; the caller (the trainer's argument checks) makes sure a
+   * token decay without a token warmup reaches here only after the sample warmup has set warmup_tokens */
+  const double ratio = !s->has_decay_tokens ? (n - w) / (d - w) : (nt - wt) / (dt - wt);
   double coeff = s->style == ZT_DECAY_LINEAR ? 1.0 - ratio : 0.5 * (cos(M_PI * ratio) + 1.0);
   return s->min_lr + coeff * (s->max_lr - s->min_lr);
 }
 
 double zt_lr_step(zt_lr_schedule *s, int64_t increment) {
   s->num_steps += increment;
+  return zt_lr_get(s);
+}
+
+double zt_lr_step_tokens(zt_lr_schedule *s, int64_t increment, int64_t token_num) {
+  s->num_tokens = token_num;
+  s->num_steps += increment;
+  if (!s->has_warmup_tokens && s->has_decay_tokens && s->warmup_steps > 0 && s->num_steps == s->warmup_steps) {
+    s->has_warmup_tokens = 1; /* Megatron-DeepSpeed: self.lr_warmup_tokens = self.num_tokens */
+    s->warmup_tokens = s->num_tokens;
+  }
   return zt_lr_get(s);
 }
