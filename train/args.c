@@ -272,14 +272,6 @@ static const flag k_flags[] = {
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
   {"--skip-train", F_TRUE, OFF(skip_train), NULL, LOG, "False", "Only evaluate."},
-  {"--distributed-timeout-minutes", F_DOUBLE, OFF(distributed_timeout_minutes), NULL, HANG, "10",
-   "Longest wait of a start-up agreement across ranks (the arguments, ...); a rank that has not answered "
-   "by then is named and the job ends. Fractions are accepted (0.5 = 30 s)."},
-  {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
-   "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
-   "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
-  {"--no-masked-softmax-fusion", F_CONST, OFF(masked_softmax_fusion), k_off, NOOP, "fusion on",
-   "Megatron's CUDA fused scale-mask-softmax off: no effect (one softmax path per backend, same numbers)."},
   {"--tensorboard-dir", F_STR, OFF(tensorboard_dir), NULL, TB, "None",
    "Write TensorBoard event files (Megatron's tags) to this directory, from the last rank."},
   {"--tensorboard-log-interval", F_INT, OFF(tensorboard_log_interval), NULL, TB, "1",
@@ -319,6 +311,14 @@ static const flag k_flags[] = {
   {"--wandb-save-dir", F_STR, OFF(wandb_save_dir), NULL, TB, "", "Refused unless empty (see --wandb-project)."},
   {"--log-eta", F_TRUE, OFF(log_eta), NULL, TB, "False",
    "zerotron's: append ' elapsed: H:MM:SS | ETA: H:MM:SS |' to each log line (off: Megatron's line as it is)."},
+  {"--distributed-timeout-minutes", F_DOUBLE, OFF(distributed_timeout_minutes), NULL, HANG, "10",
+   "Longest wait of a start-up agreement across ranks (the arguments, ...); a rank that has not answered "
+   "by then is named and the job ends. Fractions are accepted (0.5 = 30 s)."},
+  {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
+   "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
+   "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
+  {"--no-masked-softmax-fusion", F_CONST, OFF(masked_softmax_fusion), k_off, NOOP, "fusion on",
+   "Megatron's CUDA fused scale-mask-softmax off: no effect (one softmax path per backend, same numbers)."},
   {"--no-bias-gelu-fusion", F_CONST, OFF(bias_gelu_fusion), k_off, NOOP, "fusion on",
    "Megatron's fused bias+GeLU off: no effect (same math either way)."},
   {"--no-bias-dropout-fusion", F_CONST, OFF(bias_dropout_fusion), k_off, NOOP, "fusion on",
@@ -747,14 +747,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "--distributed-timeout-minutes", a->distributed_timeout_minutes, 0, "in (0, 1000000]");
   check_real(a->step_timeout_seconds >= 0 && a->step_timeout_seconds <= 1e9, "--step-timeout-seconds",
              a->step_timeout_seconds, 0, "in [0, 1e9] (0 turns the watchdog off)");
-  if (given(seen, "--ffn-hidden-size")) check_positive("--ffn-hidden-size", a->ffn_hidden_size);
-  if (given(seen, "--kv-channels")) check_positive("--kv-channels", a->kv_channels);
-  if (given(seen, "--global-batch-size")) check_positive("--global-batch-size", a->global_batch_size);
-  if (by_iters) check_positive("--train-iters", a->train_iters);
-  if (by_samples) check_positive("--train-samples", a->train_samples);
-  if (given(seen, "--lr-decay-iters")) check_positive("--lr-decay-iters", a->lr_decay_iters);
-  if (given(seen, "--lr-decay-samples")) check_positive("--lr-decay-samples", a->lr_decay_samples);
-  zt_check(a->lr_warmup_iters >= 0, "bad argument value", "--lr-warmup-iters %lld: must be >= 0",
   /* TensorBoard and timers; Weights & Biases needs the network */
   check_positive("--tensorboard-log-interval", a->tensorboard_log_interval);
   check_positive("--tensorboard-queue-size", a->tensorboard_queue_size);
@@ -769,6 +761,14 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "needs the wandb Python client and network access to its server); use --tensorboard-dir DIR, whose "
              "event files TensorBoard (and `wandb sync --sync-tensorboard`) read, or leave the flag empty",
              wandb_flags[i], wandb_values[i]);
+  if (given(seen, "--ffn-hidden-size")) check_positive("--ffn-hidden-size", a->ffn_hidden_size);
+  if (given(seen, "--kv-channels")) check_positive("--kv-channels", a->kv_channels);
+  if (given(seen, "--global-batch-size")) check_positive("--global-batch-size", a->global_batch_size);
+  if (by_iters) check_positive("--train-iters", a->train_iters);
+  if (by_samples) check_positive("--train-samples", a->train_samples);
+  if (given(seen, "--lr-decay-iters")) check_positive("--lr-decay-iters", a->lr_decay_iters);
+  if (given(seen, "--lr-decay-samples")) check_positive("--lr-decay-samples", a->lr_decay_samples);
+  zt_check(a->lr_warmup_iters >= 0, "bad argument value", "--lr-warmup-iters %lld: must be >= 0",
            (long long)a->lr_warmup_iters);
   zt_check(a->lr_warmup_samples >= 0, "bad argument value", "--lr-warmup-samples %lld: must be >= 0",
            (long long)a->lr_warmup_samples);
@@ -969,6 +969,12 @@ static void set_defaults(zt_args *a) {
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->async_tensor_model_parallel_allreduce = 1;
   a->local_rank = -1;
+  a->tensorboard_log_interval = 1;
+  a->tensorboard_queue_size = 1000;
+  a->log_learning_rate_to_tensorboard = a->log_loss_scale_to_tensorboard = 1;
+  a->timing_log_option = 1;
+  a->barrier_with_L1_time = 1;
+  a->wandb_project = a->wandb_exp_name = a->wandb_save_dir = "";
 }
 
 /* A value follows a flag unless the next word is itself a flag; "-5" or "-.5" are values. */
@@ -977,12 +983,6 @@ static int is_value(const char *s) {
 }
 
 /* --use-checkpoint-args: Megatron's load_args_from_checkpoint. The model shape comes from the saved arguments of
-  a->tensorboard_log_interval = 1;
-  a->tensorboard_queue_size = 1000;
-  a->log_learning_rate_to_tensorboard = a->log_loss_scale_to_tensorboard = 1;
-  a->timing_log_option = 1;
-  a->barrier_with_L1_time = 1;
-  a->wandb_project = a->wandb_exp_name = a->wandb_save_dir = "";
  * the --load checkpoint where the command line leaves it out (always for the ones Megatron forces); the
  * vocabulary (size, padding multiple) and the tokenizer type follow it. */
 char *(*zt_args_checkpoint_reader)(const char *root, const char *tag) = NULL;
@@ -1355,14 +1355,6 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("async_tensor_model_parallel_allreduce", a->async_tensor_model_parallel_allreduce);
   STR_LINE("distributed_backend", k_backends[a->distributed_backend].name);
   OPT_LINE("local_rank", a->local_rank);
-#undef INT_LINE
-#undef OPT_LINE
-#undef STR_LINE
-#undef BOOL_LINE
-#undef FLT_LINE
-  qsort(lines, (size_t)n, sizeof lines[0], by_name);
-  if (summary_sink) {
-    const size_t cap = (size_t)n * (sizeof lines[0].value + 64) + 1;
   STR_LINE("train_desc_path", a->train_desc_path ? a->train_desc_path : "None");
   STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");
   STR_LINE("train_sample_idx_path", a->train_sample_idx_path ? a->train_sample_idx_path : "None");
@@ -1387,6 +1379,14 @@ void zt_args_print(const zt_args *a) {
   STR_LINE("wandb_exp_name", a->wandb_exp_name);
   STR_LINE("wandb_save_dir", a->wandb_save_dir);
   BOOL_LINE("log_eta", a->log_eta);
+#undef INT_LINE
+#undef OPT_LINE
+#undef STR_LINE
+#undef BOOL_LINE
+#undef FLT_LINE
+  qsort(lines, (size_t)n, sizeof lines[0], by_name);
+  if (summary_sink) {
+    const size_t cap = (size_t)n * (sizeof lines[0].value + 64) + 1;
     size_t k = 0;
     char *s = zt_malloc(cap, "argument summary");
     s[0] = '\0';
