@@ -44,6 +44,11 @@ typedef struct {
   int training;
   const uint8_t *key_padding; /* [B, T] in the backend's memory, or NULL */
   const int32_t *key_start;   /* [B, T] in the backend's memory, or NULL */
+  /* incremental decoding (models/transformer/decode.h), 0 in training and evaluation: with kv_cache the T tokens of
+   * each row are positions kv_past .. kv_past+T-1; every self-attention layer appends their keys and values to its
+   * cache (zt_attn_acts.cache, kv_tmax positions per row) and attends over the kv_past+T cached positions (T must
+   * be 1 when kv_past > 0) */
+  int kv_cache, kv_past, kv_tmax;
 } zt_pass;
 
 /* The named losses of one micro batch, in the order of the log line ("lm loss" first). value[0..n) are each

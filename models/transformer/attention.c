@@ -90,6 +90,31 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
   return d;
 }
 
+/* Incremental decoding: the new tokens' keys and values (rows past .. past+T-1 of each sequence) go into the layer's
+ * cache, then each sequence's T queries attend over its past+T cached positions: causally when the cache held
+ * nothing before (the prompt), else one query that sees every cached key. One attention call per sequence, since
+ * the op's batch stride is Tk rows while the cache's is kv_tmax. */
+static void attention_cached(zt_attn_acts *a, const zt_block_config *cfg, const zt_pass *pass) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int A = attn_width(cfg), HD = cfg->HD, T = pass->T, past = pass->kv_past, Tk = past + T;
+  zt_check(a->cache && Tk <= pass->kv_tmax && (past == 0 || T == 1), "internal error",
+           "attention: %d new tokens after %d cached of %d (cache %s)", T, past, pass->kv_tmax,
+           a->cache ? "set" : "missing");
+  const size_t row = (size_t)3 * A;
+  for (int b = 0; b < pass->B; b++) {
+    void *cb = zt_at(a->cache, dt, (size_t)b * pass->kv_tmax * row);
+    be->copy(zt_at(cb, dt, (size_t)past * row), zt_at(a->qkv, dt, (size_t)b * T * row),
+             (size_t)T * row * zt_dtype_size(dt));
+    const zt_attention_desc d = {.B = 1, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = HD,
+                                 .mask = past == 0 ? ZT_ATTN_CAUSAL : ZT_ATTN_NONE, .ld_q = 3 * A, .ld_kv = 3 * A,
+                                 .hs_q = 3 * HD, .hs_k = 3 * HD, .hs_v = 3 * HD, .scale = 1.0f / sqrtf((float)HD),
+                                 .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0};
+    be->attention_forward(dt, zt_at(a->ctx, dt, (size_t)b * T * A), a->saved, zt_at(a->qkv, dt, (size_t)b * T * row),
+                          zt_at(cb, dt, (size_t)HD), zt_at(cb, dt, 2 * (size_t)HD), &d);
+  }
+}
+
 void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const void *x, const void *mem,
                      const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
                      uint64_t site) {
@@ -108,8 +133,12 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
     be->matmul_forward(dt, a->kv, NULL, mem, p->kv_w, p->kv_b, pass->B * Tk, C, 2 * A);
   }
   if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
-  zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
-  be->attention_forward(dt, a->ctx, a->saved, q, k, v, &d);
+  if (pass->kv_cache && p->kind == ZT_ATTN_SELF) {
+    attention_cached(a, cfg, pass);
+  } else {
+    zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
+    be->attention_forward(dt, a->ctx, a->saved, q, k, v, &d);
+  }
   if (ft) ft[ZT_FT_CORE] += (t1 = zt_now()) - t0, t0 = t1;
   if (!zt_tp_on(tp)) {
     be->matmul_forward(dt, out, NULL, a->ctx, p->proj_w, p->proj_b, NF, C, C);

@@ -58,6 +58,8 @@ typedef struct {
   float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp) */
   void *ctx;     /* [B, T, A] attention output before the projection */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
+  void *cache;   /* incremental decoding (pass->kv_cache): this layer's keys and values [B, kv_tmax, 3A] in the
+                    query_key_value layout (the query slots unused), set by zt_lm_decoder_init; else NULL */
 } zt_attn_acts;
 
 /* name is "self_attention" or "inter_attention"; Tk = T for self-attention. */

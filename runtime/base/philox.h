@@ -38,6 +38,7 @@ typedef enum {
   ZT_RNG_INIT = 1,        /* parameter initialization */
   ZT_RNG_DROPOUT = 2,     /* dropout masks */
   ZT_RNG_DATA = 3,        /* synthetic data */
+  ZT_RNG_SAMPLE = 4,      /* text generation's sampling (evaluate/sampling.c) */
 } zt_rng_purpose;
 
 /* The 64-bit key of a (seed, purpose) stream family. */

@@ -1,0 +1,109 @@
+/* Incremental decoding (see decode.h): the caches, the stage forward of new tokens, the last tokens' logits. */
+#include "models/transformer/decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+
+void zt_lm_decoder_init(zt_lm_decoder *d, zt_lm *lm) {
+  memset(d, 0, sizeof *d);
+  const zt_backend *be = lm->model->be;
+  zt_check(lm->cfg.forward_only && lm->vpp == 1 && !zt_tp_sp(&lm->tp) && !lm->stack.recompute, "internal error",
+           "decoder: needs a forward-only model without virtual chunks, --sequence-parallel or recompute");
+  d->lm = lm;
+  d->B = lm->B;
+  d->Tmax = lm->T;
+  const size_t A = (size_t)lm->bcfg.NH * lm->bcfg.HD, es = zt_dtype_size(lm->model->dt);
+  d->cache_bytes = (size_t)d->B * d->Tmax * 3 * A * es;
+  const int L = lm->stack.nlayers;
+  d->cache = zt_calloc((size_t)(L ? L : 1), sizeof(void *), "key/value caches");
+  for (int l = 0; l < L; l++) {
+    d->cache[l] = be->alloc(d->cache_bytes, "key/value cache");
+    lm->stack.blocks[l].a.attn.cache = d->cache[l];
+  }
+  const size_t NT = (size_t)d->B * d->Tmax;
+  d->h_tok = zt_malloc(NT * sizeof(int32_t), "decoder tokens");
+  d->h_pos = zt_malloc(NT * sizeof(int32_t), "decoder positions");
+  if (lm->last) {
+    const size_t BV = (size_t)d->B * lm->V;
+    d->logits32 = lm->model->dt == ZT_DTYPE_FP32 ? NULL : be->alloc(BV * sizeof(float), "decoder logits");
+    d->h_local = zt_malloc(BV * sizeof(float), "decoder logits");
+    d->h_all = zt_malloc(BV * (size_t)lm->tp.size * sizeof(float), "decoder logits");
+  }
+}
+
+void zt_lm_decoder_free(zt_lm_decoder *d) {
+  if (!d->lm) return;
+  const zt_backend *be = d->lm->model->be;
+  for (int l = 0; l < d->lm->stack.nlayers; l++) {
+    be->release(d->cache[l], d->cache_bytes);
+    d->lm->stack.blocks[l].a.attn.cache = NULL;
+  }
+  if (d->logits32) be->release(d->logits32, (size_t)d->B * d->lm->V * sizeof(float));
+  free(d->cache), free(d->h_tok), free(d->h_pos), free(d->h_local), free(d->h_all);
+  memset(d, 0, sizeof *d);
+}
+
+size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d) { return d->cache_bytes * (size_t)d->lm->stack.nlayers; }
+
+void *zt_lm_decoder_input(const zt_lm_decoder *d) { return zt_stack_input(&d->lm->stack); }
+
+size_t zt_lm_decoder_stage_elems(const zt_lm_decoder *d, int n) {
+  return (size_t)d->B * n * d->lm->cfg.hidden_size;
+}
+
+/* The stack writes layer l's output after its input, n tokens per row: the last layer's is L stage tensors in. */
+void *zt_lm_decoder_output(const zt_lm_decoder *d, int n) {
+  const size_t bytes = zt_lm_decoder_stage_elems(d, n) * zt_dtype_size(d->lm->model->dt);
+  return (char *)zt_stack_input(&d->lm->stack) + (size_t)d->lm->stack.chunk_layers * bytes;
+}
+
+int zt_lm_decoder_vocab(const zt_lm_decoder *d) { return d->lm->V * d->lm->tp.size; }
+
+int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, float *logits) {
+  zt_lm *lm = d->lm;
+  zt_model *m = lm->model;
+  const zt_backend *be = m->be;
+  const zt_dtype dt = m->dt;
+  const int B = d->B, C = lm->cfg.hidden_size, V = lm->V;
+  zt_check(n >= 1 && past >= 0 && past + n <= d->Tmax && (cached ? (past == 0 || n == 1) : past == 0),
+           "internal error", "decoder: %d tokens after %d of %d (%s)", n, past, d->Tmax, cached ? "cached" : "full");
+  const zt_pass pass = {.B = B, .T = n, .seed = 0, .training = 0, .kv_cache = cached, .kv_past = past,
+                        .kv_tmax = d->Tmax};
+  if (lm->first) {
+    const size_t N = (size_t)B * n;
+    for (int b = 0; b < B; b++)
+      for (int t = 0; t < n; t++) {
+        d->h_tok[(size_t)b * n + t] = tokens[(size_t)b * n + t];
+        d->h_pos[(size_t)b * n + t] = past + t;
+      }
+    const int32_t *tok = zt_backend_stage_in(be, lm->tokens_dev, d->h_tok, N * sizeof(int32_t));
+    const int32_t *pos = zt_backend_stage_in(be, lm->pos_buf, d->h_pos, N * sizeof(int32_t));
+    zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), tok, pos, NULL, 0.0f, &pass);
+  }
+  zt_stack_forward(&lm->stack, 0, &pass, NULL);
+  if (!lm->last) return 0;
+  /* the final layernorm and the output layer on each row's last token only */
+  const size_t es = zt_dtype_size(dt), rowb = (size_t)C * es;
+  const char *out = zt_lm_decoder_output(d, n);
+  void *rows = lm->stack.scratch.tmp; /* [B, C]: free once the layers ran */
+  for (int b = 0; b < B; b++) be->copy((char *)rows + (size_t)b * rowb, out + ((size_t)b * n + n - 1) * rowb, rowb);
+  be->layernorm_forward(dt, lm->lnf, lm->lnf_mean, lm->lnf_rstd, rows, lm->lnf_w, lm->lnf_b, B, C, lm->cfg.ln_eps);
+  be->matmul_forward(dt, lm->logits, NULL, lm->lnf, lm->out_w, NULL, B, C, V);
+  const size_t BV = (size_t)B * V;
+  const void *l32 = lm->logits;
+  if (d->logits32) {
+    be->convert(d->logits32, ZT_DTYPE_FP32, lm->logits, dt, BV);
+    l32 = d->logits32;
+  }
+  be->to_host(d->h_local, l32, BV * sizeof(float));
+  const int tp = lm->tp.size;
+  if (tp > 1) zt_allgather_f32(lm->tp.group, d->h_local, BV, d->h_all);
+  else memcpy(d->h_all, d->h_local, BV * sizeof(float));
+  /* rank r holds vocabulary columns [r V, (r+1) V) of every row */
+  for (int r = 0; r < tp; r++)
+    for (int b = 0; b < B; b++)
+      memcpy(logits + (size_t)b * V * tp + (size_t)r * V, d->h_all + ((size_t)r * B + b) * V, (size_t)V * sizeof(float));
+  return 1;
+}

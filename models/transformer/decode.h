@@ -1,0 +1,47 @@
+/* Incremental decoding of a language model (text generation: evaluate/generate.c): per-layer key/value caches on the
+ * model's backend and the forward of only the new tokens of each step, as Megatron's get_key_value/layer_past path
+ * (ParallelAttention's inference cache); or, without the cache, the whole prefix again at every step (Megatron's
+ * --recompute). The layers run the training code itself (zt_stack_forward with pass->kv_cache set: the attention
+ * appends the new keys/values and attends over the cache, models/transformer/attention.c); the last stage's logits
+ * are computed for the last token of each sequence only and gathered over the tensor-parallel vocabulary slices.
+ * Pipeline stages pass the stage output between them (the caller sends and receives). */
+#ifndef ZT_DECODE_H
+#define ZT_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "models/transformer/language_model.h"
+
+typedef struct {
+  zt_lm *lm;
+  int B, Tmax;            /* the model's micro batch and sequence length: the cache holds Tmax positions per row */
+  void **cache;           /* [stack layers] each [B, Tmax, 3A] on the backend */
+  size_t cache_bytes;     /* per layer */
+  int32_t *h_tok, *h_pos; /* host [B * Tmax] */
+  float *logits32;        /* backend [B, V] the logits in fp32 (half storage converted) */
+  float *h_local, *h_all; /* host [B, V] this rank's slice, [tp, B, V] gathered */
+} zt_lm_decoder;
+
+/* Allocates the caches for lm's micro batch and sequence length (forward-only model, no --sequence-parallel, one
+ * virtual chunk) and points each layer's attention at its cache. */
+void zt_lm_decoder_init(zt_lm_decoder *d, zt_lm *lm);
+void zt_lm_decoder_free(zt_lm_decoder *d);
+/* Bytes of key/value cache this stage holds. */
+size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d);
+
+/* One forward of this stage over n new tokens per row: tokens [B, n] (host, read on the first stage) at positions
+ * past .. past+n-1. cached: the layers read and extend the caches (past > 0 needs n == 1); 0: no cache, past must
+ * be 0 (the whole prefix). A stage that is not the first finds its input at zt_lm_decoder_input (B n C elements of
+ * the model's dtype, received by the caller). Returns 1 on the last stage, with logits [B, V_full] (host, fp32: the
+ * logits of each row's last token over the whole padded vocabulary, gathered over the tensor-parallel ranks);
+ * else 0, the output at zt_lm_decoder_output(d, n) for the next stage. */
+int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, float *logits);
+void *zt_lm_decoder_input(const zt_lm_decoder *d);
+void *zt_lm_decoder_output(const zt_lm_decoder *d, int n);
+/* Elements of the stage tensor for n tokens per row (B n C). */
+size_t zt_lm_decoder_stage_elems(const zt_lm_decoder *d, int n);
+/* The width of the gathered logits (V of every tensor-parallel rank together). */
+int zt_lm_decoder_vocab(const zt_lm_decoder *d);
+
+#endif
