@@ -596,6 +596,10 @@ int zt_generate_main(int argc, char **argv) {
   args.exit_on_missing_checkpoint = 1;
   zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
 
+  const int ckpt_rows = zt_eval_checkpoint_vocab(&args);
+  zt_check(zt_tokenizer_vocab_size(tok) <= ckpt_rows, "checkpoint", "the tokenizer has %d ids, the checkpoint's output "
+           "layer %d rows: another tokenizer than the one it was trained with?", zt_tokenizer_vocab_size(tok),
+           ckpt_rows);
   generator g = {.args = &args, .gf = &gf, .eod = zt_tokenizer_eod(tok)};
   zt_eval_placement p;
   int V_valid;
@@ -611,8 +615,6 @@ int zt_generate_main(int argc, char **argv) {
   zt_lm_decoder_init(&g.dec, &gpt->lm);
   g.V_full = zt_lm_decoder_vocab(&g.dec);
   g.V_tok = zt_tokenizer_vocab_size(tok);
-  zt_check(g.V_tok <= V_valid, "checkpoint", "the tokenizer has %d ids, the checkpoint's output layer %d rows: another "
-           "tokenizer than the one it was trained with?", g.V_tok, V_valid);
   zt_log("> key/value cache: %.1f MiB on this rank (%s)\n", (double)zt_lm_decoder_cache_bytes(&g.dec) / 1048576.0,
          gf.recompute ? "not used: --recompute" : "used");
   if (m->last) {

@@ -375,6 +375,15 @@ if not MPI:
     refused("a missing input file", ["--sample-input-file", os.path.join(tmp, "nope")], "--sample-input-file")
     refused("--out-seq-length -1", ["--sample-input-file", inp, "--out-seq-length", "-1"], "--out-seq-length -1")
     refused("--top_k x", ["--top_k", "x"], "--top_k x")
+    big = dict(VOCAB)
+    for i in range(200):
+        big["tok%d" % i] = len(big)
+    big_json = new("big.json")
+    json.dump(big, open(big_json, "w"))
+    model_big = [big_json if a == vocab_json else a for a in MODEL]
+    rc, out, err = run([GEN, "--load", ck] + model_big + ["--sample-input-file", inp], ok=False)
+    check(rc != 0 and "the tokenizer has 297 ids, the checkpoint's output layer 128 rows" in err,
+          "refused: a tokenizer with more ids than the checkpoint's output layer", (out + err)[-400:])
 else:
     inp = new("in")
     open(inp, "w").write("".join(CONTEXTS))
