@@ -109,11 +109,20 @@ static void print_split(const char *name, const int64_t b[4], int k) {
 
 /* Builds split k of one member dataset over documents [begin, end). */
 static void build_member(zt_gpt_dataset *out, const zt_indexed_dataset *d, const char *prefix, int k,
-                         int64_t begin, int64_t end, int64_t num_samples, const zt_gpt_data_config *c) {
+                         int64_t begin, int64_t end, int64_t num_samples, const zt_gpt_data_config *c, int members) {
   zt_gpt_dataset_spec sp = {.prefix = prefix, .name = SPLIT_NAMES[k], .doc_begin = begin, .doc_end = end,
                             .num_samples = num_samples, .seq_length = c->seq_length, .seed = c->seed,
                             .split_string = c->split, .cache_path = c->cache_path,
                             .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0};
+  static const char *const index_flags[4] = {"--train-desc-path", "--train-doc-idx-path", "--train-sample-idx-path",
+                                             "--train-shuffle-idx-path"};
+  for (int f = 0; k == 0 && f < 4; f++) {
+    if (!c->train_index_files[f]) continue;
+    zt_check(members == 1, "inconsistent arguments", "%s %s with %d blended training datasets: Megatron-DeepSpeed "
+             "would give each of them the same index files; it names one dataset's files", index_flags[f],
+             c->train_index_files[f], members);
+    sp.index_files[f] = c->train_index_files[f];
+  }
   zt_gpt_dataset_build(out, d, &sp);
 }
 
@@ -179,7 +188,7 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
           present[k] = 0;
           continue;
         }
-        build_member(&g->split[k].members[i], d, p.prefixes[i], k, b[k], b[k + 1], per[i][k], c);
+        build_member(&g->split[k].members[i], d, p.prefixes[i], k, b[k], b[k + 1], per[i][k], c, p.n);
       }
     }
     for (int k = 0; k < 3; k++) {
@@ -207,7 +216,7 @@ void zt_gpt_data_build(zt_gpt_data *g, const zt_gpt_data_config *c) {
       g->split[k].members = zt_malloc(sizeof(zt_gpt_dataset) * (size_t)p.n, "datasets");
       for (int i = 0; i < p.n; i++) {
         const zt_indexed_dataset *d = open_file(g, p.prefixes[i], c);
-        build_member(&g->split[k].members[i], d, p.prefixes[i], k, 0, d->num_items, per[i][k], c);
+        build_member(&g->split[k].members[i], d, p.prefixes[i], k, 0, d->num_items, per[i][k], c, p.n);
       }
       g->split[k].num = p.n;
       finish_split(&g->split[k], &p, (const int64_t(*)[3])per, k, normalized);

@@ -21,6 +21,7 @@ typedef struct {
   const char *const *split_path[3];    /* --train/valid/test-data-path words */
   const char *split;                   /* --split */
   const char *cache_path;              /* --data-cache-path or NULL */
+  const char *train_index_files[4];    /* the training split's .dsc / doc / sample / shuffle files (NULL: {md5}) */
   int seq_length;
   uint64_t seed;
   int64_t train_exact_num_epochs;      /* 0: not given */

@@ -160,18 +160,23 @@ typedef struct {
   char *dsc, *doc, *sample, *shuffle;
 } cache_files;
 
-static cache_files cache_names(const char *dir, const char *hash) {
-  char name[64];
-  cache_files c;
-  snprintf(name, sizeof name, "%s.dsc", hash);
-  c.dsc = zt_path_join(dir, name);
-  snprintf(name, sizeof name, "%s_doc_idx.npy", hash);
-  c.doc = zt_path_join(dir, name);
-  snprintf(name, sizeof name, "%s_sample_idx.npy", hash);
-  c.sample = zt_path_join(dir, name);
-  snprintf(name, sizeof name, "%s_shuffle_idx.npy", hash);
-  c.shuffle = zt_path_join(dir, name);
-  return c;
+/* The four files in dir: {hash}.dsc, {hash}_doc_idx.npy, ... or the names given by the --train-*-path flags
+ * (override[k] non-NULL), joined as Python's os.path.join does (an absolute name stands alone). */
+static cache_files cache_names(const char *dir, const char *hash, const char *const *override) {
+  static const char *const suffix[4] = {".dsc", "_doc_idx.npy", "_sample_idx.npy", "_shuffle_idx.npy"};
+  char *out[4];
+  for (int k = 0; k < 4; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", hash, suffix[k]);
+    const char *given = override ? override[k] : NULL;
+    if (given && given[0] == '/') {
+      out[k] = zt_malloc(strlen(given) + 1, "path");
+      strcpy(out[k], given);
+    } else {
+      out[k] = zt_path_join(dir, given ? given : name);
+    }
+  }
+  return (cache_files){out[0], out[1], out[2], out[3]};
 }
 
 static void cache_free(cache_files *c) {
@@ -350,13 +355,14 @@ typedef struct {
   char **dirs;
   int ndirs;
   const char *hash;
+  const char *const *override;
   int hit;
 } cache_search;
 
 static int search_complete(const void *ctx) {
   cache_search *s = (cache_search *)ctx;
   for (int i = 0; i < s->ndirs && s->hit < 0; i++) {
-    cache_files c = cache_names(s->dirs[i], s->hash);
+    cache_files c = cache_names(s->dirs[i], s->hash, s->override);
     if (cache_complete(&c)) s->hit = i;
     cache_free(&c);
   }
@@ -407,18 +413,35 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
     dirs[ndirs] = zt_malloc(strlen(sp->cache_path) + 1, "path");
     strcpy(dirs[ndirs++], sp->cache_path);
   }
+  const char *const *ov = sp->index_files;
+  const int given_files = ov[0] || ov[1] || ov[2] || ov[3];
   int hit = -1;
   for (int i = 0; i < ndirs && hit < 0; i++) {
-    cache_files c = cache_names(dirs[i], d->desc_hash);
+    cache_files c = cache_names(dirs[i], d->desc_hash, ov);
     if (cache_complete(&c)) hit = i;
     cache_free(&c);
   }
   const char *build_dir = dirs[ndirs - 1];
   const int found = hit >= 0;
+  if (!found && given_files) { /* Megatron-DeepSpeed builds and writes them; never over a file the user has */
+    cache_files c = cache_names(build_dir, d->desc_hash, ov);
+    const char *const paths[4] = {c.dsc, c.doc, c.sample, c.shuffle};
+    static const char *const flags[4] = {"--train-desc-path", "--train-doc-idx-path", "--train-sample-idx-path",
+                                         "--train-shuffle-idx-path"};
+    for (int k = 0; k < 4; k++)
+      for (int m = 0; m < 4; m++)
+        zt_check(!(zt_file_exists(paths[k]) && !zt_file_exists(paths[m])), "dataset cache", "%s exists but %s "
+                 "(%s) does not: the training index files come as a set (Megatron-DeepSpeed would rebuild all four "
+                 "over the existing ones); give the missing one or remove the others", paths[k], paths[m],
+                 ov[m] ? flags[m] : "its default name");
+    zt_log(" > the training index files given by --train-*-path do not exist yet: building them as "
+           "Megatron-DeepSpeed does\n");
+    cache_free(&c);
+  }
   if (!found && zt_rank() == 0) {
     zt_log(" > WARNING: could not find index map files, building the indices on rank 0 ...\n");
     zt_gpt_build_indices(d, data, sp, tokens_per_epoch);
-    cache_files c = cache_names(build_dir, d->desc_hash);
+    cache_files c = cache_names(build_dir, d->desc_hash, ov);
     double t0 = zt_now();
     save_cache(d, &c, build_dir, desc);
     zt_log(" > saved the %s index arrays to %s/%s_*.npy in %.3f s\n", sp->name, build_dir, d->desc_hash,
@@ -426,12 +449,12 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
     cache_free(&c);
   }
   /* every rank meets here: the others see rank 0's cache within ZT_DATA_CACHE_TIMEOUT, or the job ends */
-  cache_search look = {.dirs = dirs, .ndirs = ndirs, .hash = d->desc_hash, .hit = hit};
-  cache_files mark = cache_names(build_dir, d->desc_hash);
+  cache_search look = {.dirs = dirs, .ndirs = ndirs, .hash = d->desc_hash, .override = ov, .hit = hit};
+  cache_files mark = cache_names(build_dir, d->desc_hash, ov);
   zt_cache_sync("GPT", mark.dsc, found, search_complete, &look);
   cache_free(&mark);
   if (found || zt_rank() != 0) {
-    cache_files c = cache_names(dirs[look.hit], d->desc_hash);
+    cache_files c = cache_names(dirs[look.hit], d->desc_hash, ov);
     load_cache(d, &c, sp);
     cache_free(&c);
   }

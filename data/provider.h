@@ -19,6 +19,8 @@ typedef struct {
   const char *const *split_path[3];    /* --train/valid/test-data-path words */
   const char *split;                   /* --split */
   const char *cache_path;              /* --data-cache-path or NULL */
+  const char *train_index_files[4];    /* --train-desc-path, --train-doc-idx-path, --train-sample-idx-path,
+                                        * --train-shuffle-idx-path (GPT), NULL when not given */
   int micro_batch, seq_length;
   uint64_t seed;
   int64_t train_exact_num_epochs;      /* 0: not given */

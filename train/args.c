@@ -231,6 +231,14 @@ static const flag k_flags[] = {
   {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "2",
    "Megatron's loader worker processes: any N >= 0 is accepted and has no effect (batches are gathered from the "
    "mmap'd files in the training process in microseconds; bench/loader.sh)."},
+  {"--train-desc-path", F_STR, OFF(train_desc_path), NULL, DATA, "None",
+   "The training index cache's .dsc file to use instead of {md5}.dsc (Megatron-DeepSpeed)."},
+  {"--train-doc-idx-path", F_STR, OFF(train_doc_idx_path), NULL, DATA, "None",
+   "The training doc_idx .npy to use instead of {md5}_doc_idx.npy."},
+  {"--train-sample-idx-path", F_STR, OFF(train_sample_idx_path), NULL, DATA, "None",
+   "The training sample_idx .npy to use instead of {md5}_sample_idx.npy."},
+  {"--train-shuffle-idx-path", F_STR, OFF(train_shuffle_idx_path), NULL, DATA, "None",
+   "The training shuffle_idx .npy to use instead of {md5}_shuffle_idx.npy."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
    "Train on a synthetic patterned token stream instead of --data-path."},
   {"--deepspeed", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Enable DeepSpeed: read --deepspeed_config."},
@@ -685,6 +693,16 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
            "available with partitioned activations)");
   /* recorded knobs: Megatron-DeepSpeed's own adjustments of what it prints */
   if (a->sequence_parallel || a->deepspeed) a->async_tensor_model_parallel_allreduce = 0;
+  /* the training index files (data/gpt_dataset.c): GPT's datasets only */
+  static const char *const idx_flags[] = {"--train-desc-path", "--train-doc-idx-path", "--train-sample-idx-path",
+                                          "--train-shuffle-idx-path"};
+  for (size_t i = 0; i < sizeof idx_flags / sizeof idx_flags[0]; i++) {
+    if (!given(seen, idx_flags[i])) continue;
+    zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "%s: Megatron-DeepSpeed reads it for GPT's "
+             "datasets only; this program trains %s", idx_flags[i], zt_args_model);
+    zt_check(!a->mock_data, "inconsistent arguments", "%s names an index file of a --data-path dataset; --mock-data "
+             "has none", idx_flags[i]);
+  }
   if (given(seen, "--local-rank") || given(seen, "--local_rank"))
     zt_check(a->local_rank >= 0, "bad argument value", "--local-rank %d: must be >= 0", a->local_rank);
 }

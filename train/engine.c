@@ -61,6 +61,8 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
       .split_path_n = {a->train_data_path.n, a->valid_data_path.n, a->test_data_path.n},
       .split_path = {a->train_data_path.v, a->valid_data_path.v, a->test_data_path.v},
       .split = a->split, .cache_path = a->data_cache_path, .micro_batch = a->micro_batch_size,
+      .train_index_files = {a->train_desc_path, a->train_doc_idx_path, a->train_sample_idx_path,
+                            a->train_shuffle_idx_path},
       .seq_length = a->seq_length, .seed = a->seed,
       .train_exact_num_epochs = a->train_data_exact_num_epochs > 0 ? a->train_data_exact_num_epochs : 0,
       .num_samples = {a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs,

@@ -146,7 +146,7 @@ dump_has "defaults in the dump" "$out" zero_stage=1.0 num_workers=2 distributed_
   masked_softmax_fusion=True bias_gelu_fusion=True bias_dropout_fusion=True gradient_accumulation_fusion=True \
   no_persist_layer_norm=False async_tensor_model_parallel_allreduce=True no_pipeline_parallel=False \
   ds_pipeline_enabled=True train_tokens=None lr_warmup_tokens=None lr_decay_tokens=None \
-  deepspeed_activation_checkpointing=False
+  deepspeed_activation_checkpointing=False train_doc_idx_path=None
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --no-masked-softmax-fusion --no-bias-gelu-fusion --no-bias-dropout-fusion \
       --no-gradient-accumulation-fusion --no-persist-layer-norm --no-async-tensor-model-parallel-allreduce \
       --distributed-backend gloo --local_rank=3 --num-workers 8 --no-pipeline-parallel --pipeline-model-parallel-size 1 \
@@ -198,11 +198,58 @@ out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --no-pipeline-parallel --pipel
 if command -v mpirun >/dev/null; then
   out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 "$BIN" "${T[@]}" \
         --train-iters 1 --no-pipeline-parallel --pipeline-model-parallel-size 2 2>&1)
-  grep -qF "error: inconsistent arguments: --no-pipeline-parallel contradicts --pipeline-model-parallel-size 2" <<<"$out" &&
+  grep -qF "inconsistent arguments: --no-pipeline-parallel contradicts --pipeline-model-parallel-size 2" <<<"$out" &&
     ok "--no-pipeline-parallel with 2 pipeline stages is refused" || bad "--no-pipeline-parallel" "$(grep -m1 error <<<"$out")"
 else
   echo "SKIP --no-pipeline-parallel with 2 ranks: no mpirun"
 fi
+
+# 8. the training index files (Megatron-DeepSpeed's gpt_dataset: these names replace {md5}_*.npy)
+"$PY" - d <<'PYEOF'
+import struct, sys
+import numpy as np
+rng = np.random.RandomState(0)
+sizes = rng.randint(20, 200, size=60).astype(np.int32)
+rng.randint(0, 100, size=int(sizes.sum())).astype(np.uint16).tofile(sys.argv[1] + ".bin")
+ptr = np.concatenate([[0], np.cumsum(sizes[:-1].astype(np.int64) * 2)]).astype(np.int64)
+with open(sys.argv[1] + ".idx", "wb") as f:
+    f.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, len(sizes), len(sizes) + 1) + sizes.tobytes()
+            + ptr.tobytes() + np.arange(len(sizes) + 1, dtype=np.int64).tobytes())
+PYEOF
+TD=()
+for x in "${T[@]}"; do [ "$x" != --mock-data ] && TD+=("$x"); done
+D=(--data-path d --split 90,10,0 --tokenizer-type NullTokenizer --vocab-size 100 --train-iters 4 --data-cache-path C)
+out=$(timeout 120 "$BIN" "${TD[@]}" "${D[@]}" 2>&1)
+ref=$(grep -E "^ iteration" <<<"$out" | sed -E 's/.*(lm loss: [0-9.E+-]+).*/\1/')
+hash=$(ls C | sed -n 's/_doc_idx.npy$//p' | head -1)
+mv C Cref
+IDX=(--train-doc-idx-path "$W/mine/train_doc.npy" --train-sample-idx-path "$W/mine/train_sample.npy"
+     --train-shuffle-idx-path "$W/mine/train_shuffle.npy")
+mkdir mine
+out=$(timeout 120 "$BIN" "${TD[@]}" "${D[@]}" "${IDX[@]}" 2>&1)
+got=$(grep -E "^ iteration" <<<"$out" | sed -E 's/.*(lm loss: [0-9.E+-]+).*/\1/')
+same=1
+for k in doc sample shuffle; do cmp -s "Cref/${hash}_${k}_idx.npy" "mine/train_${k}.npy" || same=0; done
+[ -n "$got" ] && [ "$got" == "$ref" ] && [ $same -eq 1 ] && ! [ -e "C/${hash}_doc_idx.npy" ] && [ -e "C/${hash}.dsc" ] &&
+  dump_has "--train-*-idx-path naming files that do not exist yet: built there (as Megatron's), same losses" "$out" \
+    "train_doc_idx_path=$W/mine/train_doc.npy" || bad "index files built" "$(grep -m1 error <<<"$out")"
+cp mine/train_shuffle.npy shuffle.keep
+out=$(timeout 120 "$BIN" "${TD[@]}" "${D[@]}" "${IDX[@]}" 2>&1)
+got=$(grep -E "^ iteration" <<<"$out" | sed -E 's/.*(lm loss: [0-9.E+-]+).*/\1/')
+[ "$got" == "$ref" ] && grep -qF "loading shuffle-idx mapping from $W/mine/train_shuffle.npy" <<<"$out" &&
+  ok "--train-*-idx-path: the given files are loaded (same losses)" || bad "index files loaded" "$(grep -m1 error <<<"$out")"
+"$PY" -c "import numpy as np; a = np.load('mine/train_shuffle.npy'); a[3] = a[2]; np.save('mine/train_shuffle.npy', a)"
+expect_fail "a damaged --train-shuffle-idx-path file is refused naming it" \
+  "error: dataset cache: $W/mine/train_shuffle.npy: entry 3 is sample" "${TD[@]}" "${D[@]}" "${IDX[@]}"
+rm mine/train_shuffle.npy
+expect_fail "a missing one of the set is refused, nothing rebuilt over the others" \
+  "exists but $W/mine/train_shuffle.npy (--train-shuffle-idx-path) does not: the training index files come as a set" \
+  "${TD[@]}" "${D[@]}" "${IDX[@]}"
+cmp -s shuffle.keep shuffle.keep && [ -e mine/train_doc.npy ] && ! [ -e mine/train_shuffle.npy ] &&
+  ok "the refused run wrote nothing" || bad "refused run wrote" "$(ls mine)"
+expect_fail "--train-doc-idx-path with --mock-data" \
+  "error: inconsistent arguments: --train-doc-idx-path names an index file of a --data-path dataset; --mock-data has none" \
+  "${T[@]}" --train-iters 1 --train-doc-idx-path x.npy
 
 # 7. refusals name the right reason
 expect_fail "dead ZeRO flags say Megatron-DeepSpeed ignores them" \

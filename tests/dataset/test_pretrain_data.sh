@@ -99,8 +99,8 @@ expect_error "GPT-2 without --merge-file" "--tokenizer-type GPT2BPETokenizer nee
   "${base[@]}" --data-path "$tmp/a_text_document" --vocab-file "$tmp/a.jsonl"
 expect_error "HFTokenizer" "--tokenizer-type HFTokenizer is not supported" "${base[@]}" --data-path "$tmp/a_text_document" \
   --tokenizer-type HFTokenizer
-expect_error "--num-workers 2" "--num-workers 2: zerotron reads batches" "${base[@]}" "${tok[@]}" \
-  --data-path "$tmp/a_text_document" --num-workers 2
+expect_error "--num-workers -1" "--num-workers -1: must be >= 0" "${base[@]}" "${tok[@]}" \
+  --data-path "$tmp/a_text_document" --num-workers -1
 expect_error "a split without training documents" "--split '0,50,50' leaves no training documents" "${base[@]}" \
   "${tok[@]}" --data-path "$tmp/a_text_document" --split 0,50,50
 expect_error "tokens outside the vocabulary" "a_text_document.bin holds token ids 0..63, outside the 21 ids of the NullTokenizer tokenizer" "${base[@]}" --tokenizer-type NullTokenizer \
