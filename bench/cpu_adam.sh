@@ -8,6 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${ZT_BUILD_DIR:-build}
-[ -x "$BUILD/bin/bench_cpu_adam" ] || bash scripts/build.sh >/dev/null
+[ -x "$BUILD/bench/bin/bench_cpu_adam" ] || bash scripts/build.sh >/dev/null
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc); LLC: $(lscpu | sed -n 's/^L3 cache: *//p'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$BUILD/bin/bench_cpu_adam" "$@"
+"$BUILD/bench/bin/bench_cpu_adam" "$@"

@@ -9,7 +9,7 @@
 #   bench/cpu_step.sh --model bert --steps 9
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
+[ -x build/bench/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
 bench=() model=gpt
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   [ "$1" = --model ] && model=${2:-}
@@ -28,4 +28,4 @@ if [ "$model" = bert ]; then
   data=(--data-path "${PREFIX}_text_sentence" --vocab-file "$VOCAB" --split 949,50,1)
 fi
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
-./build/bin/bench_cpu_step "${bench[@]}" -- "${data[@]}" "$@" | grep -E "^(machine|model|step|gemm-only):"
+./build/bench/bin/bench_cpu_step "${bench[@]}" -- "${data[@]}" "$@" | grep -E "^(machine|model|step|gemm-only):"

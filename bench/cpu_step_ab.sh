@@ -11,7 +11,7 @@ shift
 rounds=5
 [ "${1:-}" = --rounds ] && { rounds=$2; shift 2; }
 [ "${1:-}" = -- ] && shift
-[ -x build/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
+[ -x build/bench/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
 tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 git worktree add --detach "$tmp/src" "$rev" >/dev/null 2>&1
@@ -20,11 +20,14 @@ cmake --build "$tmp/build" --target bench_cpu_step -j"$(nproc)" >"$tmp/build.log
   { tail -20 "$tmp/build.log"; exit 1; }
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
 echo "A: this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', modified')); B: $rev"
+# revisions before the build/bin split (build/bench/bin for benchmarks) built it into build/bin
+bin_b="$tmp/build/bench/bin/bench_cpu_step"
+[ -x "$bin_b" ] || bin_b="$tmp/build/bin/bench_cpu_step"
 median_of() { grep -E '^step:' | sed -E 's/.*median ([0-9.]+) ms.*/\1/'; }
 a=() b=()
 for r in $(seq "$rounds"); do
-  x=$(./build/bin/bench_cpu_step "$@" | median_of)
-  y=$("$tmp/build/bin/bench_cpu_step" "$@" | median_of)
+  x=$(./build/bench/bin/bench_cpu_step "$@" | median_of)
+  y=$("$bin_b" "$@" | median_of)
   a+=("$x") b+=("$y")
   echo "round $r: A $x ms, B $y ms"
 done

@@ -4,4 +4,4 @@
 # Usage: bench/eval_speed.sh [LAYERS HIDDEN HEADS SEQ MICRO_BATCH PADDED_VOCAB N]   (needs scripts/build.sh first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec ./build/bin/eval_speed "$@"
+exec ./build/bench/bin/eval_speed "$@"

@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
 echo "== $(date -u +%F) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 for e in 1 2.5; do
-  echo "-- ./build/bin/bench_gpt_index --tokens 1e9 --seq 2048 --epochs-needed $e $*"
-  ./build/bin/bench_gpt_index --tokens 1e9 --seq 2048 --epochs-needed "$e" "$@"
+  echo "-- ./build/bench/bin/bench_gpt_index --tokens 1e9 --seq 2048 --epochs-needed $e $*"
+  ./build/bench/bin/bench_gpt_index --tokens 1e9 --seq 2048 --epochs-needed "$e" "$@"
 done

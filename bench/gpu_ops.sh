@@ -5,7 +5,7 @@
 # carry=[".gpu"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/bin/bench_gpu_ops ] || bash scripts/build.sh >/dev/null
-[ -x build/bin/bench_gpu_ops ] || { echo "SKIP: built without CUDA (no bench_gpu_ops)"; exit 0; }
+[ -x build/bench/bin/bench_gpu_ops ] || bash scripts/build.sh >/dev/null
+[ -x build/bench/bin/bench_gpu_ops ] || { echo "SKIP: built without CUDA (no bench_gpu_ops)"; exit 0; }
 echo "date: $(date -u +%Y-%m-%d)"
-./build/bin/bench_gpu_ops "$@"
+./build/bench/bin/bench_gpu_ops "$@"

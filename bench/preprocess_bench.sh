@@ -14,9 +14,9 @@ INPUT="$CACHE/brown/brown.jsonl"
 VOCAB="$CACHE/gpt2/gpt2-vocab.json"
 MERGES="$CACHE/gpt2/gpt2-merges.txt"
 
-if [[ ! -x $BUILD/bin/preprocess_data || ! -x $BUILD/bin/bench_preprocess_bounds ]]; then
+if [[ ! -x $BUILD/bin/preprocess_data || ! -x $BUILD/bench/bin/bench_preprocess_bounds ]]; then
   if [[ $BUILD == build ]]; then bash scripts/build.sh >/dev/null; else
-    echo "error: preprocess_bench: $BUILD/bin/preprocess_data or bench_preprocess_bounds missing (build first)" >&2
+    echo "error: preprocess_bench: $BUILD/bin/preprocess_data or $BUILD/bench/bin/bench_preprocess_bounds missing (build first)" >&2
     exit 1
   fi
 fi
@@ -39,7 +39,7 @@ rate() {
     sed -n 's/^Done:.* docs\/s, \([0-9.]*\) MB\/s.*/\1/p'
 }
 for r in $(seq "$RUNS"); do
-  b="$("$BUILD/bin/bench_preprocess_bounds" "$INPUT" GPT2BPETokenizer "$VOCAB" "$MERGES")"
+  b="$("$BUILD/bench/bin/bench_preprocess_bounds" "$INPUT" GPT2BPETokenizer "$VOCAB" "$MERGES")"
   parse+=("$(sed -n 's/^bound parse_only: \([0-9.]*\) MB\/s.*/\1/p' <<<"$b")")
   tok+=("$(sed -n 's/^bound tokenize_only: \([0-9.]*\) MB\/s.*/\1/p' <<<"$b")")
   one+=("$(sed -n 's/^bound one_worker: \([0-9.]*\) MB\/s.*/\1/p' <<<"$b")")

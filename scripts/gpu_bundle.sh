@@ -13,11 +13,17 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
 grep -q 'ZT_HAVE_NCCL:INTERNAL=ON\|ZT_NCCL_LIB:FILEPATH=/' "$build/CMakeCache.txt" || echo "note: no NCCL in this build"
 targets=()
 for f in "$root"/tests/cuda/test_cuda_*.c; do targets+=("$(basename "$f" .c)"); done
-targets+=(test_comm_nccl bench_gpu_ops pretrain_gpt "$@")
+targets+=(test_comm_nccl bench_gpu_ops pretrain_gpt zt_report "$@")
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-for t in "${targets[@]}"; do cp "$build/bin/$t" "$out/bin/" && strip "$out/bin/$t"; done
+# user tools are in $build/bin, test drivers in $build/tests/bin, benchmarks in $build/bench/bin
+for t in "${targets[@]}"; do
+  src=""
+  for d in bin tests/bin bench/bin; do [ -x "$build/$d/$t" ] && src="$build/$d/$t" && break; done
+  [ -n "$src" ] || { echo "error: gpu_bundle: $t not built in $build/{bin,tests/bin,bench/bin}" >&2; exit 1; }
+  cp "$src" "$out/bin/" && strip "$out/bin/$t"
+done
 # every shared library the binaries load, except the C runtime and CUDA's (present on the device machine)
 skip='/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libnccl|libcudnn[a-z_]*)\.so'
 for b in "$out"/bin/*; do

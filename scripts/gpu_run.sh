@@ -16,7 +16,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 out="${OUT:-/tmp/gpu_out}"
 mkdir -p "$out"
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || { for b in "$bundle"/bin/test_*; do tests+=("$(basename "$b")"); done; tests+=(test_gpu_train); }
+# by default: the environment report first (what the machine offers), then every test
+[ ${#tests[@]} -gt 0 ] || { tests+=(zt_report); for b in "$bundle"/bin/test_*; do tests+=("$(basename "$b")"); done; tests+=(test_gpu_train); }
 fail=0
 for t in "${tests[@]}"; do
   if [ "$t" = test_gpu_train ]; then  # the shell test: pretrain_gpt on the GPU against the CPU
@@ -27,7 +28,7 @@ for t in "${tests[@]}"; do
   case $rc in 0) s=PASS ;; 77) s=SKIP ;; *) s="FAIL (exit $rc)"; fail=1 ;; esac
   echo "== $t: $s"
   case $t in
-    bench_*) cat "$out/$t.log" ;;  # the figures
+    bench_*|zt_report) cat "$out/$t.log" ;;  # the figures, the report
     *) grep -E '^(FAIL|SKIP)' "$out/$t.log" | head -20; tail -1 "$out/$t.log" ;;
   esac
 done
