@@ -72,10 +72,12 @@ expect "dumped tokens/s = consumed tokens / iterations / elapsed time ($(wc -l <
 expect "no series but lm loss, learning rate, tokens/s, validation lm loss" \
   "[ \"\$(cut -d, -f1 gpt.csv | sort -u | tr '\n' '|')\" = 'learning rate|lm loss|series|tokens per second|validation lm loss|' ]"
 
-# log lines every 4 iterations: tokens/s is per iteration of the interval, not per line
+# log lines every 4 iterations: tokens/s is per iteration of the interval, not per line; --log-eta's fields at the
+# end of the line (`elapsed: 0:00:01 | ETA: 0:00:03 |`) change nothing
 "$gpt" --num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 16 --max-position-embeddings 16 \
   --micro-batch-size 2 --global-batch-size 4 --train-iters 20 --lr 1e-3 --log-interval 4 --mock-data \
-  --tokenizer-type NullTokenizer --vocab-size 64 >gpt4.log 2>&1
+  --tokenizer-type NullTokenizer --vocab-size 64 --log-eta >gpt4.log 2>&1
+expect "--log-eta lines carry the ETA" "[ \$(grep -c '^ iteration .*| ETA: ' gpt4.log) = 5 ]"
 "$PY" "$plot" gpt4.log --no-plot --dump-csv gpt4.csv >/dev/null 2>&1
 sed -nE 's/^ iteration +([0-9]+)\/.*consumed tokens: +([0-9]+) \| elapsed time per iteration \(ms\): ([^ ]+) \|.*/\1 \2 \3/p' \
   gpt4.log | awk '{ if ($3 > 0) printf "%d %.9g\n", $1, ($2 - pt) / ($1 - pi) / ($3 / 1000); pi = $1; pt = $2 }' >want_tps4
