@@ -1125,7 +1125,10 @@ void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {
  * places; what they hold is checked where it is read). */
 static const char *const k_per_rank[] = {"data_path", "train_data_path", "valid_data_path", "test_data_path",
                                          "data_cache_path", "vocab_file", "merge_file", "tokenizer_model",
-                                         "deepspeed_config", "save", "load", "tensorboard_dir", NULL};
+                                         "deepspeed_config", "save", "load", "tensorboard_dir",
+                                         /* the launcher's --local_rank differs by design; index files are paths */
+                                         "local_rank", "train_desc_path", "train_doc_idx_path",
+                                         "train_sample_idx_path", "train_shuffle_idx_path", NULL};
 
 /* The flag behind a summary name: "lr_decay_iters" -> "--lr-decay-iters"; names without a flag of their own
  * (padded_vocab_size, world_size, ...) are shown as they are. */

@@ -200,6 +200,11 @@ if command -v mpirun >/dev/null; then
         --train-iters 1 --no-pipeline-parallel --pipeline-model-parallel-size 2 2>&1)
   grep -qF "inconsistent arguments: --no-pipeline-parallel contradicts --pipeline-model-parallel-size 2" <<<"$out" &&
     ok "--no-pipeline-parallel with 2 pipeline stages is refused" || bad "--no-pipeline-parallel" "$(grep -m1 error <<<"$out")"
+  # the deepspeed launcher gives each process its own --local_rank: not an argument mismatch between ranks
+  out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
+        -np 1 "$BIN" "${T[@]}" --train-iters 2 --local_rank=0 : -np 1 "$BIN" "${T[@]}" --train-iters 2 --local_rank=1 2>&1)
+  [ $? -eq 0 ] && grep -q "^ iteration        2/" <<<"$out" &&
+    ok "per-process --local_rank values are not a cross-rank mismatch" || bad "--local_rank per rank" "$(grep -m1 error <<<"$out")"
 else
   echo "SKIP --no-pipeline-parallel with 2 ranks: no mpirun"
 fi
