@@ -25,8 +25,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Megatron distributed-optimizer", "--use-distributed-optimizer"},
   {"data-efficiency (curriculum learning)",
-   "--return-data-index --repeated-dataloader --train-idx-path --train-desc-path --train-doc-idx-path "
-   "--train-sample-idx-path --train-shuffle-idx-path"},
+   "--return-data-index --repeated-dataloader --train-idx-path"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"checkpoint",
    "--no-initialization --universal-checkpoint --kill-switch-file"},
