@@ -1,12 +1,14 @@
 /* The model side shared by the evaluation programs (evaluate_zeroshot, generate_samples): this rank's place in the
  * run's TP x PP x DP layout and its process groups, a checkpoint of another model kind refused by what it holds, and
- * a forward-only GPT built in this layout with the weights of --load through the trainer's resharding loader
- * (whatever layout the checkpoint was saved in), its output layer holding the checkpoint's padded vocabulary. */
+ * a forward-only GPT built in this layout, on the CPU or this process's GPU, with the weights of --load through the
+ * trainer's resharding loader (whatever layout the checkpoint was saved in), its output layer holding the
+ * checkpoint's padded vocabulary. */
 #ifndef ZT_EVAL_MODEL_H
 #define ZT_EVAL_MODEL_H
 
 #include "models/model.h"
 #include "runtime/comm/comm.h"
+#include "runtime/ops/backend.h"
 #include "runtime/parallel/parallel_state.h"
 #include "train/args.h"
 
@@ -23,8 +25,13 @@ zt_eval_placement zt_eval_place(const zt_args *a);
 /* The checkpoint's padded vocabulary size (rank 0 reads it, every rank gets it); a BERT (or other) checkpoint is
  * refused by what it holds, before any shape check. */
 int zt_eval_checkpoint_vocab(const zt_args *a);
-/* Builds the forward-only GPT of args (micro batch x seq length, sequence_parallel as given) in this layout and loads
- * --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
+/* Where this process evaluates, decided as pretrain_gpt decides (train/engine.c): its node-local GPU when the build
+ * has CUDA, devices are present and the node has one per process (CUDA_VISIBLE_DEVICES= hides them), else the CPU;
+ * every rank decides the same, and the "> compute:" line says which and why. With several processes on GPUs the
+ * collectives on device buffers go through NCCL. */
+const zt_backend *zt_eval_backend(void);
+/* Builds the forward-only GPT of args (micro batch x seq length, sequence_parallel as given) in this layout on
+ * zt_eval_backend()'s backend, fp32 storage on either, and loads --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
  * *p receives the placement, *v_valid the checkpoint's padded vocabulary size. */
 zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placement *p, int *v_valid);
 

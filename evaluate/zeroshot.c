@@ -514,15 +514,25 @@ typedef struct {
   float *pairs, *all; /* [2 NF] this rank's (max, index); [tp 2 NF] gathered */
 } score_buf;
 
-static void score_tokens(const zt_lm *lm, const zt_eval_placement *p, int tp, int NF, int V_valid, int model_rows,
+static int scores_own(int model_rows, int V_valid) { return model_rows != V_valid; }
+
+/* logits [NF, lm->V] and losses [NF]: host memory (on a GPU, the rows score_rows_to_host copied). Tokens outside the
+ * loss mask are not scored (loss 0, argmax -1): no task reads them. */
+static void score_tokens(const zt_lm *lm, const float *logits, const float *losses, const float *mask,
+                         const zt_eval_placement *p, int tp, int NF, int V_valid, int model_rows,
                          const int32_t *labels, int want_argmax, score_buf *sb, double *loss, int32_t *argmax) {
-  const float *logits = lm->logits;
-  const int own = model_rows != V_valid; /* rows past the checkpoint's: the cross-entropy is computed here */
+  const int own = scores_own(model_rows, V_valid); /* rows past the checkpoint's: the cross-entropy is computed here */
   int Vl = V_valid - lm->v0;
   if (Vl > lm->V) Vl = lm->V;
   if (Vl < 0) Vl = 0;
   if (own || want_argmax)
     for (int n = 0; n < NF; n++) {
+      if (mask[n] == 0.0f) {
+        sb->mx[n] = 0.0;
+        sb->pairs[2 * n] = -INFINITY;
+        sb->pairs[2 * n + 1] = -1.0f;
+        continue;
+      }
       const float *row = logits + (size_t)n * lm->V;
       int best = 0;
       for (int v = 1; v < Vl; v++)
@@ -532,10 +542,15 @@ static void score_tokens(const zt_lm *lm, const zt_eval_placement *p, int tp, in
       sb->pairs[2 * n + 1] = (float)(lm->v0 + best);
     }
   if (!own) { /* the model's own (vocab-parallel) cross-entropy runs over exactly the checkpoint's rows */
-    for (int n = 0; n < NF; n++) loss[n] = lm->losses[n];
+    for (int n = 0; n < NF; n++) loss[n] = mask[n] != 0.0f ? losses[n] : 0.0;
   } else {
     if (tp > 1) zt_allreduce_max_f64(p->tp, sb->mx, (size_t)NF);
     for (int n = 0; n < NF; n++) {
+      if (mask[n] == 0.0f) {
+        sb->sums[n] = 1.0;
+        sb->sums[NF + n] = 0.0;
+        continue;
+      }
       const float *row = logits + (size_t)n * lm->V;
       double se = 0.0;
       for (int v = 0; v < Vl; v++) se += exp((double)row[v] - sb->mx[n]);
@@ -544,7 +559,7 @@ static void score_tokens(const zt_lm *lm, const zt_eval_placement *p, int tp, in
       sb->sums[NF + n] = t >= 0 && t < Vl ? (double)row[t] : 0.0;
     }
     if (tp > 1) zt_allreduce_sum_f64(p->tp, sb->sums, 2 * (size_t)NF);
-    for (int n = 0; n < NF; n++) loss[n] = log(sb->sums[n]) + sb->mx[n] - sb->sums[NF + n];
+    for (int n = 0; n < NF; n++) loss[n] = mask[n] != 0.0f ? log(sb->sums[n]) + sb->mx[n] - sb->sums[NF + n] : 0.0;
   }
   if (!want_argmax) return;
   if (tp > 1) zt_allgather_f32(p->tp, sb->pairs, 2 * (size_t)NF, sb->all);
@@ -561,6 +576,31 @@ static void score_tokens(const zt_lm *lm, const zt_eval_placement *p, int tp, in
     }
     argmax[n] = bi;
   }
+}
+
+/* On a device backend: the logits rows score_tokens reads (the tokens inside the loss mask, in runs of consecutive
+ * rows) copied into host[NF, lm->V]; the losses the forward already copied (lm->h_losses). Returns the host logits
+ * and sets *losses; on the CPU both are the model's own buffers. */
+static const float *score_rows_to_host(const zt_model *m, const zt_lm *lm, const float *mask, int NF, int need_logits,
+                                       float *host, const float **losses) {
+  if (m->be->host_visible) {
+    *losses = lm->losses;
+    return lm->logits;
+  }
+  *losses = lm->h_losses;
+  if (!need_logits) return host;
+  const size_t row = (size_t)lm->V * sizeof(float);
+  for (int n = 0; n < NF;) {
+    if (mask[n] == 0.0f) {
+      n++;
+      continue;
+    }
+    int e = n + 1;
+    while (e < NF && mask[e] != 0.0f) e++;
+    m->be->to_host((char *)host + (size_t)n * row, (const char *)lm->logits + (size_t)n * row, (size_t)(e - n) * row);
+    n = e;
+  }
+  return host;
 }
 
 static void task_flags_free(task_flags *tf) {
@@ -656,6 +696,11 @@ int zt_zeroshot_main(int argc, char **argv) {
                   .pairs = zt_malloc((size_t)NF * 2 * sizeof(float), "scores"),
                   .all = zt_malloc((size_t)NF * 2 * (size_t)tp * sizeof(float), "scores")};
   double *loss = zt_malloc((size_t)NF * sizeof(double), "scores");
+  const int want_argmax = d.lambada || d.harness;
+  const int need_logits = want_argmax || scores_own(args.padded_vocab_size, V_valid);
+  /* on a GPU: the scored tokens' logits rows, copied to the host after each forward (fp32: the model's storage) */
+  float *h_logits = !m->be->host_visible && last && need_logits
+                        ? zt_malloc((size_t)NF * lm->V * sizeof(float), "logits on the host") : NULL;
   const int32_t pad = zt_tokenizer_eod(tok);
   const int64_t nbatch = (d.n_examples + B - 1) / B;
   double total = 0.0, t0 = zt_now();
@@ -698,7 +743,9 @@ int zt_zeroshot_main(int argc, char **argv) {
         zt_send(p.pp, m->stage_out[i].dt, m->stage_out[i].buf, m->stage_out[i].n, p.c.pp + 1);
     done++;
     if (!last) continue;
-    score_tokens(lm, &p, tp, NF, V_valid, args.padded_vocab_size, labels, d.lambada || d.harness, &sb, loss, pred);
+    const float *losses_h, *logits_h = score_rows_to_host(m, lm, mask, NF, need_logits, h_logits, &losses_h);
+    score_tokens(lm, logits_h, losses_h, mask, &p, tp, NF, V_valid, args.padded_vocab_size, labels, want_argmax, &sb,
+                 loss, pred);
     if (d.harness) {
       for (int r = 0; r < rows; r++) {
         double ll = 0.0;
@@ -759,6 +806,7 @@ int zt_zeroshot_main(int argc, char **argv) {
   free(sb.pairs);
   free(sb.all);
   free(loss);
+  free(h_logits);
   free(req);
   task_flags_free(&tf);
   free_task(&d);
