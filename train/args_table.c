@@ -8,7 +8,7 @@
 /* Each entry: the work a group of flags lands with (or, after a leading '=', the whole reason they are refused), then
  * its flags separated by single spaces. */
 const zt_args_known_group zt_args_known_groups[] = {
-  {"mixed-precision",
+  {"mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)",
    "--fp32-residual-connection --no-query-key-layer-scaling --attention-softmax-in-fp32 "
    "--fp16-lm-cross-entropy --embedding-weights-in-fp32"},
   {"FP8/Transformer-Engine",
@@ -17,7 +17,9 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"CUDA kernel-fusion",
    "--disable-mem-efficient-ln --use-flash-attn --use-flash-attn-v1 --use-flash-attn-v2 "
    "--use-flash-attn-triton --use-flash-attn-builder"},
-  {"DeepSpeed config",
+  {"=Megatron-DeepSpeed's choice of the client optimizer class (DeepSpeedCPUAdam, torch AdamW, FusedAdam) for "
+   "ZeRO-Offload; zerotron takes the optimizer from --optimizer and the ds_config, and runs it on the CPU with "
+   "zero_optimization.offload_optimizer {\"device\": \"cpu\"} (docs/zero.md)",
    "--cpu-optimizer --cpu_torch_adam --ds_fused_adam"},
   {"=Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's "
    "zero_optimization block (docs/zero.md)",
@@ -27,7 +29,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"data-efficiency (curriculum learning)",
    "--return-data-index --repeated-dataloader --train-idx-path"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"checkpoint",
+  {"checkpoint variant (universal checkpoints, --no-initialization, kill switch)",
    "--no-initialization --universal-checkpoint --kill-switch-file"},
   {"pipeline-variant (standalone embedding stage, zero-bubble schedule, p2p options)",
    "--standalone-embedding-stage "
@@ -58,7 +60,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"batch-size ramp-up", "--rampup-batch-size"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"curriculum-learning", "--data-efficiency-curriculum-learning --random-ltd"},
-  {"activation-memory",
+  {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
    "--memory-centric-tiled-linear --tile-factor --empty-unused-memory-level"},
