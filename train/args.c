@@ -197,6 +197,8 @@ static const flag k_flags[] = {
    "(pp > 2, micro batches a multiple of pp)."},
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
+  {"--ds-sequence-parallel-size", F_INT, OFF(ds_sequence_parallel_size), NULL, PAR, "1",
+   "DeepSpeed's (Ulysses) sequence-parallel degree: 1 (off) is accepted; larger values are refused."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
@@ -674,6 +676,11 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
              "is DeepSpeed's (zero_optimization.stage in the ds_config); add --deepspeed --deepspeed_config FILE or "
              "drop --zero-stage", a->zero_stage);
   }
+  check_positive("--ds-sequence-parallel-size", a->ds_sequence_parallel_size);
+  zt_check(a->ds_sequence_parallel_size == 1, "unsupported argument", "--ds-sequence-parallel-size %d: DeepSpeed's "
+           "sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet (it lands with the "
+           "DeepSpeed sequence-parallelism (Ulysses, FPDT) work); 1 (off) is accepted, or use Megatron's "
+           "--sequence-parallel with tensor parallelism", a->ds_sequence_parallel_size);
   zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
            "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
            "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
@@ -984,6 +991,7 @@ static void set_defaults(zt_args *a) {
   a->num_workers = 2; /* Megatron's default (it has no effect here) */
   a->train_tokens = a->lr_warmup_tokens = a->lr_decay_tokens = -1;
   a->zero_stage = 1;  /* Megatron-DeepSpeed's default=1.0 */
+  a->ds_sequence_parallel_size = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->async_tensor_model_parallel_allreduce = 1;
   a->local_rank = -1;
@@ -1362,6 +1370,7 @@ void zt_args_print(const zt_args *a) {
   else STR_LINE("zero_stage", "1.0");
   BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
+  INT_LINE("ds_sequence_parallel_size", a->ds_sequence_parallel_size);
   BOOL_LINE("deepspeed_activation_checkpointing", a->deepspeed_activation_checkpointing);
   BOOL_LINE("partition_activations", a->partition_activations);
   BOOL_LINE("contigious_checkpointing", a->contigious_checkpointing);

@@ -38,7 +38,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"data-parallel-variant (DDP implementation, per-rank initialization)",
    "--DDP-impl --no-contiguous-buffers-in-local-ddp --data-parallel-random-init --use-cpu-initialization"},
   {"DeepSpeed sequence-parallelism (Ulysses, FPDT)",
-   "--ds-sequence-parallel-size --ds-sequence-parallel-fpdt "
+   "--ds-sequence-parallel-fpdt "
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading "
    "--force-ds-sequence-parallel"},
   {"MoE",
