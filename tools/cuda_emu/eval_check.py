@@ -182,7 +182,9 @@ def pair(name, np_, args, files=()):
         if side == "cpu":
             rc, out, secs = launch(1, log, [CPU[A.tool], "--load", CK] + MODEL + argv, {"CUDA_VISIBLE_DEVICES": ""})
         else:
-            extra = {} if A.gpu else {"ZT_EMU_DEVICES": str(np_)}
+            # the emulated device memory is out of the host's reach outside the emulator's own device work: a host
+            # read of the model's memory without a copy ends the run with a note (tools/cuda_emu/README.md)
+            extra = {} if A.gpu else {"ZT_EMU_DEVICES": str(np_), "ZT_EMU_HOST_GUARD": "1"}
             rc, out, secs = launch(np_, log, [GPU_BIN, "--load", CK] + MODEL + argv, extra)
         if rc != 0:
             err = [l for l in out.splitlines() if "error" in l or "cuda emulator" in l][:3] or out.splitlines()[-3:]

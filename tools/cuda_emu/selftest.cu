@@ -532,6 +532,18 @@ static void test_undefined_behaviour() {
     float *o = dev<float>(32);
     big_static_kernel<<<1, 32>>>(o);
   });
+  // ZT_EMU_HOST_GUARD: kernels, copies and memsets reach guarded device memory; host code does not
+  expect_death("a host read of guarded device memory", "host code accessed device memory", [] {
+    setenv("ZT_EMU_HOST_GUARD", "1", 1);
+    float *p = dev<float>(64);
+    touch_kernel<<<1, 32>>>(p);
+    CK(cudaMemset(p + 32, 0, 32 * sizeof(float)));
+    const std::vector<float> h = down(p, 64);
+    if (h[0] != 1.0f || h[31] != 1.0f || h[32] != 0.0f || h[63] != 0.0f) _exit(3);  // no message: the check fails
+    fprintf(stderr, "the guarded copies work\n");
+    volatile float x = p[1];  // the host reading device memory without a copy
+    (void)x;
+  });
 }
 
 int main() {

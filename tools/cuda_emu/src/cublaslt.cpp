@@ -495,6 +495,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
                               const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_bytes,
                               cudaStream_t stream) {
   if (!alive(h, kMagicCtx)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const DeviceAccess access;
   if (!alive(d, kMagicDesc) || !alive(Ad, kMagicLayout) || !alive(Bd, kMagicLayout) || !alive(Cd, kMagicLayout) ||
       !alive(Dd, kMagicLayout))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul with a dead or NULL descriptor or layout");

@@ -13,6 +13,7 @@ struct Allocation {
   size_t size;
   MemKind kind;
   int device;  // current when it was allocated (one address space; the device tells whose memory it is)
+  bool guarded;  // ZT_EMU_HOST_GUARD: a mapping of its own, inaccessible outside DeviceAccess windows
 };
 // The live allocation holding address p (base <= p <= base + size: a pointer one past the end counts, as a
 // kernel may receive one for an empty range), or NULL.

@@ -504,6 +504,7 @@ ncclResult_t mpi_failed(const Op &o, const char *call, int rc) {
 // also keeps MPI's int counts in range; each rank folds every contribution in rank order (src/nccl_reduce.h), so
 // all ranks get the same bits, whatever the chunking.
 ncclResult_t run_collective(const Op &o) {
+  const DeviceAccess access;
   const int P = o.comm->nranks, me = o.comm->rank;
   const size_t es = type_size(o.type), n = o.count;
   if (n == 0) return ncclSuccess;
@@ -561,6 +562,7 @@ ncclResult_t run_collective(const Op &o) {
 // (so they progress together, as in one NCCL group), the collectives run, then the transfers are awaited. Sends to
 // the calling rank itself are matched with its receives from itself in call order, by copy.
 ncclResult_t run_ops(const std::vector<Op> &ops, bool synchronous_send, const char *who) {
+  const DeviceAccess access;
   struct Xfer { const Op *op; size_t bytes; };
   std::vector<MPI_Request> req;
   std::vector<Xfer> xfer;

@@ -3,11 +3,15 @@
 // at allocation, streams and events that complete at once (every operation runs when it is issued, so a stream is
 // always idle), and the checks a GPU makes or should make: a copy direction that does not match the pointers, a range
 // past the end of an allocation, a freed or foreign pointer, a destroyed stream.
+#include <execinfo.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <map>
 #include <vector>
@@ -97,11 +101,72 @@ int stream_device(cudaStream_t s) {
 
 namespace {
 
+// ---- ZT_EMU_HOST_GUARD: device memory the host cannot touch outside DeviceAccess windows ----------------------------
+int access_depth;      // open DeviceAccess windows
+size_t guarded_count;  // live guarded allocations (none: the windows cost nothing)
+
+size_t mapped_bytes(size_t bytes) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return (bytes + page - 1) / page * page;
+}
+
+void protect_all(int prot) {
+  if (guarded_count == 0) return;
+  for (auto &kv : allocations)
+    if (kv.second.guarded && mprotect((void *)kv.second.base, mapped_bytes(kv.second.size), prot))
+      note("mprotect of the device allocation at %p failed", (void *)kv.second.base);
+}
+
+// A fault inside a guarded allocation outside a window is host code touching device memory: say so, with the host
+// stack, then fault again with the default action (the process ends with SIGSEGV). Other faults go straight there.
+void on_segv(int, siginfo_t *si, void *) {
+  const uintptr_t a = (uintptr_t)si->si_addr;
+  auto it = allocations.upper_bound(a);
+  if (access_depth == 0 && it != allocations.begin()) {
+    --it;
+    const Allocation &al = it->second;
+    if (al.guarded && a < al.base + mapped_bytes(al.size)) {
+      char msg[400];
+      const int n = snprintf(msg, sizeof msg, "cuda emulator: host code accessed device memory at %p, %zu bytes into the "
+                             "device allocation of %zu bytes at %p (device %d): copy it with cudaMemcpy first "
+                             "(ZT_EMU_HOST_GUARD=1); the host stack:\n", (void *)a, (size_t)(a - al.base), al.size,
+                             (void *)al.base, al.device);
+      if (write(2, msg, (size_t)n) < 0) {}
+      void *frames[48];
+      backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+    }
+  }
+  signal(SIGSEGV, SIG_DFL);
+}
+
+bool host_guard() {
+  static bool installed = false;
+  if (!env_int("ZT_EMU_HOST_GUARD", 0)) return false;
+  if (!installed) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    installed = true;
+  }
+  return true;
+}
+
 void *allocate(size_t bytes, MemKind kind) {
   void *p = NULL;
-  if (posix_memalign(&p, 256, bytes)) return NULL;  // cudaMalloc's alignment
+  const bool guarded = kind == MEM_DEVICE && host_guard();
+  if (guarded) {  // a mapping of its own (page-aligned, so also cudaMalloc's 256 bytes), inaccessible between windows
+    p = mmap(NULL, mapped_bytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+  } else if (posix_memalign(&p, 256, bytes)) {
+    return NULL;  // cudaMalloc's alignment
+  }
   if (env_int("ZT_EMU_POISON_ALLOC", 1)) memset(p, 0xff, bytes);  // fresh device memory reads as NaN
-  allocations[(uintptr_t)p] = Allocation{(uintptr_t)p, bytes, kind, current_device};
+  if (guarded && access_depth == 0) mprotect(p, mapped_bytes(bytes), PROT_NONE);
+  guarded_count += guarded;
+  allocations[(uintptr_t)p] = Allocation{(uintptr_t)p, bytes, kind, current_device, guarded};
   if (kind == MEM_DEVICE) device_used(current_device) += bytes;
   return p;
 }
@@ -120,6 +185,12 @@ cudaError_t release(void *p, MemKind kind, const char *op) {
     return set_error(cudaErrorInvalidValue);
   }
   if (kind == MEM_DEVICE) device_used(it->second.device) -= it->second.size;
+  if (it->second.guarded) {  // unmapped: a use after free faults
+    munmap(p, mapped_bytes(it->second.size));
+    guarded_count--;
+    allocations.erase(it);
+    return cudaSuccess;
+  }
   memset(p, 0xff, it->second.size);  // a use after free reads NaN (and ASan builds report it)
   allocations.erase(it);
   free(p);
@@ -169,6 +240,13 @@ cudaError_t check_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
 }
 
 }  // namespace
+
+DeviceAccess::DeviceAccess() {
+  if (access_depth++ == 0) protect_all(PROT_READ | PROT_WRITE);
+}
+DeviceAccess::~DeviceAccess() {
+  if (--access_depth == 0) protect_all(PROT_NONE);
+}
 
 cudaError_t func_set_attribute(KernelInfo *k, cudaFuncAttribute attr, int value) {
   switch (attr) {
@@ -448,6 +526,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
   if (!stream_valid(s)) return set_error(cudaErrorInvalidResourceHandle);
   if (bytes && (!dst || !src)) return set_error(cudaErrorInvalidValue);
   if (cudaError_t e = check_copy(dst, src, bytes, kind, "cudaMemcpy")) return e;
+  const DeviceAccess access;
   if (bytes) memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -462,6 +541,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
     note("cudaMemset of %zu bytes: %s", bytes, describe_range(p, bytes, buf, sizeof buf));
     return set_error(cudaErrorInvalidValue);
   }
+  const DeviceAccess access;
   memset(p, value, bytes);
   return cudaSuccess;
 }

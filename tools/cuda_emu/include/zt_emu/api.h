@@ -202,4 +202,20 @@ static inline cudaError_t cudaMallocHost(T **ptr, size_t bytes) {
 }
 #endif
 
+#ifdef __cplusplus
+namespace zt_emu {
+// Device memory is host memory here. With ZT_EMU_HOST_GUARD=1 each device allocation is a mapping of its own that is
+// inaccessible (PROT_NONE) except while the emulator itself works on device memory: kernels, copies, memsets,
+// cuBLASLt, CUB and NCCL each open a DeviceAccess window (nested windows count). Host code that reads or writes device
+// memory without a copy then ends with a note naming the address, its allocation and the host stack, as it would
+// fault (or read garbage) on a GPU.
+struct DeviceAccess {
+  DeviceAccess();
+  ~DeviceAccess();
+  DeviceAccess(const DeviceAccess &) = delete;
+  DeviceAccess &operator=(const DeviceAccess &) = delete;
+};
+}  // namespace zt_emu
+#endif
+
 #endif

@@ -134,6 +134,7 @@ void check_pointer_params(KernelInfo *k, const LaunchSite &site, const Params &p
 template <class Body, class... Args>
 void launch_kernel(const char *text, const char *file, int line, dim3 grid, dim3 block, size_t smem,
                    cudaStream_t stream, Body body, Args &&...args) {
+  const DeviceAccess access;
   using Params = std::tuple<std::decay_t<Args>...>;
   Params params(std::forward<Args>(args)...);
   const LaunchSite site{text, file, line};

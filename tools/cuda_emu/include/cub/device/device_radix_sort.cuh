@@ -43,6 +43,7 @@ cudaError_t radix_sort(void *temp, size_t &temp_bytes, const K *keys_in, K *keys
   const cudaError_t e = radix_sort_check(temp, &temp_bytes, keys_in, keys_out, values_in, values_out, n, sizeof(K),
                                          pairs ? sizeof(V) : 0, begin_bit, end_bit, stream, op);
   if (e != cudaSuccess || temp == NULL || n <= 0) return e;
+  const DeviceAccess access;
   const int bits = end_bit - begin_bit;
   const uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
   std::vector<uint64_t> key(n);
