@@ -2,13 +2,14 @@
 """evaluate_zeroshot and generate_samples on the emulated GPU (tools/cuda_emu, README.md "Programs") against the CPU
 build's, on a tiny GPT trained here by the CPU build's pretrain_gpt: the emulated run must say "> compute: GPU" and
 give the CPU's numbers to fp32 rounding. ctest entries cuda_emu_evaluate and cuda_emu_generate (labels emu, slow).
+The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device memory without a copy ends them.
 
   --tool evaluate_zeroshot: WikiText-style perplexity (--task WIKITEXT103, overlapping windows: rows outside the
-      loss mask), LAMBADA (--task LAMBADA: the greedy last word) and one harness task (--tasks piqa: log-likelihoods,
-      acc, acc_norm) on one emulated GPU; TP=2 (WikiText and LAMBADA, the vocabulary split over the ranks with a
+      loss mask), LAMBADA (--task LAMBADA --strict-lambada: the greedy last word) and two harness tasks in one run
+      (--tasks piqa,lambada_openai: log-likelihoods, acc, acc_norm, perplexity) on one emulated GPU; TP=2 (WikiText and LAMBADA, the vocabulary split over the ranks with a
       padding row: the cross-entropy then runs on the host over copied logits rows) and PP=2 (stage tensors over the
-      emulated NCCL) against the one-process CPU run. Summed losses and log-likelihoods within 1e-5 relative, counts,
-      acc and acc_norm equal.
+      emulated NCCL) against the one-process CPU run. Summed losses, log-likelihoods and perplexities within 1e-5
+      relative; LAMBADA counts, acc, acc_norm and their standard errors equal.
   --tool generate_samples: greedy generation from an input file with the key/value cache, and with --recompute, on
       one emulated GPU, and unconditional samples two rows per forward; TP=2 and PP=2 with the cache: the texts equal
       the CPU's byte for byte, and every step's logits (--dump-logits) within 1e-5 of the CPU's largest magnitude.
