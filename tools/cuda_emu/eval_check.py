@@ -6,10 +6,11 @@ The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device
 
   --tool evaluate_zeroshot: WikiText-style perplexity (--task WIKITEXT103, overlapping windows: rows outside the
       loss mask), LAMBADA (--task LAMBADA --strict-lambada: the greedy last word) and two harness tasks in one run
-      (--tasks piqa,lambada_openai: log-likelihoods, acc, acc_norm, perplexity) on one emulated GPU; TP=2 (WikiText and LAMBADA, the vocabulary split over the ranks with a
-      padding row: the cross-entropy then runs on the host over copied logits rows) and PP=2 (stage tensors over the
-      emulated NCCL) against the one-process CPU run. Summed losses, log-likelihoods and perplexities within 1e-5
-      relative; LAMBADA counts, acc, acc_norm and their standard errors equal.
+      (--tasks piqa,lambada_openai: log-likelihoods, acc, acc_norm, perplexity) on one emulated GPU; TP=2 (WikiText
+      and LAMBADA, the vocabulary split over the ranks with a padding row: the cross-entropy then runs on the host
+      over copied logits rows), PP=2 (stage tensors over the emulated NCCL) and DP=2 against the one-process CPU run.
+      Summed losses, log-likelihoods and perplexities within 1e-5 relative; LAMBADA counts, acc, acc_norm and their
+      standard errors equal.
   --tool generate_samples: greedy generation from an input file with the key/value cache, and with --recompute, on
       one emulated GPU, and unconditional samples two rows per forward; TP=2 and PP=2 with the cache: the texts equal
       the CPU's byte for byte, and every step's logits (--dump-logits) within 1e-5 of the CPU's largest magnitude.
@@ -109,7 +110,8 @@ os.makedirs(FIX)
 
 
 def bytes_to_unicode():  # GPT-2's byte-to-character table
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
     cs, n = bs[:], 0
     for b in range(256):
         if b not in bs:
@@ -215,7 +217,7 @@ def field(out, prefix, conv=float):
     return conv(lines[-1].split(prefix, 1)[1].split()[0]) if lines else None
 
 
-# ---- evaluate_zeroshot ------------------------------------------------------------------------------------------------
+# ---- evaluate_zeroshot ---------------------------------------------------------------------------------------------
 def eval_case(name, np_, args):
     r = pair(name, np_, args)
     if not r:
@@ -293,9 +295,10 @@ if A.tool == "evaluate_zeroshot":
               WIKI + ["--tensor-model-parallel-size", "2"])
     eval_case("LAMBADA, TP=2", 2, LAMB + ["--tensor-model-parallel-size", "2"])
     eval_case("WikiText, PP=2", 2, WIKI + ["--pipeline-model-parallel-size", "2"])
+    eval_case("WikiText, DP=2 (two replicas, one GPU each)", 2, WIKI)
 
 
-# ---- generate_samples ---------------------------------------------------------------------------------------------------
+# ---- generate_samples ----------------------------------------------------------------------------------------------
 def floats(path):
     data = open(path, "rb").read()
     return struct.unpack("<%df" % (len(data) // 4), data)
