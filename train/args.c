@@ -77,6 +77,11 @@ static const choice k_backends[] = {
     {"hccl", -1, "Habana HCCL is not one of zerotron's backends (collectives run over MPI for host tensors and NCCL "
                  "for GPU tensors); use --distributed-backend nccl or gloo"},
     {NULL, 0, NULL}};
+static const choice k_mlp_types[] = {
+    {"standard", 0, NULL},
+    {"residual", -1, "PR-MoE's residual MLP + expert layers need MoE layers, which zerotron does not support yet (it "
+                     "lands with the MoE work, issue 18); use --mlp-type standard"},
+    {NULL, 0, NULL}};
 static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL}, {"all", 2, NULL}, {NULL, 0, NULL}};
 
 #define OFF(field) offsetof(zt_args, field)
@@ -95,6 +100,7 @@ static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL},
 #define HANG "timeouts (hangs)"
 #define NOOP "implementation knobs (recorded in the argument dump; docs/arguments.md)"
 #define TB "TensorBoard and timers (docs/monitors.md)"
+#define MOE "MoE, dense model only (docs/arguments.md; MoE layers land with issue 18)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -345,6 +351,31 @@ static const flag k_flags[] = {
   {"--local-rank", F_INT, OFF(local_rank), NULL, NOOP, "None",
    "The launcher's local rank (deepspeed passes --local_rank=N): recorded; ranks come from MPI."},
   {"--local_rank", F_INT, OFF(local_rank), NULL, NOOP, "None", "Same as --local-rank."},
+  {"--num-experts", F_LIST, OFF(num_experts), NULL, MOE, "[1]",
+   "Experts per MoE layer (one value, or one per MoE layer): 1, the dense model of the MoE scripts, is accepted; "
+   "more experts are refused (MoE, issue 18)."},
+  {"--mlp-type", F_CHOICE, OFF(mlp_type), k_mlp_types, MOE, "standard", "standard (residual, PR-MoE, is refused)."},
+  {"--topk", F_INT, OFF(topk), NULL, MOE, "1", "k of the top-k gating: 1 (no experts to route among)."},
+  {"--expert-interval", F_INT, OFF(expert_interval), NULL, MOE, "2", "MoE layers every this many layers (> 0)."},
+  {"--moe-expert-parallel-size", F_INT, OFF(moe_expert_parallel_size), NULL, MOE, "1",
+   "Expert-parallel degree: 1 (no experts to place)."},
+  {"--moe-train-capacity-factor", F_DOUBLE, OFF(moe_train_capacity_factor), NULL, MOE, "1.0",
+   "Expert capacity factor in training: recorded (no MoE layer)."},
+  {"--moe-eval-capacity-factor", F_DOUBLE, OFF(moe_eval_capacity_factor), NULL, MOE, "1.0",
+   "Expert capacity factor in evaluation: recorded (no MoE layer)."},
+  {"--moe-min-capacity", F_INT, OFF(moe_min_capacity), NULL, MOE, "4",
+   "Minimum tokens per expert (>= 0): recorded (no MoE layer)."},
+  {"--moe-loss-coeff", F_DOUBLE, OFF(moe_loss_coeff), NULL, MOE, "0.1",
+   "Weight of the MoE load-balancing loss: recorded (a dense model has none)."},
+  {"--create-moe-param-group", F_TRUE, OFF(create_moe_param_group), NULL, MOE, "False",
+   "Separate optimizer groups for expert parameters: recorded (there are none)."},
+  {"--disable-moe-token-dropping", F_CONST, OFF(moe_token_dropping), k_off, MOE, "dropping on",
+   "Expert token dropping off: recorded (no MoE layer)."},
+  {"--disable-moe-top2-2nd-expert-sampling", F_CONST, OFF(moe_top2_2nd_expert_sampling), k_off, MOE, "sampling on",
+   "Top-2 gating's sampled 2nd expert off: recorded (no MoE layer)."},
+  {"--use-tutel", F_TRUE, OFF(use_tutel), NULL, MOE, "False", "Tutel's MoE kernels: recorded (no MoE layer)."},
+  {"--enable-expert-tensor-parallelism", F_TRUE, OFF(enable_expert_tensor_parallelism), NULL, MOE, "False",
+   "Tensor parallelism inside experts: recorded (no MoE layer)."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -661,6 +692,38 @@ static void check_counts(const zt_args *a, int by_iters) {
   }
 }
 
+/* The MoE flags of Megatron-DeepSpeed's dense scripts: its checks (get_num_experts_per_layer's assert, argparse's
+ * int types), and a refusal of everything that needs an MoE layer. With every --num-experts entry 1 Megatron-DeepSpeed
+ * builds ParallelMLP in every layer and the other MoE flags are read only inside MoE layers. */
+static void check_moe_flags(zt_args *a, const unsigned char *seen) {
+  static const char moe_work[] = "it lands with the MoE work, issue 18";
+  if (given(seen, "--num-experts"))
+    zt_check(a->num_experts.n > 0, "missing argument value", "--num-experts expects at least one value (INT ...)");
+  check_positive("--expert-interval", a->expert_interval);
+  for (int i = 0; i < a->num_experts.n; i++) {
+    const long long e = parse_int("--num-experts", a->num_experts.v[i], INT_MIN, INT_MAX);
+    zt_check(e >= 1, "bad argument value", "--num-experts %s: an expert count must be >= 1 (1 is the dense model)",
+             a->num_experts.v[i]);
+    zt_check(e == 1, "unsupported argument", "--num-experts %s: MoE layers (%lld experts every %d layers) are not "
+             "supported yet (%s); --num-experts 1 (Megatron-DeepSpeed's default) is the dense model",
+             a->num_experts.v[i], e, a->expert_interval, moe_work);
+  }
+  const int moe_layers = a->num_layers / a->expert_interval;
+  zt_check(a->num_experts.n <= 1 || a->num_experts.n == moe_layers, "inconsistent arguments", "--num-experts has %d "
+           "values: num_experts must be either a single value or a list of the same length as the number of MoE layers "
+           "(%d: --num-layers %d / --expert-interval %d), as Megatron-DeepSpeed asserts", a->num_experts.n, moe_layers,
+           a->num_layers, a->expert_interval);
+  check_positive("--topk", a->topk);
+  zt_check(a->topk == 1, "unsupported argument", "--topk %d: top-%d gating routes each token to %d experts of an MoE "
+           "layer, which zerotron does not support yet (%s); 1 is accepted", a->topk, a->topk, a->topk, moe_work);
+  check_positive("--moe-expert-parallel-size", a->moe_expert_parallel_size);
+  zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: expert "
+           "parallelism places the experts of MoE layers on ranks, which zerotron does not support yet (%s); 1 is "
+           "accepted", a->moe_expert_parallel_size, moe_work);
+  zt_check(a->moe_min_capacity >= 0, "bad argument value", "--moe-min-capacity %d: must be >= 0 (a number of tokens)",
+           a->moe_min_capacity);
+}
+
 /* Megatron-DeepSpeed's script flags (docs/arguments.md), after the parallel layout is known. */
 static void check_script_flags(zt_args *a, const unsigned char *seen) {
   /* token-based length and schedule (Megatron-DeepSpeed's training loop and OptimizerParamScheduler) */
@@ -712,6 +775,7 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   }
   if (given(seen, "--local-rank") || given(seen, "--local_rank"))
     zt_check(a->local_rank >= 0, "bad argument value", "--local-rank %d: must be >= 0", a->local_rank);
+  check_moe_flags(a, seen);
 }
 
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
@@ -992,6 +1056,9 @@ static void set_defaults(zt_args *a) {
   a->train_tokens = a->lr_warmup_tokens = a->lr_decay_tokens = -1;
   a->zero_stage = 1;  /* Megatron-DeepSpeed's default=1.0 */
   a->ds_sequence_parallel_size = 1;
+  a->mlp_type = 0, a->topk = 1, a->expert_interval = 2, a->moe_expert_parallel_size = 1, a->moe_min_capacity = 4;
+  a->moe_train_capacity_factor = a->moe_eval_capacity_factor = 1.0, a->moe_loss_coeff = 0.1;
+  a->moe_token_dropping = a->moe_top2_2nd_expert_sampling = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->async_tensor_model_parallel_allreduce = 1;
   a->local_rank = -1;
@@ -1240,7 +1307,7 @@ static int by_name(const void *x, const void *y) {
 }
 
 void zt_args_print(const zt_args *a) {
-  summary_line lines[192];
+  summary_line lines[224];
   int n = 0;
 #define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%lld", (long long)(v)))
 #define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 256, "None")) : INT_LINE(nm, v))
@@ -1389,6 +1456,25 @@ void zt_args_print(const zt_args *a) {
   STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");
   STR_LINE("train_sample_idx_path", a->train_sample_idx_path ? a->train_sample_idx_path : "None");
   STR_LINE("train_shuffle_idx_path", a->train_shuffle_idx_path ? a->train_shuffle_idx_path : "None");
+  lines[n].name = "num_experts";
+  if (a->num_experts.n == 0) snprintf(lines[n].value, 256, "[1]");
+  for (int i = 0, k = 0; i < a->num_experts.n && k < 250; i++) /* validated: each entry is the integer 1 */
+    k += snprintf(lines[n].value + k, 256 - (size_t)k, "%s%d%s", i ? ", " : "[", atoi(a->num_experts.v[i]),
+                  i + 1 == a->num_experts.n ? "]" : "");
+  n++;
+  STR_LINE("mlp_type", k_mlp_types[a->mlp_type].name);
+  INT_LINE("topk", a->topk);
+  INT_LINE("expert_interval", a->expert_interval);
+  INT_LINE("moe_expert_parallel_size", a->moe_expert_parallel_size);
+  INT_LINE("moe_min_capacity", a->moe_min_capacity);
+  FLT_LINE("moe_train_capacity_factor", a->moe_train_capacity_factor, 0);
+  FLT_LINE("moe_eval_capacity_factor", a->moe_eval_capacity_factor, 0);
+  FLT_LINE("moe_loss_coeff", a->moe_loss_coeff, 0);
+  BOOL_LINE("create_moe_param_group", a->create_moe_param_group);
+  BOOL_LINE("moe_token_dropping", a->moe_token_dropping);
+  BOOL_LINE("moe_top2_2nd_expert_sampling", a->moe_top2_2nd_expert_sampling);
+  BOOL_LINE("use_tutel", a->use_tutel);
+  BOOL_LINE("enable_expert_tensor_parallelism", a->enable_expert_tensor_parallelism);
   STR_LINE("tensorboard_dir", a->tensorboard_dir ? a->tensorboard_dir : "None");
   INT_LINE("tensorboard_log_interval", a->tensorboard_log_interval);
   INT_LINE("tensorboard_queue_size", a->tensorboard_queue_size);

@@ -122,6 +122,15 @@ typedef struct {
   int distributed_backend;          /* 0 nccl, 1 gloo (recorded: collectives are MPI on CPU, NCCL on GPU) */
   int local_rank;                   /* -1 None; --local_rank from the deepspeed launcher, recorded */
   const char *train_desc_path, *train_doc_idx_path, *train_sample_idx_path, *train_shuffle_idx_path; /* NULL */
+  /* the MoE flags of Megatron-DeepSpeed's dense scripts (MoE's ds_pretrain_gpt_..._dense.sh, offload_pp): a
+   * model whose every --num-experts entry is 1 has no MoE layer, so the others change nothing; MoE itself is
+   * refused (issue 18) */
+  zt_strlist num_experts;           /* --num-experts (nargs '+', ints): empty = Megatron's default [1] */
+  int mlp_type;                     /* 0 standard (residual, PR-MoE, is refused) */
+  int topk, expert_interval, moe_expert_parallel_size, moe_min_capacity; /* 1, 2, 1, 4 */
+  double moe_train_capacity_factor, moe_eval_capacity_factor, moe_loss_coeff; /* 1.0, 1.0, 0.1 */
+  int create_moe_param_group, moe_token_dropping, moe_top2_2nd_expert_sampling; /* False, True, True */
+  int use_tutel, enable_expert_tensor_parallelism; /* False */
 
   /* checkpoints (docs/checkpoints.md) */
   const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The last flags of Megatron-DeepSpeed's example scripts (issue 24) on pretrain_gpt: the MoE flags of the dense
+# scripts (MoE/ds_pretrain_gpt_*_dense.sh, offload_pp) accepted with Megatron-DeepSpeed's types, defaults and checks
+# and recorded in the argument dump, every value that needs an MoE layer refused naming the MoE work (issue 18); the
+# dense model trains exactly as without the flags.
+# Usage: test_script_flags_extra.sh path/to/pretrain_gpt
+set -u
+BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+cd "$W" || exit 1
+pass=0 fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+T=(--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
+   --micro-batch-size 2 --global-batch-size 4 --lr 1e-3 --min-lr 1e-4 --mock-data --vocab-size 128
+   --log-interval 1 --eval-iters 0 --train-iters 3)
+expect_fail() { # expect_fail NAME MESSAGE FLAGS...: exit != 0 and the message in the output
+  local name=$1 message=$2
+  shift 2
+  local out
+  out=$(timeout 60 "$BIN" "$@" 2>&1)
+  if [ $? -ne 0 ] && grep -qF -- "$message" <<<"$out"; then ok "$name"; else bad "$name" "$(grep -m1 error <<<"$out")"; fi
+}
+dump_has() { # dump_has NAME OUTPUT name=value...
+  local name=$1 out=$2 missing=""
+  shift 2
+  for kv in "$@"; do grep -qE "^  ${kv%%=*} \.+ ${kv#*=}$" <<<"$out" || missing="$missing ${kv}"; done
+  [ -z "$missing" ] && ok "$name" || bad "$name" "not in the dump:$missing"
+}
+# the iteration lines without the timings
+iters() { grep -E "^ iteration +[0-9]+/" <<<"$1" | sed -E 's/ elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second: .*$//'; }
+
+# 1. the dense model of the MoE scripts
+plain=$(timeout 120 "$BIN" "${T[@]}" 2>&1)
+dump_has "MoE defaults in the dump (Megatron-DeepSpeed's)" "$plain" "num_experts=\[1\]" mlp_type=standard topk=1 \
+  expert_interval=2 moe_expert_parallel_size=1 moe_train_capacity_factor=1.0 moe_eval_capacity_factor=1.0 \
+  moe_min_capacity=4 moe_loss_coeff=0.1 create_moe_param_group=False moe_token_dropping=True \
+  moe_top2_2nd_expert_sampling=True use_tutel=False enable_expert_tensor_parallelism=False
+out=$(timeout 120 "$BIN" "${T[@]}" --moe-expert-parallel-size 1 --num-experts 1 --moe-loss-coeff 0.01 \
+      --moe-train-capacity-factor 2.0 --moe-eval-capacity-factor 1.5 --moe-min-capacity 8 --create-moe-param-group \
+      --disable-moe-token-dropping --mlp-type standard --topk 1 --expert-interval 2 --use-tutel \
+      --enable-expert-tensor-parallelism --disable-moe-top2-2nd-expert-sampling 2>&1)
+rc=$?
+dump_has "the dense scripts' MoE flags in the dump" "$out" "num_experts=\[1\]" mlp_type=standard topk=1 \
+  expert_interval=2 moe_expert_parallel_size=1 moe_train_capacity_factor=2.0 moe_eval_capacity_factor=1.5 \
+  moe_min_capacity=8 moe_loss_coeff=0.01 create_moe_param_group=True moe_token_dropping=False \
+  moe_top2_2nd_expert_sampling=False use_tutel=True enable_expert_tensor_parallelism=True
+a=$(iters "$plain") b=$(iters "$out")
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok "with every entry of --num-experts 1 the run is the dense run ($(wc -l <<<"$a") iterations, same losses)" \
+  || bad "dense MoE flags" "exit $rc: $(grep -m1 error <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --num-experts 1 1 --expert-interval 2 2>&1)
+[ $? -eq 0 ] && grep -qE "^  num_experts \.+ \[1, 1\]$" <<<"$out" \
+  && ok "--num-experts 1 1: one value per MoE layer (4 layers / interval 2)" || bad "--num-experts 1 1" "$(grep -m1 error <<<"$out")"
+grep -q "moe loss" <<<"$out" && bad "moe loss" "a dense run logs a moe loss" || ok "no 'moe loss' on the log line (Megatron-DeepSpeed's dense loss_func)"
+MOE="(it lands with the MoE work, issue 18)"
+expect_fail "--num-experts 64 is refused naming the MoE work" \
+  "error: unsupported argument: --num-experts 64: MoE layers (64 experts every 2 layers) are not supported yet $MOE" \
+  "${T[@]}" --num-experts 64
+expect_fail "a list with one entry above 1 is refused" "--num-experts 4: MoE layers" "${T[@]}" --num-experts 1 4
+expect_fail "--num-experts with the wrong number of values (Megatron-DeepSpeed's assert)" \
+  "error: inconsistent arguments: --num-experts has 3 values: num_experts must be either a single value or a list of the same length as the number of MoE layers (2: --num-layers 4 / --expert-interval 2)" \
+  "${T[@]}" --num-experts 1 1 1
+expect_fail "--num-experts 0" "error: bad argument value: --num-experts 0: an expert count must be >= 1" "${T[@]}" --num-experts 0
+expect_fail "--num-experts one" "error: bad argument value: --num-experts one: expected an integer" "${T[@]}" --num-experts one
+expect_fail "--num-experts without a value" "error: missing argument value: --num-experts expects at least one value" \
+  "${T[@]}" --num-experts --topk 1
+expect_fail "--mlp-type residual (PR-MoE) is refused naming the MoE work" \
+  "error: unsupported argument: --mlp-type residual is not supported: PR-MoE's residual MLP + expert layers need MoE layers, which zerotron does not support yet $MOE" \
+  "${T[@]}" --mlp-type residual
+expect_fail "--mlp-type other" "error: bad argument value: --mlp-type other: invalid choice (choose from standard, residual)" \
+  "${T[@]}" --mlp-type other
+expect_fail "--topk 2 is refused naming the MoE work" "error: unsupported argument: --topk 2: top-2 gating" "${T[@]}" --topk 2
+expect_fail "--topk 0" "error: bad argument value: --topk 0: must be > 0" "${T[@]}" --topk 0
+expect_fail "--moe-expert-parallel-size 2 is refused naming the MoE work" \
+  "error: unsupported argument: --moe-expert-parallel-size 2: expert parallelism places the experts of MoE layers on ranks, which zerotron does not support yet $MOE" \
+  "${T[@]}" --moe-expert-parallel-size 2
+expect_fail "--expert-interval 0 (Megatron-DeepSpeed divides by it)" "error: bad argument value: --expert-interval 0: must be > 0" \
+  "${T[@]}" --expert-interval 0
+expect_fail "--moe-min-capacity -1" "error: bad argument value: --moe-min-capacity -1: must be >= 0" "${T[@]}" --moe-min-capacity -1
+expect_fail "--moe-loss-coeff x" "error: bad argument value: --moe-loss-coeff x: expected a number" "${T[@]}" --moe-loss-coeff x
+expect_fail "--num-experts-switch (Megatron-LM's switch MLP) is refused naming the MoE work" \
+  "error: unsupported argument: --num-experts-switch: Megatron-LM's switch-MLP MoE layer, which zerotron does not support yet $MOE" \
+  "${T[@]}" --num-experts-switch 4
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
