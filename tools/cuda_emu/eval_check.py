@@ -8,12 +8,14 @@ The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device
       loss mask), LAMBADA (--task LAMBADA --strict-lambada: the greedy last word) and two harness tasks in one run
       (--tasks piqa,lambada_openai: log-likelihoods, acc, acc_norm, perplexity) on one emulated GPU; TP=2 (WikiText
       and LAMBADA, the vocabulary split over the ranks with a padding row: the cross-entropy then runs on the host
-      over copied logits rows), PP=2 (stage tensors over the emulated NCCL) and DP=2 against the one-process CPU run.
+      over copied logits rows), PP=2 (stage tensors over the emulated NCCL), DP=2 and --bf16 against the one-process
+      CPU run.
       Summed losses, log-likelihoods and perplexities within 1e-5 relative; LAMBADA counts, acc, acc_norm and their
       standard errors equal.
   --tool generate_samples: greedy generation from an input file with the key/value cache, and with --recompute, on
-      one emulated GPU, and unconditional samples two rows per forward; TP=2 and PP=2 with the cache: the texts equal
-      the CPU's byte for byte, and every step's logits (--dump-logits) within 1e-5 of the CPU's largest magnitude.
+      one emulated GPU, and unconditional samples two rows per forward; TP=2, PP=2 and --fp16 with the cache: the
+      texts equal the CPU's byte for byte, and every step's logits (--dump-logits) within 1e-5 of the CPU's largest
+      magnitude.
 
 With --gpu DIR the same cases run DIR/evaluate_zeroshot or DIR/generate_samples (a CUDA build's) on the real GPUs of
 this machine instead, the tolerances times 10; without a GPU the whole run is skipped (exit 77), and a case needing
@@ -296,6 +298,7 @@ if A.tool == "evaluate_zeroshot":
     eval_case("LAMBADA, TP=2", 2, LAMB + ["--tensor-model-parallel-size", "2"])
     eval_case("WikiText, PP=2", 2, WIKI + ["--pipeline-model-parallel-size", "2"])
     eval_case("WikiText, DP=2 (two replicas, one GPU each)", 2, WIKI)
+    eval_case("WikiText --bf16 (the weights rounded to bf16 on both, fp32 storage)", 1, WIKI + ["--bf16"])
 
 
 # ---- generate_samples ----------------------------------------------------------------------------------------------
@@ -353,6 +356,8 @@ if A.tool == "generate_samples":
     gen_case("greedy, TP=2 (a padding row)", 2, INPUT + ["--tensor-model-parallel-size", "2"],
              "--sample-output-file")
     gen_case("greedy, PP=2", 2, INPUT + ["--pipeline-model-parallel-size", "2"], "--sample-output-file")
+    gen_case("greedy --fp16 (the weights rounded to fp16 on both, fp32 storage)", 1, INPUT + ["--fp16"],
+             "--sample-output-file")
 
 print("%d passed, %d failed%s" % (passed, failed, ", %d skipped" % skipped if skipped else ""))
 sys.exit(1 if failed else 0)
