@@ -23,8 +23,12 @@
 #define ZERO "the ZeRO work"
 #define OFFL "the ZeRO-Offload work"
 #define NVME "the ZeRO-Infinity NVMe work"
-#define MP "the CUDA mixed-precision work"
-#define P3D "the 3D-parallelism work"
+#define MPV "the mixed-precision-variant work"
+#define USP "the DeepSpeed sequence-parallelism (Ulysses) work"
+#define PIPE_IGNORED "nothing (DeepSpeed's engine never reads it: PipelineModule's own arguments do, which " \
+  "Megatron-DeepSpeed sets from --pipeline-model-parallel-size and its layer partition)"
+#define PIPE_COMM "nothing (with tensor parallelism DeepSpeed's PipelineEngine sends the stages' activations or " \
+  "gradients split over the tensor-parallel ranks, or whole when false: the same values either way)"
 #define PROF "the profiling work"
 #define MON "the monitoring work"
 #define DE "the data-efficiency work"
@@ -54,10 +58,11 @@ const zt_ds_key zt_ds_schema[] = {
   B("prescale_gradients", "false", NULL),
   F("gradient_predivide_factor", 0, "1.0", 1e-300, BIG, NULL),
   E("communication_data_type", ZT_DS_NULL, "null", "fp16|bf16|fp32", NULL),
-  E("seq_parallel_comm_data_type", 0, "\"fp32\"", "fp16|bf16|fp32", P3D),
+  E("seq_parallel_comm_data_type", 0, "\"fp32\"", "fp16|bf16|fp32", USP),
   B("sparse_gradients", "false", SPG),
   B("zero_allow_untested_optimizer", "false", NULL),
-  BF("zero_force_ds_cpu_optimizer", ZT_DS_INERT, "true", OFFL),
+  BF("zero_force_ds_cpu_optimizer", ZT_DS_INERT, "true", "nothing (DeepSpeed's check that an offloaded optimizer is "
+     "its DeepSpeedCPUAdam; zerotron runs its own optimizer step on the CPU, docs/zero.md)"),
   I("allgather_size", ZT_DS_I64, "500000000", 1, BIG, NULL),
   BF("dataloader_drop_last", ZT_DS_INERT, "false", "the DeepSpeed data-loader work (Megatron's loaders are used)"),
   BF("disable_allgather", ZT_DS_INERT, "false", ZERO),
@@ -67,22 +72,24 @@ const zt_ds_key zt_ds_schema[] = {
   /* ---- fp16 / bf16 / amp / data_types ---- */
   O("fp16", 0, NULL),
   BF("fp16.enabled", ZT_DS_AUTO, "false", NULL),
-  B("fp16.auto_cast", "false", MP),
+  B("fp16.auto_cast", "false", MPV " (DeepSpeed casts the floating-point forward inputs to fp16)"),
   F("fp16.loss_scale", 0, "0", 0, BIG, NULL),
   I("fp16.initial_scale_power", 0, "16", 0, 1023, NULL),
   I("fp16.loss_scale_window", ZT_DS_I64, "1000", 1, BIG, NULL),
   I("fp16.hysteresis", 0, "2", 1, BIG, NULL),
   B("fp16.consecutive_hysteresis", "false", NULL),
   F("fp16.min_loss_scale", 0, "1", 0, BIG, NULL),
-  B("fp16.fp16_master_weights_and_grads", "false", OFFL),
+  B("fp16.fp16_master_weights_and_grads", "false", MPV " (fp16 master weights and gradients, which DeepSpeed "
+    "allows only with ZeRO-2 and CPU offload; zerotron keeps fp32 master weights)"),
   O("bf16", 0, NULL),
   BF("bf16.enabled", ZT_DS_AUTO, "false", NULL),
-  B("bf16.immediate_grad_update", "false", MP),
+  B("bf16.immediate_grad_update", "false", MPV " (the bf16 optimizer's per-parameter fp32 gradient update)"),
   ALIAS("bfloat16", ZT_DS_OBJECT, 0, NULL, NULL, "bf16"),
   BF("bfloat16.enabled", ZT_DS_AUTO, "false", NULL),
-  B("bfloat16.immediate_grad_update", "false", MP),
+  B("bfloat16.immediate_grad_update", "false", MPV " (the bf16 optimizer's per-parameter fp32 gradient update)"),
   O("amp", ZT_DS_OPAQUE, NULL), /* the other members are apex.amp.initialize kwargs */
-  BF("amp.enabled", ZT_DS_AUTO, "false", MP),
+  BF("amp.enabled", ZT_DS_AUTO, "false", "no planned work (NVIDIA Apex's amp.initialize, a Python/CUDA library; use "
+     "the fp16 or bf16 block)"),
   O("data_types", 0, NULL),
   E("data_types.grad_accum_dtype", ZT_DS_NULL, "null", "fp32|fp16|bf16", NULL),
 
@@ -359,13 +366,14 @@ const zt_ds_key zt_ds_schema[] = {
   /* ---- other blocks (section 1.12); compression and inference-side blocks refused when present ---- */
   O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP),
   O("weight_quantization", ZT_DS_PRESENT | ZT_DS_OPAQUE, INF),
-  O("tensor_parallel", ZT_DS_PRESENT | ZT_DS_OPAQUE, P3D),
+  O("tensor_parallel", ZT_DS_PRESENT | ZT_DS_OPAQUE, "no planned work (DeepSpeed's AutoTP, which shards Hugging "
+    "Face models by itself; a Megatron model's tensor parallelism is --tensor-model-parallel-size)"),
   /* read by DeepSpeed's config.py but not in the reference (checked against DeepSpeed's source from memory) */
   O("quantize_training", ZT_DS_OPAQUE, NULL), /* legacy MoQ block; refused as soon as enabled */
   B("quantize_training.enabled", "false", COMP),
   O("compile", ZT_DS_OPAQUE | ZT_DS_INERT, "the torch.compile path (a call in the client script, not a config switch)"),
   B("graph_harvesting", "false", "the CUDA-graph work"),
-  I("sequence_parallel_size", 0, "1", 1, BIG, P3D),
+  I("sequence_parallel_size", 0, "1", 1, BIG, USP),
   O("progressive_layer_drop", 0, NULL),
   B("progressive_layer_drop.enabled", "false", PLD),
   F("progressive_layer_drop.theta", 0, "1.0", 0, BIG, PLD),
@@ -386,12 +394,14 @@ const zt_ds_key zt_ds_schema[] = {
   O("checkpoint.parallel_write", 0, NULL),
   B("checkpoint.parallel_write.pipeline_stage", "false", CKPT),
   O("pipeline", 0, NULL),
-  A("pipeline.stages", 0, "\"auto\"", P3D),
-  S("pipeline.partition", 0, "\"best\"", P3D),
-  B("pipeline.seed_layers", "false", P3D),
-  I("pipeline.activation_checkpoint_interval", 0, "0", 0, BIG, P3D),
-  B("pipeline.pipe_partitioned", "true", P3D),
-  B("pipeline.grad_partitioned", "true", P3D),
+  A("pipeline.stages", ZT_DS_INERT, "\"auto\"", PIPE_IGNORED),
+  S("pipeline.partition", ZT_DS_INERT, "\"best\"", PIPE_IGNORED),
+  BF("pipeline.seed_layers", ZT_DS_INERT, "false", PIPE_IGNORED),
+  I("pipeline.activation_checkpoint_interval", 0, "0", 0, BIG, "no planned work (DeepSpeed's PipelineEngine then "
+    "recomputes every N layers: pass --checkpoint-activations --checkpoint-num-layers N, from which Megatron-DeepSpeed "
+    "sets it)"),
+  BF("pipeline.pipe_partitioned", ZT_DS_INERT, "true", PIPE_COMM),
+  BF("pipeline.grad_partitioned", ZT_DS_INERT, "true", PIPE_COMM),
   O("elasticity", 0, NULL),
   B("elasticity.enabled", "false", ELAS),
   I("elasticity.max_train_batch_size", ZT_DS_NULL, "null", 1, BIG, ELAS),

@@ -126,7 +126,7 @@ expect_error "a contradicting Megatron flag" "--micro-batch-size 8 contradicts t
   '{"train_micro_batch_size_per_gpu": 4}'
 expect_error "offload_param nvme without a path" "zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_param.nvme_path" \
   '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}'
-expect_error "fp16_master_weights_and_grads (not implemented yet)" "lands with the ZeRO-Offload work" \
+expect_error "fp16_master_weights_and_grads (fp16 master weights: refused)" "fp16.fp16_master_weights_and_grads true is not supported yet: lands with the mixed-precision-variant work (fp16 master weights and gradients" \
   '{"train_batch_size": 8, "fp16": {"enabled": true, "fp16_master_weights_and_grads": true}}'
 o=$("$bin" "${tiny[@]}" --train-iters 2 --deepspeed_config "$tmp/ds.json" 2>&1)
 if [ $? -ne 0 ] && grep -qF -- "--deepspeed_config $tmp/ds.json is given without --deepspeed" <<<"$o"; then

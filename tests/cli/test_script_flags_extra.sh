@@ -2,7 +2,8 @@
 # The last flags of Megatron-DeepSpeed's example scripts (issue 24) on pretrain_gpt: the MoE flags of the dense
 # scripts (MoE/ds_pretrain_gpt_*_dense.sh, offload_pp) accepted with Megatron-DeepSpeed's types, defaults and checks
 # and recorded in the argument dump, every value that needs an MoE layer refused naming the MoE work (issue 18); the
-# dense model trains exactly as without the flags.
+# dense model trains exactly as without the flags; --random-ltd and --data-efficiency-curriculum-learning refused
+# naming the data-efficiency work (issue 21).
 # Usage: test_script_flags_extra.sh path/to/pretrain_gpt
 set -u
 BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
@@ -82,6 +83,13 @@ expect_fail "--moe-loss-coeff x" "error: bad argument value: --moe-loss-coeff x:
 expect_fail "--num-experts-switch (Megatron-LM's switch MLP) is refused naming the MoE work" \
   "error: unsupported argument: --num-experts-switch: Megatron-LM's switch-MLP MoE layer, which zerotron does not support yet $MOE" \
   "${T[@]}" --num-experts-switch 4
+
+# 2. refusals that name the work they land with
+expect_fail "--random-ltd names the data-efficiency (random-LTD) work of issue 21" \
+  "error: unsupported argument: --random-ltd is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the data-efficiency (random-LTD, random layer token drop, issue 21) work)" \
+  "${T[@]}" --random-ltd
+expect_fail "--data-efficiency-curriculum-learning names the data-efficiency (curriculum learning) work of issue 21" \
+  "(it lands with the data-efficiency (curriculum learning, issue 21) work)" "${T[@]}" --data-efficiency-curriculum-learning
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
