@@ -23,6 +23,7 @@
 #include "models/gpt/gpt.h"
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
+#include "runtime/base/progress_bar.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
 #include "runtime/comm/comm.h"
@@ -709,8 +710,12 @@ int zt_zeroshot_main(int argc, char **argv) {
   double *req = d.harness ? zt_malloc((size_t)d.n_examples * 2 * sizeof(double) + 8, "requests") : NULL;
   if (req) memset(req, 0, (size_t)d.n_examples * 2 * sizeof(double));
   int64_t done = 0;
+  zt_progress_bar *bar =
+      zt_rank() == 0 ? zt_progress_bar_start("evaluate_zeroshot", (double)((nbatch - p.c.dp + dp - 1) / dp), "batches")
+                     : NULL;
   for (int64_t j = p.c.dp; j < nbatch; j += dp) {
     const int64_t it = j / dp;
+    zt_progress_bar_update(bar, (double)it);
     if (args.log_interval > 0 && it % args.log_interval == 0) zt_log("> working on iteration: %lld\n", (long long)it);
     int rows = 0;
     for (int r = 0; r < B; r++) {
@@ -769,6 +774,7 @@ int zt_zeroshot_main(int argc, char **argv) {
       }
     }
   }
+  zt_progress_bar_finish(bar, (double)((nbatch - p.c.dp + dp - 1) / dp));
   const double secs = zt_now() - t0;
   if (d.harness) {
     if (!(last && p.c.tp == 0)) memset(req, 0, (size_t)d.n_examples * 2 * sizeof(double));

@@ -88,16 +88,6 @@ void zt_timers_log(const char *const *names, const double *seconds, int n, int o
   }
 }
 
-void zt_progress_hms(char *out, size_t cap, double seconds) {
-  if (!(seconds >= 0) || seconds > 9.2e15) seconds = 0;
-  long long s = (long long)seconds, days = s / 86400;
-  s %= 86400;
-  if (days > 0)
-    snprintf(out, cap, "%lld day%s, %lld:%02lld:%02lld", days, days == 1 ? "" : "s", s / 3600, s / 60 % 60, s % 60);
-  else
-    snprintf(out, cap, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-}
-
 void zt_progress_eta(char *out, size_t cap, double elapsed, double train_seconds, int64_t iters_done,
                      int64_t iters_left) {
   char e[48], r[48];

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/progress_bar.h" /* zt_progress_hms */
+
 /* Megatron's print_datetime: "[<what>] datetime: YYYY-MM-DD HH:MM:SS " (local time, rank 0). */
 void zt_print_datetime(const char *what);
 /* "time to initialize megatron (seconds): X.XXX" (since the earliest rank's program start, as Megatron takes the
@@ -22,7 +24,5 @@ void zt_timers_log(const char *const *names, const double *seconds, int n, int o
  * seconds per training iteration so far (validation excluded). */
 void zt_progress_eta(char *out, size_t cap, double elapsed, double train_seconds, int64_t iters_done,
                      int64_t iters_left);
-/* Python's str(datetime.timedelta(seconds=int(s))): "0:12:03", "1 day, 2:03:04". */
-void zt_progress_hms(char *out, size_t cap, double seconds);
 
 #endif

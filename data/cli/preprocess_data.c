@@ -29,6 +29,7 @@
 #include "data/tokenizer/tokenizer.h"
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
+#include "runtime/base/progress_bar.h"
 
 /* ---- arguments (names, defaults and choices of Megatron-DeepSpeed's get_args) ---------------------- */
 
@@ -570,6 +571,18 @@ int main(int argc, char **argv) {
   printf("Time to startup: %g\n", proc_start - startup_start);
   fflush(stdout);
   int64_t docs = 0, total_bytes = 0, next_log = o.log_interval;
+  /* the bar's total: the input's bytes when every file is plain text (a .gz holds more than its size) */
+  double input_bytes = 0;
+  for (int f = 0; f < p.n_files; f++) {
+    struct stat st;
+    const size_t len = strlen(p.files[f]);
+    if (input_bytes < 0 || (len > 3 && strcmp(p.files[f] + len - 3, ".gz") == 0) || stat(p.files[f], &st) != 0 ||
+        !S_ISREG(st.st_mode))
+      input_bytes = -1;
+    else
+      input_bytes += (double)st.st_size;
+  }
+  zt_progress_bar *bar = zt_progress_bar_start("preprocess_data", input_bytes, "B");
   for (int64_t seq = 0;; seq++) {
     slot *s = &p.slots[seq % p.n_slots];
     pthread_mutex_lock(&p.mu);
@@ -596,14 +609,16 @@ int main(int argc, char **argv) {
       }
       docs++;
       total_bytes += (int64_t)s->in.len[i] + 1;
-      if (docs == next_log) {
+      if (docs == next_log && !bar) { /* the bar, where it is drawn, replaces Megatron's progress lines */
         double el = now_s() - proc_start;
         fprintf(stderr, "Processed %lld documents (%.3f docs/s, %.3f MB/s).\n", (long long)docs, docs / el,
                 total_bytes / el / 1024 / 1024);
         next_log += o.log_interval;
       }
     }
+    zt_progress_bar_update(bar, (double)total_bytes);
     if (s->has_err) {
+      zt_progress_bar_finish(bar, (double)total_bytes); /* ends the bar's line before the error */
       for (int b = 0; b < K * P; b++) zt_indexed_builder_abort(parts[b]);
       zt_fatal("--input", "%s:%lld: %s", p.files[s->file], (long long)s->err_line, s->err);
     }
@@ -612,6 +627,7 @@ int main(int argc, char **argv) {
     pthread_cond_signal(&p.cv_free);
     pthread_mutex_unlock(&p.mu);
   }
+  zt_progress_bar_finish(bar, (double)total_bytes);
   pthread_join(reader, NULL);
   for (int t = 0; t < o.workers; t++) pthread_join(threads[t], NULL);
 
