@@ -599,7 +599,21 @@ typedef struct {
 static int discover_everywhere(const zt_args *a, char *tag, size_t n) {
   discovery me;
   memset(&me, 0, sizeof me);
-  me.status = zt_ckpt_discover(a->load, a->load_tag, me.tag, sizeof me.tag, me.err, sizeof me.err);
+  /* --universal-checkpoint (Megatron-DeepSpeed sets the ds_config's checkpoint.load_universal, and DeepSpeed then
+   * loads the tag named by latest_universal instead of latest): our checkpoints load into any layout as they are,
+   * so latest_universal is followed when it names one of them, and latest is read otherwise */
+  int universal = 0;
+  if (a->load_universal && !(a->load_tag && *a->load_tag)) {
+    universal = zt_ckpt_universal_tag(a->load, me.tag, sizeof me.tag, me.err, sizeof me.err);
+    if (universal < 0) me.status = -1;
+  }
+  if (universal > 0) {
+    char tag_given[sizeof me.tag];
+    snprintf(tag_given, sizeof tag_given, "%s", me.tag);
+    me.status = zt_ckpt_discover(a->load, tag_given, me.tag, sizeof me.tag, me.err, sizeof me.err);
+  } else if (universal == 0) {
+    me.status = zt_ckpt_discover(a->load, a->load_tag, me.tag, sizeof me.tag, me.err, sizeof me.err);
+  }
   snprintf(me.load, sizeof me.load, "%s", a->load);
   const int W = zt_world_size();
   discovery *all = zt_malloc((size_t)W * sizeof me, "checkpoint discovery");
@@ -623,6 +637,16 @@ static int discover_everywhere(const zt_args *a, char *tag, size_t n) {
                all[r].load);
     }
   free(all);
+  if (a->load_universal && me.status > 0) {
+    const char *how = a->universal_checkpoint ? "--universal-checkpoint" : "checkpoint.load_universal";
+    if (a->load_tag && *a->load_tag)
+      zt_log("> %s: loading --load-tag %s (an explicit tag wins over %s/latest_universal)\n", how, me.tag, a->load);
+    else if (universal > 0)
+      zt_log("> %s: loading %s, named by %s/latest_universal\n", how, me.tag, a->load);
+    else
+      zt_log("> %s: no %s/latest_universal; loading %s, named by %s/latest (zerotron's checkpoints load into any "
+             "TP/PP/DP/ZeRO layout as they are: no conversion needed)\n", how, a->load, me.tag, a->load);
+  }
   snprintf(tag, n, "%s", me.tag);
   return me.status;
 }

@@ -1,6 +1,7 @@
 /* The layout-independent checkpoint reader (see ckpt_reader.h). */
 #include "checkpoints/ckpt_reader.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,62 @@ int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n,
     return -2;
   }
   return 1;
+}
+
+/* The first torch file (*.pt) of dir or of dir/zero, for the message refusing a DeepSpeed universal checkpoint. */
+static int find_torch_file(const char *dir, char *out, size_t n) {
+  const char *const subs[] = {"", "/zero"};
+  for (int i = 0; i < 2; i++) {
+    char d[4400];
+    snprintf(d, sizeof d, "%s%s", dir, subs[i]);
+    DIR *h = opendir(d);
+    if (!h) continue;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(h)) != NULL) {
+      const size_t len = strlen(e->d_name);
+      if ((len > 3 && strcmp(e->d_name + len - 3, ".pt") == 0) || (i == 1 && e->d_name[0] != '.')) {
+        snprintf(out, n, "%s/%s", d, e->d_name);
+        found = 1;
+      }
+    }
+    closedir(h);
+    if (found) return 1;
+  }
+  return 0;
+}
+
+int zt_ckpt_universal_tag(const char *root, char *tag_out, size_t n, char *err, size_t errn) {
+  tag_out[0] = '\0';
+  err[0] = '\0';
+  const int t = read_tracker(root, "latest_universal", tag_out, n, err, errn);
+  if (t <= 0) {
+    tag_out[0] = '\0';
+    return t;
+  }
+  if (strchr(tag_out, '/') || !strcmp(tag_out, ".") || !strcmp(tag_out, "..")) {
+    snprintf(err, errn, "%s/latest_universal names \"%s\", not a tag directory", root, tag_out);
+    return -1;
+  }
+  char dir[4400], manifest[4500];
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/%s", root, tag_out);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, errn, "%s/latest_universal names %s, but %s is missing", root, tag_out, dir);
+    return -1;
+  }
+  snprintf(manifest, sizeof manifest, "%s/%s", dir, ZT_CKPT_MANIFEST);
+  if (stat(manifest, &st) == 0) return 1;
+  char torch[4700];
+  if (find_torch_file(dir, torch, sizeof torch))
+    snprintf(err, errn, "%s/latest_universal names %s, a DeepSpeed universal checkpoint (torch files: %s), which "
+             "zerotron cannot read; zerotron's own checkpoints load into any TP/PP/DP/ZeRO layout as they are, so "
+             "remove %s/latest_universal to load the checkpoint named by %s/latest, or write one of zerotron's tags "
+             "into it (docs/checkpoints.md)", root, tag_out, torch, root, root);
+  else
+    snprintf(err, errn, "%s/latest_universal names %s, but %s holds no zerotron checkpoint (no %s)", root, tag_out,
+             dir, ZT_CKPT_MANIFEST);
+  return -1;
 }
 
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n) {

@@ -62,6 +62,12 @@ typedef struct {
  * other control byte, latest_checkpointed_iteration.txt not an iteration or "release"), -2 (err) when the tag's
  * directory is missing. Nothing fatal: the engine gathers every rank's answer before deciding. */
 int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n, char *err, size_t errn);
+/* --universal-checkpoint (or the ds_config's checkpoint.load_universal): the tag named by root/latest_universal,
+ * the tracker DeepSpeed's ds_to_universal.py writes. 1 with the tag in tag_out when it names one of zerotron's
+ * checkpoint folders (holding the manifest), 0 when root/latest_universal does not exist, -1 with the reason in err
+ * (naming the file) otherwise: an unusable tracker, a missing folder, a DeepSpeed universal checkpoint (torch
+ * files) or any folder without the manifest. */
+int zt_ckpt_universal_tag(const char *root, char *tag_out, size_t n, char *err, size_t errn);
 /* The same, fatal on -1 (naming the file); returns 0 (tag_out empty) when there is nothing to load. */
 int zt_ckpt_resolve(const char *root, const char *tag, char *tag_out, size_t n);
 /* The tools' argument: `dir` is a checkpoint root (holding `latest`, or any tag with `tag`) or a tag folder

@@ -268,6 +268,9 @@ static const flag k_flags[] = {
    "Do not load the random state (a different --seed is then accepted)."},
   {"--finetune", F_TRUE, OFF(finetune), NULL, CKPT, "False",
    "Load the weights only: iteration 0, no optimizer or rng state."},
+  {"--universal-checkpoint", F_TRUE, OFF(universal_checkpoint), NULL, CKPT, "False",
+   "Megatron-DeepSpeed's load of a universal checkpoint: --load follows DIR/latest_universal when it names one of "
+   "zerotron's tags, DIR/latest otherwise (zerotron's checkpoints load into any TP/PP/DP/ZeRO layout as they are)."},
   {"--use-checkpoint-args", F_TRUE, OFF(use_checkpoint_args), NULL, CKPT, "False",
    "Take the model shape from the --load checkpoint's saved arguments."},
   {"--exit-on-missing-checkpoint", F_TRUE, OFF(exit_on_missing_checkpoint), NULL, CKPT, "False",
@@ -722,6 +725,7 @@ static void check_moe_flags(zt_args *a, const unsigned char *seen) {
            "accepted", a->moe_expert_parallel_size, moe_work);
   zt_check(a->moe_min_capacity >= 0, "bad argument value", "--moe-min-capacity %d: must be >= 0 (a number of tokens)",
            a->moe_min_capacity);
+  a->load_universal = a->universal_checkpoint; /* the engine adds the ds_config's checkpoint.load_universal */
 }
 
 /* Megatron-DeepSpeed's script flags (docs/arguments.md), after the parallel layout is known. */
@@ -1475,6 +1479,7 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("moe_top2_2nd_expert_sampling", a->moe_top2_2nd_expert_sampling);
   BOOL_LINE("use_tutel", a->use_tutel);
   BOOL_LINE("enable_expert_tensor_parallelism", a->enable_expert_tensor_parallelism);
+  BOOL_LINE("universal_checkpoint", a->universal_checkpoint);
   STR_LINE("tensorboard_dir", a->tensorboard_dir ? a->tensorboard_dir : "None");
   INT_LINE("tensorboard_log_interval", a->tensorboard_log_interval);
   INT_LINE("tensorboard_queue_size", a->tensorboard_queue_size);

@@ -131,6 +131,8 @@ typedef struct {
   double moe_train_capacity_factor, moe_eval_capacity_factor, moe_loss_coeff; /* 1.0, 1.0, 0.1 */
   int create_moe_param_group, moe_token_dropping, moe_top2_2nd_expert_sampling; /* False, True, True */
   int use_tutel, enable_expert_tensor_parallelism; /* False */
+  int universal_checkpoint;         /* --universal-checkpoint: --load follows latest_universal when it names ours */
+  int load_universal;               /* the flag, or the ds_config's checkpoint.load_universal (set by the engine) */
 
   /* checkpoints (docs/checkpoints.md) */
   const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */

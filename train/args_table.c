@@ -29,8 +29,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"data-efficiency (curriculum learning)",
    "--return-data-index --repeated-dataloader --train-idx-path"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"checkpoint variant (universal checkpoints, --no-initialization, kill switch)",
-   "--no-initialization --universal-checkpoint --kill-switch-file"},
+  {"checkpoint variant (--no-initialization, kill switch)", "--no-initialization --kill-switch-file"},
   {"pipeline-variant (standalone embedding stage, zero-bubble schedule, p2p options)",
    "--standalone-embedding-stage "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "

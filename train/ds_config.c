@@ -753,6 +753,7 @@ static void fill_fields(zt_ds_config *c) {
   get_str(c, "csv_monitor.job_name", c->csv_monitor_job_name, sizeof c->csv_monitor_job_name);
   c->timers_throughput_enabled = get_bool(c, "timers.throughput.enabled");
   c->timers_throughput_synchronized = get_bool(c, "timers.throughput.synchronized");
+  c->load_universal = get_bool(c, "checkpoint.load_universal");
   c->flops_profiler_enabled = get_bool(c, "flops_profiler.enabled");
   c->fp_recompute_fwd_factor = get_num(c, "flops_profiler.recompute_fwd_factor").value;
   const char *fp_ints[3] = {"flops_profiler.profile_step", "flops_profiler.module_depth", "flops_profiler.top_modules"};

@@ -389,7 +389,7 @@ const zt_ds_key zt_ds_schema[] = {
   I("eigenvalue.layer_num", 0, "0", 0, BIG, EIG),
   O("checkpoint", 0, NULL),
   E("checkpoint.tag_validation", 0, "\"Warn\"", "Warn|Ignore|Fail", CKPT),
-  B("checkpoint.load_universal", "false", CKPT),
+  B("checkpoint.load_universal", "false", NULL),
   B("checkpoint.use_node_local_storage", "false", CKPT),
   O("checkpoint.parallel_write", 0, NULL),
   B("checkpoint.parallel_write.pipeline_stage", "false", CKPT),

@@ -95,6 +95,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
   zt_check(!(a->bf16 && !bf16), "inconsistent arguments", "--bf16 contradicts bf16.enabled false in %s", c->path);
   a->fp16 = fp16;
   a->bf16 = bf16;
+  if (c->load_universal) a->load_universal = 1; /* DeepSpeed then loads the tag named by latest_universal */
   /* DeepSpeed's triple drives the batch; Megatron's derived values follow it */
   a->micro_batch_size = (int)c->train_micro_batch_size_per_gpu.value;
   a->global_batch_size = (int)c->train_batch_size.value;

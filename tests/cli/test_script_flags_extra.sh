@@ -3,7 +3,9 @@
 # scripts (MoE/ds_pretrain_gpt_*_dense.sh, offload_pp) accepted with Megatron-DeepSpeed's types, defaults and checks
 # and recorded in the argument dump, every value that needs an MoE layer refused naming the MoE work (issue 18); the
 # dense model trains exactly as without the flags; --random-ltd and --data-efficiency-curriculum-learning refused
-# naming the data-efficiency work (issue 21).
+# naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
+# following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
+# checkpoint refused naming its file.
 # Usage: test_script_flags_extra.sh path/to/pretrain_gpt
 set -u
 BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
@@ -90,6 +92,50 @@ expect_fail "--random-ltd names the data-efficiency (random-LTD) work of issue 2
   "${T[@]}" --random-ltd
 expect_fail "--data-efficiency-curriculum-learning names the data-efficiency (curriculum learning) work of issue 21" \
   "(it lands with the data-efficiency (curriculum learning, issue 21) work)" "${T[@]}" --data-efficiency-curriculum-learning
+
+# 3. --universal-checkpoint (universal_checkpointing/megatron_gpt/run_universal_*.sh): latest_universal when it names
+# one of our tags, latest otherwise; a DeepSpeed universal checkpoint (torch files) refused naming the file
+first_it() { grep -m1 -oE "^ iteration +[0-9]+/" <<<"$1" | grep -oE "[0-9]+" | head -1; }
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 6 --save-interval 2 --exit-interval 4 --save C 2>&1)
+[ $? -eq 0 ] && [ -d C/global_step2 ] && [ -d C/global_step4 ] || bad "universal: saving" "$(grep -m1 error <<<"$out")"
+U=("${T[@]}" --train-iters 6 --load C --universal-checkpoint)
+out=$(timeout 120 "$BIN" "${U[@]}" 2>&1)
+[ $? -eq 0 ] && grep -qF "> --universal-checkpoint: no C/latest_universal; loading global_step4, named by C/latest" <<<"$out" &&
+  [ "$(first_it "$out")" = 5 ] && grep -qE "^  universal_checkpoint \.+ True$" <<<"$out" \
+  && ok "--universal-checkpoint without latest_universal loads latest's tag (global_step4, resumes at 5) and says so" \
+  || bad "--universal-checkpoint, latest" "$(grep -m1 -E "error|universal" <<<"$out")"
+printf 'global_step2\n' > C/latest_universal
+out=$(timeout 120 "$BIN" "${U[@]}" 2>&1)
+[ $? -eq 0 ] && grep -qF "> --universal-checkpoint: loading global_step2, named by C/latest_universal" <<<"$out" &&
+  [ "$(first_it "$out")" = 3 ] && ok "latest_universal naming one of our tags is followed (global_step2, resumes at 3)" \
+  || bad "latest_universal followed" "$(grep -m1 -E "error|universal" <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 6 --load C 2>&1)
+[ $? -eq 0 ] && [ "$(first_it "$out")" = 5 ] && ok "without --universal-checkpoint latest_universal is ignored (resumes at 5)" \
+  || bad "latest_universal ignored" "$(grep -m1 error <<<"$out")"
+out=$(timeout 120 "$BIN" "${U[@]}" --load-tag global_step4 2>&1)
+[ $? -eq 0 ] && [ "$(first_it "$out")" = 5 ] && grep -qF "loading --load-tag global_step4 (an explicit tag wins" <<<"$out" \
+  && ok "--load-tag wins over latest_universal" || bad "--load-tag" "$(grep -m1 -E "error|universal" <<<"$out")"
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "checkpoint": {"load_universal": true}}' > lu.json
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 6 --load C --deepspeed --deepspeed_config lu.json 2>&1)
+[ $? -eq 0 ] && grep -qF "> checkpoint.load_universal: loading global_step2, named by C/latest_universal" <<<"$out" &&
+  [ "$(first_it "$out")" = 3 ] && ok "the ds_config's checkpoint.load_universal true does the same" \
+  || bad "checkpoint.load_universal" "$(grep -m1 -E "error|universal" <<<"$out")"
+mkdir -p C/global_step4_universal/zero/language_model.embedding.word_embeddings.weight
+: > C/global_step4_universal/mp_rank_00_model_states.pt
+printf 'global_step4_universal' > C/latest_universal
+before=$(ls -R C | md5sum)
+expect_fail "latest_universal naming a DeepSpeed universal checkpoint is refused naming its torch file" \
+  "error: checkpoint: C/latest_universal names global_step4_universal, a DeepSpeed universal checkpoint (torch files: C/global_step4_universal/mp_rank_00_model_states.pt), which zerotron cannot read" \
+  "${U[@]}" --save C
+[ "$(ls -R C | md5sum)" = "$before" ] && ok "the refused run wrote nothing into C" || bad "refused universal run" "C changed"
+rm C/global_step4_universal/mp_rank_00_model_states.pt
+expect_fail "... also with only its zero/ folder" "a DeepSpeed universal checkpoint (torch files: C/global_step4_universal/zero/language_model.embedding.word_embeddings.weight)" \
+  "${U[@]}"
+printf 'global_step9' > C/latest_universal
+expect_fail "latest_universal naming a missing folder" \
+  "error: checkpoint: C/latest_universal names global_step9, but C/global_step9 is missing" "${U[@]}"
+: > C/latest_universal
+expect_fail "an empty latest_universal" "error: checkpoint: C/latest_universal is empty" "${U[@]}"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
