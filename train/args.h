@@ -52,6 +52,7 @@ typedef struct {
   int64_t train_iters;              /* -1 unset */
   int64_t train_samples;            /* -1 unset */
   int num_microbatches;             /* derived: gbs / (mbs * dp) */
+  zt_strlist rampup_batch_size;     /* --rampup-batch-size <start> <increment> <samples> (train/rampup.h); v NULL: off */
 
   /* learning-rate schedule (Megatron counts it in samples) */
   double lr;                        /* required */
@@ -133,7 +134,6 @@ typedef struct {
   int use_tutel, enable_expert_tensor_parallelism; /* False */
   int universal_checkpoint;         /* --universal-checkpoint: --load follows latest_universal when it names ours */
   int load_universal;               /* the flag, or the ds_config's checkpoint.load_universal (set by the engine) */
-  int cpu_optimizer, cpu_torch_adam, ds_fused_adam; /* Megatron-DS's client optimizer choice (train/engine.c) */
 
   /* checkpoints (docs/checkpoints.md) */
   const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */

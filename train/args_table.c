@@ -17,6 +17,10 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"CUDA kernel-fusion",
    "--disable-mem-efficient-ln --use-flash-attn --use-flash-attn-v1 --use-flash-attn-v2 "
    "--use-flash-attn-triton --use-flash-attn-builder"},
+  {"=Megatron-DeepSpeed's choice of the client optimizer class (DeepSpeedCPUAdam, torch AdamW, FusedAdam) for "
+   "ZeRO-Offload; zerotron takes the optimizer from --optimizer and the ds_config, and runs it on the CPU with "
+   "zero_optimization.offload_optimizer {\"device\": \"cpu\"} (docs/zero.md)",
+   "--cpu-optimizer --cpu_torch_adam --ds_fused_adam"},
   {"=Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's "
    "zero_optimization block (docs/zero.md)",
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
@@ -49,7 +53,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"encoder-decoder (BERT/T5)",
    "--encoder-num-layers --decoder-num-layers --encoder-seq-length --decoder-seq-length "
    "--pipeline-model-parallel-split-rank"},
-  {"batch-size ramp-up", "--rampup-batch-size"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"data-efficiency (curriculum learning, issue 21)", "--data-efficiency-curriculum-learning"},
   {"data-efficiency (random-LTD, random layer token drop, issue 21)", "--random-ltd"},

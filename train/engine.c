@@ -100,8 +100,12 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
   a->micro_batch_size = (int)c->train_micro_batch_size_per_gpu.value;
   a->global_batch_size = (int)c->train_batch_size.value;
   a->num_microbatches = (int)c->gradient_accumulation_steps.value;
+  char src[64 + sizeof c->path];
+  snprintf(src, sizeof src, "train_batch_size %d in %s", a->global_batch_size, c->path);
+  zt_rampup ramp; /* --rampup-batch-size ramps up to train_batch_size */
+  zt_rampup_init(&ramp, a, src);
   if (a->train_samples >= 0) {
-    a->train_iters = a->train_samples / a->global_batch_size;
+    a->train_iters = zt_rampup_train_iters(&ramp, a->train_samples);
     zt_check(a->train_iters > 0, "inconsistent arguments", "--train-samples %lld is less than one global batch "
              "(train_batch_size %d in %s)", (long long)a->train_samples, a->global_batch_size, c->path);
   }
@@ -626,26 +630,6 @@ static const zt_backend *choose_backend(zt_engine *e) {
   return be;
 }
 
-/* --cpu-optimizer: Megatron-DeepSpeed then builds DeepSpeedCPUAdam, the optimizer DeepSpeed's ZeRO-Offload runs on
- * the CPU. Here the step runs on the CPU with the ds_config's offload_optimizer (cpu or nvme) or on a CPU run;
- * a run that keeps the optimizer on the GPU would not do what the flag asks, so it is refused naming the key. */
-static void cpu_optimizer_check(const zt_engine *e) {
-  const zt_args *a = e->args;
-  const zt_ds_config *ds = e->ds;
-  if (!a->cpu_optimizer) return;
-  const char *adam = a->cpu_torch_adam ? "torch's AdamW" : "DeepSpeedCPUAdam";
-  if (ds && strcmp(ds->offload_optimizer_device, "none") != 0)
-    zt_log("> --cpu-optimizer (%s): the optimizer step runs on the CPU (zero_optimization.offload_optimizer.device "
-           "%s in %s)\n", adam, ds->offload_optimizer_device, ds->path);
-  else if (e->be->host_visible)
-    zt_log("> --cpu-optimizer (%s): the optimizer step runs on the CPU (this run computes on the CPU)\n", adam);
-  else
-    zt_fatal("unsupported argument", "--cpu-optimizer: Megatron-DeepSpeed builds %s to run the optimizer on the CPU "
-             "(DeepSpeed's ZeRO-Offload), but this run keeps it on the GPU; zerotron offloads it with "
-             "zero_optimization.offload_optimizer {\"device\": \"cpu\"}: add that to %s, or drop --cpu-optimizer",
-             adam, ds ? ds->path : "a ds_config (--deepspeed --deepspeed_config FILE)");
-}
-
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds,
                     const zt_model_kind *kind) {
   memset(e, 0, sizeof(*e));
@@ -661,6 +645,13 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->num_zeros = NAN;
   zt_progress_initialized();
   setup_groups(e);
+  zt_rampup_init(&e->ramp, a, "--global-batch-size");
+  e->cur_gbs = a->global_batch_size;
+  e->cur_nmb = a->num_microbatches;
+  if (e->ramp.on)
+    zt_log("will use batch size rampup starting from global batch size %lld to global batch size %lld with batch "
+           "size increments %lld over %lld samples.\n", (long long)e->ramp.start, (long long)e->ramp.global,
+           (long long)e->ramp.increment, (long long)e->ramp.samples);
   zt_schedule_setup(e);
   zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
            "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
@@ -672,7 +663,6 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   mixed_precision_setup(e);
   st->zero_stage = ds ? ds->zero_stage : 0;
   e->be = choose_backend(e);
-  cpu_optimizer_check(e);
   const int gpu = !e->be->host_visible;
   zt_model_setup s = {
       .backend = e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32, .micro_batch = a->micro_batch_size,
@@ -732,7 +722,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
    * gets it fails there with a TypeError (None in a subtraction): refused here instead. */
   if (a->lr_decay_tokens >= 0 && a->lr_warmup_tokens < 0 && !(ds && ds->has_scheduler) &&
       (a->lr_decay_style == ZT_LR_DECAY_LINEAR || a->lr_decay_style == ZT_LR_DECAY_COSINE) &&
-      (warmup <= 0 || warmup % gbs != 0)) {
+      (warmup <= 0 || !zt_rampup_reaches(&e->ramp, warmup))) {
     char why[96] = "never ends";
     if (warmup > 0) snprintf(why, sizeof why, "does not end on an iteration (global batch size %lld)", (long long)gbs);
     zt_fatal("inconsistent arguments", "--lr-decay-tokens %lld without --lr-warmup-tokens: the %s decay counts "
@@ -978,11 +968,27 @@ int zt_engine_half_grads_after_backward(zt_engine *e) {
   return 0;
 }
 
+/* --rampup-batch-size: the global batch and micro batches of the step that starts now (Megatron's
+ * update_num_microbatches(consumed_train_samples) with its consistency check, which a checkpoint of another ramp
+ * can fail); without a ramp they never change. */
+static void update_batch(zt_engine *e) {
+  if (!e->ramp.on) return;
+  const int64_t gbs = zt_rampup_batch(&e->ramp, e->st.consumed_samples);
+  zt_check(gbs % e->ramp.per_step == 0, "inconsistent arguments", "--rampup-batch-size: current global batch size "
+           "(%lld, after %lld consumed samples) is not divisible by micro-batch-size (%d) times data parallel size "
+           "(%d) (a checkpoint of another ramp-up?)", (long long)gbs, (long long)e->st.consumed_samples,
+           e->args->micro_batch_size, e->args->data_parallel_size);
+  e->cur_gbs = gbs;
+  e->cur_nmb = (int)(gbs / e->ramp.per_step);
+}
+
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const zt_args *a = e->args;
   zt_train_state *st = &e->st;
   zt_model *m = e->model;
-  const int nmb = a->num_microbatches;
+  update_batch(e);
+  const int nmb = e->cur_nmb;
+  const int64_t gbs = e->cur_gbs;
   /* flops_profiler: DeepSpeed profiles the iteration that starts after profile_step steps */
   const int profiling = e->fprof && st->iteration == e->ds->fp_profile_step;
   const size_t n = m->table->numel;
@@ -1058,12 +1064,12 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       e->be->memset(m->grads, 0, st->zero.padded * sizeof(float));
     }
     if (st->use_ds_sched) zt_ds_sched_step(&st->ds_sched);
-    else zt_lr_step_tokens(&st->sched, a->global_batch_size, st->consumed_tokens); /* tokens before this iteration */
+    else zt_lr_step_tokens(&st->sched, gbs, st->consumed_tokens); /* tokens before this iteration */
   }
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;
-  st->consumed_samples += a->global_batch_size;
-  st->consumed_tokens += (int64_t)a->global_batch_size * a->seq_length;
+  st->consumed_samples += gbs;
+  st->consumed_tokens += gbs * a->seq_length;
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;
@@ -1085,14 +1091,14 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
 
 zt_loss_sums zt_engine_evaluate(zt_engine *e, int split) {
   const zt_args *a = e->args;
-  const int B = a->micro_batch_size;
+  const int B = a->micro_batch_size, nmb = e->cur_nmb; /* Megatron's current number of micro batches */
   zt_loss_sums sum = zt_loss_sums_empty(e->model);
   int count = 0;
   uint64_t base = split == 1 ? (uint64_t)e->st.consumed_valid_samples : 0;
   if (e->st.zero_stage == 3) zt_zero3_set_training(&e->st.zero3, 0);
   for (int it = 0; it < a->eval_iters; it++)
-    for (int mb = 0; mb < a->num_microbatches; mb++) {
-      uint64_t first = base + ((uint64_t)it * a->num_microbatches + mb) * B * a->data_parallel_size +
+    for (int mb = 0; mb < nmb; mb++) {
+      uint64_t first = base + ((uint64_t)it * nmb + mb) * B * a->data_parallel_size +
                        (uint64_t)e->st.dp_rank * B;
       zt_engine_load_micro_batch(e, split, first);
       const zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0};
@@ -1100,7 +1106,7 @@ zt_loss_sums zt_engine_evaluate(zt_engine *e, int split) {
       count++;
     }
   zt_schedule_from_last(e, &sum);
-  if (split == 1) e->st.consumed_valid_samples += (int64_t)a->eval_iters * a->global_batch_size;
+  if (split == 1) e->st.consumed_valid_samples += (int64_t)a->eval_iters * e->cur_gbs;
   dp_mean_losses(e, &sum, count);
   return sum;
 }
@@ -1129,7 +1135,9 @@ static void print_validation(const char *prefix, const zt_loss_sums *l) {
 static void print_log_line(const zt_engine *e, double elapsed_per_iter, int applied, const zt_loss_sums *acc,
                            double grad_norm, int skipped, const char *eta) {
   const zt_args *a = e->args;
-  const double samples_per_s = a->global_batch_size / elapsed_per_iter;
+  const double samples_per_s = (double)e->cur_gbs / elapsed_per_iter; /* the current batch (a ramp-up's) */
+  const double flops = e->ramp.on ? e->flops_per_iteration / a->global_batch_size * (double)e->cur_gbs
+                                  : e->flops_per_iteration;
   const int world = zt_world_size();
   char losses[256] = "", gn[64] = "", extras[96];
   for (int i = 0, len = 0; i < acc->n; i++) {
@@ -1145,9 +1153,9 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
          " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
          " TFLOPs: %.2f |%s\n",
          (long long)e->st.iteration, (long long)a->train_iters, (long long)e->st.consumed_samples,
-         (long long)e->st.consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), a->global_batch_size,
+         (long long)e->st.consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), (int)e->cur_gbs,
          losses, e->st.scaler.cur_scale, gn, extras, skipped, 0, samples_per_s, samples_per_s * a->seq_length / world,
-         e->flops_per_iteration / (elapsed_per_iter * world * 1e12), eta);
+         flops / (elapsed_per_iter * world * 1e12), eta);
 }
 
 void zt_engine_run(zt_engine *e) {
@@ -1156,6 +1164,7 @@ void zt_engine_run(zt_engine *e) {
   if (wd) zt_log("> step watchdog: a training step or evaluation running past %g s ends the job\n",
                  a->step_timeout_seconds);
   static const char *const setup_names[2] = {"model-and-optimizer-setup", "train/valid/test-data-iterators-setup"};
+  update_batch(e); /* after --load: Megatron's update_num_microbatches(consumed_train_samples) */
   zt_log("done with setup ...\n");
   zt_timers_log(setup_names, e->setup_seconds, 2, a->timing_log_option, 1.0);
   if (!a->skip_train) {

@@ -18,6 +18,7 @@
 #include "train/args.h"
 #include "train/ds_config.h"
 #include "train/ds_log.h"
+#include "train/rampup.h"
 #include "train/state.h"
 
 /* A model kind: how a driver's model and data are built (Megatron's model_provider and
@@ -90,6 +91,11 @@ typedef struct {
   double t_batch;                /* seconds spent loading training micro batches */
   double num_zeros;              /* of the last applied step's gradients; NAN when not counted */
   double setup_seconds[2];       /* Megatron's model-and-optimizer-setup, train/valid/test-data-iterators-setup */
+  /* the batch of the current step: --rampup-batch-size (train/rampup.h) changes it as samples are consumed; without
+   * it, always the global batch size and args->num_microbatches. pipe_nmb: the micro batches pipe_steps is for */
+  zt_rampup ramp;
+  int64_t cur_gbs;
+  int cur_nmb, pipe_nmb;
 } zt_engine;
 
 /* The tokenizer named by the data flags (NULL with --mock-data); sets args' vocabulary size from

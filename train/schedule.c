@@ -22,6 +22,7 @@
  * overwrite before the exchange sends it. */
 #include "train/schedule.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
@@ -221,7 +222,7 @@ static void train_interleaved(pipe_state *st) {
 
 void zt_schedule_setup(zt_engine *e) {
   const zt_args *a = e->args;
-  const int P = e->st.pp_size, s = e->st.pp_rank, nmb = a->num_microbatches;
+  const int P = e->st.pp_size, s = e->st.pp_rank, nmb = e->cur_nmb;
   e->interleaved = P > 1 && a->virtual_pipeline_model_parallel_size > 0;
   e->vpp = e->interleaved ? a->virtual_pipeline_model_parallel_size : 1;
   if (!e->interleaved) { /* 1F1B: middle stages stash the inputs of their micro batches in flight */
@@ -232,10 +233,30 @@ void zt_schedule_setup(zt_engine *e) {
            "pipeline-model-parallel-size (%d) when using interleaved schedule (--global-batch-size %d / "
            "(--micro-batch-size %d x data-parallel size %d); --num-layers-per-virtual-pipeline-stage %d)", nmb, P,
            a->global_batch_size, a->micro_batch_size, a->data_parallel_size, a->num_layers_per_virtual_pipeline_stage);
-  e->pipe_steps = zt_malloc(sizeof(zt_pipe_step) * (size_t)zt_pipe_max_steps(e->vpp, nmb), "pipeline schedule");
-  int slots;
+  /* --rampup-batch-size: every micro-batch count of the ramp must divide too (Megatron checks each step's); the
+   * steps' room and the model's slots are those of the largest need */
+  const int nsizes = e->ramp.on ? zt_rampup_batches(&e->ramp, NULL, 0) : 0;
+  int64_t *sizes = zt_malloc(sizeof(int64_t) * (size_t)(nsizes + 1), "ramp-up batch sizes");
+  zt_rampup_batches(&e->ramp, sizes, nsizes);
+  int max_nmb = nmb;
+  for (int i = 0; i < nsizes; i++) {
+    const int n = (int)(sizes[i] / e->ramp.per_step);
+    zt_check(n % P == 0, "inconsistent arguments", "number of microbatches (%d) is not divisible by "
+             "pipeline-model-parallel-size (%d) when using interleaved schedule (global batch size %lld of "
+             "--rampup-batch-size / (--micro-batch-size %d x data-parallel size %d))", n, P, (long long)sizes[i],
+             a->micro_batch_size, a->data_parallel_size);
+    if (n > max_nmb) max_nmb = n;
+  }
+  e->pipe_steps = zt_malloc(sizeof(zt_pipe_step) * (size_t)zt_pipe_max_steps(e->vpp, max_nmb), "pipeline schedule");
+  int slots = 0, max_slots = 0;
+  for (int i = 0; i < nsizes; i++) {
+    zt_pipe_interleaved(P, s, e->vpp, (int)(sizes[i] / e->ramp.per_step), e->pipe_steps, &slots);
+    if (slots > max_slots) max_slots = slots;
+  }
+  free(sizes);
   e->pipe_nsteps = zt_pipe_interleaved(P, s, e->vpp, nmb, e->pipe_steps, &slots);
-  e->pp_buffers = slots + 1;
+  e->pipe_nmb = nmb;
+  e->pp_buffers = (slots > max_slots ? slots : max_slots) + 1;
   const int n = a->num_layers_per_virtual_pipeline_stage;
   zt_log("> interleaved pipeline schedule: %d stages x %d chunks of %d layer%s, %d micro batches (%d virtual steps); "
          "bubble (p-1)/(v m) = %.3f of the compute time, (p-1)/m = %.3f without interleaving\n", P, e->vpp, n,
@@ -258,6 +279,13 @@ void zt_schedule_train(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, 
   pipe_state st = {.e = e, .nmb = nmb, .last_chunk = -1, .last_mb = -1, .sum = sum};
   const double t0 = zt_now();
   if (e->ds) zt_ds_throughput_start(&e->tput);
+  if (e->interleaved && nmb != e->pipe_nmb) { /* --rampup-batch-size: the steps of this number of micro batches */
+    int slots;
+    e->pipe_nsteps = zt_pipe_interleaved(e->st.pp_size, e->st.pp_rank, e->vpp, nmb, e->pipe_steps, &slots);
+    e->pipe_nmb = nmb;
+    zt_check(slots < e->pp_buffers, "internal error", "interleaved schedule of %d micro batches needs %d slots, %d "
+             "planned", nmb, slots, e->pp_buffers - 1);
+  }
   if (e->interleaved) train_interleaved(&st);
   else train_1f1b(&st);
   e->t_bwd_inner += zt_now() - t0;

@@ -272,7 +272,7 @@ void zt_tb_log_after_step(zt_tb_log *t, const zt_engine *e, const zt_tb_step *s)
     put(t, "steps-vs-tokens/y=steps,x=tokens", (double)it, st->consumed_tokens);
     put(t, "steps-vs-tokens/y=tokens,x=steps", (double)st->consumed_tokens, it);
     if (a->log_learning_rate_to_tensorboard) put3(t, e, "learning-rate/learning-rate", s->lr);
-    if (a->log_batch_size_to_tensorboard) put3(t, e, "batch-size/batch-size", a->global_batch_size);
+    if (a->log_batch_size_to_tensorboard) put3(t, e, "batch-size/batch-size", (double)e->cur_gbs);
     char tag[128];
     for (int i = 0; i < e->last_losses.n; i++) {
       snprintf(tag, sizeof tag, "lm-loss-training/%s", e->last_losses.name[i]);
