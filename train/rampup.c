@@ -122,8 +122,8 @@ void zt_rampup_init(zt_rampup *r, const zt_args *a, const char *source) {
   int64_t steps;
   const int64_t end = walk(r, &steps, check_segment, &k);
   zt_check(a->train_samples >= end, "inconsistent arguments", FLAG " %s: --train-samples %lld ends inside the ramp-up, "
-           "whose %lld steps consume %lld samples (Megatron-DeepSpeed's update_train_iters would then train past "
-           "--train-samples); give at least %lld samples or a shorter ramp-up", all, (long long)a->train_samples,
+           "whose %lld steps consume %lld samples (Megatron-DeepSpeed's update_train_iters then takes whole global "
+           "batches off the ramp's steps, a length that is neither); give at least %lld samples or a shorter ramp-up", all, (long long)a->train_samples,
            (long long)steps, (long long)end, (long long)end);
 }
 
