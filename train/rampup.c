@@ -12,6 +12,7 @@
 
 #define FLAG "--rampup-batch-size"
 #define MAX_COUNT 9007199254740992LL /* 2^53: exact in the double the formula divides in */
+#define MAX_INCREMENTS 1000000      /* batch sizes of one ramp; Megatron's examples use a few hundred */
 
 /* Python's int() of one value (an optional sign, decimal digits, surrounding blanks). */
 static int64_t parse_value(const char *s, const char *what, const char *all) {
@@ -114,6 +115,10 @@ void zt_rampup_init(zt_rampup *r, const zt_args *a, const char *source) {
   zt_check(diff % r->increment == 0, "inconsistent arguments", FLAG " %s: expected global batch size interval (%lld = "
            "%lld - %lld) to be divisible by global batch size increment (%lld)", all, (long long)diff,
            (long long)r->global, (long long)r->start, (long long)r->increment);
+  /* each increment is a batch size of its own, walked one by one (and by Megatron's update_train_iters loop) */
+  zt_check(diff / r->increment <= MAX_INCREMENTS, "bad argument value", FLAG " %s: %lld increments from %lld to the "
+           "global batch size %lld; at most %d are supported (use a larger increment)", all,
+           (long long)(diff / r->increment), (long long)r->start, (long long)r->global, MAX_INCREMENTS);
   r->per_increment = (double)r->samples / (double)(diff / r->increment);
   zt_check(r->global % r->per_step == 0, "inconsistent arguments", "the global batch size %lld (%s) is not divisible "
            "by --micro-batch-size %d x data-parallel size %d = %lld", (long long)r->global, source,

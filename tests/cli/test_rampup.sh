@@ -169,6 +169,9 @@ expect_fail "start above the global batch" "the start batch size 20 must be less
 expect_fail "interval not a multiple of the increment" \
   "--rampup-batch-size 4 5 60: expected global batch size interval (12 = 16 - 4) to be divisible by global batch size increment (5)" \
   "${G[@]}" --rampup-batch-size 4 5 60
+expect_fail "more than 10^6 increments" \
+  "--rampup-batch-size 1 1 9007199254740992: 1999999 increments from 1 to the global batch size 2000000; at most 1000000 are supported (use a larger increment)" \
+  "${T[@]}" --global-batch-size 2000000 --train-samples 9007199254740992 --rampup-batch-size 1 1 9007199254740992
 expect_fail "with --train-iters" "expected no batch-size rampup for iteration-based training (--train-iters 10); give the length as --train-samples" \
   "${T[@]}" --global-batch-size 16 --train-iters 10 --rampup-batch-size 4 4 60
 expect_fail "a ramp batch not divisible by micro batch x DP" \
