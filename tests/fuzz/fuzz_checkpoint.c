@@ -2,9 +2,10 @@
  * export_hf and inspect_checkpoint use it, on a checkpoint directory built from the input. The input is up to
  * five sections separated by the 8 bytes "ZTFZSEC\1" (tests/fuzz/corpus/checkpoint/ holds real ones from a tiny
  * model, made by tests/checkpoint/make_fuzz_seeds.sh):
- *   0: the `latest` file's bytes, 1: mp_rank_00_model_states.h5, 2: zero_pp_rank_0_mp_rank_00_optim_states.h5
- *   (absent or empty: none), 3: latest_checkpointed_iteration.txt (absent: none), 4: zt_manifest.txt (absent:
- *   computed from the files, as after a user "repaired" a manifest, so the HDF5 parsing is what gets fuzzed).
+ *   0: the `latest` file's bytes (also written as `latest_universal`, which --universal-checkpoint reads),
+ *   1: mp_rank_00_model_states.h5, 2: zero_pp_rank_0_mp_rank_00_optim_states.h5 (absent or empty: none),
+ *   3: latest_checkpointed_iteration.txt (absent: none), 4: zt_manifest.txt (absent: computed from the files,
+ *   as after a user "repaired" a manifest, so the HDF5 parsing is what gets fuzzed).
  * The files go to <scratch>/ck/t/ (so a `latest` of "t" names them); then the tracker is resolved, the tag
  * opened (manifest check, metadata, tensor table, slice maps) and every tensor's weights and optimizer states
  * read. HDF5 objects a refusal leaves open are closed after each input. */
@@ -82,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   clear_dir(dir);
   clear_dir(root);
   put(root, "latest", sec[0], len[0]);
+  put(root, "latest_universal", sec[0], len[0]);
   if (nsec > 3) put(root, "latest_checkpointed_iteration.txt", sec[3], len[3]);
   static const char *const names[2] = {"mp_rank_00_model_states.h5", "zero_pp_rank_0_mp_rank_00_optim_states.h5"};
   char manifest[1024] = "# zerotron checkpoint manifest v1: crc32c bytes file\n";
@@ -99,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   float *buf = NULL;
   ZT_FUZZ_TRY {
     char tag[256], err[4600];
+    zt_ckpt_universal_tag(root, tag, sizeof tag, err, sizeof err);
     if (zt_ckpt_discover(root, NULL, tag, sizeof tag, err, sizeof err) == 1) {
       zt_ckpt_open(&r, root, NULL);
       char v[64];
