@@ -138,6 +138,13 @@ static const flag k_flags[] = {
   {"--adam-beta1", F_FLOAT, OFF(adam_beta1), NULL, OPT, "0.9", "Adam beta1."},
   {"--adam-beta2", F_FLOAT, OFF(adam_beta2), NULL, OPT, "0.999", "Adam beta2."},
   {"--adam-eps", F_FLOAT, OFF(adam_eps), NULL, OPT, "1e-08", "Adam epsilon."},
+  {"--cpu-optimizer", F_TRUE, OFF(cpu_optimizer), NULL, OPT, "False",
+   "Megatron-DeepSpeed's DeepSpeedCPUAdam (ZeRO-Offload): accepted when the optimizer step runs on the CPU (the "
+   "ds_config's zero_optimization.offload_optimizer, or a CPU run); needs --optimizer adam."},
+  {"--cpu_torch_adam", F_TRUE, OFF(cpu_torch_adam), NULL, OPT, "False",
+   "With --cpu-optimizer: torch's AdamW instead of DeepSpeedCPUAdam (the same AdamW step here)."},
+  {"--ds_fused_adam", F_TRUE, OFF(ds_fused_adam), NULL, OPT, "False",
+   "DeepSpeed's FusedAdam kernel for --optimizer adam: recorded (the same AdamW step here)."},
   {"--sgd-momentum", F_FLOAT, OFF(sgd_momentum), NULL, OPT, "0.9", "SGD momentum."},
   {"--micro-batch-size", F_INT, OFF(micro_batch_size), NULL, BATCH, "None (required)",
    "Samples per data-parallel rank per forward/backward."},
@@ -730,6 +737,15 @@ static void check_moe_flags(zt_args *a, const unsigned char *seen) {
   zt_check(a->moe_min_capacity >= 0, "bad argument value", "--moe-min-capacity %d: must be >= 0 (a number of tokens)",
            a->moe_min_capacity);
   a->load_universal = a->universal_checkpoint; /* the engine adds the ds_config's checkpoint.load_universal */
+  /* Megatron-DeepSpeed's get_megatron_optimizer: the CPU branch asserts Adam, takes torch's AdamW with
+   * --cpu_torch_adam and ignores --ds_fused_adam; the engine checks that the step really runs on the CPU */
+  zt_check(!a->cpu_optimizer || a->optimizer == ZT_OPTIMIZER_ADAM, "inconsistent arguments", "--cpu-optimizer needs "
+           "--optimizer adam (CPU offloading is for Adam, as Megatron-DeepSpeed asserts)");
+  if (a->cpu_torch_adam && !a->cpu_optimizer)
+    zt_log("WARNING: --cpu_torch_adam has no effect without --cpu-optimizer (as in Megatron-DeepSpeed)\n");
+  if (a->ds_fused_adam && (a->cpu_optimizer || a->optimizer != ZT_OPTIMIZER_ADAM))
+    zt_log("WARNING: --ds_fused_adam has no effect with %s (as in Megatron-DeepSpeed)\n",
+           a->cpu_optimizer ? "--cpu-optimizer" : "--optimizer sgd");
 }
 
 /* Megatron-DeepSpeed's script flags (docs/arguments.md), after the parallel layout is known. */
@@ -1489,6 +1505,9 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("use_tutel", a->use_tutel);
   BOOL_LINE("enable_expert_tensor_parallelism", a->enable_expert_tensor_parallelism);
   BOOL_LINE("universal_checkpoint", a->universal_checkpoint);
+  BOOL_LINE("cpu_optimizer", a->cpu_optimizer);
+  BOOL_LINE("cpu_torch_adam", a->cpu_torch_adam);
+  BOOL_LINE("ds_fused_adam", a->ds_fused_adam);
   STR_LINE("tensorboard_dir", a->tensorboard_dir ? a->tensorboard_dir : "None");
   INT_LINE("tensorboard_log_interval", a->tensorboard_log_interval);
   INT_LINE("tensorboard_queue_size", a->tensorboard_queue_size);

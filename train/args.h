@@ -134,6 +134,7 @@ typedef struct {
   int use_tutel, enable_expert_tensor_parallelism; /* False */
   int universal_checkpoint;         /* --universal-checkpoint: --load follows latest_universal when it names ours */
   int load_universal;               /* the flag, or the ds_config's checkpoint.load_universal (set by the engine) */
+  int cpu_optimizer, cpu_torch_adam, ds_fused_adam; /* Megatron-DS's client optimizer choice (train/engine.c) */
 
   /* checkpoints (docs/checkpoints.md) */
   const char *save, *load, *load_tag; /* --save, --load, --load-tag: NULL */

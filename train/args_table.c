@@ -17,10 +17,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"CUDA kernel-fusion",
    "--disable-mem-efficient-ln --use-flash-attn --use-flash-attn-v1 --use-flash-attn-v2 "
    "--use-flash-attn-triton --use-flash-attn-builder"},
-  {"=Megatron-DeepSpeed's choice of the client optimizer class (DeepSpeedCPUAdam, torch AdamW, FusedAdam) for "
-   "ZeRO-Offload; zerotron takes the optimizer from --optimizer and the ds_config, and runs it on the CPU with "
-   "zero_optimization.offload_optimizer {\"device\": \"cpu\"} (docs/zero.md)",
-   "--cpu-optimizer --cpu_torch_adam --ds_fused_adam"},
   {"=Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's "
    "zero_optimization block (docs/zero.md)",
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},

@@ -630,6 +630,26 @@ static const zt_backend *choose_backend(zt_engine *e) {
   return be;
 }
 
+/* --cpu-optimizer: Megatron-DeepSpeed then builds DeepSpeedCPUAdam, the optimizer DeepSpeed's ZeRO-Offload runs on
+ * the CPU. Here the step runs on the CPU with the ds_config's offload_optimizer (cpu or nvme) or on a CPU run;
+ * a run that keeps the optimizer on the GPU would not do what the flag asks, so it is refused naming the key. */
+static void cpu_optimizer_check(const zt_engine *e) {
+  const zt_args *a = e->args;
+  const zt_ds_config *ds = e->ds;
+  if (!a->cpu_optimizer) return;
+  const char *adam = a->cpu_torch_adam ? "torch's AdamW" : "DeepSpeedCPUAdam";
+  if (ds && strcmp(ds->offload_optimizer_device, "none") != 0)
+    zt_log("> --cpu-optimizer (%s): the optimizer step runs on the CPU (zero_optimization.offload_optimizer.device "
+           "%s in %s)\n", adam, ds->offload_optimizer_device, ds->path);
+  else if (e->be->host_visible)
+    zt_log("> --cpu-optimizer (%s): the optimizer step runs on the CPU (this run computes on the CPU)\n", adam);
+  else
+    zt_fatal("unsupported argument", "--cpu-optimizer: Megatron-DeepSpeed builds %s to run the optimizer on the CPU "
+             "(DeepSpeed's ZeRO-Offload), but this run keeps it on the GPU; zerotron offloads it with "
+             "zero_optimization.offload_optimizer {\"device\": \"cpu\"}: add that to %s, or drop --cpu-optimizer",
+             adam, ds ? ds->path : "a ds_config (--deepspeed --deepspeed_config FILE)");
+}
+
 void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, const zt_ds_config *ds,
                     const zt_model_kind *kind) {
   memset(e, 0, sizeof(*e));
@@ -663,6 +683,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   mixed_precision_setup(e);
   st->zero_stage = ds ? ds->zero_stage : 0;
   e->be = choose_backend(e);
+  cpu_optimizer_check(e);
   const int gpu = !e->be->host_visible;
   zt_model_setup s = {
       .backend = e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32, .micro_batch = a->micro_batch_size,

@@ -170,9 +170,9 @@ out=$("$bin" "${tiny[@]}" --train-iters 1 --save-interval 0 --save X 2>&1)
 grep -qF "error: bad argument value: --save-interval 0: must be > 0" <<<"$out" && ok "--save-interval 0 refused" || bad "--save-interval 0" "$out"
 out=$("$bin" "${tiny[@]}" --train-iters 1 --use-checkpoint-args 2>&1)
 grep -qF "error: missing argument: --use-checkpoint-args needs --load DIR" <<<"$out" && ok "--use-checkpoint-args without --load refused" || bad "uca" "$out"
-out=$("$bin" "${tiny[@]}" --train-iters 1 --universal-checkpoint 2>&1)
-grep -qF "error: unsupported argument: --universal-checkpoint is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the checkpoint variant (universal checkpoints, --no-initialization, kill switch) work)" <<<"$out" &&
-  ok "--universal-checkpoint still refused by name" || bad "universal" "$out"
+out=$("$bin" "${tiny[@]}" --train-iters 1 --kill-switch-file ks 2>&1)
+grep -qF "error: unsupported argument: --kill-switch-file is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the checkpoint variant (--no-initialization, kill switch) work)" <<<"$out" &&
+  ok "--kill-switch-file still refused by name (--universal-checkpoint: tests/cli/test_script_flags_extra.sh)" || bad "kill switch" "$out"
 
 # SIGTERM with --exit-signal-handler: saves after the current iteration and exits 0
 rm -rf S

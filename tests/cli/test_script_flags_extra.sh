@@ -5,7 +5,7 @@
 # dense model trains exactly as without the flags; --random-ltd and --data-efficiency-curriculum-learning refused
 # naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
 # following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
-# checkpoint refused naming its file.
+# checkpoint refused naming its file; --cpu-optimizer accepted where the optimizer step runs on the CPU.
 # Usage: test_script_flags_extra.sh path/to/pretrain_gpt
 set -u
 BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
@@ -136,6 +136,30 @@ expect_fail "latest_universal naming a missing folder" \
   "error: checkpoint: C/latest_universal names global_step9, but C/global_step9 is missing" "${U[@]}"
 : > C/latest_universal
 expect_fail "an empty latest_universal" "error: checkpoint: C/latest_universal is empty" "${U[@]}"
+
+# 4. --cpu-optimizer (offload_pp): accepted where the optimizer step runs on the CPU, saying why; --cpu_torch_adam,
+# --ds_fused_adam as Megatron-DeepSpeed reads them. (The refusal on a GPU run without offload_optimizer needs a GPU.)
+base=$(timeout 120 "$BIN" "${T[@]}" 2>&1)
+out=$(timeout 120 "$BIN" "${T[@]}" --cpu-optimizer 2>&1)
+[ $? -eq 0 ] && grep -qF "> --cpu-optimizer (DeepSpeedCPUAdam): the optimizer step runs on the CPU (this run computes on the CPU)" <<<"$out" &&
+  [ "$(iters "$out")" = "$(iters "$base")" ] && ok "--cpu-optimizer on a CPU run: accepted, said, same losses (the same AdamW)" \
+  || bad "--cpu-optimizer on the CPU" "$(grep -m1 -E "error|cpu-optimizer" <<<"$out")"
+dump_has "--cpu-optimizer in the dump" "$out" cpu_optimizer=True cpu_torch_adam=False ds_fused_adam=False
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}' > off.json
+out=$(timeout 120 "$BIN" "${T[@]}" --cpu-optimizer --cpu_torch_adam --deepspeed --deepspeed_config off.json 2>&1)
+[ $? -eq 0 ] && grep -qF "> --cpu-optimizer (torch's AdamW): the optimizer step runs on the CPU (zero_optimization.offload_optimizer.device cpu in off.json)" <<<"$out" \
+  && ok "--cpu-optimizer --cpu_torch_adam with offload_optimizer cpu: accepted naming the key" \
+  || bad "--cpu-optimizer with offload" "$(grep -m1 -E "error|cpu-optimizer" <<<"$out")"
+expect_fail "--cpu-optimizer with --optimizer sgd (Megatron-DeepSpeed's assert)" \
+  "error: inconsistent arguments: --cpu-optimizer needs --optimizer adam (CPU offloading is for Adam, as Megatron-DeepSpeed asserts)" \
+  "${T[@]}" --cpu-optimizer --optimizer sgd
+out=$(timeout 120 "$BIN" "${T[@]}" --cpu_torch_adam --ds_fused_adam 2>&1)
+[ $? -eq 0 ] && grep -qF "WARNING: --cpu_torch_adam has no effect without --cpu-optimizer" <<<"$out" &&
+  [ "$(iters "$out")" = "$(iters "$base")" ] && grep -qE "^  ds_fused_adam \.+ True$" <<<"$out" \
+  && ok "--cpu_torch_adam alone warns, --ds_fused_adam is recorded, same losses" || bad "--cpu_torch_adam alone" "$(grep -m1 error <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --cpu-optimizer --ds_fused_adam 2>&1)
+grep -qF "WARNING: --ds_fused_adam has no effect with --cpu-optimizer" <<<"$out" && ok "--ds_fused_adam with --cpu-optimizer warns" \
+  || bad "--ds_fused_adam warning" "$(grep -m1 error <<<"$out")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
