@@ -142,6 +142,26 @@ out=$(timeout 60 "$BIN" "${T[@]}" --global-batch-size 16 --train-samples 20 2>&1
 grep -qE "^  rampup_batch_size \.+ None$" <<<"$out" && ok "without the flag the dump shows None" ||
   bad "dump None" "$(grep -m1 rampup <<<"$out")"
 
+# TensorBoard's batch-size tag (and its vs-samples x axis) follows the ramp as the log line does
+out=$(timeout 60 "$BIN" "${T[@]}" --global-batch-size 16 --train-samples 200 --rampup-batch-size 4 4 60 \
+      --tensorboard-dir tb --log-batch-size-to-tensorboard 2>&1)
+want=$(grep -E "^ iteration " <<<"$out" | sed -E 's/^ iteration +([0-9]+)\/.* consumed samples: +([0-9]+) .* global batch size: +([0-9]+) .*/\1 \2 \3/')
+got=$(PYTHONPATH="$HERE/../monitor" "$PY" - tb <<'PYEOF'
+import glob, sys
+from tfevents import scalars
+ev = scalars(glob.glob(sys.argv[1] + "/events.out.tfevents.*")[0])
+steps = [(s, v) for t, s, v in ev if t == "batch-size/batch-size"]
+samples = [s for t, s, v in ev if t == "batch-size/batch-size vs samples"]
+for (it, v), x in zip(steps, samples):
+    print("%d %d %d" % (it, x, v))
+PYEOF
+)
+if [ "$(wc -l <<<"$want")" -eq 18 ] && [ "$got" == "$want" ]; then
+  ok "TensorBoard batch-size (vs steps and vs samples) = the log line's global batch size at each of 18 steps"
+else
+  bad "TensorBoard batch-size" "$(diff <(echo "$got") <(echo "$want") | head -3)"
+fi
+
 # 6. bad values, refused before any work
 expect_fail() {
   local name=$1 message=$2
