@@ -361,6 +361,9 @@ offload_pp() {
   need_mpi
   # shellcheck disable=SC2086
   resumes offload_pp_350M 2 pretrain_gpt 4 ${megatron_options} ${data_options} ${deepspeed_options}
+  grep -qF "> --cpu-optimizer (DeepSpeedCPUAdam): the optimizer step runs on the CPU (zero_optimization.offload_optimizer.device cpu in ${config_json})" <<<"$last" \
+    && ok "offload_pp_350M: --cpu-optimizer with the template's offload_optimizer cpu, said in the log" \
+    || bad "offload_pp_350M: --cpu-optimizer" "$(grep -m1 -E "cpu-optimizer|error" <<<"$last")"
   tb_written offload_pp_350M "$TENSORBOARD_DIR" "lm loss" "batch-size"
 }
 
