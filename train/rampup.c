@@ -141,13 +141,14 @@ int64_t zt_rampup_train_iters(const zt_rampup *r, int64_t train_samples) {
 }
 
 typedef struct {
-  int64_t *sizes;
+  int64_t *sizes, last;
   int cap, n;
 } list_ctx;
 
 static void add_size(list_ctx *k, int64_t b) {
-  if (k->n > 0 && k->n <= k->cap && k->sizes[k->n - 1] == b) return;
+  if (k->n > 0 && k->last == b) return;
   if (k->n < k->cap) k->sizes[k->n] = b;
+  k->last = b;
   k->n++;
 }
 
@@ -157,7 +158,7 @@ static int list_segment(void *p, const segment *s) {
 }
 
 int zt_rampup_batches(const zt_rampup *r, int64_t *sizes, int cap) {
-  list_ctx k = {sizes, cap, 0};
+  list_ctx k = {sizes, 0, cap, 0};
   if (r->on) walk(r, NULL, list_segment, &k);
   add_size(&k, r->global);
   return k.n;

@@ -5,11 +5,12 @@ update_num_microbatches, consumed samples and tokens, the --train-tokens stop) a
 Usage: rampup_oracle.py KEY=VALUE ... with start, incr, ramp (the three --rampup-batch-size values), gbs, mbs, dp,
 train_samples, seq, lr, min_lr, style, warmup_samples, decay_samples, and optionally warmup_tokens, decay_tokens,
 train_tokens. Prints "train_iters N", then "iteration consumed_samples consumed_tokens global_batch lr" per
-iteration; exits 1 with the reason where Megatron-DeepSpeed would fail (an assert or a division by zero)."""
+iteration; exits 1 with the reason where Megatron-DeepSpeed would fail (an assert or a division by zero).
+test_rampup_formula.py imports ramp_steps."""
 import math
 import sys
 
-kv = dict(a.split("=", 1) for a in sys.argv[1:])
+kv = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
 opt = lambda k: int(kv[k]) if k in kv else None
 
 
@@ -77,31 +78,46 @@ class Sched:
         return self.get_lr()
 
 
-try:
-    gbs, seq, train_samples = int(kv["gbs"]), int(kv["seq"]), int(kv["train_samples"])
-    calc = Rampup(int(kv["start"]), int(kv["incr"]), int(kv["ramp"]), gbs, int(kv["mbs"]), int(kv["dp"]))
-    # update_train_iters
+def ramp_steps(start, incr, ramp, gbs, mbs, dp, train_samples):
+    """update_train_iters, then the global batch of each of the train_iters steps (the loop's
+    update_num_microbatches(consumed_train_samples), consistency check on)."""
+    calc = Rampup(start, incr, ramp, gbs, mbs, dp)
     iterations, consumed = 0, 0
-    while consumed <= int(kv["ramp"]):
+    while consumed <= ramp:
         calc.update(consumed, False)
         consumed += calc.current_global_batch_size
         iterations += 1
     calc.update(0, False)
-    iterations += (train_samples - consumed) // gbs
-    train_iters = iterations
-    print("train_iters %d" % train_iters)
-    sched = Sched(float(kv["lr"]), float(kv["min_lr"]), int(kv["warmup_samples"]), int(kv["decay_samples"]),
-                  kv["style"], opt("warmup_tokens"), opt("decay_tokens"))
-    train_tokens = opt("train_tokens")
-    iteration, samples, tokens = 0, 0, 0
-    while iteration < train_iters and (train_tokens is None or tokens < train_tokens):
+    iterations += (train_samples - consumed) // gbs  # the partial last batch is thrown away
+    batches, samples = [], 0
+    for _ in range(iterations):
         calc.update(samples, True)
-        batch = calc.num_micro_batches * calc.micro_batch_times_data_parallel_size
-        lr = sched.step(batch, tokens)
-        iteration += 1
-        samples += batch
-        tokens += batch * seq
-        print("%d %d %d %d %.17g" % (iteration, samples, tokens, batch, lr))
-except (AssertionError, ZeroDivisionError) as e:
-    print("Megatron-DeepSpeed fails: %r" % e)
-    sys.exit(1)
+        batches.append(calc.num_micro_batches * calc.micro_batch_times_data_parallel_size)
+        samples += batches[-1]
+    return iterations, batches
+
+
+def main():
+    try:
+        gbs, seq, train_samples = int(kv["gbs"]), int(kv["seq"]), int(kv["train_samples"])
+        train_iters, batches = ramp_steps(int(kv["start"]), int(kv["incr"]), int(kv["ramp"]), gbs, int(kv["mbs"]),
+                                          int(kv["dp"]), train_samples)
+        print("train_iters %d" % train_iters)
+        sched = Sched(float(kv["lr"]), float(kv["min_lr"]), int(kv["warmup_samples"]), int(kv["decay_samples"]),
+                      kv["style"], opt("warmup_tokens"), opt("decay_tokens"))
+        train_tokens = opt("train_tokens")
+        iteration, samples, tokens = 0, 0, 0
+        while iteration < train_iters and (train_tokens is None or tokens < train_tokens):
+            batch = batches[iteration]
+            lr = sched.step(batch, tokens)
+            iteration += 1
+            samples += batch
+            tokens += batch * seq
+            print("%d %d %d %d %.17g" % (iteration, samples, tokens, batch, lr))
+    except (AssertionError, ZeroDivisionError) as e:
+        print("Megatron-DeepSpeed fails: %r" % e)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
