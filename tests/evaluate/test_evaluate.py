@@ -25,6 +25,9 @@ except ImportError:
     print("SKIP: NumPy not found (apt-get install python3-numpy)")
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evalkit import BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+
 argv = sys.argv[1:]
 MPI = argv[:1] == ["--mpi"]
 if MPI:
@@ -34,18 +37,6 @@ if MPI and not shutil.which("mpirun"):
     print("SKIP: mpirun not found (apt-get install openmpi-bin)")
     sys.exit(77)
 HERE = os.path.dirname(os.path.abspath(__file__))
-failures = 0
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global failures, checks
-    checks += 1
-    if cond:
-        print("PASS " + what)
-    else:
-        failures += 1
-        print("FAIL %s %s" % (what, detail))
 
 
 def run(cmd, ok=True, env=None):
@@ -59,8 +50,6 @@ def run(cmd, ok=True, env=None):
         raise SystemExit("FAIL: %s exited %d" % (" ".join(cmd[:3]), p.returncode))
     return p.returncode, out
 
-
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
 
 # ---- Megatron's detokenizer.py, transcribed ------------------------------------------------------------------------
 
@@ -113,26 +102,7 @@ def get_detokenizer(path):
             return DETOK[key]
     return None
 
-# ---- the character-level GPT-2 vocabulary ----------------------------------------------------------------------
-
-
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
-
-
-BU = bytes_to_unicode()
-CHARS = [10] + list(range(32, 127))
-VOCAB = {BU[b]: i for i, b in enumerate(CHARS)}
-VOCAB["<|endoftext|>"] = len(CHARS)
-EOD = VOCAB["<|endoftext|>"]
+# ---- the character-level GPT-2 vocabulary (evalkit.py): encoding and decoding ------------------------------------
 
 
 def tokenize(text):
@@ -256,9 +226,7 @@ def total_of(out):
 
 # ---- fixtures --------------------------------------------------------------------------------------------------
 tmp = tempfile.mkdtemp(prefix="zt_eval_")
-vocab_json, merges = os.path.join(tmp, "vocab.json"), os.path.join(tmp, "merges.txt")
-json.dump(VOCAB, open(vocab_json, "w"))
-open(merges, "w").write("#version: 0.2\n")
+vocab_json, merges = write_vocab(tmp)
 rng = random.Random(7)
 NOUNS = ["cat", "dog", "bird", "fish", "cow", "fox"]
 VERBS = ["sees", "likes", "hears", "finds"]
@@ -511,5 +479,4 @@ else:
           z1[1][-500:] + z2[1][-500:])
 
 shutil.rmtree(tmp, ignore_errors=True)
-print("%d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+sys.exit(summary())

@@ -26,6 +26,9 @@ except ImportError:
     print("SKIP: NumPy not found (apt-get install python3-numpy)")
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evalkit import BU, CHARS, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+
 argv = sys.argv[1:]
 MPI = argv[:1] == ["--mpi"]
 if MPI:
@@ -34,19 +37,6 @@ GEN, TOOL, PRETRAIN, PREPROCESS, LOGITS = argv
 if MPI and not shutil.which("mpirun"):
     print("SKIP: mpirun not found (apt-get install openmpi-bin)")
     sys.exit(77)
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
-failures = 0
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global failures, checks
-    checks += 1
-    if cond:
-        print("PASS " + what)
-    else:
-        failures += 1
-        print("FAIL %s %s" % (what, detail))
 
 
 def run(cmd, ok=True, stdin=None):
@@ -59,24 +49,7 @@ def run(cmd, ok=True, stdin=None):
     return p.returncode, out, err
 
 
-# ---- the character-level GPT-2 vocabulary (every printable ASCII byte and the newline one token, no merges) --------
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
-
-
-BU = bytes_to_unicode()
-CHARS = [10] + list(range(32, 127))
-VOCAB = {BU[b]: i for i, b in enumerate(CHARS)}
-VOCAB["<|endoftext|>"] = len(CHARS)
-EOD = VOCAB["<|endoftext|>"]
+# ---- the character-level GPT-2 vocabulary (evalkit.py): encoding and decoding ------------------------------------
 NV = len(VOCAB)
 
 
@@ -90,9 +63,7 @@ def detokenize(ids):
 
 # ---- fixtures ------------------------------------------------------------------------------------------------------
 tmp = tempfile.mkdtemp(prefix="zt_gen_")
-vocab_json, merges = os.path.join(tmp, "vocab.json"), os.path.join(tmp, "merges.txt")
-json.dump(VOCAB, open(vocab_json, "w"))
-open(merges, "w").write("#version: 0.2\n")
+vocab_json, merges = write_vocab(tmp)
 rng = random.Random(11)
 NOUNS = ["cat", "dog", "bird", "fish", "cow", "fox"]
 VERBS = ["sees", "likes", "hears", "finds"]
@@ -407,6 +378,5 @@ else:
     check(rc != 0 and "data-parallel replicas" in err, "refused: 2 processes without model parallelism",
           (out + err)[-400:])
 
-print("%d checks, %d failures" % (checks, failures))
 shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(summary("failures"))

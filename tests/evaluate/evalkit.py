@@ -1,0 +1,58 @@
+"""Shared by the evaluation tests (test_evaluate.py, test_harness.py, test_generate.py): the PASS/FAIL counter,
+the test machines' mpirun command, and the character-level GPT-2 vocabulary their fixtures train on (every
+printable ASCII byte and the newline one token, <|endoftext|> last, no merges)."""
+import json
+import os
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
+_count = {"checks": 0, "failures": 0}
+
+
+def check(cond, what, detail=""):
+    """One PASS/FAIL line, counted."""
+    _count["checks"] += 1
+    if cond:
+        print("PASS " + what)
+    else:
+        _count["failures"] += 1
+        print("FAIL %s %s" % (what, detail))
+
+
+def failures():
+    return _count["failures"]
+
+
+def summary(word="failed"):
+    """Prints 'N checks, M failed' and returns the exit status."""
+    print("%d checks, %d %s" % (_count["checks"], _count["failures"], word))
+    return 1 if _count["failures"] else 0
+
+
+def bytes_to_unicode():
+    """GPT-2's byte-to-character table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+BU = bytes_to_unicode()
+CHARS = [10] + list(range(32, 127))
+VOCAB = {BU[b]: i for i, b in enumerate(CHARS)}
+VOCAB["<|endoftext|>"] = len(CHARS)
+EOD = VOCAB["<|endoftext|>"]
+
+
+def write_vocab(folder):
+    """vocab.json and an empty merges.txt in folder; returns their paths."""
+    vocab_json, merges = os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt")
+    with open(vocab_json, "w") as f:
+        json.dump(VOCAB, f)
+    with open(merges, "w") as f:
+        f.write("#version: 0.2\n")
+    return vocab_json, merges
