@@ -9,7 +9,6 @@
 #include "checkpoints/ckpt_reader.h"
 #include "models/gpt/gpt.h"
 #include "runtime/base/error.h"
-#include "runtime/ops/cuda/cuda_device.h"
 #include "train/engine.h"
 
 const char *zt_eval_program = "evaluate_zeroshot";
@@ -66,32 +65,6 @@ int zt_eval_checkpoint_vocab(const zt_args *a) {
   return (int)v;
 }
 
-const zt_backend *zt_eval_backend(void) {
-  const int ndev = zt_cuda_device_count();
-  int local_size = 1;
-  const int local = zt_comm_local_rank(&local_size);
-  char why[160] = "";
-  if (ndev == 0) snprintf(why, sizeof why, "no CUDA device");
-  else if (local_size > ndev)
-    snprintf(why, sizeof why, "%d processes on this node share %d GPU%s (one GPU per process)", local_size, ndev,
-             ndev == 1 ? "" : "s");
-  double cpu = why[0] ? 1.0 : 0.0;
-  if (zt_comm_size() > 1) zt_allreduce_max_f64(zt_comm_world(), &cpu, 1);
-  if (cpu > 0) {
-    if (ndev > 0)
-      zt_log("> compute: a CUDA device is present but this run uses the CPU: %s\n",
-             why[0] ? why : "another rank cannot use its GPU");
-    else
-      zt_log("> compute: CPU\n");
-    return zt_backend_cpu();
-  }
-  const zt_backend *be = zt_backend_cuda(local % ndev);
-  if (zt_comm_size() > 1) zt_comm_enable_nccl(); /* stage tensors between pipeline stages on device buffers */
-  zt_log("> compute: %s%s\n", be->name,
-         zt_comm_size() > 1 ? " and one GPU per process on the others (collectives through NCCL)" : "");
-  return be;
-}
-
 zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placement *p, int *v_valid) {
   double ckpt_padded = zt_comm_rank() == 0 ? (double)checkpoint_kind(args) : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &ckpt_padded, 1);
@@ -113,7 +86,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placeme
   const int B = args->micro_batch_size, T = args->seq_length;
   /* fp32 storage on either backend: the GPU computes what the CPU does, to fp32 rounding (--fp16/--bf16 round the
    * weights to those values, as the run held them, on both) */
-  const zt_backend *be = zt_eval_backend();
+  const zt_backend *be = zt_pick_backend(NULL, 1);
   zt_model_setup s = {.backend = be, .dtype = ZT_DTYPE_FP32, .micro_batch = B, .seq_length = T,
                       .forward_only = 1, .zero_partitions = 1, .tp_group = pl.tp, .tp_size = tp, .tp_rank = pl.c.tp,
                       .sequence_parallel = sequence_parallel, .pp_group = pl.pp, .pp_size = pp,

@@ -25,13 +25,8 @@ zt_eval_placement zt_eval_place(const zt_args *a);
 /* The checkpoint's padded vocabulary size (rank 0 reads it, every rank gets it); a BERT (or other) checkpoint is
  * refused by what it holds, before any shape check. */
 int zt_eval_checkpoint_vocab(const zt_args *a);
-/* Where this process evaluates, decided as pretrain_gpt decides (train/engine.c): its node-local GPU when the build
- * has CUDA, devices are present and the node has one per process (CUDA_VISIBLE_DEVICES= hides them), else the CPU;
- * every rank decides the same, and the "> compute:" line says which and why. With several processes on GPUs the
- * collectives on device buffers go through NCCL. */
-const zt_backend *zt_eval_backend(void);
 /* Builds the forward-only GPT of args (micro batch x seq length, sequence_parallel as given) in this layout on
- * zt_eval_backend()'s backend, fp32 storage on either, and loads --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
+ * the backend pretrain_gpt would choose (zt_pick_backend in train/engine.h), fp32 storage on either, and loads --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
  * *p receives the placement, *v_valid the checkpoint's padded vocabulary size. */
 zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placement *p, int *v_valid);
 

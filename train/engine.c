@@ -590,21 +590,40 @@ static void offload_setup(zt_engine *e) {
 }
 
 
-/* Where this run trains: each process on its node-local GPU when CUDA devices are present and the configuration is
- * one the GPU path runs (docs/cuda.md), otherwise the CPU, with the reason. Every rank decides the same (one rank's
- * reason sends all to the CPU). CUDA_VISIBLE_DEVICES= hides the GPUs. */
-static const zt_backend *choose_backend(zt_engine *e) {
-  const zt_args *a = e->args;
-  const zt_ds_config *ds = e->ds;
+const zt_backend *zt_pick_backend(const char *config_why, int say_cpu) {
   const int ndev = zt_cuda_device_count();
   int local_size = 1;
   const int local = zt_comm_local_rank(&local_size);
-  char why[200] = "";
+  char why[240] = "";
   if (ndev == 0) snprintf(why, sizeof why, "no CUDA device");
   else if (local_size > ndev)
     snprintf(why, sizeof why, "%d processes on this node share %d GPU%s (one GPU per process)", local_size, ndev,
              ndev == 1 ? "" : "s");
-  else if (a->optimizer == ZT_OPTIMIZER_SGD && !(ds && ds->has_optimizer))
+  else if (config_why && config_why[0]) snprintf(why, sizeof why, "%s", config_why);
+  double cpu = why[0] ? 1.0 : 0.0;
+  if (zt_world_size() > 1) zt_allreduce_max_f64(zt_comm_world(), &cpu, 1);
+  if (cpu > 0) {
+    if (ndev > 0)
+      zt_log("> compute: a CUDA device is present but this run uses the CPU: %s\n",
+             why[0] ? why : "another rank cannot use its GPU");
+    else if (say_cpu)
+      zt_log("> compute: CPU\n");
+    return zt_backend_cpu();
+  }
+  const zt_backend *be = zt_backend_cuda(local % ndev);
+  if (zt_world_size() > 1) zt_comm_enable_nccl(); /* collectives and stage transfers on device buffers: NCCL */
+  zt_log("> compute: %s%s\n", be->name,
+         zt_world_size() > 1 ? " and one GPU per process on the others (collectives through NCCL)" : "");
+  return be;
+}
+
+/* Where this run trains (zt_pick_backend), with the configurations the GPU path does not run yet as the reason to
+ * stay on the CPU (docs/cuda.md). */
+static const zt_backend *choose_backend(zt_engine *e) {
+  const zt_args *a = e->args;
+  const zt_ds_config *ds = e->ds;
+  char why[200] = "";
+  if (a->optimizer == ZT_OPTIMIZER_SGD && !(ds && ds->has_optimizer))
     snprintf(why, sizeof why, "--optimizer sgd (no GPU kernel yet)");
   else if (ds && ds->has_optimizer && !strcmp(ds->optimizer_type, "lamb"))
     snprintf(why, sizeof why, "the Lamb optimizer (no GPU kernel yet)");
@@ -615,19 +634,7 @@ static const zt_backend *choose_backend(zt_engine *e) {
     snprintf(why, sizeof why, "offload_param %s (ZeRO-Infinity on the GPU path is next)", ds->offload_param_device);
   else if (ds && ds->flops_profiler_enabled) snprintf(why, sizeof why, "the flops profiler");
   else if (ds && ds->ac_profile) snprintf(why, sizeof why, "activation_checkpointing.profile");
-  double cpu = why[0] ? 1.0 : 0.0;
-  if (zt_world_size() > 1) zt_allreduce_max_f64(zt_comm_world(), &cpu, 1);
-  if (cpu > 0) {
-    if (ndev > 0)
-      zt_log("> compute: a CUDA device is present but this run uses the CPU: %s\n",
-             why[0] ? why : "another rank cannot use its GPU");
-    return zt_backend_cpu();
-  }
-  const zt_backend *be = zt_backend_cuda(local % ndev);
-  if (zt_world_size() > 1) zt_comm_enable_nccl(); /* collectives on device buffers go through NCCL */
-  zt_log("> compute: %s%s\n", be->name,
-         zt_world_size() > 1 ? " and one GPU per process on the others (collectives through NCCL)" : "");
-  return be;
+  return zt_pick_backend(why, 0);
 }
 
 /* --cpu-optimizer: Megatron-DeepSpeed then builds DeepSpeedCPUAdam, the optimizer DeepSpeed's ZeRO-Offload runs on

@@ -108,6 +108,13 @@ zt_tokenizer *zt_engine_tokenizer(zt_args *args);
 void zt_engine_init(zt_engine *e, const zt_args *args, const zt_tokenizer *tok, const zt_ds_config *ds,
                     const zt_model_kind *kind);
 
+/* Where a process computes (training, evaluation, generation): its node-local GPU when CUDA devices are present,
+ * each process on the node has its own, and config_why (a configuration the GPU path does not run yet; NULL or
+ * "" for none) is empty; otherwise the CPU, with the reason in a "> compute:" line (say_cpu: also "> compute: CPU"
+ * when there is no device). Every rank decides the same (one rank's reason sends all to the CPU), and NCCL carries
+ * device buffers when there are several processes. CUDA_VISIBLE_DEVICES= hides the GPUs. Collective. */
+const zt_backend *zt_pick_backend(const char *config_why, int say_cpu);
+
 /* --deepspeed: loads args->deepspeed_config, reconciles it with the Megatron flags (auto values,
  * contradictions refused), applies DeepSpeed's batch triple and clipping to args, prints the
  * effective configuration. Returns the config (free with zt_ds_config_free + free), or NULL. */
