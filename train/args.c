@@ -347,6 +347,18 @@ static const flag k_flags[] = {
   {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
    "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
    "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
+  {"--disable-mem-efficient-ln", F_CONST, OFF(mem_efficient_ln), k_off, NOOP, "on",
+   "Apex's memory-efficient fused LayerNorm off: no effect (one LayerNorm per backend, same numbers)."},
+  {"--use-flash-attn", F_TRUE, OFF(use_flash_attn_v1), NULL, NOOP, "False",
+   "FlashAttention (v1): recorded; attention is exact either way (on a GPU it is already the fused flash-style "
+   "kernel), dropout included, as Megatron-DeepSpeed's flash path."},
+  {"--use-flash-attn-v1", F_TRUE, OFF(use_flash_attn_v1), NULL, NOOP, "False", "Same as --use-flash-attn."},
+  {"--use-flash-attn-v2", F_TRUE, OFF(use_flash_attn_v2), NULL, NOOP, "False",
+   "FlashAttention-2: recorded, as --use-flash-attn."},
+  {"--use-flash-attn-builder", F_TRUE, OFF(use_flash_attn_builder), NULL, NOOP, "False",
+   "DeepSpeed's FlashAttention op builder: recorded, as --use-flash-attn."},
+  {"--use-flash-attn-triton", F_TRUE, OFF(use_flash_attn_triton), NULL, NOOP, "False",
+   "Triton FlashAttention: recorded; needs --attention-dropout 0 (Megatron-DeepSpeed's Triton path applies none)."},
   {"--no-masked-softmax-fusion", F_CONST, OFF(masked_softmax_fusion), k_off, NOOP, "fusion on",
    "Megatron's CUDA fused scale-mask-softmax off: no effect (one softmax path per backend, same numbers)."},
   {"--no-bias-gelu-fusion", F_CONST, OFF(bias_gelu_fusion), k_off, NOOP, "fusion on",
@@ -906,6 +918,12 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_real(a->layernorm_epsilon > 0, "--layernorm-epsilon", a->layernorm_epsilon, 1, "> 0");
   check_real(a->attention_dropout >= 0 && a->attention_dropout < 1, "--attention-dropout", a->attention_dropout, 1,
              "in [0, 1)");
+  /* Megatron-DeepSpeed's Triton FlashAttention calls flash_attn_func without a dropout probability: its runs have
+   * no attention dropout whatever --attention-dropout says, so only the setting both agree on is accepted */
+  zt_check(!a->use_flash_attn_triton || a->attention_dropout == 0.0f, "unsupported argument",
+           "--use-flash-attn-triton with --attention-dropout %g: Megatron-DeepSpeed's Triton FlashAttention applies no "
+           "attention dropout, so that run would not be the one asked for; add --attention-dropout 0 (or use "
+           "--use-flash-attn-v2, which applies it)", (double)a->attention_dropout);
   check_real(a->hidden_dropout >= 0 && a->hidden_dropout < 1, "--hidden-dropout", a->hidden_dropout, 1, "in [0, 1)");
   check_real(a->weight_decay >= 0, "--weight-decay", a->weight_decay, 1, ">= 0");
   check_real(a->clip_grad >= 0, "--clip-grad", a->clip_grad, 1, ">= 0 (0 disables clipping)");
@@ -1088,6 +1106,7 @@ static void set_defaults(zt_args *a) {
   a->moe_train_capacity_factor = a->moe_eval_capacity_factor = 1.0, a->moe_loss_coeff = 0.1;
   a->moe_token_dropping = a->moe_top2_2nd_expert_sampling = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
+  a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
   a->local_rank = -1;
   a->tensorboard_log_interval = 1;
@@ -1473,6 +1492,13 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("checkpoint_in_cpu", a->checkpoint_in_cpu);
   BOOL_LINE("synchronize_each_layer", a->synchronize_each_layer);
   BOOL_LINE("profile_backward", a->profile_backward);
+  BOOL_LINE("mem_efficient_ln", a->mem_efficient_ln);
+  BOOL_LINE("use_flash_attn", a->use_flash_attn_v1 || a->use_flash_attn_v2 || a->use_flash_attn_triton ||
+                                  a->use_flash_attn_builder);
+  BOOL_LINE("use_flash_attn_v1", a->use_flash_attn_v1);
+  BOOL_LINE("use_flash_attn_v2", a->use_flash_attn_v2);
+  BOOL_LINE("use_flash_attn_triton", a->use_flash_attn_triton);
+  BOOL_LINE("use_flash_attn_builder", a->use_flash_attn_builder);
   BOOL_LINE("masked_softmax_fusion", a->masked_softmax_fusion);
   BOOL_LINE("bias_gelu_fusion", a->bias_gelu_fusion);
   BOOL_LINE("bias_dropout_fusion", a->bias_dropout_fusion);

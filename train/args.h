@@ -118,6 +118,8 @@ typedef struct {
   int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */
   int partition_activations, contigious_checkpointing, checkpoint_in_cpu, synchronize_each_layer, profile_backward;
   int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */
+  int use_flash_attn_v1, use_flash_attn_v2, use_flash_attn_triton, use_flash_attn_builder; /* recorded (exact attention) */
+  int mem_efficient_ln;             /* 1; --disable-mem-efficient-ln 0 (recorded) */
   int no_persist_layer_norm;        /* recorded only (a CUDA LayerNorm kernel choice) */
   int async_tensor_model_parallel_allreduce; /* 1; 0 with --no-async-..., --sequence-parallel or --deepspeed */
   int distributed_backend;          /* 0 nccl, 1 gloo (recorded: collectives are MPI on CPU, NCCL on GPU) */

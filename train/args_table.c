@@ -14,9 +14,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"FP8/Transformer-Engine",
    "--transformer-impl --fp8-e4m3 --fp8-hybrid --no-fp8-wgrad --fp8-margin --fp8-interval "
    "--fp8-amax-history-len --fp8-amax-compute-algo"},
-  {"CUDA kernel-fusion",
-   "--disable-mem-efficient-ln --use-flash-attn --use-flash-attn-v1 --use-flash-attn-v2 "
-   "--use-flash-attn-triton --use-flash-attn-builder"},
   {"=Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's "
    "zero_optimization block (docs/zero.md)",
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},

@@ -5,7 +5,8 @@
 # dense model trains exactly as without the flags; --random-ltd and --data-efficiency-curriculum-learning refused
 # naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
 # following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
-# checkpoint refused naming its file; --cpu-optimizer accepted where the optimizer step runs on the CPU.
+# checkpoint refused naming its file; --cpu-optimizer accepted where the optimizer step runs on the CPU;
+# the FlashAttention flags recorded (attention is exact either way), the Triton one only without attention dropout.
 # Usage: test_script_flags_extra.sh path/to/pretrain_gpt
 set -u
 BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
@@ -160,6 +161,24 @@ out=$(timeout 120 "$BIN" "${T[@]}" --cpu_torch_adam --ds_fused_adam 2>&1)
 out=$(timeout 120 "$BIN" "${T[@]}" --cpu-optimizer --ds_fused_adam 2>&1)
 grep -qF "WARNING: --ds_fused_adam has no effect with --cpu-optimizer" <<<"$out" && ok "--ds_fused_adam with --cpu-optimizer warns" \
   || bad "--ds_fused_adam warning" "$(grep -m1 error <<<"$out")"
+
+# 5. FlashAttention (rebase/ds_pretrain_gpt_125M_flashattn.sh): exact attention either way, recorded in the dump
+out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn --disable-mem-efficient-ln 2>&1)
+rc=$?
+dump_has "--use-flash-attn and --disable-mem-efficient-ln in the dump" "$out" use_flash_attn=True use_flash_attn_v1=True \
+  use_flash_attn_v2=False use_flash_attn_triton=False use_flash_attn_builder=False mem_efficient_ln=False
+dump_has "FlashAttention off by default" "$plain" use_flash_attn=False mem_efficient_ln=True
+[ $rc -eq 0 ] && [ "$(iters "$out")" = "$(iters "$plain")" ] && ok "--use-flash-attn trains the same losses (attention dropout on)" \
+  || bad "--use-flash-attn" "exit $rc: $(grep -m1 error <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn-v2 --use-flash-attn-builder 2>&1)
+dump_has "--use-flash-attn-v2, --use-flash-attn-builder in the dump" "$out" use_flash_attn=True use_flash_attn_v2=True \
+  use_flash_attn_builder=True
+expect_fail "--use-flash-attn-triton with attention dropout is refused (Megatron-DeepSpeed's Triton path drops none)" \
+  "error: unsupported argument: --use-flash-attn-triton with --attention-dropout 0.1: Megatron-DeepSpeed's Triton FlashAttention applies no attention dropout" \
+  "${T[@]}" --use-flash-attn-triton
+out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn-triton --attention-dropout 0 2>&1)
+[ $? -eq 0 ] && grep -qE "^  use_flash_attn_triton \.+ True$" <<<"$out" && ok "--use-flash-attn-triton --attention-dropout 0 trains" \
+  || bad "--use-flash-attn-triton --attention-dropout 0" "$(grep -m1 error <<<"$out")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
