@@ -919,11 +919,16 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_real(a->attention_dropout >= 0 && a->attention_dropout < 1, "--attention-dropout", a->attention_dropout, 1,
              "in [0, 1)");
   /* Megatron-DeepSpeed's Triton FlashAttention calls flash_attn_func without a dropout probability: its runs have
-   * no attention dropout whatever --attention-dropout says, so only the setting both agree on is accepted */
-  zt_check(!a->use_flash_attn_triton || a->attention_dropout == 0.0f, "unsupported argument",
-           "--use-flash-attn-triton with --attention-dropout %g: Megatron-DeepSpeed's Triton FlashAttention applies no "
-           "attention dropout, so that run would not be the one asked for; add --attention-dropout 0 (or use "
-           "--use-flash-attn-v2, which applies it)", (double)a->attention_dropout);
+   * no attention dropout. Without --attention-dropout that is the run to reproduce (examples_deepspeed's scripts
+   * rely on it); a dropout asked for explicitly contradicts the flag and is refused */
+  if (a->use_flash_attn_triton && a->attention_dropout != 0.0f) {
+    zt_check(!given(seen, "--attention-dropout"), "unsupported argument",
+             "--use-flash-attn-triton with --attention-dropout %g: Megatron-DeepSpeed's Triton FlashAttention applies "
+             "no attention dropout, so that run would not be the one asked for; use --attention-dropout 0, or "
+             "--use-flash-attn-v2, which applies it", (double)a->attention_dropout);
+    a->attention_dropout = 0.0f;
+    zt_log("> --use-flash-attn-triton: attention dropout 0, as Megatron-DeepSpeed's Triton FlashAttention runs\n");
+  }
   check_real(a->hidden_dropout >= 0 && a->hidden_dropout < 1, "--hidden-dropout", a->hidden_dropout, 1, "in [0, 1)");
   check_real(a->weight_decay >= 0, "--weight-decay", a->weight_decay, 1, ">= 0");
   check_real(a->clip_grad >= 0, "--clip-grad", a->clip_grad, 1, ">= 0 (0 disables clipping)");

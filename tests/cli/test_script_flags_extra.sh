@@ -173,12 +173,16 @@ dump_has "FlashAttention off by default" "$plain" use_flash_attn=False mem_effic
 out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn-v2 --use-flash-attn-builder 2>&1)
 dump_has "--use-flash-attn-v2, --use-flash-attn-builder in the dump" "$out" use_flash_attn=True use_flash_attn_v2=True \
   use_flash_attn_builder=True
-expect_fail "--use-flash-attn-triton with attention dropout is refused (Megatron-DeepSpeed's Triton path drops none)" \
-  "error: unsupported argument: --use-flash-attn-triton with --attention-dropout 0.1: Megatron-DeepSpeed's Triton FlashAttention applies no attention dropout" \
-  "${T[@]}" --use-flash-attn-triton
-out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn-triton --attention-dropout 0 2>&1)
-[ $? -eq 0 ] && grep -qE "^  use_flash_attn_triton \.+ True$" <<<"$out" && ok "--use-flash-attn-triton --attention-dropout 0 trains" \
-  || bad "--use-flash-attn-triton --attention-dropout 0" "$(grep -m1 error <<<"$out")"
+expect_fail "--use-flash-attn-triton with an explicit attention dropout is refused (Megatron-DeepSpeed's Triton path applies none)" \
+  "error: unsupported argument: --use-flash-attn-triton with --attention-dropout 0.2: Megatron-DeepSpeed's Triton FlashAttention applies no attention dropout" \
+  "${T[@]}" --use-flash-attn-triton --attention-dropout 0.2
+out=$(timeout 120 "$BIN" "${T[@]}" --use-flash-attn-triton 2>&1)
+zero=$(timeout 120 "$BIN" "${T[@]}" --attention-dropout 0 2>&1)
+[ $? -eq 0 ] && grep -qE "^  use_flash_attn_triton \.+ True$" <<<"$out" && grep -qE "^  attention_dropout \.+ 0\.0$" <<<"$out" \
+  && grep -qF "> --use-flash-attn-triton: attention dropout 0" <<<"$out" && [ "$(iters "$out")" = "$(iters "$zero")" ] \
+  && [ "$(iters "$out")" != "$(iters "$plain")" ] \
+  && ok "--use-flash-attn-triton alone trains without attention dropout, as Megatron-DeepSpeed (= --attention-dropout 0, != the default run)" \
+  || bad "--use-flash-attn-triton" "$(grep -m1 -E "error|attention_dropout" <<<"$out")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
