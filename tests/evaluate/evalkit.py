@@ -1,11 +1,26 @@
-"""Shared by the evaluation tests (test_evaluate.py, test_harness.py, test_generate.py): the PASS/FAIL counter,
-the test machines' mpirun command, and the character-level GPT-2 vocabulary their fixtures train on (every
+"""Shared by the evaluation tests (test_evaluate.py, test_harness.py, test_generate.py): their command line, the
+PASS/FAIL counter, the test machines' mpirun command, and the character-level GPT-2 vocabulary their fixtures train on (every
 printable ASCII byte and the newline one token, <|endoftext|> last, no merges)."""
 import json
 import os
+import shutil
+import sys
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
 _count = {"checks": 0, "failures": 0}
+
+
+def parse_argv():
+    """The tests' command line: [--mpi] followed by the tool paths. Returns (mpi, paths); with --mpi and no mpirun
+    the test SKIPs (exit 77)."""
+    argv = sys.argv[1:]
+    mpi = argv[:1] == ["--mpi"]
+    if mpi:
+        argv = argv[1:]
+    if mpi and not shutil.which("mpirun"):
+        print("SKIP: mpirun not found (apt-get install openmpi-bin)")
+        sys.exit(77)
+    return mpi, argv
 
 
 def check(cond, what, detail=""):

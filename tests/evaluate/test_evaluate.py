@@ -26,16 +26,9 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
 
-argv = sys.argv[1:]
-MPI = argv[:1] == ["--mpi"]
-if MPI:
-    argv = argv[1:]
-EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS, PRETRAIN_BERT = argv
-if MPI and not shutil.which("mpirun"):
-    print("SKIP: mpirun not found (apt-get install openmpi-bin)")
-    sys.exit(77)
+MPI, (EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS, PRETRAIN_BERT) = parse_argv()
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -27,16 +27,9 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
 
-argv = sys.argv[1:]
-MPI = argv[:1] == ["--mpi"]
-if MPI:
-    argv = argv[1:]
-EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS = argv
-if MPI and not shutil.which("mpirun"):
-    print("SKIP: mpirun not found (apt-get install openmpi-bin)")
-    sys.exit(77)
+MPI, (EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS) = parse_argv()
 
 
 def run(cmd, ok=True):
