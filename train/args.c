@@ -345,7 +345,7 @@ static const flag k_flags[] = {
    "Longest wait of a start-up agreement across ranks (the arguments, ...); a rank that has not answered "
    "by then is named and the job ends. Fractions are accepted (0.5 = 30 s)."},
   {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
-   "Watchdog: a training step still running after this many seconds ends the job, naming the rank, the "
+   "Watchdog: a training step (its logging, an evaluation) still running after this many seconds ends the job, naming the rank, the "
    "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},
   {"--disable-mem-efficient-ln", F_CONST, OFF(mem_efficient_ln), k_off, NOOP, "on",
    "Apex's memory-efficient fused LayerNorm off: no effect (one LayerNorm per backend, same numbers)."},

@@ -1207,7 +1207,9 @@ void zt_engine_run(zt_engine *e) {
       double norm;
       zt_watchdog_arm(wd, "training step", e->st.iteration + 1);
       zt_engine_train_step(e, &norm);
-      zt_watchdog_disarm(wd);
+      /* the logging meets the other ranks too (the timers' max, --log-params-norm, TensorBoard): a rank stopped
+       * between its step and these collectives would otherwise hang this one outside the watch */
+      zt_watchdog_arm(wd, "logging", e->st.iteration);
       const zt_tb_step ts = {.lr = current_lr(e), .grad_norm = norm, .loss_scale = e->st.scaler.cur_scale,
                              .skipped = e->last_skipped};
       zt_tb_log_after_step(e->tb, e, &ts);
@@ -1231,6 +1233,7 @@ void zt_engine_run(zt_engine *e) {
         acc = zt_loss_sums_empty(e->model);
         in_interval = applied = skipped = 0;
       }
+      zt_watchdog_disarm(wd);
       if (a->eval_iters > 0 && zt_data_has_split(e->data, 1) && e->st.iteration % a->eval_interval == 0) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "iteration %lld", (long long)e->st.iteration);

@@ -1,5 +1,5 @@
-/* The step watchdog (--step-timeout-seconds): a thread that ends the job when the training step (or evaluation)
- * it was told about runs past the timeout, with a message naming this rank, the iteration, the seconds waited
+/* The step watchdog (--step-timeout-seconds): a thread that ends the job when the training step (its logging, or
+ * an evaluation) it was told about runs past the timeout, with a message naming this rank, the iteration, the seconds waited
  * and the collective the main thread is blocked in. A rank stopped (SIGSTOP), dead without MPI noticing, or
  * stuck leaves every other rank waiting in a collective; their watchdogs end the job instead of a silent hang.
  * Off unless started (debuggers pause ranks for as long as they like). */

@@ -5,7 +5,8 @@
 #      naming the ranks and the differing flags with both values; paths (node-local disks) may differ, but
 #      per-rank vocabulary files must hold the same vocabulary.
 #   2. a rank stopped with SIGSTOP mid-training: with --step-timeout-seconds 3 the other rank's watchdog ends
-#      the job within seconds, naming itself, the iteration, the seconds waited and the collective it waits in.
+#      the job within seconds, naming itself, the iteration, the seconds waited and the collective it waits in
+#      (the stop lands in a step or in the logging's collectives after it: both are watched).
 # Usage: test_mpi_hangs.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -90,7 +91,7 @@ else
   rc=$?
   took=$(( $(date +%s) - t0 ))
   msg=$(grep -m1 "error: step watchdog" "$tmp/out")
-  want_re="^error: step watchdog: rank 0: the training step of iteration [0-9]+ has not finished after [34] s \(--step-timeout-seconds 3\); it is blocked in zt_allreduce_[a-z0-9_]+ on group of 2 \(world ranks 0,1\), exchanging with world rank 1: a rank is stopped, dead or stuck; ending the job$"
+  want_re="^error: step watchdog: rank 0: the (training step|logging) of iteration [0-9]+ has not finished after [34] s \(--step-timeout-seconds 3\); it is blocked in zt_allreduce_[a-z0-9_]+ on group of 2 \(world ranks 0,1\), exchanging with world rank 1: a rank is stopped, dead or stuck; ending the job$"
   if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -le 30 ] && grep -qE "$want_re" <<<"$msg"; then
     ok "SIGSTOP of rank 1: the watchdog ends the job after ${took}s (rc=$rc): $msg"
   else
