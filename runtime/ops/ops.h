@@ -113,9 +113,28 @@ typedef enum {
   ZT_ATTN_CAUSAL = 1,  /* query i sees keys j <= i (requires Tq == Tk) */
 } zt_attn_mask_kind;
 
+/* A block-sparse layout (DeepSpeed's sparse_attention): the Tq x Tk scores of a head are cut into block x block
+ * tiles and only the listed ones are computed; an unlisted tile is masked like a causal or padded position (its
+ * probabilities are 0), and the other masks still apply inside listed tiles. Self-attention only: Tq == Tk ==
+ * nb * block. heads is 1 (every head uses layout 0) or the model's total head count (head head0 + h, so tensor-
+ * parallel ranks read their own heads' layouts). The struct lives in host memory, its arrays in the backend's. */
+typedef struct zt_attn_layout {
+  int block, nb, heads;
+  int64_t nnz;             /* listed tiles over all heads */
+  const int32_t *row_ptr;  /* [heads * nb + 1]: tiles of (head g, block row i) are col_idx[row_ptr[g*nb + i] ..
+                            * row_ptr[g*nb + i + 1]), key block columns in ascending order */
+  const int32_t *col_idx;  /* [nnz] */
+  const int32_t *col_ptr;  /* [heads * nb + 1]: the transpose, tiles of (head g, block column j) */
+  const int32_t *row_idx;  /* [nnz] query block rows in ascending order within a column */
+  const int32_t *t_pos;    /* [nnz] for each transposed entry, its index in col_idx */
+} zt_attn_layout;
+
 typedef struct {
   int B, Tq, Tk, NH, HD;
   int ld_q, hs_q, ld_kv, hs_k, hs_v;
+  const struct zt_attn_layout *layout; /* NULL: dense; else block-sparse (see zt_attn_layout) */
+  int layout_as_mask;         /* with a layout: compute densely and apply it as an element mask (the reference the
+                               * tests compare the block-sparse kernels with); same results, dense cost */
   zt_attn_mask_kind mask;
   const uint8_t *key_padding; /* [B, Tk], nonzero = key masked out (BERT/T5 padding); or NULL */
   const int32_t *key_start;   /* [B, Tq]: query i sees only keys j >= key_start[b*Tq + i] (documents
