@@ -16,6 +16,7 @@
 
 #include "runtime/base/memplan.h"
 #include "runtime/comm/comm.h"
+#include "runtime/ops/attn_layout.h"
 #include "runtime/ops/backend.h"
 #include "runtime/profile/flops_profiler.h"
 #include "runtime/tensor/param_table.h"
@@ -82,6 +83,10 @@ typedef struct {
   int untie_embeddings;
   int residual_post_ln; /* --apply-residual-connection-post-layernorm */
   int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
+  /* DeepSpeed's sparse_attention: the self-attention's block layout for --seq-length (host memory), or NULL for
+   * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
+  const zt_attn_layout_buf *sparse_attention;
+  int sparse_as_mask;
 } zt_model_args;
 
 typedef struct {

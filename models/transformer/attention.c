@@ -61,7 +61,10 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
   const size_t N = (size_t)B * T, A = (size_t)attn_width(cfg), es = zt_dtype_size(zt_block_dt(cfg));
   a->qkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (kind == ZT_ATTN_SELF ? 3 : 1) * A * es);
   a->kv = kind == ZT_ATTN_CROSS ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es) : NULL;
-  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD};
+  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD,
+                               .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
+                               .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL,
+                               .layout_as_mask = cfg->sparse_as_mask};
   a->saved = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, zt_block_be(cfg)->attention_saved_floats(&d));
   a->ctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * A * es);
 }
@@ -75,7 +78,8 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
   zt_attention_desc d = {.B = pass->B, .Tq = pass->T, .Tk = Tk, .NH = cfg->NH, .HD = HD, .mask = mask,
                          .key_padding = pass->key_padding,
                          .key_start = pass->key_start, .scale = 1.0f / sqrtf((float)HD),
-                         .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0};
+                         .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
+                         .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL, .layout_as_mask = cfg->sparse_as_mask};
   if (kind == ZT_ATTN_SELF) {
     d.ld_q = d.ld_kv = 3 * C;
     d.hs_q = d.hs_k = d.hs_v = 3 * HD;
@@ -98,6 +102,8 @@ static void attention_cached(zt_attn_acts *a, const zt_block_config *cfg, const 
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const int A = attn_width(cfg), HD = cfg->HD, T = pass->T, past = pass->kv_past, Tk = past + T;
+  zt_check(!cfg->sparse, "sparse attention", "incremental decoding (text generation) with a sparse_attention layout "
+           "is not supported: it lands with the sparse-attention decoding work");
   zt_check(a->cache && Tk <= pass->kv_tmax && (past == 0 || T == 1), "internal error",
            "attention: %d new tokens after %d cached of %d (cache %s)", T, past, pass->kv_tmax,
            a->cache ? "set" : "missing");

@@ -80,7 +80,9 @@ void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer
   s->dln = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * cfg->C * es);
   s->dqkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
   s->dctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * A * es);
-  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = T, .NH = cfg->NH, .HD = cfg->HD};
+  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = T, .NH = cfg->NH, .HD = cfg->HD,
+                               .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0, .layout = cfg->sparse,
+                               .layout_as_mask = cfg->sparse_as_mask};
   size_t attn = be->attention_scratch_floats(&d);
   if (spec->cross_attention) {
     s->dkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es);

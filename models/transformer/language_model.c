@@ -160,6 +160,16 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
                    .sp = tp > 1 && cfg->sequence_parallel, .be = be, .dt = cfg->dtype};
   lm->bcfg = block_config(cfg, &lm->tp);
+  if (cfg->sparse_attention) {
+    const zt_attn_layout *l = &cfg->sparse_attention->l;
+    zt_check(l->nb * l->block == cfg->seq_length, "sparse attention", "the layout covers %d blocks of %d tokens = "
+             "%d, the sequence has %d tokens", l->nb, l->block, l->nb * l->block, cfg->seq_length);
+    zt_check(l->heads == 1 || l->heads == cfg->num_heads, "internal error", "sparse attention: a layout of %d heads "
+             "for %d attention heads", l->heads, cfg->num_heads);
+    zt_attn_layout_to_backend(&lm->sparse, cfg->sparse_attention, be);
+    lm->bcfg.sparse = &lm->sparse.l;
+    lm->bcfg.sparse_as_mask = cfg->sparse_as_mask;
+  }
   lm->spec = layer_spec(cfg);
   lm->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
   lm->vpp = cfg->vpp > 1 ? cfg->vpp : 1;
@@ -208,6 +218,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
 }
 
 void zt_lm_teardown(zt_lm *lm) {
+  zt_attn_layout_free(&lm->sparse);
   free(lm->model->unit_off);
   lm->model->unit_off = NULL;
   zt_stack_free(&lm->stack);

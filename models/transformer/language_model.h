@@ -61,6 +61,10 @@ typedef struct {
   const zt_backend *backend;
   zt_dtype dtype;
   int forward_only;          /* a teacher or an evaluator: no gradients, no optimizer state, no backward */
+  /* block-sparse self-attention (DeepSpeed's sparse_attention): the layout for seq_length in host memory, or
+   * NULL (dense); sparse_as_mask: dense kernels with the layout as a mask (the reference) */
+  const zt_attn_layout_buf *sparse_attention;
+  int sparse_as_mask;
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer
@@ -81,6 +85,7 @@ typedef struct {
   void *out_w, *dout_w;      /* = word embeddings when tied */
   void *gbind;               /* where the backward's parameter gradients go (fp32 grads or the half buffer) */
   zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
+  zt_attn_layout_buf sparse; /* the sparse-attention layout in the backend's memory (bcfg.sparse points here) */
   float *ce_buf;             /* [3 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
   int nlayers, chunk_layers, vpp, first, last, pp, V, v0; /* V: this rank's vocabulary rows, from v0 */
   /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and dropout

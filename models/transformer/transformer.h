@@ -27,6 +27,8 @@ typedef struct {
   float init_std;           /* N(0, std) for weights */
   float out_init_std;       /* output projections: std / sqrt(2 L) */
   const zt_tp *tp;          /* tensor parallelism (size 1: none); its backend and dtype are the model's */
+  const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
+  int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
 } zt_block_config;
 
 static inline const zt_backend *zt_block_be(const zt_block_config *c) { return c->tp->be; }
