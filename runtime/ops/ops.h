@@ -144,8 +144,16 @@ typedef struct {
   int head0;                  /* global index of head 0 (tensor parallelism: rank * NH), keys the dropout */
 } zt_attention_desc;
 
-/* out[B, Tq, NH*HD] (row stride NH*HD); probs[B, NH, Tq, Tk] receives the softmax before dropout
- * (kept for backward). Masked positions get probability 0; a row with no visible key is all zeros. */
+/* out[B, Tq, NH*HD] (row stride NH*HD); probs receives the softmax before dropout (kept for backward), of
+ * zt_attention_saved_floats(a) floats. Masked positions get probability 0; a row with no visible key is all zeros.
+ * Dense (layout NULL, or layout_as_mask): probs[B, NH, Tq, Tk]. Block-sparse (a layout, not layout_as_mask): only
+ * the listed tiles, never Tq x Tk: per sample, per local head h (layout head zt_attn_layout_head(l, head0, h)),
+ * per block row in order, the row's n listed tiles as one [block, n * block] row-major matrix (its row ii: query
+ * row * block + ii against the keys of the row's tiles in col_idx order), so the tiles of a head lie in CSR order
+ * in block^2 floats each (interleaved by query row within their block row). Work is per (sample, head, block
+ * row) / (sample, head, block column); results within 1e-6 relative of layout_as_mask (summation order of the
+ * GEMMs), every output written by one task in a fixed order (deterministic). A layout requires Tq == Tk ==
+ * nb * block and heads head0 .. head0 + NH - 1 in the layout (else zt_fatal naming the numbers). */
 void zt_attention_forward(float *out, float *probs, const float *q, const float *k, const float *v,
                           const zt_attention_desc *a);
 /* dq, dk, dv use the same strided layouts as q, k, v and are written (=). When K and V overlap
@@ -154,6 +162,12 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
 void zt_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
                            const float *q, const float *k, const float *v,
                            const zt_attention_desc *a, float *scratch);
+/* Floats the forward keeps for the backward: B * NH * Tq * Tk dense (also with layout_as_mask); block-sparse
+ * B * zt_attn_layout_heads_nnz(layout, head0, NH) * block^2. */
+size_t zt_attention_saved_floats(const zt_attention_desc *a);
+/* The backward's scratch: dense (and layout_as_mask) omp_get_max_threads() * 2 * Tq * Tk floats; block-sparse the
+ * dS of the listed tiles, as many floats as zt_attention_saved_floats (the gathers' per-thread buffers, O(T * HD),
+ * are allocated inside the call). */
 size_t zt_attention_scratch_floats(const zt_attention_desc *a);
 
 /* ---- fused softmax + cross-entropy with a loss mask over V classes --------------------------

@@ -113,8 +113,8 @@ static void emb_bwd_range(zt_dtype dt, void *dtable, const int32_t *ids, const v
   F32("embedding");
   zt_embedding_backward_range(dtable, ids, dout, N, C, v0, rows);
 }
-/* the CPU keeps the probabilities [B, NH, Tq, Tk] */
-static size_t attn_saved(const zt_attention_desc *a) { return (size_t)a->B * a->NH * a->Tq * a->Tk; }
+/* the CPU keeps the probabilities: [B, NH, Tq, Tk], or a block-sparse layout's listed tiles */
+static size_t attn_saved(const zt_attention_desc *a) { return zt_attention_saved_floats(a); }
 static size_t attn_scratch(const zt_attention_desc *a) { return zt_attention_scratch_floats(a); }
 static void attn_fwd(zt_dtype dt, void *out, float *saved, const void *q, const void *k, const void *v,
                      const zt_attention_desc *a) {
