@@ -166,7 +166,7 @@ void zt_attention_backward(float *dq, float *dk, float *dv, const float *dout, c
  * B * zt_attn_layout_heads_nnz(layout, head0, NH) * block^2. */
 size_t zt_attention_saved_floats(const zt_attention_desc *a);
 /* The backward's scratch: dense (and layout_as_mask) omp_get_max_threads() * 2 * Tq * Tk floats; block-sparse the
- * dS of the listed tiles, as many floats as zt_attention_saved_floats (the gathers' per-thread buffers, O(T * HD),
+ * dS of the listed tiles, as many floats as zt_attention_saved_floats (per-thread buffers of 2 * Tq * block floats
  * are allocated inside the call). */
 size_t zt_attention_scratch_floats(const zt_attention_desc *a);
 

@@ -1,11 +1,13 @@
 /* Block-sparse scaled-dot-product attention on the CPU (DeepSpeed's sparse_attention; zt_attn_layout in
  * runtime/ops/ops.h): only the listed block x block tiles of each head are computed, so neither the scores nor the
- * probabilities are ever T x T. Forward: one task per (sample, head, block row) gathers the row's listed K and V
- * blocks, computes the row's scores with one sgemm, the softmax over them (causal, key_padding and key_start
- * applied inside the tiles), dropout with the dense kernel's element ids and O = dropout(P) V. The probabilities
- * are kept compactly (the saved layout below). Backward: dS per block row and dQ from it, then dK and dV per block
- * column through the layout's transpose; every output element is written by one task with a fixed summation
- * order, so results do not depend on the thread count or schedule and no atomics are needed. */
+ * probabilities are ever T x T. Forward: one task per (sample, head, block row) computes the scores of the row's
+ * listed tiles (one sgemm per run of consecutive listed blocks, straight from the strided K view, no copy), the
+ * softmax over them (causal, key_padding and key_start applied inside the tiles), dropout with the dense kernel's
+ * element ids and O = dropout(P) V (again per run, accumulated in the row's order). The probabilities are kept
+ * compactly (the saved layout of zt_attention_forward in ops.h). Backward: dS per block row and dQ from it, then dK
+ * and dV per block column through the layout's transpose (the column's P and dS tiles copied together, Q and dO
+ * read in place per run of consecutive block rows); every output element is written by one task with a fixed
+ * summation order, so results do not depend on the thread count or schedule and no atomics are needed. */
 #include "runtime/ops/cpu/attention_sparse.h"
 
 #include <cblas.h>
@@ -49,11 +51,11 @@ static inline uint64_t prob_elem(const zt_attention_desc *a, int h, int i) {
   return ((uint64_t)(h + a->head0) * a->Tq + i) * a->Tk;
 }
 
-/* The block rows cols[0..n) of a [T, *] strided view (row stride ld) into dst [n * bs, HD]. */
-static void gather_blocks(float *dst, const float *src, const int32_t *cols, int n, int bs, int HD, int ld) {
-  for (int t = 0; t < n; t++)
-    for (int jj = 0; jj < bs; jj++)
-      memcpy(dst + ((size_t)t * bs + jj) * HD, src + ((size_t)cols[t] * bs + jj) * ld, (size_t)HD * sizeof(float));
+/* Length of the run of consecutive block indices idx[t], idx[t] + 1, ... within idx[t..n). */
+static inline int run_len(const int32_t *idx, int t, int n) {
+  int u = t + 1;
+  while (u < n && idx[u] == idx[u - 1] + 1) u++;
+  return u - t;
 }
 
 static void zero_rows(float *dst, int rows, int HD, int ld) {
@@ -70,8 +72,6 @@ void zt_attention_sparse_forward(float *out, float *probs, const float *q, const
   const size_t bs2 = (size_t)bs * bs, per_sample = (size_t)hoff[NH] * bs2;
   #pragma omp parallel
   {
-    float *Kg = zt_malloc((size_t)T * HD * sizeof(float), "sparse attention");
-    float *Vg = zt_malloc((size_t)T * HD * sizeof(float), "sparse attention");
     float *Pd = drop ? zt_malloc((size_t)T * bs * sizeof(float), "sparse attention") : NULL;
     #pragma omp for collapse(3) schedule(dynamic, 1)
     for (int b = 0; b < a->B; b++)
@@ -88,27 +88,36 @@ void zt_attention_sparse_forward(float *out, float *probs, const float *q, const
           float *O = out + ((size_t)b * T + (size_t)r * bs) * C + (size_t)h * HD;
           const uint8_t *pad = a->key_padding ? a->key_padding + (size_t)b * T : NULL;
           if (n == 0) { zero_rows(O, bs, HD, C); continue; }
-          gather_blocks(Kg, K, cols, n, bs, HD, a->ld_kv);
-          gather_blocks(Vg, V, cols, n, bs, HD, a->ld_kv);
           /* P [bs, W]: row ii holds query r*bs + ii against the row's listed keys, tile after tile */
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bs, W, HD, a->scale, Q, a->ld_q, Kg, HD, 0.0f, P, W);
+          for (int t = 0, len; t < n; t += len) {
+            len = run_len(cols, t, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bs, len * bs, HD, a->scale, Q, a->ld_q,
+                        K + (size_t)cols[t] * bs * a->ld_kv, a->ld_kv, 0.0f, P + (size_t)t * bs, W);
+          }
           for (int ii = 0; ii < bs; ii++) {
             const int i = r * bs + ii;
             float *row = P + (size_t)ii * W;
             const int nk = a->mask == ZT_ATTN_CAUSAL ? i + 1 : T;
             const int lo = a->key_start ? a->key_start[(size_t)b * T + i] : 0;
+            /* visible keys of tile t: [u0, u1) of its bs (causal end, key_start) minus the padded ones */
             float m = -INFINITY;
-            for (int t = 0; t < n; t++)
-              for (int jj = 0, j = cols[t] * bs; jj < bs; jj++, j++)
-                if (j >= lo && j < nk && !(pad && pad[j]) && row[t * bs + jj] > m) m = row[t * bs + jj];
+            for (int t = 0; t < n; t++) {
+              const int j0 = cols[t] * bs, u0 = lo > j0 ? lo - j0 : 0, u1 = nk - j0 < bs ? nk - j0 : bs;
+              const float *x = row + (size_t)t * bs;
+              for (int jj = u0; jj < u1; jj++)
+                if (!(pad && pad[j0 + jj]) && x[jj] > m) m = x[jj];
+            }
             if (m == -INFINITY) { memset(row, 0, (size_t)W * sizeof(float)); continue; }
             float s = 0.0f;
-            for (int t = 0; t < n; t++)
-              for (int jj = 0, j = cols[t] * bs; jj < bs; jj++, j++) {
-                float e = (j >= lo && j < nk && !(pad && pad[j])) ? zt_expf(row[t * bs + jj] - m) : 0.0f;
-                row[t * bs + jj] = e;
+            for (int t = 0; t < n; t++) {
+              const int j0 = cols[t] * bs, u0 = lo > j0 ? lo - j0 : 0, u1 = nk - j0 < bs ? nk - j0 : bs;
+              float *x = row + (size_t)t * bs;
+              for (int jj = 0; jj < bs; jj++) {
+                const float e = (jj >= u0 && jj < u1 && !(pad && pad[j0 + jj])) ? zt_expf(x[jj] - m) : 0.0f;
+                x[jj] = e;
                 s += e;
               }
+            }
             const float inv = 1.0f / s;
             for (int x = 0; x < W; x++) row[x] *= inv;
           }
@@ -121,10 +130,12 @@ void zt_attention_sparse_forward(float *out, float *probs, const float *q, const
                                        prob_elem(a, h, r * bs + ii) + (uint64_t)cols[t] * bs);
             Pu = Pd;
           }
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bs, HD, W, 1.0f, Pu, W, Vg, HD, 0.0f, O, C);
+          for (int t = 0, len; t < n; t += len) {
+            len = run_len(cols, t, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bs, HD, len * bs, 1.0f, Pu + (size_t)t * bs, W,
+                        V + (size_t)cols[t] * bs * a->ld_kv, a->ld_kv, t ? 1.0f : 0.0f, O, C);
+          }
         }
-    free(Kg);
-    free(Vg);
     free(Pd);
   }
   free(hoff);
@@ -142,8 +153,6 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
   float *dS = scratch; /* the same layout as probs */
   #pragma omp parallel
   {
-    float *G1 = zt_malloc((size_t)T * HD * sizeof(float), "sparse attention"); /* K, then Q blocks */
-    float *G2 = zt_malloc((size_t)T * HD * sizeof(float), "sparse attention"); /* V, then dO blocks */
     float *Pc = zt_malloc((size_t)T * bs * sizeof(float), "sparse attention"); /* a column's (dropped) P tiles */
     float *Sc = zt_malloc((size_t)T * bs * sizeof(float), "sparse attention"); /* a column's dS tiles */
     /* dS = softmax backward of dropout^T(dO V^T), and dQ = scale dS K, per block row */
@@ -163,9 +172,11 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
           const float *K = k + (size_t)b * T * a->ld_kv + (size_t)h * a->hs_k;
           const float *V = v + (size_t)b * T * a->ld_kv + (size_t)h * a->hs_v;
           if (n == 0) { zero_rows(dQ, bs, HD, a->ld_q); continue; }
-          gather_blocks(G1, K, cols, n, bs, HD, a->ld_kv);
-          gather_blocks(G2, V, cols, n, bs, HD, a->ld_kv);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bs, W, HD, 1.0f, dO, C, G2, HD, 0.0f, S, W);
+          for (int t = 0, len; t < n; t += len) {
+            len = run_len(cols, t, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bs, len * bs, HD, 1.0f, dO, C,
+                        V + (size_t)cols[t] * bs * a->ld_kv, a->ld_kv, 0.0f, S + (size_t)t * bs, W);
+          }
           for (int ii = 0; ii < bs; ii++) {
             float *dp = S + (size_t)ii * W;
             const float *p = P + (size_t)ii * W;
@@ -178,8 +189,11 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
             for (int x = 0; x < W; x++) dot += p[x] * dp[x];
             for (int x = 0; x < W; x++) dp[x] = p[x] * (dp[x] - dot);
           }
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bs, HD, W, a->scale, S, W, G1, HD, 0.0f, dQ,
-                      a->ld_q);
+          for (int t = 0, len; t < n; t += len) {
+            len = run_len(cols, t, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bs, HD, len * bs, a->scale, S + (size_t)t * bs, W,
+                        K + (size_t)cols[t] * bs * a->ld_kv, a->ld_kv, t ? 1.0f : 0.0f, dQ, a->ld_q);
+          }
         }
     /* dV = dropout(P)^T dO and dK = scale dS^T Q per block column, its tiles in ascending block row order */
     #pragma omp for collapse(3) schedule(dynamic, 1)
@@ -188,7 +202,6 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
         for (int c = 0; c < nb; c++) {
           const size_t base = (size_t)zt_attn_layout_head(l, a->head0, h) * nb;
           const int32_t f0 = l->col_ptr[base + c], m = l->col_ptr[base + c + 1] - f0;
-          const int R = m * bs;
           float *dK = dk + ((size_t)b * T + (size_t)c * bs) * a->ld_kv + (size_t)h * a->hs_k;
           float *dV = dv + ((size_t)b * T + (size_t)c * bs) * a->ld_kv + (size_t)h * a->hs_v;
           if (m == 0) {
@@ -210,18 +223,20 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
               else
                 memcpy(pc, pt, (size_t)bs * sizeof(float));
               memcpy(Sc + ((size_t)t * bs + ii) * bs, dS + tile + (size_t)ii * Wr, (size_t)bs * sizeof(float));
-              const size_t qrow = (size_t)b * T + (size_t)r * bs + ii;
-              memcpy(G1 + ((size_t)t * bs + ii) * HD, q + qrow * a->ld_q + (size_t)h * a->hs_q,
-                     (size_t)HD * sizeof(float));
-              memcpy(G2 + ((size_t)t * bs + ii) * HD, dout + qrow * C + (size_t)h * HD, (size_t)HD * sizeof(float));
             }
           }
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bs, HD, R, 1.0f, Pc, bs, G2, HD, 0.0f, dV, a->ld_kv);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bs, HD, R, a->scale, Sc, bs, G1, HD, 0.0f, dK,
-                      a->ld_kv);
+          const int32_t *rows = l->row_idx + f0;
+          const float *Qh = q + (size_t)b * T * a->ld_q + (size_t)h * a->hs_q;
+          const float *dOh = dout + (size_t)b * T * C + (size_t)h * HD;
+          for (int t = 0, len; t < m; t += len) {
+            len = run_len(rows, t, m);
+            const float beta = t ? 1.0f : 0.0f;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bs, HD, len * bs, 1.0f, Pc + (size_t)t * bs2, bs,
+                        dOh + (size_t)rows[t] * bs * C, C, beta, dV, a->ld_kv);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bs, HD, len * bs, a->scale, Sc + (size_t)t * bs2, bs,
+                        Qh + (size_t)rows[t] * bs * a->ld_q, a->ld_q, beta, dK, a->ld_kv);
+          }
         }
-    free(G1);
-    free(G2);
     free(Pc);
     free(Sc);
   }
