@@ -45,6 +45,10 @@ struct Attn {
   float scale, drop_scale;    // drop_scale = 1 / (1 - p), as the CPU's dropout
   zt_dropout dropout;
   uint32_t key0, key1, threshold;
+  // block-sparse layout (zt_attn_layout, arrays in device memory): blk == 0 without one
+  const int32_t *row_ptr, *col_idx, *col_ptr, *row_idx;
+  int blk, nb, lay_heads;
+  bool lay_skip;  // walk only the tiles the layout lists (false: layout_as_mask, every tile walked and masked)
 };
 
 // Tile sizes per padded head size, and the shared memory layout (in floats) of each kernel.
@@ -53,6 +57,7 @@ struct FwdShape {
   static constexpr int BQ = 64, BK = HDP >= 128 ? 32 : 64, LH = HDP + 1, LS = BK + 1;
   static constexpr int Q = 0, K = Q + BQ * LH, V = K + BK * LH, P = V + BK * LH, MASK = P + BQ * LS;
   static constexpr size_t BYTES = (MASK + BK) * sizeof(float);
+  static constexpr int LINES = BQ, TILE = BK;  // layout: a key mask per query row; the key tiles' bitmap
 };
 template <int HDP>
 struct DqShape {
@@ -60,6 +65,7 @@ struct DqShape {
   static constexpr int Q = 0, DO = Q + BQ * LH, K = DO + BQ * LH, V = K + BK * LH, DS = V + BK * LH,
                        MASK = DS + BQ * LS;
   static constexpr size_t BYTES = (MASK + BK) * sizeof(float);
+  static constexpr int LINES = BQ, TILE = BK;
 };
 template <int HDP>
 struct KvShape {
@@ -67,7 +73,18 @@ struct KvShape {
   static constexpr int K = 0, V = K + BK * LH, Q = V + BK * LH, DO = Q + BQ * LH, P = DO + BQ * LH,
                        DS = P + BQ * LS, LSE = DS + BQ * LS, D = LSE + BQ, MASK = D + BQ, LO = MASK + BK;
   static constexpr size_t BYTES = (LO + BQ) * sizeof(float);
+  static constexpr int LINES = BK, TILE = BQ;  // layout: a query mask per key column; the query tiles' bitmap
 };
+
+// With a layout, each kernel's shared memory goes on with LINES masks (uint64: bit c of line r is element (r, c) of
+// the current tile, listed or not) and the bitmap of the tiles of width TILE the block walks, over n positions.
+template <typename S>
+__host__ __device__ constexpr size_t lay_offset() { return (S::BYTES + 15) / 16 * 16; }
+template <typename S>
+size_t lay_bytes(int n) {
+  const size_t tiles = ((size_t)n + S::TILE - 1) / S::TILE;
+  return lay_offset<S>() + S::LINES * sizeof(uint64_t) + (tiles + 31) / 32 * sizeof(unsigned);
+}
 
 // Row t0 of head h of sample b in a strided view with T rows per sample.
 template <typename P>
@@ -128,6 +145,72 @@ __device__ __forceinline__ void key_range(const Attn &a, int b, int q0, int *k_b
   *k_begin = max(lo, 0);
 }
 
+// ---- block-sparse layouts ----------------------------------------------------------------------------------
+// A block owns the lines [l0, l0 + LINES) (query rows, or key columns for dk/dv) and walks tiles of TILE positions
+// on the other axis. Its layout lines are the block lines of the CSR (ptr, idx): row_ptr/col_idx for query rows,
+// the transpose col_ptr/row_idx for key columns; layout head g = zt_attn_layout_head.
+__device__ __forceinline__ int lay_head(const Attn &a, int h) { return a.lay_heads == 1 ? 0 : a.head0 + h; }
+
+// Bits [lo, hi) of a uint64 (0 <= lo, hi <= 64); none when lo >= hi.
+__device__ __forceinline__ uint64_t bit_range(int lo, int hi) {
+  if (lo >= hi) return 0;
+  const uint64_t below_hi = hi >= 64 ? ~0ull : (1ull << hi) - 1;
+  return below_hi & ~((1ull << lo) - 1);
+}
+
+// bits[] (nwords words, shared) = the tiles of TILE positions that meet a listed layout tile of block lines
+// [bl0, bl1] of head g: their entries are one contiguous run of idx. Ends with a barrier.
+template <int TILE>
+__device__ void lay_tile_bitmap(unsigned *bits, int nwords, const int32_t *ptr, const int32_t *idx, const Attn &a,
+                                int g, int bl0, int bl1) {
+  for (int w = threadIdx.x; w < nwords; w += NT) bits[w] = 0;
+  __syncthreads();
+  const int32_t e0 = ptr[(size_t)g * a.nb + bl0], e1 = ptr[(size_t)g * a.nb + bl1 + 1];
+  for (int32_t e = e0 + (int32_t)threadIdx.x; e < e1; e += NT) {
+    const int first = idx[e] * a.blk;  // the listed tile covers positions [first, first + blk)
+    for (int t = first / TILE; t <= (first + a.blk - 1) / TILE; t++) atomicOr(&bits[t >> 5], 1u << (t & 31));
+  }
+  __syncthreads();
+}
+
+// The first tile >= t set in bits, or t_end (the same answer in every thread: uniform control flow).
+__device__ __forceinline__ int lay_next_tile(const unsigned *bits, int t, int t_end) {
+  while (t < t_end) {
+    const unsigned w = bits[t >> 5] >> (t & 31);
+    if (w) return min(t + __ffs((int)w) - 1, t_end);
+    t = (t | 31) + 1;
+  }
+  return t_end;
+}
+
+// Bit c (c < W) set when position p0 + c of the other axis lies in a listed layout tile of line i's block line
+// (line i < T; none past T): a binary search of the line's sorted idx for the first block >= p0 / blk, then its
+// entries until they pass the tile.
+__device__ uint64_t lay_line_mask(const int32_t *ptr, const int32_t *idx, const Attn &a, int g, int i, int T, int p0,
+                                  int W) {
+  if (i >= T) return 0;
+  const size_t line = (size_t)g * a.nb + i / a.blk;
+  const int32_t end = ptr[line + 1], c0 = p0 / a.blk;
+  int32_t lo = ptr[line], hi = end;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (idx[mid] < c0) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t m = 0;
+  for (int32_t e = lo; e < end; e++) {
+    const int start = idx[e] * a.blk - p0;
+    if (start >= W) break;
+    m |= bit_range(max(start, 0), min(start + a.blk, W));
+  }
+  return m;
+}
+
+// Tile loop control: the next tile to walk after t (exclusive), dense or from the bitmap.
+__device__ __forceinline__ int lay_advance(bool skip, const unsigned *bits, int t, int t_end) {
+  return skip ? lay_next_tile(bits, t, t_end) : t;
+}
+
 // acc[i][j] += sum_k A(ty + 16 i, k) B(k, tx + 16 j), k ascending. A(r, k) is A[r * LDA + k], or A[k * LDA + r]
 // when AT; B(k, c) is B[k * LDB + c], or B[c * LDB + k] when BT.
 template <int TM, int TN, int K, int LDA, int LDB, bool AT, bool BT>
@@ -156,7 +239,7 @@ __device__ __forceinline__ float row_sum(float x) {
   return x;
 }
 
-template <typename T, int HDP>
+template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
     attn_forward_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const Attn a) {
   using S = FwdShape<HDP>;
@@ -165,6 +248,8 @@ __global__ void __launch_bounds__(NT)
   float *Qs = (float *)smem + S::Q, *Ks = (float *)smem + S::K, *Vs = (float *)smem + S::V;
   float *Ps = (float *)smem + S::P;
   int *masked = (int *)((float *)smem + S::MASK);
+  uint64_t *lay_mask = (uint64_t *)(smem + lay_offset<S>());  // LAY: keys of the tile each row may see
+  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and lay_skip: the key tiles to walk
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ, h = blockIdx.y, b = blockIdx.z;  // longest rows first
 
@@ -181,22 +266,39 @@ __global__ void __launch_bounds__(NT)
   }
   int k_begin, k_end;
   key_range<BQ>(a, b, q0, &k_begin, &k_end);
-  for (int k0 = k_begin / BK * BK; k0 < k_end; k0 += BK) {
+  const bool skip = LAY && a.lay_skip;
+  const int t_end = (k_end + BK - 1) / BK;
+  int g = 0, t = k_begin / BK;
+  if constexpr (LAY) {
+    g = lay_head(a, h);
+    if (skip) {
+      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, a.row_ptr, a.col_idx, a, g, q0 / a.blk,
+                          (min(q0 + BQ, a.Tq) - 1) / a.blk);
+      t = lay_next_tile(lay_tiles, t, t_end);
+    }
+  }
+  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
+    const int k0 = t * BK;
     __syncthreads();  // the previous tile's Ks, Vs and Ps are read
     load_rows<BK, HDP>(Ks, view(k, a.Tk, a.ld_kv, a.hs_k, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_rows<BK, HDP>(Vs, view(v, a.Tk, a.ld_kv, a.hs_v, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_key_mask<BK>(masked, a, b, k0);
+    if constexpr (LAY)
+      for (int r = threadIdx.x; r < BQ; r += NT)
+        lay_mask[r] = lay_line_mask(a.row_ptr, a.col_idx, a, g, q0 + r, a.Tq, k0, BK);
     __syncthreads();
     float s[TM][TN] = {};
     tile_mma<TM, TN, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
 #pragma unroll
     for (int i = 0; i < TM; i++) {
       const int r = q0 + ty + 16 * i;
+      const uint64_t listed = LAY ? lay_mask[ty + 16 * i] : 0;
       float tile_max = -INFINITY;
 #pragma unroll
       for (int j = 0; j < TN; j++) {
         const int c = tx + 16 * j;
-        s[i][j] = visible(a, lo[i], r, k0 + c, masked[c]) ? s[i][j] * a.scale : -INFINITY;
+        const bool vis = visible(a, lo[i], r, k0 + c, masked[c]) && (!LAY || (listed >> c & 1));
+        s[i][j] = vis ? s[i][j] * a.scale : -INFINITY;
         tile_max = fmaxf(tile_max, s[i][j]);
       }
       const float m_new = fmaxf(m[i], row_max(tile_max));
@@ -259,7 +361,7 @@ __device__ __forceinline__ ProbGrad prob_grad(const Attn &a, int b, int h, int i
   return {p * keep, p * (dp * keep - D_i)};
 }
 
-template <typename T, int HDP>
+template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
     attn_dq_kernel(T *dq, const T *dout, const float *lse, const float *D, const T *q, const T *k, const T *v,
                    const Attn a) {
@@ -269,6 +371,8 @@ __global__ void __launch_bounds__(NT)
   float *Qs = (float *)smem + S::Q, *dOs = (float *)smem + S::DO, *Ks = (float *)smem + S::K;
   float *Vs = (float *)smem + S::V, *dSs = (float *)smem + S::DS;
   int *masked = (int *)((float *)smem + S::MASK);
+  uint64_t *lay_mask = (uint64_t *)(smem + lay_offset<S>());  // as in the forward
+  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ, h = blockIdx.y, b = blockIdx.z;
   const int C = a.NH * a.HD, rows = min(BQ, a.Tq - q0);
@@ -289,11 +393,26 @@ __global__ void __launch_bounds__(NT)
   }
   int k_begin, k_end;
   key_range<BQ>(a, b, q0, &k_begin, &k_end);
-  for (int k0 = k_begin / BK * BK; k0 < k_end; k0 += BK) {
+  const bool skip = LAY && a.lay_skip;
+  const int t_end = (k_end + BK - 1) / BK;
+  int g = 0, t = k_begin / BK;
+  if constexpr (LAY) {
+    g = lay_head(a, h);
+    if (skip) {
+      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, a.row_ptr, a.col_idx, a, g, q0 / a.blk,
+                          (min(q0 + BQ, a.Tq) - 1) / a.blk);
+      t = lay_next_tile(lay_tiles, t, t_end);
+    }
+  }
+  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
+    const int k0 = t * BK;
     __syncthreads();  // Qs and dOs are in; the previous tile's Ks, Vs and dSs are read
     load_rows<BK, HDP>(Ks, view(k, a.Tk, a.ld_kv, a.hs_k, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_rows<BK, HDP>(Vs, view(v, a.Tk, a.ld_kv, a.hs_v, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_key_mask<BK>(masked, a, b, k0);
+    if constexpr (LAY)
+      for (int r = threadIdx.x; r < BQ; r += NT)
+        lay_mask[r] = lay_line_mask(a.row_ptr, a.col_idx, a, g, q0 + r, a.Tq, k0, BK);
     __syncthreads();
     float s[TM][TN] = {}, dp[TM][TN] = {};
     tile_mma<TM, TN, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
@@ -301,10 +420,11 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
     for (int i = 0; i < TM; i++) {
       const int r = q0 + ty + 16 * i;
+      const uint64_t listed = LAY ? lay_mask[ty + 16 * i] : 0;
 #pragma unroll
       for (int j = 0; j < TN; j++) {
         const int c = tx + 16 * j;
-        const bool vis = visible(a, lo[i], r, k0 + c, masked[c]);
+        const bool vis = visible(a, lo[i], r, k0 + c, masked[c]) && (!LAY || (listed >> c & 1));
         dSs[(ty + 16 * i) * LS + c] = prob_grad(a, b, h, r, k0 + c, vis, s[i][j], dp[i][j], lse_r[i], D_r[i]).ds;
       }
     }
@@ -322,7 +442,7 @@ __global__ void __launch_bounds__(NT)
   }
 }
 
-template <typename T, int HDP>
+template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
     attn_dkdv_kernel(T *dk, T *dv, const T *dout, const float *lse, const float *D, const T *q, const T *k,
                      const T *v, const Attn a) {
@@ -333,6 +453,8 @@ __global__ void __launch_bounds__(NT)
   float *dOs = (float *)smem + S::DO, *Ps = (float *)smem + S::P, *dSs = (float *)smem + S::DS;
   float *row_lse = (float *)smem + S::LSE, *row_D = (float *)smem + S::D;
   int *masked = (int *)((float *)smem + S::MASK), *row_lo = (int *)((float *)smem + S::LO);
+  uint64_t *lay_mask = (uint64_t *)(smem + lay_offset<S>());  // LAY: queries of the tile each key column may see
+  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and lay_skip: the query tiles to walk
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int k0 = blockIdx.x * BK, h = blockIdx.y, b = blockIdx.z;
   const int C = a.NH * a.HD, k_last = min(k0 + BK, a.Tk) - 1;
@@ -346,7 +468,18 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
     for (int d = 0; d < TD; d++) dk_acc[i][d] = dv_acc[i][d] = 0.0f;
 
-  for (int q0 = a.causal ? k0 / BQ * BQ : 0; q0 < a.Tq; q0 += BQ) {
+  const bool skip = LAY && a.lay_skip;
+  const int t_end = (a.Tq + BQ - 1) / BQ;
+  int g = 0, t = a.causal ? k0 / BQ : 0;
+  if constexpr (LAY) {
+    g = lay_head(a, h);
+    if (skip) {  // the transpose: the listed tiles of the block's key columns
+      lay_tile_bitmap<BQ>(lay_tiles, (t_end + 31) / 32, a.col_ptr, a.row_idx, a, g, k0 / a.blk, k_last / a.blk);
+      t = lay_next_tile(lay_tiles, t, t_end);
+    }
+  }
+  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
+    const int q0 = t * BQ;
     __syncthreads();  // Ks, Vs and the key mask are in; the previous query tile is read
     int sees = 0;     // does row q0 + threadIdx.x see a key of this block?
     if (threadIdx.x < BQ) {
@@ -361,6 +494,9 @@ __global__ void __launch_bounds__(NT)
     const int rows = min(BQ, a.Tq - q0);
     load_rows<BQ, HDP>(Qs, view(q, a.Tq, a.ld_q, a.hs_q, b, h, q0), a.ld_q, rows, a.HD);
     load_rows<BQ, HDP>(dOs, view(dout, a.Tq, C, a.HD, b, h, q0), C, rows, a.HD);
+    if constexpr (LAY)
+      for (int c = threadIdx.x; c < BK; c += NT)
+        lay_mask[c] = lay_line_mask(a.col_ptr, a.row_idx, a, g, k0 + c, a.Tk, q0, BQ);
     __syncthreads();
     float s[TQ][TK] = {}, dp[TQ][TK] = {};
     tile_mma<TQ, TK, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
@@ -371,7 +507,7 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
       for (int j = 0; j < TK; j++) {
         const int c = tx + 16 * j;
-        const bool vis = visible(a, row_lo[rr], r, k0 + c, masked[c]);
+        const bool vis = visible(a, row_lo[rr], r, k0 + c, masked[c]) && (!LAY || (lay_mask[c] >> rr & 1));
         const ProbGrad g = prob_grad(a, b, h, r, k0 + c, vis, s[i][j], dp[i][j], row_lse[rr], row_D[rr]);
         Ps[rr * LS + c] = g.p;
         dSs[rr * LS + c] = g.ds;
@@ -420,6 +556,26 @@ Attn attn_args(const zt_attention_desc *d, const char *op) {
   a.drop = d->dropout.p > 0.0f;
   a.drop_scale = 1.0f / (1.0f - d->dropout.p);
   zt_dropout_params(&d->dropout, &a.key0, &a.key1, &a.threshold);
+  a.row_ptr = a.col_idx = a.col_ptr = a.row_idx = nullptr;
+  a.blk = a.nb = a.lay_heads = 0;
+  a.lay_skip = false;
+  if (const zt_attn_layout *l = d->layout) {
+    zt_check(l->block >= 1 && l->nb >= 1 && l->heads >= 1 && l->nnz >= 0, op,
+             "bad block-sparse layout: %d blocks of %d, %d heads, %lld listed", l->nb, l->block, l->heads,
+             (long long)l->nnz);
+    zt_check(d->Tq == d->Tk && (int64_t)l->nb * l->block == d->Tq, op,
+             "a block-sparse layout needs Tq == Tk == nb * block (Tq=%d, Tk=%d, layout of %d blocks of %d)", d->Tq,
+             d->Tk, l->nb, l->block);
+    zt_check(l->heads == 1 || (d->head0 >= 0 && (int64_t)d->head0 + d->NH <= l->heads), op,
+             "the layout has %d heads, the op needs heads %d..%d (head0 %d, NH %d)", l->heads, d->head0,
+             d->head0 + d->NH - 1, d->head0, d->NH);
+    zt_check(l->row_ptr && l->col_ptr && (l->nnz == 0 || (l->col_idx && l->row_idx)), op,
+             "block-sparse layout without its arrays (row_ptr %p, col_ptr %p, col_idx %p, row_idx %p)",
+             (const void *)l->row_ptr, (const void *)l->col_ptr, (const void *)l->col_idx, (const void *)l->row_idx);
+    a.row_ptr = l->row_ptr, a.col_idx = l->col_idx, a.col_ptr = l->col_ptr, a.row_idx = l->row_idx;
+    a.blk = l->block, a.nb = l->nb, a.lay_heads = l->heads;
+    a.lay_skip = !d->layout_as_mask;
+  }
   return a;
 }
 
@@ -434,12 +590,20 @@ void with_head_size(int HD, F &&f) {
   else f(std::integral_constant<int, 256>());
 }
 
+// Calls f(std::integral_constant<bool, LAY>): the kernels without a layout are compiled without its code.
+template <typename F>
+void with_layout(const Attn &a, F &&f) {
+  if (a.blk) f(std::true_type());
+  else f(std::false_type());
+}
+
 // Launches Kernel on the backend's stream with `smem` bytes of dynamic shared memory. The first launch of
-// each kernel raises its limit past the 48 KiB default, refusing with the numbers a device with less.
+// each kernel (and one needing more than any before it: a layout's tile bitmap grows with the sequence) raises its
+// limit past the 48 KiB default, refusing with the numbers a device with less.
 template <auto Kernel, typename... Args>
 void launch(const char *op, dim3 grid, size_t smem, Args... args) {
-  static bool ready = false;
-  if (!ready) {
+  static size_t ready = 0;  // the limit set so far
+  if (smem > ready) {
     int dev = 0, optin = 0;
     cudaFuncAttributes fa;
     ZT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -448,7 +612,7 @@ void launch(const char *op, dim3 grid, size_t smem, Args... args) {
     zt_check(fa.sharedSizeBytes + smem <= (size_t)optin, op,
              "a block needs %zu bytes of shared memory, device %d allows %d", fa.sharedSizeBytes + smem, dev, optin);
     ZT_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    ready = true;
+    ready = smem;
   }
   Kernel<<<grid, NT, smem, zt_stream()>>>(args...);
   ZT_CUDA_LAUNCHED();
@@ -466,10 +630,14 @@ extern "C" void zt_cuda_attention_forward(zt_dtype dt, void *out, float *lse, co
   with_head_size(a.HD, [&](auto hdp) {
     constexpr int HDP = decltype(hdp)::value;
     using S = FwdShape<HDP>;
-    zt_dispatch(dt, [&](auto tag) {
-      using T = decltype(tag);
-      launch<attn_forward_kernel<T, HDP>>(op, dim3(cdiv(a.Tq, S::BQ), a.NH, a.B), S::BYTES, (T *)out, lse,
-                                          (const T *)q, (const T *)k, (const T *)v, a);
+    with_layout(a, [&](auto lay) {
+      constexpr bool LAY = decltype(lay)::value;
+      const size_t smem = LAY ? lay_bytes<S>(a.Tk) : S::BYTES;
+      zt_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        launch<attn_forward_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tq, S::BQ), a.NH, a.B), smem, (T *)out, lse,
+                                                 (const T *)q, (const T *)k, (const T *)v, a);
+      });
     });
   });
 }
@@ -491,20 +659,27 @@ extern "C" void zt_cuda_attention_backward(zt_dtype dt, void *dq, void *dk, void
                                                : (float *)zt_cuda_malloc(rows * sizeof(float), "attention row dots");
   with_head_size(a.HD, [&](auto hdp) {
     constexpr int HDP = decltype(hdp)::value;
-    zt_dispatch(dt, [&](auto tag) {
-      using T = decltype(tag);
-      if (a.Tq > 0) {
-        attn_rowdot_kernel<T><<<zt_blocks(rows, NT / 32), NT, 0, zt_stream()>>>(D, (const T *)dout, (const T *)out,
-                                                                               a.B, a.Tq, a.NH, a.HD);
-        ZT_CUDA_LAUNCHED();
-        launch<attn_dq_kernel<T, HDP>>(op, dim3(cdiv(a.Tq, DqShape<HDP>::BQ), a.NH, a.B), DqShape<HDP>::BYTES,
-                                       (T *)dq, (const T *)dout, (const float *)lse, (const float *)D,
-                                       (const T *)q, (const T *)k, (const T *)v, a);
-      }
-      if (a.Tk > 0)
-        launch<attn_dkdv_kernel<T, HDP>>(op, dim3(cdiv(a.Tk, KvShape<HDP>::BK), a.NH, a.B), KvShape<HDP>::BYTES,
-                                         (T *)dk, (T *)dv, (const T *)dout, (const float *)lse, (const float *)D,
-                                         (const T *)q, (const T *)k, (const T *)v, a);
+    using SQ = DqShape<HDP>;
+    using SK = KvShape<HDP>;
+    with_layout(a, [&](auto lay) {
+      constexpr bool LAY = decltype(lay)::value;
+      const size_t smem_q = LAY ? lay_bytes<SQ>(a.Tk) : SQ::BYTES, smem_k = LAY ? lay_bytes<SK>(a.Tq) : SK::BYTES;
+      zt_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        if (a.Tq > 0) {
+          attn_rowdot_kernel<T><<<zt_blocks(rows, NT / 32), NT, 0, zt_stream()>>>(D, (const T *)dout,
+                                                                                 (const T *)out, a.B, a.Tq, a.NH,
+                                                                                 a.HD);
+          ZT_CUDA_LAUNCHED();
+          launch<attn_dq_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tq, SQ::BQ), a.NH, a.B), smem_q, (T *)dq,
+                                              (const T *)dout, (const float *)lse, (const float *)D, (const T *)q,
+                                              (const T *)k, (const T *)v, a);
+        }
+        if (a.Tk > 0)
+          launch<attn_dkdv_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tk, SK::BK), a.NH, a.B), smem_k, (T *)dk, (T *)dv,
+                                                (const T *)dout, (const float *)lse, (const float *)D, (const T *)q,
+                                                (const T *)k, (const T *)v, a);
+      });
     });
   });
   if ((void *)D != ws) zt_cuda_free(D);
