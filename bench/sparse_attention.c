@@ -1,10 +1,11 @@
 /* Block-sparse attention on the CPU against the dense kernel (issue 20): times zt_attention_forward +
  * zt_attention_backward with a block-sparse layout and with none (dense), on a fused-QKV view as the model passes it
- * (B = 1, ld = 3C, hs = 3HD), for two layouts in the spirit of DeepSpeed's modes:
- *   fixed:   local windows of 4 blocks (unidirectional: a block row sees its window's blocks up to itself) and the
- *            window's last block as a global column seen by every later row; the causal mask inside the tiles;
- *   bigbird: a sliding window of 3 blocks, 1 global block (row 0 and column 0), 1 random block per row
- *            (bidirectional, no element mask).
+ * (B = 1, ld = 3C, hs = 3HD), for two of DeepSpeed's layouts as models/transformer/sparsity.h makes them
+ * (zt_sparsity_make_layout, one layout for all heads):
+ *   fixed:   num_local_blocks 4, num_global_blocks 1, unidirectional (local windows of 4 blocks seen up to the
+ *            diagonal, each window's last block a global column for the later rows), with the causal mask;
+ *   bigbird: num_sliding_window_blocks 3, num_global_blocks 1, num_random_blocks 1, bidirectional, no element
+ *            mask.
  * Prints per (seq, layout, block): the layout density (listed tiles / nb^2), ms of forward+backward (best of --reps
  * runs) for sparse and dense and their ratio, the forward's share (best forward alone), and the floats kept for the backward (attention_saved_floats) of each
  * in MiB and their ratio. Dense keeps B*NH*T*T floats (and its backward's scratch is 2*T*T per thread), so the
@@ -22,6 +23,7 @@
 #include "runtime/base/timer.h"
 #include "runtime/ops/attn_layout.h"
 #include "runtime/ops/ops.h"
+#include "models/transformer/sparsity.h"
 
 static int parse_list(const char *flag, const char *s, int *out, int max) {
   int n = 0;
@@ -36,29 +38,26 @@ static int parse_list(const char *flag, const char *s, int *out, int max) {
   }
 }
 
-static void make_fixed(uint8_t *m, int nb) {
-  memset(m, 0, (size_t)nb * nb);
-  const int L = 4;
-  for (int w = 0; w < nb; w += L) {
-    for (int r = w; r < w + L && r < nb; r++)
-      for (int c = w; c <= r; c++) m[(size_t)r * nb + c] = 1;
-    const int g = w + L - 1; /* the window's last block: global for every later row */
-    if (g < nb)
-      for (int r = g; r < nb; r++) m[(size_t)r * nb + g] = 1;
+/* DeepSpeed's fixed (kind 0) or bigbird (kind 1) layout of seq T with blocks of bs, for NH heads (all the same). */
+static uint8_t *make_layout(int kind, int NH, int T, int bs) {
+  zt_sparsity_config c;
+  zt_sparsity_config_defaults(&c, kind == 0 ? ZT_SPARSE_FIXED : ZT_SPARSE_BIGBIRD);
+  c.block = bs;
+  if (kind == 0) {
+    c.num_local_blocks = 4;
+    c.num_global_blocks = 1;
+    c.unidirectional = true;
+  } else {
+    c.num_sliding_window_blocks = 3;
+    c.num_global_blocks = 1;
+    c.num_random_blocks = 1;
   }
-}
-
-static void make_bigbird(uint8_t *m, int nb, uint64_t seed) {
-  memset(m, 0, (size_t)nb * nb);
-  uint64_t s = seed;
-  for (int r = 0; r < nb; r++) {
-    for (int c = r - 1; c <= r + 1; c++)
-      if (c >= 0 && c < nb) m[(size_t)r * nb + c] = 1;
-    m[(size_t)r * nb] = 1; /* global column 0 */
-    m[r] = 1;              /* global row 0 */
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    m[(size_t)r * nb + (int)((s >> 33) % (uint64_t)nb)] = 1;
-  }
+  char err[512];
+  if (!zt_sparsity_check(&c, NH, T, err, sizeof err)) zt_fatal("bench_sparse_attention", "%s", err);
+  const size_t nb = (size_t)(T / bs);
+  uint8_t *m = zt_malloc((size_t)NH * nb * nb, "layout");
+  zt_sparsity_make_layout(&c, NH, T, 7, m);
+  return m;
 }
 
 typedef struct { double ms, fwd_ms; size_t saved; } timing;
@@ -133,15 +132,13 @@ int main(int argc, char **argv) {
       if (T <= dense_max) dn = time_attention(&a, qkv, dqkv, dout, reps);
       for (int bi = 0; bi < nblk; bi++) {
         const int bs = blocks[bi], nb = T / bs;
-        uint8_t *m = zt_malloc((size_t)nb * nb, "mask");
-        if (kind == 0) make_fixed(m, nb);
-        else make_bigbird(m, nb, 7);
+        uint8_t *m = make_layout(kind, NH, T, bs);
         zt_attn_layout_buf lb;
-        zt_attn_layout_from_mask(&lb, m, 1, nb, bs);
+        zt_attn_layout_from_mask(&lb, m, NH, nb, bs);
         a.layout = &lb.l;
         timing sp = time_attention(&a, qkv, dqkv, dout, reps);
         a.layout = NULL;
-        const double dens = (double)lb.l.nnz / ((double)nb * nb);
+        const double dens = (double)lb.l.nnz / ((double)lb.l.heads * nb * nb);
         printf("%6d %-8s %5d %7.2f%% %10.1f %10.1f %7.3f %8.1f %8.1f %12.2f %12.2f %7.4f\n", T,
                kind == 0 ? "fixed" : "bigbird", bs, 100 * dens, sp.ms, dn.ms, sp.ms / dn.ms, sp.fwd_ms, dn.fwd_ms, sp.saved * 4.0 / 1048576, dn.saved * 4.0 / 1048576,
                (double)sp.saved / (double)dn.saved);

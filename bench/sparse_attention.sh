@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Block-sparse attention on the CPU (issue 20): forward+backward time and the floats kept for the backward of the
-# block-sparse kernel against the dense one, at seq 2048, 4096, 8192 (B 1, 4 heads of 64, blocks 16 and 64) with a
-# DeepSpeed-`fixed`-like layout (4-block local windows + 1 global block, unidirectional, causal) and a
-# `bigbird`-like one (sliding window 3, 1 global, 1 random). Best of 2 runs each. Dense at 8192 keeps 1 GiB of
+# block-sparse kernel against the dense one, at seq 2048, 4096, 8192 (B 1, 4 heads of 64, blocks 16 and 64) with
+# DeepSpeed's `fixed` layout (4 local blocks, 1 global, unidirectional, causal) and `bigbird` (sliding window 3,
+# 1 global, 1 random), made by models/transformer/sparsity.h. Best of 2 runs each. Dense at 8192 keeps 1 GiB of
 # probabilities (B*NH*T*T floats) plus 2*T*T floats of scratch per thread.
 # Usage: bench/sparse_attention.sh [--seq 2048,4096,8192] [--heads 4] [--head-dim 64] [--blocks 16,64] [--reps 2]
 #                                  [--dense-max-seq 8192]
