@@ -41,6 +41,12 @@ const char *zt_sparse_mode_name(zt_sparse_mode m) {
   return "?";
 }
 
+bool zt_sparse_mode_from_name(const char *name, zt_sparse_mode *m) {
+  for (int i = ZT_SPARSE_DENSE; i <= ZT_SPARSE_BSLONGFORMER; i++)
+    if (!strcmp(name, zt_sparse_mode_name((zt_sparse_mode)i))) return *m = (zt_sparse_mode)i, true;
+  return false;
+}
+
 static int fail(char *err, size_t n, const char *fmt, ...) {
   if (err && n) {
     va_list ap;
@@ -137,7 +143,8 @@ int zt_sparsity_check(const zt_sparsity_config *c, int num_heads, int seq_len, c
   if (seq_len % c->block != 0)
     return fail(err, n, "Sequence Length, %d, needs to be dividable by Block size %d!", seq_len, c->block);
   int nb = seq_len / c->block;
-  if ((uint64_t)num_heads * (uint64_t)nb * (uint64_t)nb > (uint64_t)SIZE_MAX / 2)
+  uint64_t per_head = (uint64_t)nb * (uint64_t)nb; /* < 2^62 */
+  if (per_head > ((uint64_t)SIZE_MAX / 2) / (uint64_t)num_heads)
     return fail(err, n, "sparse layout of %d heads x %d x %d blocks is too large", num_heads, nb, nb);
 
   /* make_layout, in DeepSpeed's order (random, local or sliding, global) */

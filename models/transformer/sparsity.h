@@ -37,6 +37,9 @@ void zt_sparsity_config_defaults(zt_sparsity_config *c, zt_sparse_mode mode);
 
 /* "dense", "fixed", "variable", "bigbird", "bslongformer" ("?" for anything else). */
 const char *zt_sparse_mode_name(zt_sparse_mode m);
+/* The mode named `name` (as ds_config's "mode" spells it); false for anything else, which DeepSpeed refuses
+ * with "Given sparsity mode, <name>, has not been implemented yet!". */
+bool zt_sparse_mode_from_name(const char *name, zt_sparse_mode *m);
 
 /* DeepSpeed's constructor and make_layout checks in DeepSpeed's order with its messages, plus what DeepSpeed
  * would crash on or silently mis-handle (num_heads, block or seq_len below 1, zero or negative counts and

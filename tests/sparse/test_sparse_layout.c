@@ -26,12 +26,6 @@ static int parse_list(const char *s, int *out) {
   return n;
 }
 
-static int parse_mode(const char *s, zt_sparse_mode *m) {
-  for (int i = 0; i <= ZT_SPARSE_BSLONGFORMER; i++)
-    if (!strcmp(s, zt_sparse_mode_name((zt_sparse_mode)i))) return *m = (zt_sparse_mode)i, 1;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s CASES LAYOUT_OUT RANDOM_OUT\n", argv[0]);
@@ -64,7 +58,7 @@ int main(int argc, char **argv) {
       int iv = atoi(v);
       if (!strcmp(k, "mode")) {
         zt_sparse_mode m;
-        if (!parse_mode(v, &m)) {
+        if (!zt_sparse_mode_from_name(v, &m)) {
           fprintf(stderr, "line %d: mode '%s'\n", lineno, v);
           return 2;
         }
@@ -113,6 +107,10 @@ int main(int argc, char **argv) {
     size_t per = (size_t)nb * nb, total = per * (size_t)heads;
     enum { GUARD = 64 };
     uint8_t *L = malloc(total + GUARD);
+    if (!L) {
+      fprintf(stderr, "line %d: no memory for a %zu-byte layout\n", lineno, total);
+      return 2;
+    }
     memset(L, 0xCD, total + GUARD);
     zt_sparsity_make_layout(&c, heads, seq, seed, L);
     for (int i = 0; i < GUARD; i++)
@@ -127,6 +125,7 @@ int main(int argc, char **argv) {
     if (has_random) {
       int lh = c.different_layout_per_head ? heads : 1;
       uint8_t *mark = malloc(per + GUARD);
+      if (!mark) return 2;
       for (int h = 0; h < lh; h++) {
         memset(mark, 0, per);
         memset(mark + per, 0xCD, GUARD);

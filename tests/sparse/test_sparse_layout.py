@@ -233,6 +233,8 @@ def strict_cases():
               "expect_err": "at most 64 entries"})
     s.append({"mode": "bslongformer", "global_block_indices": list(range(70)), "heads": 1, "seq": 64,
               "expect_err": "at most 64 entries"})
+    s.append({"mode": "dense", "block": 1, "heads": 16, "seq": 1 << 30, "expect_err": "is too large"})
+    s.append({"mode": "bigbird", "block": 1, "heads": 3, "seq": (1 << 31) - 1, "expect_err": "is too large"})
     return s
 
 
