@@ -140,8 +140,8 @@ class Fixed(SparsityConfig):
         for i in range(0, num_blocks, self.num_local_blocks):
             end = min(i + self.num_local_blocks, num_blocks)
             for row in range(i, end):
-                # DeepSpeed loops over the columns one by one; the same columns as a slice
-                layout[h, row, i:(row + 1 if self.attention == 'unidirectional' else end)] = 1
+                for col in range(i, (row + 1 if self.attention == 'unidirectional' else end)):
+                    layout[h, row, col] = 1
         return layout
 
     def set_global_layout(self, h, layout):
@@ -207,12 +207,14 @@ class Variable(SparsityConfig):
             end_block_idx += block_size
             end_block_idx = min(end_block_idx, num_blocks)
             for row in range(start_block_idx, end_block_idx):
-                layout[h, row, start_block_idx:(row + 1 if self.attention == 'unidirectional' else end_block_idx)] = 1
+                for col in range(start_block_idx, (row + 1 if self.attention == 'unidirectional' else end_block_idx)):
+                    layout[h, row, col] = 1
             start_block_idx += block_size
         for i in range(start_block_idx, num_blocks, block_size):
             end_block_idx = min(i + block_size, num_blocks)
             for row in range(i, end_block_idx):
-                layout[h, row, i:(row + 1 if self.attention == 'unidirectional' else end_block_idx)] = 1
+                for col in range(i, (row + 1 if self.attention == 'unidirectional' else end_block_idx)):
+                    layout[h, row, col] = 1
         return layout
 
     def set_global_layout(self, h, layout):
