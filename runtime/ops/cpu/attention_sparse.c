@@ -99,25 +99,40 @@ void zt_attention_sparse_forward(float *out, float *probs, const float *q, const
             float *row = P + (size_t)ii * W;
             const int nk = a->mask == ZT_ATTN_CAUSAL ? i + 1 : T;
             const int lo = a->key_start ? a->key_start[(size_t)b * T + i] : 0;
-            /* visible keys of tile t: [u0, u1) of its bs (causal end, key_start) minus the padded ones */
+            /* visible keys of tile t: [u0, u1) of its bs (causal end, key_start) minus the padded ones. The loops
+             * vectorize (the sum in a fixed lane order: deterministic, within rounding of the dense kernel's). */
             float m = -INFINITY;
             for (int t = 0; t < n; t++) {
               const int j0 = cols[t] * bs, u0 = lo > j0 ? lo - j0 : 0, u1 = nk - j0 < bs ? nk - j0 : bs;
               const float *x = row + (size_t)t * bs;
-              for (int jj = u0; jj < u1; jj++)
-                if (!(pad && pad[j0 + jj]) && x[jj] > m) m = x[jj];
+              const uint8_t *pt = pad ? pad + j0 : NULL;
+              if (pt) {
+                for (int jj = u0; jj < u1; jj++)
+                  if (!pt[jj] && x[jj] > m) m = x[jj];
+              } else {
+                #pragma omp simd reduction(max : m)
+                for (int jj = u0; jj < u1; jj++) m = x[jj] > m ? x[jj] : m;
+              }
             }
             if (m == -INFINITY) { memset(row, 0, (size_t)W * sizeof(float)); continue; }
-            float s = 0.0f;
             for (int t = 0; t < n; t++) {
               const int j0 = cols[t] * bs, u0 = lo > j0 ? lo - j0 : 0, u1 = nk - j0 < bs ? nk - j0 : bs;
               float *x = row + (size_t)t * bs;
-              for (int jj = 0; jj < bs; jj++) {
-                const float e = (jj >= u0 && jj < u1 && !(pad && pad[j0 + jj])) ? zt_expf(x[jj] - m) : 0.0f;
-                x[jj] = e;
-                s += e;
+              const uint8_t *pt = pad ? pad + j0 : NULL;
+              if (pt) {
+                for (int jj = 0; jj < bs; jj++)
+                  x[jj] = (jj >= u0 && jj < u1 && !pt[jj]) ? zt_expf(x[jj] - m) : 0.0f;
+              } else { /* [0, v0) and [v1, bs) masked, [v0, v1) visible */
+                const int v0 = u0 < bs ? u0 : bs, v1 = u1 < v0 ? v0 : u1;
+                memset(x, 0, (size_t)v0 * sizeof(float));
+                #pragma omp simd
+                for (int jj = v0; jj < v1; jj++) x[jj] = zt_expf(x[jj] - m);
+                memset(x + v1, 0, (size_t)(bs - v1) * sizeof(float));
               }
             }
+            float s = 0.0f;
+            #pragma omp simd reduction(+ : s)
+            for (int x = 0; x < W; x++) s += row[x];
             const float inv = 1.0f / s;
             for (int x = 0; x < W; x++) row[x] *= inv;
           }
@@ -186,6 +201,7 @@ void zt_attention_sparse_backward(float *dq, float *dk, float *dv, const float *
                                        a->dropout.first_sample + b,
                                        prob_elem(a, h, r * bs + ii) + (uint64_t)cols[t] * bs);
             float dot = 0.0f;
+            #pragma omp simd reduction(+ : dot)
             for (int x = 0; x < W; x++) dot += p[x] * dp[x];
             for (int x = 0; x < W; x++) dp[x] = p[x] * (dp[x] - dot);
           }
