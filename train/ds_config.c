@@ -610,6 +610,89 @@ static void check_scheduler(zt_ds_config *c) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* A sparse_attention list of block indices into dst (at most ZT_SPARSE_MAX_LIST integers); null: n = -1. */
+static void read_int_list(const zt_ds_config *c, const char *key, int *dst, int *n) {
+  char path[96];
+  snprintf(path, sizeof path, "sparse_attention.%s", key);
+  const cJSON *l = get_key(c, path);
+  if (!l || cJSON_IsNull(l)) {
+    *n = -1;
+    return;
+  }
+  if (!cJSON_IsArray(l)) ds_fail(c, "%s must be a list of block indices", path);
+  const int len = cJSON_GetArraySize(l);
+  if (len > ZT_SPARSE_MAX_LIST) ds_fail(c, "%s has %d entries, at most %d are supported", path, len, ZT_SPARSE_MAX_LIST);
+  int i = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, l) {
+    char v[64];
+    fmt_item(it, v, sizeof v);
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || fabs(it->valuedouble) > 2147483647.0)
+      ds_fail(c, "%s[%d] must be an integer, got %s", path, i, v);
+    dst[i++] = (int)it->valuedouble;
+  }
+  *n = len;
+}
+
+/* DeepSpeed's get_sparse_attention: the mode's own keys over its defaults; a key the mode does not read is
+ * ignored, as DeepSpeed does, with a warning. */
+static void read_sparse_attention(zt_ds_config *c) {
+  c->sparse_attention = get_path(c, "sparse_attention") != NULL;
+  if (!c->sparse_attention) return;
+  char mode[16];
+  get_str(c, "sparse_attention.mode", mode, sizeof mode);
+  static const char *const modes[] = {"dense", "fixed", "variable", "bigbird", "bslongformer"};
+  /* the keys each mode reads, besides mode and block */
+  static const char *const reads[5] = {
+      "", "different_layout_per_head num_local_blocks num_global_blocks attention horizontal_global_attention "
+          "num_different_global_patterns",
+      "different_layout_per_head num_random_blocks local_window_blocks global_block_indices "
+          "global_block_end_indices attention horizontal_global_attention",
+      "different_layout_per_head num_random_blocks num_sliding_window_blocks num_global_blocks",
+      "different_layout_per_head num_sliding_window_blocks global_block_indices global_block_end_indices"};
+  int m = 0;
+  while (m < 5 && strcmp(mode, modes[m]) != 0) m++; /* the schema's enum check has refused anything else */
+  zt_sparsity_config *s = &c->sparse;
+  zt_sparsity_config_defaults(s, (zt_sparse_mode)m);
+  const cJSON *blk = get_path(c, "sparse_attention"), *it;
+  cJSON_ArrayForEach(it, blk) {
+    const char *k = it->string;
+    if (!strcmp(k, "mode") || !strcmp(k, "block")) continue;
+    const char *hit = strstr(reads[m], k);
+    const size_t kl = strlen(k);
+    if (!(hit && (hit == reads[m] || hit[-1] == ' ') && (hit[kl] == ' ' || hit[kl] == '\0'))) {
+      zt_warn("ds_config: %s: sparse_attention.%s is not read in mode \"%s\" (DeepSpeed ignores it too)\n", c->path,
+              k, mode);
+      continue;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "sparse_attention.%s", k);
+    if (!strcmp(k, "different_layout_per_head")) s->different_layout_per_head = get_bool(c, path);
+    else if (!strcmp(k, "horizontal_global_attention")) s->horizontal_global_attention = get_bool(c, path);
+    else if (!strcmp(k, "attention")) {
+      char att[24];
+      get_str(c, path, att, sizeof att);
+      s->unidirectional = strcmp(att, "unidirectional") == 0;
+    } else if (!strcmp(k, "local_window_blocks")) read_int_list(c, k, s->local_window_blocks, &s->n_local_window_blocks);
+    else if (!strcmp(k, "global_block_indices")) read_int_list(c, k, s->global_block_indices, &s->n_global_block_indices);
+    else if (!strcmp(k, "global_block_end_indices"))
+      read_int_list(c, k, s->global_block_end_indices, &s->n_global_block_end_indices);
+    else {
+      const double v = get_num(c, path).value; /* the schema checked an integer in range */
+      if (v > 2147483647.0) ds_fail(c, "%s must be at most 2147483647, got %.0f", path, v);
+      int *dst = !strcmp(k, "num_local_blocks")                ? &s->num_local_blocks
+                 : !strcmp(k, "num_global_blocks")             ? &s->num_global_blocks
+                 : !strcmp(k, "num_different_global_patterns") ? &s->num_different_global_patterns
+                 : !strcmp(k, "num_random_blocks")             ? &s->num_random_blocks
+                                                               : &s->num_sliding_window_blocks;
+      *dst = (int)v;
+    }
+  }
+  const double b = get_num(c, "sparse_attention.block").value;
+  if (b > 2147483647.0) ds_fail(c, "sparse_attention.block must be at most 2147483647, got %.0f", b);
+  s->block = (int)b;
+}
+
 static void fill_fields(zt_ds_config *c) {
   c->train_batch_size = get_num(c, "train_batch_size");
   c->train_micro_batch_size_per_gpu = get_num(c, "train_micro_batch_size_per_gpu");
@@ -787,6 +870,7 @@ static void fill_fields(zt_ds_config *c) {
     i++;
   }
   c->cl_n_prof_ops = i;
+  read_sparse_attention(c);
 }
 
 /* DeepSpeed's read_zero_config_deprecated (runtime/zero/config.py get_zero_config): "zero_optimization": true

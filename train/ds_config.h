@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "models/transformer/sparsity.h"
 #include "train/args.h"
 
 /* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
@@ -105,6 +106,12 @@ typedef struct zt_ds_config {
   bool comms_logger_enabled, cl_verbose, cl_prof_all, cl_debug;
   char cl_prof_ops[8][24];
   int cl_n_prof_ops;
+
+  /* sparse_attention (docs/sparse_attention.md): present = the block is in the file; sparse = the keys its mode
+   * reads (DeepSpeed's get_sparse_*_config), the others at that mode's defaults; checked against the model by
+   * zt_sparsity_check when the layout is made */
+  bool sparse_attention;
+  zt_sparsity_config sparse;
 } zt_ds_config;
 
 /* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key

@@ -32,7 +32,6 @@
 #define PROF "the profiling work"
 #define MON "the monitoring work"
 #define DE "the data-efficiency work"
-#define SA "the sparse-attention work"
 #define COMP "the compression work"
 #define CKPT "the checkpoint work"
 #define MOE "the MoE work"
@@ -347,21 +346,21 @@ const zt_ds_key zt_ds_schema[] = {
   L("curriculum_learning.schedule_config.difficulty", ZT_DS_NULL, "null", DE),
   L("curriculum_learning.schedule_config.max_step", ZT_DS_NULL, "null", DE),
 
-  /* ---- sparse_attention: the union of the keys read per mode; refused when present ---- */
-  O("sparse_attention", ZT_DS_PRESENT, SA),
-  E("sparse_attention.mode", 0, "\"fixed\"", "dense|fixed|variable|bigbird|bslongformer", SA),
-  I("sparse_attention.block", 0, "16", 1, BIG, SA),
-  B("sparse_attention.different_layout_per_head", "false", SA),
-  I("sparse_attention.num_local_blocks", 0, "4", 1, BIG, SA),
-  I("sparse_attention.num_global_blocks", 0, "1", 0, BIG, SA),
-  E("sparse_attention.attention", 0, "\"bidirectional\"", "bidirectional|unidirectional", SA),
-  B("sparse_attention.horizontal_global_attention", "false", SA),
-  I("sparse_attention.num_different_global_patterns", 0, "1", 1, BIG, SA),
-  I("sparse_attention.num_random_blocks", 0, "0", 0, BIG, SA),
-  L("sparse_attention.local_window_blocks", 0, "[4]", SA),
-  L("sparse_attention.global_block_indices", 0, "[0]", SA),
-  L("sparse_attention.global_block_end_indices", ZT_DS_NULL, "null", SA),
-  I("sparse_attention.num_sliding_window_blocks", 0, "3", 1, BIG, SA),
+  /* ---- sparse_attention: the union of the keys the modes read (DeepSpeed's get_sparse_*_config) ---- */
+  O("sparse_attention", ZT_DS_PRESENT, NULL),
+  E("sparse_attention.mode", 0, "\"fixed\"", "dense|fixed|variable|bigbird|bslongformer", NULL),
+  I("sparse_attention.block", 0, "16", 1, BIG, NULL),
+  B("sparse_attention.different_layout_per_head", "false", NULL),
+  I("sparse_attention.num_local_blocks", 0, "4", 1, BIG, NULL),
+  I("sparse_attention.num_global_blocks", 0, "1", 0, BIG, NULL),
+  E("sparse_attention.attention", 0, "\"bidirectional\"", "bidirectional|unidirectional", NULL),
+  B("sparse_attention.horizontal_global_attention", "false", NULL),
+  I("sparse_attention.num_different_global_patterns", 0, "1", 1, BIG, NULL),
+  I("sparse_attention.num_random_blocks", 0, "0", 0, BIG, NULL),
+  L("sparse_attention.local_window_blocks", 0, "[4]", NULL),
+  L("sparse_attention.global_block_indices", 0, "[0]", NULL),
+  L("sparse_attention.global_block_end_indices", ZT_DS_NULL, "null", NULL),
+  I("sparse_attention.num_sliding_window_blocks", 0, "3", 1, BIG, NULL),
 
   /* ---- other blocks (section 1.12); compression and inference-side blocks refused when present ---- */
   O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP),

@@ -118,6 +118,12 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
     zt_log("> ds_config \"auto\" ZeRO sizes from --hidden-size %d: reduce_bucket_size %.0f, "
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
+  if (c->sparse_attention) { /* DeepSpeed's SparsityConfig checks against the model, before any work */
+    char err[512];
+    zt_check(zt_sparsity_check(&c->sparse, a->num_attention_heads, a->seq_length, err, sizeof err), "ds_config",
+             "%s: sparse_attention (mode \"%s\", --num-attention-heads %d, --seq-length %d): %s", c->path,
+             zt_sparse_mode_name(c->sparse.mode), a->num_attention_heads, a->seq_length, err);
+  }
   zt_ds_config_print(c);
   return c;
 }
@@ -268,9 +274,46 @@ static void mixed_precision_setup(zt_engine *e) {
 }
 
 
-/* The architecture flags of the model kinds (Megatron's args). */
-static zt_model_args model_args(const zt_args *a) {
-  return (zt_model_args){.num_layers = a->num_layers, .hidden_size = a->hidden_size,
+/* ZT_SPARSE_ATTENTION=mask: the dense kernels with the layout as a mask, the reference the block-sparse kernels
+ * are compared with (docs/sparse_attention.md); unset or "sparse": the block-sparse kernels. */
+static int sparse_as_mask(void) {
+  const char *v = getenv("ZT_SPARSE_ATTENTION");
+  if (!v || !*v || !strcmp(v, "sparse")) return 0;
+  zt_check(!strcmp(v, "mask"), "environment", "ZT_SPARSE_ATTENTION=%s: expected \"sparse\" (the default) or "
+           "\"mask\"", v);
+  return 1;
+}
+
+/* The ds_config's sparse_attention layout for --num-attention-heads and --seq-length (DeepSpeed's make_layout;
+ * random blocks from --seed, the same on every rank); a causal model leaves out the tiles above the diagonal,
+ * which its mask hides anyway. The config was checked at start-up (zt_engine_deepspeed_setup). */
+static void sparse_setup(zt_engine *e) {
+  const zt_args *a = e->args;
+  if (!e->ds || !e->ds->sparse_attention) return;
+  const zt_sparsity_config *c = &e->ds->sparse;
+  const int H = a->num_attention_heads, nb = a->seq_length / c->block;
+  const size_t per_head = (size_t)nb * (size_t)nb;
+  uint8_t *mask = zt_malloc((size_t)H * per_head, "sparse attention layout");
+  zt_sparsity_make_layout(c, H, a->seq_length, (uint64_t)a->seed, mask);
+  if (e->kind->causal)
+    for (int h = 0; h < H; h++)
+      for (int i = 0; i < nb; i++) memset(mask + (size_t)h * per_head + (size_t)i * nb + i + 1, 0, (size_t)(nb - i - 1));
+  char line[256];
+  zt_sparsity_describe(c, mask, H, nb, line, sizeof line);
+  zt_attn_layout_from_mask(&e->sparse, mask, H, nb, c->block);
+  free(mask);
+  zt_log("> sparse attention (%s): %s%s%s\n", e->ds->path, line, e->kind->causal ? " (causal: tiles above the "
+         "diagonal left out)" : "", sparse_as_mask() ? "; ZT_SPARSE_ATTENTION=mask: dense kernels with the layout "
+         "as a mask" : "");
+}
+
+/* The architecture flags of the model kinds (Megatron's args, and the ds_config's sparse_attention layout once
+ * sparse_setup made it). */
+static zt_model_args model_args(const zt_engine *e) {
+  const zt_args *a = e->args;
+  return (zt_model_args){.sparse_attention = e->sparse.mem ? &e->sparse : NULL,
+                         .sparse_as_mask = e->sparse.mem && sparse_as_mask(),
+                         .num_layers = a->num_layers, .hidden_size = a->hidden_size,
                          .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                          .max_positions = a->max_position_embeddings, .padded_vocab_size = a->padded_vocab_size,
                          .ln_eps = a->layernorm_epsilon, .attn_dropout = a->attention_dropout,
@@ -435,7 +478,7 @@ static void zero_setup(zt_engine *e) {
          (double)st->zero.part * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
   /* DeepSpeed's estimator for the same model and data-parallel size, next to this rank's plan */
   int64_t total, largest;
-  const zt_model_args margs = model_args(a);
+  const zt_model_args margs = model_args(e);
   e->kind->count_params(&margs, &total, &largest);
   const int opt_off = strcmp(ds->offload_optimizer_device, "none") != 0;
   const zt_memplan *p = e->model->plan;
@@ -703,7 +746,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .pp_buffers = e->pp_buffers};
   activation_checkpointing_setup(e, &s);
   zt_log("building %s model ...\n", kind->name);
-  const zt_model_args margs = model_args(a);
+  sparse_setup(e);
+  const zt_model_args margs = model_args(e);
   e->model = st->model = kind->build_model(&margs, &s);
   st->master = e->model->master;
   if (ds && ds->ac_profile) {
@@ -793,6 +837,7 @@ void zt_engine_free(zt_engine *e) {
   zt_optimizer_free(&st->opt);
   zt_model_free(e->model);
   e->model = st->model = NULL;
+  zt_attn_layout_free(&e->sparse);
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);

@@ -28,6 +28,8 @@ typedef struct {
   zt_model *(*build_model)(const zt_model_args *a, const zt_model_setup *s);
   zt_data_provider *(*build_data)(const zt_data_setup *s);
   void (*count_params)(const zt_model_args *a, int64_t *total, int64_t *largest);
+  int causal;       /* causal self-attention (GPT): a sparse_attention layout's tiles above the diagonal, masked
+                       anyway, are left out of the layout */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */
@@ -96,6 +98,8 @@ typedef struct {
   zt_rampup ramp;
   int64_t cur_gbs;
   int cur_nmb, pipe_nmb;
+  /* the ds_config's sparse_attention layout for --seq-length (host memory; none without the block) */
+  zt_attn_layout_buf sparse;
 } zt_engine;
 
 /* The tokenizer named by the data flags (NULL with --mock-data); sets args' vocabulary size from
