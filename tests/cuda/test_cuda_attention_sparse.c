@@ -380,7 +380,7 @@ static void on_fatal(int code) {
 }
 
 static void expect_refusal(const char *what, const zt_attention_desc *d) {
-  int refused = 0;
+  volatile int refused = 0;
   printf("the next error is expected:\n");
   if (setjmp(g_jmp) == 0) {
     zt_set_fatal_hook(on_fatal);

@@ -25,6 +25,36 @@
 // nothing: causal ones the key (query) tiles past the diagonal, key_start ones the key tiles before their
 // smallest start, and dk/dv blocks every query tile none of whose rows sees one of their keys.
 // Shared memory is 41 to 138 KiB per block (above the 48 KiB default: opted in on first launch).
+//
+// Block-sparse layouts (zt_attention_desc.layout, DeepSpeed's sparse attention): the kernels are compiled twice,
+// without the layout code (layout == NULL: the dense kernels, unchanged) and with it (LAY). A LAY block first builds,
+// in shared memory, the bitmap of the tiles it will walk: forward and dq blocks the key tiles meeting a listed tile of
+// their block rows (row_ptr/col_idx: the rows' entries are one contiguous run), dk/dv blocks the query tiles meeting a
+// listed tile of their block columns (the transpose col_ptr/row_idx); the walk visits the set bits inside the causal
+// and key_start range (every thread reads the same bits: uniform control flow). For each walked tile, a uint64 per
+// line (query row; key column for dk/dv) marks the elements lying in listed layout tiles (a binary search of the
+// line's sorted CSR entries), and the others are masked exactly like causal ones. So any block size (1 and up) meets
+// any tile size, and the results equal dense attention with the layout as an element mask. layout_as_mask walks
+// every tile and applies the same element mask: the reference, whose bits the skipping path must reproduce (a tile
+// with no visible element adds exactly nothing: the online softmax keeps m, rescales by exp(0) = 1 and adds 0 P V;
+// dS and P are 0). Nothing is precomputed on the host: no per-call copies or synchronisation; shared memory grows by
+// 8 B per line plus 4 B per 32 tiles of the sequence. The saved state stays lse.
+//
+// Expected GPU speed-up (no GPU in the session that wrote this; the CPU emulator checks logic only): DeepSpeed's
+// `fixed` layout, 4 local blocks + 1 global, block 64, unidirectional, against dense causal at BQ = BK = 64 (HD <= 64:
+// layout blocks are the tiles). Row i of nb blocks lists (i mod 4) + 1 local tiles and floor(i / 4) global ones:
+//   seq 4K  (nb  64):   640 walked tiles per head vs   2080 dense causal: 3.25x fewer FLOPs, 3.0x fewer bytes
+//   seq 16K (nb 256):  8704                       vs  32896             : 3.78x,             3.7x
+//   seq 32K (nb 512): 33792                       vs 131328             : 3.89x,             3.8x (limit 4x)
+// (FLOPs: 4 * 64^2 * HD per walked tile forward, 14 * 64^2 * HD backward over the two passes, in both cases; bytes:
+// the K and V tiles each walked tile reads, 2 * 64 * HD elements, plus Q, out and lse once per row block.) These
+// fp32-SIMT kernels are compute-bound (64 FLOP per byte of K/V at bf16), so the time should fall by about the FLOP
+// ratio; the layout costs per walked tile one binary search per line over about nb / 4 entries, negligible next to
+// the 64 x 64 x HD products. The dk/dv pass has its longest blocks on the global columns (nb - 3 query tiles, as long
+// as dense causal's first column): launched first (ascending blockIdx), they stay off the critical path unless
+// B * NH is too small to fill the GPU. To be measured on a GPU: these timings (bench/gpu_ops.c), and the tensor-core
+// version of these kernels (mma.sync, the GPU-speed issue's work: the emulator has no mma.sync), where the same
+// bitmap and line masks apply to the accumulator fragments.
 #include <limits.h>
 
 #include <type_traits>
