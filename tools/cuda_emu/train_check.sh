@@ -13,7 +13,8 @@
 # the emulated one with ZT_EMU_DEVICES=NP: one emulated GPU per rank, as on a node with NP GPUs), FLAGS added to the
 # tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
-# (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, and checkpoints: a GPU run
+# (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
+# (ds_config sparse_attention, one process and TP=2), and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
 set -u
@@ -178,6 +179,17 @@ zero_cfg() { # a ds_config of ZeRO stage $1 with small buckets (several collecti
 for stage in 1 2 3; do
   train_case "ZeRO-$stage, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg "$stage")"
 done
+sparse_cfg() { # a ds_config with the sparse_attention block $2 (issue 20), named $1
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "sparse_attention": %s}' "$2" \
+    >"$OUT/logs/sparse_$1.json"
+  echo "$OUT/logs/sparse_$1.json"
+}
+train_case "sparse attention: fixed per head, dropout 0.1" 1 --deepspeed --deepspeed_config "$(sparse_cfg fixed \
+  '{"mode": "fixed", "block": 8, "different_layout_per_head": true, "num_local_blocks": 2, "num_global_blocks": 1,
+    "num_different_global_patterns": 2, "attention": "unidirectional"}')"
+train_case "sparse attention: bigbird (block 4, random blocks), TP=2" 2 --tensor-model-parallel-size 2 --deepspeed \
+  --deepspeed_config "$(sparse_cfg bigbird '{"mode": "bigbird", "block": 4, "different_layout_per_head": true,
+    "num_random_blocks": 1, "num_sliding_window_blocks": 3, "num_global_blocks": 1}')"
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
@@ -202,6 +214,9 @@ else
   train_case "BERT TP=2, sequence parallel" 2 --tensor-model-parallel-size 2 --sequence-parallel
   train_case "BERT PP=2 (1F1B)" 2 --pipeline-model-parallel-size 2
   train_case "BERT ZeRO-3, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 3)"
+  train_case "BERT sparse attention: bslongformer (block 4)" 1 --deepspeed --deepspeed_config "$(sparse_cfg bsl \
+    '{"mode": "bslongformer", "block": 4, "num_sliding_window_blocks": 3, "global_block_indices": [0, 6],
+      "global_block_end_indices": [1, 8]}')"
 fi
 
 echo "$pass passed, $fail failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"
