@@ -27,7 +27,9 @@
 // Shared memory is 41 to 138 KiB per block (above the 48 KiB default: opted in on first launch).
 //
 // Block-sparse layouts (zt_attention_desc.layout, DeepSpeed's sparse attention): the kernels are compiled twice,
-// without the layout code (layout == NULL: the dense kernels, unchanged) and with it (LAY). A LAY block first builds,
+// without the layout code (layout == NULL: the dense kernels, unchanged: the layout is a parameter of its own, Lay,
+// so their code is what it was before layouts, same registers and same PTX instruction mix under ptxas -v at sm_90)
+// and with it (LAY). A LAY block first builds,
 // in shared memory, the bitmap of the tiles it will walk: forward and dq blocks the key tiles meeting a listed tile of
 // their block rows (row_ptr/col_idx: the rows' entries are one contiguous run), dk/dv blocks the query tiles meeting a
 // listed tile of their block columns (the transpose col_ptr/row_idx); the walk visits the set bits inside the causal
@@ -75,10 +77,14 @@ struct Attn {
   float scale, drop_scale;    // drop_scale = 1 / (1 - p), as the CPU's dropout
   zt_dropout dropout;
   uint32_t key0, key1, threshold;
-  // block-sparse layout (zt_attn_layout, arrays in device memory): blk == 0 without one
+};
+
+// A block-sparse layout as the kernels see it (zt_attn_layout, arrays in device memory): a parameter of its own, so
+// that the dense kernels' Attn (and code) stay as they were.
+struct Lay {
   const int32_t *row_ptr, *col_idx, *col_ptr, *row_idx;
-  int blk, nb, lay_heads;
-  bool lay_skip;  // walk only the tiles the layout lists (false: layout_as_mask, every tile walked and masked)
+  int blk, nb, heads, head0;  // blk == 0: no layout
+  bool skip;                  // walk only the tiles the layout lists (false: layout_as_mask, every tile walked)
 };
 
 // Tile sizes per padded head size, and the shared memory layout (in floats) of each kernel.
@@ -179,7 +185,7 @@ __device__ __forceinline__ void key_range(const Attn &a, int b, int q0, int *k_b
 // A block owns the lines [l0, l0 + LINES) (query rows, or key columns for dk/dv) and walks tiles of TILE positions
 // on the other axis. Its layout lines are the block lines of the CSR (ptr, idx): row_ptr/col_idx for query rows,
 // the transpose col_ptr/row_idx for key columns; layout head g = zt_attn_layout_head.
-__device__ __forceinline__ int lay_head(const Attn &a, int h) { return a.lay_heads == 1 ? 0 : a.head0 + h; }
+__device__ __forceinline__ int lay_head(const Lay &L, int h) { return L.heads == 1 ? 0 : L.head0 + h; }
 
 // Bits [lo, hi) of a uint64 (0 <= lo, hi <= 64); none when lo >= hi.
 __device__ __forceinline__ uint64_t bit_range(int lo, int hi) {
@@ -191,14 +197,14 @@ __device__ __forceinline__ uint64_t bit_range(int lo, int hi) {
 // bits[] (nwords words, shared) = the tiles of TILE positions that meet a listed layout tile of block lines
 // [bl0, bl1] of head g: their entries are one contiguous run of idx. Ends with a barrier.
 template <int TILE>
-__device__ void lay_tile_bitmap(unsigned *bits, int nwords, const int32_t *ptr, const int32_t *idx, const Attn &a,
+__device__ void lay_tile_bitmap(unsigned *bits, int nwords, const int32_t *ptr, const int32_t *idx, const Lay &L,
                                 int g, int bl0, int bl1) {
   for (int w = threadIdx.x; w < nwords; w += NT) bits[w] = 0;
   __syncthreads();
-  const int32_t e0 = ptr[(size_t)g * a.nb + bl0], e1 = ptr[(size_t)g * a.nb + bl1 + 1];
+  const int32_t e0 = ptr[(size_t)g * L.nb + bl0], e1 = ptr[(size_t)g * L.nb + bl1 + 1];
   for (int32_t e = e0 + (int32_t)threadIdx.x; e < e1; e += NT) {
-    const int first = idx[e] * a.blk;  // the listed tile covers positions [first, first + blk)
-    for (int t = first / TILE; t <= (first + a.blk - 1) / TILE; t++) atomicOr(&bits[t >> 5], 1u << (t & 31));
+    const int first = idx[e] * L.blk;  // the listed tile covers positions [first, first + blk)
+    for (int t = first / TILE; t <= (first + L.blk - 1) / TILE; t++) atomicOr(&bits[t >> 5], 1u << (t & 31));
   }
   __syncthreads();
 }
@@ -216,11 +222,11 @@ __device__ __forceinline__ int lay_next_tile(const unsigned *bits, int t, int t_
 // Bit c (c < W) set when position p0 + c of the other axis lies in a listed layout tile of line i's block line
 // (line i < T; none past T): a binary search of the line's sorted idx for the first block >= p0 / blk, then its
 // entries until they pass the tile.
-__device__ uint64_t lay_line_mask(const int32_t *ptr, const int32_t *idx, const Attn &a, int g, int i, int T, int p0,
+__device__ uint64_t lay_line_mask(const int32_t *ptr, const int32_t *idx, const Lay &L, int g, int i, int T, int p0,
                                   int W) {
   if (i >= T) return 0;
-  const size_t line = (size_t)g * a.nb + i / a.blk;
-  const int32_t end = ptr[line + 1], c0 = p0 / a.blk;
+  const size_t line = (size_t)g * L.nb + i / L.blk;
+  const int32_t end = ptr[line + 1], c0 = p0 / L.blk;
   int32_t lo = ptr[line], hi = end;
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo) / 2;
@@ -229,16 +235,11 @@ __device__ uint64_t lay_line_mask(const int32_t *ptr, const int32_t *idx, const 
   }
   uint64_t m = 0;
   for (int32_t e = lo; e < end; e++) {
-    const int start = idx[e] * a.blk - p0;
+    const int start = idx[e] * L.blk - p0;
     if (start >= W) break;
-    m |= bit_range(max(start, 0), min(start + a.blk, W));
+    m |= bit_range(max(start, 0), min(start + L.blk, W));
   }
   return m;
-}
-
-// Tile loop control: the next tile to walk after t (exclusive), dense or from the bitmap.
-__device__ __forceinline__ int lay_advance(bool skip, const unsigned *bits, int t, int t_end) {
-  return skip ? lay_next_tile(bits, t, t_end) : t;
 }
 
 // acc[i][j] += sum_k A(ty + 16 i, k) B(k, tx + 16 j), k ascending. A(r, k) is A[r * LDA + k], or A[k * LDA + r]
@@ -271,7 +272,7 @@ __device__ __forceinline__ float row_sum(float x) {
 
 template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
-    attn_forward_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const Attn a) {
+    attn_forward_kernel(T *out, float *lse, const T *q, const T *k, const T *v, const Attn a, const Lay L) {
   using S = FwdShape<HDP>;
   constexpr int BQ = S::BQ, BK = S::BK, LH = S::LH, LS = S::LS, TM = BQ / 16, TN = BK / 16, TD = HDP / 16;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -279,7 +280,7 @@ __global__ void __launch_bounds__(NT)
   float *Ps = (float *)smem + S::P;
   int *masked = (int *)((float *)smem + S::MASK);
   uint64_t *lay_mask = (uint64_t *)(smem + lay_offset<S>());  // LAY: keys of the tile each row may see
-  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and lay_skip: the key tiles to walk
+  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and L.skip: the key tiles to walk
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ, h = blockIdx.y, b = blockIdx.z;  // longest rows first
 
@@ -296,26 +297,25 @@ __global__ void __launch_bounds__(NT)
   }
   int k_begin, k_end;
   key_range<BQ>(a, b, q0, &k_begin, &k_end);
-  const bool skip = LAY && a.lay_skip;
+  const bool skip = LAY && L.skip;
   const int t_end = (k_end + BK - 1) / BK;
-  int g = 0, t = k_begin / BK;
+  int g = 0, k_first = k_begin / BK * BK;
   if constexpr (LAY) {
-    g = lay_head(a, h);
+    g = lay_head(L, h);
     if (skip) {
-      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, a.row_ptr, a.col_idx, a, g, q0 / a.blk,
-                          (min(q0 + BQ, a.Tq) - 1) / a.blk);
-      t = lay_next_tile(lay_tiles, t, t_end);
+      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, L.row_ptr, L.col_idx, L, g, q0 / L.blk,
+                          (min(q0 + BQ, a.Tq) - 1) / L.blk);
+      k_first = lay_next_tile(lay_tiles, k_begin / BK, t_end) * BK;
     }
   }
-  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
-    const int k0 = t * BK;
+  for (int k0 = k_first; k0 < k_end; k0 = skip ? lay_next_tile(lay_tiles, k0 / BK + 1, t_end) * BK : k0 + BK) {
     __syncthreads();  // the previous tile's Ks, Vs and Ps are read
     load_rows<BK, HDP>(Ks, view(k, a.Tk, a.ld_kv, a.hs_k, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_rows<BK, HDP>(Vs, view(v, a.Tk, a.ld_kv, a.hs_v, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_key_mask<BK>(masked, a, b, k0);
     if constexpr (LAY)
       for (int r = threadIdx.x; r < BQ; r += NT)
-        lay_mask[r] = lay_line_mask(a.row_ptr, a.col_idx, a, g, q0 + r, a.Tq, k0, BK);
+        lay_mask[r] = lay_line_mask(L.row_ptr, L.col_idx, L, g, q0 + r, a.Tq, k0, BK);
     __syncthreads();
     float s[TM][TN] = {};
     tile_mma<TM, TN, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
@@ -394,7 +394,7 @@ __device__ __forceinline__ ProbGrad prob_grad(const Attn &a, int b, int h, int i
 template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
     attn_dq_kernel(T *dq, const T *dout, const float *lse, const float *D, const T *q, const T *k, const T *v,
-                   const Attn a) {
+                   const Attn a, const Lay L) {
   using S = DqShape<HDP>;
   constexpr int BQ = S::BQ, BK = S::BK, LH = S::LH, LS = S::LS, TM = BQ / 16, TN = BK / 16, TD = HDP / 16;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -423,26 +423,25 @@ __global__ void __launch_bounds__(NT)
   }
   int k_begin, k_end;
   key_range<BQ>(a, b, q0, &k_begin, &k_end);
-  const bool skip = LAY && a.lay_skip;
+  const bool skip = LAY && L.skip;
   const int t_end = (k_end + BK - 1) / BK;
-  int g = 0, t = k_begin / BK;
+  int g = 0, k_first = k_begin / BK * BK;
   if constexpr (LAY) {
-    g = lay_head(a, h);
+    g = lay_head(L, h);
     if (skip) {
-      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, a.row_ptr, a.col_idx, a, g, q0 / a.blk,
-                          (min(q0 + BQ, a.Tq) - 1) / a.blk);
-      t = lay_next_tile(lay_tiles, t, t_end);
+      lay_tile_bitmap<BK>(lay_tiles, (t_end + 31) / 32, L.row_ptr, L.col_idx, L, g, q0 / L.blk,
+                          (min(q0 + BQ, a.Tq) - 1) / L.blk);
+      k_first = lay_next_tile(lay_tiles, k_begin / BK, t_end) * BK;
     }
   }
-  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
-    const int k0 = t * BK;
+  for (int k0 = k_first; k0 < k_end; k0 = skip ? lay_next_tile(lay_tiles, k0 / BK + 1, t_end) * BK : k0 + BK) {
     __syncthreads();  // Qs and dOs are in; the previous tile's Ks, Vs and dSs are read
     load_rows<BK, HDP>(Ks, view(k, a.Tk, a.ld_kv, a.hs_k, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_rows<BK, HDP>(Vs, view(v, a.Tk, a.ld_kv, a.hs_v, b, h, k0), a.ld_kv, min(BK, a.Tk - k0), a.HD);
     load_key_mask<BK>(masked, a, b, k0);
     if constexpr (LAY)
       for (int r = threadIdx.x; r < BQ; r += NT)
-        lay_mask[r] = lay_line_mask(a.row_ptr, a.col_idx, a, g, q0 + r, a.Tq, k0, BK);
+        lay_mask[r] = lay_line_mask(L.row_ptr, L.col_idx, L, g, q0 + r, a.Tq, k0, BK);
     __syncthreads();
     float s[TM][TN] = {}, dp[TM][TN] = {};
     tile_mma<TM, TN, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
@@ -475,7 +474,7 @@ __global__ void __launch_bounds__(NT)
 template <typename T, int HDP, bool LAY>
 __global__ void __launch_bounds__(NT)
     attn_dkdv_kernel(T *dk, T *dv, const T *dout, const float *lse, const float *D, const T *q, const T *k,
-                     const T *v, const Attn a) {
+                     const T *v, const Attn a, const Lay L) {
   using S = KvShape<HDP>;
   constexpr int BK = S::BK, BQ = S::BQ, LH = S::LH, LS = S::LS, TQ = BQ / 16, TK = BK / 16, TD = HDP / 16;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -484,7 +483,7 @@ __global__ void __launch_bounds__(NT)
   float *row_lse = (float *)smem + S::LSE, *row_D = (float *)smem + S::D;
   int *masked = (int *)((float *)smem + S::MASK), *row_lo = (int *)((float *)smem + S::LO);
   uint64_t *lay_mask = (uint64_t *)(smem + lay_offset<S>());  // LAY: queries of the tile each key column may see
-  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and lay_skip: the query tiles to walk
+  unsigned *lay_tiles = (unsigned *)(lay_mask + S::LINES);      // LAY and L.skip: the query tiles to walk
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int k0 = blockIdx.x * BK, h = blockIdx.y, b = blockIdx.z;
   const int C = a.NH * a.HD, k_last = min(k0 + BK, a.Tk) - 1;
@@ -498,18 +497,17 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
     for (int d = 0; d < TD; d++) dk_acc[i][d] = dv_acc[i][d] = 0.0f;
 
-  const bool skip = LAY && a.lay_skip;
+  const bool skip = LAY && L.skip;
   const int t_end = (a.Tq + BQ - 1) / BQ;
-  int g = 0, t = a.causal ? k0 / BQ : 0;
+  int g = 0, q_first = a.causal ? k0 / BQ * BQ : 0;
   if constexpr (LAY) {
-    g = lay_head(a, h);
+    g = lay_head(L, h);
     if (skip) {  // the transpose: the listed tiles of the block's key columns
-      lay_tile_bitmap<BQ>(lay_tiles, (t_end + 31) / 32, a.col_ptr, a.row_idx, a, g, k0 / a.blk, k_last / a.blk);
-      t = lay_next_tile(lay_tiles, t, t_end);
+      lay_tile_bitmap<BQ>(lay_tiles, (t_end + 31) / 32, L.col_ptr, L.row_idx, L, g, k0 / L.blk, k_last / L.blk);
+      q_first = lay_next_tile(lay_tiles, q_first / BQ, t_end) * BQ;
     }
   }
-  for (; t < t_end; t = lay_advance(skip, lay_tiles, t + 1, t_end)) {
-    const int q0 = t * BQ;
+  for (int q0 = q_first; q0 < a.Tq; q0 = skip ? lay_next_tile(lay_tiles, q0 / BQ + 1, t_end) * BQ : q0 + BQ) {
     __syncthreads();  // Ks, Vs and the key mask are in; the previous query tile is read
     int sees = 0;     // does row q0 + threadIdx.x see a key of this block?
     if (threadIdx.x < BQ) {
@@ -526,7 +524,7 @@ __global__ void __launch_bounds__(NT)
     load_rows<BQ, HDP>(dOs, view(dout, a.Tq, C, a.HD, b, h, q0), C, rows, a.HD);
     if constexpr (LAY)
       for (int c = threadIdx.x; c < BK; c += NT)
-        lay_mask[c] = lay_line_mask(a.col_ptr, a.row_idx, a, g, k0 + c, a.Tk, q0, BQ);
+        lay_mask[c] = lay_line_mask(L.col_ptr, L.row_idx, L, g, k0 + c, a.Tk, q0, BQ);
     __syncthreads();
     float s[TQ][TK] = {}, dp[TQ][TK] = {};
     tile_mma<TQ, TK, HDP, LH, LH, false, true>(s, Qs, Ks, ty, tx);
@@ -563,7 +561,7 @@ __global__ void __launch_bounds__(NT)
 
 // ---- host side ---------------------------------------------------------------------------------------------
 
-Attn attn_args(const zt_attention_desc *d, const char *op) {
+Attn attn_args(const zt_attention_desc *d, const char *op, Lay *L) {
   zt_check(d != NULL, op, "no descriptor");
   zt_check(d->HD >= 1 && d->HD <= 256, op, "head size %d: the fused kernel supports 1..256", d->HD);
   zt_check(d->B >= 0 && d->Tq >= 0 && d->Tk >= 0 && d->NH >= 1, op, "bad shape B=%d Tq=%d Tk=%d NH=%d", d->B,
@@ -586,9 +584,7 @@ Attn attn_args(const zt_attention_desc *d, const char *op) {
   a.drop = d->dropout.p > 0.0f;
   a.drop_scale = 1.0f / (1.0f - d->dropout.p);
   zt_dropout_params(&d->dropout, &a.key0, &a.key1, &a.threshold);
-  a.row_ptr = a.col_idx = a.col_ptr = a.row_idx = nullptr;
-  a.blk = a.nb = a.lay_heads = 0;
-  a.lay_skip = false;
+  *L = Lay{nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0, false};
   if (const zt_attn_layout *l = d->layout) {
     zt_check(l->block >= 1 && l->nb >= 1 && l->heads >= 1 && l->nnz >= 0, op,
              "bad block-sparse layout: %d blocks of %d, %d heads, %lld listed", l->nb, l->block, l->heads,
@@ -602,9 +598,8 @@ Attn attn_args(const zt_attention_desc *d, const char *op) {
     zt_check(l->row_ptr && l->col_ptr && (l->nnz == 0 || (l->col_idx && l->row_idx)), op,
              "block-sparse layout without its arrays (row_ptr %p, col_ptr %p, col_idx %p, row_idx %p)",
              (const void *)l->row_ptr, (const void *)l->col_ptr, (const void *)l->col_idx, (const void *)l->row_idx);
-    a.row_ptr = l->row_ptr, a.col_idx = l->col_idx, a.col_ptr = l->col_ptr, a.row_idx = l->row_idx;
-    a.blk = l->block, a.nb = l->nb, a.lay_heads = l->heads;
-    a.lay_skip = !d->layout_as_mask;
+    *L = Lay{l->row_ptr, l->col_idx, l->col_ptr, l->row_idx, l->block, l->nb, l->heads, d->head0,
+             !d->layout_as_mask};
   }
   return a;
 }
@@ -622,8 +617,8 @@ void with_head_size(int HD, F &&f) {
 
 // Calls f(std::integral_constant<bool, LAY>): the kernels without a layout are compiled without its code.
 template <typename F>
-void with_layout(const Attn &a, F &&f) {
-  if (a.blk) f(std::true_type());
+void with_layout(const Lay &L, F &&f) {
+  if (L.blk) f(std::true_type());
   else f(std::false_type());
 }
 
@@ -653,20 +648,21 @@ void launch(const char *op, dim3 grid, size_t smem, Args... args) {
 extern "C" void zt_cuda_attention_forward(zt_dtype dt, void *out, float *lse, const void *q, const void *k,
                                           const void *v, const zt_attention_desc *desc) {
   const char *op = "cuda attention_forward";
-  const Attn a = attn_args(desc, op);
+  Lay L;
+  const Attn a = attn_args(desc, op, &L);
   if (a.B == 0 || a.Tq == 0) return;
   zt_check(out && lse && q && (a.Tk == 0 || (k && v)), op, "NULL tensor (out %p, lse %p, q %p, k %p, v %p)", out,
            (void *)lse, q, k, v);
   with_head_size(a.HD, [&](auto hdp) {
     constexpr int HDP = decltype(hdp)::value;
     using S = FwdShape<HDP>;
-    with_layout(a, [&](auto lay) {
+    with_layout(L, [&](auto lay) {
       constexpr bool LAY = decltype(lay)::value;
       const size_t smem = LAY ? lay_bytes<S>(a.Tk) : S::BYTES;
       zt_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
         launch<attn_forward_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tq, S::BQ), a.NH, a.B), smem, (T *)out, lse,
-                                                 (const T *)q, (const T *)k, (const T *)v, a);
+                                                 (const T *)q, (const T *)k, (const T *)v, a, L);
       });
     });
   });
@@ -676,7 +672,8 @@ extern "C" void zt_cuda_attention_backward(zt_dtype dt, void *dq, void *dk, void
                                            const void *out, const float *lse, const void *q, const void *k,
                                            const void *v, const zt_attention_desc *desc) {
   const char *op = "cuda attention_backward";
-  const Attn a = attn_args(desc, op);
+  Lay L;
+  const Attn a = attn_args(desc, op, &L);
   if (a.B == 0) return;
   zt_check((a.Tq == 0 || (dq && dout && out && lse && q)) && (a.Tk == 0 || (dk && dv && k && v)), op,
            "NULL tensor (dq %p, dk %p, dv %p, dout %p, out %p, lse %p, q %p, k %p, v %p)", dq, dk, dv, dout, out,
@@ -691,7 +688,7 @@ extern "C" void zt_cuda_attention_backward(zt_dtype dt, void *dq, void *dk, void
     constexpr int HDP = decltype(hdp)::value;
     using SQ = DqShape<HDP>;
     using SK = KvShape<HDP>;
-    with_layout(a, [&](auto lay) {
+    with_layout(L, [&](auto lay) {
       constexpr bool LAY = decltype(lay)::value;
       const size_t smem_q = LAY ? lay_bytes<SQ>(a.Tk) : SQ::BYTES, smem_k = LAY ? lay_bytes<SK>(a.Tq) : SK::BYTES;
       zt_dispatch(dt, [&](auto tag) {
@@ -703,12 +700,12 @@ extern "C" void zt_cuda_attention_backward(zt_dtype dt, void *dq, void *dk, void
           ZT_CUDA_LAUNCHED();
           launch<attn_dq_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tq, SQ::BQ), a.NH, a.B), smem_q, (T *)dq,
                                               (const T *)dout, (const float *)lse, (const float *)D, (const T *)q,
-                                              (const T *)k, (const T *)v, a);
+                                              (const T *)k, (const T *)v, a, L);
         }
         if (a.Tk > 0)
           launch<attn_dkdv_kernel<T, HDP, LAY>>(op, dim3(cdiv(a.Tk, SK::BK), a.NH, a.B), smem_k, (T *)dk, (T *)dv,
                                                 (const T *)dout, (const float *)lse, (const float *)D, (const T *)q,
-                                                (const T *)k, (const T *)v, a);
+                                                (const T *)k, (const T *)v, a, L);
       });
     });
   });
