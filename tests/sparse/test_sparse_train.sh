@@ -6,7 +6,8 @@
 #   2. the layout has an effect: the fixed run's losses differ from dense attention's;
 #   3. mode dense (every tile listed) equals a run without the block (1e-5);
 #   4. bigbird and variable with per-head layouts and random blocks (seeded: two runs bitwise equal), sparse = mask;
-#   5. tensor parallelism 2 with per-head layouts (each rank reads its heads' layouts) = one process (1e-5);
+#   5. tensor parallelism 2 with per-head layouts (each rank reads its heads' layouts), pipeline parallelism 2 and
+#      ZeRO-2 at data-parallel size 2 = one process (1e-5); --checkpoint-activations = without;
 #   6. a checkpoint at 6, resumed to 12, continues bit for bit;
 #   7. errors before any work: --seq-length not a multiple of block (DeepSpeed's message), fixed's divisibility rule,
 #      a malformed list; a key the mode does not read is warned about.
@@ -75,6 +76,18 @@ if command -v mpirun >/dev/null; then
   tp=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --tensor-model-parallel-size 2 --deepspeed \
        --deepspeed_config "$tmp/fixedph.json" 2>&1)
   same "fixed with 4 global patterns per head, --tensor-model-parallel-size 2 = one process" "$one" "$tp" 1e-5
+  pp=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --pipeline-model-parallel-size 2 --deepspeed \
+       --deepspeed_config "$tmp/fixedph.json" 2>&1)
+  same "the same, --pipeline-model-parallel-size 2 = one process" "$one" "$pp" 1e-5
+  rc=$(train --deepspeed --deepspeed_config "$tmp/fixedph.json" --checkpoint-activations)
+  same "the same, --checkpoint-activations = without" "$one" "$rc" 1e-6
+  blk='"sparse_attention": {"mode": "fixed", "block": 8, "different_layout_per_head": true, "num_local_blocks": 4, "num_global_blocks": 1, "num_different_global_patterns": 4, "attention": "unidirectional"}'
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, %s}\n' "$blk" > "$tmp/acc.json"
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}, %s}\n' "$blk" > "$tmp/z2.json"
+  acc=$(train --micro-batch-size 2 --deepspeed --deepspeed_config "$tmp/acc.json")
+  z2=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 2 --deepspeed --deepspeed_config \
+       "$tmp/z2.json" 2>&1)
+  same "the same, ZeRO-2 at data-parallel size 2 = one process accumulating 2 micro batches" "$acc" "$z2" 1e-5
 else
   echo "SKIP tensor parallelism: mpirun not found"
 fi
