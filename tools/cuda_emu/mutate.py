@@ -108,6 +108,9 @@ MUTANTS = {
     'attn_lay_bitmap': ('runtime/ops/cuda/attention.cu', 'test_cuda_attention_sparse',
                         't <= (first + L.blk - 1) / TILE; t++)', 't < (first + L.blk - 1) / TILE; t++)', {},
                         'block-sparse work list misses the last tile each listed layout block meets (all of them when block <= tile)'),
+    'attn_lay_smem': ('runtime/ops/cuda/attention.cu', 'test_cuda_attention_sparse', '  if (smem > ready) {',
+                      '  if (!ready) {', {},
+                      'the shared memory limit set on the first launch only (a longer sequence\'s tile bitmap needs more)'),
 }
 
 # Mutants the emulator cannot kill, and why: reported, not counted as failures.
