@@ -1,6 +1,8 @@
-/* Vectorizable exp and tanh for the CPU ops. glibc's expf/tanhf are scalar calls unless compiled with
- * -ffast-math, which would also change our reductions; these inline versions vectorize inside
- * `omp simd` loops. expf: Cody-Waite range reduction and a degree-6 polynomial (about 1 ulp on the
+/* Inline exp and tanh for the CPU ops. glibc's expf/tanhf are scalar calls unless compiled with
+ * -ffast-math, which would also change our reductions; these are written to vectorize inside `omp simd` loops,
+ * which GCC 12 does only with -fno-trapping-math (with the project's flags it keeps the clamp as branches and
+ * the calls scalar; measured on 2026-11-25, adding the flag left bench/sparse_attention.sh's dense softmax time
+ * unchanged, so it is not set). expf: Cody-Waite range reduction and a degree-6 polynomial (about 1 ulp on the
  * clamped range [-87.3, 88.7], where results below 2^-126 are not needed by softmax or GELU). */
 #ifndef ZT_VMATH_H
 #define ZT_VMATH_H
