@@ -126,6 +126,10 @@ typedef struct {
   zt_flops_profiler *(*flops_profiler)(zt_model *m, const zt_flops_profiler_config *cfg);
   /* Makes the forward record its modules' latencies into slots (the tree's), or stops it (NULL). */
   void (*profile)(zt_model *m, double *slots);
+  /* The sequence length of the following passes, 1..the planned seq_length (the legacy seqlen curriculum truncates
+   * training micro batches to it): the stage tensors shrink with it. NULL: the model runs at its planned length
+   * only. */
+  void (*set_seq_length)(zt_model *m, int T);
 } zt_model_ops;
 
 struct zt_model {
@@ -176,6 +180,7 @@ static inline void zt_model_forward(zt_model *m, int chunk, const zt_batch *b, c
   m->ops->forward(m, chunk, b, pass, out);
 }
 static inline void zt_model_backward(zt_model *m, float grad_scale) { m->ops->backward(m, grad_scale); }
+static inline void zt_model_set_seq_length(zt_model *m, int T) { m->ops->set_seq_length(m, T); }
 static inline void zt_model_init_range(zt_model *m, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
   m->ops->init_range(m, seed, lo, hi, value_dt);
 }

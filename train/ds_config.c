@@ -693,6 +693,102 @@ static void read_sparse_attention(zt_ds_config *c) {
   s->block = (int)b;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+
+/* An integer of the curriculum_learning block that DeepSpeed's CurriculumScheduler requires (its assertion's text
+ * when missing; null is refused too: DeepSpeed would fail on it in arithmetic). */
+static int64_t curriculum_int(const zt_ds_config *c, const char *key, const char *assertion) {
+  char path[96];
+  snprintf(path, sizeof path, "curriculum_learning.%s", key);
+  const cJSON *it = get_path(c, path);
+  if (!it) ds_fail(c, "%s is missing: %s", path, assertion);
+  if (!cJSON_IsNumber(it)) ds_fail(c, "%s must be an integer, got null", path); /* the schema checked the rest */
+  return (int64_t)it->valuedouble;
+}
+
+/* A fixed_discrete list (difficulty or max_step) of integers. */
+static int curriculum_list(const zt_ds_config *c, const char *key, int64_t *dst, int cap) {
+  char path[96], assertion[160];
+  snprintf(path, sizeof path, "curriculum_learning.schedule_config.%s", key);
+  snprintf(assertion, sizeof assertion, "Curriculum learning with fixed_discrete schedule requires the schedule_config "
+           "'%s'", key);
+  const cJSON *l = get_path(c, path);
+  if (!l) ds_fail(c, "%s is missing: %s", path, assertion);
+  if (!cJSON_IsArray(l)) ds_fail(c, "%s must be a list of integers, got null", path);
+  const int n = cJSON_GetArraySize(l);
+  if (n == 0) ds_fail(c, "%s is empty: it needs at least one entry (DeepSpeed asserts len(%s) > 0)", path, key);
+  if (n > cap) ds_fail(c, "%s has %d entries, at most %d are supported", path, n, cap);
+  int i = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, l) {
+    char v[64];
+    fmt_item(it, v, sizeof v);
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || fabs(it->valuedouble) > 9.0e15)
+      ds_fail(c, "%s[%d] must be an integer, got %s", path, i, v);
+    dst[i++] = (int64_t)it->valuedouble;
+  }
+  return n;
+}
+
+/* The legacy curriculum_learning block as DeepSpeed's CurriculumScheduler reads it (its asserts, in its order);
+ * curriculum_type seqlen only (the schema's enum), the custom schedule refused (a Python callback). */
+static void read_curriculum_schedule(zt_ds_config *c);
+static void read_curriculum(zt_ds_config *c) {
+  zt_curriculum_config *cl = &c->curriculum;
+  memset(cl, 0, sizeof *cl);
+  const cJSON *blk = get_path(c, "curriculum_learning");
+  cl->enabled = blk && get_bool(c, "curriculum_learning.enabled");
+  if (!cl->enabled) return;
+  read_curriculum_schedule(c);
+  const cJSON *ct = get_path(c, "curriculum_learning.curriculum_type");
+  if (!cJSON_IsString(ct))
+    ds_fail(c, "curriculum_learning.curriculum_type is %s: give \"seqlen\" (DeepSpeed's engine reads it at the first "
+               "forward and fails with a KeyError)", ct ? "null" : "missing");
+}
+
+static void read_curriculum_schedule(zt_ds_config *c) {
+  zt_curriculum_config *cl = &c->curriculum;
+  cl->min_difficulty = curriculum_int(c, "min_difficulty", "Curriculum learning requires the config 'min_difficulty'");
+  cl->max_difficulty = curriculum_int(c, "max_difficulty", "Curriculum learning requires the config 'max_difficulty'");
+  const cJSON *st = get_path(c, "curriculum_learning.schedule_type");
+  if (!st) ds_fail(c, "curriculum_learning.schedule_type is missing: Curriculum learning requires the config "
+                      "'schedule_type'");
+  if (!cJSON_IsString(st)) ds_fail(c, "curriculum_learning.schedule_type must be one of the strings fixed_linear|"
+                                      "fixed_root|fixed_discrete, got null");
+  const char *type = st->valuestring;
+  if (!strcmp(type, "custom"))
+    ds_fail(c, "curriculum_learning.schedule_type \"custom\" is not supported: DeepSpeed takes its schedule from a "
+               "Python function (engine.set_custom_curriculum_learning_schedule); use fixed_linear, fixed_root or "
+               "fixed_discrete");
+  if (!strcmp(type, "fixed_discrete")) {
+    cl->type = ZT_CURRICULUM_FIXED_DISCRETE;
+    cl->n_difficulty = curriculum_list(c, "difficulty", cl->difficulty, ZT_CURRICULUM_MAX_LIST);
+    const int nm = curriculum_list(c, "max_step", cl->max_step, ZT_CURRICULUM_MAX_LIST - 1);
+    if (cl->n_difficulty != nm + 1)
+      ds_fail(c, "curriculum_learning.schedule_config.difficulty has %d entries and max_step %d: difficulty needs one "
+                 "more (the last difficulty holds after the last max_step; DeepSpeed asserts len(difficulty) == "
+                 "len(max_step) + 1)", cl->n_difficulty, nm);
+    return;
+  }
+  cl->type = !strcmp(type, "fixed_root") ? ZT_CURRICULUM_FIXED_ROOT : ZT_CURRICULUM_FIXED_LINEAR;
+  char req[160];
+  snprintf(req, sizeof req, "Curriculum learning with %s schedule requires the schedule_config 'total_curriculum_step'",
+           type);
+  cl->total_curriculum_step = curriculum_int(c, "schedule_config.total_curriculum_step", req);
+  snprintf(req, sizeof req, "Curriculum learning with %s schedule requires the schedule_config 'difficulty_step'", type);
+  cl->difficulty_step = curriculum_int(c, "schedule_config.difficulty_step", req);
+  cl->root_degree = 1;
+  if (cl->type == ZT_CURRICULUM_FIXED_ROOT) {
+    snprintf(req, sizeof req, "Curriculum learning with fixed_root schedule requires the schedule_config 'root_degree'");
+    cl->root_degree = curriculum_int(c, "schedule_config.root_degree", req);
+  }
+  if (cl->difficulty_step % 8 != 0)
+    zt_warn("ds_config: %s: curriculum_learning.schedule_config.difficulty_step %lld: When using seqlen metric, the "
+            "difficulty_step for curriculum learning has to be multiple of 8 (for FP16 data) or 16 (for INT8 data) to "
+            "enable NVIDIA Tensor Core acceleration. Disregard this warning if this is unrelated to your "
+            "metric/hardware.\n", c->path, (long long)cl->difficulty_step);
+}
+
 static void fill_fields(zt_ds_config *c) {
   c->train_batch_size = get_num(c, "train_batch_size");
   c->train_micro_batch_size_per_gpu = get_num(c, "train_micro_batch_size_per_gpu");
@@ -871,6 +967,7 @@ static void fill_fields(zt_ds_config *c) {
   }
   c->cl_n_prof_ops = i;
   read_sparse_attention(c);
+  read_curriculum(c);
 }
 
 /* DeepSpeed's read_zero_config_deprecated (runtime/zero/config.py get_zero_config): "zero_optimization": true

@@ -11,6 +11,7 @@
 
 #include "models/transformer/sparsity.h"
 #include "train/args.h"
+#include "train/curriculum.h"
 
 /* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
  * "auto"; value is meaningful only once resolved, given then becomes true), value (the file's value,
@@ -112,6 +113,10 @@ typedef struct zt_ds_config {
    * zt_sparsity_check when the layout is made */
   bool sparse_attention;
   zt_sparsity_config sparse;
+
+  /* curriculum_learning (the legacy seqlen curriculum, train/curriculum.h, docs/data_efficiency.md): enabled and
+   * its schedule, with DeepSpeed's required-key checks done; checked against the model at start-up */
+  zt_curriculum_config curriculum;
 } zt_ds_config;
 
 /* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key

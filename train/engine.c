@@ -118,6 +118,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
     zt_log("> ds_config \"auto\" ZeRO sizes from --hidden-size %d: reduce_bucket_size %.0f, "
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
+  zt_engine_check_curriculum(a, c, NULL);
   if (c->sparse_attention) { /* DeepSpeed's SparsityConfig checks against the model, before any work */
     char err[512];
     zt_check(zt_sparsity_check(&c->sparse, a->num_attention_heads, a->seq_length, err, sizeof err), "ds_config",
@@ -126,6 +127,22 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
   }
   zt_ds_config_print(c);
   return c;
+}
+
+void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {
+  if (!ds || !ds->curriculum.enabled) return;
+  const zt_curriculum_config *cl = &ds->curriculum;
+  zt_check(!ds->sparse_attention, "ds_config", "%s: curriculum_learning and sparse_attention cannot be combined: the "
+           "block-sparse layout is made for --seq-length %d tokens and the curriculum shortens the sequences",
+           ds->path, a->seq_length);
+  zt_check(!kind || kind->seqlen_curriculum, "ds_config", "%s: curriculum_learning (seqlen) is supported for GPT only: "
+           "Megatron-DeepSpeed's %s model takes no curriculum_seqlen", ds->path, kind ? kind->name : "");
+  char err[512];
+  zt_check(zt_curriculum_check(cl, a->seq_length, a->tensor_model_parallel_size, a->sequence_parallel, 1,
+                               a->train_iters > 0 ? a->train_iters : 1, err, sizeof err),
+           "ds_config", "%s: curriculum_learning (%s, min_difficulty %lld, max_difficulty %lld, --seq-length %d%s): %s",
+           ds->path, zt_curriculum_type_name(cl->type), (long long)cl->min_difficulty, (long long)cl->max_difficulty,
+           a->seq_length, a->sequence_parallel ? ", --sequence-parallel" : "", err);
 }
 
 /* The ds_config's optimizer block (adam, adamw, lamb) over Megatron's --optimizer. */
@@ -722,6 +739,22 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     zt_log("will use batch size rampup starting from global batch size %lld to global batch size %lld with batch "
            "size increments %lld over %lld samples.\n", (long long)e->ramp.start, (long long)e->ramp.global,
            (long long)e->ramp.increment, (long long)e->ramp.samples);
+  zt_engine_check_curriculum(a, ds, kind); /* before the data and the model are built */
+  e->train_T = a->seq_length;
+  e->curriculum = ds && ds->curriculum.enabled;
+  if (e->curriculum) {
+    const zt_curriculum_config *cl = &ds->curriculum;
+    zt_curriculum_init(&e->curr, cl);
+    if (cl->type == ZT_CURRICULUM_FIXED_DISCRETE)
+      zt_log("> curriculum_learning: seqlen, fixed_discrete over %d difficulties, min_difficulty %lld, "
+             "max_difficulty %lld (evaluation at --seq-length %d)\n", cl->n_difficulty, (long long)cl->min_difficulty,
+             (long long)cl->max_difficulty, a->seq_length);
+    else
+      zt_log("> curriculum_learning: seqlen, %s from %lld to %lld tokens over %lld steps in multiples of %lld, root "
+             "degree %lld (evaluation at --seq-length %d)\n", zt_curriculum_type_name(cl->type),
+             (long long)cl->min_difficulty, (long long)cl->max_difficulty, (long long)cl->total_curriculum_step,
+             (long long)cl->difficulty_step, (long long)cl->root_degree, a->seq_length);
+  }
   zt_schedule_setup(e);
   zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
            "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
@@ -811,6 +844,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
+  e->flops_model = fm;
   e->setup_seconds[0] = zt_now() - t_model;
   zt_print_datetime("after model, optimizer, and learning rate scheduler are built");
 }
@@ -838,6 +872,7 @@ void zt_engine_free(zt_engine *e) {
   zt_model_free(e->model);
   e->model = st->model = NULL;
   zt_attn_layout_free(&e->sparse);
+  zt_curriculum_batch_free(&e->curr_buf);
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
@@ -849,6 +884,10 @@ void zt_engine_free(zt_engine *e) {
 void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first) {
   const double t0 = zt_now();
   zt_data_load(e->data, split, first, &e->batch);
+  if (split == 0 && e->train_T < e->batch.T) { /* Megatron-DeepSpeed's GPTModel.forward / get_batch_pipe */
+    const zt_batch full = e->batch;
+    zt_curriculum_truncate(&full, e->train_T, &e->curr_buf, &e->batch);
+  }
   if (split == 0) e->t_batch += zt_now() - t0; /* Megatron's batch-generator timer */
 }
 
@@ -1068,6 +1107,13 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const double fwd0 = e->t_fwd, bwd0 = e->t_bwd_inner, batch0 = e->t_batch;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
   if (st->zero_stage == 3) zt_zero3_set_training(&st->zero3, 1);
+  if (e->curriculum) { /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1) */
+    e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
+    zt_model_set_seq_length(m, e->train_T);
+    zt_flops_model fm = e->flops_model; /* throughput_calculator's seq_len: args.actual_seq_length */
+    fm.seq_length = e->train_T;
+    e->flops_per_iteration = zt_iteration_flops(&fm, e->args->global_batch_size);
+  }
   zt_loss_sums sum;
   zt_schedule_train(e, nmb, profiling, &sum, &overflow);
   const double it_fwd = e->t_fwd - fwd0, it_bwd = e->t_bwd_inner - bwd0;
@@ -1142,7 +1188,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;
   st->consumed_samples += gbs;
-  st->consumed_tokens += gbs * a->seq_length;
+  st->consumed_tokens += gbs * e->train_T; /* new_samples * args.actual_seq_length (the curriculum's) */
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;
@@ -1169,6 +1215,7 @@ zt_loss_sums zt_engine_evaluate(zt_engine *e, int split) {
   int count = 0;
   uint64_t base = split == 1 ? (uint64_t)e->st.consumed_valid_samples : 0;
   if (e->st.zero_stage == 3) zt_zero3_set_training(&e->st.zero3, 0);
+  if (e->curriculum) zt_model_set_seq_length(e->model, a->seq_length); /* evaluation is never truncated */
   for (int it = 0; it < a->eval_iters; it++)
     for (int mb = 0; mb < nmb; mb++) {
       uint64_t first = base + ((uint64_t)it * nmb + mb) * B * a->data_parallel_size +
@@ -1212,7 +1259,7 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
   const double flops = e->ramp.on ? e->flops_per_iteration / a->global_batch_size * (double)e->cur_gbs
                                   : e->flops_per_iteration;
   const int world = zt_world_size();
-  char losses[256] = "", gn[64] = "", extras[96];
+  char losses[256] = "", gn[64] = "", extras[96], curr[48] = "";
   for (int i = 0, len = 0; i < acc->n; i++) {
     const float loss = applied > 0 ? (float)(acc->value[i] / applied) : 0.0f;
     if (loss > 0 && len < (int)sizeof losses)
@@ -1220,14 +1267,15 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
   }
   if (!isnan(grad_norm)) snprintf(gn, sizeof gn, " grad norm: %.3f |", grad_norm);
   zt_tb_log_line_extras(e->tb, e, extras, sizeof extras); /* num zeros, params norm */
+  if (e->curriculum) snprintf(curr, sizeof curr, " curriculum seqlen: %5d |", e->train_T);
   zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
          " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
-         "%s loss scale: %.1f |%s%s number of skipped iterations: %3d |"
+         "%s loss scale: %.1f |%s%s%s number of skipped iterations: %3d |"
          " number of nan iterations: %3d | samples per second: %.3f | tokens per gpu per second (tgs): %.3f |"
          " TFLOPs: %.2f |%s\n",
          (long long)e->st.iteration, (long long)a->train_iters, (long long)e->st.consumed_samples,
          (long long)e->st.consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), (int)e->cur_gbs,
-         losses, e->st.scaler.cur_scale, gn, extras, skipped, 0, samples_per_s, samples_per_s * a->seq_length / world,
+         losses, e->st.scaler.cur_scale, gn, extras, curr, skipped, 0, samples_per_s, samples_per_s * e->train_T / world,
          flops / (elapsed_per_iter * world * 1e12), eta);
 }
 

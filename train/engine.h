@@ -15,7 +15,9 @@
 #include "runtime/parallel/pipeline_schedule.h"
 #include "runtime/profile/flops_profiler.h"
 #include "runtime/profile/monitor.h"
+#include "runtime/profile/throughput.h"
 #include "train/args.h"
+#include "train/curriculum.h"
 #include "train/ds_config.h"
 #include "train/ds_log.h"
 #include "train/rampup.h"
@@ -30,6 +32,8 @@ typedef struct {
   void (*count_params)(const zt_model_args *a, int64_t *total, int64_t *largest);
   int causal;       /* causal self-attention (GPT): a sparse_attention layout's tiles above the diagonal, masked
                        anyway, are left out of the layout */
+  int seqlen_curriculum; /* the model truncates to curriculum_seqlen (Megatron-DeepSpeed's GPTModel; its BertModel
+                            takes no curriculum_seqlen) */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */
@@ -100,7 +104,20 @@ typedef struct {
   int cur_nmb, pipe_nmb;
   /* the ds_config's sparse_attention layout for --seq-length (host memory; none without the block) */
   zt_attn_layout_buf sparse;
+  /* the legacy seqlen curriculum (ds_config curriculum_learning, train/curriculum.h): the scheduler, stepped with
+   * iteration + 1 before each training iteration as Megatron-DeepSpeed does and not checkpointed (a resumed run
+   * recomputes it from the iteration, as Megatron-DeepSpeed's does); train_T: the sequence length of the current
+   * training iteration (--seq-length without curriculum), the training micro batches truncated to it in curr_buf */
+  int curriculum;
+  zt_curriculum curr;
+  int train_T;
+  zt_curriculum_batch curr_buf;
+  zt_flops_model flops_model;    /* the model's flops figure at train_T (Megatron's throughput_calculator) */
 } zt_engine;
+
+/* The ds_config's curriculum_learning checked against the model flags (and the model kind: NULL to leave it out),
+ * before any work: refuses with the numbers what cannot run. */
+void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
 
 /* The tokenizer named by the data flags (NULL with --mock-data); sets args' vocabulary size from
  * it and logs Megatron's padded-vocabulary line. */

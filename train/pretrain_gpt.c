@@ -6,6 +6,6 @@
 
 static const zt_model_kind k_gpt = {.name = "GPT", .build_model = zt_gpt_create,
                                     .build_data = zt_gpt_provider_create, .count_params = zt_gpt_count,
-                                    .causal = 1};
+                                    .causal = 1, .seqlen_curriculum = 1};
 
 int main(int argc, char **argv) { return zt_train_main(argc, argv, &k_gpt, "gpt"); }

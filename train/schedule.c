@@ -38,7 +38,9 @@ typedef struct {
 
 static zt_pass make_pass(const zt_engine *e, uint64_t first, int training) {
   const zt_args *a = e->args;
-  return (zt_pass){.B = a->micro_batch_size, .T = a->seq_length, .first_sample = first, .seed = a->seed,
+  /* training: the curriculum's length (--seq-length without one); evaluation: --seq-length */
+  return (zt_pass){.B = a->micro_batch_size, .T = training ? e->train_T : a->seq_length, .first_sample = first,
+                   .seed = a->seed,
                    .training = training};
 }
 

@@ -153,9 +153,15 @@ static void gpt_profile(zt_model *mm, double *slots) {
   zt_stack_profile(&m->lm.stack, slots ? slots + ZT_GPT_FT_SLOTS : NULL);
 }
 
+static void gpt_set_seq_length(zt_model *mm, int T) {
+  zt_gpt *m = mm->impl;
+  zt_lm_set_seq_length(&m->lm, T);
+}
+
 static const zt_model_ops k_gpt_ops = {.kind = "gpt", .init_range = gpt_init_range, .forward = gpt_forward,
                                        .backward = gpt_backward, .free = gpt_free,
-                                       .flops_profiler = gpt_flops_profiler, .profile = gpt_profile};
+                                       .flops_profiler = gpt_flops_profiler, .profile = gpt_profile,
+                                       .set_seq_length = gpt_set_seq_length};
 
 /* ---- one-process API ---------------------------------------------------------------------------------------- */
 

@@ -64,7 +64,8 @@ void zt_gpt_init_params_range(zt_gpt *m, uint64_t seed, size_t lo, size_t hi);
 
 /* Forward over host tokens[B,T] (positions NULL: 0..T-1) with next-token targets[B,T] and loss_mask[B,T]
  * (NULL: all ones); pass->key_start (host, or NULL) packs documents. Returns sum(loss * mask) / sum(mask) on the
- * stage with the loss, else 0. pass->B/T must equal the planned shape; pass->training enables dropout. */
+ * stage with the loss, else 0. pass->B must equal the planned micro batch and pass->T be at most the planned
+ * length (a shorter T runs on the first rows of the buffers: zt_lm_set_seq_length); pass->training enables dropout. */
 float zt_gpt_forward(zt_gpt *m, const int32_t *tokens, const int32_t *positions, const int32_t *targets,
                      const float *loss_mask, const zt_pass *pass);
 /* The same for virtual chunk `chunk` of the stage (zt_gpt_forward is chunk 0). */

@@ -13,7 +13,7 @@ void zt_lm_decoder_init(zt_lm_decoder *d, zt_lm *lm) {
            "decoder: needs a forward-only model without virtual chunks, --sequence-parallel or recompute");
   d->lm = lm;
   d->B = lm->B;
-  d->Tmax = lm->T;
+  d->Tmax = lm->T_plan;
   const size_t A = (size_t)lm->bcfg.NH * lm->bcfg.HD, es = zt_dtype_size(lm->model->dt);
   d->cache_bytes = (size_t)d->B * d->Tmax * 3 * A * es;
   const int L = lm->stack.nlayers;
@@ -53,10 +53,11 @@ size_t zt_lm_decoder_stage_elems(const zt_lm_decoder *d, int n) {
   return (size_t)d->B * n * d->lm->cfg.hidden_size;
 }
 
-/* The stack writes layer l's output after its input, n tokens per row: the last layer's is L stage tensors in. */
+/* The stack writes layer l's output into slot l + 1 of the planned length, whatever the pass's n tokens per row: the
+ * last layer's is the stack's output. */
 void *zt_lm_decoder_output(const zt_lm_decoder *d, int n) {
-  const size_t bytes = zt_lm_decoder_stage_elems(d, n) * zt_dtype_size(d->lm->model->dt);
-  return (char *)zt_stack_input(&d->lm->stack) + (size_t)d->lm->stack.chunk_layers * bytes;
+  (void)n;
+  return zt_stack_output(&d->lm->stack);
 }
 
 int zt_lm_decoder_vocab(const zt_lm_decoder *d) { return d->lm->V * d->lm->tp.size; }

@@ -179,7 +179,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->first = pr == 0;
   lm->last = pr == lm->pp - 1;
   lm->B = cfg->micro_batch;
-  lm->T = cfg->seq_length;
+  lm->T = lm->T_plan = cfg->seq_length;
   lm->V = cfg->padded_vocab_size / tp;
   lm->v0 = lm->tp.rank * lm->V;
   /* the owner set ops, impl, name and losses */
@@ -231,7 +231,7 @@ void zt_lm_plan(zt_lm *lm) {
   const zt_backend *be = mm->be;
   const zt_dtype dt = mm->dt;
   const size_t es = zt_dtype_size(dt);
-  const int B = lm->B, T = lm->T, C = lm->cfg.hidden_size;
+  const int B = lm->B, T = lm->T_plan, C = lm->cfg.hidden_size;
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&lm->tp, B * T);
   const size_t V = (size_t)lm->V;
@@ -290,7 +290,7 @@ void zt_lm_bind(zt_lm *lm) {
   mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), mm->stage_bytes / es, mm->dt};
   mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), mm->stage_bytes / es, mm->dt};
   mm->stage_grad[0] = (zt_stage_tensor){lm->dres, mm->stage_bytes / es, mm->dt};
-  const size_t NF = (size_t)lm->B * lm->T;
+  const size_t NF = (size_t)lm->B * lm->T_plan;
   lm->h_losses = zt_malloc(NF * sizeof(float), "model losses");
   lm->h_dloss = zt_malloc(NF * sizeof(float), "model loss gradients");
   lm->h_mask = zt_malloc(NF * sizeof(float), "model loss mask");
@@ -323,11 +323,27 @@ void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype v
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
+void zt_lm_set_seq_length(zt_lm *lm, int T) {
+  zt_check(T >= 1 && T <= lm->T_plan, "model", "a sequence length of %d is outside 1..%d (the planned --seq-length)", T,
+           lm->T_plan);
+  zt_check(!zt_tp_sp(&lm->tp) || T % lm->tp.size == 0, "model", "a sequence length of %d does not split over %d "
+           "tensor-parallel ranks (--sequence-parallel)", T, lm->tp.size);
+  zt_check(!(lm->cfg.partition_activations && zt_tp_on(&lm->tp)) ||
+               ((size_t)lm->B * T * lm->cfg.hidden_size) % (size_t)lm->tp.size == 0,
+           "model", "partitioned activations of %d x %d x %d elements do not split over %d tensor-parallel ranks", lm->B,
+           T, lm->cfg.hidden_size, lm->tp.size);
+  lm->T = T;
+  zt_model *mm = lm->model;
+  const size_t n = (size_t)zt_tp_local_rows(&lm->tp, lm->B * T) * lm->cfg.hidden_size;
+  mm->stage_in[0].n = mm->stage_out[0].n = mm->stage_grad[0].n = n;
+}
+
 zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
   const zt_backend *be = lm->model->be;
+  zt_check(b->B == lm->B && b->T <= lm->T_plan && b->T == in->T, "model", "batch %dx%d (pass of %d tokens) differs "
+           "from the planned %dx%d", b->B, b->T, in->T, lm->B, lm->T_plan);
+  if (b->T != lm->T) zt_lm_set_seq_length(lm, b->T);
   const size_t NF = (size_t)lm->B * lm->T;
-  zt_check(b->B == lm->B && b->T == lm->T, "model", "batch %dx%d differs from the planned %dx%d", b->B, b->T, lm->B,
-           lm->T);
   zt_pass pass = *in;
   int32_t *pos = NULL;
   if (!b->positions) {

@@ -89,8 +89,10 @@ typedef struct {
   float *ce_buf;             /* [3 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
   int nlayers, chunk_layers, vpp, first, last, pp, V, v0; /* V: this rank's vocabulary rows, from v0 */
   /* activations for micro batch B x T (with --sequence-parallel the residual stream, layernorm and dropout
-   * tensors hold this rank's B x T / tp tokens) */
-  int B, T;
+   * tensors hold this rank's B x T / tp tokens). T is the current passes' sequence length: T_plan (the planned
+   * --seq-length) unless zt_lm_set_seq_length made it shorter (the legacy seqlen curriculum); the buffers are
+   * T_plan's and a shorter pass uses their first B x T rows */
+  int B, T, T_plan;
   void *lnf;                 /* [N, C] the final layernorm's output */
   float *lnf_mean, *lnf_rstd;
   void *logits;              /* [B, T, V]; holds dlogits during backward */
@@ -122,6 +124,11 @@ void zt_lm_count_params(const zt_lm_config *c, zt_lm_register_head register_head
  * final layernorm, logits and losses, the staged batch, tensor-parallel buffers); the sizing and carving passes
  * call it alike. */
 void zt_lm_plan(zt_lm *lm);
+/* The sequence length of the passes from now on, 1 <= T <= T_plan (Megatron-DeepSpeed's curriculum_seqlen): the
+ * stage tensors shrink to B x T rows (so a pipeline's messages do) and every forward and backward computes over B x T
+ * tokens; with --sequence-parallel T must split over the tensor-parallel ranks. zt_lm_stage_batch sets it from the
+ * batch too; a pipeline sets it on every stage before the first exchange. */
+void zt_lm_set_seq_length(zt_lm *lm, int T);
 /* After the plan's allocation: binds the parameters and gradients, the stage tensors, the host buffers. */
 void zt_lm_bind(zt_lm *lm);
 void zt_lm_free_host(zt_lm *lm);

@@ -98,6 +98,11 @@ void zt_stack_plan(zt_stack *s, zt_memplan *p) {
   zt_block_plan_scratch(&s->scratch, p, &s->spec, cfg, &s->ffns[0], s->B, s->T, s->Tk);
 }
 
+/* Bytes of one layer's input at the planned B x T (the pass may be shorter: the legacy seqlen curriculum). */
+static size_t planned_bytes(const zt_stack *s) {
+  return (size_t)zt_tp_local_rows(s->cfg->tp, s->B * s->T) * (size_t)s->cfg->C * zt_dtype_size(s->model->dt);
+}
+
 static int unit_of(const zt_stack *s, int l) { return s->unit0 + s->fwd_chunk * s->chunk_layers + l; }
 
 float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cross_input *mem) {
@@ -106,6 +111,8 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
   zt_check(chunk >= 0 && chunk < s->vpp, "internal error", "layer stack: virtual chunk %d of %d", chunk, s->vpp);
   const int L = s->chunk_layers, NF = pass->B * pass->T, N = zt_tp_local_rows(s->cfg->tp, NF);
   const size_t NC = (size_t)N * s->cfg->C * zt_dtype_size(m->dt), piece = NC / (size_t)s->cfg->tp->size;
+  /* the layers' slots are the planned B x T's, so that the last one is layer_out at any pass length */
+  const size_t slot = planned_bytes(s), pslot = slot / (size_t)s->cfg->tp->size;
   zt_block *blocks = s->blocks + (size_t)chunk * L;
   s->fwd_chunk = chunk;
   const int profile = m->ckpt_profile && s->recompute && pass->training;
@@ -113,14 +120,14 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
   float aux = 0.0f;
   for (int l = 0; l < L; l++) {
     const double tl = profile ? zt_now() : 0.0;
-    void *out = !s->part_acts ? (char *)s->layer_in + (size_t)(l + 1) * NC
+    void *out = !s->part_acts ? (char *)s->layer_in + (size_t)(l + 1) * slot
                 : l == L - 1  ? s->layer_out
-                              : (char *)s->act_work + (size_t)(l & 1) * NC;
+                              : (char *)s->act_work + (size_t)(l & 1) * slot;
     zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
     aux += zt_block_forward(&blocks[l], out, cur, mem, s->cfg, pass, &s->scratch);
     zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
     if (s->part_acts && l + 1 < L) /* keep this rank's piece of the next layer's input */
-      be->copy((char *)s->act_parts + (size_t)l * piece, (char *)out + (size_t)s->cfg->tp->rank * piece, piece);
+      be->copy((char *)s->act_parts + (size_t)l * pslot, (char *)out + (size_t)s->cfg->tp->rank * piece, piece);
     cur = out;
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "forward", 1e3 * (zt_now() - tl));
   }
@@ -131,13 +138,14 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
   zt_model *m = s->model;
   const int L = s->chunk_layers, NF = pass->B * pass->T, N = zt_tp_local_rows(s->cfg->tp, NF);
   const size_t es = zt_dtype_size(m->dt), NC = (size_t)N * s->cfg->C * es, piece = NC / (size_t)s->cfg->tp->size;
+  const size_t slot = planned_bytes(s), pslot = slot / (size_t)s->cfg->tp->size;
   zt_block *blocks = s->blocks + (size_t)s->fwd_chunk * L;
   const int profile = m->ckpt_profile && s->recompute;
   for (int l = L - 1; l >= 0; l--) {
     const double tl = profile ? zt_now() : 0.0;
-    const void *x = (char *)s->layer_in + (size_t)l * NC;
+    const void *x = (char *)s->layer_in + (size_t)l * slot;
     if (s->part_acts && l > 0) { /* gather the saved pieces of this layer's input */
-      zt_allgather(s->cfg->tp->group, m->dt, (char *)s->act_parts + (size_t)(l - 1) * piece, piece / es, s->act_work);
+      zt_allgather(s->cfg->tp->group, m->dt, (char *)s->act_parts + (size_t)(l - 1) * pslot, piece / es, s->act_work);
       x = s->act_work;
     }
     zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
