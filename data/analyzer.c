@@ -176,7 +176,11 @@ static void ds_read(ds_file *d, const char *prefix) {
   memcpy(d->doc, ib + 34 + 12 * n, nd * 8);
   d->offsets[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
-    zt_check(d->sizes[i] >= 0, "map result", "%s: item %llu has size %d", ip, (unsigned long long)i, d->sizes[i]);
+    int64_t ptr;
+    memcpy(&ptr, ib + 34 + 4 * n + 8 * i, 8);
+    zt_check(d->sizes[i] >= 0 && ptr == d->offsets[i] * elem_size(d->code), "map result", "%s: item %llu has size %d "
+             "at byte %lld (the items are written one after the other: byte %lld expected)", ip, (unsigned long long)i,
+             d->sizes[i], (long long)ptr, (long long)(d->offsets[i] * elem_size(d->code)));
     d->offsets[i + 1] = d->offsets[i] + d->sizes[i];
   }
   free(ib);
@@ -428,11 +432,11 @@ static void map_thread(void *arg, int t) {
   }
   for (int m = 0; m < M; m++) {
     if (is_single(a->metrics[m])) {
-      builder_close(&b[m]);
       for (int64_t e = 0; e < pm[m].nents; e++) {
         if (pm[m].ents[e].n > 0) flush_pending(csv_base[m], &pm[m].ents[e]);
         free(pm[m].ents[e].ids);
       }
+      builder_close(&b[m]); /* its .idx last: it exists only once the thread's files are complete */
       free(pm[m].ents);
       free(pm[m].slot);
       free(touched[m]);

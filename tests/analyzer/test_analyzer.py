@@ -441,6 +441,16 @@ def body(tmp):
             "did not finish", s3, "reduce with another layout than the map")
     refused([x if x != "64" else "32" for x in a3] + ["--analyzing-task", "reduce"], "ran with other flags", s3,
             "reduce of another --seq-length (another number of samples) than the map's")
+    # a damaged map result: the second item's pointer moved, then the .bin one byte short
+    part = f"{s3}/vocab_rarity/worker1_thread1/vocab_rarity_sample_to_metric"
+    idx, binary = open(part + ".idx", "rb").read(), open(part + ".bin", "rb").read()
+    n = int(np.frombuffer(idx, np.uint64, 1, 18)[0])
+    open(part + ".idx", "wb").write(idx[:34 + 4 * n + 8] + np.int64(16).tobytes() + idx[34 + 4 * n + 16:])
+    refused(a3 + ["--analyzing-task", "reduce"], "item 1 has size 1 at byte 16", s3, "reduce of a moved item")
+    open(part + ".idx", "wb").write(idx)
+    open(part + ".bin", "wb").write(binary[:-1])
+    refused(a3 + ["--analyzing-task", "reduce"], f"holds {len(binary) - 1} bytes", s3, "reduce of a short .bin")
+    open(part + ".bin", "wb").write(binary)
     # another vocabulary than the one total_vocab_freq was counted with
     refused([x if x != str(V) else "500" for x in a3] + ["--analyzing-task", "map", "--analyzing-worker-id", "0",
                                                         "--analyzing-specific-threads", "0"],
