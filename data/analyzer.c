@@ -464,7 +464,6 @@ static void check_common(const zt_analyzer *a) {
                zt_metric_name(a->metrics[i]));
   zt_check(a->num_workers >= 1, "bad argument value", "--analyzing-num-workers %d must be >= 1", a->num_workers);
   zt_check(a->num_threads >= 1, "bad argument value", "--analyzing-num-threads %d must be >= 1", a->num_threads);
-  zt_check(a->num_samples >= 1, "dataset", "the train split has no samples to analyze");
   struct stat st;
   zt_check(stat(a->save, &st) != 0 || S_ISDIR(st.st_mode), "--save", "%s exists and is not a directory", a->save);
 }
@@ -493,7 +492,9 @@ static void mkdirs(const char *path) {
   free(p);
 }
 
-void zt_analyzer_map(const zt_analyzer *a) {
+/* The map's checks that need no dataset: flags, the threads to run (returned), the total_vocab_freq result
+ * vocab_rarity reads, and that no thread directory this run writes already holds files. */
+static int *map_precheck(const zt_analyzer *a, int *nrun_out) {
   check_common(a);
   zt_check(a->worker_id >= 0 && a->worker_id < a->num_workers, "bad argument value", "--analyzing-worker-id %d: "
            "workers are numbered 0..%d (--analyzing-num-workers %d)", a->worker_id, a->num_workers - 1,
@@ -509,6 +510,32 @@ void zt_analyzer_map(const zt_analyzer *a) {
     for (int j = 0; j < i; j++)
       zt_check(run[j] != run[i], "bad argument value", "--analyzing-specific-threads lists %d twice", run[i]);
   }
+  for (int m = 0; m < a->num_metrics; m++) {
+    if (a->metrics[m] != ZT_METRIC_VOCAB_RARITY) continue;
+    char *p = fmt("%s/total_vocab_freq/total_vocab_freq_metric_value", a->save);
+    char *pb = fmt("%s.bin", p), *pi = fmt("%s.idx", p);
+    zt_check(exists(pb) && exists(pi), "vocab_rarity", "needs the reduced total_vocab_freq result %s.{bin,idx}: run "
+             "the map and reduce tasks with --analyzing-metric total_vocab_freq first", p);
+    free(p);
+    free(pb);
+    free(pi);
+  }
+  /* never mix two analyses: every thread directory this run writes must be new or empty */
+  for (int m = 0; m < a->num_metrics; m++)
+    for (int i = 0; i < nrun; i++) {
+      char *dir = fmt("%s/%s/worker%d_thread%d", a->save, zt_metric_name(a->metrics[m]), a->worker_id, run[i]);
+      zt_check(!dir_nonempty(dir), "--save", "%s already holds map results (DeepSpeed would overwrite them); remove "
+               "that directory to analyze again", dir);
+      free(dir);
+    }
+  *nrun_out = nrun;
+  return run;
+}
+
+void zt_analyzer_map(const zt_analyzer *a) {
+  int nrun;
+  int *run = map_precheck(a, &nrun);
+  zt_check(a->num_samples >= 1, "dataset", "the train split has no samples to analyze");
   int64_t wlo, whi;
   zt_analyzer_split(0, a->num_samples, a->num_workers, a->worker_id, &wlo, &whi);
   for (int i = 0; i < nrun; i++) {
@@ -525,9 +552,6 @@ void zt_analyzer_map(const zt_analyzer *a) {
   for (int m = 0; m < a->num_metrics; m++) {
     if (a->metrics[m] != ZT_METRIC_VOCAB_RARITY) continue;
     char *p = fmt("%s/total_vocab_freq/total_vocab_freq_metric_value", a->save);
-    char *pb = fmt("%s.bin", p), *pi = fmt("%s.idx", p);
-    zt_check(exists(pb) && exists(pi), "vocab_rarity", "needs the reduced total_vocab_freq result %s.{bin,idx}: run "
-             "the map and reduce tasks with --analyzing-metric total_vocab_freq first", p);
     ds_file d;
     ds_read(&d, p);
     zt_check(d.n == 1 && d.sizes[0] == a->vocab_len, "vocab_rarity", "%s holds %lld item(s) of %d values; this "
@@ -544,18 +568,8 @@ void zt_analyzer_map(const zt_analyzer *a) {
       neglog[v] = log((double)(d.values[v] ? d.values[v] : 1) / (double)total) * -1;
     ds_free(&d);
     free(p);
-    free(pb);
-    free(pi);
   }
   c.neglog = neglog;
-  /* never mix two analyses: every thread directory this run writes must be new or empty */
-  for (int m = 0; m < a->num_metrics; m++)
-    for (int i = 0; i < nrun; i++) {
-      char *dir = fmt("%s/%s/worker%d_thread%d", a->save, zt_metric_name(a->metrics[m]), a->worker_id, run[i]);
-      zt_check(!dir_nonempty(dir), "--save", "%s already holds map results (DeepSpeed would overwrite them); remove "
-               "that directory to analyze again", dir);
-      free(dir);
-    }
   for (int m = 0; m < a->num_metrics; m++)
     for (int i = 0; i < nrun; i++) {
       char *dir = fmt("%s/%s/worker%d_thread%d", a->save, zt_metric_name(a->metrics[m]), a->worker_id, run[i]);
@@ -632,11 +646,11 @@ static int cmp_vpair(const void *x, const void *y) {
 static const char *const k_single_outputs[] = {"sample_to_metric", "index_to_sample", "index_to_metric",
                                                "index_to_sample_percentile_merged"};
 
-void zt_analyzer_reduce(const zt_analyzer *a) {
+/* The reduce's checks that need no dataset: flags, none of its outputs exists, every map result is there. */
+static void reduce_precheck(const zt_analyzer *a) {
   check_common(a);
   const int W = a->num_workers, T = a->num_threads, R = a->num_threads_reduce;
   zt_check(R >= 1, "bad argument value", "--analyzing-num-threads-reduce %d must be >= 1", R);
-  /* every check first: the outputs must be new, the map results complete */
   for (int m = 0; m < a->num_metrics; m++) {
     const char *name = zt_metric_name(a->metrics[m]);
     for (int o = 0; o < (is_single(a->metrics[m]) ? 4 : 1); o++)
@@ -651,7 +665,29 @@ void zt_analyzer_reduce(const zt_analyzer *a) {
                    "overwrite it); remove the reduce outputs of %s to reduce again", p, name);
           free(p);
         }
+    for (int w = 0; w < W; w++)
+      for (int t = 0; t < T; t++) {
+        char *p = fmt("%s/%s/worker%d_thread%d/%s_%s", a->save, name, w, t, name,
+                      is_single(a->metrics[m]) ? "sample_to_metric" : "metric_value");
+        char *pb = fmt("%s.bin", p), *pi = fmt("%s.idx", p);
+        zt_check(exists(pb) && exists(pi), "map result", "%s.{bin,idx} is missing: worker %d thread %d of the map "
+                 "(--analyzing-num-workers %d --analyzing-num-threads %d) did not run or did not finish", p, w, t, W, T);
+        free(p);
+        free(pb);
+        free(pi);
+      }
   }
+}
+
+void zt_analyzer_precheck(const zt_analyzer *a, int map) {
+  if (map) free(map_precheck(a, &(int){0}));
+  else reduce_precheck(a);
+}
+
+void zt_analyzer_reduce(const zt_analyzer *a) {
+  reduce_precheck(a);
+  zt_check(a->num_samples >= 1, "dataset", "the train split has no samples to analyze");
+  const int W = a->num_workers, T = a->num_threads, R = a->num_threads_reduce;
   ds_file **parts = zt_calloc(a->num_metrics, sizeof *parts, "reduce");
   for (int m = 0; m < a->num_metrics; m++) {
     const char *name = zt_metric_name(a->metrics[m]);

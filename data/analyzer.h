@@ -39,6 +39,9 @@ typedef struct {
 int zt_metric_parse(const char *name, zt_metric_kind *kind);
 const char *zt_metric_name(zt_metric_kind kind);
 
+/* The checks of the map (map = 1) or reduce task that need no dataset (num_samples, vocab_len, sample unused): run
+ * before the datasets are built, so that a conflicting --save or a missing map result is refused at once. */
+void zt_analyzer_precheck(const zt_analyzer *a, int map);
 /* The map task of worker a->worker_id. Every check (flags, the total_vocab_freq result vocab_rarity needs, that
  * no thread directory it would write already holds files) runs before any file is written; dies naming the flag
  * or the file. */

@@ -265,6 +265,7 @@ int main(int argc, char **argv) {
            "%d: workers are numbered 0..%d (--analyzing-num-workers %d)", o.worker_id, o.num_workers - 1,
            o.num_workers);
 
+  zt_analyzer_precheck(&a, map); /* --save conflicts and missing map results, before any dataset is built */
   zt_tokenizer_kind kind;
   zt_check(zt_tokenizer_parse_kind(o.tokenizer_type, &kind) == 0, "--tokenizer-type", "unknown tokenizer '%s'",
            o.tokenizer_type);

@@ -452,9 +452,26 @@ def body(tmp):
     refused(a3 + ["--analyzing-task", "reduce"], f"holds {len(binary) - 1} bytes", s3, "reduce of a short .bin")
     open(part + ".bin", "wb").write(binary)
     # another vocabulary than the one total_vocab_freq was counted with
-    refused([x if x != str(V) else "500" for x in a3] + ["--analyzing-task", "map", "--analyzing-worker-id", "0",
-                                                        "--analyzing-specific-threads", "0"],
-            "computed with other tokenizer flags", s3, "vocab_rarity with another vocabulary")
+    s4 = f"{tmp}/othervocab"
+    os.makedirs(f"{s4}/total_vocab_freq")
+    for e in ("bin", "idx"):
+        shutil.copy(f"{s1}/total_vocab_freq/total_vocab_freq_metric_value.{e}", f"{s4}/total_vocab_freq/")
+    refused([x if x != str(V) else "500" for x in common] + ["--save", s4, "--analyzing-metric", "vocab_rarity",
+                                                             "--analyzing-task", "map"],
+            "computed with other tokenizer flags", s4, "vocab_rarity with another vocabulary")
+    # the --save conflicts are refused before any dataset is built: no index cache appears for a fresh copy
+    os.makedirs(f"{tmp}/copy")
+    for e in ("bin", "idx"):
+        shutil.copy(f"{prefix}.{e}", f"{tmp}/copy/")
+    fresh = [x if x != prefix else f"{tmp}/copy/" + os.path.basename(prefix) for x in a1]
+    refused(fresh + ["--analyzing-task", "map", "--analyzing-metric", "vocab_rarity"], "already holds map results",
+            s1, "map over an earlier map, before the dataset")
+    refused(fresh + ["--analyzing-task", "reduce", "--analyzing-metric", "vocab_rarity"], "already exists", s1,
+            "reduce over an earlier reduce, before the dataset")
+    refused([x if x != prefix else f"{tmp}/copy/" + os.path.basename(prefix) for x in a3] +
+            ["--analyzing-task", "reduce", "--analyzing-num-workers", "3"], "is missing", s3,
+            "reduce with a worker missing, before the dataset")
+    check(not os.path.exists(f"{tmp}/copy/index-cache"), "no index files were built for the refused runs")
 
 
 main()
