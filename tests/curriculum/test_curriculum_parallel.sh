@@ -1,10 +1,10 @@
 #!/bin/bash
 # The legacy seqlen curriculum in every parallel layout (label mpi): with a schedule that changes the length every
 # iteration or two (8 -> 32, fixed_linear), TP=2, TP=2 with --sequence-parallel, PP=2 (1F1B, stage tensors sized by
-# the curriculum length), PP=4 with the interleaved schedule and DP=2 with ZeRO-2 give the one-process run's losses and
-# grad norms (to fp32 reduction-order rounding), the same curriculum seqlen and consumed tokens; evaluation at the full
-# length in the pipeline (its stage tensors grow back); --sequence-parallel with a length that does not split is
-# refused before any work. Usage: test_curriculum_parallel.sh PRETRAIN_GPT PYTHON3
+# the curriculum length), PP=4 with the interleaved schedule, and DP=2 with ZeRO-2 and with ZeRO-3 give the
+# one-process run's losses and grad norms (to fp32 reduction-order rounding), the same curriculum seqlen and consumed
+# tokens; evaluation at the full length in the pipeline (its stage tensors grow back); --sequence-parallel with a
+# length that does not split is refused before any work. Usage: test_curriculum_parallel.sh PRETRAIN_GPT PYTHON3
 BIN=$1 PY=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
@@ -42,6 +42,8 @@ layout "TP=2" 2 cl.json --tensor-model-parallel-size 2
 layout "TP=2 --sequence-parallel" 2 cl.json --tensor-model-parallel-size 2 --sequence-parallel
 layout "PP=2 (1F1B)" 2 cl.json --pipeline-model-parallel-size 2
 layout "DP=2 ZeRO-2" 2 z2.json
+sed 's/"stage": 2/"stage": 3/' z2.json > z3.json
+layout "DP=2 ZeRO-3" 2 z3.json
 # the interleaved schedule needs more than 2 stages: 8 layers over PP=4 in 2 virtual chunks, against 8 layers in one
 one=$(timeout 120 "$BIN" "${tiny[@]}" --num-layers 8 --deepspeed --deepspeed_config cl.json 2>&1)
 layout "PP=4 interleaved (2 virtual chunks)" 4 cl.json --num-layers 8 --pipeline-model-parallel-size 4 \

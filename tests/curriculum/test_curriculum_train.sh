@@ -48,11 +48,17 @@ plain32=$(gpt --seq-length 32 --train-iters 4 --eval-interval 10 --eval-iters 0 
 [ "$(lines "$a")" != "$(lines "$plain32")" ] && ok "difficulty 16 trains differently from the full 32 tokens" ||
   bad "truncation has an effect" "identical to the untruncated run"
 R=(--reset-position-ids --reset-attention-mask --eod-mask-loss)
-cl c8 8 8 fixed_discrete '{"difficulty": [8, 8], "max_step": [2]}'
-a=$(gpt --seq-length 32 --train-iters 3 --eval-interval 10 --eval-iters 0 "${R[@]}" --deepspeed --deepspeed_config c8.json)
-b=$(ZT_PREFIX_OF=32 timeout 120 "$PREFIX" "${tiny[@]}" --seq-length 8 --train-iters 3 --eval-interval 10 --eval-iters 0 \
+# (--mock-data's documents are 16 to 48 tokens long: ends of documents fall inside the first 24 tokens)
+cl c24 24 24 fixed_discrete '{"difficulty": [24, 24], "max_step": [2]}'
+a=$(gpt --seq-length 32 --train-iters 3 --eval-interval 10 --eval-iters 0 "${R[@]}" --deepspeed --deepspeed_config c24.json)
+b=$(ZT_PREFIX_OF=32 timeout 120 "$PREFIX" "${tiny[@]}" --seq-length 24 --train-iters 3 --eval-interval 10 --eval-iters 0 \
     "${R[@]}" --deepspeed --deepspeed_config plain.json 2>&1)
-same "difficulty 8 of 32 with reset position ids / attention mask / eod loss mask = the 8-token prefix run" "$a" "$b" 3
+same "difficulty 24 of 32 with reset position ids / attention mask / eod loss mask = the 24-token prefix run" "$a" "$b" 3
+c=$(ZT_PREFIX_OF=32 timeout 120 "$PREFIX" "${tiny[@]}" --seq-length 24 --train-iters 3 --eval-interval 10 --eval-iters 0 \
+    --deepspeed --deepspeed_config plain.json 2>&1)
+[ "$(lines "$b")" != "$(lines "$c")" ] && ok "the resets change that run (documents end inside the 24 tokens)" ||
+  bad "resets have an effect" "same losses with and without --reset-* / --eod-mask-loss"
+cl c8 8 8 fixed_discrete '{"difficulty": [8, 8], "max_step": [2]}'
 
 # ---- 2. min = max = --seq-length: no curriculum at all ------------------------------------------------------------
 cl full 32 32 fixed_linear '{"total_curriculum_step": 4, "difficulty_step": 8}'

@@ -14,7 +14,8 @@
 # tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
-# (ds_config sparse_attention, one process and TP=2), and checkpoints: a GPU run
+# (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
+# and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
 set -u
@@ -190,6 +191,16 @@ train_case "sparse attention: fixed per head, dropout 0.1" 1 --deepspeed --deeps
 train_case "sparse attention: bigbird (block 4, random blocks), TP=2" 2 --tensor-model-parallel-size 2 --deepspeed \
   --deepspeed_config "$(sparse_cfg bigbird '{"mode": "bigbird", "block": 4, "different_layout_per_head": true,
     "num_random_blocks": 1, "num_sliding_window_blocks": 3, "num_global_blocks": 1}')"
+curriculum_cfg() { # the legacy seqlen curriculum (ds_config curriculum_learning, issue 21): 8, 16, 24, 32 tokens
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "curriculum_learning": {"enabled": true,
+    "curriculum_type": "seqlen", "min_difficulty": 8, "max_difficulty": 32, "schedule_type": "fixed_linear",
+    "schedule_config": {"total_curriculum_step": 4, "difficulty_step": 8}}}' >"$OUT/logs/curriculum.json"
+  echo "$OUT/logs/curriculum.json"
+}
+train_case "seqlen curriculum 8 -> 32, dropout 0.1" 1 --deepspeed --deepspeed_config "$(curriculum_cfg)"
+train_case "seqlen curriculum, TP=2 + sequence parallel" 2 --tensor-model-parallel-size 2 --sequence-parallel \
+  --deepspeed --deepspeed_config "$(curriculum_cfg)"
+train_case "seqlen curriculum, PP=2" 2 --pipeline-model-parallel-size 2 --deepspeed --deepspeed_config "$(curriculum_cfg)"
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
