@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 typedef enum {
-  ZT_METRIC_TOTAL_VOCAB_FREQ = 0, /* accumulate_value_over_samples: token counts, length padded vocab + 1 */
-  ZT_METRIC_VOCAB_RARITY,         /* single_value_per_sample: int(sum over tokens of -log(freq / total)) */
+  ZT_METRIC_TOTAL_VOCAB_FREQ = 0, /* accumulate_value_over_samples: token counts (BERT: padding excluded), length
+                                   * padded vocab + 1 */
+  ZT_METRIC_VOCAB_RARITY,         /* single_value_per_sample: int(sum over the tokens of -log(freq / total)) */
   ZT_METRIC_SEQLEN,               /* single_value_per_sample: tokens before padding (BERT) */
 } zt_metric_kind;
 

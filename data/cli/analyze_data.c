@@ -1,6 +1,6 @@
 /* analyze_data: Megatron-DeepSpeed's examples_deepspeed/data_efficiency/analyze_data.py in C. Runs DeepSpeed's
  * DataAnalyzer (data/analyzer.h) over the train split of the GPT or BERT data the same flags give pretrain_gpt /
- * pretrain_bert, for the curriculum metrics total_vocab_freq and vocab_rarity (GPT) and seqlen (BERT), and writes
+ * pretrain_bert, for the curriculum metrics total_vocab_freq and vocab_rarity (GPT, BERT) and seqlen (BERT), and writes
  * DeepSpeed's files under --save (docs/data_efficiency_analyzer.md). The flags of the example scripts that only shape
  * a model (--num-layers, --hidden-size, ...) are accepted and have no effect. */
 #define _GNU_SOURCE
@@ -43,8 +43,8 @@ typedef struct {
 static const flag_def k_flags[] = {
     {"--analyzing-task", A_STR, O(task), 0, "map or reduce (required)"},
     {"--analyzing-data-type", A_STR, O(data_type), 0, "GPT or BERT (required)"},
-    {"--analyzing-metric", A_LIST, O(metric), O(metric_n), "metrics: total_vocab_freq, vocab_rarity (GPT; needs the "
-     "reduced total_vocab_freq), seqlen (BERT)"},
+    {"--analyzing-metric", A_LIST, O(metric), O(metric_n), "metrics: total_vocab_freq, vocab_rarity (needs the reduced "
+     "total_vocab_freq), seqlen (BERT)"},
     {"--analyzing-num-workers", A_INT, O(num_workers), 0, "number of workers (separate runs, e.g. nodes; default 1)"},
     {"--analyzing-worker-id", A_INT, O(worker_id), 0, "this worker's id, 0..num-workers-1 (map; default 0)"},
     {"--analyzing-num-threads", A_INT, O(num_threads), 0, "threads per worker (default 1)"},
@@ -70,7 +70,7 @@ static const flag_def k_flags[] = {
     {"--vocab-extra-ids", A_INT, O(vocab_extra_ids), 0, "extra <extra_id_N> tokens (default 0)"},
     {"--make-vocab-size-divisible-by", A_INT, O(divisible_by), 0, "vocabulary padding (default 128)"},
     {"--tensor-model-parallel-size", A_INT, O(tp), 0, "vocabulary padding multiplier (default 1)"},
-    {"--mask-prob", A_F64, O(mask_prob), 0, "BERT (no effect on seqlen; default 0.15)"},
+    {"--mask-prob", A_F64, O(mask_prob), 0, "accepted, no effect (analyze_data.py sets it to 0: samples unmasked)"},
     {"--short-seq-prob", A_F64, O(short_seq_prob), 0, "BERT short samples (default 0.1)"},
     {"--bert-no-binary-head", A_FLAG, O(no_binary_head), 0, "BERT samples of one segment"},
     {"--num-layers", A_IGNORED, 0, 0, "accepted, no effect (model shape)"},
@@ -201,6 +201,7 @@ static int get_sample(void *ctx, int thread, int64_t i, int32_t *tokens) {
   zt_bert_data_get(&s->b, 0, i, s->scratch[thread], smp);
   int n = 0;
   for (int j = 0; j < s->seq_length; j++) n += smp->padding_mask[j] != 0; /* torch.count_nonzero(padding_mask) */
+  /* Megatron pads at the end: text[0, n) are the tokens the padding_mask weights keep in the vocabulary metrics */
   memcpy(tokens, smp->text, (size_t)s->seq_length * sizeof *tokens);
   return n;
 }
@@ -236,11 +237,8 @@ int main(int argc, char **argv) {
   a.num_metrics = o.metric_n;
   for (int m = 0; m < o.metric_n; m++) {
     if (zt_metric_parse(o.metric[m], &a.metrics[m]) != 0)
-      zt_fatal("--analyzing-metric", "'%s' is not a metric zerotron analyzes (total_vocab_freq, vocab_rarity: GPT; "
+      zt_fatal("--analyzing-metric", "'%s' is not a metric zerotron analyzes (total_vocab_freq, vocab_rarity; "
                "seqlen: BERT)", o.metric[m]);
-    zt_check(gpt || a.metrics[m] == ZT_METRIC_SEQLEN, "--analyzing-metric", "%s on BERT data is not supported "
-             "(analyze_data.py's BERT vocabulary metrics count masked samples); BERT's metric is seqlen",
-             o.metric[m]);
     zt_check(!gpt || a.metrics[m] != ZT_METRIC_SEQLEN, "--analyzing-metric", "GPT data has fixed seqlen, thus "
              "unnecessary to analyze seqlen metric (analyze_data.py refuses it too)");
   }
@@ -292,14 +290,14 @@ int main(int argc, char **argv) {
     a.num_samples = s.g.split[0].size;
     a.max_tokens = o.seq_length + 1;
   } else {
-    zt_check(o.mask_prob > 0 && o.mask_prob < 1, "bad argument value", "--mask-prob %g must be in (0, 1)", o.mask_prob);
     zt_check(o.seq_length >= 5, "bad argument value", "--seq-length %d: a BERT sample needs at least 5", o.seq_length);
     zt_check(o.seed >= 1 && o.seed <= INT32_MAX - 1, "bad argument value", "--seed %lld: Megatron's BERT samples "
              "mapping takes an int32 seed in [1, %d]", o.seed, INT32_MAX - 1);
     static zt_bert_vocab bv;
     zt_bert_vocab_from_tokenizer(&bv, tok, o.tokenizer_type);
     zt_bert_data_config c = {.data_path_n = 1, .data_path = dp, .split = o.split, .cache_path = o.cache_path,
-                             .max_seq_length = o.seq_length, .seed = (uint64_t)o.seed, .masked_lm_prob = o.mask_prob,
+                             .max_seq_length = o.seq_length, .seed = (uint64_t)o.seed,
+                             .masked_lm_prob = 0, /* analyze_data.py: args.mask_prob = 0, the text unmasked */
                              .short_seq_prob = o.short_seq_prob, .binary_head = !o.no_binary_head,
                              .train_exact_num_epochs = o.exact_epochs, .num_samples = {1, 1, 1},
                              .mmap_warmup = o.mmap_warmup, .vocab_size = bv.size, .tokenizer_name = o.tokenizer_type,

@@ -395,6 +395,39 @@ def body(tmp):
     oracle_reduce(want, "seqlen", "single", len(seqlens), 2, 2, 3)
     compare(tree(bsave), want, "BERT seqlen")
 
+    # ---- BERT total_vocab_freq and vocab_rarity (analyze_data.py's padding-mask-weighted variants, unmasked text):
+    # at --seq-length 512 with --short-seq-prob 0 every document fits its sample, so a sample's tokens are its
+    # sentences' plus [CLS] and two [SEP] whatever the (random) A/B split and swap
+    vocab = open(f"{tmp}/fx/vocab.txt").read().split("\n")[:-1]
+    cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
+    bpadded = (len(vocab) + 127) // 128 * 128
+    vcommon = bcommon[:bcommon.index("--seq-length")] + ["--seq-length", "512", "--short-seq-prob", "0", "--split",
+                                                        "949,50,1", "--train-data-exact-num-epochs", "1",
+                                                        "--global-batch-size", "5", "--mask-prob", "0.15"]
+    vsave = f"{tmp}/bert_vocab"
+    for metric in ("total_vocab_freq", "vocab_rarity"):
+        for w in range(2):
+            run(vcommon + ["--analyzing-metric", metric, "--analyzing-task", "map", "--save", vsave,
+                           "--analyzing-num-workers", "2", "--analyzing-worker-id", str(w), "--analyzing-num-threads", "2"])
+        run(vcommon + ["--analyzing-metric", metric, "--analyzing-task", "reduce", "--save", vsave,
+                       "--analyzing-num-workers", "2", "--analyzing-num-threads", "2", "--analyzing-num-threads-reduce", "3"])
+    maps = glob.glob(f"{tmp}/fx/corpus_text_sentence_train_indexmap_exact1ep_509msl_0.00ssp_*.npy")
+    check(len(maps) == 1, f"one BERT train samples mapping at 509 tokens, found {maps}")
+    mapping = np.load(maps[0])
+    check(all(int(sent_len[a:b].sum()) <= int(tgt) for a, b, tgt in mapping), "no BERT sample is truncated")
+    bsamples = [np.concatenate([np.concatenate(sents[a:b]).astype(np.int64), [cls, sep, sep]]) for a, b, _ in mapping]
+    bfreq = np.sum([np.bincount(x, minlength=bpadded + 1) for x in bsamples], axis=0)
+    f = np.copy(bfreq).astype(find_fit_int_dtype(int(bfreq.min()), int(bfreq.max())))
+    f[f == 0] = 1
+    bneglog = np.log(f / sum(f)) * -1
+    want = {}
+    for metric, kind, fn in (("total_vocab_freq", "accumulate", lambda x: np.bincount(x, minlength=bpadded + 1)),
+                             ("vocab_rarity", "single", lambda x: int(np.sum(bneglog[x])))):
+        for w in range(2):
+            oracle_map(want, bsamples, metric, kind, 2, w, 2, range(2), 5, fn)
+        oracle_reduce(want, metric, kind, len(bsamples), 2, 2, 3)
+    compare(tree(vsave), want, "BERT total_vocab_freq and vocab_rarity")
+
     # ---- refusals, each leaving the analysis directory as it was ----------------------------------------------
     s1 = f"{tmp}/g/out_1_1_1"
     a1 = common + ["--save", s1]
@@ -417,8 +450,6 @@ def body(tmp):
                   str(N + 5)], "gets no samples", s2, "more threads than samples for total_vocab_freq")
     refused(a2 + ["--analyzing-task", "map", "--analyzing-metric", "seqlen"], "GPT data has fixed seqlen", s2,
             "seqlen on GPT")
-    refused(bcommon[:-4] + ["--analyzing-metric", "vocab_rarity", "--save", s2, "--analyzing-task", "map"],
-            "vocab_rarity on BERT data is not supported", s2, "vocab_rarity on BERT")
     refused(a2 + ["--analyzing-task", "maps", "--analyzing-metric", "total_vocab_freq"],
             "invalid choice: 'maps'", s2, "bad task")
     refused(a2 + ["--analyzing-task", "map", "--analyzing-metric", "total_vocab_freq", "--analyzing-num-wrkers", "2"],
