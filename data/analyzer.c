@@ -21,10 +21,10 @@
 #include "runtime/base/error.h"
 #include "runtime/base/progress_bar.h"
 
-static const char *const k_metric_names[] = {"total_vocab_freq", "vocab_rarity", "seqlen"};
+static const char *const k_metric_names[] = {"total_vocab_freq", "vocab_rarity", "seqlen", "seqlen_vocab_rarity"};
 
 int zt_metric_parse(const char *name, zt_metric_kind *kind) {
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     if (!strcmp(name, k_metric_names[i])) {
       *kind = (zt_metric_kind)i;
       return 0;
@@ -33,6 +33,8 @@ int zt_metric_parse(const char *name, zt_metric_kind *kind) {
 }
 const char *zt_metric_name(zt_metric_kind kind) { return k_metric_names[kind]; }
 static int is_single(zt_metric_kind k) { return k != ZT_METRIC_TOTAL_VOCAB_FREQ; }
+/* the metrics that read the reduced total_vocab_freq */
+static int needs_freq(zt_metric_kind k) { return k == ZT_METRIC_VOCAB_RARITY || k == ZT_METRIC_SEQLEN_VOCAB_RARITY; }
 
 int zt_analyzer_fit_dtype(int64_t lo, int64_t hi) {
   if (lo >= 0) return hi <= 255 ? 1 : hi <= 65535 ? 6 : hi <= 4294967295LL ? 7 : 8;
@@ -355,6 +357,7 @@ static void flush_pending(const char *base, pending *p) {
 typedef struct {
   const zt_analyzer *a;
   const double *neglog; /* vocab_rarity: -log(freq / total) per token id */
+  int64_t seqlen_coeff;  /* seqlen_vocab_rarity: the power of ten that makes seqlen dominate */
   atomic_llong done;
 } map_ctx;
 
@@ -367,10 +370,10 @@ static void map_thread(void *arg, int t) {
   zt_log("worker %d thread %d: start working on data subset %lld to %lld\n", a->worker_id, t, (long long)lo,
          (long long)hi);
   const int M = a->num_metrics;
-  ds_builder b[3];
-  pending_map pm[3];
-  char *csv_base[3];
-  int64_t *counts[3] = {0};
+  ds_builder b[4];
+  pending_map pm[4];
+  char *csv_base[4];
+  int64_t *counts[4] = {0};
   int64_t **touched = zt_calloc(M, sizeof *touched, "map");
   memset(pm, 0, sizeof pm);
   for (int m = 0; m < M; m++) {
@@ -391,7 +394,7 @@ static void map_thread(void *arg, int t) {
   int32_t *tok = zt_malloc((size_t)a->max_tokens * sizeof *tok, "sample");
   for (int64_t bs = lo; bs < hi; bs += a->batch_size) {
     const int64_t be = bs + a->batch_size < hi ? bs + a->batch_size : hi;
-    int64_t ntouched[3] = {0};
+    int64_t ntouched[4] = {0};
     for (int64_t i = bs; i < be; i++) {
       const int n = a->sample(a->ctx, t, i, tok);
       for (int m = 0; m < M; m++) {
@@ -400,10 +403,12 @@ static void map_thread(void *arg, int t) {
         case ZT_METRIC_TOTAL_VOCAB_FREQ:
           for (int j = 0; j < n; j++) counts[m][tok[j]]++;
           continue;
-        case ZT_METRIC_VOCAB_RARITY: {
+        case ZT_METRIC_VOCAB_RARITY:
+        case ZT_METRIC_SEQLEN_VOCAB_RARITY: {
           double s = 0;
           for (int j = 0; j < n; j++) s += c->neglog[tok[j]];
           v = (int64_t)s;
+          if (a->metrics[m] == ZT_METRIC_SEQLEN_VOCAB_RARITY) v += (int64_t)n * c->seqlen_coeff;
         } break;
         default: v = n; break;
         }
@@ -511,11 +516,11 @@ static int *map_precheck(const zt_analyzer *a, int *nrun_out) {
       zt_check(run[j] != run[i], "bad argument value", "--analyzing-specific-threads lists %d twice", run[i]);
   }
   for (int m = 0; m < a->num_metrics; m++) {
-    if (a->metrics[m] != ZT_METRIC_VOCAB_RARITY) continue;
+    if (!needs_freq(a->metrics[m])) continue;
     char *p = fmt("%s/total_vocab_freq/total_vocab_freq_metric_value", a->save);
     char *pb = fmt("%s.bin", p), *pi = fmt("%s.idx", p);
-    zt_check(exists(pb) && exists(pi), "vocab_rarity", "needs the reduced total_vocab_freq result %s.{bin,idx}: run "
-             "the map and reduce tasks with --analyzing-metric total_vocab_freq first", p);
+    zt_check(exists(pb) && exists(pi), zt_metric_name(a->metrics[m]), "needs the reduced total_vocab_freq result "
+             "%s.{bin,idx}: run the map and reduce tasks with --analyzing-metric total_vocab_freq first", p);
     free(p);
     free(pb);
     free(pi);
@@ -549,8 +554,8 @@ void zt_analyzer_map(const zt_analyzer *a) {
   }
   map_ctx c = {.a = a};
   double *neglog = NULL;
-  for (int m = 0; m < a->num_metrics; m++) {
-    if (a->metrics[m] != ZT_METRIC_VOCAB_RARITY) continue;
+  for (int m = 0; m < a->num_metrics && !neglog; m++) {
+    if (!needs_freq(a->metrics[m])) continue;
     char *p = fmt("%s/total_vocab_freq/total_vocab_freq_metric_value", a->save);
     ds_file d;
     ds_read(&d, p);
@@ -564,8 +569,17 @@ void zt_analyzer_map(const zt_analyzer *a) {
       if (d.values[v] < 0) zt_fatal("vocab_rarity", "%s: token %lld has count %lld", p, (long long)v, (long long)d.values[v]);
       total += (long double)(d.values[v] ? d.values[v] : 1);
     }
-    for (int64_t v = 0; v < a->vocab_len; v++)
+    double top = 0;
+    for (int64_t v = 0; v < a->vocab_len; v++) {
       neglog[v] = log((double)(d.values[v] ? d.values[v] : 1) / (double)total) * -1;
+      top = neglog[v] > top ? neglog[v] : top;
+    }
+    /* analyze_data.py: 10 ** (math.ceil(math.log(seq_length * max, 10)) + 1); math.log(x, 10) is log(x) / log(10) */
+    const double e = ceil(log((double)a->seq_length * top) / log(10.0)) + 1;
+    zt_check(e >= 0 && e <= 17, "seqlen_vocab_rarity", "the seqlen coefficient 10^%g does not fit int64 metric values "
+             "(--seq-length %d, largest token rarity %g)", e, a->seq_length, top);
+    c.seqlen_coeff = 1;
+    for (int k = 0; k < (int)e; k++) c.seqlen_coeff *= 10;
     ds_free(&d);
     free(p);
   }

@@ -13,6 +13,8 @@ typedef enum {
                                    * padded vocab + 1 */
   ZT_METRIC_VOCAB_RARITY,         /* single_value_per_sample: int(sum over the tokens of -log(freq / total)) */
   ZT_METRIC_SEQLEN,               /* single_value_per_sample: tokens before padding (BERT) */
+  ZT_METRIC_SEQLEN_VOCAB_RARITY,  /* single_value_per_sample (BERT): seqlen * 10^(ceil(log10(seq_length *
+                                   * max(-log(freq / total)))) + 1) + int(the sample's vocab_rarity sum) */
 } zt_metric_kind;
 
 /* Sample i into tokens (at most max_tokens); returns its number of tokens (GPT: seq_length + 1; BERT: the tokens
@@ -22,7 +24,7 @@ typedef int (*zt_analyzer_sample_fn)(void *ctx, int thread, int64_t i, int32_t *
 typedef struct {
   const char *save;                   /* --save: the analysis directory */
   int num_metrics;
-  zt_metric_kind metrics[3];
+  zt_metric_kind metrics[4];
   int num_workers, worker_id;         /* --analyzing-num-workers / --analyzing-worker-id */
   int num_threads;                    /* --analyzing-num-threads */
   int num_threads_reduce;             /* --analyzing-num-threads-reduce */
@@ -32,6 +34,7 @@ typedef struct {
   int64_t num_samples;                /* len(train dataset) */
   int64_t vocab_len;                  /* padded vocabulary size + 1 (torch.bincount's minlength) */
   int max_tokens;
+  int seq_length;                     /* --seq-length (seqlen_vocab_rarity's coefficient) */
   zt_analyzer_sample_fn sample;
   void *ctx;
 } zt_analyzer;

@@ -44,7 +44,7 @@ static const flag_def k_flags[] = {
     {"--analyzing-task", A_STR, O(task), 0, "map or reduce (required)"},
     {"--analyzing-data-type", A_STR, O(data_type), 0, "GPT or BERT (required)"},
     {"--analyzing-metric", A_LIST, O(metric), O(metric_n), "metrics: total_vocab_freq, vocab_rarity (needs the reduced "
-     "total_vocab_freq), seqlen (BERT)"},
+     "total_vocab_freq), seqlen and seqlen_vocab_rarity (BERT; the latter needs total_vocab_freq too)"},
     {"--analyzing-num-workers", A_INT, O(num_workers), 0, "number of workers (separate runs, e.g. nodes; default 1)"},
     {"--analyzing-worker-id", A_INT, O(worker_id), 0, "this worker's id, 0..num-workers-1 (map; default 0)"},
     {"--analyzing-num-threads", A_INT, O(num_threads), 0, "threads per worker (default 1)"},
@@ -230,16 +230,18 @@ int main(int argc, char **argv) {
            "--tensor-model-parallel-size %d must be > 0", o.divisible_by, o.tp);
   zt_analyzer a = {.save = o.save, .num_workers = o.num_workers, .worker_id = o.worker_id,
                    .num_threads = o.num_threads, .num_threads_reduce = o.num_threads_reduce,
+                   .seq_length = o.seq_length,
                    .batch_size = o.gbs > 0 ? o.gbs : o.mbs > 0 ? o.mbs : 1};
   zt_check(o.gbs >= 0 && o.mbs >= 0, "bad argument value", "--global-batch-size %lld / --micro-batch-size %lld must "
            "be > 0", o.gbs, o.mbs);
-  zt_check(o.metric_n >= 1 && o.metric_n <= 3, "--analyzing-metric", "name one to three metrics (got %d)", o.metric_n);
+  zt_check(o.metric_n >= 1 && o.metric_n <= 4, "--analyzing-metric", "name one to four metrics (got %d)", o.metric_n);
   a.num_metrics = o.metric_n;
   for (int m = 0; m < o.metric_n; m++) {
     if (zt_metric_parse(o.metric[m], &a.metrics[m]) != 0)
       zt_fatal("--analyzing-metric", "'%s' is not a metric zerotron analyzes (total_vocab_freq, vocab_rarity; "
-               "seqlen: BERT)", o.metric[m]);
-    zt_check(!gpt || a.metrics[m] != ZT_METRIC_SEQLEN, "--analyzing-metric", "GPT data has fixed seqlen, thus "
+               "seqlen, seqlen_vocab_rarity: BERT)", o.metric[m]);
+    zt_check(!gpt || (a.metrics[m] != ZT_METRIC_SEQLEN && a.metrics[m] != ZT_METRIC_SEQLEN_VOCAB_RARITY),
+             "--analyzing-metric", "GPT data has fixed seqlen, thus "
              "unnecessary to analyze seqlen metric (analyze_data.py refuses it too)");
   }
   int *specific = NULL;

@@ -9,6 +9,7 @@ usage: test_analyzer.py BIN_DIR MAKE_FIXTURE_PY   (BIN_DIR holds analyze_data an
 import glob
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -395,7 +396,8 @@ def body(tmp):
     oracle_reduce(want, "seqlen", "single", len(seqlens), 2, 2, 3)
     compare(tree(bsave), want, "BERT seqlen")
 
-    # ---- BERT total_vocab_freq and vocab_rarity (analyze_data.py's padding-mask-weighted variants, unmasked text):
+    # ---- BERT total_vocab_freq, vocab_rarity and seqlen_vocab_rarity (analyze_data.py's padding-mask-weighted
+    # variants, unmasked text):
     # at --seq-length 512 with --short-seq-prob 0 every document fits its sample, so a sample's tokens are its
     # sentences' plus [CLS] and two [SEP] whatever the (random) A/B split and swap
     vocab = open(f"{tmp}/fx/vocab.txt").read().split("\n")[:-1]
@@ -405,7 +407,7 @@ def body(tmp):
                                                         "949,50,1", "--train-data-exact-num-epochs", "1",
                                                         "--global-batch-size", "5", "--mask-prob", "0.15"]
     vsave = f"{tmp}/bert_vocab"
-    for metric in ("total_vocab_freq", "vocab_rarity"):
+    for metric in ("total_vocab_freq", "vocab_rarity", "seqlen_vocab_rarity"):
         for w in range(2):
             run(vcommon + ["--analyzing-metric", metric, "--analyzing-task", "map", "--save", vsave,
                            "--analyzing-num-workers", "2", "--analyzing-worker-id", str(w), "--analyzing-num-threads", "2"])
@@ -420,13 +422,16 @@ def body(tmp):
     f = np.copy(bfreq).astype(find_fit_int_dtype(int(bfreq.min()), int(bfreq.max())))
     f[f == 0] = 1
     bneglog = np.log(f / sum(f)) * -1
+    coeff = 10 ** (math.ceil(math.log(512 * bneglog.max(), 10)) + 1)  # analyze_data.py's args.seqlen_coeff
+    check(1000 < 512 * bneglog.max() < 10000 and coeff == 100000, f"seqlen_vocab_rarity's coefficient {coeff}")
     want = {}
     for metric, kind, fn in (("total_vocab_freq", "accumulate", lambda x: np.bincount(x, minlength=bpadded + 1)),
-                             ("vocab_rarity", "single", lambda x: int(np.sum(bneglog[x])))):
+                             ("vocab_rarity", "single", lambda x: int(np.sum(bneglog[x]))),
+                             ("seqlen_vocab_rarity", "single", lambda x: len(x) * coeff + int(np.sum(bneglog[x])))):
         for w in range(2):
             oracle_map(want, bsamples, metric, kind, 2, w, 2, range(2), 5, fn)
         oracle_reduce(want, metric, kind, len(bsamples), 2, 2, 3)
-    compare(tree(vsave), want, "BERT total_vocab_freq and vocab_rarity")
+    compare(tree(vsave), want, "BERT total_vocab_freq, vocab_rarity and seqlen_vocab_rarity")
 
     # ---- refusals, each leaving the analysis directory as it was ----------------------------------------------
     s1 = f"{tmp}/g/out_1_1_1"
@@ -450,6 +455,8 @@ def body(tmp):
                   str(N + 5)], "gets no samples", s2, "more threads than samples for total_vocab_freq")
     refused(a2 + ["--analyzing-task", "map", "--analyzing-metric", "seqlen"], "GPT data has fixed seqlen", s2,
             "seqlen on GPT")
+    refused(a2 + ["--analyzing-task", "map", "--analyzing-metric", "seqlen_vocab_rarity"], "GPT data has fixed seqlen",
+            s2, "seqlen_vocab_rarity on GPT")
     refused(a2 + ["--analyzing-task", "maps", "--analyzing-metric", "total_vocab_freq"],
             "invalid choice: 'maps'", s2, "bad task")
     refused(a2 + ["--analyzing-task", "map", "--analyzing-metric", "total_vocab_freq", "--analyzing-num-wrkers", "2"],
