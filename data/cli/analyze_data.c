@@ -1,7 +1,7 @@
 /* analyze_data: Megatron-DeepSpeed's examples_deepspeed/data_efficiency/analyze_data.py in C. Runs DeepSpeed's
  * DataAnalyzer (data/analyzer.h) over the train split of the GPT or BERT data the same flags give pretrain_gpt /
- * pretrain_bert, for the curriculum metrics total_vocab_freq and vocab_rarity (GPT, BERT) and seqlen (BERT), and writes
- * DeepSpeed's files under --save (docs/data_efficiency_analyzer.md). The flags of the example scripts that only shape
+ * pretrain_bert, for the curriculum metrics total_vocab_freq and vocab_rarity (GPT, BERT), seqlen and
+ * seqlen_vocab_rarity (BERT), and writes DeepSpeed's files under --save (docs/data_efficiency_analyzer.md). The flags of the example scripts that only shape
  * a model (--num-layers, --hidden-size, ...) are accepted and have no effect. */
 #define _GNU_SOURCE
 #include <errno.h>
