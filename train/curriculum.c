@@ -23,7 +23,11 @@ static int64_t floor_mod(int64_t a, int64_t b) { /* Python's %: the sign of the 
 
 static int64_t fixed_root(const zt_curriculum_config *c, int64_t t, int64_t root_degree) {
   const double x = pow((double)t / (double)c->total_curriculum_step, 1.0 / (double)root_degree);
-  int64_t d = (int64_t)floor(x * (double)(c->max_difficulty - c->min_difficulty) + (double)c->min_difficulty);
+  const double v = floor(x * (double)(c->max_difficulty - c->min_difficulty) + (double)c->min_difficulty);
+  /* past int64 (Python's integers have no limit): rounded down to a multiple of difficulty_step it is either 0 (a
+   * step above it) or at least half of it, far above max */
+  if (v >= 0x1p62) return (double)c->difficulty_step > v ? 0 : c->max_difficulty;
+  int64_t d = (int64_t)v;
   d -= floor_mod(d, c->difficulty_step);
   return d < c->max_difficulty ? d : c->max_difficulty;
 }
@@ -110,6 +114,18 @@ int zt_curriculum_check(const zt_curriculum_config *c, int seq_length, int tp, i
         if (c->max_step[i] >= t && c->max_step[i] + 1 < next) next = c->max_step[i] + 1;
       if (next == INT64_MAX || s.current >= c->max_difficulty) break;
       t = next;
+    }
+    /* a resumed run starts a fresh scheduler (not checkpointed, as in DeepSpeed): after a list that rose to
+     * max_difficulty and fell again it resumes at the fallen entries, which the walk above never reached */
+    for (int i = 0; i < c->n_difficulty; i++) {
+      const int64_t d = c->difficulty[i];
+      if (d < 1 || d > seq_length || (sp_tp > 1 && d % sp_tp != 0)) {
+        snprintf(err, errn, "fixed_discrete difficulty[%d] = %lld (a resumed run can start there) %s", i, (long long)d,
+                 d < 1 ? "is not a sequence length (at least 1)" : d > seq_length ? "is more than --seq-length"
+                 : "does not split over the tensor-parallel ranks of --sequence-parallel");
+        if (d > seq_length) snprintf(err + strlen(err), errn - strlen(err), " %d", seq_length);
+        return 0;
+      }
     }
     return 1;
   }

@@ -102,6 +102,12 @@ for i in range(60):
         sc["root_degree"] = rng.randint(1, 6)
     cl = {"min_difficulty": mn, "max_difficulty": mx, "schedule_type": typ, "schedule_config": sc}
     schedule_case(f"random {typ} #{i} {cl}", cl, [1, min(3 * total + 50, 2500)])
+# lengths past int64 before the rounding (Python's integers have no limit)
+for step in (8, 9_000_000_000_000_000_000):
+    cl = {"min_difficulty": 1, "max_difficulty": 2_000_000_000, "schedule_type": "fixed_linear",
+          "schedule_config": {"total_curriculum_step": 1, "difficulty_step": step}}
+    schedule_case(f"linear beyond int64 (step {step})", cl, [1, 3])
+    schedule_case(f"linear beyond int64 late (step {step})", cl, [9_000_000_000, 9_000_000_002])
 # far past the end and steps where t/total is not exact in binary
 cl = {"min_difficulty": 8, "max_difficulty": 4096, "schedule_type": "fixed_root",
       "schedule_config": {"total_curriculum_step": 300000, "difficulty_step": 8, "root_degree": 2}}
@@ -241,6 +247,14 @@ checks = [
                                                       "schedule_type": "fixed_discrete",
                                                       "schedule_config": {"difficulty": [8, 30, 66], "max_step": [3, 4]}},
      64, 1, 0, 100, "refused: the fixed_discrete schedule gives a sequence length of 66 at iteration 5"),
+    ("discrete: an entry only a resumed run reaches", {"min_difficulty": 8, "max_difficulty": 64,
+                                                        "schedule_type": "fixed_discrete",
+                                                        "schedule_config": {"difficulty": [8, 64, 128], "max_step": [2, 4]}},
+     64, 1, 0, 100, "refused: fixed_discrete difficulty[2] = 128 (a resumed run can start there) is more than "
+     "--seq-length 64"),
+    ("discrete: an entry of 0", {"min_difficulty": 8, "max_difficulty": 64, "schedule_type": "fixed_discrete",
+                                 "schedule_config": {"difficulty": [8, 64, 0], "max_step": [2, 4]}},
+     64, 1, 0, 100, "refused: fixed_discrete difficulty[2] = 0 (a resumed run can start there) is not a sequence length"),
     ("discrete fits", {"min_difficulty": 8, "max_difficulty": 64, "schedule_type": "fixed_discrete",
                        "schedule_config": {"difficulty": [8, 12, 32, 64], "max_step": [3, 6, 9]}}, 64, 4, 1, 100,
      "ok"),
