@@ -189,6 +189,16 @@ static void ds_scheduler(zt_engine *e, const zt_ds_config *ds, double base_lr) {
          ds->path);
 }
 
+/* The flops profiler's module tree of the model at its current pass length (DeepSpeed's profiler measures the
+ * forward it watches: under a curriculum, the profiled iteration's length). */
+static zt_flops_profiler *make_flops_profiler(zt_engine *e) {
+  const zt_ds_config *ds = e->ds;
+  zt_flops_profiler_config fc = {.recompute_fwd_factor = ds->fp_recompute_fwd_factor,
+                                 .module_depth = ds->fp_module_depth, .top_modules = ds->fp_top_modules,
+                                 .detailed = ds->fp_detailed, .output_file = ds->fp_output_file};
+  return e->model->ops->flops_profiler(e->model, &fc);
+}
+
 static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
   const zt_args *a = e->args;
   e->clip_grad = (float)ds->gradient_clipping.value;
@@ -212,12 +222,7 @@ static void ds_engine_init(zt_engine *e, const zt_ds_config *ds) {
     memcpy(cc.prof_ops, ds->cl_prof_ops, sizeof cc.prof_ops);
     zt_comms_logger_configure(&cc);
   }
-  if (ds->flops_profiler_enabled) {
-    zt_flops_profiler_config fc = {.recompute_fwd_factor = ds->fp_recompute_fwd_factor,
-                                   .module_depth = ds->fp_module_depth, .top_modules = ds->fp_top_modules,
-                                   .detailed = ds->fp_detailed, .output_file = ds->fp_output_file};
-    e->fprof = e->model->ops->flops_profiler(e->model, &fc);
-  }
+  if (ds->flops_profiler_enabled) e->fprof = make_flops_profiler(e);
 }
 
 /* flops_profiler: the report of the profiled iteration, with that iteration's engine timings. */
@@ -1110,6 +1115,10 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   if (e->curriculum) { /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1) */
     e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
     zt_model_set_seq_length(m, e->train_T);
+    if (profiling) { /* the module tree's MACs at this iteration's length */
+      zt_flops_profiler_free(e->fprof);
+      e->fprof = make_flops_profiler(e);
+    }
     zt_flops_model fm = e->flops_model; /* throughput_calculator's seq_len: args.actual_seq_length */
     fm.seq_length = e->train_T;
     e->flops_per_iteration = zt_iteration_flops(&fm, e->args->global_batch_size);

@@ -6,7 +6,8 @@
 #     /--eod-mask-loss;
 #  2. min_difficulty = max_difficulty = --seq-length is bit for bit the run without the block;
 #  3. the log's curriculum seqlen and consumed tokens follow curriculum_oracle.py (DeepSpeed's scheduler), tokens per
-#     gpu per second use the curriculum length, TensorBoard's seqlen/curriculum_seqlen (and vs samples/tokens);
+#     gpu per second use the curriculum length, TensorBoard's seqlen/curriculum_seqlen (and vs samples/tokens), the
+#     flops profiler's MACs at the profiled iteration's length;
 #  4. evaluation runs at the full --seq-length (with --lr 0 the validations equal the run without the block);
 #  5. a run resumed mid-curriculum continues it bit for bit;
 #  6. refusals before any work.
@@ -96,6 +97,17 @@ PYEOF
   exp=$(printf 'seqlen/curriculum_seqlen%s\nseqlen/curriculum_seqlen vs samples%s\nseqlen/curriculum_seqlen vs tokens%s' "$steps" "$samples" "$tokens")
   [ "$got" == "$exp" ] && ok "$name: TensorBoard seqlen/curriculum_seqlen vs steps, samples, tokens" || bad "$name tensorboard" "$(diff <(echo "$got") <(echo "$exp") | head -3)"
 done
+
+# DeepSpeed's flops profiler measures the profiled iteration's forward: at its curriculum length (16 at step 2)
+fp='"flops_profiler": {"enabled": true, "profile_step": 1, "module_depth": -1, "top_modules": 1, "detailed": false}'
+printf '{%s, %s, "curriculum_learning": {"enabled": true, "curriculum_type": "seqlen", "min_difficulty": 8, "max_difficulty": 32, "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": 4, "difficulty_step": 8}}}\n' "$batch" "$fp" > fpc.json
+printf '{%s, %s}\n' "$batch" "$fp" > fpp.json
+macs() { grep -E "^(fwd MACs per GPU|fwd flops per GPU|params per GPU):" <<<"$1"; }
+a=$(gpt --seq-length 32 --train-iters 3 --eval-interval 10 --eval-iters 0 --deepspeed --deepspeed_config fpc.json)
+b=$(gpt --seq-length 16 --train-iters 3 --eval-interval 10 --eval-iters 0 --deepspeed --deepspeed_config fpp.json)
+if [ "$(macs "$a" | wc -l)" -eq 3 ] && [ "$(macs "$a")" == "$(macs "$b")" ] && grep -q "curriculum seqlen:    16 |" <<<"$a"; then
+  ok "flops profiler at step 2 (curriculum seqlen 16): the MACs and flops of a --seq-length 16 run ($(macs "$a" | grep MACs | sed 's/.*: *//'))"
+else bad "flops profiler under curriculum" "$(diff <(macs "$a") <(macs "$b") | head -3)"; fi
 
 # ---- 4. evaluation at the full length ------------------------------------------------------------------------------
 a=$(gpt --seq-length 32 --train-iters 4 --eval-interval 2 --lr 0 --deepspeed --deepspeed_config c8.json)
