@@ -1,10 +1,11 @@
 #!/bin/bash
 # The legacy seqlen curriculum in every parallel layout (label mpi): with a schedule that changes the length every
-# iteration or two (8 -> 32, fixed_linear), TP=2, TP=2 with --sequence-parallel, PP=2 (1F1B, stage tensors sized by
-# the curriculum length), PP=4 with the interleaved schedule, and DP=2 with ZeRO-2 and with ZeRO-3 give the
-# one-process run's losses and grad norms (to fp32 reduction-order rounding), the same curriculum seqlen and consumed
-# tokens; evaluation at the full length in the pipeline (its stage tensors grow back); --sequence-parallel with a
-# length that does not split is refused before any work. Usage: test_curriculum_parallel.sh PRETRAIN_GPT PYTHON3
+# iteration or two (8 -> 32, fixed_linear), TP=2, TP=2 with --sequence-parallel, TP=2 with full recompute and
+# partitioned activations, PP=2 (1F1B, stage tensors sized by the curriculum length), PP=4 with the interleaved
+# schedule, and DP=2 with ZeRO-2 and with ZeRO-3 give the one-process run's losses and grad norms (to fp32
+# reduction-order rounding), the same curriculum seqlen and consumed tokens; evaluation at the full length in the
+# pipeline (its stage tensors grow back); --sequence-parallel with a length that does not split is refused before any
+# work. Usage: test_curriculum_parallel.sh PRETRAIN_GPT PYTHON3
 BIN=$1 PY=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
@@ -41,6 +42,9 @@ layout() { # name, np, config, flags...
 layout "TP=2" 2 cl.json --tensor-model-parallel-size 2
 layout "TP=2 --sequence-parallel" 2 cl.json --tensor-model-parallel-size 2 --sequence-parallel
 layout "PP=2 (1F1B)" 2 cl.json --pipeline-model-parallel-size 2
+# full recompute with each rank keeping its half of the saved layer inputs (slots of the planned length)
+sed 's/"curriculum_learning"/"activation_checkpointing": {"partition_activations": true}, "curriculum_learning"/' cl.json > pa.json
+layout "TP=2, full recompute, partition_activations" 2 pa.json --tensor-model-parallel-size 2 --recompute-granularity full
 layout "DP=2 ZeRO-2" 2 z2.json
 sed 's/"stage": 2/"stage": 3/' z2.json > z3.json
 layout "DP=2 ZeRO-3" 2 z3.json
