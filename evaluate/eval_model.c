@@ -8,7 +8,9 @@
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/ckpt_reader.h"
 #include "models/gpt/gpt.h"
+#include "models/transformer/sparsity.h"
 #include "runtime/base/error.h"
+#include "train/ds_config.h"
 #include "train/engine.h"
 
 const char *zt_eval_program = "evaluate_zeroshot";
@@ -39,9 +41,42 @@ zt_eval_placement zt_eval_place(const zt_args *a) {
   return p;
 }
 
+/* What the checkpoint's run attended with: the sparse_attention block of the ds_config it saved (present = 0 for
+ * dense attention), the --seq-length its layout was made for, --seed (the random blocks) and its head count. */
+typedef struct {
+  int present, seq_length, num_heads;
+  int64_t seed;
+  zt_sparsity_config c;
+} saved_sparsity;
+
+static int64_t saved_int(const zt_ckpt_reader *r, const char *name) {
+  char v[64];
+  zt_check(zt_ckpt_arg(r->args_text, name, v, sizeof v), "checkpoint", "%s: the saved arguments lack %s, which the "
+           "sparse_attention layout of its ds_config needs", r->dir, name);
+  return atoll(v);
+}
+
+static void read_sparsity(const zt_ckpt_reader *r, saved_sparsity *out) {
+  memset(out, 0, sizeof *out);
+  if (!r->ds_config || !*r->ds_config) return; /* trained without --deepspeed */
+  char name[4400];
+  snprintf(name, sizeof name, "%s (the ds_config the checkpoint saved)", r->dir);
+  zt_ds_config *dc = zt_malloc(sizeof *dc, "ds_config");
+  zt_ds_config_load_string(dc, r->ds_config, name);
+  if (dc->sparse_attention) {
+    out->present = 1;
+    out->c = dc->sparse;
+    out->seq_length = (int)saved_int(r, "seq_length");
+    out->num_heads = (int)saved_int(r, "num_attention_heads");
+    out->seed = saved_int(r, "seed");
+  }
+  zt_ds_config_free(dc);
+  free(dc);
+}
+
 /* A BERT (or other) checkpoint is refused by what it holds, before any shape check; returns the checkpoint's padded
- * vocabulary size. */
-static int64_t checkpoint_kind(const zt_args *a) {
+ * vocabulary size and, with sparse non-NULL, what read_sparsity finds. */
+static int64_t checkpoint_kind(const zt_args *a, saved_sparsity *sparse) {
   char tag[256];
   zt_check(zt_ckpt_resolve(a->load, a->load_tag, tag, sizeof tag) != 0, "checkpoint", "--load %s: no checkpoint "
            "there (no %s/latest%s%s)", a->load, a->load, a->load_tag ? " and no tag " : "",
@@ -55,19 +90,59 @@ static int64_t checkpoint_kind(const zt_args *a) {
                "pretrain_bert saves): %s reads GPT language models (pretrain_gpt checkpoints)",
                r.dir, r.tensors[i].name, zt_eval_program);
   const int64_t padded = r.padded_vocab_size;
+  if (sparse) read_sparsity(&r, sparse);
   zt_ckpt_close(&r);
   return padded;
 }
 
 int zt_eval_checkpoint_vocab(const zt_args *a) {
-  double v = zt_comm_rank() == 0 ? (double)checkpoint_kind(a) : 0.0;
+  double v = zt_comm_rank() == 0 ? (double)checkpoint_kind(a, NULL) : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &v, 1);
   return (int)v;
 }
 
-zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placement *p, int *v_valid) {
-  double ckpt_padded = zt_comm_rank() == 0 ? (double)checkpoint_kind(args) : 0.0;
+/* The layout the checkpoint's run trained with, cut to this run's --seq-length (DeepSpeed slices its master layout
+ * the same way for a shorter input); refused where it cannot apply. NULL for dense attention. */
+static const zt_attn_layout_buf *sparse_layout(const zt_args *a, const saved_sparsity *sp, int allow_sparse) {
+  static zt_attn_layout_buf buf; /* lives as long as the model */
+  if (!sp->present) return NULL;
+  const zt_sparsity_config *c = &sp->c;
+  zt_check(allow_sparse, "checkpoint", "%s: --load %s was trained with sparse_attention (mode %s, block %d, in the "
+           "ds_config it saved): %s runs the model on prefixes of every length (with or without the key/value "
+           "cache), where a block-sparse layout is not supported yet (it lands with the sparse-attention decoding "
+           "work), and dense attention would not be the model that was trained", zt_eval_program, a->load,
+           zt_sparse_mode_name(c->mode), c->block, zt_eval_program);
+  zt_check(a->num_attention_heads == sp->num_heads, "checkpoint", "--num-attention-heads %d: --load %s was trained "
+           "with %d heads, and its sparse_attention layout (mode %s) is made per head", a->num_attention_heads, a->load,
+           sp->num_heads, zt_sparse_mode_name(c->mode));
+  zt_check(a->seq_length % c->block == 0 && a->seq_length <= sp->seq_length, "arguments", "--seq-length %d: --load %s "
+           "was trained with sparse_attention (mode %s, block %d) made for --seq-length %d; evaluate at a multiple of "
+           "the block up to %d, where the trained layout's first blocks apply", a->seq_length, a->load,
+           zt_sparse_mode_name(c->mode), c->block, sp->seq_length, sp->seq_length);
+  char err[512];
+  zt_check(zt_sparsity_check(c, sp->num_heads, sp->seq_length, err, sizeof err), "checkpoint", "--load %s: the "
+           "sparse_attention block of the ds_config it saved: %s", a->load, err);
+  const int H = a->num_attention_heads, nb = a->seq_length / c->block;
+  uint8_t *mask = zt_malloc((size_t)H * nb * nb, "sparse attention layout");
+  zt_sparsity_model_layout(c, H, sp->seq_length, a->seq_length, (uint64_t)sp->seed, 1, mask);
+  char line[256];
+  zt_sparsity_describe(c, mask, H, nb, line, sizeof line);
+  zt_attn_layout_from_mask(&buf, mask, H, nb, c->block);
+  free(mask);
+  zt_log("> %s as the checkpoint's run trained (its ds_config; made for --seq-length %d with --seed %lld%s; causal: "
+         "tiles above the diagonal left out)\n", line, sp->seq_length, (long long)sp->seed,
+         nb * c->block < sp->seq_length ? ", its first blocks used" : "");
+  return &buf;
+}
+
+zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_sparse, zt_eval_placement *p,
+                           int *v_valid) {
+  saved_sparsity sp;
+  memset(&sp, 0, sizeof sp);
+  double ckpt_padded = zt_comm_rank() == 0 ? (double)checkpoint_kind(args, &sp) : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &ckpt_padded, 1);
+  if (zt_comm_size() > 1) zt_broadcast(zt_comm_world(), &sp, sizeof sp, 0);
+  const zt_attn_layout_buf *layout = sparse_layout(args, &sp, allow_sparse);
   /* the output layer holds the checkpoint's padded rows (rounded up to this layout's tensor-parallel size), and the
    * scores run over them: the numbers do not depend on the padding this layout would choose */
   const int V_valid = (int)ckpt_padded;
@@ -97,7 +172,8 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placeme
                                .padded_vocab_size = args->padded_vocab_size, .ln_eps = args->layernorm_epsilon,
                                .init_std = args->init_method_std,
                                .untie_embeddings = args->untie_embeddings_and_output_weights,
-                               .residual_post_ln = args->apply_residual_connection_post_layernorm};
+                               .residual_post_ln = args->apply_residual_connection_post_layernorm,
+                               .sparse_attention = layout};
   zt_log("building GPT model ...\n");
   zt_model *m = zt_gpt_create(&margs, &s);
   zt_train_state st;

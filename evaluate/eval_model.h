@@ -26,8 +26,12 @@ zt_eval_placement zt_eval_place(const zt_args *a);
  * refused by what it holds, before any shape check. */
 int zt_eval_checkpoint_vocab(const zt_args *a);
 /* Builds the forward-only GPT of args (micro batch x seq length, sequence_parallel as given) in this layout on
- * the backend pretrain_gpt would choose (zt_pick_backend in train/engine.h), fp32 storage on either, and loads --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
+ * the backend pretrain_gpt would choose (zt_pick_backend in train/engine.h), fp32 storage on either, and loads
+ * --load's weights; args->padded_vocab_size becomes the checkpoint's rows rounded up to the tensor-parallel size.
+ * A checkpoint trained with the ds_config's sparse_attention attends with its run's layout (made for the run's
+ * --seq-length and --seed, cut to args' --seq-length) when allow_sparse, and is refused otherwise.
  * *p receives the placement, *v_valid the checkpoint's padded vocabulary size. */
-zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, zt_eval_placement *p, int *v_valid);
+zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_sparse, zt_eval_placement *p,
+                           int *v_valid);
 
 #endif

@@ -604,7 +604,7 @@ int zt_generate_main(int argc, char **argv) {
   zt_eval_placement p;
   int V_valid;
   /* the one sequence dimension of a step is 1 token: --sequence-parallel (a training layout) is not used here */
-  zt_model *m = zt_eval_load_gpt(&args, 0, &p, &V_valid);
+  zt_model *m = zt_eval_load_gpt(&args, 0, 0, &p, &V_valid);
   g.p = &p;
   g.tp = args.tensor_model_parallel_size;
   g.pp = args.pipeline_model_parallel_size;

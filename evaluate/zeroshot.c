@@ -681,7 +681,7 @@ int zt_zeroshot_main(int argc, char **argv) {
   load_task(&d, &tf, &args, tok);
   zt_eval_placement p;
   int V_valid;
-  zt_model *m = zt_eval_load_gpt(&args, args.sequence_parallel, &p, &V_valid);
+  zt_model *m = zt_eval_load_gpt(&args, args.sequence_parallel, 1, &p, &V_valid);
   const int tp = args.tensor_model_parallel_size;
   const int dp = args.data_parallel_size;
   const int B = args.micro_batch_size, T = args.seq_length, NF = B * T;

@@ -316,10 +316,7 @@ static void sparse_setup(zt_engine *e) {
   const int H = a->num_attention_heads, nb = a->seq_length / c->block;
   const size_t per_head = (size_t)nb * (size_t)nb;
   uint8_t *mask = zt_malloc((size_t)H * per_head, "sparse attention layout");
-  zt_sparsity_make_layout(c, H, a->seq_length, (uint64_t)a->seed, mask);
-  if (e->kind->causal)
-    for (int h = 0; h < H; h++)
-      for (int i = 0; i < nb; i++) memset(mask + (size_t)h * per_head + (size_t)i * nb + i + 1, 0, (size_t)(nb - i - 1));
+  zt_sparsity_model_layout(c, H, a->seq_length, a->seq_length, (uint64_t)a->seed, e->kind->causal, mask);
   char line[256];
   zt_sparsity_describe(c, mask, H, nb, line, sizeof line);
   zt_attn_layout_from_mask(&e->sparse, mask, H, nb, c->block);

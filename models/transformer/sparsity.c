@@ -6,9 +6,11 @@
 #include "models/transformer/sparsity.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/base/error.h"
 #include "runtime/base/philox.h"
 
 void zt_sparsity_config_defaults(zt_sparsity_config *c, zt_sparse_mode mode) {
@@ -308,4 +310,20 @@ void zt_sparsity_describe(const zt_sparsity_config *c, const uint8_t *layout, in
            "computed (density %.1f%%)", zt_sparse_mode_name(c->mode), c->block, nb, nb, num_heads,
            c->different_layout_per_head ? "layout per head" : "one layout", on, total,
            total ? 100.0 * (double)on / (double)total : 0.0);
+}
+
+void zt_sparsity_model_layout(const zt_sparsity_config *c, int num_heads, int layout_seq_len, int seq_len,
+                              uint64_t seed, int causal, uint8_t *layout) {
+  const int full = layout_seq_len / c->block, nb = seq_len / c->block;
+  const size_t full_per_head = (size_t)full * (size_t)full;
+  uint8_t *master = layout;
+  if (nb != full) master = zt_malloc((size_t)num_heads * full_per_head, "sparse attention layout");
+  zt_sparsity_make_layout(c, num_heads, layout_seq_len, seed, master);
+  for (int h = 0; h < num_heads; h++)
+    for (int i = 0; i < nb; i++) {
+      uint8_t *row = layout + ((size_t)h * nb + i) * nb;
+      memmove(row, master + (size_t)h * full_per_head + (size_t)i * full, (size_t)nb); /* rows move forward only */
+      if (causal) memset(row + i + 1, 0, (size_t)(nb - i - 1));
+    }
+  if (master != layout) free(master);
 }

@@ -57,6 +57,15 @@ int zt_sparsity_check(const zt_sparsity_config *c, int num_heads, int seq_len, c
 void zt_sparsity_make_layout(const zt_sparsity_config *c, int num_heads, int seq_len, uint64_t seed,
                              uint8_t *layout);
 
+/* The layout a model's self-attention uses at seq_len tokens: make_layout's for layout_seq_len (the length the
+ * layout is made for: --seq-length of the training run) with `seed`, cut to its first seq_len / block rows and
+ * columns of blocks, as DeepSpeed's SparseSelfAttention slices its master layout for a shorter input; with causal
+ * the blocks above the diagonal are dropped (the causal mask hides them anyway). Writes [num_heads][nb][nb],
+ * nb = seq_len / block. seq_len must be a multiple of the block and at most layout_seq_len, and the config must
+ * have passed zt_sparsity_check for layout_seq_len. */
+void zt_sparsity_model_layout(const zt_sparsity_config *c, int num_heads, int layout_seq_len, int seq_len,
+                              uint64_t seed, int causal, uint8_t *layout);
+
 /* The random columns make_layout draws for (head, row): sets mark[col] = 1 for each of the
  * num_random_blocks columns (mark[0..nb) must be zero on entry). `head` is the layout head (0 unless
  * different_layout_per_head). For tests and the log; make_layout uses the very same draws. */

@@ -1,12 +1,17 @@
 /* Test helper for the Hugging Face export: builds the GPT a checkpoint describes (its saved arguments), loads the
  * saved weights through the checkpoint reader and writes the logits of a fixed batch (evaluation mode) as .npy.
- * Usage: ckpt_logits CHECKPOINT_DIR TOKENS.npy (int32 [B, T]) LOGITS.npy (float32 [B, T, padded vocab]) */
+ * With LAYOUT.npy (int32 0/1 [heads, T/block, T/block], a block-sparse attention layout the test computed), attention
+ * is the dense kernels' with that layout as a mask (the sparse_attention reference path, not the block-sparse
+ * kernels).
+ * Usage: ckpt_logits CHECKPOINT_DIR TOKENS.npy (int32 [B, T]) LOGITS.npy (float32 [B, T, padded vocab])
+ *        [LAYOUT.npy BLOCK] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoints/ckpt_reader.h"
 #include "models/gpt/gpt.h"
+#include "runtime/ops/attn_layout.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 
@@ -23,7 +28,7 @@ static double argf(const zt_ckpt_reader *r, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  zt_check(argc == 4, "usage", "ckpt_logits CHECKPOINT_DIR TOKENS.npy LOGITS.npy");
+  zt_check(argc == 4 || argc == 6, "usage", "ckpt_logits CHECKPOINT_DIR TOKENS.npy LOGITS.npy [LAYOUT.npy BLOCK]");
   zt_ckpt_reader r;
   zt_ckpt_open(&r, argv[1], NULL);
   int ndim;
@@ -38,6 +43,22 @@ int main(int argc, char **argv) {
                      .padded_vocab_size = (int)r.padded_vocab_size, .ln_eps = (float)argf(&r, "layernorm_epsilon"),
                      .init_std = 0.02f, .untie_embeddings = strcmp(untie, "True") == 0,
                      .micro_batch = (int)shape[0], .seq_length = (int)shape[1]};
+  zt_attn_layout_buf layout = {0};
+  if (argc == 6) {
+    int64_t lshape[4];
+    int32_t *lay = zt_npy_load(argv[4], "<i4", &ndim, lshape);
+    const int block = atoi(argv[5]);
+    zt_check(ndim == 3 && lshape[0] == c.num_heads && lshape[1] == lshape[2] && block > 0 &&
+             lshape[1] * block == shape[1], "ckpt_logits", "%s: a layout [heads, T/block, T/block] is expected", argv[4]);
+    const size_t n = (size_t)(lshape[0] * lshape[1] * lshape[2]);
+    uint8_t *mask = zt_malloc(n, "layout");
+    for (size_t i = 0; i < n; i++) mask[i] = lay[i] != 0;
+    zt_attn_layout_from_mask(&layout, mask, (int)lshape[0], (int)lshape[1], block);
+    free(mask);
+    free(lay);
+    c.sparse_attention = &layout;
+    c.sparse_as_mask = 1;
+  }
   zt_gpt m;
   zt_gpt_build(&m, &c, 0);
   float *full = zt_malloc((size_t)r.padded_vocab_size * c.hidden_size * 4 + (size_t)c.ffn_hidden_size * c.hidden_size * 4 + 64,
@@ -56,6 +77,7 @@ int main(int argc, char **argv) {
   free(full);
   free(tokens);
   zt_gpt_free(&m);
+  if (layout.mem) zt_attn_layout_free(&layout);
   zt_ckpt_close(&r);
   return 0;
 }

@@ -168,11 +168,17 @@ def megatron_block(task, total, n_examples=0, ntok=0, norig=0):
     return "-" * length + "\n" + string + "\n" + "-" * length
 
 
-def model_scores(ck, rows, seq):
-    """Per-token cross-entropy (float64) and argmax over the padded vocabulary of the checkpoint's logits."""
+def model_scores(ck, rows, seq, layout=None):
+    """Per-token cross-entropy (float64) and argmax over the padded vocabulary of the checkpoint's logits; with
+    layout = (mask [heads, nb, nb], block), attention computes only those blocks (ckpt_logits' dense kernels with the
+    layout as a mask)."""
     toks = np.stack([r[:seq] for r in rows]).astype(np.int32)
     np.save(os.path.join(tmp, "tok.npy"), toks)
-    run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")])
+    extra = []
+    if layout is not None:
+        np.save(os.path.join(tmp, "layout.npy"), layout[0].astype(np.int32))
+        extra = [os.path.join(tmp, "layout.npy"), str(layout[1])]
+    run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")] + extra)
     lg = np.load(os.path.join(tmp, "logits.npy")).astype(np.float64)
     labels = np.stack([r[1:seq + 1] for r in rows])
     mx = lg.max(-1, keepdims=True)
@@ -181,21 +187,21 @@ def model_scores(ck, rows, seq):
     return ce, lg.argmax(-1), labels
 
 
-def oracle(ck, task, path, seq, ov=32, strict=False):
+def oracle(ck, task, path, seq, ov=32, strict=False, layout=None):
     if task == "WIKITEXT103":
         data = open(path, "rb").read().decode("utf-8")
         norig = len(data.strip().split(" "))
         data = get_detokenizer(path)(data)
         toks = tokenize(data)
         items = lm_dataset(toks, seq, ov)
-        ce, _, _ = model_scores(ck, [t for t, _ in items], seq)
+        ce, _, _ = model_scores(ck, [t for t, _ in items], seq, layout)
         total = float(sum((ce[i] * m).sum() for i, (_, m) in enumerate(items)))
         return total, megatron_block(task, total, ntok=len(toks), norig=norig)
     items = []
     for line in open(path, encoding="utf-8").readlines():
         ctx, lab = lambada_tokens(json.loads(line)["text"], strict)
         items.append(lambada_item(ctx, lab, seq))
-    _, am, labels = model_scores(ck, [t for t, _, _ in items], seq)
+    _, am, labels = model_scores(ck, [t for t, _, _ in items], seq, layout)
     correct = 0
     for i, (_, m, _) in enumerate(items):
         c = (am[i] == labels[i]).astype(np.float64)
@@ -260,6 +266,34 @@ with open(lamb, "w") as f:
     for i in range(23):
         f.write(json.dumps({"text": sentence()[:-1]}) + "\n")
     f.write(json.dumps({"text": " ".join(sentence() for _ in range(3))[:-1]}) + "\n")
+
+
+# a checkpoint trained with the ds_config's sparse_attention (DeepSpeed's fixed layout, one per head, two global
+# patterns, block 8: 6 x 6 blocks at SEQ 48); its layout from an independent transcription of DeepSpeed's
+# sparsity_config.py, made for SEQ, causal (tril), cut to the first seq / 8 blocks for a shorter evaluation
+sys.path.insert(0, os.path.join(HERE, "..", "sparse"))
+import sparsity_oracle  # noqa: E402
+SPARSE = {"mode": "fixed", "block": 8, "different_layout_per_head": True, "num_local_blocks": 2,
+          "num_global_blocks": 1, "num_different_global_patterns": 2, "attention": "unidirectional"}
+ck_sparse = os.path.join(tmp, "ck_sparse")
+
+
+def sparse_layout(seq):
+    full = sparsity_oracle.Fixed(4, block=8, different_layout_per_head=True, num_local_blocks=2, num_global_blocks=1,
+                                 attention="unidirectional", num_different_global_patterns=2).make_layout(SEQ)
+    nb = seq // 8
+    return np.tril(np.asarray(full)[:, :nb, :nb]), 8
+
+
+def train_sparse(mpi=None):
+    cfg = os.path.join(tmp, "ds_sparse.json")
+    json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sparse_attention": SPARSE},
+              open(cfg, "w"))
+    cmd = train[:train.index("--train-iters")] + ["--train-iters", "40", "--deepspeed", "--deepspeed_config", cfg,
+                                                  "--save", ck_sparse]
+    if mpi:
+        cmd = MPIRUN + ["-np", str(mpi)] + cmd + ["--tensor-model-parallel-size", str(mpi)]
+    return run(cmd)
 
 
 def evaluate(task, path, extra=(), mpi=None, ckpt=None, mbs="3"):
@@ -410,6 +444,30 @@ if not MPI:
     refused("a BERT checkpoint", [], "a BERT checkpoint (it holds ", ckpt=fx + "/ck")
     h = run([EVAL, "--help"])[1]
     check("--strict-lambada" in h and "--overlapping-eval" in h, "--help lists the task flags")
+
+    # 7. a checkpoint trained with sparse_attention is evaluated with its run's layout, not densely: both tasks equal
+    # NumPy's scoring of logits computed with the transcribed DeepSpeed layout as the attention mask, at SEQ and at
+    # a shorter --seq-length (the layout's first blocks); dense scoring of the same weights differs
+    train_sparse()
+    for task, path, ex, seq in (("WIKITEXT103", wiki, ["--overlapping-eval", "16"], SEQ), ("LAMBADA", lamb, [], SEQ),
+                                ("WIKITEXT103", wiki, ["--overlapping-eval", "16", "--seq-length", "32"], 32)):
+        rc, out = evaluate(task, path, ex, ckpt=ck_sparse)
+        a = total_of(out)
+        total, block = oracle(ck_sparse, task, path, seq, 16, layout=sparse_layout(seq))
+        close = a is not None and (abs(a - total) <= 1e-5 * max(abs(total), 1) if task == "WIKITEXT103" else a == total)
+        check(rc == 0 and close and "sparse attention: mode fixed, block 8, %d x %d blocks per head" % (seq // 8, seq // 8)
+              in out, "sparse checkpoint: %s at --seq-length %d = NumPy on logits with the DeepSpeed layout as the mask "
+              "(%s vs %.9g)" % (task, seq, a, total), out[-800:])
+        if task == "WIKITEXT103" and seq == SEQ:
+            dense, _ = oracle(ck_sparse, task, path, seq, 16)
+            # 5x the tolerance of the equality above: a dense evaluation would fail it
+            check(abs(dense - total) > 5e-5 * abs(total), "sparse checkpoint: dense scoring of its weights differs "
+                  "(%.9g vs %.9g) by more than the check above allows: the layout is applied" % (dense, total))
+    refused("sparse checkpoint at a --seq-length that is not a multiple of its block", ["--seq-length", "44"],
+            "--seq-length 44: --load %s was trained with sparse_attention (mode fixed, block 8) made for --seq-length "
+            "48" % ck_sparse, ckpt=ck_sparse)
+    refused("sparse checkpoint with another head count", ["--num-attention-heads", "2"],
+            "--num-attention-heads 2: --load %s was trained with 4 heads" % ck_sparse, ckpt=ck_sparse)
 else:
     # 6. layouts under mpirun: TP=2, PP=2, DP=2 equal to one process on both tasks
     base = {t: evaluate(t, p, ["--overlapping-eval", "16"] if t == "WIKITEXT103" else [])
@@ -470,6 +528,19 @@ else:
     check(a is not None and b is not None and abs(a - b) <= 1e-5 * a and abs(a - total) <= 1e-5 * total,
           "ZeRO-3 DP=2 checkpoint: WIKITEXT103 in one process = PP=2 = NumPy (%s, %s, %.9g)" % (a, b, total),
           z1[1][-500:] + z2[1][-500:])
+
+
+    # a sparse_attention checkpoint saved with TP=2 (each rank its two heads' layouts) evaluated by one process and by
+    # TP=2: the same numbers, equal to NumPy with the whole layout
+    train_sparse(mpi=2)
+    total, _ = oracle(ck_sparse, "WIKITEXT103", wiki, SEQ, 16, layout=sparse_layout(SEQ))
+    s1 = evaluate("WIKITEXT103", wiki, ["--overlapping-eval", "16"], ckpt=ck_sparse)
+    s2 = evaluate("WIKITEXT103", wiki, ["--overlapping-eval", "16", "--tensor-model-parallel-size", "2"],
+                  ckpt=ck_sparse, mpi=2)
+    a, b = total_of(s1[1]), total_of(s2[1])
+    check(a is not None and b is not None and abs(a - b) <= 1e-5 * a and abs(a - total) <= 1e-5 * total,
+          "sparse TP=2 checkpoint: WIKITEXT103 in one process = TP=2 = NumPy with the layout (%s, %s, %.9g)" %
+          (a, b, total), s1[1][-500:] + s2[1][-500:])
 
 shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(summary())

@@ -348,6 +348,23 @@ if not MPI:
     rc, out, err = run([GEN, "--load", ck] + model_big + ["--sample-input-file", inp], ok=False)
     check(rc != 0 and "the tokenizer has 297 ids, the checkpoint's output layer 128 rows" in err,
           "refused: a tokenizer with more ids than the checkpoint's output layer", (out + err)[-400:])
+    # a checkpoint trained with the ds_config's sparse_attention: generating densely would not be the trained model,
+    # and prefixes of every length do not fit a block layout; refused (with and without the cache), nothing written
+    cfg = new("ds_sparse.json")
+    json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sparse_attention": {"mode": "fixed",
+               "block": 16, "num_local_blocks": 2, "attention": "unidirectional"}}, open(cfg, "w"))
+    ck_sparse = new("ck_sparse")
+    run([PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
+                              os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
+                              "--train-iters", "2", "--eval-iters", "0", "--deepspeed", "--deepspeed_config", cfg,
+                              "--save", ck_sparse])
+    for extra in ([], ["--recompute"]):
+        outf = new("o")
+        rc, out, err = gen(["--sample-input-file", inp, "--sample-output-file", outf] + extra, ok=False,
+                           ckpt=ck_sparse)
+        check(rc == 1 and "generate_samples: --load %s was trained with sparse_attention (mode fixed, block 16, in "
+              "the ds_config it saved)" % ck_sparse in err and not os.path.exists(outf),
+              "refused: a sparse_attention checkpoint %s" % " ".join(extra), (out + err)[-400:])
 else:
     inp = new("in")
     open(inp, "w").write("".join(CONTEXTS))
