@@ -6,8 +6,9 @@
 #   2. the layout has an effect: the fixed run's losses differ from dense attention's;
 #   3. mode dense (every tile listed) equals a run without the block (1e-5);
 #   4. bigbird and variable with per-head layouts and random blocks (seeded: two runs bitwise equal), sparse = mask;
-#   5. tensor parallelism 2 with per-head layouts (each rank reads its heads' layouts), pipeline parallelism 2 and
-#      ZeRO-2 at data-parallel size 2 = one process (1e-5); --checkpoint-activations = without;
+#   5. tensor parallelism 2 with per-head layouts (each rank reads its heads' layouts), pipeline parallelism 2,
+#      ZeRO-2 and ZeRO-3 at data-parallel size 2 = one process (1e-5); --checkpoint-activations = without; a one-process
+#      bigbird checkpoint (random blocks per head) continued by TP=2 = the uninterrupted run; --bf16 sparse = mask;
 #   6. a checkpoint at 6, resumed to 12, continues bit for bit;
 #   7. errors before any work: --seq-length not a multiple of block (DeepSpeed's message), fixed's divisibility rule,
 #      a malformed list; a key the mode does not read is warned about.
@@ -88,9 +89,31 @@ if command -v mpirun >/dev/null; then
   z2=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 2 --deepspeed --deepspeed_config \
        "$tmp/z2.json" 2>&1)
   same "the same, ZeRO-2 at data-parallel size 2 = one process accumulating 2 micro batches" "$acc" "$z2" 1e-5
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}, %s}\n' "$blk" > "$tmp/z3.json"
+  z3=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 2 --deepspeed --deepspeed_config \
+       "$tmp/z3.json" 2>&1)
+  same "the same, ZeRO-3 at data-parallel size 2 = one process accumulating 2 micro batches" "$acc" "$z3" 1e-5
+  # a checkpoint of one process (bigbird: random blocks, a layout per head) continued by TP=2, each rank its heads
+  mkdir -p "$tmp/ckr"
+  ds bigbird '{"mode": "bigbird", "block": 8, "different_layout_per_head": true, "num_random_blocks": 2, "num_sliding_window_blocks": 3, "num_global_blocks": 1}'
+  bbfull=$(train --deepspeed --deepspeed_config "$tmp/bigbird.json")
+  train --deepspeed --deepspeed_config "$tmp/bigbird.json" --save "$tmp/ckr" --save-interval 6 --exit-interval 6 >/dev/null
+  bbtp=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --tensor-model-parallel-size 2 --deepspeed \
+         --deepspeed_config "$tmp/bigbird.json" --load "$tmp/ckr" 2>&1)
+  a=$(losses "$bbfull" | cut -d' ' -f7-12) b=$(losses "$bbtp")
+  if [ "$(echo $b | wc -w)" -eq 6 ] && close "$a" "$b" 1e-5; then
+    ok "bigbird per head: one process's checkpoint at 6 continued by --tensor-model-parallel-size 2 = uninterrupted"
+  else bad "bigbird per head: checkpoint continued by TP=2" "uninterrupted '$a' TP=2 '$b'; $(grep -m2 error <<<"$bbtp")"; fi
 else
   echo "SKIP tensor parallelism: mpirun not found"
 fi
+
+# 5b. bf16 storage (half values in fp32 slots on the CPU): the block-sparse kernels = the masked dense ones
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": true}, "sparse_attention": %s}\n' \
+  "$fixed" > "$tmp/fixedbf.json"
+bf=$(train --bf16 --deepspeed --deepspeed_config "$tmp/fixedbf.json")
+bfm=$(ZT_SPARSE_ATTENTION=mask train --bf16 --deepspeed --deepspeed_config "$tmp/fixedbf.json")
+same "fixed, --bf16: block-sparse kernels = dense kernels with the layout as a mask" "$bfm" "$bf" 1e-5
 
 # 6. resume bit for bit
 mkdir -p "$tmp/ck"

@@ -54,9 +54,9 @@
 // ratio; the layout costs per walked tile one binary search per line over about nb / 4 entries, negligible next to
 // the 64 x 64 x HD products. The dk/dv pass has its longest blocks on the global columns (nb - 3 query tiles, as long
 // as dense causal's first column): launched first (ascending blockIdx), they stay off the critical path unless
-// B * NH is too small to fill the GPU. To be measured on a GPU: these timings (bench/gpu_ops.c), and the tensor-core
-// version of these kernels (mma.sync, the GPU-speed issue's work: the emulator has no mma.sync), where the same
-// bitmap and line masks apply to the accumulator fragments.
+// B * NH is too small to fill the GPU. To be measured on a GPU: these timings (bench/gpu_ops.c has no sparse case
+// yet), and the tensor-core version of these kernels (mma.sync, the GPU-speed issue's work: the emulator has no
+// mma.sync), where the same bitmap and line masks apply to the accumulator fragments.
 #include <limits.h>
 
 #include <type_traits>
