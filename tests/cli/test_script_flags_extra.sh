@@ -10,6 +10,7 @@
 # Usage: test_script_flags_extra.sh path/to/pretrain_gpt
 set -u
 BIN=${1:?usage: test_script_flags_extra.sh path/to/pretrain_gpt}
+README="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/README.md"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 cd "$W" || exit 1
@@ -61,6 +62,14 @@ MOE="(it lands with the MoE work, issue 18)"
 expect_fail "--num-experts 64 is refused naming the MoE work" \
   "error: unsupported argument: --num-experts 64: MoE layers (64 experts every 2 layers) are not supported yet $MOE" \
   "${T[@]}" --num-experts 64
+# README.md's example of a refusal ("$ pretrain_gpt ... --num-experts 8" and the next line): read from the README,
+# so that a changed message fails here until the README shows it
+msg=$(grep -A1 -xF '$ pretrain_gpt ... --num-experts 8' "$README" | sed -n 2p)
+if [ -n "$msg" ]; then
+  expect_fail "--num-experts 8 prints README.md's example line word for word" "$msg" "${T[@]}" --num-experts 8
+else
+  bad "README.md's --num-experts 8 example" "no line after '\$ pretrain_gpt ... --num-experts 8' in $README"
+fi
 expect_fail "a list with one entry above 1 is refused" "--num-experts 4: MoE layers" "${T[@]}" --num-experts 1 4
 expect_fail "--num-experts with the wrong number of values (Megatron-DeepSpeed's assert)" \
   "error: inconsistent arguments: --num-experts has 3 values: num_experts must be either a single value or a list of the same length as the number of MoE layers (2: --num-layers 4 / --expert-interval 2)" \
