@@ -1,7 +1,7 @@
 /* The table of every ds_config.json key DeepSpeed 0.16.5 parses (docs/_pages/config-json.md and the
  * code defaults of deepspeed/runtime/config.py, zero/config.py, zero/offload_config.py,
  * swap_tensor/aio_config.py, activation_checkpointing/config.py, profiling/, monitor/, comm/,
- * data_pipeline/, lr_schedules.py, /work/shared/reference/deepspeed.md section 1) with its type,
+ * data_pipeline/, lr_schedules.py; four keys config-json.md lacks are marked below) with its type,
  * code default (JSON text; "null" = None), range, and status: lands == NULL is supported by zerotron
  * now; otherwise the string names the work it lands with and a value other than the default is refused
  * (ZT_DS_INERT keys are accepted with any value and have no effect until then). */
@@ -362,12 +362,14 @@ const zt_ds_key zt_ds_schema[] = {
   L("sparse_attention.global_block_end_indices", ZT_DS_NULL, "null", NULL),
   I("sparse_attention.num_sliding_window_blocks", 0, "3", 1, BIG, NULL),
 
-  /* ---- other blocks (section 1.12); compression and inference-side blocks refused when present ---- */
+  /* ---- other blocks; compression and inference-side blocks refused when present ---- */
   O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP),
   O("weight_quantization", ZT_DS_PRESENT | ZT_DS_OPAQUE, INF),
   O("tensor_parallel", ZT_DS_PRESENT | ZT_DS_OPAQUE, "no planned work (DeepSpeed's AutoTP, which shards Hugging "
     "Face models by itself; a Megatron model's tensor parallelism is --tensor-model-parallel-size)"),
-  /* read by DeepSpeed's config.py but not in the reference (checked against DeepSpeed's source from memory) */
+  /* not on config-json.md: quantize_training (named by config.py's get_eigenvalue_config), graph_harvesting
+   * (config.py), compile (compiler.py's get_compile_config, called by config.py in DeepSpeed 0.13.2-0.14.3),
+   * sequence_parallel_size (deepspeed/__init__.py's initialize, from 0.15.0) */
   O("quantize_training", ZT_DS_OPAQUE, NULL), /* legacy MoQ block; refused as soon as enabled */
   B("quantize_training.enabled", "false", COMP),
   O("compile", ZT_DS_OPAQUE | ZT_DS_INERT, "the torch.compile path (a call in the client script, not a config switch)"),

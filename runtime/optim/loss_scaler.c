@@ -1,5 +1,6 @@
-/* Loss-scale update rules (see loss_scaler.h); the formulas follow /work/shared/reference/deepspeed.md
- * section 1.5 and Megatron's DynamicGradScaler. */
+/* Loss-scale update rules (see loss_scaler.h); the formulas follow DeepSpeed's deepspeed/runtime/fp16/loss_scaler.py
+ * (DynamicLossScaler.update_scale) and fp16/fused_optimizer.py (FP16_Optimizer._update_scale), and Megatron's
+ * DynamicGradScaler (megatron/optimizer/grad_scaler.py). */
 #include "runtime/optim/loss_scaler.h"
 
 #include <string.h>

@@ -1,5 +1,6 @@
 """The loss scaler against an independent Python transcription of the three update rules
-(/work/shared/reference/deepspeed.md section 1.5; Megatron's DynamicGradScaler), on random and edge-case
+(DeepSpeed's deepspeed/runtime/fp16/loss_scaler.py DynamicLossScaler and fp16/fused_optimizer.py FP16_Optimizer;
+Megatron's DynamicGradScaler, megatron/optimizer/grad_scaler.py), on random and edge-case
 overflow sequences. Usage: test_loss_scaler.py <scaler_driver>"""
 import random
 import subprocess
@@ -125,7 +126,7 @@ def main():
     # DeepSpeed raises at the minimum: 2**2 with min 1 reaches 1 after two overflows, the third raises
     got = run(driver, "ds_dynamic", 4.0, 1000, 1, 0, 1.0, [1, 1, 1, 1])
     assert got[-1] == "AT_MIN" and len(got) == 3, got
-    # the reference's documented consequence: without consecutive_hysteresis, once hysteresis is used up
+    # what DynamicLossScaler.update_scale implies: without consecutive_hysteresis, once hysteresis is used up
     # every further overflow halves until a window growth refills it
     got = run(driver, "ds_dynamic", 2.0 ** 16, 1000, 2, 0, 1.0, [1, 0, 1, 1])
     assert [g[3] for g in got] == ["hysteresis", "kept", "reduced", "reduced"], got

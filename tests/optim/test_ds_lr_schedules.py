@@ -2,7 +2,7 @@
 """Oracle test for runtime/optim/ds_lr_schedules.c.
 
 The expected values come from an independent Python implementation of DeepSpeed's schedule formulas as
-written in /work/shared/reference/deepspeed.md section 1.4 (deepspeed/runtime/lr_schedules.py), plus the
+in DeepSpeed's deepspeed/runtime/lr_schedules.py (as of DeepSpeed 0.14-0.16, docs/schedulers.md), plus the
 values DeepSpeed's constructors put into the optimizer before the first step() (t = -1): LRRangeTest
 min_lr, OneCycle cycle_min_lr with betas (cycle_min_mom, 0.99), WarmupLR/WarmupDecayLR warmup_min_lr,
 WarmupCosineLR 0.0. Each case runs sched_driver and compares every printed lr/beta to 1e-12 relative.
