@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: install (with the PyTorch/NumPy oracles), build (CUDA code too when nvcc is
-# present), and run every ctest label: unit, parity, slow (mpi and gpu tests join as they land; GPU
-# tests print SKIP where there is no GPU). Tests run one at a time: each uses all cores.
+# present), and run every ctest label: unit, parity, slow, mpi, examples, emu (the CUDA tests on the CPU
+# emulator), fuzz and gpu; a test that cannot run here prints SKIP with its reason (gpu tests without a GPU,
+# fuzz_parsers without clang) and is listed below. Tests run one at a time: each uses all cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh --test

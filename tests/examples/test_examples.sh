@@ -4,12 +4,12 @@
 # scripts ship them), then run with pretrain_gpt / pretrain_bert. The scripts always pass --load and --save with
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
-# is (losses, learning rate, loss scale of every later iteration). Families whose flags land with open work
-# (MoE with experts, curriculum/data efficiency, DeepSpeed sequence parallelism, rotary) must be refused naming
-# that work, before anything is written.
+# is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
+# (MoE with experts, the data-efficiency library and random-LTD, DeepSpeed sequence parallelism, rotary) must be
+# refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, megatron_checkpointing, moe_dense, offload_pp,
-#        universal_checkpointing, bert_with_pile, refused)
+#        universal_checkpointing, bert_with_pile, curriculum_learning, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
