@@ -8,8 +8,8 @@
 # (MoE with experts, the data-efficiency library and random-LTD, DeepSpeed sequence parallelism, rotary) must be
 # refused naming that work, before anything is written (family "refused").
 #
-# usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, megatron_checkpointing, moe_dense, offload_pp,
-#        universal_checkpointing, bert_with_pile, curriculum_learning, refused)
+# usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense,
+#        offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -68,7 +68,11 @@ tb_written() {
 }
 
 # ---- examples_deepspeed/rebase/ds_pretrain_gpt_125M.sh (token-based schedule, fp16, ZeRO-1, TP 2 x PP 2) ----
+# With "flashattn": rebase/ds_pretrain_gpt_125M_flashattn.sh, the same script with --use-flash-attn after
+# --no-async-tensor-model-parallel-allreduce; attention is exact either way, so it must train the 125M losses.
 rebase() {
+  local variant="${1:-}" name=rebase_125M flash_attn=""
+  if [ "$variant" = flashattn ]; then name=rebase_125M_flashattn flash_attn="--use-flash-attn"; fi
   need_mpi
   seq_len=64 num_layers=4 hidden_size=64 num_attn_heads=4 global_batch_size=8 lr=6.0e-4 min_lr=1.0e-6 init_std=0.02
   train_tokens=$((8 * 64 * 6)) train_samples=$((8 * 64 * 6 * 2 / 64)) exit_duration=30000000
@@ -77,7 +81,7 @@ rebase() {
   save_interval=100 activation_checkpoint="true" log_optimizer_state="true" seed=1234 num_workers=0
   prescale_grad="true"
   if [[ $zero_stage -gt 0 ]]; then prescale_grad="false"; fi
-  tensorboard_path="$tmp/tensorboard/rebase"
+  tensorboard_path="$tmp/tensorboard/$name"
   mkdir -p "$tensorboard_path"
   data_options="--mock-data --data-impl mmap"
   megatron_options=" \
@@ -112,7 +116,7 @@ rebase() {
     --num-workers ${num_workers} \
     --fp16 \
     --seed ${seed} \
-    --no-async-tensor-model-parallel-allreduce \
+    --no-async-tensor-model-parallel-allreduce ${flash_attn} \
     --tensorboard-queue-size 1 \
     --log-timers-to-tensorboard \
     --log-batch-size-to-tensorboard \
@@ -135,12 +139,25 @@ rebase() {
   if [[ "${no_pp}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
   if [ "${activation_checkpoint}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
   # shellcheck disable=SC2086
-  resumes rebase_125M 4 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  resumes $name 4 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
   local iters
   iters=$(grep -cE "^ iteration +[0-9]+/" <<<"$last")
-  [ "$iters" -eq 6 ] && ok "rebase_125M: --train-tokens $train_tokens ends training after 6 iterations of $((8 * 64)) tokens (--train-samples allows 12)" \
-    || bad "rebase_125M: --train-tokens" "$iters iterations (expected 6)"
-  tb_written rebase_125M "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  [ "$iters" -eq 6 ] && ok "$name: --train-tokens $train_tokens ends training after 6 iterations of $((8 * 64)) tokens (--train-samples allows 12)" \
+    || bad "$name: --train-tokens" "$iters iterations (expected 6)"
+  tb_written $name "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  [ "$variant" = flashattn ] || return
+  grep -qE "^  use_flash_attn \.+ True$" <<<"$last" && ok "$name: use_flash_attn True in the argument dump" \
+    || bad "$name: argument dump" "no 'use_flash_attn ... True'"
+  local flash_run=$last
+  rm -rf "$tmp/ckpt_plain"
+  # shellcheck disable=SC2086
+  run 4 pretrain_gpt ${megatron_options/--use-flash-attn /} ${data_options} ${deepspeed_options} --load "$tmp/ckpt_plain" \
+    --save "$tmp/ckpt_plain"
+  local a b
+  a=$(tail_from 1 "$flash_run") b=$(tail_from 1 "$out")
+  [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] \
+    && ok "$name: the same losses as rebase/ds_pretrain_gpt_125M.sh without --use-flash-attn ($(wc -l <<<"$a") iterations, attention dropout 0.1)" \
+    || bad "$name: against the 125M run" "exit $rc:"$'\n'"$(diff <(echo "$a") <(echo "$b") | head -6)"
 }
 
 # ---- examples_deepspeed/rebase/ds_pretrain_gpt_1.3B_megatron_checkpointing.sh (no DeepSpeed; Megatron's recompute) ----
@@ -627,6 +644,7 @@ refused() {
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | offload_pp | universal_checkpointing | bert_with_pile | curriculum_learning \
   | refused) "$family" ;;
+  rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
 echo "examples $family: $pass passed, $fail failed"
