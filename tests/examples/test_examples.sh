@@ -9,7 +9,7 @@
 # refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense,
-#        offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, refused)
+#        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -299,6 +299,97 @@ moe_dense() {
   # shellcheck disable=SC2086
   resumes moe_dense_350M 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
   tb_written moe_dense_350M "$TENSORBOARD_DIR" "lm loss" "batch-size"
+}
+
+# ---- examples_deepspeed/MoE/ds_pretrain_gpt_125M_dense_cl.sh (the dense 125M with CL_ENABLED="true") ----
+# No MoE flags; the MoE ds_config template's curriculum_learning block filled by the script's sed lines. The script's
+# CL_STEP is CL_TOKENS billion tokens over GLOBAL_BATCH_SIZE x CL_AVG_SEQLEN; here CL_TOKENS is in tokens, so the
+# curriculum takes 4 steps: lengths 24 40 48 64 (fixed_linear from 16 to 64, difficulty_step 8).
+moe_dense_cl() {
+  SEQ_LEN=64 NUM_LAYERS=2 HIDDEN_SIZE=64 NUM_ATTN_HEADS=4 MIN_LR=6.0e-5 GLOBAL_BATCH_SIZE=8 LR=2.4e-3
+  TRAIN_TOKENS=$((8 * 64 * 5)) TRAIN_SAMPLES=$((8 * 64 * 5 * 3 / 64)) EXIT_DURATION=30000000
+  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1 NO_PP="true" ZERO_STAGE=0
+  CL_ENABLED="true" CL_START_SEQLEN=16 CL_AVG_SEQLEN=$(((16 + 64) / 2)) CL_TOKENS=$((8 * 40 * 4))
+  CL_STEP=$((CL_TOKENS / (GLOBAL_BATCH_SIZE * CL_AVG_SEQLEN)))
+  LOG_INTERVAL=1 EVAL_ITERS=1 EVAL_INTERVAL=3 SAVE_INTERVAL=1000 INIT_STD=0.02 ACTIVATION_CHECKPOINT="true"
+  LOG_OPTIMIZER_STATE="true"
+  TENSORBOARD_PATH="$tmp/tensorboard/moe_dense_cl"
+  mkdir -p "$TENSORBOARD_PATH"
+  data_options="--mock-data --data-impl mmap"
+  megatron_options=" \
+        --override-opt_param-scheduler \
+        --adam-beta1 0.9 \
+        --adam-beta2 0.95 \
+        --tensor-model-parallel-size ${MP_SIZE} \
+        --init-method-std ${INIT_STD} \
+        --lr-decay-tokens ${LR_DECAY_TOKENS} \
+        --lr-warmup-tokens ${WARMUP_TOKENS} \
+        --micro-batch-size ${BATCH_SIZE} \
+        --exit-duration-in-mins ${EXIT_DURATION} \
+        --global-batch-size ${GLOBAL_BATCH_SIZE} \
+        --num-layers ${NUM_LAYERS} \
+        --hidden-size ${HIDDEN_SIZE} \
+        --num-attention-heads ${NUM_ATTN_HEADS} \
+        --seq-length ${SEQ_LEN} \
+        --max-position-embeddings ${SEQ_LEN} \
+        --train-tokens ${TRAIN_TOKENS} \
+        --train-samples ${TRAIN_SAMPLES} \
+        --lr ${LR} \
+        --min-lr ${MIN_LR} \
+        --lr-decay-style cosine \
+        --split 98,2,0 \
+        --log-interval ${LOG_INTERVAL} \
+        --eval-interval ${EVAL_INTERVAL} \
+        --eval-iters ${EVAL_ITERS} \
+        --save-interval ${SAVE_INTERVAL} \
+        --weight-decay 0.1 \
+        --clip-grad 1.0 \
+        --hysteresis 2 \
+        --num-workers 0 \
+        --fp16 \
+        --tensorboard-queue-size 1 \
+        --log-timers-to-tensorboard \
+        --log-batch-size-to-tensorboard \
+        --log-validation-ppl-to-tensorboard \
+        --tensorboard-dir ${TENSORBOARD_PATH}"
+  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then megatron_options="${megatron_options} --checkpoint-activations"; fi
+  if [ "${LOG_OPTIMIZER_STATE}" = "true" ]; then megatron_options="${megatron_options} --log-optimizer-states-to-tensorboard"; fi
+  template_json="$here/templates/MoE_ds_config_gpt_TEMPLATE.json"
+  config_json="ds_config_gpt_moe_dense_cl.json"
+  if [[ $ZERO_STAGE -gt 0 ]]; then prescale_grad="false"; else prescale_grad="true"; fi
+  sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "${template_json}" \
+    | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
+    | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
+    | sed "s/ZERO_STAGE/${ZERO_STAGE}/" \
+    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
+    | sed "s/CONFIG_FP16_ENABLED/true/" \
+    | sed "s/CONFIG_BF16_ENABLED/false/" \
+    | sed "s/CONFIG_CL_ENABLED/${CL_ENABLED}/" \
+    | sed "s/CONFIG_CL_MIN/${CL_START_SEQLEN}/" \
+    | sed "s/CONFIG_CL_MAX/${SEQ_LEN}/" \
+    | sed "s/CONFIG_CL_DURATION/${CL_STEP}/" \
+      > ${config_json}
+  deepspeed_options=" \
+            --deepspeed \
+            --deepspeed_config ${config_json} \
+            --zero-stage ${ZERO_STAGE} \
+            --pipeline-model-parallel-size ${PP_SIZE}"
+  if [[ "${NO_PP}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
+  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
+  # shellcheck disable=SC2086
+  resumes moe_dense_cl_125M 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  local lens
+  lens=$(grep -E "^ iteration " <<<"$last" | sed -E 's/.*curriculum seqlen: +([0-9]+).*/\1/' | tr '\n' ' ')
+  [ "$lens" = "24 40 48 64 64 64 64 " ] \
+    && ok "moe_dense_cl_125M: curriculum seqlen 24 40 48 64 64 64 64 (fixed_linear, min 16, step 8, $CL_STEP steps)" \
+    || bad "moe_dense_cl_125M: curriculum seqlen" "got '$lens'"
+  local iters toks
+  iters=$(grep -cE "^ iteration " <<<"$last")
+  toks=$(grep -E "^ iteration " <<<"$last" | tail -1 | sed -E 's/.*consumed tokens: +([0-9]+) .*/\1/')
+  [ "$iters" -eq 7 ] && [ "$toks" = 2944 ] \
+    && ok "moe_dense_cl_125M: --train-tokens $TRAIN_TOKENS ends training after 7 iterations, 2944 curriculum tokens = 8 x (24 + 40 + 48 + 4 x 64) (5 at full length)" \
+    || bad "moe_dense_cl_125M: --train-tokens" "$iters iterations, $toks tokens (expected 7, 2944)"
+  tb_written moe_dense_cl_125M "$TENSORBOARD_PATH" "lm loss" "seqlen/curriculum_seqlen"
 }
 
 # ---- examples_deepspeed/offload_pp/ds_pretrain_gpt_350M.sh (ZeRO-3, optimizer offloaded to the CPU) ----
@@ -642,8 +733,8 @@ refused() {
 }
 
 case "$family" in
-  rebase | megatron_checkpointing | moe_dense | offload_pp | universal_checkpointing | bert_with_pile | curriculum_learning \
-  | refused) "$family" ;;
+  rebase | megatron_checkpointing | moe_dense | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
+  | curriculum_learning | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
