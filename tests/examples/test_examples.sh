@@ -156,7 +156,7 @@ rebase() {
   local a b
   a=$(tail_from 1 "$flash_run") b=$(tail_from 1 "$out")
   [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] \
-    && ok "$name: the same losses as rebase/ds_pretrain_gpt_125M.sh without --use-flash-attn ($(wc -l <<<"$a") iterations, attention dropout 0.1)" \
+    && ok "$name: the 125M script's losses without --use-flash-attn ($(wc -l <<<"$a") iterations, attention dropout 0.1)" \
     || bad "$name: against the 125M run" "exit $rc:"$'\n'"$(diff <(echo "$a") <(echo "$b") | head -6)"
 }
 
@@ -387,7 +387,7 @@ moe_dense_cl() {
   iters=$(grep -cE "^ iteration " <<<"$last")
   toks=$(grep -E "^ iteration " <<<"$last" | tail -1 | sed -E 's/.*consumed tokens: +([0-9]+) .*/\1/')
   [ "$iters" -eq 7 ] && [ "$toks" = 2944 ] \
-    && ok "moe_dense_cl_125M: --train-tokens $TRAIN_TOKENS ends training after 7 iterations, 2944 curriculum tokens = 8 x (24 + 40 + 48 + 4 x 64) (5 at full length)" \
+    && ok "moe_dense_cl_125M: --train-tokens $TRAIN_TOKENS stops it after 7 iterations, 2944 = 8 x (24+40+48+4x64) tokens" \
     || bad "moe_dense_cl_125M: --train-tokens" "$iters iterations, $toks tokens (expected 7, 2944)"
   tb_written moe_dense_cl_125M "$TENSORBOARD_PATH" "lm loss" "seqlen/curriculum_seqlen"
 }
@@ -707,17 +707,32 @@ EOF
 refused() {
   local base=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
               --micro-batch-size 2 --global-batch-size 8 --train-iters 2 --lr 1e-4 --mock-data --save "$tmp/never")
-  # expect NAME "WORK TEXT" FLAGS...: refused, the message names the work, --save not created
+  # refused_with NAME TEXT ARGS...: pretrain_gpt ARGS exits non-zero printing TEXT, and no file or folder appears
+  # under $tmp (the working directory, --save and the scripts' checkpoint and TensorBoard folders)
+  refused_with() {
+    local name="$1" text="$2" before after
+    shift 2
+    before=$(find "$tmp" | sort)
+    run 1 pretrain_gpt "$@"
+    after=$(find "$tmp" | sort)
+    if [ $rc -ne 0 ] && grep -qF -- "$text" <<<"$out" && [ "$after" = "$before" ]; then
+      ok "$name: refused naming \"$text\" ($(grep -m1 error <<<"$out" | cut -c1-110))"
+    elif [ "$after" != "$before" ]; then
+      bad "$name" "exit $rc; it wrote: $(comm -13 <(echo "$before") <(echo "$after") | head -3 | tr '\n' ' ')"
+    else
+      bad "$name" "exit $rc, expected a refusal naming \"$text\": $(grep -m2 -iE "error" <<<"$out")"
+    fi
+  }
+  # expect NAME "WORK TEXT" FLAGS...: the tiny base options with FLAGS, refused naming the work
   expect() {
     local name="$1" work="$2"
     shift 2
-    run 1 pretrain_gpt "${base[@]}" "$@"
-    if [ $rc -ne 0 ] && grep -qF -- "$work" <<<"$out" && [ ! -e "$tmp/never" ]; then
-      ok "$name: refused naming \"$work\" ($(grep -m1 error <<<"$out" | cut -c1-110))"
-    else
-      bad "$name" "exit $rc, expected a refusal naming \"$work\": $(grep -m2 -iE "error" <<<"$out")"
-    fi
+    refused_with "$name" "$work" "${base[@]}" "$@"
   }
+  # the texts the program prints for a flag of the table of unsupported Megatron-DeepSpeed flags
+  unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
+  local model_variant="model-variant (rotary, GQA, RMSNorm, SwiGLU)" ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
+  local mixed="mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)"
   # MoE/ds_pretrain_gpt_125M_MoE64.sh: EP_SIZE=64
   expect "MoE/ds_pretrain_gpt_125M_MoE64" "MoE" --moe-expert-parallel-size 1 --num-experts 64 --moe-loss-coeff 0.01 \
     --moe-train-capacity-factor 1.0 --moe-eval-capacity-factor 1.0 --moe-min-capacity 4 --create-moe-param-group
@@ -726,10 +741,89 @@ refused() {
   # data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh
   expect "data_efficiency/gpt/pretrain" "data-efficiency" --data-efficiency-curriculum-learning
   expect "data_efficiency random-LTD" "random-LTD" --random-ltd
-  # sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k.sh: DeepSpeed-Ulysses
-  expect "sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k" "sequence-parallelism" --ds-sequence-parallel-size 4
+  # sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k.sh: DeepSpeed-Ulysses over 4 ranks (1, off, is accepted)
+  local ulysses="DeepSpeed's sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet"
+  expect "sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k" \
+    "--ds-sequence-parallel-size 4: $ulysses (it lands with the $ds_sp work); 1 (off) is accepted" --ds-sequence-parallel-size 4
+  expect "Ulysses --ds-sequence-parallel-size 2" "--ds-sequence-parallel-size 2: $ulysses" --ds-sequence-parallel-size 2
+  # sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh: FPDT, each of its flags, then its whole option list
+  expect "fpdt: --ds-sequence-parallel-fpdt" "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" \
+    --ds-sequence-parallel-fpdt
+  expect "fpdt: --ds-sequence-parallel-fpdt-chunk-size" "$(unsupported --ds-sequence-parallel-fpdt-chunk-size "$ds_sp")" \
+    --ds-sequence-parallel-fpdt-chunk-size 16
+  expect "fpdt: --ds-sequence-parallel-fpdt-offloading" "$(unsupported --ds-sequence-parallel-fpdt-offloading "$ds_sp")" \
+    --ds-sequence-parallel-fpdt-offloading
+  expect "fpdt: --rotary-percent" "$(unsupported --rotary-percent "$model_variant")" --rotary-percent 0.25
+  expect "fpdt: --rotary-position-embeddings-theta" "$(unsupported --rotary-position-embeddings-theta "$model_variant")" \
+    --rotary-position-embeddings-theta 100000000
+  local seq_len=64 sp_size=4 zero_stage=3 batch_size=2 global_batch_size=8 prescale_grad="false"
+  local config_json="ds_config_gbs${global_batch_size}_mbs${batch_size}_log1_zero${zero_stage}.json"
+  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/rebase_ds_config_gpt_TEMPLATE.json" | sed "s/MBSIZE/${batch_size}/" \
+    | sed "s/LOG_INTERVAL/1/" | sed "s/ZERO_STAGE/${zero_stage}/" | sed "s/PRESCALE_GRAD/${prescale_grad}/" >"$config_json"
+  local fpdt_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95 --tensor-model-parallel-size 1
+    --ds-sequence-parallel-fpdt --ds-sequence-parallel-fpdt-chunk-size 16 --ds-sequence-parallel-fpdt-offloading
+    --ds-sequence-parallel-size $sp_size --init-method-std 0.009 --lr-decay-tokens 3072 --lr-warmup-tokens 512
+    --micro-batch-size $batch_size --exit-duration-in-mins 30000000 --global-batch-size $global_batch_size
+    --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length $seq_len --max-position-embeddings $seq_len
+    --train-tokens 3072 --train-samples 96 --lr 1.2e-4 --min-lr 1.0e-6 --lr-decay-style cosine --split 949,50,1
+    --log-interval 1 --eval-interval 100 --eval-iters 1 --save-interval 100 --weight-decay 0.1 --attention-dropout 0.0
+    --hidden-dropout 0.0 --clip-grad 1.0 --hysteresis 2 --num-workers 0 --fp16 --seed 1234
+    --load "$tmp/output/checkpoint/fpdt" --save "$tmp/output/checkpoint/fpdt" --no-async-tensor-model-parallel-allreduce
+    --use-flash-attn-v2 --tensorboard-queue-size 1 --use-rotary-position-embeddings --rotary-percent 0.25
+    --rotary-position-embeddings-theta 100000000 --log-timers-to-tensorboard --log-batch-size-to-tensorboard
+    --log-validation-ppl-to-tensorboard --tensorboard-dir "$tmp/output/tensorboard/fpdt" --checkpoint-activations
+    --mock-data --data-impl mmap
+    --deepspeed --deepspeed_config "$config_json" --zero-stage $zero_stage --pipeline-model-parallel-size 1
+    --no-pipeline-parallel --deepspeed-activation-checkpointing --checkpoint-in-cpu)
+  refused_with "sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh (its first refused flag)" \
+    "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" "${fpdt_options[@]}"
   # rebase/ds_pretrain_gpt_1.3B_rope.sh
   expect "rebase/ds_pretrain_gpt_1.3B_rope" "rotary" --use-rotary-position-embeddings
+  # universal_checkpointing/llama/run_llama_bf16.sh and run_universal_llama_bf16.sh: the Llama flags one by one (the
+  # scripts pass no --num-key-value-heads), then the scripts' whole option lists (TP 2 x PP 2, data from --mock-data)
+  expect "llama: --use-rotary-position-embeddings" "$(unsupported --use-rotary-position-embeddings "$model_variant")" \
+    --use-rotary-position-embeddings
+  expect "llama: --swiglu" "$(unsupported --swiglu "$model_variant")" --swiglu
+  expect "llama: --normalization rmsnorm" "$(unsupported --normalization "$model_variant")" --normalization rmsnorm
+  expect "llama: --disable-bias-linear" "$(unsupported --disable-bias-linear "$model_variant")" --disable-bias-linear
+  expect "llama: --no-query-key-layer-scaling" "$(unsupported --no-query-key-layer-scaling "$mixed")" \
+    --no-query-key-layer-scaling
+  local step TP=2 PP=2 DP SP=1 GLOBAL_BATCH=8 WORLD_SIZE MICRO_BATCH DS_CONFIG="$tmp/deepspeed.json"
+  for step in run_llama_bf16 run_universal_llama_bf16; do
+    if [ $step = run_llama_bf16 ]; then DP=2; else DP=1; fi
+    WORLD_SIZE=$((TP * PP * DP * SP)) MICRO_BATCH=$((GLOBAL_BATCH / WORLD_SIZE))
+    cat <<EOT >"$DS_CONFIG"
+{
+  "train_batch_size" : $GLOBAL_BATCH,
+  "train_micro_batch_size_per_gpu": $MICRO_BATCH,
+  "steps_per_print": 1,
+
+  "zero_optimization": {
+    "stage": 1
+  },
+
+  "bf16": {
+    "enabled": true
+  },
+
+  "wall_clock_breakdown" : false
+}
+EOT
+    local llama_options=(--tensor-model-parallel-size $TP --pipeline-model-parallel-size $PP --ds-sequence-parallel-size $SP
+      --num-layers 4 --hidden-size 64 --ffn-hidden-size 172 --num-attention-heads 4 --micro-batch-size $MICRO_BATCH
+      --global-batch-size $GLOBAL_BATCH --seq-length 64 --max-position-embeddings 64 --train-iters 6
+      --save "$tmp/z1_uni_ckpt/checkpoints/llama/$step" --load "$tmp/z1_uni_ckpt/checkpoints/llama/tp2_pp2_dp2"
+      --mock-data --data-impl mmap --split 949,50,1 --distributed-backend nccl --lr 3e-4 --lr-decay-style cosine
+      --min-lr 3e-5 --weight-decay 0.1 --clip-grad 1 --lr-warmup-iters 2 --optimizer adam --adam-beta1 0.9
+      --adam-beta2 0.95 --log-interval 1 --save-interval 100 --eval-interval 10 --eval-iters 1 --exit-interval 3
+      --bf16 --no-query-key-layer-scaling --attention-dropout 0 --hidden-dropout 0 --use-rotary-position-embeddings
+      --untie-embeddings-and-output-weights --swiglu --normalization rmsnorm --disable-bias-linear
+      --tensorboard-dir "$tmp/z1_uni_ckpt/tensorboard/llama/$step" --zero-stage=1 --deepspeed_config="$DS_CONFIG"
+      --deepspeed)
+    if [ $step = run_universal_llama_bf16 ]; then llama_options+=(--universal-checkpoint); fi
+    refused_with "universal_checkpointing/llama/$step.sh (its first refused flag)" \
+      "$(unsupported --no-query-key-layer-scaling "$mixed")" "${llama_options[@]}"
+  done
 }
 
 case "$family" in
