@@ -5,8 +5,8 @@
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
 # is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (MoE with experts, the data-efficiency library and random-LTD, DeepSpeed sequence parallelism, rotary) must be
-# refused naming that work, before anything is written (family "refused").
+# (MoE with experts, the data-efficiency library and random-LTD, DeepSpeed sequence parallelism, rotary and the other
+# Llama variants) must be refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense,
 #        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, refused)
@@ -729,7 +729,7 @@ refused() {
     shift 2
     refused_with "$name" "$work" "${base[@]}" "$@"
   }
-  # the texts the program prints for a flag of the table of unsupported Megatron-DeepSpeed flags
+  # what pretrain_gpt prints for a flag of its table of known but unsupported flags (train/args_table.c)
   unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
   local model_variant="model-variant (rotary, GQA, RMSNorm, SwiGLU)" ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
   local mixed="mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)"
