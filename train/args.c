@@ -343,7 +343,8 @@ static const flag k_flags[] = {
    "zerotron's: append ' elapsed: H:MM:SS | ETA: H:MM:SS |' to each log line (off: Megatron's line as it is)."},
   {"--distributed-timeout-minutes", F_DOUBLE, OFF(distributed_timeout_minutes), NULL, HANG, "10",
    "Longest wait of a start-up agreement across ranks (the arguments, ...); a rank that has not answered "
-   "by then is named and the job ends. Fractions are accepted (0.5 = 30 s)."},
+   "by then is named and the job ends (the other ranks wait twice that for rank 0). Fractions are accepted "
+   "(0.5 = 30 s)."},
   {"--step-timeout-seconds", F_DOUBLE, OFF(step_timeout_seconds), NULL, HANG, "0 (off)",
    "Watchdog: a training step (its logging, an evaluation) still running after this many seconds ends the job, naming the rank, the "
    "iteration and the collective it waits in (a stopped or stuck rank). Off by default (debuggers)."},

@@ -726,9 +726,13 @@ void zt_comm_agree(const zt_group *g, const char *what, const void *mine, size_t
   zt_check(bytes < g_chunk_bytes && bytes <= INT32_MAX, "comm", "%s: %zu bytes of %s, at most %zu", op, bytes, what,
            g_chunk_bytes);
   if (g->size == 1) return;
-  const double t0 = zt_now(), deadline = timeout_s > 0 ? t0 + timeout_s : INFINITY;
+  /* the other members wait twice as long for group rank 0 as it waits for their reports: a silent member is then
+   * named by rank 0, which knows who is missing, instead of a member that only knows rank 0 did not answer (the two
+   * clocks start apart, and a loaded machine let the members' run out first) */
+  const double wait_s = g->rank == 0 ? timeout_s : 2 * timeout_s;
+  const double t0 = zt_now(), deadline = timeout_s > 0 ? t0 + wait_s : INFINITY;
   char limit[64];
-  snprintf(limit, sizeof limit, timeout_s > 0 ? "%.0f s" : "ever", timeout_s);
+  snprintf(limit, sizeof limit, timeout_s > 0 ? "%.0f s" : "ever", wait_s);
   if (g->rank != 0) {
     /* report to group rank 0, then wait for its verdict: 1 = all agree (a disagreement ends the job there) */
     MPI_Request req[2];

@@ -90,7 +90,7 @@ void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n);
 /* "Agree or fail", for start-up waits (the arguments, what each rank found on disk): every member sends its
  * `bytes` bytes to group rank 0, which compares them with its own and answers once all have reported. A rank
  * that has not reported within timeout_s seconds ends the job with a message from rank 0 naming it; rank 0
- * silent for timeout_s ends it from the waiting ranks; a difference ends it with "error: inconsistent ranks:
+ * silent for 2 x timeout_s ends it from the waiting ranks (longer, so that rank 0 names a silent member first); a difference ends it with "error: inconsistent ranks:
  * world rank R disagrees with world rank 0 on <what>: <explain's text> (...)". timeout_s <= 0 waits forever.
  * explain (may be NULL) words the first difference: rank 0's bytes, then those of world rank `other`. Nothing
  * is sent with a group of one. Collective over g; the bytes are at most the chunk size (1 GiB). */

@@ -56,7 +56,7 @@ case "$case_" in
       agree_stop1) np=3; args=(agree_stop 1)
              expect="error: comm: zt_comm_agree on group of 3 (world ranks 0,1,2): world rank 0 waited 2 s for every rank's report on the test text; world rank 1 sent none" ;;
       agree_stop0) np=2; args=(agree_stop 0)
-             expect="error: [rank 1] comm: zt_comm_agree on group of 2 (world ranks 0,1): world rank 1 waited 2 s for world rank 0 to confirm that all ranks agree on the test text; it did not answer" ;;
+             expect="error: [rank 1] comm: zt_comm_agree on group of 2 (world ranks 0,1): world rank 1 waited 4 s for world rank 0 to confirm that all ranks agree on the test text; it did not answer" ;;
     esac
     err=$(mktemp); out=$(mktemp)
     t0=$(date +%s.%N)
