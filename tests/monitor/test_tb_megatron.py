@@ -175,8 +175,13 @@ def area_gpt(tmp):
           "params-norm = the log line's 'params norm:' (%.3f)")
     check(all(abs(a - b) <= 0.05 for a, b in zip(series("num-zeros/num-zeros"), field("num zeros"))),
           "num-zeros = the log line's 'num zeros:' (%.1f)")
-    check(series("num-zeros/num-zeros") == [16.0 * 32] * iters, "num-zeros = the 16 unused positions (seq 16 of 32) "
-          "x hidden 32 of the position embeddings' gradient")
+    # the 16 unused positions (seq 16 of 32) x hidden 32 of the position embeddings' gradient, plus any of the 2 x 32
+    # key rows of the fused QKV biases whose gradient rounds to exactly 0: it is zero in exact arithmetic (softmax
+    # ignores a bias added to every score of a row), so its float32 value is rounding noise, exactly 0 now and then
+    # (one element at iteration 4 with OpenBLAS's SkylakeX kernels)
+    check(all(16.0 * 32 <= v <= 16.0 * 32 + 2 * 32 for v in series("num-zeros/num-zeros")),
+          "num-zeros = the 16 unused positions (seq 16 of 32) x hidden 32 of the position embeddings' gradient, plus "
+          "at most the 64 key-bias rows (zero up to rounding): %s" % series("num-zeros/num-zeros"))
     check(series("batch-size/batch-size") == [4.0] * iters and series("world-size/world-size") == [1.0] * iters,
           "batch-size 4, world-size 1")
     check(all(abs(a * 1e3 - b) <= 0.051 + 1e-6 * b
