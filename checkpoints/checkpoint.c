@@ -133,6 +133,8 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
   zt_h5_attr_i64(&f, f.id, "consumed_train_samples", st->consumed_samples);
   zt_h5_attr_i64(&f, f.id, "consumed_valid_samples", st->consumed_valid_samples);
   zt_h5_attr_i64(&f, f.id, "tokens", st->consumed_tokens);
+  if (st->random_ltd_layer_tokens >= 0) /* DeepSpeed's checkpoint['random_ltd'] (the scheduler's consumed count) */
+    zt_h5_attr_i64(&f, f.id, "random_ltd_consumed_layer_tokens", st->random_ltd_layer_tokens);
   zt_h5_attr_i64(&f, f.id, "skipped_steps", st->skipped_iters);
   zt_h5_attr_str(&f, f.id, "dtype", zt_dtype_name(wdt));
   zt_h5_attr_i64(&f, f.id, "vocab_size", a->vocab_size);
@@ -792,6 +794,9 @@ static void load_checkpoint(zt_train_state *st) {
     st->consumed_samples = r.consumed_train_samples;
     st->consumed_valid_samples = r.consumed_valid_samples;
     st->consumed_tokens = r.tokens;
+    /* random-LTD's count continues; a checkpoint without one starts it at 0, as DeepSpeed does without the key */
+    if (st->random_ltd_layer_tokens >= 0) st->random_ltd_layer_tokens = r.random_ltd_layer_tokens > 0 ?
+                                                                        r.random_ltd_layer_tokens : 0;
   }
   const int64_t it = r.iteration;
   zt_ckpt_close(&r);

@@ -398,6 +398,8 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
   r->consumed_train_samples = zt_h5_get_i64(m0, m0->id, "/", "consumed_train_samples");
   r->consumed_valid_samples = zt_h5_get_i64(m0, m0->id, "/", "consumed_valid_samples");
   r->tokens = zt_h5_get_i64(m0, m0->id, "/", "tokens");
+  r->random_ltd_layer_tokens = zt_h5_has_attr(m0->id, "random_ltd_consumed_layer_tokens")
+                                   ? zt_h5_get_i64(m0, m0->id, "/", "random_ltd_consumed_layer_tokens") : -1;
   r->skipped_steps = zt_h5_get_i64(m0, m0->id, "/", "skipped_steps");
   r->vocab_size = zt_h5_get_i64(m0, m0->id, "/", "vocab_size");
   r->padded_vocab_size = zt_h5_get_i64(m0, m0->id, "/", "padded_vocab_size");

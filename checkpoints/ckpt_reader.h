@@ -49,6 +49,7 @@ typedef struct {
   zt_ckpt_tensor *tensors;     /* the union over model files, in saved order */
   /* scalar metadata of mp_rank_00 */
   int64_t iteration, consumed_train_samples, consumed_valid_samples, tokens, skipped_steps;
+  int64_t random_ltd_layer_tokens; /* random-LTD's consumed layer tokens, -1 when the run had no random-LTD */
   int64_t vocab_size, padded_vocab_size;
   int zero_stage;
   zt_dtype weights_dtype;

@@ -50,6 +50,10 @@ typedef struct {
    * cache (zt_attn_acts.cache, kv_tmax positions per row) and attends over the kv_past+T cached positions (T must
    * be 1 when kv_past > 0) */
   int kv_cache, kv_past, kv_tmax;
+  /* random-LTD (models/transformer/random_ltd.h), training only: the random-LTD layers run on ltd_keep tokens of
+   * each row when 0 < ltd_keep < T, drawn for step ltd_step; 0: every layer on every token */
+  int ltd_keep;
+  uint64_t ltd_step;
 } zt_pass;
 
 /* The named losses of one micro batch, in the order of the log line ("lm loss" first). value[0..n) are each
@@ -87,6 +91,9 @@ typedef struct {
    * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
   const zt_attn_layout_buf *sparse_attention;
   int sparse_as_mask;
+  /* random-LTD (DeepSpeed's data_routing.random_ltd): [num_layers] host flags, 1 for a layer that runs on the kept
+   * tokens of a training pass (zt_pass.ltd_keep), or NULL */
+  const uint8_t *random_ltd_layers;
 } zt_model_args;
 
 typedef struct {

@@ -212,6 +212,9 @@ static const flag k_flags[] = {
   {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
    "Megatron's interleaved schedule: each stage holds num_layers / (pp x this) chunks of this many layers "
    "(pp > 2, micro batches a multiple of pp)."},
+  {"--random-ltd", F_TRUE, OFF(random_ltd), NULL, DS, "False",
+   "Random-LTD (random layer token drop): the layers of the ds_config's data_efficiency.data_routing.random_ltd "
+   "block train on a random subset of each sample's tokens (docs/data_efficiency.md); both must be given."},
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
   {"--ds-sequence-parallel-size", F_INT, OFF(ds_sequence_parallel_size), NULL, PAR, "1",

@@ -113,6 +113,7 @@ typedef struct {
   int64_t lr_warmup_tokens;         /* -1 None: when set, warmup counts consumed tokens */
   int64_t lr_decay_tokens;          /* -1 None: when set, decay counts consumed tokens */
   int zero_stage;                   /* Megatron-DS's default 1 (printed 1.0); given: must equal the ds_config's */
+  int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
   int ds_sequence_parallel_size;    /* 1: DeepSpeed (Ulysses) sequence parallelism off, the only value supported */
   int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */

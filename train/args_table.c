@@ -48,7 +48,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--pipeline-model-parallel-split-rank"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"data-efficiency (curriculum learning, issue 21)", "--data-efficiency-curriculum-learning"},
-  {"data-efficiency (random-LTD, random layer token drop, issue 21)", "--random-ltd"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "

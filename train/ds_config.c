@@ -789,6 +789,69 @@ static void read_curriculum_schedule(zt_ds_config *c) {
             "metric/hardware.\n", c->path, (long long)cl->difficulty_step);
 }
 
+/* An integer of the random_ltd block that DeepSpeed reads by key (a KeyError or TypeError there when missing or
+ * null): refused naming the key. */
+static int64_t ltd_int(const zt_ds_config *c, const char *key) {
+  char path[160];
+  snprintf(path, sizeof path, "data_efficiency.data_routing.random_ltd.%s", key);
+  const cJSON *it = get_path(c, path);
+  if (!it) ds_fail(c, "%s is missing: random-LTD requires it (DeepSpeed reads it by key)", path);
+  if (!cJSON_IsNumber(it)) ds_fail(c, "%s must be an integer, got null", path); /* the schema checked the rest */
+  return (int64_t)it->valuedouble;
+}
+
+static void ltd_str(const zt_ds_config *c, const char *key, char *dst, size_t n, int required) {
+  char path[160];
+  snprintf(path, sizeof path, "data_efficiency.data_routing.random_ltd.%s", key);
+  const cJSON *it = get_path(c, path);
+  if (required && !cJSON_IsString(it))
+    ds_fail(c, "%s is %s: random-LTD requires it (DeepSpeed reads it by key)", path, it ? "null" : "missing");
+  snprintf(dst, n, "%s", cJSON_IsString(it) ? it->valuestring : "");
+}
+
+/* data_efficiency.data_routing.random_ltd as DeepSpeed's get_random_ltd and RandomLTDScheduler read it: enabled by
+ * random_ltd.enabled alone; its keys required when enabled; layer_token_lr_schedule.enabled refused as DeepSpeed
+ * raises NotImplementedError on it. */
+static void read_random_ltd(zt_ds_config *c) {
+  zt_random_ltd_config *r = &c->random_ltd;
+  memset(r, 0, sizeof *r);
+  r->enabled = get_path(c, "data_efficiency.data_routing.random_ltd") &&
+               get_bool(c, "data_efficiency.data_routing.random_ltd.enabled");
+  if (!r->enabled) return;
+  if (get_bool(c, "data_efficiency.data_routing.random_ltd.layer_token_lr_schedule.enabled"))
+    ds_fail(c, "data_efficiency.data_routing.random_ltd.layer_token_lr_schedule.enabled true is not supported: "
+               "DeepSpeed's RandomLTDScheduler raises NotImplementedError on it (work in progress there)");
+  if (!get_bool(c, "data_efficiency.enabled") || !get_bool(c, "data_efficiency.data_routing.enabled"))
+    zt_warn("ds_config: %s: data_efficiency.data_routing.random_ltd.enabled is true while %s is false: random-LTD "
+            "runs (DeepSpeed's engine enables it by random_ltd.enabled alone)\n", c->path,
+            !get_bool(c, "data_efficiency.enabled") ? "data_efficiency.enabled" : "data_efficiency.data_routing.enabled");
+  r->total_layer_num = ltd_int(c, "total_layer_num");
+  r->random_ltd_layer_num = ltd_int(c, "random_ltd_layer_num");
+  const char *ids = "data_efficiency.data_routing.random_ltd.random_ltd_layer_id";
+  const cJSON *l = get_path(c, ids);
+  if (!l) ds_fail(c, "%s is missing: random-LTD requires the list of layers it applies to", ids);
+  if (!cJSON_IsArray(l)) ds_fail(c, "%s must be a list of layer numbers, got null", ids);
+  if (cJSON_GetArraySize(l) > ZT_RANDOM_LTD_MAX_LAYERS)
+    ds_fail(c, "%s has %d entries, at most %d are supported", ids, cJSON_GetArraySize(l), ZT_RANDOM_LTD_MAX_LAYERS);
+  const cJSON *it;
+  cJSON_ArrayForEach(it, l) {
+    char v[64];
+    fmt_item(it, v, sizeof v);
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || fabs(it->valuedouble) > 9.0e15)
+      ds_fail(c, "%s[%d] must be an integer, got %s", ids, r->n_layer_id, v);
+    r->layer_id[r->n_layer_id++] = (int64_t)it->valuedouble;
+  }
+  ltd_str(c, "model_type", r->model_type, sizeof r->model_type, 1);
+  ltd_str(c, "hidden_state_order", r->hidden_state_order, sizeof r->hidden_state_order, 1);
+  ltd_str(c, "model_mask_name", r->model_mask_name, sizeof r->model_mask_name, 0);
+  r->min_value = ltd_int(c, "random_ltd_schedule.min_value");
+  r->max_value = ltd_int(c, "random_ltd_schedule.max_value");
+  char type[32];
+  ltd_str(c, "random_ltd_schedule.schedule_type", type, sizeof type, 1); /* the schema's enum: fixed_linear */
+  r->require_steps = ltd_int(c, "random_ltd_schedule.schedule_config.require_steps");
+  r->seq_per_step = ltd_int(c, "random_ltd_schedule.schedule_config.seq_per_step");
+}
+
 static void fill_fields(zt_ds_config *c) {
   c->train_batch_size = get_num(c, "train_batch_size");
   c->train_micro_batch_size_per_gpu = get_num(c, "train_micro_batch_size_per_gpu");
@@ -968,6 +1031,7 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_n_prof_ops = i;
   read_sparse_attention(c);
   read_curriculum(c);
+  read_random_ltd(c);
 }
 
 /* DeepSpeed's read_zero_config_deprecated (runtime/zero/config.py get_zero_config): "zero_optimization": true

@@ -12,6 +12,7 @@
 #include "models/transformer/sparsity.h"
 #include "train/args.h"
 #include "train/curriculum.h"
+#include "train/random_ltd.h"
 
 /* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
  * "auto"; value is meaningful only once resolved, given then becomes true), value (the file's value,
@@ -117,6 +118,11 @@ typedef struct zt_ds_config {
   /* curriculum_learning (the legacy seqlen curriculum, train/curriculum.h, docs/data_efficiency.md): enabled and
    * its schedule, with DeepSpeed's required-key checks done; checked against the model at start-up */
   zt_curriculum_config curriculum;
+
+  /* data_efficiency.data_routing.random_ltd (train/random_ltd.h, docs/data_efficiency.md): enabled (by
+   * random_ltd.enabled alone, as DeepSpeed's engine decides) and its keys, DeepSpeed's required ones checked;
+   * checked against the model at start-up */
+  zt_random_ltd_config random_ltd;
 } zt_ds_config;
 
 /* Reads, parses and validates path; dies with the file (and line:column for syntax errors), the key

@@ -119,6 +119,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
   zt_engine_check_curriculum(a, c, NULL);
+  zt_engine_check_random_ltd(a, c, NULL);
   if (c->sparse_attention) { /* DeepSpeed's SparsityConfig checks against the model, before any work */
     char err[512];
     zt_check(zt_sparsity_check(&c->sparse, a->num_attention_heads, a->seq_length, err, sizeof err), "ds_config",
@@ -143,6 +144,53 @@ void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const 
            "ds_config", "%s: curriculum_learning (%s, min_difficulty %lld, max_difficulty %lld, --seq-length %d%s): %s",
            ds->path, zt_curriculum_type_name(cl->type), (long long)cl->min_difficulty, (long long)cl->max_difficulty,
            a->seq_length, a->sequence_parallel ? ", --sequence-parallel" : "", err);
+}
+
+void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {
+  const int block = ds && ds->random_ltd.enabled;
+  zt_check(!a->random_ltd || block, "arguments", "--random-ltd needs the ds_config's data_efficiency.data_routing."
+           "random_ltd block with \"enabled\": true (%s), as Megatron-DeepSpeed asserts",
+           ds ? ds->path : "no --deepspeed_config given");
+  if (!block) return;
+  const zt_random_ltd_config *c = &ds->random_ltd;
+  zt_check(a->random_ltd, "arguments", "%s: data_efficiency.data_routing.random_ltd is enabled without --random-ltd: "
+           "Megatron-DeepSpeed converts the layers only with the flag (and DeepSpeed then finds no random-LTD layer "
+           "and stops); give both", ds->path);
+  zt_check(!kind || kind->causal, "ds_config", "%s: random-LTD on %s: encoder models (model_type encoder) land with the "
+           "rest of the data-efficiency work (issue 21); GPT (decoder) is supported", ds->path, kind ? kind->name : "");
+  zt_check(!a->sequence_parallel, "arguments", "--sequence-parallel with random-LTD (%s): the kept tokens of a sample "
+           "are spread over the tensor-parallel ranks' sequence pieces; run random-LTD without --sequence-parallel",
+           ds->path);
+  zt_check(!a->reset_attention_mask, "arguments", "--reset-attention-mask with random-LTD (%s): DeepSpeed's decoder "
+           "keeps the first r x r block of the attention mask for the r kept tokens, which is not their documents' "
+           "mask; run random-LTD without --reset-attention-mask", ds->path);
+  char err[512];
+  zt_check(zt_random_ltd_check(c, a->num_layers, a->seq_length, kind ? kind->causal != 0 : true, err, sizeof err),
+           "ds_config", "%s: data_efficiency.data_routing.random_ltd (--num-layers %d, --seq-length %d): %s", ds->path,
+           a->num_layers, a->seq_length, err);
+}
+
+/* Random-LTD's scheduler and the model's random-LTD layers (the ds_config's block, checked against the model). */
+static void random_ltd_setup(zt_engine *e, const zt_model_kind *kind) {
+  const zt_args *a = e->args;
+  const zt_ds_config *ds = e->ds;
+  zt_engine_check_random_ltd(a, ds, kind);
+  e->ltd_on = ds && ds->random_ltd.enabled;
+  e->st.random_ltd_layer_tokens = e->ltd_on ? 0 : -1;
+  if (!e->ltd_on) return;
+  const zt_random_ltd_config *c = &ds->random_ltd;
+  zt_random_ltd_init(&e->ltd, c);
+  e->ltd_keep = (int)c->min_value;
+  e->ltd_layers = zt_calloc((size_t)a->num_layers, 1, "random-LTD layers");
+  for (int i = 0; i < c->n_layer_id; i++) e->ltd_layers[c->layer_id[i]] = 1;
+  char list[256];
+  int len = 0;
+  for (int l = 0; l < a->num_layers && len < (int)sizeof list - 16; l++)
+    if (e->ltd_layers[l]) len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", len ? "," : "", l);
+  zt_log("> random-LTD: layers %s (%lld of %d) train on a reserved length of %lld tokens growing to %lld over %lld "
+         "steps in multiples of %lld (fixed_linear), the other tokens passing them unchanged; evaluation on all "
+         "tokens\n", list, (long long)c->random_ltd_layer_num, a->num_layers, (long long)c->min_value,
+         (long long)c->max_value, (long long)c->require_steps, (long long)c->seq_per_step);
 }
 
 /* The ds_config's optimizer block (adam, adamw, lamb) over Megatron's --optimizer. */
@@ -330,7 +378,7 @@ static void sparse_setup(zt_engine *e) {
  * sparse_setup made it). */
 static zt_model_args model_args(const zt_engine *e) {
   const zt_args *a = e->args;
-  return (zt_model_args){.sparse_attention = e->sparse.mem ? &e->sparse : NULL,
+  return (zt_model_args){.sparse_attention = e->sparse.mem ? &e->sparse : NULL, .random_ltd_layers = e->ltd_layers,
                          .sparse_as_mask = e->sparse.mem && sparse_as_mask(),
                          .num_layers = a->num_layers, .hidden_size = a->hidden_size,
                          .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
@@ -742,7 +790,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
            "size increments %lld over %lld samples.\n", (long long)e->ramp.start, (long long)e->ramp.global,
            (long long)e->ramp.increment, (long long)e->ramp.samples);
   zt_engine_check_curriculum(a, ds, kind); /* before the data and the model are built */
-  e->train_T = a->seq_length;
+  e->train_T = e->actual_T = a->seq_length;
+  random_ltd_setup(e, kind);
   e->curriculum = ds && ds->curriculum.enabled;
   if (e->curriculum) {
     const zt_curriculum_config *cl = &ds->curriculum;
@@ -853,6 +902,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
 
 void zt_engine_free(zt_engine *e) {
   zt_train_state *st = &e->st;
+  free(e->ltd_layers);
+  e->ltd_layers = NULL;
   if (st->swap) {
     zt_log("> offload_optimizer nvme: %.1f GiB read, %.1f GiB written in %.2f s of optimizer steps; swap files "
            "removed\n", st->swap->bytes_read / (1 << 30), st->swap->bytes_written / (1 << 30), st->swap->seconds);
@@ -1116,8 +1167,17 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       zt_flops_profiler_free(e->fprof);
       e->fprof = make_flops_profiler(e);
     }
+  }
+  e->actual_T = e->train_T;
+  if (e->ltd_on) { /* DeepSpeed's engine.forward: random_ltd_scheduler.update_seq(global_steps) */
+    e->ltd.consumed_layer_tokens = st->random_ltd_layer_tokens;
+    e->ltd_keep = (int)zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size);
+    st->random_ltd_layer_tokens = e->ltd.consumed_layer_tokens;
+    e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, e->ltd_keep);
+  }
+  if (e->curriculum || e->ltd_on) {
     zt_flops_model fm = e->flops_model; /* throughput_calculator's seq_len: args.actual_seq_length */
-    fm.seq_length = e->train_T;
+    fm.seq_length = e->actual_T;
     e->flops_per_iteration = zt_iteration_flops(&fm, e->args->global_batch_size);
   }
   zt_loss_sums sum;
@@ -1194,7 +1254,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;
   st->consumed_samples += gbs;
-  st->consumed_tokens += gbs * e->train_T; /* new_samples * args.actual_seq_length (the curriculum's) */
+  st->consumed_tokens += gbs * e->actual_T; /* new_samples * args.actual_seq_length (curriculum, random-LTD) */
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;
@@ -1265,7 +1325,7 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
   const double flops = e->ramp.on ? e->flops_per_iteration / a->global_batch_size * (double)e->cur_gbs
                                   : e->flops_per_iteration;
   const int world = zt_world_size();
-  char losses[256] = "", gn[64] = "", extras[96], curr[48] = "";
+  char losses[256] = "", gn[64] = "", extras[96], curr[96] = "";
   for (int i = 0, len = 0; i < acc->n; i++) {
     const float loss = applied > 0 ? (float)(acc->value[i] / applied) : 0.0f;
     if (loss > 0 && len < (int)sizeof losses)
@@ -1273,7 +1333,8 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
   }
   if (!isnan(grad_norm)) snprintf(gn, sizeof gn, " grad norm: %.3f |", grad_norm);
   zt_tb_log_line_extras(e->tb, e, extras, sizeof extras); /* num zeros, params norm */
-  if (e->curriculum) snprintf(curr, sizeof curr, " curriculum seqlen: %5d |", e->train_T);
+  int cl = e->curriculum ? snprintf(curr, sizeof curr, " curriculum seqlen: %5d |", e->train_T) : 0;
+  if (e->ltd_on) snprintf(curr + cl, sizeof curr - (size_t)cl, " random ltd reserved length: %5d |", e->ltd_keep);
   zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
          " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
          "%s loss scale: %.1f |%s%s%s number of skipped iterations: %3d |"
@@ -1281,7 +1342,7 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
          " TFLOPs: %.2f |%s\n",
          (long long)e->st.iteration, (long long)a->train_iters, (long long)e->st.consumed_samples,
          (long long)e->st.consumed_tokens, elapsed_per_iter * 1000.0, current_lr(e), (int)e->cur_gbs,
-         losses, e->st.scaler.cur_scale, gn, extras, curr, skipped, 0, samples_per_s, samples_per_s * e->train_T / world,
+         losses, e->st.scaler.cur_scale, gn, extras, curr, skipped, 0, samples_per_s, samples_per_s * e->actual_T / world,
          flops / (elapsed_per_iter * world * 1e12), eta);
 }
 
@@ -1351,6 +1412,14 @@ void zt_engine_run(zt_engine *e) {
       }
     }
     zt_print_datetime("after training is done");
+    if (e->ltd_on) { /* DeepSpeed's RandomLTDScheduler state: the layer tokens the layers have run on */
+      const zt_random_ltd_config *c = &e->ds->random_ltd;
+      const double full = (double)e->st.iteration * (double)a->global_batch_size * (double)c->max_value *
+                          (double)c->total_layer_num;
+      zt_log("> random-LTD: %lld layer tokens consumed in %lld iterations, %.1f%% of the %.0f without random-LTD\n",
+             (long long)e->st.random_ltd_layer_tokens, (long long)e->st.iteration,
+             full > 0 ? 100.0 * (double)e->st.random_ltd_layer_tokens / full : 0.0, full);
+    }
     if (e->ds && e->ds->comms_logger_enabled) zt_comms_logger_log_summary(); /* deepspeed.comm.log_summary() */
     if (e->hooks.end_of_training) e->hooks.end_of_training(&e->st);
   } else {

@@ -113,11 +113,24 @@ typedef struct {
   int train_T;
   zt_curriculum_batch curr_buf;
   zt_flops_model flops_model;    /* the model's flops figure at train_T (Megatron's throughput_calculator) */
+  /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
+   * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
+   * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);
+   * ltd_layers: the model's random-LTD layers (flags by layer); ltd_keep: the current reserved length; actual_T:
+   * Megatron-DeepSpeed's actual_seq_length of the last iteration (train_T without random-LTD) */
+  int ltd_on;
+  zt_random_ltd ltd;
+  uint8_t *ltd_layers;
+  int ltd_keep;
+  int actual_T;
 } zt_engine;
 
 /* The ds_config's curriculum_learning checked against the model flags (and the model kind: NULL to leave it out),
  * before any work: refuses with the numbers what cannot run. */
 void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
+/* --random-ltd and the ds_config's random_ltd block checked against each other and the model flags (and the model
+ * kind: NULL to leave it out), before any work. */
+void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
 
 /* The tokenizer named by the data flags (NULL with --mock-data); sets args' vocabulary size from
  * it and logs Megatron's padded-vocabulary line. */

@@ -25,6 +25,7 @@ typedef struct {
   int64_t iteration;
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   int64_t skipped_iters;         /* steps skipped for an fp16 overflow, since the start of training */
+  int64_t random_ltd_layer_tokens; /* random-LTD's consumed layer tokens (DeepSpeed's scheduler state), -1: off */
   /* this rank's place: model-parallel coordinates and its data-parallel rank */
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size;
   /* mixed precision: the half type of the weights (fp32: none) and the fp32 masters of the partition */

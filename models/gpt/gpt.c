@@ -80,7 +80,8 @@ static zt_gpt_config config_of(const zt_model_args *a, const zt_model_setup *s) 
       .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
-      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask};
+      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
+      .random_ltd_layers = a->random_ltd_layers};
 }
 
 zt_model *zt_gpt_create(const zt_model_args *a, const zt_model_setup *s) {
@@ -175,7 +176,7 @@ float zt_gpt_forward_chunk(zt_gpt *m, int chunk, const int32_t *tokens, const in
   const zt_batch b = {.B = pass->B, .T = pass->T, .tokens = tokens, .positions = positions, .labels = targets,
                       .loss_mask = loss_mask, .padding = pass->key_padding, .key_start = pass->key_start};
   const zt_pass p = {.B = pass->B, .T = pass->T, .first_sample = pass->first_sample, .seed = pass->seed,
-                     .training = pass->training};
+                     .training = pass->training, .ltd_keep = pass->ltd_keep, .ltd_step = pass->ltd_step};
   zt_losses out;
   gpt_forward(&m->model, chunk, &b, &p, &out);
   return out.n ? out.value[0] : 0.0f;

@@ -72,7 +72,8 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
   return (zt_block_config){.C = C, .NH = NH / tp->size, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp->size,
                            .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
                            .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
-                           .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp};
+                           .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
+                           .ltd_layers = cfg->random_ltd_layers};
 }
 
 void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {

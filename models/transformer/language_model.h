@@ -65,6 +65,7 @@ typedef struct {
    * NULL (dense); sparse_as_mask: dense kernels with the layout as a mask (the reference) */
   const zt_attn_layout_buf *sparse_attention;
   int sparse_as_mask;
+  const uint8_t *random_ltd_layers; /* [num_layers] random-LTD layers (host flags), or NULL */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer

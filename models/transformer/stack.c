@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 
@@ -43,12 +44,24 @@ void zt_stack_init(zt_stack *s, zt_model *m, const zt_block_config *cfg, const z
     s->ffns[l] = zt_ffn_make(spec->mlp);
     s->blocks[l].ffn = s->ffns[l];
   }
+  if (cfg->ltd_layers) {
+    zt_check(!zt_tp_sp(cfg->tp), "internal error", "random-LTD with sequence parallelism");
+    const size_t N = (size_t)B * T;
+    s->h_gid = zt_malloc(N * sizeof(int32_t), "random-LTD ids");
+    s->h_sid = zt_malloc(N * sizeof(int32_t), "random-LTD ids");
+    s->h_perm = zt_malloc((size_t)T * sizeof(int32_t), "random-LTD ids");
+    s->h_kept = zt_malloc((size_t)T * sizeof(int32_t), "random-LTD ids");
+  }
 }
 
 void zt_stack_free(zt_stack *s) {
   for (int l = 0; l < s->nlayers; l++) zt_ffn_destroy(&s->ffns[l]);
   free(s->ffns);
   free(s->blocks);
+  free(s->h_gid);
+  free(s->h_sid);
+  free(s->h_perm);
+  free(s->h_kept);
   memset(s, 0, sizeof *s);
 }
 
@@ -96,6 +109,83 @@ void zt_stack_plan(zt_stack *s, zt_memplan *p) {
   zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, end);
   s->recompute_out = s->recompute ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC) : NULL;
   zt_block_plan_scratch(&s->scratch, p, &s->spec, cfg, &s->ffns[0], s->B, s->T, s->Tk);
+  if (cfg->ltd_layers) {
+    s->ltd_in = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
+    s->ltd_cat = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, 2 * NC);
+    s->ltd_d = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
+    s->ltd_gid = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * sizeof(int32_t));
+    s->ltd_sid = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * sizeof(int32_t));
+  }
+}
+
+/* ---- random-LTD: the layer on the kept tokens (random_ltd.h) ----------------------------------------------------- */
+
+static int ltd_layer(const zt_stack *s, const zt_block *b, const zt_pass *pass) {
+  return s->cfg->ltd_layers && s->cfg->ltd_layers[b->layer] && zt_ltd_active(pass);
+}
+
+/* The layer's pass over the kept tokens: r of each row, attended causally among themselves. */
+static zt_pass ltd_pass(const zt_pass *pass) {
+  zt_pass p = *pass;
+  p.T = pass->ltd_keep;
+  return p;
+}
+
+/* Draws the kept tokens of `layer` for the pass's rows and stages the ids: gid[b r + j] = b T + kept_b[j] (the rows
+ * to gather), sid[i] = i for a dropped row and N + b r + j for the j-th kept row of row b (its source in ltd_cat,
+ * whose first N rows hold the whole tensor and the next B r the layer's rows). */
+static void ltd_ids(zt_stack *s, const zt_pass *pass, int layer) {
+  const int B = pass->B, T = pass->T, r = pass->ltd_keep, N = B * T;
+  for (int i = 0; i < N; i++) s->h_sid[i] = i;
+  for (int b = 0; b < B; b++) {
+    zt_ltd_draw(pass->seed, pass->ltd_step, pass->first_sample + (uint64_t)b, layer, T, r, s->h_perm, s->h_kept);
+    for (int j = 0; j < r; j++) {
+      s->h_gid[b * r + j] = b * T + s->h_kept[j];
+      s->h_sid[b * T + s->h_kept[j]] = N + b * r + j;
+    }
+  }
+  const zt_backend *be = s->model->be;
+  be->from_host(s->ltd_gid, s->h_gid, (size_t)B * r * sizeof(int32_t));
+  be->from_host(s->ltd_sid, s->h_sid, (size_t)N * sizeof(int32_t));
+}
+
+/* dst[N, C] = src with rows[n] of the n kept rows replaced: the whole of src into ltd_cat, the rows after it, one
+ * gather back (exact copies). */
+static void ltd_scatter(zt_stack *s, void *dst, const void *src, const void *rows, int N, int n) {
+  const zt_backend *be = s->model->be;
+  const zt_dtype dt = s->model->dt;
+  const size_t row = (size_t)s->cfg->C * zt_dtype_size(dt);
+  be->copy(s->ltd_cat, src, (size_t)N * row);
+  be->copy((char *)s->ltd_cat + (size_t)N * row, rows, (size_t)n * row);
+  be->embedding_forward(dt, dst, s->ltd_sid, s->ltd_cat, N, s->cfg->C, 0);
+}
+
+static float ltd_forward(zt_stack *s, zt_block *b, void *out, const void *x, const zt_cross_input *mem,
+                         const zt_pass *pass) {
+  const zt_backend *be = s->model->be;
+  const zt_dtype dt = s->model->dt;
+  const int N = pass->B * pass->T, n = pass->B * pass->ltd_keep;
+  ltd_ids(s, pass, b->layer);
+  be->embedding_forward(dt, s->ltd_in, s->ltd_gid, x, n, s->cfg->C, 0);
+  const zt_pass p = ltd_pass(pass);
+  const float aux = zt_block_forward(b, s->ltd_d, s->ltd_in, mem, s->cfg, &p, &s->scratch);
+  ltd_scatter(s, out, x, s->ltd_d, N, n);
+  return aux;
+}
+
+/* dres [N, C]: d(output) in, d(input) out; the dropped rows pass unchanged. */
+static void ltd_backward(zt_stack *s, zt_block *b, void *dres, const void *x, const zt_cross_input *mem,
+                         const zt_pass *pass, float aux_grad) {
+  const zt_backend *be = s->model->be;
+  const zt_dtype dt = s->model->dt;
+  const int N = pass->B * pass->T, n = pass->B * pass->ltd_keep;
+  ltd_ids(s, pass, b->layer); /* the same draw as the forward's */
+  be->embedding_forward(dt, s->ltd_in, s->ltd_gid, x, n, s->cfg->C, 0);
+  const zt_pass p = ltd_pass(pass);
+  if (s->recompute) zt_block_forward(b, s->recompute_out, s->ltd_in, mem, s->cfg, &p, &s->scratch);
+  be->embedding_forward(dt, s->ltd_d, s->ltd_gid, dres, n, s->cfg->C, 0);
+  zt_block_backward(b, s->ltd_d, s->ltd_in, mem, s->cfg, &p, &s->scratch, aux_grad);
+  ltd_scatter(s, dres, dres, s->ltd_d, N, n);
 }
 
 /* Bytes of one layer's input at the planned B x T (the pass may be shorter: the legacy seqlen curriculum). */
@@ -124,7 +214,8 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
                 : l == L - 1  ? s->layer_out
                               : (char *)s->act_work + (size_t)(l & 1) * slot;
     zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
-    aux += zt_block_forward(&blocks[l], out, cur, mem, s->cfg, pass, &s->scratch);
+    aux += ltd_layer(s, &blocks[l], pass) ? ltd_forward(s, &blocks[l], out, cur, mem, pass)
+                                          : zt_block_forward(&blocks[l], out, cur, mem, s->cfg, pass, &s->scratch);
     zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
     if (s->part_acts && l + 1 < L) /* keep this rank's piece of the next layer's input */
       be->copy((char *)s->act_parts + (size_t)l * pslot, (char *)out + (size_t)s->cfg->tp->rank * piece, piece);
@@ -149,8 +240,12 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
       x = s->act_work;
     }
     zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
-    if (s->recompute) zt_block_forward(&blocks[l], s->recompute_out, x, mem, s->cfg, pass, &s->scratch);
-    zt_block_backward(&blocks[l], dres, x, mem, s->cfg, pass, &s->scratch, aux_grad);
+    if (ltd_layer(s, &blocks[l], pass)) {
+      ltd_backward(s, &blocks[l], dres, x, mem, pass, aux_grad);
+    } else {
+      if (s->recompute) zt_block_forward(&blocks[l], s->recompute_out, x, mem, s->cfg, pass, &s->scratch);
+      zt_block_backward(&blocks[l], dres, x, mem, s->cfg, pass, &s->scratch, aux_grad);
+    }
     zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
     zt_model_param_event(m, ZT_PARAM_GRAD_READY, unit_of(s, l));
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));

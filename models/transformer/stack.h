@@ -3,7 +3,8 @@
  * again before its backward), DeepSpeed's partitioned activations (each tensor-parallel rank keeps 1/tp of every
  * saved layer input), virtual pipeline chunks (the stage holds vpp chunks of layers, one chunk's activations at a
  * time), ZeRO-3 fetch/release/grad-ready events per layer (runtime/zero/zero3.h drives them through the model's
- * hook), the flops profiler's per-layer latency slots and activation_checkpointing.profile's per-layer timings.
+ * hook), the flops profiler's per-layer latency slots and activation_checkpointing.profile's per-layer timings,
+ * and random-LTD's gather and scatter around the layers it applies to (models/transformer/random_ltd.h).
  * A model owns one stack per layer sequence (GPT: the encoder; T5: an encoder and a decoder). */
 #ifndef ZT_STACK_H
 #define ZT_STACK_H
@@ -31,6 +32,12 @@ typedef struct {
   void *recompute_out;       /* [N, C] throw-away layer output during recompute */
   zt_block_scratch scratch;  /* shared with the model's head */
   int fwd_chunk;             /* the chunk of the last forward */
+  /* random-LTD (cfg->ltd_layers set; models/transformer/random_ltd.h), at the planned B x T: */
+  void *ltd_in;              /* [N, C] the kept tokens' rows of a layer's input */
+  void *ltd_cat;             /* [2N, C] a whole tensor, then the kept rows to scatter into it (one gather) */
+  void *ltd_d;               /* [N, C] the layer's output rows; in the backward d(output), then d(input), of them */
+  int32_t *ltd_gid, *ltd_sid;  /* [N] backend: rows to gather; each output row's source in ltd_cat */
+  int32_t *h_gid, *h_sid, *h_perm, *h_kept; /* host work for the ids */
 } zt_stack;
 
 /* The layers [l0, l0 + n) of each of the vpp chunks, chunk c's first layer given by layers[c] (global numbers);

@@ -29,6 +29,7 @@ typedef struct {
   const zt_tp *tp;          /* tensor parallelism (size 1: none); its backend and dtype are the model's */
   const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
   int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
+  const uint8_t *ltd_layers; /* random-LTD: [layers of the model] host flags by global layer, or NULL (random_ltd.h) */
 } zt_block_config;
 
 static inline const zt_backend *zt_block_be(const zt_block_config *c) { return c->tp->be; }

@@ -2,8 +2,8 @@
 # The last flags of Megatron-DeepSpeed's example scripts (issue 24) on pretrain_gpt: the MoE flags of the dense
 # scripts (MoE/ds_pretrain_gpt_*_dense.sh, offload_pp) accepted with Megatron-DeepSpeed's types, defaults and checks
 # and recorded in the argument dump, every value that needs an MoE layer refused naming the MoE work (issue 18); the
-# dense model trains exactly as without the flags; --random-ltd and --data-efficiency-curriculum-learning refused
-# naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
+# dense model trains exactly as without the flags; --random-ltd without its ds_config block refused;
+# --data-efficiency-curriculum-learning refused naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
 # following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
 # checkpoint refused naming its file; --cpu-optimizer accepted where the optimizer step runs on the CPU;
 # the FlashAttention flags recorded (attention is exact either way), the Triton one only without attention dropout.
@@ -97,8 +97,8 @@ expect_fail "--num-experts-switch (Megatron-LM's switch MLP) is refused naming t
   "${T[@]}" --num-experts-switch 4
 
 # 2. refusals that name the work they land with
-expect_fail "--random-ltd names the data-efficiency (random-LTD) work of issue 21" \
-  "error: unsupported argument: --random-ltd is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the data-efficiency (random-LTD, random layer token drop, issue 21) work)" \
+expect_fail "--random-ltd without a ds_config random_ltd block is refused (it trains with one: tests/random_ltd)" \
+  "error: arguments: --random-ltd needs the ds_config's data_efficiency.data_routing.random_ltd block" \
   "${T[@]}" --random-ltd
 expect_fail "--data-efficiency-curriculum-learning names the data-efficiency (curriculum learning) work of issue 21" \
   "(it lands with the data-efficiency (curriculum learning, issue 21) work)" "${T[@]}" --data-efficiency-curriculum-learning

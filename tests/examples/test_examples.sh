@@ -5,11 +5,12 @@
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
 # is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (MoE with experts, the data-efficiency library and random-LTD, DeepSpeed sequence parallelism, rotary and the other
+# (MoE with experts, the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other
 # Llama variants) must be refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense,
-#        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, refused)
+#        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, data_efficiency_ltd,
+#        refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -703,6 +704,69 @@ EOF
   tb_written curriculum_learning "$tmp/cl_tb" "seqlen/curriculum_seqlen"
 }
 
+# ---- examples_deepspeed/data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh with random-LTD ----
+# ltd_enabled=true, cl_enabled=false (the run script's random-LTD-only case): its 24 layers (the template's
+# total_layer_num and layer ids 1-22) at hidden 32, 64 tokens, the 1-metric template as the script fills it
+# (data_sampling disabled, its placeholders filled with the script's 'dummy' defaults), --random-ltd.
+data_efficiency_ltd() {
+  local seq_len=64 num_layers=24 hidden_size=32 num_attn_heads=2 global_batch_size=8 lr=2.0e-4 min_lr=1.0e-6
+  local init_std=0.013 train_tokens=100000 train_samples=48 lr_warmup_tokens=1024 lr_decay_tokens=100000
+  local lr_decay_style="cosine" mp_size=1 pp_size=1 no_pp="true" zero_stage=1 batch_size=8 ltd_enabled="true"
+  local ltd_start=16 ltd_step=8 cl_enabled="false" cl_1st_metric="dummy" cl_1st_index_to_sample_path="dummy"
+  local cl_1st_index_to_metric_path="dummy" cl_1st_difficulty_type="value" cl_1st_clustering_type="single_cluster"
+  local cl_1st_min=2048 cl_1st_max=2048 cl_1st_total_step=1 cl_1st_difficulty_step=1 cl_1st_root=1
+  local log_interval=1 eval_iters=1 eval_interval=100 save_interval=100 seed=1234 num_workers=0
+  local prescale_grad="false" data_cluster_path="" num_workers=0
+  local checkpoint_path="$tmp/de_ckpt" tensorboard_path="$tmp/de_tb"
+  local config_json="$tmp/ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}_seed${seed}_ltd_${ltd_start}_${ltd_step}.json"
+  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_gpt_1clmetric_TEMPLATE.json" \
+    | sed "s/MBSIZE/${batch_size}/" \
+    | sed "s/LOG_INTERVAL/${log_interval}/" \
+    | sed "s/ZERO_STAGE/${zero_stage}/" \
+    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
+    | sed "s/DATA_EFFICIENCY_SEED/${seed}/" \
+    | sed "s/LTD_ENABLED/${ltd_enabled}/" \
+    | sed "s/LTD_MIN/${ltd_start}/" \
+    | sed "s/LTD_MAX/${seq_len}/" \
+    | sed "s/LTD_STEP/${ltd_step}/" \
+    | sed "s/CL_ENABLED/${cl_enabled}/" \
+    | sed "s/DATA_SAMPLING_NUM_WORKERS/${num_workers}/" \
+    | sed "s#CL_CLUSTER_PATH#${data_cluster_path}#" \
+    | sed "s#CL_1st_METRIC_NAME#${cl_1st_metric}#" \
+    | sed "s#CL_1st_SAMPLE_PATH#${cl_1st_index_to_sample_path}#" \
+    | sed "s#CL_1st_METRIC_PATH#${cl_1st_index_to_metric_path}#" \
+    | sed "s#CL_1st_DIFF_TYPE#${cl_1st_difficulty_type}#" \
+    | sed "s#CL_1st_CLUSTER_TYPE#${cl_1st_clustering_type}#" \
+    | sed "s/CL_1st_MIN/${cl_1st_min}/" \
+    | sed "s/CL_1st_MAX/${cl_1st_max}/" \
+    | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
+    | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
+    | sed "s/CL_1st_ROOT/${cl_1st_root}/" >"$config_json"
+  local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95
+    --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
+    --lr-warmup-tokens ${lr_warmup_tokens} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
+    --global-batch-size ${global_batch_size} --num-layers ${num_layers} --hidden-size ${hidden_size}
+    --num-attention-heads ${num_attn_heads} --seq-length ${seq_len} --max-position-embeddings ${seq_len}
+    --train-tokens ${train_tokens} --train-samples ${train_samples} --lr ${lr} --min-lr ${min_lr}
+    --lr-decay-style ${lr_decay_style} --split 949,50,1 --log-interval ${log_interval} --eval-interval ${eval_interval}
+    --eval-iters ${eval_iters} --save-interval ${save_interval} --weight-decay 0.1 --clip-grad 1.0 --hysteresis 2
+    --num-workers ${num_workers} --fp16 --seed ${seed} --tensorboard-queue-size 1 --log-timers-to-tensorboard
+    --log-batch-size-to-tensorboard --log-validation-ppl-to-tensorboard --tensorboard-dir ${tensorboard_path}
+    --checkpoint-activations --log-optimizer-states-to-tensorboard --random-ltd)
+  local data_options=(--mock-data --vocab-size 256 --data-impl mmap)
+  local deepspeed_options=(--deepspeed --deepspeed_config ${config_json} --zero-stage ${zero_stage}
+    --pipeline-model-parallel-size ${pp_size} --no-pipeline-parallel --deepspeed-activation-checkpointing)
+  resumes data_efficiency_ltd 1 pretrain_gpt 3 "${megatron_options[@]}" "${data_options[@]}" "${deepspeed_options[@]}"
+  local lens
+  lens=$(grep -E "^ iteration " <<<"$last" | sed -E 's/.*random ltd reserved length: +([0-9]+).*/\1/' | tr '\n' ' ')
+  # floor(t / 8 * 48 + 16) = 16 22 28 34 40 46, down to the template's seq_per_step 16
+  [ "$lens" = "16 16 16 32 32 32 " ] && ok "data_efficiency_ltd: random ltd reserved length 16 16 16 32 32 32 (16 -> 64 over 8 steps by 16)" \
+    || bad "data_efficiency_ltd: random ltd reserved length" "got '$lens'"
+  grep -qE "^> random-LTD: layers 1,2,3,.*,22 \(22 of 24\)" <<<"$last" && ok "data_efficiency_ltd: layers 1-22 of 24 drop tokens" \
+    || bad "data_efficiency_ltd: the layers" "$(grep -m1 "random-LTD" <<<"$last")"
+  tb_written data_efficiency_ltd "$tmp/de_tb" "seqlen/random_ltd_reserved_length"
+}
+
 # ---- the families whose flags land with open issues: refused by name, nothing written ----
 refused() {
   local base=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
@@ -740,7 +804,9 @@ refused() {
   expect "MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS" "knowledge-distillation" --mos --kd-beta-ce 1 --kd-temp 1.0
   # data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh
   expect "data_efficiency/gpt/pretrain" "data-efficiency" --data-efficiency-curriculum-learning
-  expect "data_efficiency random-LTD" "random-LTD" --random-ltd
+  # random-LTD runs (tests/random_ltd), with its ds_config block: --random-ltd alone is refused naming the block
+  expect "data_efficiency: --random-ltd without its ds_config block" \
+    "--random-ltd needs the ds_config's data_efficiency.data_routing.random_ltd block" --random-ltd
   # sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k.sh: DeepSpeed-Ulysses over 4 ranks (1, off, is accepted)
   local ulysses="DeepSpeed's sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet"
   expect "sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k" \
@@ -828,7 +894,7 @@ EOT
 
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | curriculum_learning | refused) "$family" ;;
+  | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac

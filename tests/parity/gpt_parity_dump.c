@@ -1,14 +1,19 @@
 /* Dumps a tiny GPT's weights, inputs, loss, gradients and three AdamW training steps as .npy files for
  * the PyTorch parity test (test_gpt_parity.py), which recomputes all of it in float64.
  *
- * Usage: gpt_parity_dump OUTDIR [--untie-recompute]
+ * Usage: gpt_parity_dump OUTDIR [--untie-recompute] [--random-ltd]
  *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3,
- *   tied embeddings; --untie-recompute: separate output layer and full activation recompute.
+ *   tied embeddings; --untie-recompute: separate output layer and full activation recompute; --random-ltd:
+ *   layer 1 runs on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD), drawn for step 0 in the single
+ *   forward/backward and step k-1 in training step k.
  *
  * Files (float32 "<f4" unless noted; every array is C order):
  *   names.txt                     parameter names in table order, one a line
  *   config.npy (<i4)              L, C, NH, FFN, V, max_positions, T, B, untie, recompute, steps,
- *                                 micro batches per step, warmup samples, decay samples, global batch
+ *                                 micro batches per step, warmup samples, decay samples, global batch,
+ *                                 random-LTD layers (bit l: layer l), random-LTD kept tokens (0: off)
+ *   [prefix]ltd_kept.npy (<i4)    with --random-ltd: [L, B, LTD_KEEP] the kept positions of each layer and row
+ *                                 (zeros for a layer without random-LTD), next to each batch
  *   <name>.npy                    initial parameters
  *   tokens/targets.npy (<i4)      [B, T] batch of the single forward/backward; loss_mask.npy [B, T]
  *   loss.npy [1], grad.<name>.npy the loss and gradients of that forward/backward (grad_scale 1)
@@ -37,6 +42,7 @@
 #include <sys/stat.h>
 
 #include "models/gpt/gpt.h"
+#include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 #include "runtime/optim/lr_schedule.h"
@@ -44,7 +50,8 @@
 #include "tests/parity/parity_dump.h"
 
 enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T = 16, B = 3 };
-enum { STEPS = 3, NMB = 2, GBS = B * NMB };
+enum { STEPS = 3, NMB = 2, GBS = B * NMB, LTD_KEEP = 10 };
+static const uint8_t LTD_LAYERS[L] = {0, 1};
 static const uint64_t SEED = 1234;
 static const float CLIP_GRAD = 1.0f;
 static const uint64_t SEED_RNG = 0x5eed5eedULL; /* the data and perturbation stream */
@@ -76,15 +83,32 @@ static void make_batch(batch *b, const char *prefix) {
   save(name, b->mask, "<f4", 2, shape);
 }
 
+/* The kept positions the model draws for this batch (zt_ltd_draw, the function the layer stack calls). */
+static void save_kept(const char *prefix, uint64_t step, uint64_t first_sample) {
+  int32_t kept[L * B * LTD_KEEP], perm[T];
+  memset(kept, 0, sizeof kept);
+  for (int l = 0; l < L; l++)
+    for (int b = 0; b < B && LTD_LAYERS[l]; b++)
+      zt_ltd_draw(SEED, step, first_sample + (uint64_t)b, l, T, LTD_KEEP, perm, kept + (l * B + b) * LTD_KEEP);
+  int64_t shape[3] = {L, B, LTD_KEEP};
+  char name[128];
+  snprintf(name, sizeof name, "%sltd_kept", prefix);
+  save(name, kept, "<i4", 3, shape);
+}
+
 static void make_dir(const char *dir) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) zt_fatal("gpt_parity_dump", "cannot create %s: %s", dir, strerror(errno));
 }
 
 int main(int argc, char **argv) {
-  int untie_recompute = 0;
-  if (argc == 3 && strcmp(argv[2], "--untie-recompute") == 0) untie_recompute = 1;
-  else if (argc != 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute]\n", argv[0]);
+  int untie_recompute = 0, ltd = 0;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--untie-recompute") == 0) untie_recompute = 1;
+    else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
+    else argc = 0;
+  }
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute] [--random-ltd]\n", argv[0]);
     return 2;
   }
   g_dir = argv[1];
@@ -94,7 +118,8 @@ int main(int argc, char **argv) {
   zt_gpt_config cfg = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN,
                        .max_positions = MAXPOS, .padded_vocab_size = V, .ln_eps = 1e-5f, .attn_dropout = 0.0f,
                        .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = untie_recompute,
-                       .recompute_full = untie_recompute, .micro_batch = B, .seq_length = T};
+                       .recompute_full = untie_recompute, .micro_batch = B, .seq_length = T,
+                       .random_ltd_layers = ltd ? LTD_LAYERS : NULL};
   zt_gpt m;
   zt_gpt_build(&m, &cfg, 0);
   zt_gpt_init_params(&m, SEED);
@@ -108,9 +133,9 @@ int main(int argc, char **argv) {
    * at a third of the decay, where cosine (coefficient 0.75) and linear (0.667) differ */
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[15] = {L, C, NH, FFN, V, MAXPOS, T, B, untie_recompute, untie_recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS};
-    int64_t shape[1] = {15};
+    int32_t c[17] = {L, C, NH, FFN, V, MAXPOS, T, B, untie_recompute, untie_recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0};
+    int64_t shape[1] = {17};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);
@@ -125,7 +150,9 @@ int main(int argc, char **argv) {
   batch b0;
   make_batch(&b0, "");
   zt_grads_zero(m.grads, m.table.numel);
-  zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1};
+  zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1, .ltd_keep = ltd ? LTD_KEEP : 0,
+                  .ltd_step = 0};
+  if (ltd) save_kept("", 0, 0);
   float loss = zt_gpt_forward(&m, b0.tokens, NULL, b0.targets, b0.mask, &pass);
   zt_gpt_backward(&m, 1.0f);
   save_scalar("loss", loss);
@@ -149,7 +176,9 @@ int main(int argc, char **argv) {
       char prefix[64];
       snprintf(prefix, sizeof prefix, "step%d.mb%d.", k, mb);
       make_batch(&bt, prefix);
-      zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1};
+      zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1,
+                   .ltd_keep = ltd ? LTD_KEEP : 0, .ltd_step = (uint64_t)(k - 1)};
+      if (ltd) save_kept(prefix, p.ltd_step, p.first_sample);
       float l = zt_gpt_forward(&m, bt.tokens, NULL, bt.targets, bt.mask, &p);
       zt_gpt_backward(&m, 1.0f / NMB);
       loss_sum += l;

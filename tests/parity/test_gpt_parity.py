@@ -4,8 +4,10 @@ tiny zerotron GPT against an independent float64 PyTorch implementation of Megat
 same weights and batches.
 
 Usage: test_gpt_parity.py GPT_PARITY_DUMP_BINARY
-Runs the dump binary (tests/parity/gpt_parity_dump.c) into a temporary directory for two
-configurations (tied embeddings; untied output layer + full activation recompute), recomputes
+Runs the dump binary (tests/parity/gpt_parity_dump.c) into a temporary directory for four
+configurations (tied embeddings; untied output layer + full activation recompute; each again with random-LTD on
+layer 1: the layer runs on 10 of the 16 tokens of each row, at the positions the dump lists, attending causally
+among them, and the other tokens pass it unchanged, as DeepSpeed's GatherTokens / ScatterTokens do), recomputes
 everything with torch autograd in float64 and prints a PASS/FAIL line per check, then
 "N passed, M failed". Exit status 1 on any failure.
 
@@ -71,10 +73,11 @@ class Dump:
     def scalar(self, name):
         return float(self.load(name).reshape(-1)[0])
 
-    def batch(self, prefix):
+    def batch(self, prefix, ltd=False):
+        kept = torch.from_numpy(self.load(prefix + "ltd_kept", np.int32).astype(np.int64)) if ltd else None
         return (torch.from_numpy(self.load(prefix + "tokens", np.int32).astype(np.int64)),
                 torch.from_numpy(self.load(prefix + "targets", np.int32).astype(np.int64)),
-                torch.from_numpy(self.load(prefix + "loss_mask").astype(np.float64)))
+                torch.from_numpy(self.load(prefix + "loss_mask").astype(np.float64)), kept)
 
 
 def expected_names(L, untie):
@@ -94,28 +97,40 @@ def expected_names(L, untie):
     return names
 
 
-def gpt_loss(P, tokens, targets, mask, cfg):
-    """Megatron GPT forward in float64: returns sum(ce * mask) / sum(mask)."""
-    L, C, NH, V = cfg["L"], cfg["C"], cfg["NH"], cfg["V"]
+def layer(P, l, x, cfg):
+    """Megatron's pre-LN ParallelTransformerLayer l over x [B, T, C] with the causal mask of its T tokens."""
+    C, NH = cfg["C"], cfg["NH"]
     HD = C // NH
+    Bb, T = x.shape[0], x.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool).triu(1)  # True above the diagonal: key j > query i
+    p = f"language_model.encoder.layers.{l}."
+    h = F.layer_norm(x, (C,), P[p + "input_layernorm.weight"], P[p + "input_layernorm.bias"], LN_EPS)
+    qkv = h @ P[p + "self_attention.query_key_value.weight"].T + P[p + "self_attention.query_key_value.bias"]
+    qkv = qkv.view(Bb, T, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
+    q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
+    probs = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+    ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)  # channel h*HD + d
+    x = x + ctx @ P[p + "self_attention.dense.weight"].T + P[p + "self_attention.dense.bias"]
+    h = F.layer_norm(x, (C,), P[p + "post_attention_layernorm.weight"], P[p + "post_attention_layernorm.bias"],
+                     LN_EPS)
+    f = F.gelu(h @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
+    return x + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+
+
+def gpt_loss(P, tokens, targets, mask, cfg, kept=None):
+    """Megatron GPT forward in float64: returns sum(ce * mask) / sum(mask). kept [L, B, r]: random-LTD's kept
+    positions for the layers in cfg["ltd_layers"] (DeepSpeed's GatherTokens, the layer on them, ScatterTokens)."""
+    L, C, V = cfg["L"], cfg["C"], cfg["V"]
     Bb, T = tokens.shape
     emb = "language_model.embedding."
     x = P[emb + "word_embeddings.weight"][tokens] + P[emb + "position_embeddings.weight"][torch.arange(T)]
-    causal = torch.ones(T, T, dtype=torch.bool).triu(1)  # True above the diagonal: key j > query i
     for l in range(L):
-        p = f"language_model.encoder.layers.{l}."
-        h = F.layer_norm(x, (C,), P[p + "input_layernorm.weight"], P[p + "input_layernorm.bias"], LN_EPS)
-        qkv = h @ P[p + "self_attention.query_key_value.weight"].T + P[p + "self_attention.query_key_value.bias"]
-        qkv = qkv.view(Bb, T, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
-        q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
-        probs = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
-        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)  # channel h*HD + d
-        x = x + ctx @ P[p + "self_attention.dense.weight"].T + P[p + "self_attention.dense.bias"]
-        h = F.layer_norm(x, (C,), P[p + "post_attention_layernorm.weight"], P[p + "post_attention_layernorm.bias"],
-                         LN_EPS)
-        f = F.gelu(h @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
-        x = x + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+        if kept is not None and cfg["ltd_layers"] >> l & 1:
+            idx = kept[l][:, :, None].expand(-1, -1, C)  # [B, r, C]
+            x = x.scatter(1, idx, layer(P, l, torch.gather(x, 1, idx), cfg))
+        else:
+            x = layer(P, l, x, cfg)
     enc = "language_model.encoder."
     x = F.layer_norm(x, (C,), P[enc + "final_layernorm.weight"], P[enc + "final_layernorm.bias"], LN_EPS)
     w_out = P["language_model.output_layer.weight"] if cfg["untie"] else P[emb + "word_embeddings.weight"]
@@ -130,8 +145,8 @@ def loss_and_grads(P, names, batches, cfg):
     leaves = {n: P[n].detach().clone().requires_grad_(True) for n in names}
     total = 0.0
     losses = []
-    for tokens, targets, mask in batches:
-        loss = gpt_loss(leaves, tokens, targets, mask, cfg)
+    for tokens, targets, mask, kept in batches:
+        loss = gpt_loss(leaves, tokens, targets, mask, cfg, kept)
         losses.append(loss.item())
         total = total + loss / len(batches)
     total.backward()
@@ -149,7 +164,8 @@ def run_config(binary, tag, extra_args, tmp):
     d = Dump(out)
     c = d.load("config", np.int32).tolist()
     cfg = dict(zip(["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "untie", "recompute", "steps", "nmb",
-                    "warmup", "decay", "gbs"], c))
+                    "warmup", "decay", "gbs", "ltd_layers", "ltd_keep"], c))
+    ltd = cfg["ltd_keep"] > 0
     print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
 
     with open(os.path.join(out, "names.txt")) as f:
@@ -163,7 +179,15 @@ def run_config(binary, tag, extra_args, tmp):
     P0 = {n: torch.from_numpy(d.load(n).astype(np.float64)) for n in names}
 
     # ---- one forward/backward ----
-    ref_loss, ref_grads = loss_and_grads(P0, names, [d.batch("")], cfg)
+    if ltd:  # the kept positions: sorted, distinct, in range, ltd_keep per row of each random-LTD layer
+        for prefix in [""] + [f"step{k}.mb{j}." for k in range(1, cfg["steps"] + 1) for j in range(cfg["nmb"])]:
+            kp = d.load(prefix + "ltd_kept", np.int32)
+            good = kp.shape == (cfg["L"], cfg["B"], cfg["ltd_keep"])
+            for l in range(cfg["L"]):
+                if cfg["ltd_layers"] >> l & 1:
+                    good &= bool((np.diff(kp[l], axis=1) > 0).all() and kp[l].min() >= 0 and kp[l].max() < cfg["T"])
+            check(good, f"{tag} {prefix}ltd_kept: {cfg['ltd_keep']} sorted distinct positions of {cfg['T']} per row")
+    ref_loss, ref_grads = loss_and_grads(P0, names, [d.batch("", ltd)], cfg)
     zt_loss = d.scalar("loss")
     e = abs(zt_loss - ref_loss) / abs(ref_loss)
     check(e <= TOL_LOSS, f"{tag} loss", f"zt {zt_loss:.7f} ref {ref_loss:.7f} rel {e:.2e} (tol {TOL_LOSS:.0e})")
@@ -189,7 +213,7 @@ def run_config(binary, tag, extra_args, tmp):
     clipped = 0
     worst_p = worst_d = 0.0
     for k in range(1, cfg["steps"] + 1):
-        batches = [d.batch(f"step{k}.mb{j}.") for j in range(cfg["nmb"])]
+        batches = [d.batch(f"step{k}.mb{j}.", ltd) for j in range(cfg["nmb"])]
         loss, grads = loss_and_grads(P, names, batches, cfg)
         norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
         coeff = CLIP_GRAD / (norm + 1e-6)
@@ -260,7 +284,8 @@ def main():
     t0 = time.time()
     torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contend under ctest -j)
     with tempfile.TemporaryDirectory(prefix="zt_gpt_parity_") as tmp:
-        for tag, args in [("tied", []), ("untied_recompute", ["--untie-recompute"])]:
+        for tag, args in [("tied", []), ("untied_recompute", ["--untie-recompute"]), ("random_ltd", ["--random-ltd"]),
+                          ("random_ltd_untied_recompute", ["--untie-recompute", "--random-ltd"])]:
             try:
                 run_config(binary, tag, args, tmp)
             except Exception as e:  # a missing or malformed dump file: report it, go on

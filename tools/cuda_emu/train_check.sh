@@ -15,6 +15,7 @@
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
 # (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
+# random-LTD (one process, TP=2),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
@@ -201,6 +202,18 @@ train_case "seqlen curriculum 8 -> 32, dropout 0.1" 1 --deepspeed --deepspeed_co
 train_case "seqlen curriculum, TP=2 + sequence parallel" 2 --tensor-model-parallel-size 2 --sequence-parallel \
   --deepspeed --deepspeed_config "$(curriculum_cfg)"
 train_case "seqlen curriculum, PP=2" 2 --pipeline-model-parallel-size 2 --deepspeed --deepspeed_config "$(curriculum_cfg)"
+random_ltd_cfg() { # random-LTD (ds_config data_efficiency.data_routing.random_ltd, issue 21): layer 1 keeps 8 -> 32
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "data_efficiency": {"enabled": true,
+    "data_routing": {"enabled": true, "random_ltd": {"enabled": true, "total_layer_num": 2, "random_ltd_layer_num": 1,
+    "random_ltd_layer_id": [1], "model_type": "decoder", "hidden_state_order": "seq_batch_dim",
+    "random_ltd_schedule": {"min_value": 8, "max_value": 32, "schedule_type": "fixed_linear",
+    "schedule_config": {"require_steps": 4, "seq_per_step": 8}}}}}}' >"$OUT/logs/random_ltd.json"
+  echo "$OUT/logs/random_ltd.json"
+}
+train_case "random-LTD 8 -> 32 tokens on layer 1, dropout 0.1" 1 --deepspeed --deepspeed_config "$(random_ltd_cfg)" \
+  --random-ltd
+train_case "random-LTD, TP=2" 2 --tensor-model-parallel-size 2 --deepspeed --deepspeed_config "$(random_ltd_cfg)" \
+  --random-ltd
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
