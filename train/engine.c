@@ -156,8 +156,6 @@ void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const 
   zt_check(a->random_ltd, "arguments", "%s: data_efficiency.data_routing.random_ltd is enabled without --random-ltd: "
            "Megatron-DeepSpeed converts the layers only with the flag (and DeepSpeed then finds no random-LTD layer "
            "and stops); give both", ds->path);
-  zt_check(!kind || kind->causal, "ds_config", "%s: random-LTD on %s: encoder models (model_type encoder) land with the "
-           "rest of the data-efficiency work (issue 21); GPT (decoder) is supported", ds->path, kind ? kind->name : "");
   zt_check(!a->sequence_parallel, "arguments", "--sequence-parallel with random-LTD (%s): the kept tokens of a sample "
            "are spread over the tensor-parallel ranks' sequence pieces; run random-LTD without --sequence-parallel",
            ds->path);
@@ -165,7 +163,7 @@ void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const 
            "keeps the first r x r block of the attention mask for the r kept tokens, which is not their documents' "
            "mask; run random-LTD without --reset-attention-mask", ds->path);
   char err[512];
-  zt_check(zt_random_ltd_check(c, a->num_layers, a->seq_length, kind ? kind->causal != 0 : true, err, sizeof err),
+  zt_check(zt_random_ltd_check(c, a->num_layers, a->seq_length, kind ? kind->causal != 0 : -1, err, sizeof err),
            "ds_config", "%s: data_efficiency.data_routing.random_ltd (--num-layers %d, --seq-length %d): %s", ds->path,
            a->num_layers, a->seq_length, err);
 }

@@ -37,7 +37,7 @@ int64_t zt_random_ltd_actual_seq_length(const zt_random_ltd_config *c, int64_t s
   return (seq * (num_layers - c->random_ltd_layer_num) + reserved * c->random_ltd_layer_num) / num_layers;
 }
 
-int zt_random_ltd_check(const zt_random_ltd_config *c, int num_layers, int seq_length, bool causal_model, char *err,
+int zt_random_ltd_check(const zt_random_ltd_config *c, int num_layers, int seq_length, int causal_model, char *err,
                         size_t n) {
   if (c->total_layer_num != num_layers) {
     snprintf(err, n, "total_layer_num %lld differs from --num-layers %d (the layer-token count takes the model's "
@@ -80,10 +80,10 @@ int zt_random_ltd_check(const zt_random_ltd_config *c, int num_layers, int seq_l
              (long long)c->seq_per_step);
     return 0;
   }
-  if (strcmp(c->model_type, "decoder") != 0 || !causal_model) {
-    snprintf(err, n, "model_type \"%s\" with a %s model: random-LTD runs decoder (causal, GPT) models; encoder models "
-             "(BERT, whose padding mask the kept tokens must carry) land with the rest of the data-efficiency work "
-             "(issue 21)", c->model_type, causal_model ? "decoder (GPT)" : "bidirectional (BERT)");
+  if (causal_model >= 0 && strcmp(c->model_type, causal_model ? "decoder" : "encoder") != 0) {
+    snprintf(err, n, "model_type \"%s\" with a %s model: DeepSpeed would adjust the attention mask of the kept "
+             "tokens as for %s; give \"%s\"", c->model_type, causal_model ? "causal (GPT)" : "bidirectional (BERT)",
+             causal_model ? "an encoder's padding mask" : "a decoder's causal mask", causal_model ? "decoder" : "encoder");
     return 0;
   }
   return 1;

@@ -47,8 +47,8 @@ int64_t zt_random_ltd_actual_seq_length(const zt_random_ltd_config *c, int64_t s
 /* The checks against the model flags, done at start-up before any work: returns 1, or 0 with one line in err:
  * total_layer_num against --num-layers, the layer ids (each in [0, num_layers), no repeats, as many as
  * random_ltd_layer_num: DeepSpeed's ValueError text), min_value <= max_value, max_value <= --seq-length, the model
- * type (decoder: the model must be causal). */
-int zt_random_ltd_check(const zt_random_ltd_config *c, int num_layers, int seq_length, bool causal_model, char *err,
+ * type (decoder for a causal model, encoder for a bidirectional one; causal_model -1: not known yet, unchecked). */
+int zt_random_ltd_check(const zt_random_ltd_config *c, int num_layers, int seq_length, int causal_model, char *err,
                         size_t n);
 
 #endif

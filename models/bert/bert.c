@@ -160,7 +160,8 @@ zt_bert_config zt_bert_config_of(const zt_model_args *a, const zt_model_setup *s
       .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
-      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask};
+      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
+      .random_ltd_layers = a->random_ltd_layers};
 }
 
 zt_model *zt_bert_create(const zt_model_args *a, const zt_model_setup *s) {

@@ -2,7 +2,9 @@
  * pass with pass->ltd_keep = r below its length T runs each random-LTD layer (zt_block_config.ltd_layers) on r
  * tokens of every sample, drawn uniformly without replacement and kept in their order; the layer's outputs go back
  * to those positions and the other tokens pass the layer unchanged (their gradient too). With a causal model the
- * kept tokens attend causally among themselves, as DeepSpeed's decoder mask [:r, :r] does. The draw is keyed by
+ * kept tokens attend causally among themselves, as DeepSpeed's decoder mask [:r, :r] does; with a padding mask
+ * (an encoder) they attend to the kept tokens that are not padding, as DeepSpeed's bert_sample_tokens gathers the
+ * mask's rows and columns. The draw is keyed by
  * (--seed, the step, the global sample, the layer), so every data- and tensor-parallel layout and the recompute
  * draw the same tokens. Gather and scatter are exact row copies on the backend (its embedding gather), so a layer
  * that keeps every token computes what it computes without random-LTD, bit for bit. */

@@ -51,6 +51,7 @@ void zt_stack_init(zt_stack *s, zt_model *m, const zt_block_config *cfg, const z
     s->h_sid = zt_malloc(N * sizeof(int32_t), "random-LTD ids");
     s->h_perm = zt_malloc((size_t)T * sizeof(int32_t), "random-LTD ids");
     s->h_kept = zt_malloc((size_t)T * sizeof(int32_t), "random-LTD ids");
+    s->h_pad = zt_malloc(2 * N, "random-LTD padding flags");
   }
 }
 
@@ -62,6 +63,7 @@ void zt_stack_free(zt_stack *s) {
   free(s->h_sid);
   free(s->h_perm);
   free(s->h_kept);
+  free(s->h_pad);
   memset(s, 0, sizeof *s);
 }
 
@@ -115,6 +117,7 @@ void zt_stack_plan(zt_stack *s, zt_memplan *p) {
     s->ltd_d = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
     s->ltd_gid = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * sizeof(int32_t));
     s->ltd_sid = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * sizeof(int32_t));
+    s->ltd_pad = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N);
   }
 }
 
@@ -124,10 +127,12 @@ static int ltd_layer(const zt_stack *s, const zt_block *b, const zt_pass *pass) 
   return s->cfg->ltd_layers && s->cfg->ltd_layers[b->layer] && zt_ltd_active(pass);
 }
 
-/* The layer's pass over the kept tokens: r of each row, attended causally among themselves. */
-static zt_pass ltd_pass(const zt_pass *pass) {
+/* The layer's pass over the kept tokens: r of each row, attended causally among themselves (a decoder) or over the
+ * kept tokens that are not padding (an encoder: the padding flags of the kept tokens, staged by ltd_ids). */
+static zt_pass ltd_pass(const zt_stack *s, const zt_pass *pass) {
   zt_pass p = *pass;
   p.T = pass->ltd_keep;
+  if (pass->key_padding) p.key_padding = s->ltd_pad;
   return p;
 }
 
@@ -147,6 +152,12 @@ static void ltd_ids(zt_stack *s, const zt_pass *pass, int layer) {
   const zt_backend *be = s->model->be;
   be->from_host(s->ltd_gid, s->h_gid, (size_t)B * r * sizeof(int32_t));
   be->from_host(s->ltd_sid, s->h_sid, (size_t)N * sizeof(int32_t));
+  if (pass->key_padding) { /* DeepSpeed's bert_sample_tokens: the mask follows the kept tokens */
+    be->to_host(s->h_pad, pass->key_padding, (size_t)N);
+    for (int b = 0; b < B; b++)
+      for (int j = 0; j < r; j++) s->h_pad[N + b * r + j] = s->h_pad[s->h_gid[b * r + j]];
+    be->from_host(s->ltd_pad, s->h_pad + N, (size_t)B * r);
+  }
 }
 
 /* dst[N, C] = src with rows[n] of the n kept rows replaced: the whole of src into ltd_cat, the rows after it, one
@@ -167,7 +178,7 @@ static float ltd_forward(zt_stack *s, zt_block *b, void *out, const void *x, con
   const int N = pass->B * pass->T, n = pass->B * pass->ltd_keep;
   ltd_ids(s, pass, b->layer);
   be->embedding_forward(dt, s->ltd_in, s->ltd_gid, x, n, s->cfg->C, 0);
-  const zt_pass p = ltd_pass(pass);
+  const zt_pass p = ltd_pass(s, pass);
   const float aux = zt_block_forward(b, s->ltd_d, s->ltd_in, mem, s->cfg, &p, &s->scratch);
   ltd_scatter(s, out, x, s->ltd_d, N, n);
   return aux;
@@ -181,7 +192,7 @@ static void ltd_backward(zt_stack *s, zt_block *b, void *dres, const void *x, co
   const int N = pass->B * pass->T, n = pass->B * pass->ltd_keep;
   ltd_ids(s, pass, b->layer); /* the same draw as the forward's */
   be->embedding_forward(dt, s->ltd_in, s->ltd_gid, x, n, s->cfg->C, 0);
-  const zt_pass p = ltd_pass(pass);
+  const zt_pass p = ltd_pass(s, pass);
   if (s->recompute) zt_block_forward(b, s->recompute_out, s->ltd_in, mem, s->cfg, &p, &s->scratch);
   be->embedding_forward(dt, s->ltd_d, s->ltd_gid, dres, n, s->cfg->C, 0);
   zt_block_backward(b, s->ltd_d, s->ltd_in, mem, s->cfg, &p, &s->scratch, aux_grad);

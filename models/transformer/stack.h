@@ -37,7 +37,9 @@ typedef struct {
   void *ltd_cat;             /* [2N, C] a whole tensor, then the kept rows to scatter into it (one gather) */
   void *ltd_d;               /* [N, C] the layer's output rows; in the backward d(output), then d(input), of them */
   int32_t *ltd_gid, *ltd_sid;  /* [N] backend: rows to gather; each output row's source in ltd_cat */
+  uint8_t *ltd_pad;          /* [N] backend: the kept tokens' padding flags (an encoder's key padding) */
   int32_t *h_gid, *h_sid, *h_perm, *h_kept; /* host work for the ids */
+  uint8_t *h_pad;            /* [2N] host: the pass's padding flags, then the kept tokens' */
 } zt_stack;
 
 /* The layers [l0, l0 + n) of each of the vpp chunks, chunk c's first layer given by layers[c] (global numbers);

@@ -1,18 +1,22 @@
 /* Dumps a tiny BERT's weights, inputs, losses, gradients and three AdamW training steps as .npy files for the
  * PyTorch parity test (test_bert_parity.py), which recomputes all of it in float64.
  *
- * Usage: bert_parity_dump OUTDIR [--post-ln] [--no-binary-head] [--recompute]
+ * Usage: bert_parity_dump OUTDIR [--post-ln] [--no-binary-head] [--recompute] [--random-ltd]
  *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3, pre-LN layers,
  *   the binary head (two token types, the pooler, binary_head); --post-ln: Megatron's
  *   --apply-residual-connection-post-layernorm; --no-binary-head: Megatron's --bert-no-binary-head (no token
- *   types, no pooler, no binary head; one loss); --recompute: full activation recompute.
+ *   types, no pooler, no binary head; one loss); --recompute: full activation recompute; --random-ltd: layer 1 runs
+ *   on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD, an encoder: the kept tokens' padding masks them),
+ *   drawn for step 0 in the single forward/backward and step k-1 in training step k.
  * The model is built with zt_bert_build on the CPU and driven through the engine's contract (zt_model_forward /
  * zt_model_backward of models/model.h), with the batch a zt_batch as the BERT provider fills it.
  *
  * Files (float32 "<f4" unless noted; every array is C order):
  *   names.txt                     parameter names in table order, one a line
  *   config.npy (<i4)              L, C, NH, FFN, V, max_positions, T, B, binary_head, post_ln, recompute, steps,
- *                                 micro batches per step, warmup samples, decay samples, global batch
+ *                                 micro batches per step, warmup samples, decay samples, global batch,
+ *                                 random-LTD layers (bit l: layer l), random-LTD kept tokens (0: off)
+ *   [prefix]ltd_kept.npy (<i4)    with --random-ltd: [L, B, LTD_KEEP] the kept positions (parity_dump.h)
  *   <name>.npy                    initial parameters
  *   tokens, token_types, labels (<i4) [B, T], padding [B, T] (1 = pad; uint8 in the zt_batch), loss_mask [B, T],
  *   sentence_labels (<i4) [B]     the batch of the single forward/backward (token_types and sentence_labels are
@@ -46,7 +50,8 @@
 #include "tests/parity/parity_dump.h"
 
 enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T = 16, B = 3 };
-enum { STEPS = 3, NMB = 2, GBS = B * NMB };
+enum { STEPS = 3, NMB = 2, GBS = B * NMB, LTD_KEEP = 10 };
+static const uint8_t LTD_LAYERS[L] = {0, 1};
 static const uint64_t SEED = 1234;
 static const float CLIP_GRAD = 1.0f;
 static const uint64_t SEED_RNG = 0xbe575eedULL; /* the data and perturbation stream */
@@ -114,7 +119,7 @@ static void make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int post_ln = 0, binary_head = 1, recompute = 0;
+  int post_ln = 0, binary_head = 1, recompute = 0, ltd = 0;
   if (argc < 2) {
     fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--no-binary-head] [--recompute]\n", argv[0]);
     return 2;
@@ -123,6 +128,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--post-ln") == 0) post_ln = 1;
     else if (strcmp(argv[i], "--no-binary-head") == 0) binary_head = 0;
     else if (strcmp(argv[i], "--recompute") == 0) recompute = 1;
+    else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -137,7 +143,7 @@ int main(int argc, char **argv) {
                         .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = 0, .bidirectional = 1,
                         .residual_post_ln = post_ln, .num_tokentypes = binary_head ? 2 : 0,
                         .add_pooler = binary_head, .recompute_full = recompute, .micro_batch = B, .seq_length = T,
-                        .backend = NULL, .dtype = ZT_DTYPE_FP32};
+                        .backend = NULL, .dtype = ZT_DTYPE_FP32, .random_ltd_layers = ltd ? LTD_LAYERS : NULL};
   zt_bert m;
   zt_bert_build(&m, &cfg, 0);
   zt_bert_init_params(&m, SEED);
@@ -150,9 +156,9 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[16] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS};
-    int64_t shape[1] = {16};
+    int32_t c[18] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0};
+    int64_t shape[1] = {18};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);
@@ -168,7 +174,9 @@ int main(int argc, char **argv) {
   make_batch(&b0, "");
   zt_batch zb = as_batch(&b0, binary_head);
   zt_grads_zero(grads, m.table.numel);
-  zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1};
+  zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1, .ltd_keep = ltd ? LTD_KEEP : 0,
+                  .ltd_step = 0};
+  if (ltd) save_ltd_kept("", LTD_LAYERS, L, B, T, LTD_KEEP, SEED, 0, 0);
   zt_losses losses = {0};
   zt_model_forward(&m.model, 0, &zb, &pass, &losses);
   zt_model_backward(&m.model, 1.0f);
@@ -203,7 +211,9 @@ int main(int argc, char **argv) {
       snprintf(prefix, sizeof prefix, "step%d.mb%d.", k, mb);
       make_batch(&bt, prefix);
       zt_batch zbt = as_batch(&bt, binary_head);
-      zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1};
+      zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1,
+                   .ltd_keep = ltd ? LTD_KEEP : 0, .ltd_step = (uint64_t)(k - 1)};
+      if (ltd) save_ltd_kept(prefix, LTD_LAYERS, L, B, T, LTD_KEEP, SEED, p.ltd_step, p.first_sample);
       zt_losses l = {0};
       zt_model_forward(&m.model, 0, &zbt, &p, &l);
       zt_model_backward(&m.model, 1.0f / NMB);

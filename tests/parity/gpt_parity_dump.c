@@ -42,7 +42,6 @@
 #include <sys/stat.h>
 
 #include "models/gpt/gpt.h"
-#include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 #include "runtime/optim/lr_schedule.h"
@@ -81,19 +80,6 @@ static void make_batch(batch *b, const char *prefix) {
   save(name, b->targets, "<i4", 2, shape);
   snprintf(name, sizeof name, "%sloss_mask", prefix);
   save(name, b->mask, "<f4", 2, shape);
-}
-
-/* The kept positions the model draws for this batch (zt_ltd_draw, the function the layer stack calls). */
-static void save_kept(const char *prefix, uint64_t step, uint64_t first_sample) {
-  int32_t kept[L * B * LTD_KEEP], perm[T];
-  memset(kept, 0, sizeof kept);
-  for (int l = 0; l < L; l++)
-    for (int b = 0; b < B && LTD_LAYERS[l]; b++)
-      zt_ltd_draw(SEED, step, first_sample + (uint64_t)b, l, T, LTD_KEEP, perm, kept + (l * B + b) * LTD_KEEP);
-  int64_t shape[3] = {L, B, LTD_KEEP};
-  char name[128];
-  snprintf(name, sizeof name, "%sltd_kept", prefix);
-  save(name, kept, "<i4", 3, shape);
 }
 
 static void make_dir(const char *dir) {
@@ -152,7 +138,7 @@ int main(int argc, char **argv) {
   zt_grads_zero(m.grads, m.table.numel);
   zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1, .ltd_keep = ltd ? LTD_KEEP : 0,
                   .ltd_step = 0};
-  if (ltd) save_kept("", 0, 0);
+  if (ltd) save_ltd_kept("", LTD_LAYERS, L, B, T, LTD_KEEP, SEED, 0, 0);
   float loss = zt_gpt_forward(&m, b0.tokens, NULL, b0.targets, b0.mask, &pass);
   zt_gpt_backward(&m, 1.0f);
   save_scalar("loss", loss);
@@ -178,7 +164,7 @@ int main(int argc, char **argv) {
       make_batch(&bt, prefix);
       zt_pass p = {.B = B, .T = T, .first_sample = (uint64_t)(consumed + mb * B), .seed = SEED, .training = 1,
                    .ltd_keep = ltd ? LTD_KEEP : 0, .ltd_step = (uint64_t)(k - 1)};
-      if (ltd) save_kept(prefix, p.ltd_step, p.first_sample);
+      if (ltd) save_ltd_kept(prefix, LTD_LAYERS, L, B, T, LTD_KEEP, SEED, p.ltd_step, p.first_sample);
       float l = zt_gpt_forward(&m, bt.tokens, NULL, bt.targets, bt.mask, &p);
       zt_gpt_backward(&m, 1.0f / NMB);
       loss_sum += l;

@@ -1,11 +1,14 @@
 /* Shared helpers of the parity dumps (gpt_parity_dump.c, bert_parity_dump.c): the output directory, a splitmix64
- * stream for data and perturbations, .npy writers for arrays, scalars and every parameter of a flat buffer. */
+ * stream for data and perturbations, .npy writers for arrays, scalars, every parameter of a flat buffer and
+ * random-LTD's kept positions. */
 #ifndef ZT_PARITY_DUMP_H
 #define ZT_PARITY_DUMP_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 #include "runtime/tensor/param_table.h"
@@ -42,6 +45,23 @@ static inline void save_params(const zt_param_table *t, const float *flat, const
     snprintf(name, sizeof name, "%s%s", prefix, p->name);
     save(name, flat + p->offset, "<f4", p->ndim, p->shape);
   }
+}
+
+/* "<prefix>ltd_kept.npy" (<i4 [L, B, keep]): the positions random-LTD keeps for each layer flagged in layers[L] and
+ * each row of a micro batch (zt_ltd_draw, the function the layer stack calls), zeros for the other layers. */
+static inline void save_ltd_kept(const char *prefix, const uint8_t *layers, int L, int B, int T, int keep,
+                                 uint64_t seed, uint64_t step, uint64_t first_sample) {
+  int32_t *kept = zt_calloc((size_t)L * B * keep, sizeof(int32_t), "ltd_kept");
+  int32_t *perm = zt_malloc((size_t)T * sizeof(int32_t), "ltd_kept");
+  for (int l = 0; l < L; l++)
+    for (int b = 0; b < B && layers[l]; b++)
+      zt_ltd_draw(seed, step, first_sample + (uint64_t)b, l, T, keep, perm, kept + ((size_t)l * B + b) * keep);
+  int64_t shape[3] = {L, B, keep};
+  char name[128];
+  snprintf(name, sizeof name, "%sltd_kept", prefix);
+  save(name, kept, "<i4", 3, shape);
+  free(kept);
+  free(perm);
 }
 
 #endif

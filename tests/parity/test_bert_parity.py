@@ -5,9 +5,11 @@ tiny zerotron BERT against an independent float64 PyTorch implementation of Mega
 weights and batches.
 
 Usage: test_bert_parity.py BERT_PARITY_DUMP_BINARY
-Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary directory for four configurations (the
-default pre-LN model with the binary head; --apply-residual-connection-post-layernorm; --bert-no-binary-head;
-full activation recompute), recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
+Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary directory for the configurations of CONFIGS
+(the default pre-LN model with the binary head; --apply-residual-connection-post-layernorm; --bert-no-binary-head;
+full activation recompute; random-LTD on layer 1, 10 of 16 tokens, alone and with post-LN and recompute: the layer
+runs on the listed tokens with the padding mask of those tokens, as DeepSpeed's bert_sample_tokens gathers it),
+recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
 check, then "N passed, M failed". Exit status 1 on any failure.
 
 The reference follows Megatron, not zerotron, where the two differ without changing the result: Megatron's padding
@@ -66,13 +68,14 @@ class Dump:
     def scalar(self, name):
         return float(self.load(name).reshape(-1)[0])
 
-    def batch(self, prefix):
-        """tokens, token types, labels, padding (bool, True = pad), loss mask, sentence labels."""
+    def batch(self, prefix, ltd=False):
+        """tokens, token types, labels, padding (bool, True = pad), loss mask, sentence labels; with random-LTD the
+        kept positions [L, B, r]."""
         i64 = lambda n: torch.from_numpy(self.load(prefix + n, np.int32).astype(np.int64))
         return {"tokens": i64("tokens"), "types": i64("token_types"), "labels": i64("labels"),
                 "padding": i64("padding") != 0, "loss_mask": torch.from_numpy(self.load(prefix + "loss_mask")
                                                                               .astype(np.float64)),
-                "sentence": i64("sentence_labels")}
+                "sentence": i64("sentence_labels"), "kept": i64("ltd_kept") if ltd else None}
 
 
 def expected_names(L, binary_head):
@@ -112,24 +115,38 @@ def bert_forward(P, b, cfg):
     x = P[emb + "word_embeddings.weight"][tokens] + P[emb + "position_embeddings.weight"][torch.arange(T)]
     if cfg["binary_head"]:
         x = x + P[emb + "tokentype_embeddings.weight"][b["types"]]
-    # bert_extended_attention_mask: [b, 1, s, s], True where query or key is padding
-    keep = (~b["padding"]).double()
-    mask = (keep.unsqueeze(1) * keep.unsqueeze(2)).unsqueeze(1) < 0.5
-    for l in range(L):
+
+    def extended_mask(padding):
+        """bert_extended_attention_mask: [b, 1, s, s], True where query or key is padding."""
+        keep = (~padding).double()
+        return (keep.unsqueeze(1) * keep.unsqueeze(2)).unsqueeze(1) < 0.5
+
+    def layer(l, x, mask):
+        Tl = x.shape[1]
         p = f"language_model.encoder.layers.{l}."
         ln1 = F.layer_norm(x, (C,), P[p + "input_layernorm.weight"], P[p + "input_layernorm.bias"], LN_EPS)
         qkv = ln1 @ P[p + "self_attention.query_key_value.weight"].T + P[p + "self_attention.query_key_value.bias"]
-        qkv = qkv.view(Bb, T, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
+        qkv = qkv.view(Bb, Tl, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
         q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
         probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)  # attention_mask_func
-        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)
+        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, Tl, C)
         attn = ctx @ P[p + "self_attention.dense.weight"].T + P[p + "self_attention.dense.bias"]
         ln_in = (ln1 if post_ln else x) + attn
         ln2 = F.layer_norm(ln_in, (C,), P[p + "post_attention_layernorm.weight"], P[p + "post_attention_layernorm.bias"],
                            LN_EPS)
         f = F.gelu(ln2 @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
-        x = (ln2 if post_ln else ln_in) + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+        return (ln2 if post_ln else ln_in) + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+
+    mask = extended_mask(b["padding"])
+    for l in range(L):
+        if b.get("kept") is not None and cfg["ltd_layers"] >> l & 1:
+            # random-LTD (DeepSpeed's GatherTokens, bert_sample_tokens' mask of the kept tokens, ScatterTokens)
+            kept = b["kept"][l]
+            idx = kept[:, :, None].expand(-1, -1, C)
+            x = x.scatter(1, idx, layer(l, torch.gather(x, 1, idx), extended_mask(torch.gather(b["padding"], 1, kept))))
+        else:
+            x = layer(l, x, mask)
     enc = "language_model.encoder."
     h = F.layer_norm(x, (C,), P[enc + "final_layernorm.weight"], P[enc + "final_layernorm.bias"], LN_EPS)
     # BertLMHead: dense -> erf GELU -> layernorm -> tied output layer + bias
@@ -169,7 +186,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
-               "warmup", "decay", "gbs"]
+               "warmup", "decay", "gbs", "ltd_layers", "ltd_keep"]
 
 
 def read_dump(out):
@@ -199,7 +216,8 @@ def run_config(binary, tag, extra_args, tmp):
     # ---- one forward/backward ----
     nl = int(d.load("nlosses", np.int32)[0])
     check(nl == (2 if cfg["binary_head"] else 1), f"{tag} number of losses", f"losses.n = {nl}")
-    ref_total, (ref_lm, ref_sop), ref_grads = loss_and_grads(P0, names, [d.batch("")], cfg)
+    ltd = cfg.get("ltd_keep", 0) > 0
+    ref_total, (ref_lm, ref_sop), ref_grads = loss_and_grads(P0, names, [d.batch("", ltd)], cfg)
     worst_loss = 0.0
     for what, zt, ref in [("lm loss", d.scalar("lm_loss"), ref_lm), ("sop loss", d.scalar("sop_loss"), ref_sop),
                           ("total loss", d.scalar("total_loss"), ref_total)]:
@@ -230,7 +248,7 @@ def run_config(binary, tag, extra_args, tmp):
     clipped = 0
     worst_p = worst_d = 0.0
     for k in range(1, cfg["steps"] + 1):
-        batches = [d.batch(f"step{k}.mb{j}.") for j in range(cfg["nmb"])]
+        batches = [d.batch(f"step{k}.mb{j}.", ltd) for j in range(cfg["nmb"])]
         loss, _, grads = loss_and_grads(P, names, batches, cfg)
         norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
         coeff = CLIP_GRAD / (norm + 1e-6)
@@ -293,7 +311,8 @@ def run_config(binary, tag, extra_args, tmp):
 
 CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--no-binary-head"]),
            ("post_ln_no_binary_head_recompute", ["--post-ln", "--no-binary-head", "--recompute"]),
-           ("recompute", ["--recompute"])]
+           ("recompute", ["--recompute"]), ("random_ltd", ["--random-ltd"]),
+           ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"])]
 
 
 def main():

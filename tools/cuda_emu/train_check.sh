@@ -15,7 +15,7 @@
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
 # (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
-# random-LTD (one process, TP=2),
+# random-LTD (one process, TP=2; BERT one process),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
@@ -241,6 +241,9 @@ else
   train_case "BERT sparse attention: bslongformer (block 4)" 1 --deepspeed --deepspeed_config "$(sparse_cfg bsl \
     '{"mode": "bslongformer", "block": 4, "num_sliding_window_blocks": 3, "global_block_indices": [0, 6],
       "global_block_end_indices": [1, 8]}')"
+  sed 's/"decoder"/"encoder"/' "$(random_ltd_cfg)" >"$OUT/logs/random_ltd_bert.json"
+  train_case "BERT random-LTD 8 -> 32 tokens on layer 1 (the kept tokens' padding)" 1 --deepspeed --deepspeed_config \
+    "$OUT/logs/random_ltd_bert.json" --random-ltd
 fi
 
 echo "$pass passed, $fail failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"
