@@ -178,7 +178,6 @@ static void random_ltd_setup(zt_engine *e, const zt_model_kind *kind) {
   if (!e->ltd_on) return;
   const zt_random_ltd_config *c = &ds->random_ltd;
   zt_random_ltd_init(&e->ltd, c);
-  e->ltd_keep = (int)c->min_value;
   e->ltd_layers = zt_calloc((size_t)a->num_layers, 1, "random-LTD layers");
   for (int i = 0; i < c->n_layer_id; i++) e->ltd_layers[c->layer_id[i]] = 1;
   char list[256];
@@ -1168,10 +1167,8 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   }
   e->actual_T = e->train_T;
   if (e->ltd_on) { /* DeepSpeed's engine.forward: random_ltd_scheduler.update_seq(global_steps) */
-    e->ltd.consumed_layer_tokens = st->random_ltd_layer_tokens;
-    e->ltd_keep = (int)zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size);
-    st->random_ltd_layer_tokens = e->ltd.consumed_layer_tokens;
-    e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, e->ltd_keep);
+    const int64_t r = zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size, &st->random_ltd_layer_tokens);
+    e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, r);
   }
   if (e->curriculum || e->ltd_on) {
     zt_flops_model fm = e->flops_model; /* throughput_calculator's seq_len: args.actual_seq_length */
@@ -1332,7 +1329,7 @@ static void print_log_line(const zt_engine *e, double elapsed_per_iter, int appl
   if (!isnan(grad_norm)) snprintf(gn, sizeof gn, " grad norm: %.3f |", grad_norm);
   zt_tb_log_line_extras(e->tb, e, extras, sizeof extras); /* num zeros, params norm */
   int cl = e->curriculum ? snprintf(curr, sizeof curr, " curriculum seqlen: %5d |", e->train_T) : 0;
-  if (e->ltd_on) snprintf(curr + cl, sizeof curr - (size_t)cl, " random ltd reserved length: %5d |", e->ltd_keep);
+  if (e->ltd_on) snprintf(curr + cl, sizeof curr - (size_t)cl, " random ltd reserved length: %5d |", (int)e->ltd.current);
   zt_log(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |"
          " elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5d |"
          "%s loss scale: %.1f |%s%s%s number of skipped iterations: %3d |"

@@ -116,12 +116,11 @@ typedef struct {
   /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
    * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
    * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);
-   * ltd_layers: the model's random-LTD layers (flags by layer); ltd_keep: the current reserved length; actual_T:
+   * ltd_layers: the model's random-LTD layers (flags by layer); ltd.current: the reserved length; actual_T:
    * Megatron-DeepSpeed's actual_seq_length of the last iteration (train_T without random-LTD) */
   int ltd_on;
   zt_random_ltd ltd;
   uint8_t *ltd_layers;
-  int ltd_keep;
   int actual_T;
 } zt_engine;
 

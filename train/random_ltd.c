@@ -16,15 +16,14 @@ int64_t zt_random_ltd_value(const zt_random_ltd_config *c, int64_t t) {
 void zt_random_ltd_init(zt_random_ltd *s, const zt_random_ltd_config *c) {
   s->cfg = c;
   s->current = c->min_value;
-  s->consumed_layer_tokens = 0;
   s->curr_step = -1;
 }
 
-int64_t zt_random_ltd_update(zt_random_ltd *s, int64_t global_steps, int64_t global_batch) {
+int64_t zt_random_ltd_update(zt_random_ltd *s, int64_t global_steps, int64_t global_batch, int64_t *layer_tokens) {
   const zt_random_ltd_config *c = s->cfg;
   if (s->current < c->max_value) s->current = zt_random_ltd_value(c, global_steps);
   if (global_steps != s->curr_step) {
-    s->consumed_layer_tokens += global_batch * (s->current * c->random_ltd_layer_num +
+    *layer_tokens += global_batch * (s->current * c->random_ltd_layer_num +
                                                 c->max_value * (c->total_layer_num - c->random_ltd_layer_num));
     s->curr_step = global_steps;
   }

@@ -24,11 +24,11 @@ typedef struct {
   int64_t require_steps, seq_per_step;
 } zt_random_ltd_config;
 
-/* RandomLTDScheduler's state: the current reserved length (starts at min_value), the consumed layer tokens and the
- * last step counted. */
+/* RandomLTDScheduler's state: the current reserved length (starts at min_value) and the last step counted. Its
+ * consumed layer tokens live with the caller (the train state, which checkpoints save). */
 typedef struct {
   const zt_random_ltd_config *cfg;
-  int64_t current, consumed_layer_tokens, curr_step;
+  int64_t current, curr_step;
 } zt_random_ltd;
 
 /* get_value(t) of the fixed_linear schedule: floor(t / require_steps * (max - min) + min), down to a multiple of
@@ -37,8 +37,8 @@ int64_t zt_random_ltd_value(const zt_random_ltd_config *c, int64_t t);
 void zt_random_ltd_init(zt_random_ltd *s, const zt_random_ltd_config *c);
 /* update_seq(global_steps, global batch size): the reserved length follows the schedule while below max_value;
  * a new step adds batch * (current * random_ltd_layer_num + max_value * (total_layer_num - random_ltd_layer_num))
- * layer tokens. Returns the reserved length. */
-int64_t zt_random_ltd_update(zt_random_ltd *s, int64_t global_steps, int64_t global_batch);
+ * to *layer_tokens. Returns the reserved length. */
+int64_t zt_random_ltd_update(zt_random_ltd *s, int64_t global_steps, int64_t global_batch, int64_t *layer_tokens);
 /* Megatron-DeepSpeed's actual_seq_length after a step: (seq * (L - n) + reserved * n) // L when reserved < seq,
  * else seq (L = --num-layers, n = random_ltd_layer_num). */
 int64_t zt_random_ltd_actual_seq_length(const zt_random_ltd_config *c, int64_t seq, int num_layers,

@@ -41,7 +41,7 @@ static zt_pass make_pass(const zt_engine *e, uint64_t first, int training) {
   /* training: the curriculum's length (--seq-length without one) and random-LTD's reserved length for this step
    * (DeepSpeed's global_steps: the iterations done); evaluation: --seq-length, every token */
   return (zt_pass){.B = a->micro_batch_size, .T = training ? e->train_T : a->seq_length, .first_sample = first,
-                   .seed = a->seed, .training = training, .ltd_keep = training && e->ltd_on ? e->ltd_keep : 0,
+                   .seed = a->seed, .training = training, .ltd_keep = training && e->ltd_on ? (int)e->ltd.current : 0,
                    .ltd_step = (uint64_t)e->st.iteration};
 }
 

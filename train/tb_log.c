@@ -285,7 +285,7 @@ void zt_tb_log_after_step(zt_tb_log *t, const zt_engine *e, const zt_tb_step *s)
     if (a->log_num_zeros_in_grad && !isnan(e->num_zeros)) put3(t, e, "num-zeros/num-zeros", e->num_zeros);
     if (!isnan(t->params_norm)) put3(t, e, "params-norm/params-norm", t->params_norm);
     if (e->curriculum) put3(t, e, "seqlen/curriculum_seqlen", e->train_T); /* the legacy seqlen curriculum */
-    if (e->ltd_on) put3(t, e, "seqlen/random_ltd_reserved_length", e->ltd_keep);
+    if (e->ltd_on) put3(t, e, "seqlen/random_ltd_reserved_length", (double)e->ltd.current);
     if (a->log_memory_to_tensorboard) memory(t, e);
   }
   if (a->log_optimizer_states_to_tensorboard) optimizer_states(t, e); /* collective */
