@@ -65,6 +65,12 @@ typedef struct zt_backend {
   void (*act_backward)(zt_dtype dt, zt_act_kind k, void *dinp, const void *inp, const void *dout, size_t n);
   void (*add_bias)(zt_dtype dt, void *out, const void *bias, int N, int C);
   void (*bias_grad)(zt_dtype dt, void *dbias, const void *dout, int N, int C);
+  /* out[n, c] = w[n] * x[n, c] for n < N, c < C (w: N fp32 values in backend memory); out may alias x. The product is
+   * computed in fp32 and rounded once to dt. */
+  void (*scale_rows)(zt_dtype dt, void *out, const void *x, const float *w, int N, int C);
+  /* out[n] = sum over c of a[n, c] * b[n, c] (fp32 out[N] in backend memory, written (=)), accumulated in fp32 (the
+   * CPU: in double, rounded once; either way a fixed order: deterministic run to run). */
+  void (*row_dot)(zt_dtype dt, float *out, const void *a, const void *b, int N, int C);
   void (*embedding_forward)(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,
                             int accumulate);
   void (*embedding_backward)(zt_dtype dt, void *dtable, const int32_t *ids, const void *dout, int N, int C);

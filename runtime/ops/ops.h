@@ -92,6 +92,13 @@ void zt_add_bias(float *out, const float *bias, int N, int C);
 /* dbias[c] += sum over n of dout[n, c] (each column summed in row order: deterministic). */
 void zt_bias_grad(float *dbias, const float *dout, int N, int C);
 
+/* ---- per-row weights (the MoE layer's combine: each token's expert output times its gate value) ------------ */
+/* out[n, c] = w[n] * x[n, c] for n < N, c < C, one fp32 product per element; out may alias x. */
+void zt_scale_rows(float *out, const float *x, const float *w, int N, int C);
+/* out[n] = sum over c of a[n, c] * b[n, c], written (=): accumulated in double in column order and rounded once to
+ * fp32 (deterministic). With a = dout, b = x it is the gradient of zt_scale_rows's w (x's: zt_scale_rows(dout, w)). */
+void zt_row_dot(float *out, const float *a, const float *b, int N, int C);
+
 /* ---- embedding lookup: out[N,C] (=, or += when accumulate) from table[*,C] at ids[N] -------- */
 void zt_embedding_forward(float *out, const int32_t *ids, const float *table, int N, int C,
                           int accumulate);

@@ -1,8 +1,9 @@
 /* The CUDA ops the engine and the backend-neutral models use beside the layer ops: a linear's bias apart from its
- * GEMM (add_bias, bias_grad), dropout on a range of token rows (dropout_rows, a --sequence-parallel shard), the
- * vocab-parallel cross-entropy's finish, and the flat fp32 buffer ops (scale, round to a half type counting
- * overflows, count non-representable values, device-to-device copy), against the CPU reference of runtime/ops/cpu
- * and runtime/base/dtype.c in fp32, bf16 and fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
+ * GEMM (add_bias, bias_grad), per-row weights (scale_rows, row_dot: the MoE combine; bad shapes refused), dropout on
+ * a range of token rows (dropout_rows, a --sequence-parallel shard), the vocab-parallel cross-entropy's finish, and
+ * the flat fp32 buffer ops (scale, round to a half type counting overflows, count non-representable values,
+ * device-to-device copy), against the CPU reference of runtime/ops/cpu and runtime/base/dtype.c in fp32, bf16 and
+ * fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
  * buffers shifted off 16-byte alignment with poisoned guard elements around them that must stay untouched,
  * poisoned outputs, dropout masks and elementwise results bit for bit, reductions run twice and compared bit for bit.
  * Also the device: the test runs on the last visible device (a process of a multi-GPU job uses its local rank's;
@@ -176,6 +177,113 @@ static void test_bias_grad(zt_dtype dt, int N, int C, int shift) {
   free(dout), free(db0), free(want), free(first);
 }
 
+/* ---- scale_rows, row_dot (the MoE layer's combine) --------------------------------------------------------------- */
+
+/* the fatal hook of the children that check a refusal (expect_refused_shape, expect_refused_overlap) */
+static void die_quietly(int code) { _exit(code); }
+
+/* out[n, c] = w[n] * x[n, c]: one fp32 product rounded once to dt on both sides, so bit for bit in every dtype; into
+ * another buffer (x unchanged), then in place (out == x). The weights are fp32 of any magnitude (N(0, 3)). */
+static void test_scale_rows(zt_dtype dt, int N, int C, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "scale_rows %s N=%d C=%d%s", zt_dtype_name(dt), N, C, shift ? " shifted" : "");
+  float *x = h_randn(nc, 1.0f, dt, 95), *w = h_randn((size_t)N, 3.0f, ZT_DTYPE_FP32, 96), *want = h_alloc(nc);
+  zt_scale_rows(want, x, w, N, C);
+  round_to(want, nc, dt);
+  gbuf d_x = g_make(x, nc, dt, shift), d_w = g_make(w, (size_t)N, ZT_DTYPE_FP32, shift);
+  gbuf d_out = g_make(NULL, nc, dt, shift);
+  zt_cuda_scale_rows(dt, d_out.p, d_x.p, (const float *)d_w.p, N, C);
+  check_exact_dev(t, d_out.p, dt, want, nc);
+  g_check_guards(t, &d_out);
+  check_exact_dev(fmt("%s: x unchanged", t), d_x.p, dt, x, nc);
+  zt_cuda_scale_rows(dt, d_x.p, d_x.p, (const float *)d_w.p, N, C);
+  check_exact_dev(fmt("%s in place", t), d_x.p, dt, want, nc);
+  g_check_guards(fmt("%s in place", t), &d_x);
+  check_exact_dev(fmt("%s: w unchanged", t), d_w.p, ZT_DTYPE_FP32, w, (size_t)N);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_w.base), zt_cuda_free(d_out.base);
+  free(x), free(w), free(want);
+}
+
+/* out[n] = sum over c of a[n, c] * b[n, c] (fp32 out). The products of dt values are exact in fp32 (bf16 and fp16
+ * have at most 11 significant bits) and the device adds them in fp32 with fmaf: per lane ceil(C / 32) roundings, then
+ * 5 in the butterfly, each within 2^-24 of the partial sum, so |got - want| <= (ceil(C / 32) + 5) * 2^-24 * sum |a b|
+ * plus the CPU's own error (its double sum rounded to fp32): the worst case, which a wrong index or a
+ * missing term exceeds by orders. Small integers (|a|, |b| <= 8) have exact fp32 sums: there the device equals the
+ * CPU bit for bit. And the same bits run to run. */
+static void test_row_dot(zt_dtype dt, int N, int C, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "row_dot %s N=%d C=%d%s", zt_dtype_name(dt), N, C, shift ? " shifted" : "");
+  float *a = h_randn(nc, 1.0f, dt, 97), *b = h_randn(nc, 2.0f, dt, 98), *want = h_alloc((size_t)N);
+  zt_row_dot(want, a, b, N, C);
+  gbuf d_a = g_make(a, nc, dt, shift), d_b = g_make(b, nc, dt, shift);
+  gbuf d_out = g_make(NULL, (size_t)N, ZT_DTYPE_FP32, shift);
+  zt_cuda_row_dot(dt, (float *)d_out.p, d_a.p, d_b.p, N, C);
+  float *got = h_download(d_out.p, (size_t)N, ZT_DTYPE_FP32);
+  const double k = (double)((C + 31) / 32 + 5) * ldexp(1.0, -24);
+  double worst = 0.0;
+  int ok = 1;
+  for (int n = 0; n < N; n++) {
+    double abs_sum = 0.0;
+    for (int c = 0; c < C; c++) abs_sum += fabs((double)a[(size_t)n * C + c] * b[(size_t)n * C + c]);
+    /* k / (1 - k): the exact form of the first-order bound; C 2^-53: the CPU's double sum; 2^-23 |want|: its
+     * rounding to fp32 */
+    const double err = fabs((double)got[n] - want[n]);
+    const double bound = (k / (1.0 - k) + C * ldexp(1.0, -53)) * abs_sum + ldexp(fabs(want[n]), -23);
+    if (!(err <= bound)) ok = 0; /* NaN (an unwritten row) fails too */
+    if (abs_sum > 0 && err / abs_sum > worst) worst = err / abs_sum;
+  }
+  expect(ok, fmt("%s: within the fp32 summation bound (worst %.2g of sum |a b|, bound %.2g)", t, worst, k));
+  g_check_guards(t, &d_out);
+  check_exact_dev(fmt("%s: a unchanged", t), d_a.p, dt, a, nc);
+  check_exact_dev(fmt("%s: b unchanged", t), d_b.p, dt, b, nc);
+  zt_cuda_memset(d_out.p, 0xFF, (size_t)N * sizeof(float));
+  zt_cuda_row_dot(dt, (float *)d_out.p, d_a.p, d_b.p, N, C);
+  check_exact_dev(fmt("%s: run to run", t), d_out.p, ZT_DTYPE_FP32, got, (size_t)N);
+
+  /* integers: every partial sum is exact (|sum| <= 64 C < 2^24) */
+  for (size_t i = 0; i < nc; i++) a[i] = rintf(a[i] * 4.0f), b[i] = rintf(b[i] * 2.0f);
+  for (size_t i = 0; i < nc; i++) a[i] = fminf(fmaxf(a[i], -8.0f), 8.0f), b[i] = fminf(fmaxf(b[i], -8.0f), 8.0f);
+  zt_row_dot(want, a, b, N, C);
+  zt_cuda_free(d_a.base), zt_cuda_free(d_b.base);
+  d_a = g_make(a, nc, dt, shift), d_b = g_make(b, nc, dt, shift);
+  zt_cuda_memset(d_out.p, 0xFF, (size_t)N * sizeof(float));
+  zt_cuda_row_dot(dt, (float *)d_out.p, d_a.p, d_b.p, N, C);
+  check_exact_dev(fmt("%s: small integers exactly", t), d_out.p, ZT_DTYPE_FP32, want, (size_t)N);
+  zt_cuda_free(d_a.base), zt_cuda_free(d_b.base), zt_cuda_free(d_out.base);
+  free(a), free(b), free(want), free(got);
+}
+
+/* In a child: a bad shape must end it as zt_fatal does (exit 1) naming the op and the shape, before any CUDA call. */
+static void expect_refused_shape(int row_dot, int N, int C) {
+  const char *op = row_dot ? "zt_cuda_row_dot" : "zt_cuda_scale_rows";
+  int pfd[2];
+  if (pipe(pfd) != 0) exit(2);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    zt_set_fatal_hook(die_quietly);
+    if (row_dot) zt_cuda_row_dot(ZT_DTYPE_FP32, NULL, NULL, NULL, N, C);
+    else zt_cuda_scale_rows(ZT_DTYPE_FP32, NULL, NULL, NULL, N, C);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char err[2048] = {0}, shape[64];
+  size_t got = 0;
+  ssize_t r;
+  while (got < sizeof err - 1 && (r = read(pfd[0], err + got, sizeof err - 1 - got)) > 0) got += (size_t)r;
+  close(pfd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  snprintf(shape, sizeof shape, "N=%d C=%d", N, C);
+  const int ok = WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, op) && strstr(err, shape);
+  expect(ok, fmt("%s with %s refused: %s", op, shape, ok ? "as expected" : "not refused as expected"));
+  if (!ok) printf("    exit status %d, stderr: %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+}
+
 /* ---- dropout_rows ------------------------------------------------------------------------------------------- */
 
 /* Rows [row0, row0 + n) of a micro batch of B samples of T tokens x C channels, keyed from sample first_sample = 7.
@@ -318,8 +426,6 @@ static void test_round(zt_dtype dt, size_t n, int shift) {
 
 /* ---- memcpy_d2d ----------------------------------------------------------------------------------------------- */
 
-static void die_quietly(int code) { _exit(code); }
-
 /* In a child: an overlapping copy must end it as zt_fatal does (exit 1) with the message; no CUDA call is made
  * before the check, so the child never touches the device. */
 static void expect_refused_overlap(char *base, size_t dst_off, size_t src_off, size_t bytes) {
@@ -386,6 +492,8 @@ static void test_empty(void) {
     const zt_dtype dt = h_dtypes[k];
     zt_cuda_add_bias(dt, NULL, NULL, 0, 8);
     zt_cuda_bias_grad(dt, NULL, NULL, 0, 8);
+    zt_cuda_scale_rows(dt, NULL, NULL, NULL, 0, 8);
+    zt_cuda_row_dot(dt, NULL, NULL, NULL, 0, 8);
     zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 5, 0, 4, 8, &d);
     zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 0, 0, 4, 8, &d);
     expect(zt_cuda_round_f32(NULL, NULL, 0, dt) == 0 && zt_cuda_count_nonrepresentable(NULL, 0, dt) == 0,
@@ -457,8 +565,14 @@ int main(void) {
   test_device(dev, count);
   test_empty();
   test_memcpy_d2d();
+  for (int op = 0; op < 2; op++) {
+    expect_refused_shape(op, -1, 8);
+    expect_refused_shape(op, 4, 0);
+  }
   static const int bias_shapes[][2] = {{1, 1}, {7, 1}, {1, 33}, {13, 7}, {37, 770}, {300, 1031}};
   static const int grad_shapes[][2] = {{1, 1}, {5000, 1}, {7, 33}, {513, 7}, {1000, 770}, {3, 1031}};
+  /* scale_rows, row_dot: C = 1, one row, C below / across / far beyond a warp's 32 lanes, N = 0 (guards only) */
+  static const int rows_shapes[][2] = {{1, 1}, {3000, 1}, {1, 33}, {13, 7}, {37, 770}, {300, 1031}, {2, 4099}, {0, 5}};
   /* B, T, C, row0, n: all rows; from mid-sample 0 to mid-sample 3; one row; exactly sample 2; C = 1 across three
    * samples; wide rows across three samples; no rows */
   static const int rows[][5] = {{3, 7, 13, 0, 21}, {4, 7, 13, 3, 20}, {4, 7, 13, 9, 1}, {4, 7, 13, 14, 7},
@@ -469,6 +583,10 @@ int main(void) {
       test_add_bias(dt, bias_shapes[s][0], bias_shapes[s][1], (int)(s & 1));
     for (size_t s = 0; s < sizeof grad_shapes / sizeof grad_shapes[0]; s++)
       test_bias_grad(dt, grad_shapes[s][0], grad_shapes[s][1], (int)(s & 1));
+    for (size_t s = 0; s < sizeof rows_shapes / sizeof rows_shapes[0]; s++) {
+      test_scale_rows(dt, rows_shapes[s][0], rows_shapes[s][1], (int)(s & 1));
+      test_row_dot(dt, rows_shapes[s][0], rows_shapes[s][1], (int)((s + 1) & 1));
+    }
     for (size_t s = 0; s < sizeof rows / sizeof rows[0]; s++)
       for (int pi = 0; pi < 2; pi++)
         for (int res = 0; res < 2; res++)

@@ -2,7 +2,8 @@
  * reference written from the math in ops.h, and its backward against central finite differences of
  * L = sum(out * G) on that reference. Also checks the = / += conventions (activation gradients are
  * pre-filled with NaN and must be fully overwritten; parameter gradients are pre-filled with known
- * values and must be added to) and dropout's Philox mask contract. Odd shapes catch indexing bugs. */
+ * values and must be added to) and dropout's Philox mask contract; scale_rows and row_dot bit for bit against a
+ * naive double loop and as each other's gradient (finite differences). Odd shapes catch indexing bugs. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -607,6 +608,100 @@ static void test_residual(void) {
   }
 }
 
+/* ---- per-row weights: scale_rows, row_dot (the MoE combine) ----------------------------------- */
+typedef struct { const double *x, *w; int N, C; } rows_ctx;
+
+/* out[n, c] = w[n] x[n, c] */
+static void rows_ref(const void *cp, double *out) {
+  const rows_ctx *c = cp;
+  for (int n = 0; n < c->N; n++)
+    for (int k = 0; k < c->C; k++) out[(size_t)n * c->C + k] = c->w[n] * c->x[(size_t)n * c->C + k];
+}
+
+static void rows_backend_bf16(void *ctx) {
+  float x = 1.0f, w = 2.0f, y;
+  zt_backend_cpu()->scale_rows(ZT_DTYPE_BF16, &y, &x, &w, 1, 1);
+  (void)ctx;
+}
+static void row_dot_backend_fp16(void *ctx) {
+  float x = 1.0f, y;
+  zt_backend_cpu()->row_dot(ZT_DTYPE_FP16, &y, &x, &x, 1, 1);
+  (void)ctx;
+}
+
+/* A product of two floats is exact in double, so both ops equal a naive double loop bit for bit: scale_rows is the
+ * product rounded once, row_dot the double sum in column order rounded once. They are each other's backward: for
+ * L = sum(G * scale_rows(x, w)), dL/dw = row_dot(G, x) and dL/dx = scale_rows(G, w) (against finite differences). */
+static void test_rows(const char *tag, int N, int C, int fd) {
+  const size_t nc = (size_t)N * C;
+  tu_rng r = {7100 + nc};
+  float *x = tu_falloc(nc), *w = tu_falloc((size_t)N), *G = tu_falloc(nc), *out = tu_falloc(nc);
+  float *want = tu_falloc(nc), *dot = tu_falloc((size_t)N), *dot_want = tu_falloc((size_t)N);
+  double *xd = rand_d(&r, x, nc, -3, 3), *wd = rand_d(&r, w, (size_t)N, -2, 2), *Gd = rand_d(&r, G, nc, -1, 1);
+  char name[96];
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++) want[(size_t)n * C + c] = (float)((double)w[n] * x[(size_t)n * C + c]);
+  tu_fill_nan(out, nc);
+  zt_scale_rows(out, x, w, N, C);
+  snprintf(name, sizeof(name), "scale_rows_%s", tag);
+  tu_cmp_exact(name, out, want, nc);
+  memcpy(out, x, nc * sizeof(float));
+  zt_scale_rows(out, out, w, N, C);
+  snprintf(name, sizeof(name), "scale_rows_%s_in_place", tag);
+  tu_cmp_exact(name, out, want, nc);
+
+  for (int n = 0; n < N; n++) {
+    double s = 0;
+    for (int c = 0; c < C; c++) s += (double)x[(size_t)n * C + c] * G[(size_t)n * C + c];
+    dot_want[n] = (float)s;
+  }
+  tu_fill_nan(dot, (size_t)N);
+  zt_row_dot(dot, x, G, N, C);
+  snprintf(name, sizeof(name), "row_dot_%s", tag);
+  tu_cmp_exact(name, dot, dot_want, (size_t)N);
+
+  const zt_backend *be = zt_backend_cpu();
+  tu_fill_nan(out, nc);
+  tu_fill_nan(dot, (size_t)N);
+  be->scale_rows(ZT_DTYPE_FP32, out, x, w, N, C);
+  be->row_dot(ZT_DTYPE_FP32, dot, x, G, N, C);
+  snprintf(name, sizeof(name), "rows_%s_backend_cpu", tag);
+  tu_check(memcmp(out, want, nc * sizeof(float)) == 0 && memcmp(dot, dot_want, (size_t)N * sizeof(float)) == 0, name,
+           "the table's scale_rows / row_dot differ from zt_scale_rows / zt_row_dot");
+
+  if (fd) {
+    rows_ctx ctx = {xd, wd, N, C};
+    double *gw = tu_dalloc((size_t)N), *gx = tu_dalloc(nc);
+    fd_grad(rows_ref, &ctx, wd, (size_t)N, Gd, nc, gw);
+    fd_grad(rows_ref, &ctx, xd, nc, Gd, nc, gx);
+    zt_row_dot(dot, G, x, N, C);
+    snprintf(name, sizeof(name), "row_dot_%s_is_dw", tag);
+    check_grad(name, dot, NULL, gw, (size_t)N);
+    zt_scale_rows(out, G, w, N, C);
+    snprintf(name, sizeof(name), "scale_rows_%s_is_dx", tag);
+    check_grad(name, out, NULL, gx, nc);
+    free(gw); free(gx);
+  }
+  free(x); free(w); free(G); free(out); free(want); free(dot); free(dot_want);
+  free(xd); free(wd); free(Gd);
+}
+
+static void test_rows_all(void) {
+  test_rows("1x1", 1, 1, 1);
+  test_rows("7x1", 7, 1, 1);
+  test_rows("5x33", 5, 33, 1);
+  test_rows("67x97", 67, 97, 0); /* several OpenMP chunks */
+  /* N = 0 touches nothing */
+  float sentinel = 42.0f, dot = 42.0f;
+  zt_scale_rows(&sentinel, &sentinel, &sentinel, 0, 8);
+  zt_row_dot(&dot, &sentinel, &sentinel, 0, 8);
+  tu_check(sentinel == 42.0f && dot == 42.0f, "rows_N0_writes_nothing", "out %g, dot %g", sentinel, dot);
+  tu_expect_fatal("scale_rows_backend_cpu_refuses_bf16", rows_backend_bf16, NULL,
+                  "the CPU backend's scale_rows stores fp32");
+  tu_expect_fatal("row_dot_backend_cpu_refuses_fp16", row_dot_backend_fp16, NULL,
+                  "the CPU backend's row_dot stores fp32");
+}
+
 /* ---- embedding -------------------------------------------------------------------------------- */
 typedef struct { const double *table; const int32_t *ids; const double *base; int N, C; } emb_ctx;
 
@@ -953,6 +1048,7 @@ int main(void) {
   test_dropout_ref("p0", 2, 37, 0.0f, 0);
   test_dropout_properties();
   test_residual();
+  test_rows_all();
   test_embedding();
   static const attn_case cases[] = {
     {"causal_separate", 2, 6, 6, 3, 5, ZT_ATTN_CAUSAL, LAYOUT_SEPARATE, 0, 0, 0, NULL, NULL},

@@ -95,6 +95,14 @@ static void bias_grad(zt_dtype dt, void *dbias, const void *dout, int N, int C) 
   F32("bias");
   zt_bias_grad(dbias, dout, N, C);
 }
+static void scale_rows(zt_dtype dt, void *out, const void *x, const float *w, int N, int C) {
+  F32("scale_rows");
+  zt_scale_rows(out, x, w, N, C);
+}
+static void row_dot(zt_dtype dt, float *out, const void *a, const void *b, int N, int C) {
+  F32("row_dot");
+  zt_row_dot(out, a, b, N, C);
+}
 static void emb_fwd(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C, int acc) {
   F32("embedding");
   zt_embedding_forward(out, ids, table, N, C, acc);
@@ -166,8 +174,8 @@ static const zt_backend k_cpu = {
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd, .layernorm_forward = ln_fwd,
     .layernorm_backward = ln_bwd, .dropout_forward = drop_fwd, .dropout_backward = drop_bwd,
     .dropout_add_forward = drop_add, .dropout_rows = drop_rows, .accumulate = accumulate, .act_forward = act_fwd,
-    .act_backward = act_bwd, .add_bias = add_bias, .bias_grad = bias_grad, .embedding_forward = emb_fwd,
-    .embedding_backward = emb_bwd,
+    .act_backward = act_bwd, .add_bias = add_bias, .bias_grad = bias_grad, .scale_rows = scale_rows,
+    .row_dot = row_dot, .embedding_forward = emb_fwd, .embedding_backward = emb_bwd,
     .embedding_forward_range = emb_fwd_range, .embedding_backward_range = emb_bwd_range,
     .attention_saved_floats = attn_saved, .attention_scratch_floats = attn_scratch, .attention_forward = attn_fwd,
     .attention_backward = attn_bwd, .cross_entropy_forward = ce_fwd, .cross_entropy_backward = ce_bwd,

@@ -102,6 +102,14 @@ void zt_cuda_dropout_rows(zt_dtype dt, void *out, const void *residual, const vo
  * once: deterministic, equal to the CPU's within fp32 summation-order differences. */
 void zt_cuda_add_bias(zt_dtype dt, void *out, const void *bias, int N, int C);
 void zt_cuda_bias_grad(zt_dtype dt, void *dbias, const void *dout, int N, int C);
+/* Per-row weights (the MoE layer's combine), as zt_scale_rows / zt_row_dot; w and out of row_dot are fp32 [N], x, a,
+ * b and out of scale_rows [N, C] in dt; N >= 0, C > 0 (else zt_fatal naming them), N = 0 launches nothing.
+ * scale_rows: out[n, c] = w[n] * x[n, c], one fp32 product rounded once to dt: the CPU's result rounded to dt, bit
+ * for bit; out may alias x. row_dot: out[n] = sum over c of a[n, c] * b[n, c], written (=), one warp per row: lane l
+ * sums columns l, l + 32, ... in order with fmaf in fp32, then a fixed butterfly over the lanes; deterministic, and
+ * equal to the CPU's double sum within fp32 summation error. */
+void zt_cuda_scale_rows(zt_dtype dt, void *out, const void *x, const float *w, int N, int C);
+void zt_cuda_row_dot(zt_dtype dt, float *out, const void *a, const void *b, int N, int C);
 
 /* ---- embedding ------------------------------------------------------------------------------------------ */
 void zt_cuda_embedding_forward(zt_dtype dt, void *out, const int32_t *ids, const void *table, int N, int C,

@@ -1,6 +1,7 @@
 // Elementwise ops on the GPU: GELU (tanh form) and its backward, the activation family (GELU tanh and erf forms,
-// tanh, and their backwards), residual add, gradient accumulation, and dropout (plain, backward, fused with the
-// residual add, on a range of token rows) with the CPU's Philox masks bit for bit; the formulas are those of
+// tanh, and their backwards), residual add, gradient accumulation, dropout (plain, backward, fused with the
+// residual add, on a range of token rows) with the CPU's Philox masks bit for bit, and per-row weights (rows scaled
+// by a weight each, row-wise dot products: the MoE layer's combine); the formulas are those of
 // runtime/ops/cpu/gelu.c, activation.c, elementwise.c and dropout.c.
 //
 // Kernels (T is the storage type; arithmetic in fp32):
@@ -9,6 +10,11 @@
 //    elements) and finishes the n % 4 (or 8) tail element by element, otherwise it goes element by element; one
 //    read of each input and one write, the bandwidth bound. out may alias x or y (each element is read, then
 //    written, by the same thread).
+//  - scale_rows_kernel: out[i] = w[i / C] * x[i] over the N * C elements, grid-stride, 256 threads, element by
+//    element (small tensors: the MoE combine's [tokens, hidden]); out may alias x as in map_kernel.
+//  - row_dot_kernel: one warp per row, 8 rows per block of 256 threads, rows grid-stride; lane l accumulates
+//    columns l, l + 32, ... in order in fp32 (fmaf), then zt_warp_sum's butterfly: an order fixed by C alone, so
+//    deterministic. No shared memory and no barrier (a warp whose row is past N leaves as a whole).
 //  - dropout_kernel: a span of flat elements of x[B, S] (all of it, or the token rows [row0, row0 + n) of
 //    zt_cuda_dropout_rows, which may start and end inside samples); one thread per group of four elements
 //    [4q, 4q + 4) of a sample, which share one Philox4x32 draw (the CPU draws the same counter for the same four
@@ -216,4 +222,50 @@ extern "C" void zt_cuda_dropout_rows(zt_dtype dt, void *out, const void *residua
            row0, n, T, C);
   check_p(op, d);
   dropout_span(dt, out, x, residual, (size_t)T * C, (size_t)row0 * C, ((size_t)row0 + n) * C, d);
+}
+
+// ---- per-row weights ----------------------------------------------------------------------------------------------
+// out[n, c] = w[n] * x[n, c] over n * C elements; w fp32 [N].
+template <typename T>
+__global__ void scale_rows_kernel(T *out, const T *x, const float *w, size_t n, size_t C) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    zt_st(out, i, w[i / C] * zt_ld(x, i));
+}
+
+// out[r] = sum over c of a[r, c] * b[r, c] for r < N (a, b [N, C] in T, out fp32 [N]): one warp per row.
+template <typename T>
+__global__ void row_dot_kernel(float *out, const T *a, const T *b, int N, int C) {
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (size_t r = (size_t)blockIdx.x * warps + (threadIdx.x >> 5); r < (size_t)N; r += (size_t)gridDim.x * warps) {
+    const size_t base = r * (size_t)C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s = fmaf(zt_ld(a, base + c), zt_ld(b, base + c), s);
+    s = zt_warp_sum(s);
+    if (lane == 0) out[r] = s;
+  }
+}
+
+static void check_rows(const char *op, int N, int C) {
+  zt_check(N >= 0 && C > 0, op, "bad shape N=%d C=%d: need N >= 0 and C > 0", N, C);
+}
+
+extern "C" void zt_cuda_scale_rows(zt_dtype dt, void *out, const void *x, const float *w, int N, int C) {
+  check_rows("zt_cuda_scale_rows", N, C);
+  if (N == 0) return;
+  const size_t n = (size_t)N * C;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    scale_rows_kernel<T><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>((T *)out, (const T *)x, w, n, (size_t)C);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_row_dot(zt_dtype dt, float *out, const void *a, const void *b, int N, int C) {
+  check_rows("zt_cuda_row_dot", N, C);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    row_dot_kernel<T><<<zt_blocks((size_t)N, 8), 256, 0, zt_stream()>>>(out, (const T *)a, (const T *)b, N, C);
+    ZT_CUDA_LAUNCHED();
+  });
 }
