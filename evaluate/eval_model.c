@@ -157,6 +157,10 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
   const zt_eval_placement pl = zt_eval_place(args);
   *p = pl;
   const int tp = args->tensor_model_parallel_size, pp = args->pipeline_model_parallel_size;
+  int experts = 1;
+  for (int l = 0; l < args->num_layers; l++) experts = zt_moe_experts(&args->moe, l) > experts ? zt_moe_experts(&args->moe, l) : experts;
+  zt_check(experts == 1, "unsupported argument", "--num-experts %d: evaluating a model with MoE layers is not supported "
+           "yet (it lands with the MoE work's evaluation, issues 18 and 19)", experts);
   const int dp = args->data_parallel_size;
   const int B = args->micro_batch_size, T = args->seq_length;
   /* fp32 storage on either backend: the GPU computes what the CPU does, to fp32 rounding (--fp16/--bf16 round the

@@ -151,7 +151,10 @@ static void draw_param(const zt_model *m, const zt_param_table *full, int k, uin
     return;
   }
   const uint64_t i = full ? (uint64_t)full_model_index(m, full, p->name) : (uint64_t)k;
-  if (p->tp_split_dim < 0 || tp == 1) {
+  if (p->init == ZT_INIT_UNIFORM) {
+    zt_check(p->tp_split_dim < 0, "internal error", "parameter %s: uniform init of a split parameter", p->name);
+    zt_param_uniform_fill(dst, p->numel, p->init_std, seed, i);
+  } else if (p->tp_split_dim < 0 || tp == 1) {
     zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
   } else if (p->tp_split_dim == 0) {
     zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "models/moe/moe_config.h"
 #include "runtime/base/memplan.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/attn_layout.h"
@@ -94,6 +95,8 @@ typedef struct {
   /* random-LTD (DeepSpeed's data_routing.random_ltd): [num_layers] host flags, 1 for a layer that runs on the kept
    * tokens of a training pass (zt_pass.ltd_keep), or NULL */
   const uint8_t *random_ltd_layers;
+  /* Mixture of Experts (models/moe/moe_config.h): NULL or no layer with more than one expert: dense */
+  const zt_moe_config *moe;
 } zt_model_args;
 
 typedef struct {

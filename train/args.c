@@ -78,11 +78,9 @@ static const choice k_backends[] = {
     {"hccl", -1, "Habana HCCL is not one of zerotron's backends (collectives run over MPI for host tensors and NCCL "
                  "for GPU tensors); use --distributed-backend nccl or gloo"},
     {NULL, 0, NULL}};
-static const choice k_mlp_types[] = {
-    {"standard", 0, NULL},
-    {"residual", -1, "PR-MoE's residual MLP + expert layers need MoE layers, which zerotron does not support yet (it "
-                     "lands with the MoE work, issue 18); use --mlp-type standard"},
-    {NULL, 0, NULL}};
+static const choice k_mlp_types[] = {{"standard", 0, NULL}, {"residual", 1, NULL}, {NULL, 0, NULL}};
+static const choice k_noisy_gate[] = {{"None", ZT_MOE_NOISE_NONE, NULL}, {"Jitter", ZT_MOE_NOISE_JITTER, NULL},
+                                      {"RSample", ZT_MOE_NOISE_RSAMPLE, NULL}, {NULL, 0, NULL}};
 static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL}, {"all", 2, NULL}, {NULL, 0, NULL}};
 
 #define OFF(field) offsetof(zt_args, field)
@@ -101,7 +99,7 @@ static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL},
 #define HANG "timeouts (hangs)"
 #define NOOP "implementation knobs (recorded in the argument dump; docs/arguments.md)"
 #define TB "TensorBoard and timers (docs/monitors.md)"
-#define MOE "MoE, dense model only (docs/arguments.md; MoE layers land with issue 18)"
+#define MOE "Mixture of Experts (docs/moe.md)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -382,30 +380,36 @@ static const flag k_flags[] = {
    "The launcher's local rank (deepspeed passes --local_rank=N): recorded; ranks come from MPI."},
   {"--local_rank", F_INT, OFF(local_rank), NULL, NOOP, "None", "Same as --local-rank."},
   {"--num-experts", F_LIST, OFF(num_experts), NULL, MOE, "[1]",
-   "Experts per MoE layer (one value, or one per MoE layer): 1, the dense model of the MoE scripts, is accepted; "
-   "more experts are refused (MoE, issue 18)."},
-  {"--mlp-type", F_CHOICE, OFF(mlp_type), k_mlp_types, MOE, "standard", "standard (residual, PR-MoE, is refused)."},
-  {"--topk", F_INT, OFF(topk), NULL, MOE, "1", "k of the top-k gating: 1 (no experts to route among)."},
-  {"--expert-interval", F_INT, OFF(expert_interval), NULL, MOE, "2", "MoE layers every this many layers (> 0)."},
+   "Experts per MoE layer: one value for every MoE layer, or one per MoE layer (PR-MoE's pyramid); 1 is the dense "
+   "MLP (docs/moe.md)."},
+  {"--mlp-type", F_CHOICE, OFF(mlp_type), k_mlp_types, MOE, "standard",
+   "standard, or residual: Residual MoE (a dense MLP beside the experts, mixed per token by a learned softmax)."},
+  {"--topk", F_INT, OFF(topk), NULL, MOE, "1", "Experts per token: 1 (top-1 with Random Token Selection), 2, or k."},
+  {"--expert-interval", F_INT, OFF(expert_interval), NULL, MOE, "2",
+   "Layer i (1-based) is an MoE layer when i %% interval == 0."},
   {"--moe-expert-parallel-size", F_INT, OFF(moe_expert_parallel_size), NULL, MOE, "1",
-   "Expert-parallel degree: 1 (no experts to place)."},
+   "Expert-parallel degree: 1 (every rank holds every expert; larger lands with the expert all-to-all)."},
   {"--moe-train-capacity-factor", F_DOUBLE, OFF(moe_train_capacity_factor), NULL, MOE, "1.0",
-   "Expert capacity factor in training: recorded (no MoE layer)."},
+   "Expert capacity in training: ceil(tokens / experts x factor x k), at least --moe-min-capacity."},
   {"--moe-eval-capacity-factor", F_DOUBLE, OFF(moe_eval_capacity_factor), NULL, MOE, "1.0",
-   "Expert capacity factor in evaluation: recorded (no MoE layer)."},
-  {"--moe-min-capacity", F_INT, OFF(moe_min_capacity), NULL, MOE, "4",
-   "Minimum tokens per expert (>= 0): recorded (no MoE layer)."},
+   "Expert capacity factor in evaluation."},
+  {"--moe-min-capacity", F_INT, OFF(moe_min_capacity), NULL, MOE, "4", "Minimum capacity of an expert (tokens)."},
   {"--moe-loss-coeff", F_DOUBLE, OFF(moe_loss_coeff), NULL, MOE, "0.1",
-   "Weight of the MoE load-balancing loss: recorded (a dense model has none)."},
+   "Weight of the summed load-balancing losses in the loss (the log's moe loss)."},
   {"--create-moe-param-group", F_TRUE, OFF(create_moe_param_group), NULL, MOE, "False",
-   "Separate optimizer groups for expert parameters: recorded (there are none)."},
+   "Expert parameters in their own optimizer groups: recorded (the groups share every hyperparameter, so the update "
+   "is the same)."},
   {"--disable-moe-token-dropping", F_CONST, OFF(moe_token_dropping), k_off, MOE, "dropping on",
-   "Expert token dropping off: recorded (no MoE layer)."},
+   "No token dropping: an expert's capacity is the largest number of tokens routed to one expert."},
   {"--disable-moe-top2-2nd-expert-sampling", F_CONST, OFF(moe_top2_2nd_expert_sampling), k_off, MOE, "sampling on",
-   "Top-2 gating's sampled 2nd expert off: recorded (no MoE layer)."},
-  {"--use-tutel", F_TRUE, OFF(use_tutel), NULL, MOE, "False", "Tutel's MoE kernels: recorded (no MoE layer)."},
+   "Top-2 gating's second expert by argmax instead of sampled with Gumbel noise."},
+  {"--noisy-gate-policy", F_CHOICE, OFF(noisy_gate_policy), k_noisy_gate, MOE, "None",
+   "DeepSpeed's noisy_gate_policy (not a Megatron-DeepSpeed flag): Jitter (router input times U(0.99, 1.01)) or "
+   "RSample (top-1 argmax over Gumbel-noised logits), in training."},
+  {"--use-tutel", F_TRUE, OFF(use_tutel), NULL, MOE, "False",
+   "Tutel's top-1 dispatch kernels: recorded (DeepSpeed falls back to its own dispatch without tutel; same results)."},
   {"--enable-expert-tensor-parallelism", F_TRUE, OFF(enable_expert_tensor_parallelism), NULL, MOE, "False",
-   "Tensor parallelism inside experts: recorded (no MoE layer)."},
+   "Tensor parallelism inside experts: recorded (MoE runs with one tensor-parallel rank)."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -722,36 +726,81 @@ static void check_counts(const zt_args *a, int by_iters) {
   }
 }
 
-/* The MoE flags of Megatron-DeepSpeed's dense scripts: its checks (get_num_experts_per_layer's assert, argparse's
- * int types), and a refusal of everything that needs an MoE layer. With every --num-experts entry 1 Megatron-DeepSpeed
- * builds ParallelMLP in every layer and the other MoE flags are read only inside MoE layers. */
+/* The checks of a model with MoE layers (max_e experts in the largest, min_e in the smallest). */
+static void check_moe_layers(const zt_args *a, int min_e, int max_e) {
+  zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "--num-experts %d: MoE layers in %s are not "
+           "supported (Megatron-DeepSpeed's pretrain_%s.py does not add the MoE layers' loss); MoE trains GPT models",
+           max_e, zt_args_model, zt_args_model);
+  zt_check(a->topk <= min_e, "inconsistent arguments", "--topk %d: an MoE layer has only %d experts to route a token to",
+           a->topk, min_e);
+  for (int l = 0; l < a->num_layers; l++)
+    zt_check(a->moe_layer_experts[l] <= 1 || a->moe_layer_experts[l] % a->moe_expert_parallel_size == 0,
+             "inconsistent arguments", "layer %d has %d "
+             "experts, not divisible by --moe-expert-parallel-size %d (DeepSpeed asserts num_experts %% ep_size == 0)",
+             l + 1, a->moe_layer_experts[l], a->moe_expert_parallel_size);
+  static const char ep_work[] = "it lands with expert parallelism, issue 18";
+  zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: placing the experts "
+           "on ranks needs the expert all-to-all, which zerotron does not have yet (%s); 1 runs every expert in every "
+           "data-parallel rank, as DeepSpeed does with ep_size 1", a->moe_expert_parallel_size, ep_work);
+  zt_check(a->tensor_model_parallel_size == 1, "unsupported argument", "--tensor-model-parallel-size %d with MoE layers: "
+           "not supported yet (the experts' tensor parallelism, issue 18); the MoE scripts run with "
+           "--tensor-model-parallel-size 1", a->tensor_model_parallel_size);
+  zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "--pipeline-model-parallel-size %d with MoE "
+           "layers: not supported (Megatron-DeepSpeed's MoE scripts use --no-pipeline-parallel, \"Currently we don't "
+           "support PP for MoE\"); use 1", a->pipeline_model_parallel_size);
+  const long long tokens = (long long)a->micro_batch_size * a->seq_length;
+  zt_check(a->topk != 1 || tokens >= a->moe_min_capacity, "inconsistent arguments", "--micro-batch-size %d x "
+           "--seq-length %d = %lld tokens per MoE layer, fewer than --moe-min-capacity %d (DeepSpeed's top-1 gate "
+           "asserts \"No. of tokens (batch-size) should be greater than min_capacity\")", a->micro_batch_size,
+           a->seq_length, tokens, a->moe_min_capacity);
+}
+
+/* The MoE flags (Megatron-DeepSpeed's training args, DeepSpeed's MoE asserts): the experts of each layer
+ * (get_num_experts_per_layer), the gate's numbers, and the layouts MoE does not run in yet, refused by name. */
 static void check_moe_flags(zt_args *a, const unsigned char *seen) {
-  static const char moe_work[] = "it lands with the MoE work, issue 18";
   if (given(seen, "--num-experts"))
     zt_check(a->num_experts.n > 0, "missing argument value", "--num-experts expects at least one value (INT ...)");
   check_positive("--expert-interval", a->expert_interval);
-  for (int i = 0; i < a->num_experts.n; i++) {
-    const long long e = parse_int("--num-experts", a->num_experts.v[i], INT_MIN, INT_MAX);
-    zt_check(e >= 1, "bad argument value", "--num-experts %s: an expert count must be >= 1 (1 is the dense model)",
-             a->num_experts.v[i]);
-    zt_check(e == 1, "unsupported argument", "--num-experts %s: MoE layers (%lld experts every %d layers) are not "
-             "supported yet (%s); --num-experts 1 (Megatron-DeepSpeed's default) is the dense model",
-             a->num_experts.v[i], e, a->expert_interval, moe_work);
-  }
   const int moe_layers = a->num_layers / a->expert_interval;
   zt_check(a->num_experts.n <= 1 || a->num_experts.n == moe_layers, "inconsistent arguments", "--num-experts has %d "
            "values: num_experts must be either a single value or a list of the same length as the number of MoE layers "
            "(%d: --num-layers %d / --expert-interval %d), as Megatron-DeepSpeed asserts", a->num_experts.n, moe_layers,
            a->num_layers, a->expert_interval);
+  int max_e = 1, min_e = INT_MAX;
+  for (int i = 0; i < a->num_experts.n; i++) {
+    const long long e = parse_int("--num-experts", a->num_experts.v[i], INT_MIN, INT_MAX);
+    zt_check(e >= 1 && e <= 65536, "bad argument value", "--num-experts %s: an expert count must be in [1, 65536] (1 "
+             "is the dense MLP)", a->num_experts.v[i]);
+    max_e = e > max_e ? (int)e : max_e;
+  }
+  free(a->moe_layer_experts);
+  a->moe_layer_experts = zt_malloc((size_t)(a->num_layers > 0 ? a->num_layers : 1) * sizeof(int), "MoE layers");
+  for (int l = 0; l < a->num_layers; l++) { /* layer_num = l + 1 is MoE when it divides by the interval */
+    const int moe = (l + 1) % a->expert_interval == 0 && a->num_experts.n > 0;
+    const int idx = a->num_experts.n == 1 ? 0 : l / a->expert_interval;
+    a->moe_layer_experts[l] = moe && idx < a->num_experts.n ? atoi(a->num_experts.v[idx]) : 1;
+    if (a->moe_layer_experts[l] > 1 && a->moe_layer_experts[l] < min_e) min_e = a->moe_layer_experts[l];
+  }
   check_positive("--topk", a->topk);
-  zt_check(a->topk == 1, "unsupported argument", "--topk %d: top-%d gating routes each token to %d experts of an MoE "
-           "layer, which zerotron does not support yet (%s); 1 is accepted", a->topk, a->topk, a->topk, moe_work);
   check_positive("--moe-expert-parallel-size", a->moe_expert_parallel_size);
-  zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: expert "
-           "parallelism places the experts of MoE layers on ranks, which zerotron does not support yet (%s); 1 is "
-           "accepted", a->moe_expert_parallel_size, moe_work);
   zt_check(a->moe_min_capacity >= 0, "bad argument value", "--moe-min-capacity %d: must be >= 0 (a number of tokens)",
            a->moe_min_capacity);
+  zt_check(a->moe_train_capacity_factor > 0 && a->moe_eval_capacity_factor > 0, "bad argument value",
+           "--moe-train-capacity-factor %g / --moe-eval-capacity-factor %g: must be > 0", a->moe_train_capacity_factor,
+           a->moe_eval_capacity_factor);
+  a->moe = (zt_moe_config){.num_layers = a->num_layers, .num_experts = a->moe_layer_experts, .topk = a->topk,
+                           .train_capacity_factor = (float)a->moe_train_capacity_factor,
+                           .eval_capacity_factor = (float)a->moe_eval_capacity_factor,
+                           .min_capacity = a->moe_min_capacity, .drop_tokens = a->moe_token_dropping,
+                           .top2_sampling = a->moe_top2_2nd_expert_sampling, .noise = a->noisy_gate_policy,
+                           .residual = a->mlp_type == 1, .loss_coeff = (float)a->moe_loss_coeff};
+  if (max_e <= 1) { /* the dense model: the MoE flags change nothing (Megatron-DeepSpeed reads them in MoE layers) */
+    if (a->mlp_type == 1)
+      zt_log("WARNING: --mlp-type residual has no effect without MoE layers (--num-experts > 1), as in "
+             "Megatron-DeepSpeed\n");
+  } else {
+    check_moe_layers(a, min_e, max_e);
+  }
   a->load_universal = a->universal_checkpoint; /* the engine adds the ds_config's checkpoint.load_universal */
   /* Megatron-DeepSpeed's get_megatron_optimizer: the CPU branch asserts Adam, takes torch's AdamW with
    * --cpu_torch_adam and ignores --ds_fused_adam; the engine checks that the step really runs on the CPU */

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "models/moe/moe_config.h"
+
 typedef enum { ZT_LR_DECAY_LINEAR = 0, ZT_LR_DECAY_COSINE, ZT_LR_DECAY_CONSTANT, ZT_LR_DECAY_INVSQRT } zt_lr_decay_style;
 typedef enum { ZT_OPTIMIZER_ADAM = 0, ZT_OPTIMIZER_SGD } zt_optimizer_kind;
 typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_FULL } zt_recompute_granularity;
@@ -126,11 +128,13 @@ typedef struct {
   int distributed_backend;          /* 0 nccl, 1 gloo (recorded: collectives are MPI on CPU, NCCL on GPU) */
   int local_rank;                   /* -1 None; --local_rank from the deepspeed launcher, recorded */
   const char *train_desc_path, *train_doc_idx_path, *train_sample_idx_path, *train_shuffle_idx_path; /* NULL */
-  /* the MoE flags of Megatron-DeepSpeed's dense scripts (MoE's ds_pretrain_gpt_..._dense.sh, offload_pp): a
-   * model whose every --num-experts entry is 1 has no MoE layer, so the others change nothing; MoE itself is
-   * refused (issue 18) */
+  /* Mixture of Experts (docs/moe.md): a model whose every --num-experts entry is 1 has no MoE layer, so the others
+   * change nothing */
   zt_strlist num_experts;           /* --num-experts (nargs '+', ints): empty = Megatron's default [1] */
-  int mlp_type;                     /* 0 standard (residual, PR-MoE, is refused) */
+  int mlp_type;                     /* 0 standard, 1 residual (Residual MoE) */
+  int noisy_gate_policy;            /* --noisy-gate-policy: zt_moe_noise (None) */
+  int *moe_layer_experts;           /* derived: [num_layers] experts of each layer (1: dense) */
+  zt_moe_config moe;                /* derived: the model's MoE flags (num_experts points at moe_layer_experts) */
   int topk, expert_interval, moe_expert_parallel_size, moe_min_capacity; /* 1, 2, 1, 4 */
   double moe_train_capacity_factor, moe_eval_capacity_factor, moe_loss_coeff; /* 1.0, 1.0, 0.1 */
   int create_moe_param_group, moe_token_dropping, moe_top2_2nd_expert_sampling; /* False, True, True */

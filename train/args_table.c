@@ -33,8 +33,8 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--ds-sequence-parallel-fpdt "
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading "
    "--force-ds-sequence-parallel"},
-  {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support yet (it lands with the MoE work, issue "
-   "18)", "--num-experts-switch"},
+  {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
+   "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
   {"knowledge-distillation",
    "--mos --kd --load-teacher --num-layers-teacher --hidden-size-teacher --num-attention-heads-teacher "
    "--num-experts-teacher --kd-alpha-ce --kd-beta-ce --kd-temp --reset-iteration"},

@@ -34,7 +34,7 @@
 #define DE "the data-efficiency work"
 #define COMP "the compression work"
 #define CKPT "the checkpoint work"
-#define MOE "the MoE work"
+#define MOE "expert parallelism (issue 18)"
 #define ELAS "the elasticity work"
 #define AUTOT "the autotuning work"
 #define HYB "the RLHF hybrid-engine work"

@@ -384,7 +384,7 @@ static zt_model_args model_args(const zt_engine *e) {
                          .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
                          .untie_embeddings = a->untie_embeddings_and_output_weights,
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
-                         .binary_head = a->bert_binary_head};
+                         .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL};
 }
 
 /* The fp32 masters of [lo, lo + n) of the flat buffer (inside the partition) from the weights as the model holds
@@ -445,6 +445,9 @@ static void setup_groups(zt_engine *e) {
   st->tp_rank = st->pp_rank = 0;
   st->tp_size = a->tensor_model_parallel_size;
   st->pp_size = a->pipeline_model_parallel_size;
+  zt_check(!zt_moe_on(&e->args->moe) || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
+           "flops_profiler of %s with MoE layers (--num-experts above 1) is not supported yet: its module tree counts "
+           "the dense MLP (docs/moe.md)", e->ds ? e->ds->path : "");
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);
@@ -890,7 +893,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_flops_model fm = {.num_layers = a->num_layers, .hidden_size = a->hidden_size,
                        .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
-                       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL};
+                       .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
+                       .topk = a->topk}; /* Megatron-DeepSpeed multiplies the MLP by --topk in every layer */
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
   e->flops_model = fm;
   e->setup_seconds[0] = zt_now() - t_model;

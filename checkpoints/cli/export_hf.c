@@ -243,6 +243,14 @@ int main(int argc, char **argv) {
     zt_ckpt_close(&r);
     return 0;
   }
+  for (int i = 0; i < r.n_tensors; i++) /* Hugging Face's GPT-2 has one MLP per layer */
+    zt_check(r.tensors[i].expert_id < 0 && !strstr(r.tensors[i].name, ".deepspeed_moe."), "export_hf", "%s: tensor %s "
+             "belongs to an MoE layer (docs/moe.md); Hugging Face's GPT2LMHeadModel has no experts, so MoE checkpoints "
+             "are not exported", r.dir, r.tensors[i].name);
+  for (int i = 0; i < r.n_tensors; i++) /* Hugging Face's GPT-2 has one MLP per layer */
+    zt_check(r.tensors[i].expert_id < 0 && !strstr(r.tensors[i].name, ".deepspeed_moe."), "export_hf", "%s: tensor %s "
+             "belongs to an MoE layer (docs/moe.md); Hugging Face's GPT2LMHeadModel has no experts, so MoE checkpoints "
+             "are not exported", r.dir, r.tensors[i].name);
   const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
   const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
   const long V = (long)r.vocab_size, VP = (long)r.padded_vocab_size, HD = C / H;

@@ -5,22 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/moe/moe.h"
 #include "runtime/base/error.h"
 
 static const zt_model_ops k_gpt_ops;
 
-void zt_gpt_single_table(const zt_gpt_config *cfg, zt_param_table *t) { zt_lm_one_stage_table(cfg, 1, NULL, t); }
+/* The configuration with the MLP slots of its MoE flags (DeepSpeed's MoE layers where a layer has experts). */
+static zt_gpt_config with_moe(const zt_gpt_config *cfg) {
+  zt_gpt_config c = *cfg;
+  if (zt_moe_on(cfg->moe)) c.make_ffn = zt_moe_make_ffn, c.ffn_ctx = cfg->moe;
+  return c;
+}
+
+void zt_gpt_single_table(const zt_gpt_config *cfg, zt_param_table *t) {
+  const zt_gpt_config c = with_moe(cfg);
+  zt_lm_one_stage_table(&c, 1, NULL, t);
+}
 
 void zt_gpt_count_params(const zt_gpt_config *cfg, int64_t *total, int64_t *largest) {
-  zt_lm_count_params(cfg, NULL, total, largest);
+  const zt_gpt_config c = with_moe(cfg);
+  zt_lm_count_params(&c, NULL, total, largest);
 }
 
 static void setup(zt_gpt *m, const zt_gpt_config *cfg) {
   memset(m, 0, sizeof(*m));
-  m->cfg = *cfg;
+  m->cfg = with_moe(cfg);
   m->cfg.bidirectional = 0;
   m->cfg.num_tokentypes = 0;
   m->model = (zt_model){.ops = &k_gpt_ops, .impl = m, .name = "GPT", .n_losses = 1, .loss_names = {"lm loss"}};
+  if (zt_moe_on(cfg->moe)) { /* pretrain_gpt.py's loss_func: the lm loss plus the MoE layers' weighted aux losses */
+    m->model.n_losses = 2;
+    m->model.loss_names[1] = "moe loss";
+  }
   zt_lm_setup(&m->lm, &m->cfg, &m->model, &m->table, &m->plan, NULL);
 }
 
@@ -63,6 +79,9 @@ void zt_gpt_free(zt_gpt *m) {
 static void gpt_free(zt_model *mm) {
   zt_gpt *m = mm->impl;
   const int owned = m->owned;
+  if (m->moe_choices > 0)
+    zt_log("> MoE: %lld of %lld token choices dropped by the expert capacity in this rank's training passes (%.2f%%)\n",
+           (long long)m->moe_dropped, (long long)m->moe_choices, 100.0 * (double)m->moe_dropped / (double)m->moe_choices);
   zt_gpt_free(m);
   if (owned) free(m);
 }
@@ -81,7 +100,7 @@ static zt_gpt_config config_of(const zt_model_args *a, const zt_model_setup *s) 
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
-      .random_ltd_layers = a->random_ltd_layers};
+      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe};
 }
 
 zt_model *zt_gpt_create(const zt_model_args *a, const zt_model_setup *s) {
@@ -124,15 +143,24 @@ static void gpt_forward(zt_model *mm, int vchunk, const zt_batch *b, const zt_pa
   const zt_pass pass = zt_lm_stage_batch(lm, b, pass_in);
   out->n = 0;
   if (!zt_lm_encode(lm, vchunk, &pass)) return; /* the output goes to the next stage */
+  for (int l = 0; pass.training && mm->n_losses == 2 && l < lm->stack.nlayers; l++) {
+    const zt_moe_gating *g = zt_moe_last_gating(&lm->stack.ffns[l]);
+    if (g) m->moe_choices += (int64_t)g->S * g->k, m->moe_dropped += g->dropped;
+  }
   const float loss = zt_lm_output_loss(lm, lm->lnf, NULL);
   zt_lm_head_params(lm, ZT_PARAM_RELEASE);
   *out = (zt_losses){.n = 1, .name = {"lm loss"}, .value = {loss}, .total = loss};
+  if (mm->n_losses == 2) {
+    const float moe = m->cfg.moe->loss_coeff * lm->aux;
+    *out = (zt_losses){.n = 2, .name = {"lm loss", "moe loss"}, .value = {loss, moe}, .total = loss + moe};
+  }
 }
 
 static void gpt_backward(zt_model *mm, float grad_scale) {
   zt_gpt *m = mm->impl;
   zt_lm *lm = &m->lm;
   zt_check(!m->cfg.forward_only, "internal error", "gpt: backward of a forward-only model");
+  lm->aux_grad = mm->n_losses == 2 ? m->cfg.moe->loss_coeff * grad_scale : 0.0f;
   if (lm->last && lm->stack.fwd_chunk == lm->vpp - 1) { /* else dres holds d(output) from the next stage */
     zt_lm_head_params(lm, ZT_PARAM_FETCH);
     zt_lm_output_loss_backward(lm, grad_scale, lm->lnf, NULL, lm->dlnf);

@@ -35,6 +35,7 @@ typedef struct {
   float *master;             /* partition fp32 master weights with cfg.master_weights, else NULL */
   void *logits;              /* [B, T, V] of the last forward (lm.logits) */
   int owned;                 /* built by zt_gpt_create: zt_model_free frees the struct too */
+  int64_t moe_choices, moe_dropped; /* MoE: token choices of the training passes, and those the capacity dropped */
 } zt_gpt;
 
 /* Model-level forward latency slots: the whole forward (GPTModel), language_model, embedding and its

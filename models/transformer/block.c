@@ -28,7 +28,7 @@ void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spe
     add_norm(t, prefix, "post_inter_attention_layernorm", cfg->C);
   }
   snprintf(mlp, sizeof mlp, "%s.mlp", prefix);
-  ffn->register_params(t, mlp, cfg);
+  ffn->register_params(ffn, t, mlp, cfg);
 }
 
 void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es) {
@@ -72,7 +72,7 @@ void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *
 }
 
 void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer_spec *spec,
-                           const zt_block_config *cfg, const zt_ffn *ffn, int B, int T, int Tk) {
+                           const zt_block_config *cfg, const zt_ffn *ffns, int nffn, int B, int T, int Tk) {
   const zt_backend *be = zt_block_be(cfg);
   const size_t es = zt_dtype_size(zt_block_dt(cfg));
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(cfg->tp, B * T), A = (size_t)cfg->NH * cfg->HD;
@@ -94,7 +94,12 @@ void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer
     s->dkv = s->dmem = NULL;
   }
   s->attn = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, attn);
-  s->ffn = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, ffn->scratch_bytes(cfg, (int)N));
+  size_t ffn = 0;
+  for (int i = 0; i < nffn; i++) {
+    const size_t b = ffns[i].scratch_bytes(&ffns[i], cfg, (int)N);
+    ffn = b > ffn ? b : ffn;
+  }
+  s->ffn = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, ffn);
 }
 
 static zt_dropout hidden_dropout(const zt_block_config *cfg, const zt_pass *pass, int layer, int slot) {
@@ -177,7 +182,7 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   }
   if (post) mlp_res = mlp_in;
   if (ft) t1 = zt_now();
-  const float aux = blk->ffn.forward(&blk->ffn, s->tmp, mlp_in, cfg, pass, N);
+  const float aux = blk->ffn.forward(&blk->ffn, s->tmp, mlp_in, cfg, pass, N, s->ffn);
   if (ft) ft[ZT_FT_MLP] += zt_now() - t1;
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
   dropout_rows(out, mlp_res, s->tmp, cfg, pass, &d2);

@@ -73,7 +73,8 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
                            .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
                            .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
                            .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
-                           .ltd_layers = cfg->random_ltd_layers};
+                           .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
+                           .ffn_ctx = cfg->ffn_ctx};
 }
 
 void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {
@@ -83,13 +84,13 @@ void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head he
   zt_param_table_init(t);
   zt_embedding_register(t, ZT_LM_EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size,
                         c->init_std, c->num_tokentypes);
-  zt_ffn mlp = zt_ffn_make(spec.mlp);
   for (int l = 0; l < c->num_layers; l++) {
     char pre[96];
     snprintf(pre, sizeof pre, ZT_LM_ENC_PREFIX ".layers.%d", l);
+    zt_ffn mlp = zt_ffn_for_layer(&bcfg, spec.mlp, l);
     zt_block_register(t, pre, &spec, &bcfg, &mlp);
+    zt_ffn_destroy(&mlp);
   }
-  zt_ffn_destroy(&mlp);
   register_last(t, c, head, c->padded_vocab_size / tp, 1);
 }
 
@@ -380,7 +381,7 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
     zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
   }
   if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
-  zt_stack_forward(&lm->stack, vchunk, pass, NULL);
+  lm->aux = zt_stack_forward(&lm->stack, vchunk, pass, NULL);
   if (!lm->last || vchunk != lm->vpp - 1) return 0; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
   const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
@@ -468,7 +469,7 @@ void zt_lm_final_ln_backward(zt_lm *lm) {
 void zt_lm_backward(zt_lm *lm) {
   zt_check(!lm->cfg.forward_only, "internal error", "model: backward of a forward-only model");
   const int chunk = lm->stack.fwd_chunk;
-  zt_stack_backward(&lm->stack, &lm->pass, lm->dres, NULL, 0.0f);
+  zt_stack_backward(&lm->stack, &lm->pass, lm->dres, NULL, lm->aux_grad);
   if (lm->first && chunk == 0) { /* reads no parameters */
     zt_embedding_layer_backward(&lm->emb, lm->dres, lm->tokens, lm->positions, lm->types, lm->cfg.hidden_dropout,
                                 &lm->pass);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "models/model.h"
+#include "models/moe/moe_config.h"
 #include "models/transformer/embedding.h"
 #include "models/transformer/stack.h"
 #include "models/transformer/transformer.h"
@@ -66,6 +67,11 @@ typedef struct {
   const zt_attn_layout_buf *sparse_attention;
   int sparse_as_mask;
   const uint8_t *random_ltd_layers; /* [num_layers] random-LTD layers (host flags), or NULL */
+  const zt_moe_config *moe;  /* Mixture of Experts (models/moe/moe_config.h), or NULL: dense (the model turns it into
+                                make_ffn below and its "moe loss") */
+  /* the layers' MLP slots (zt_block_config.make_ffn): NULL, the dense MLP; else make_ffn(ffn_ctx, layer) */
+  zt_ffn (*make_ffn)(const void *ctx, int layer);
+  const void *ffn_ctx;
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer
@@ -109,6 +115,9 @@ typedef struct {
   const int32_t *tokens, *positions, *targets, *types;
   zt_pass pass;
   double *fwd_time;          /* the owner's flops-profiler slots (ZT_LM_FT_*), or NULL */
+  /* Mixture of Experts: the layers' summed auxiliary losses of the last forward (this stage's), and the gradient of
+   * that sum the next backward applies (the model sets it: --moe-loss-coeff times the loss gradient's scale) */
+  float aux, aux_grad;
 } zt_lm;
 
 /* Layout, layers, parameter table, ZeRO-3 units (the embedding, each layer, the head) of `lm` for the owner's

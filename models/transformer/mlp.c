@@ -14,7 +14,8 @@ typedef struct {
   void *fc, *gelu;                              /* activations [NF, FFN]: pre-activation and GELU output */
 } dense_mlp;
 
-static void mlp_register(zt_param_table *t, const char *prefix, const zt_block_config *cfg) {
+static void mlp_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *cfg) {
+  (void)self;
   char name[160];
   int64_t w1[2] = {cfg->FFN, cfg->C}, b1[1] = {cfg->FFN}, w2[2] = {cfg->C, cfg->FFN}, b2[1] = {cfg->C};
   snprintf(name, sizeof name, "%s.dense_h_to_4h.weight", prefix);
@@ -52,8 +53,8 @@ static void mlp_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
 }
 
 static float mlp_forward(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
-                         int N) {
-  (void)pass;
+                         int N, void *scratch) {
+  (void)pass, (void)scratch;
   dense_mlp *m = self->state;
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
@@ -72,7 +73,8 @@ static float mlp_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
   return 0.0f;
 }
 
-static size_t mlp_scratch_bytes(const zt_block_config *cfg, int N) {
+static size_t mlp_scratch_bytes(const zt_ffn *self, const zt_block_config *cfg, int N) {
+  (void)self;
   return (size_t)full_rows(cfg, N) * cfg->FFN * zt_dtype_size(zt_block_dt(cfg));
 }
 
@@ -111,7 +113,12 @@ zt_ffn zt_ffn_make(zt_mlp_kind kind) {
   return zt_ffn_dense_mlp();
 }
 
+zt_ffn zt_ffn_for_layer(const zt_block_config *cfg, zt_mlp_kind kind, int l) {
+  return cfg->make_ffn ? cfg->make_ffn(cfg->ffn_ctx, l) : zt_ffn_make(kind);
+}
+
 void zt_ffn_destroy(zt_ffn *ffn) {
-  free(ffn->state);
+  if (ffn->destroy) ffn->destroy(ffn);
+  else free(ffn->state);
   ffn->state = NULL;
 }

@@ -41,7 +41,7 @@ void zt_stack_init(zt_stack *s, zt_model *m, const zt_block_config *cfg, const z
       b->spec = *spec;
     }
   for (int l = 0; l < s->nlayers; l++) {
-    s->ffns[l] = zt_ffn_make(spec->mlp);
+    s->ffns[l] = zt_ffn_for_layer(cfg, spec->mlp, s->blocks[l].layer);
     s->blocks[l].ffn = s->ffns[l];
   }
   if (cfg->ltd_layers) {
@@ -110,7 +110,7 @@ void zt_stack_plan(zt_stack *s, zt_memplan *p) {
   }
   zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, end);
   s->recompute_out = s->recompute ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC) : NULL;
-  zt_block_plan_scratch(&s->scratch, p, &s->spec, cfg, &s->ffns[0], s->B, s->T, s->Tk);
+  zt_block_plan_scratch(&s->scratch, p, &s->spec, cfg, s->ffns, s->nlayers, s->B, s->T, s->Tk);
   if (cfg->ltd_layers) {
     s->ltd_in = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NC);
     s->ltd_cat = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, 2 * NC);

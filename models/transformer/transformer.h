@@ -30,6 +30,10 @@ typedef struct {
   const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
   int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
   const uint8_t *ltd_layers; /* random-LTD: [layers of the model] host flags by global layer, or NULL (random_ltd.h) */
+  /* the MLP slot of global layer l: make_ffn(ffn_ctx, l), or NULL: the layer spec's (the dense MLP). A model whose
+   * layers differ (Mixture of Experts: models/moe/moe.h) passes its factory here */
+  struct zt_ffn (*make_ffn)(const void *ctx, int layer);
+  const void *ffn_ctx;
 } zt_block_config;
 
 static inline const zt_backend *zt_block_be(const zt_block_config *c) { return c->tp->be; }
@@ -94,26 +98,30 @@ typedef struct zt_ffn zt_ffn;
 struct zt_ffn {
   const char *kind;
   /* registers parameters under prefix (e.g. "language_model.encoder.layers.3.mlp") */
-  void (*register_params)(zt_param_table *t, const char *prefix, const zt_block_config *cfg);
+  void (*register_params)(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *cfg);
   /* binds parameter and gradient pointers from flat buffers of es-byte elements */
   void (*bind)(zt_ffn *self, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es);
   /* activations kept per layer for N tokens, and carves them (sizing pass: returns NULL) */
   void (*plan_acts)(zt_ffn *self, zt_memplan *plan, const zt_block_config *cfg, int N);
-  /* backward work space in bytes for N tokens (shared by all layers) */
-  size_t (*scratch_bytes)(const zt_block_config *cfg, int N);
-  float (*forward)(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass, int N);
+  /* work space in bytes for N tokens (shared by all layers: the largest of theirs) */
+  size_t (*scratch_bytes)(const zt_ffn *self, const zt_block_config *cfg, int N);
+  float (*forward)(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass, int N,
+                   void *scratch);
   void (*backward)(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
                    const zt_pass *pass, int N, void *scratch, float aux_grad);
+  void (*destroy)(zt_ffn *self); /* frees state (NULL: free(state)) */
   void *state;   /* the implementation's parameters and activations */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 };
 
-/* The MLP kinds a layer spec can ask for (MoE and residual MoE come with the MoE work). */
+/* The MLP kinds a layer spec can ask for (an MoE model's layers differ: zt_block_config.make_ffn). */
 typedef enum { ZT_MLP_DENSE = 0 } zt_mlp_kind;
 
 /* The dense MLP: dense_h_to_4h [FFN, C] -> GELU -> dense_4h_to_h [C, FFN]. */
 zt_ffn zt_ffn_dense_mlp(void);
 zt_ffn zt_ffn_make(zt_mlp_kind kind);
+/* Global layer l's MLP slot: cfg->make_ffn's, or the spec's kind. */
+zt_ffn zt_ffn_for_layer(const zt_block_config *cfg, zt_mlp_kind kind, int l);
 void zt_ffn_destroy(zt_ffn *ffn);
 
 /* ---- the layer spec ---------------------------------------------------------------------------- */
@@ -178,8 +186,9 @@ void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spe
 void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es);
 /* Sizing and carving of one layer's activations for B*T tokens (Tk encoder positions for cross-attention). */
 void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *cfg, int B, int T, int Tk);
+/* ffns: the nffn MLP slots sharing the scratch (its MLP part is the largest they need). */
 void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer_spec *spec,
-                           const zt_block_config *cfg, const zt_ffn *ffn, int B, int T, int Tk);
+                           const zt_block_config *cfg, const zt_ffn *ffns, int nffn, int B, int T, int Tk);
 
 /* What a cross-attention layer attends to: the encoder output x [B, Tk, C], its key padding [B, Tk] (backend
  * memory, or NULL), and where the backward adds the layer's gradient of x (grad [B, Tk, C]). */

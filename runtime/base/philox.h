@@ -40,6 +40,7 @@ typedef enum {
   ZT_RNG_DATA = 3,        /* synthetic data */
   ZT_RNG_SAMPLE = 4,      /* text generation's sampling (evaluate/sampling.c) */
   ZT_RNG_RANDOM_LTD = 5,  /* random-LTD's kept tokens (models/transformer/random_ltd.c) */
+  ZT_RNG_MOE = 6,         /* the MoE gate's token priorities and noise (models/moe/gating.c) */
 } zt_rng_purpose;
 
 /* The 64-bit key of a (seed, purpose) stream family. */

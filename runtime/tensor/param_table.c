@@ -61,6 +61,11 @@ void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *
   return flat ? (char *)flat + p->offset * es : NULL; /* no buffer (a forward-only model's gradients): none */
 }
 
+void zt_param_uniform_fill(float *dst, size_t n, float bound, uint64_t seed, uint64_t index) {
+  for (size_t j = 0; j < n; j++)
+    dst[j] = bound * (2.0f * zt_philox_uniform(seed, ZT_RNG_INIT, index, (uint64_t)j) - 1.0f);
+}
+
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {
   memset(flat, 0, t->numel * sizeof(float)); /* alignment padding stays zero */
   zt_param_table_initialize_range(t, flat, seed, 0, t->numel);
@@ -75,6 +80,7 @@ void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint6
       case ZT_INIT_NORMAL:
         zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
         break;
+      case ZT_INIT_UNIFORM: zt_param_uniform_fill(dst, p->numel, p->init_std, seed, (uint64_t)i); break;
       case ZT_INIT_ZEROS: break;
       case ZT_INIT_ONES:
         for (size_t j = 0; j < p->numel; j++) dst[j] = 1.0f;

@@ -14,6 +14,8 @@ typedef enum {
   ZT_INIT_NORMAL = 0, /* N(0, init_std) */
   ZT_INIT_ZEROS = 1,
   ZT_INIT_ONES = 2,
+  ZT_INIT_UNIFORM = 3, /* U(-init_std, init_std): PyTorch's default nn.Linear init (bound 1/sqrt(fan_in)), which
+                          DeepSpeed's MoE router and residual coefficient keep */
 } zt_init_kind;
 
 typedef struct {
@@ -60,6 +62,8 @@ void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed);
 /* The same for the parameters that start in [lo, hi) only (nothing else is written). */
 void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint64_t seed, size_t lo, size_t hi);
+/* dst[n] = U(-bound, bound) draws of the init stream of parameter `index` (ZT_INIT_UNIFORM; replicated parameters). */
+void zt_param_uniform_fill(float *dst, size_t n, float bound, uint64_t seed, uint64_t index);
 /* Number of elements that receive weight decay. */
 size_t zt_param_table_decay_numel(const zt_param_table *t);
 

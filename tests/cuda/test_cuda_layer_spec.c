@@ -71,7 +71,7 @@ static void plan_layer(layer *L) {
   L->nstage = P > NX ? P : NX;
   L->stage = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, L->nstage);
   zt_block_plan_acts(&L->blk, p, &L->cfg, B, T, L->tk);
-  zt_block_plan_scratch(&L->s, p, &L->spec, &L->cfg, &L->blk.ffn, B, T, L->tk);
+  zt_block_plan_scratch(&L->s, p, &L->spec, &L->cfg, &L->blk.ffn, 1, B, T, L->tk);
 }
 
 /* host fp32 -> n elements of the layer's dtype in backend memory */

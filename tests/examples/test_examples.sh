@@ -797,8 +797,10 @@ refused() {
   unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
   local model_variant="model-variant (rotary, GQA, RMSNorm, SwiGLU)" ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
   local mixed="mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)"
-  # MoE/ds_pretrain_gpt_125M_MoE64.sh: EP_SIZE=64
-  expect "MoE/ds_pretrain_gpt_125M_MoE64" "MoE" --moe-expert-parallel-size 1 --num-experts 64 --moe-loss-coeff 0.01 \
+  # MoE/ds_pretrain_gpt_125M_MoE64.sh: EP_SIZE=64, EP_PARALLEL_SIZE = the GPUs (2 here); one GPU (expert-parallel
+  # size 1) trains (tests/moe)
+  expect "MoE/ds_pretrain_gpt_125M_MoE64 on 2 GPUs" "--moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all" \
+    --moe-expert-parallel-size 2 --num-experts 64 --moe-loss-coeff 0.01 \
     --moe-train-capacity-factor 1.0 --moe-eval-capacity-factor 1.0 --moe-min-capacity 4 --create-moe-param-group
   # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students
   expect "MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS" "knowledge-distillation" --mos --kd-beta-ce 1 --kd-temp 1.0

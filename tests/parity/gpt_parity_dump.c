@@ -1,11 +1,24 @@
 /* Dumps a tiny GPT's weights, inputs, loss, gradients and three AdamW training steps as .npy files for
  * the PyTorch parity test (test_gpt_parity.py), which recomputes all of it in float64.
  *
- * Usage: gpt_parity_dump OUTDIR [--untie-recompute] [--random-ltd]
+ * Usage: gpt_parity_dump OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME]
  *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3,
  *   tied embeddings; --untie-recompute: separate output layer and full activation recompute; --random-ltd:
  *   layer 1 runs on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD), drawn for step 0 in the single
- *   forward/backward and step k-1 in training step k.
+ *   forward/backward and step k-1 in training step k; --moe NAME: DeepSpeed MoE layers (test_moe_parity.py), NAME one
+ *   of the configurations in k_moe below (top1, top2, top2_argmax, top3, nodrop, residual_pyramid, jitter, rsample,
+ *   recompute: top-2 with an untied output layer and full recompute).
+ *
+ * With --moe, also (token order s = t B + b of a micro batch, S = B T):
+ *   moe.npy (<f8 [9])             topk, train and eval capacity factors, min capacity, drop tokens, top-2 sampling,
+ *                                 noisy gate policy (0 None, 1 Jitter, 2 RSample), residual, moe loss coefficient
+ *   moe_experts.npy (<i4 [L])     experts of each layer (1: the dense MLP)
+ *   <P>moe.<l>.{rts,gumbel}.npy   [S, E] the gate's draws where used (zt_moe_draw, the function the layer calls);
+ *   <P>moe.<l>.jitter.npy         [S, C]; <P>moe.<l>.counts.npy (<i4 [E]) tokens each expert processed;
+ *   <P>moe.<l>.aux.npy [1]        the layer's l_aux; for every pass prefix P ("", "eval.", "step<k>.mb<j>.")
+ *   moe_loss.npy, eval.loss.npy, eval.moe_loss.npy, step<k>.moe_loss.npy [1]: the weighted aux losses (loss.npy stays
+ *                                 the lm loss; the gradients are of their sum); "eval." is an eval-mode forward of the
+ *                                 first batch.
  *
  * Files (float32 "<f4" unless noted; every array is C order):
  *   names.txt                     parameter names in table order, one a line
@@ -42,6 +55,7 @@
 #include <sys/stat.h>
 
 #include "models/gpt/gpt.h"
+#include "models/moe/moe.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 #include "runtime/optim/lr_schedule.h"
@@ -82,21 +96,86 @@ static void make_batch(batch *b, const char *prefix) {
   save(name, b->mask, "<f4", 2, shape);
 }
 
+/* The MoE configurations (--moe NAME): name, experts of layers 0 and 1, topk, train/eval capacity factors, min
+ * capacity, drop tokens, top-2 sampling, noise, residual, and whether the dense options untie + recompute go along. */
+typedef struct {
+  const char *name;
+  int experts[L], topk;
+  float train_cf, eval_cf;
+  int min_cap, drop, sampling;
+  zt_moe_noise noise;
+  int residual, untie_recompute;
+} moe_case;
+static const moe_case k_moe[] = {
+    {"top1", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
+    {"top2", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
+    {"top2_argmax", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 0, ZT_MOE_NOISE_NONE, 0, 0},
+    {"top3", {4, 4}, 3, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
+    {"nodrop", {4, 4}, 1, 1.0f, 2.0f, 4, 0, 1, ZT_MOE_NOISE_NONE, 0, 0},
+    {"residual_pyramid", {2, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 1, 0},
+    {"jitter", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_JITTER, 0, 0},
+    {"rsample", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_RSAMPLE, 0, 0},
+    {"recompute", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 1},
+};
+static const float MOE_COEFF = 0.5f;
+
+/* A pass's MoE files: each MoE layer's draws (recomputed with the layer's own function), counts and l_aux. */
+static void save_moe_pass(const zt_gpt *m, const zt_moe_config *mc, const char *prefix, const zt_pass *p) {
+  const int S = p->B * p->T;
+  for (int l = 0; l < L; l++) {
+    const int E = zt_moe_experts(mc, l);
+    if (E <= 1) continue;
+    const zt_moe_gating *g = zt_moe_last_gating(&m->lm.stack.ffns[l]);
+    zt_check(g != NULL, "gpt_parity_dump", "layer %d has no gating", l);
+    zt_moe_draws d = {0};
+    if (mc->topk == 1) d.rts = zt_malloc((size_t)S * E * sizeof(float), "draws");
+    if ((mc->topk == 2 && mc->top2_sampling) || (mc->topk == 1 && p->training && mc->noise == ZT_MOE_NOISE_RSAMPLE))
+      d.gumbel = zt_malloc((size_t)S * E * sizeof(float), "draws");
+    if (p->training && mc->noise == ZT_MOE_NOISE_JITTER) d.jitter = zt_malloc((size_t)S * C * sizeof(float), "draws");
+    zt_moe_draw(&d, p->seed, p->first_sample, l, p->B, p->T, E, C);
+    char name[128];
+    int64_t se[2] = {S, E}, sc[2] = {S, C}, e1[1] = {E};
+    if (d.rts) snprintf(name, sizeof name, "%smoe.%d.rts", prefix, l), save(name, d.rts, "<f4", 2, se);
+    if (d.gumbel) snprintf(name, sizeof name, "%smoe.%d.gumbel", prefix, l), save(name, d.gumbel, "<f4", 2, se);
+    if (d.jitter) snprintf(name, sizeof name, "%smoe.%d.jitter", prefix, l), save(name, d.jitter, "<f4", 2, sc);
+    snprintf(name, sizeof name, "%smoe.%d.counts", prefix, l);
+    save(name, g->counts, "<i4", 1, e1);
+    snprintf(name, sizeof name, "%smoe.%d.aux", prefix, l);
+    save_scalar(name, g->aux);
+    free(d.rts), free(d.gumbel), free(d.jitter);
+  }
+}
+
 static void make_dir(const char *dir) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) zt_fatal("gpt_parity_dump", "cannot create %s: %s", dir, strerror(errno));
 }
 
 int main(int argc, char **argv) {
   int untie_recompute = 0, ltd = 0;
+  const moe_case *mcase = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--untie-recompute") == 0) untie_recompute = 1;
     else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
-    else argc = 0;
+    else if (strcmp(argv[i], "--moe") == 0 && i + 1 < argc) {
+      for (size_t c = 0; c < sizeof k_moe / sizeof k_moe[0]; c++)
+        if (strcmp(k_moe[c].name, argv[i + 1]) == 0) mcase = &k_moe[c];
+      if (!mcase) argc = 0;
+      i++;
+    } else argc = 0;
   }
   if (argc < 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute] [--random-ltd]\n", argv[0]);
+    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME]\n", argv[0]);
     return 2;
   }
+  zt_moe_config mc = {0};
+  if (mcase) {
+    untie_recompute = mcase->untie_recompute;
+    mc = (zt_moe_config){.num_layers = L, .num_experts = mcase->experts, .topk = mcase->topk,
+                         .train_capacity_factor = mcase->train_cf, .eval_capacity_factor = mcase->eval_cf,
+                         .min_capacity = mcase->min_cap, .drop_tokens = mcase->drop, .top2_sampling = mcase->sampling,
+                         .noise = mcase->noise, .residual = mcase->residual, .loss_coeff = MOE_COEFF};
+  }
+  const zt_moe_config *moe = mcase ? &mc : NULL;
   g_dir = argv[1];
   g_rng = SEED_RNG;
   make_dir(g_dir);
@@ -105,7 +184,7 @@ int main(int argc, char **argv) {
                        .max_positions = MAXPOS, .padded_vocab_size = V, .ln_eps = 1e-5f, .attn_dropout = 0.0f,
                        .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = untie_recompute,
                        .recompute_full = untie_recompute, .micro_batch = B, .seq_length = T,
-                       .random_ltd_layers = ltd ? LTD_LAYERS : NULL};
+                       .random_ltd_layers = ltd ? LTD_LAYERS : NULL, .moe = moe};
   zt_gpt m;
   zt_gpt_build(&m, &cfg, 0);
   zt_gpt_init_params(&m, SEED);
@@ -131,6 +210,13 @@ int main(int argc, char **argv) {
     zt_check(fclose(f) == 0, "gpt_parity_dump", "writing %s failed", path);
   }
   save_params(&m.table, m.params, "");
+  if (moe) {
+    const double v[9] = {mc.topk, mc.train_capacity_factor, mc.eval_capacity_factor, mc.min_capacity, mc.drop_tokens,
+                         mc.top2_sampling, mc.noise, mc.residual, mc.loss_coeff};
+    int64_t n9[1] = {9}, nl[1] = {L};
+    save("moe", v, "<f8", 1, n9);
+    save("moe_experts", mcase->experts, "<i4", 1, nl);
+  }
 
   /* ---- one forward/backward, grad_scale 1, on freshly zeroed gradients ---- */
   batch b0;
@@ -139,7 +225,16 @@ int main(int argc, char **argv) {
   zt_pass pass = {.B = B, .T = T, .first_sample = 0, .seed = SEED, .training = 1, .ltd_keep = ltd ? LTD_KEEP : 0,
                   .ltd_step = 0};
   if (ltd) save_ltd_kept("", LTD_LAYERS, L, B, T, LTD_KEEP, SEED, 0, 0);
+  if (moe) { /* an eval-mode forward of the same batch first (the training forward's state is what backward uses) */
+    zt_pass ev = pass;
+    ev.training = 0;
+    const float el = zt_gpt_forward(&m, b0.tokens, NULL, b0.targets, b0.mask, &ev);
+    save_scalar("eval.loss", el);
+    save_scalar("eval.moe_loss", MOE_COEFF * m.lm.aux);
+    save_moe_pass(&m, moe, "eval.", &ev);
+  }
   float loss = zt_gpt_forward(&m, b0.tokens, NULL, b0.targets, b0.mask, &pass);
+  if (moe) save_scalar("moe_loss", MOE_COEFF * m.lm.aux), save_moe_pass(&m, moe, "", &pass);
   zt_gpt_backward(&m, 1.0f);
   save_scalar("loss", loss);
   save_params(&m.table, m.grads, "grad.");
@@ -156,7 +251,7 @@ int main(int argc, char **argv) {
   int64_t consumed = 0;
   int clipped = 0;
   for (int k = 1; k <= STEPS; k++) {
-    double loss_sum = 0.0;
+    double loss_sum = 0.0, moe_sum = 0.0;
     for (int mb = 0; mb < NMB; mb++) {
       batch bt;
       char prefix[64];
@@ -166,6 +261,7 @@ int main(int argc, char **argv) {
                    .ltd_keep = ltd ? LTD_KEEP : 0, .ltd_step = (uint64_t)(k - 1)};
       if (ltd) save_ltd_kept(prefix, LTD_LAYERS, L, B, T, LTD_KEEP, SEED, p.ltd_step, p.first_sample);
       float l = zt_gpt_forward(&m, bt.tokens, NULL, bt.targets, bt.mask, &p);
+      if (moe) moe_sum += MOE_COEFF * m.lm.aux, save_moe_pass(&m, moe, prefix, &p);
       zt_gpt_backward(&m, 1.0f / NMB);
       loss_sum += l;
     }
@@ -182,6 +278,7 @@ int main(int argc, char **argv) {
     char name[64];
     snprintf(name, sizeof name, "step%d.loss", k);
     save_scalar(name, loss_sum / NMB);
+    if (moe) snprintf(name, sizeof name, "step%d.moe_loss", k), save_scalar(name, moe_sum / NMB);
     snprintf(name, sizeof name, "step%d.grad_norm", k);
     save_scalar(name, norm);
     snprintf(name, sizeof name, "step%d.clip", k);

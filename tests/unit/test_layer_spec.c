@@ -61,7 +61,7 @@ static void plan_layer(layer *L) {
   L->mem = cross ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, L->nm) : NULL;
   L->dmem = cross ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, L->nm) : NULL;
   zt_block_plan_acts(&L->blk, p, &L->cfg, B, T, L->tk);
-  zt_block_plan_scratch(&L->s, p, &L->spec, &L->cfg, &L->blk.ffn, B, T, L->tk);
+  zt_block_plan_scratch(&L->s, p, &L->spec, &L->cfg, &L->blk.ffn, 1, B, T, L->tk);
 }
 
 /* Builds the layer (number layer_no: its dropout sites; tk encoder positions) with attention and hidden dropout p,

@@ -1,0 +1,429 @@
+/* The MoE layer as an MLP slot (see moe.h): DeepSpeed's MoE(hidden, ParallelMLP expert, num_experts, k, use_residual)
+ * under Megatron-DeepSpeed's names: "<mlp>.deepspeed_moe.gate.wg.weight" [E, C] (the router, no bias),
+ * "<mlp>.deepspeed_moe.experts.deepspeed_experts.<e>.dense_h_to_4h.weight" ... (expert e's MLP, with its biases),
+ * and for Residual MoE "<mlp>.mlp.dense_h_to_4h.weight" ... (the dense branch) and "<mlp>.coefficient.weight" [2, C]
+ * with its bias.
+ *
+ * Forward of N = B x T token rows (row r = b T + t; the gate's token order s = t B + b):
+ *   router in fp32 (DeepSpeed casts the input and wg to float): logits [N, E] = x wg^T (x times the jitter under the
+ *   Jitter policy); the gate on the host (gating.c) chooses, per expert, its kept tokens and their combine weights;
+ *   slots are laid out expert by expert (choice j, then token order); disp [M, C] = the slots' token rows; expert e's
+ *   MLP on its rows; y [M, C]; out = 0, out[token of slot] += weight * y[slot].
+ *   Residual: out = moe_out * softmax(c)_0 + mlp(x) * softmax(c)_1, c = x Wc^T + bc (per token, on the host).
+ * Backward: the same steps reversed; the combine weights' gradients (row dots of d(out) with y) and l_aux's go
+ * through the gate's backward (host) into the router. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/moe/moe.h"
+#include "runtime/base/error.h"
+
+typedef struct {
+  const zt_moe_config *mc;
+  int layer, E, k;
+  /* parameters and gradients */
+  void *wg, *dwg;
+  void **fc_w, **fc_b, **proj_w, **proj_b;     /* [E] each */
+  void **dfc_w, **dfc_b, **dproj_w, **dproj_b;
+  void *coef_w, *coef_b, *dcoef_w, *dcoef_b;   /* residual */
+  zt_ffn mlp;                                  /* residual: the dense branch */
+  /* activations of up to M = k N slots (this layer's, kept for its backward) */
+  void *fc, *gelu;                             /* [M, FFN] */
+  void *y;                                     /* [M, C] the experts' outputs */
+  int32_t *slot_tok;                           /* [M] backend: each slot's token row */
+  float *slot_w;                               /* [M] backend: each slot's combine weight */
+  void *moe_out, *mlp_out;                     /* residual: [N, C] the two branches */
+  float *coef;                                 /* residual: [2N] backend: softmax(c)_0 of every row, then _1 */
+  /* host state of the last forward */
+  int N, planned;
+  zt_moe_gating g;
+  int32_t *h_off;                              /* [E + 1] the experts' first slots */
+  int32_t *h_tok, *h_slot_of;                  /* [M] slot -> token row; [N k] choice -> slot (-1: dropped) */
+  float *h_w, *h_dw;                           /* [M] */
+  float *h_logits, *h_dlogits, *h_rows;        /* [N E] in token order s, [N E] and [N max(E, C)] staging */
+  float *h_coef;                               /* residual: [2N] */
+  float *h_dweight;                            /* [N k] */
+  zt_moe_draws draws;                          /* [N E], [N E], [N C] host, NULL where unused */
+} moe_layer;
+
+/* The scratch (shared by the layers) for N rows, carved in this order. */
+typedef struct {
+  void *disp, *dyb, *dh, *tmp, *tmp2, *mlp;    /* [M, C], [M, C], [M, FFN], [N, C], [N, C], the dense branch's */
+  void *wgd;                                   /* [E, C] the router's gradient in a half dtype */
+  float *x32, *wg32, *log32, *dwg32, *dx32, *dw32, *c32; /* fp32: [N C], [E C], [N E], [E C], [N C], [M], [2N] */
+} moe_scratch;
+
+static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+static size_t carve(moe_scratch *s, void *base, const moe_layer *m, const zt_block_config *cfg, int N) {
+  const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C, E = (size_t)m->E;
+  const size_t sizes[] = {M * C * es, M * C * es, M * (size_t)cfg->FFN * es, (size_t)N * C * es, (size_t)N * C * es,
+                          m->mc->residual ? m->mlp.scratch_bytes(&m->mlp, cfg, N) : 0, E * C * es,
+                          (size_t)N * C * 4, E * C * 4, (size_t)N * E * 4, E * C * 4, (size_t)N * C * 4, M * 4,
+                          2 * (size_t)N * 4};
+  void **dst[] = {&s->disp, &s->dyb, &s->dh, &s->tmp, &s->tmp2, &s->mlp, &s->wgd, (void **)&s->x32, (void **)&s->wg32,
+                  (void **)&s->log32, (void **)&s->dwg32, (void **)&s->dx32, (void **)&s->dw32, (void **)&s->c32};
+  size_t off = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    if (s) *dst[i] = base ? (char *)base + off : NULL;
+    off += align64(sizes[i]);
+  }
+  return off;
+}
+
+static char *join(char *buf, size_t n, const char *prefix, const char *what) {
+  snprintf(buf, n, "%s.%s", prefix, what);
+  return buf;
+}
+
+static void add_mlp(zt_param_table *t, const char *pre, const zt_block_config *cfg, int64_t ffn) {
+  char name[200];
+  const int64_t w1[2] = {ffn, cfg->C}, b1[1] = {ffn}, w2[2] = {cfg->C, ffn}, b2[1] = {cfg->C};
+  zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.weight"), 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0,
+                     -1);
+  zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.bias"), 1, b1, ZT_INIT_ZEROS, 0, 1, -1);
+  zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.weight"), 2, w2, ZT_INIT_NORMAL,
+                     cfg->out_init_std, 0, -1);
+  zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.bias"), 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
+}
+
+static void expert_prefix(char *buf, size_t n, const char *prefix, int e) {
+  snprintf(buf, n, "%s.deepspeed_moe.experts.deepspeed_experts.%d", prefix, e);
+}
+
+static void moe_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *cfg) {
+  const moe_layer *m = self->state;
+  char name[200];
+  const float bound = 1.0f / sqrtf((float)cfg->C); /* nn.Linear's default init: U(-1/sqrt(C), 1/sqrt(C)) */
+  const int64_t wg[2] = {m->E, cfg->C};
+  zt_param_table_add(t, join(name, sizeof name, prefix, "deepspeed_moe.gate.wg.weight"), 2, wg, ZT_INIT_UNIFORM, bound,
+                     0, -1);
+  for (int e = 0; e < m->E; e++) {
+    char pre[180];
+    expert_prefix(pre, sizeof pre, prefix, e);
+    const int first = t->count;
+    add_mlp(t, pre, cfg, cfg->FFN);
+    for (int i = first; i < t->count; i++) t->params[i].expert_id = e;
+  }
+  if (m->mc->residual) {
+    char pre[180];
+    add_mlp(t, join(pre, sizeof pre, prefix, "mlp"), cfg, cfg->FFN);
+    const int64_t cw[2] = {2, cfg->C}, cb[1] = {2};
+    zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.weight"), 2, cw, ZT_INIT_UNIFORM, bound, 0, -1);
+    zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.bias"), 1, cb, ZT_INIT_UNIFORM, bound, 1, -1);
+  }
+}
+
+static void moe_bind(zt_ffn *self, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es) {
+  moe_layer *m = self->state;
+  char pre[180];
+  m->wg = zt_param_addr(t, params, es, prefix, "deepspeed_moe.gate.wg.weight");
+  m->dwg = zt_param_addr(t, grads, es, prefix, "deepspeed_moe.gate.wg.weight");
+  for (int e = 0; e < m->E; e++) {
+    expert_prefix(pre, sizeof pre, prefix, e);
+    m->fc_w[e] = zt_param_addr(t, params, es, pre, "dense_h_to_4h.weight");
+    m->fc_b[e] = zt_param_addr(t, params, es, pre, "dense_h_to_4h.bias");
+    m->proj_w[e] = zt_param_addr(t, params, es, pre, "dense_4h_to_h.weight");
+    m->proj_b[e] = zt_param_addr(t, params, es, pre, "dense_4h_to_h.bias");
+    m->dfc_w[e] = zt_param_addr(t, grads, es, pre, "dense_h_to_4h.weight");
+    m->dfc_b[e] = zt_param_addr(t, grads, es, pre, "dense_h_to_4h.bias");
+    m->dproj_w[e] = zt_param_addr(t, grads, es, pre, "dense_4h_to_h.weight");
+    m->dproj_b[e] = zt_param_addr(t, grads, es, pre, "dense_4h_to_h.bias");
+  }
+  if (m->mc->residual) {
+    m->mlp.bind(&m->mlp, t, join(pre, sizeof pre, prefix, "mlp"), params, grads, es);
+    m->coef_w = zt_param_addr(t, params, es, prefix, "coefficient.weight");
+    m->coef_b = zt_param_addr(t, params, es, prefix, "coefficient.bias");
+    m->dcoef_w = zt_param_addr(t, grads, es, prefix, "coefficient.weight");
+    m->dcoef_b = zt_param_addr(t, grads, es, prefix, "coefficient.bias");
+  }
+}
+
+static void host_free(moe_layer *m) {
+  zt_moe_gating_free(&m->g);
+  free(m->h_off), free(m->h_tok), free(m->h_slot_of), free(m->h_w), free(m->h_dw), free(m->h_logits);
+  free(m->h_dlogits), free(m->h_rows), free(m->h_coef), free(m->h_dweight);
+  free(m->draws.rts), free(m->draws.gumbel), free(m->draws.jitter);
+  m->h_off = m->h_tok = m->h_slot_of = NULL;
+  m->h_w = m->h_dw = m->h_logits = m->h_dlogits = m->h_rows = m->h_coef = m->h_dweight = NULL;
+  m->draws = (zt_moe_draws){0};
+  m->planned = 0;
+}
+
+static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config *cfg, int N) {
+  moe_layer *m = self->state;
+  zt_check(!zt_tp_on(cfg->tp), "internal error", "MoE layer %d with tensor parallelism", m->layer);
+  const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C;
+  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
+  m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
+  m->y = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * C * es);
+  m->slot_tok = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * sizeof(int32_t));
+  m->slot_w = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, M);
+  if (m->mc->residual) {
+    m->moe_out = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)N * C * es);
+    m->mlp_out = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)N * C * es);
+    m->coef = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, 2 * (size_t)N);
+    m->mlp.plan_acts(&m->mlp, plan, cfg, N);
+  }
+  if (m->planned == N) return;
+  host_free(m);
+  const int E = m->E, k = m->k;
+  const size_t wide = (size_t)(E > cfg->C ? E : cfg->C);
+  zt_moe_gating_alloc(&m->g, N, E, k);
+  m->h_off = zt_malloc((size_t)(E + 1) * sizeof(int32_t), "MoE slots");
+  m->h_tok = zt_malloc(M * sizeof(int32_t), "MoE slots");
+  m->h_slot_of = zt_malloc(M * sizeof(int32_t), "MoE slots");
+  m->h_w = zt_malloc(M * sizeof(float), "MoE slots");
+  m->h_dw = zt_malloc(M * sizeof(float), "MoE slots");
+  m->h_dweight = zt_malloc(M * sizeof(float), "MoE slots");
+  m->h_logits = zt_malloc((size_t)N * E * sizeof(float), "MoE logits");
+  m->h_dlogits = zt_malloc((size_t)N * E * sizeof(float), "MoE logits");
+  m->h_rows = zt_malloc((size_t)N * wide * sizeof(float), "MoE staging");
+  if (m->mc->residual) m->h_coef = zt_malloc(2 * (size_t)N * sizeof(float), "MoE coefficients");
+  if (k == 1) m->draws.rts = zt_malloc((size_t)N * E * sizeof(float), "MoE draws");
+  if ((k == 2 && m->mc->top2_sampling) || (k == 1 && m->mc->noise == ZT_MOE_NOISE_RSAMPLE))
+    m->draws.gumbel = zt_malloc((size_t)N * E * sizeof(float), "MoE draws");
+  if (m->mc->noise == ZT_MOE_NOISE_JITTER) m->draws.jitter = zt_malloc((size_t)N * C * sizeof(float), "MoE draws");
+  m->planned = N;
+}
+
+static size_t moe_scratch_bytes(const zt_ffn *self, const zt_block_config *cfg, int N) {
+  return carve(NULL, NULL, self->state, cfg, N);
+}
+
+/* Row r = b T + t of a [B, T] micro batch is token s = t B + b of the gate. */
+static inline int row_of(int s, int B, int T) { return (s % B) * T + s / B; }
+
+/* The router's input in fp32 (x32): the layer input converted (a no-op alias in fp32 without jitter), times the jitter
+ * under the Jitter policy in training. Returns where it is. */
+static const float *router_input(moe_layer *m, moe_scratch *sc, const void *inp, const zt_block_config *cfg,
+                                 const zt_pass *pass, int N) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int C = cfg->C, jit = pass->training && m->mc->noise == ZT_MOE_NOISE_JITTER;
+  if (dt == ZT_DTYPE_FP32 && !jit) return inp;
+  if (dt == ZT_DTYPE_FP32) be->copy(sc->x32, inp, (size_t)N * C * sizeof(float));
+  else be->convert(sc->x32, ZT_DTYPE_FP32, inp, dt, (size_t)N * C);
+  if (jit) {
+    float *h = m->h_rows;
+    be->to_host(h, sc->x32, (size_t)N * C * sizeof(float));
+    for (int s = 0; s < N; s++) {
+      float *x = h + (size_t)row_of(s, pass->B, pass->T) * C;
+      const float *j = m->draws.jitter + (size_t)s * C;
+      for (int c = 0; c < C; c++) x[c] *= j[c];
+    }
+    be->from_host(sc->x32, h, (size_t)N * C * sizeof(float));
+  }
+  return sc->x32;
+}
+
+static const float *router_weight(moe_layer *m, moe_scratch *sc, const zt_block_config *cfg) {
+  const zt_dtype dt = zt_block_dt(cfg);
+  if (dt == ZT_DTYPE_FP32) return m->wg;
+  zt_block_be(cfg)->convert(sc->wg32, ZT_DTYPE_FP32, m->wg, dt, (size_t)m->E * cfg->C);
+  return sc->wg32;
+}
+
+static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
+                         int N, void *scratch) {
+  moe_layer *m = self->state;
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const size_t es = zt_dtype_size(dt);
+  const int C = cfg->C, FFN = cfg->FFN, E = m->E, k = m->k, B = pass->B, T = pass->T;
+  zt_check(N == B * T && N <= m->planned, "internal error", "MoE layer %d: %d rows for a %dx%d pass (planned %d)",
+           m->layer, N, B, T, m->planned);
+  moe_scratch sc;
+  carve(&sc, scratch, m, cfg, N);
+  m->N = N;
+  /* draws, then the router in fp32 */
+  zt_moe_draws d = {m->draws.rts, NULL, pass->training ? m->draws.jitter : NULL};
+  if ((k == 2 && m->mc->top2_sampling) || (k == 1 && pass->training && m->mc->noise == ZT_MOE_NOISE_RSAMPLE))
+    d.gumbel = m->draws.gumbel;
+  zt_moe_draw(&d, pass->seed, pass->first_sample, m->layer, B, T, E, C);
+  const float *x32 = router_input(m, &sc, inp, cfg, pass, N);
+  be->matmul_forward(ZT_DTYPE_FP32, sc.log32, NULL, x32, router_weight(m, &sc, cfg), NULL, N, C, E);
+  be->to_host(m->h_rows, sc.log32, (size_t)N * E * sizeof(float));
+  for (int s = 0; s < N; s++)
+    memcpy(m->h_logits + (size_t)s * E, m->h_rows + (size_t)row_of(s, B, T) * E, (size_t)E * sizeof(float));
+  m->g.S = N;
+  zt_moe_gate_forward(&m->g, m->h_logits, m->mc, pass->training, &d);
+  /* slots: expert by expert, choice by choice, in token order */
+  int M = 0;
+  for (int e = 0; e < E; e++) {
+    m->h_off[e] = M;
+    for (int j = 0; j < k; j++)
+      for (int s = 0; s < N; s++) {
+        const size_t i = (size_t)s * k + j;
+        if (m->g.expert[i] != e) continue;
+        if (!m->g.kept[i]) {
+          m->h_slot_of[i] = -1;
+          continue;
+        }
+        m->h_slot_of[i] = M;
+        m->h_tok[M] = row_of(s, B, T);
+        m->h_w[M++] = m->g.weight[i];
+      }
+  }
+  m->h_off[E] = M;
+  be->from_host(m->slot_tok, m->h_tok, (size_t)M * sizeof(int32_t));
+  be->from_host(m->slot_w, m->h_w, (size_t)M * sizeof(float));
+  /* the experts */
+  be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
+  for (int e = 0; e < E; e++) {
+    const int o = m->h_off[e], n = m->h_off[e + 1] - o;
+    if (n == 0) continue;
+    be->matmul_forward(dt, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
+                       zt_at(sc.disp, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], n, C, FFN);
+    be->matmul_forward(dt, zt_at(m->y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
+                       m->proj_b[e], n, FFN, C);
+  }
+  /* combine */
+  void *moe_out = m->mc->residual ? m->moe_out : out;
+  be->scale_rows(dt, sc.dyb, m->y, m->slot_w, M, C);
+  be->memset(moe_out, 0, (size_t)N * C * es);
+  be->embedding_backward(dt, moe_out, m->slot_tok, sc.dyb, M, C);
+  if (m->mc->residual) { /* out = moe_out * coef_0 + mlp(x) * coef_1, coef = softmax(x Wc^T + bc) */
+    m->mlp.forward(&m->mlp, m->mlp_out, inp, cfg, pass, N, sc.mlp);
+    be->matmul_forward(dt, sc.tmp, NULL, inp, m->coef_w, m->coef_b, N, C, 2);
+    float *c2 = m->h_rows;
+    if (dt == ZT_DTYPE_FP32) {
+      be->to_host(c2, sc.tmp, (size_t)N * 2 * sizeof(float));
+    } else {
+      be->convert(sc.c32, ZT_DTYPE_FP32, sc.tmp, dt, (size_t)N * 2);
+      be->to_host(c2, sc.c32, (size_t)N * 2 * sizeof(float));
+    }
+    for (int r = 0; r < N; r++) {
+      const double a = c2[2 * r], b = c2[2 * r + 1], mx = a > b ? a : b;
+      const double ea = exp(a - mx), eb = exp(b - mx);
+      m->h_coef[r] = (float)(ea / (ea + eb));
+      m->h_coef[N + r] = (float)(eb / (ea + eb));
+    }
+    be->from_host(m->coef, m->h_coef, 2 * (size_t)N * sizeof(float));
+    be->scale_rows(dt, out, m->moe_out, m->coef, N, C);
+    be->scale_rows(dt, sc.tmp, m->mlp_out, m->coef + N, N, C);
+    be->accumulate(dt, out, sc.tmp, (size_t)N * C);
+  }
+  return (float)m->g.aux;
+}
+
+static void moe_backward(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
+                         const zt_pass *pass, int N, void *scratch, float aux_grad) {
+  moe_layer *m = self->state;
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const size_t es = zt_dtype_size(dt);
+  const int C = cfg->C, FFN = cfg->FFN, E = m->E, k = m->k, B = pass->B, T = pass->T, M = m->h_off[E];
+  zt_check(N == m->N, "internal error", "MoE layer %d: backward of %d rows after a forward of %d", m->layer, N, m->N);
+  moe_scratch sc;
+  carve(&sc, scratch, m, cfg, N);
+  const void *dmo = dout;
+  if (m->mc->residual) {
+    /* d coef_j[r] = d(out)[r] . branch_j[r]; softmax backward on the host; the coefficient's linear */
+    be->row_dot(dt, sc.c32, dout, m->moe_out, N, C);
+    be->row_dot(dt, sc.c32 + N, dout, m->mlp_out, N, C);
+    float *dc = m->h_rows, *dl = m->h_rows + 2 * (size_t)N;
+    be->to_host(dc, sc.c32, 2 * (size_t)N * sizeof(float));
+    for (int r = 0; r < N; r++) {
+      const double c0 = m->h_coef[r], c1 = m->h_coef[N + r], d0 = dc[r], d1 = dc[N + r], dot = c0 * d0 + c1 * d1;
+      dl[2 * r] = (float)(c0 * (d0 - dot));
+      dl[2 * r + 1] = (float)(c1 * (d1 - dot));
+    }
+    be->from_host(sc.c32, dl, 2 * (size_t)N * sizeof(float));
+    if (dt == ZT_DTYPE_FP32) be->copy(sc.tmp, sc.c32, 2 * (size_t)N * sizeof(float));
+    else be->convert(sc.tmp, dt, sc.c32, ZT_DTYPE_FP32, 2 * (size_t)N);
+    /* the dense branch writes dinp (=); the coefficient's and the experts' input gradients add to it */
+    be->scale_rows(dt, sc.tmp2, dout, m->coef + N, N, C);
+    m->mlp.backward(&m->mlp, dinp, sc.tmp2, inp, cfg, pass, N, sc.mlp, 0.0f);
+    be->matmul_backward(dt, sc.tmp2, m->dcoef_w, m->dcoef_b, sc.tmp, inp, m->coef_w, NULL, N, C, 2);
+    be->accumulate(dt, dinp, sc.tmp2, (size_t)N * C);
+    be->scale_rows(dt, sc.tmp, dout, m->coef, N, C);
+    dmo = sc.tmp;
+  } else {
+    be->memset(dinp, 0, (size_t)N * C * es);
+  }
+  /* combine: d y[slot] = w d(out)[token], d w[slot] = d(out)[token] . y[slot] */
+  be->embedding_forward(dt, sc.dyb, m->slot_tok, dmo, M, C, 0);
+  be->row_dot(dt, sc.dw32, sc.dyb, m->y, M, C);
+  be->to_host(m->h_dw, sc.dw32, (size_t)M * sizeof(float));
+  be->scale_rows(dt, sc.dyb, sc.dyb, m->slot_w, M, C);
+  /* the experts, each d(input) into its slots of dyb (its d y there is used up first) */
+  be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
+  for (int e = 0; e < E; e++) {
+    const int o = m->h_off[e], n = m->h_off[e + 1] - o;
+    if (n == 0) continue;
+    void *dy = zt_at(sc.dyb, dt, (size_t)o * C);
+    be->matmul_backward(dt, sc.dh, m->dproj_w[e], m->dproj_b[e], dy, zt_at(m->gelu, dt, (size_t)o * FFN),
+                        m->proj_w[e], NULL, n, FFN, C);
+    be->matmul_backward(dt, dy, m->dfc_w[e], m->dfc_b[e], sc.dh, zt_at(sc.disp, dt, (size_t)o * C), m->fc_w[e],
+                        zt_at(m->fc, dt, (size_t)o * FFN), n, C, FFN);
+  }
+  be->embedding_backward(dt, dinp, m->slot_tok, sc.dyb, M, C);
+  /* the gate: d(combine weights) and d(l_aux) -> d(logits), then the router in fp32 */
+  for (size_t i = 0; i < (size_t)N * k; i++) m->h_dweight[i] = m->h_slot_of[i] >= 0 ? m->h_dw[m->h_slot_of[i]] : 0.0f;
+  zt_moe_gate_backward(&m->g, m->h_dlogits, m->h_dweight, (double)aux_grad);
+  for (int s = 0; s < N; s++)
+    memcpy(m->h_rows + (size_t)row_of(s, B, T) * E, m->h_dlogits + (size_t)s * E, (size_t)E * sizeof(float));
+  be->from_host(sc.log32, m->h_rows, (size_t)N * E * sizeof(float));
+  const float *x32 = router_input(m, &sc, inp, cfg, pass, N);
+  const float *wg32 = router_weight(m, &sc, cfg);
+  if (dt == ZT_DTYPE_FP32) {
+    be->matmul_backward(ZT_DTYPE_FP32, sc.dx32, m->dwg, NULL, sc.log32, x32, wg32, NULL, N, C, E);
+  } else { /* the fp32 weight gradient, rounded once into the half gradient */
+    be->memset(sc.dwg32, 0, (size_t)E * C * sizeof(float));
+    be->matmul_backward(ZT_DTYPE_FP32, sc.dx32, sc.dwg32, NULL, sc.log32, x32, wg32, NULL, N, C, E);
+    be->convert(sc.wgd, dt, sc.dwg32, ZT_DTYPE_FP32, (size_t)E * C);
+    be->accumulate(dt, m->dwg, sc.wgd, (size_t)E * C);
+  }
+  if (pass->training && m->mc->noise == ZT_MOE_NOISE_JITTER) { /* d x = d(x jitter) jitter */
+    float *h = m->h_rows;
+    be->to_host(h, sc.dx32, (size_t)N * C * sizeof(float));
+    for (int s = 0; s < N; s++) {
+      float *x = h + (size_t)row_of(s, B, T) * C;
+      const float *j = m->draws.jitter + (size_t)s * C;
+      for (int c = 0; c < C; c++) x[c] *= j[c];
+    }
+    be->from_host(sc.dx32, h, (size_t)N * C * sizeof(float));
+  }
+  if (dt == ZT_DTYPE_FP32) {
+    be->accumulate(dt, dinp, sc.dx32, (size_t)N * C);
+  } else {
+    be->convert(sc.disp, dt, sc.dx32, ZT_DTYPE_FP32, (size_t)N * C);
+    be->accumulate(dt, dinp, sc.disp, (size_t)N * C);
+  }
+}
+
+static void moe_destroy(zt_ffn *self) {
+  moe_layer *m = self->state;
+  if (!m) return;
+  host_free(m);
+  if (m->mc->residual) zt_ffn_destroy(&m->mlp);
+  free(m->fc_w), free(m->fc_b), free(m->proj_w), free(m->proj_b);
+  free(m->dfc_w), free(m->dfc_b), free(m->dproj_w), free(m->dproj_b);
+  free(m);
+}
+
+zt_ffn zt_moe_make_ffn(const void *ctx, int layer) {
+  const zt_moe_config *mc = ctx;
+  const int E = zt_moe_experts(mc, layer);
+  if (E <= 1) return zt_ffn_dense_mlp();
+  moe_layer *m = zt_calloc(1, sizeof *m, "MoE layer");
+  m->mc = mc, m->layer = layer, m->E = E, m->k = mc->topk;
+  zt_check(m->k >= 1 && m->k <= E, "internal error", "MoE layer %d: top-%d of %d experts", layer, m->k, E);
+  m->fc_w = zt_calloc((size_t)E, sizeof(void *), "MoE layer"), m->fc_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
+  m->proj_w = zt_calloc((size_t)E, sizeof(void *), "MoE"), m->proj_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
+  m->dfc_w = zt_calloc((size_t)E, sizeof(void *), "MoE"), m->dfc_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
+  m->dproj_w = zt_calloc((size_t)E, sizeof(void *), "MoE"), m->dproj_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
+  if (mc->residual) m->mlp = zt_ffn_dense_mlp();
+  return (zt_ffn){.kind = "moe", .register_params = moe_register, .bind = moe_bind, .plan_acts = moe_plan_acts,
+                  .scratch_bytes = moe_scratch_bytes, .forward = moe_forward, .backward = moe_backward,
+                  .destroy = moe_destroy, .state = m};
+}
+
+const zt_moe_gating *zt_moe_last_gating(const zt_ffn *ffn) {
+  if (!ffn->kind || strcmp(ffn->kind, "moe") != 0) return NULL;
+  const moe_layer *m = ffn->state;
+  return m->N ? &m->g : NULL;
+}

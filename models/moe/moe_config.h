@@ -1,0 +1,37 @@
+/* The Mixture-of-Experts flags a model is built with (DeepSpeed's MoE as Megatron-DeepSpeed constructs it in
+ * ParallelTransformerLayer): which layers hold how many experts, the gate (top-k, capacity factors, token dropping,
+ * noise) and the residual variant. Plain data with no dependencies, so that the model contract (models/model.h) can
+ * carry it; models/moe/moe.h implements the layer. */
+#ifndef ZT_MOE_CONFIG_H
+#define ZT_MOE_CONFIG_H
+
+/* DeepSpeed's noisy_gate_policy: None; 'Jitter' multiplies the router's input by U(1 - 1e-2, 1 + 1e-2); 'RSample'
+ * adds Gumbel(0, 1) noise to the logits for top-1's choice. Both in training passes only. */
+typedef enum { ZT_MOE_NOISE_NONE = 0, ZT_MOE_NOISE_JITTER = 1, ZT_MOE_NOISE_RSAMPLE = 2 } zt_moe_noise;
+
+typedef struct {
+  int num_layers;
+  const int *num_experts; /* [num_layers] host: experts of layer l (1: the dense MLP); Megatron-DeepSpeed's
+                             get_num_experts_per_layer of --num-experts and --expert-interval */
+  int topk;               /* --topk: 1, 2 or k */
+  float train_capacity_factor, eval_capacity_factor; /* --moe-train-capacity-factor, --moe-eval-capacity-factor */
+  int min_capacity;       /* --moe-min-capacity */
+  int drop_tokens;        /* 0: --disable-moe-token-dropping (capacity = the largest expert count) */
+  int top2_sampling;      /* 0: --disable-moe-top2-2nd-expert-sampling (the second expert by argmax) */
+  zt_moe_noise noise;     /* --noisy-gate-policy */
+  int residual;           /* --mlp-type residual: Residual MoE */
+  float loss_coeff;       /* --moe-loss-coeff: the summed auxiliary losses' weight in the loss */
+} zt_moe_config;
+
+/* Experts of layer l (1 without MoE). */
+static inline int zt_moe_experts(const zt_moe_config *m, int l) {
+  return m && m->num_experts && l >= 0 && l < m->num_layers ? m->num_experts[l] : 1;
+}
+/* Whether any layer is an MoE layer. */
+static inline int zt_moe_on(const zt_moe_config *m) {
+  for (int l = 0; m && l < m->num_layers; l++)
+    if (zt_moe_experts(m, l) > 1) return 1;
+  return 0;
+}
+
+#endif

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# pretrain_gpt with DeepSpeed MoE layers (docs/moe.md): a 4-layer GPT with 4 experts in layers 2 and 4 (Megatron's
+# --expert-interval 2), 12 iterations, dropout on:
+#   1. the log line carries "moe loss" (the weighted load-balancing losses, ~coeff x 1 for a balanced gate); MoE
+#      changes the losses; the same --seed is the same run; top-1, top-2, top-3, no dropping, Residual MoE with a
+#      pyramid (--num-experts 2 4 at --expert-interval 1), the noisy gate policies and --bf16 train;
+#   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names;
+#   3. full recompute = without; under mpirun DP=2 and ZeRO-2 / ZeRO-3 at DP=2 = one process (1e-5);
+#   4. refusals before any work, naming the flag and the numbers.
+# The gate, experts and gradients against PyTorch are tests/parity's moe_parity.
+# Usage: test_moe_train.sh PRETRAIN_GPT PRETRAIN_BERT INSPECT_CHECKPOINT
+set -u
+. "$(dirname "$0")/../lib/common.sh"
+bin="$1" bert="$2" inspect="$3"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+tiny=(--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
+      --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 128 --make-vocab-size-divisible-by 64
+      --lr 3e-3 --train-iters 12 --log-interval 1 --eval-iters 2 --eval-interval 6 --seed 1234)
+moe=(--num-experts 4 --topk 2 --moe-loss-coeff 0.01)
+run() { timeout 300 "$bin" "${tiny[@]}" "$@" 2>&1; }
+mpirun_n() { timeout 300 "${mpi[@]}" -np "$1" "$bin" "${tiny[@]}" "${@:2}" 2>&1; }
+losses() { field "$1" "lm loss"; }
+moel() { field "$1" "moe loss"; }
+vals() { grep -F "validation loss at" <<<"$1" | sed -E 's/.*lm loss value: ([0-9.E+-]+).*moe loss value: ([0-9.E+-]+).*/\1 \2/' | tr '\n' ' '; }
+same() { # NAME A B TOL: 12 equal lm and moe losses, grad norms and validation values
+  if [ "$(losses "$2" | wc -w)" -eq 12 ] && close "$(losses "$2")" "$(losses "$3")" "$4" \
+     && close "$(moel "$2")" "$(moel "$3")" "$4" && close "$(field "$2" "grad norm")" "$(field "$3" "grad norm")" 2e-3 \
+     && close "$(vals "$2")" "$(vals "$3")" "$4"; then
+    ok "$1 (last lm loss $(losses "$3" | awk '{print $NF}'), moe loss $(moel "$3" | awk '{print $NF}'))"
+  else
+    bad "$1" "$(losses "$2") / $(moel "$2") vs $(losses "$3") / $(moel "$3"); $(grep -m2 -i error <<<"$2$3")"
+  fi
+}
+trains() { # NAME OUT: 12 iterations with finite lm and moe losses, the moe loss within (0, 1) (coefficient 0.01)
+  local l m
+  l=$(losses "$2") m=$(moel "$2")
+  if [ "$(wc -w <<<"$l")" -eq 12 ] && [ "$(wc -w <<<"$m")" -eq 12 ] && ! grep -qi nan <<<"$l$m" \
+     && awk -v m="$m" 'BEGIN { n = split(m, x, " "); for (i = 1; i <= n; i++) if (!(x[i] > 0 && x[i] < 1)) exit 1 }'; then
+    ok "$1 trains (lm loss $(awk '{print $1, "->", $NF}' <<<"$l"), moe loss $(awk '{print $NF}' <<<"$m"))"
+  else bad "$1 trains" "lm '$l' moe '$m'; $(grep -m2 -i error <<<"$2")"; fi
+}
+
+# 1. the log line, effect, seeds, variants
+base=$(run "${moe[@]}")
+dense=$(run)
+trains "top-2, 4 experts in layers 2 and 4" "$base"
+grep -q "moe loss" <<<"$dense" && bad "a dense model logs no moe loss" "$(grep -m1 'moe loss' <<<"$dense")" \
+  || ok "a dense model logs no moe loss"
+close "$(losses "$dense")" "$(losses "$base")" 1e-4 && bad "MoE changes the losses" "same as dense" \
+  || ok "MoE changes the losses"
+[ "$(losses "$(run "${moe[@]}")")" = "$(losses "$base")" ] && ok "the same --seed: the same run, bit for bit" \
+  || bad "the same --seed: the same run" "differs"
+trains "top-1 (Random Token Selection)" "$(run --num-experts 4 --moe-loss-coeff 0.01)"
+trains "top-3 of 4" "$(run --num-experts 4 --topk 3 --moe-loss-coeff 0.01)"
+nodrop=$(run "${moe[@]}" --disable-moe-token-dropping --moe-train-capacity-factor 0.5)
+drop=$(run "${moe[@]}" --moe-train-capacity-factor 0.5)
+trains "--disable-moe-token-dropping" "$nodrop"
+close "$(losses "$nodrop")" "$(losses "$drop")" 1e-6 && bad "no dropping differs from dropping at capacity factor 0.5" "same" \
+  || ok "no dropping differs from dropping at capacity factor 0.5"
+trains "Residual MoE with a pyramid (--num-experts 2 4 --expert-interval 1 --mlp-type residual)" \
+  "$(run --num-experts 2 2 4 4 --expert-interval 1 --mlp-type residual --moe-loss-coeff 0.01)"
+trains "--noisy-gate-policy Jitter" "$(run --num-experts 4 --moe-loss-coeff 0.01 --noisy-gate-policy Jitter)"
+trains "--noisy-gate-policy RSample" "$(run --num-experts 4 --moe-loss-coeff 0.01 --noisy-gate-policy RSample)"
+trains "--bf16" "$(run "${moe[@]}" --bf16)"
+
+# 2. resume bit for bit, the experts in the checkpoint
+mkdir -p "$tmp/ck"
+run "${moe[@]}" --save "$tmp/ck" --save-interval 6 --exit-interval 6 >"$tmp/save.log"
+res=$(run "${moe[@]}" --load "$tmp/ck" --save "$tmp/ck" --save-interval 100)
+a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$res") am=$(moel "$base" | cut -d' ' -f7-12) bm=$(moel "$res")
+[ -n "$b" ] && [ "$(echo $a)" = "$(echo $b)" ] && [ "$(echo $am)" = "$(echo $bm)" ] \
+  && ok "a checkpoint at 6 resumed to 12: lm and moe losses bit for bit" \
+  || bad "resume bit for bit" "uninterrupted '$a' / '$am'; resumed '$b' / '$bm'"
+names=$("$inspect" "$tmp/ck" --tag global_step6 2>&1 | grep -c "deepspeed_moe")
+want=$((2 * (1 + 4 * 4)))
+[ "$names" = "$want" ] && ok "the checkpoint holds the 2 routers and 2 x 4 experts' 4 tensors under DeepSpeed's names ($names)" \
+  || bad "the experts in the checkpoint" "$names datasets named deepspeed_moe, want $want"
+tools=$(dirname "$bin")
+z=$("$tools/zero_to_fp32" "$tmp/ck" "$tmp/fp32" 2>&1)
+n=$(grep -oE "with [0-9]+ params" <<<"$z" | grep -oE "[0-9]+")
+[ "$n" = $((2 + 4 * 12 + 2 + 2 * (1 + 4 * 4 - 4))) ] && ok "zero_to_fp32 writes every parameter, the experts included ($n)" \
+  || bad "zero_to_fp32 of an MoE checkpoint" "$z"
+out=$("$tools/export_hf" "$tmp/ck" "$tmp/hf" 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -qF "belongs to an MoE layer" <<<"$out" && [ ! -e "$tmp/hf" ] \
+  && ok "export_hf refuses an MoE checkpoint (GPT2LMHeadModel has no experts), writing nothing" \
+  || bad "export_hf of an MoE checkpoint" "rc=$rc $(tail -1 <<<"$out")"
+
+# 3. recompute and the data-parallel layouts
+same "--checkpoint-activations = without" "$base" "$(run "${moe[@]}" --checkpoint-activations)" 1e-6
+if command -v mpirun >/dev/null; then
+  same "DP=2 = one process" "$base" "$(mpirun_n 2 "${moe[@]}")" 1e-5
+  for z in 0 2 3; do
+    printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": %d}}\n' "$z" \
+      >"$tmp/z$z.json"
+  done
+  ds0=$(run "${moe[@]}" --deepspeed --deepspeed_config "$tmp/z0.json")
+  for z in 2 3; do
+    same "ZeRO-$z at DP=2 = one process" "$ds0" "$(mpirun_n 2 "${moe[@]}" --deepspeed --deepspeed_config "$tmp/z$z.json")" 1e-5
+  done
+  for f in tensor pipeline; do
+    out=$(mpirun_n 2 --num-experts 4 --$f-model-parallel-size 2); rc=$?
+    [ $rc -ne 0 ] && grep -qF -- "--$f-model-parallel-size 2 with MoE layers: not supported" <<<"$out" \
+      && ! grep -q "^ iteration" <<<"$out" && ok "refused: $f parallelism with MoE (2 ranks)" \
+      || bad "refused: $f parallelism with MoE" "rc=$rc $(grep -m2 -i error <<<"$out")"
+  done
+else
+  echo "SKIP the data-parallel layouts: mpirun not found"
+fi
+
+# 4. refusals before any work
+expect_error() { # NAME MESSAGE ARGS...: exit 1, the message, no iteration and no model built
+  local out rc
+  out=$(run "${@:3}"); rc=$?
+  if [ $rc -ne 0 ] && grep -qF -- "$2" <<<"$out" && ! grep -q "^ iteration\|building GPT model" <<<"$out"; then ok "refused: $1"
+  else bad "refused: $1" "rc=$rc; want: $2; got: $(grep -m2 -i error <<<"$out")"; fi
+}
+expect_error "a --num-experts list of the wrong length" "--num-experts has 3 values: num_experts must be either a single value or a list of the same length as the number of MoE layers (2: --num-layers 4 / --expert-interval 2)" \
+  --num-experts 2 2 4
+expect_error "--topk above the experts" "--topk 3: an MoE layer has only 2 experts to route a token to" --num-experts 2 --topk 3
+expect_error "experts not divisible by the expert-parallel size" "layer 2 has 3 experts, not divisible by --moe-expert-parallel-size 2" \
+  --num-experts 3 --moe-expert-parallel-size 2
+expect_error "expert parallelism (lands with the all-to-all)" "--moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all" \
+  --num-experts 4 --moe-expert-parallel-size 2
+expect_error "fewer tokens than --moe-min-capacity (DeepSpeed's assert)" "--micro-batch-size 2 x --seq-length 64 = 128 tokens per MoE layer, fewer than --moe-min-capacity 200" \
+  --num-experts 4 --moe-min-capacity 200
+expect_error "a capacity factor of 0" "--moe-train-capacity-factor 0 / --moe-eval-capacity-factor 1: must be > 0" \
+  --num-experts 4 --moe-train-capacity-factor 0
+expect_error "an unknown --noisy-gate-policy" "Jiter" --num-experts 4 --noisy-gate-policy Jiter
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "flops_profiler": {"enabled": true, "profile_step": 2}}\n' \
+  >"$tmp/fp.json"
+expect_error "the flops profiler (its tree counts the dense MLP)" "with MoE layers (--num-experts above 1) is not supported yet" \
+  --num-experts 4 --deepspeed --deepspeed_config "$tmp/fp.json"
+printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n' >"$tmp/vocab.txt"
+out=$(timeout 120 "$bert" "${tiny[@]/--mock-data/--vocab-file=$tmp/vocab.txt}" --data-path "$tmp/none" --num-experts 4 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -qF "MoE layers in bert are not supported" <<<"$out" && ok "refused: MoE in pretrain_bert" \
+  || bad "refused: MoE in pretrain_bert" "rc=$rc $(grep -m2 -i error <<<"$out")"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
