@@ -409,7 +409,8 @@ static const flag k_flags[] = {
   {"--use-tutel", F_TRUE, OFF(use_tutel), NULL, MOE, "False",
    "Tutel's top-1 dispatch kernels: recorded (DeepSpeed falls back to its own dispatch without tutel; same results)."},
   {"--enable-expert-tensor-parallelism", F_TRUE, OFF(enable_expert_tensor_parallelism), NULL, MOE, "False",
-   "Tensor parallelism inside experts: recorded (MoE runs with one tensor-parallel rank)."},
+   "Tensor parallelism inside experts: recorded (every tensor-parallel rank computes the whole MoE layer, DeepSpeed's "
+   "results either way)."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -742,9 +743,6 @@ static void check_moe_layers(const zt_args *a, int min_e, int max_e) {
   zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: placing the experts "
            "on ranks needs the expert all-to-all, which zerotron does not have yet (%s); 1 runs every expert in every "
            "data-parallel rank, as DeepSpeed does with ep_size 1", a->moe_expert_parallel_size, ep_work);
-  zt_check(a->tensor_model_parallel_size == 1, "unsupported argument", "--tensor-model-parallel-size %d with MoE layers: "
-           "not supported yet (the experts' tensor parallelism, issue 18); the MoE scripts run with "
-           "--tensor-model-parallel-size 1", a->tensor_model_parallel_size);
   zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "--pipeline-model-parallel-size %d with MoE "
            "layers: not supported (Megatron-DeepSpeed's MoE scripts use --no-pipeline-parallel, \"Currently we don't "
            "support PP for MoE\"); use 1", a->pipeline_model_parallel_size);

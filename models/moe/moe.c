@@ -29,6 +29,7 @@ typedef struct {
   void **dfc_w, **dfc_b, **dproj_w, **dproj_b;
   void *coef_w, *coef_b, *dcoef_w, *dcoef_b;   /* residual */
   zt_ffn mlp;                                  /* residual: the dense branch */
+  zt_tp tp1;                                   /* one tensor-parallel rank on the model's backend: the experts' */
   /* activations of up to M = k N slots (this layer's, kept for its backward) */
   void *fc, *gelu;                             /* [M, FFN] */
   void *y;                                     /* [M, C] the experts' outputs */
@@ -78,6 +79,19 @@ static char *join(char *buf, size_t n, const char *prefix, const char *what) {
   return buf;
 }
 
+/* With tensor parallelism the MoE layer runs whole on every rank (DeepSpeed's experts are not sliced without
+ * --enable-expert-tensor-parallelism): the experts' configuration has the full FFN and one tensor-parallel rank. */
+static zt_block_config expert_cfg(moe_layer *m, const zt_block_config *cfg) {
+  zt_block_config e = *cfg;
+  m->tp1 = (zt_tp){.size = 1, .be = cfg->tp->be, .dt = cfg->tp->dt};
+  e.FFN = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1);
+  e.tp = &m->tp1;
+  return e;
+}
+
+/* The rows the layer computes: every token of the micro batch (with --sequence-parallel N is this rank's share). */
+static int all_rows(const zt_block_config *cfg, int N) { return zt_tp_sp(cfg->tp) ? N * cfg->tp->size : N; }
+
 static void add_mlp(zt_param_table *t, const char *pre, const zt_block_config *cfg, int64_t ffn) {
   char name[200];
   const int64_t w1[2] = {ffn, cfg->C}, b1[1] = {ffn}, w2[2] = {cfg->C, ffn}, b2[1] = {cfg->C};
@@ -93,8 +107,10 @@ static void expert_prefix(char *buf, size_t n, const char *prefix, int e) {
   snprintf(buf, n, "%s.deepspeed_moe.experts.deepspeed_experts.%d", prefix, e);
 }
 
-static void moe_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *cfg) {
-  const moe_layer *m = self->state;
+static void moe_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *tcfg) {
+  moe_layer *m = self->state;
+  const zt_block_config ecfg = expert_cfg(m, tcfg), *cfg = &ecfg;
+  const int first_param = t->count;
   char name[200];
   const float bound = 1.0f / sqrtf((float)cfg->C); /* nn.Linear's default init: U(-1/sqrt(C), 1/sqrt(C)) */
   const int64_t wg[2] = {m->E, cfg->C};
@@ -114,6 +130,9 @@ static void moe_register(const zt_ffn *self, zt_param_table *t, const char *pref
     zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.weight"), 2, cw, ZT_INIT_UNIFORM, bound, 0, -1);
     zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.bias"), 1, cb, ZT_INIT_UNIFORM, bound, 1, -1);
   }
+  /* every rank computes the layer over all tokens (gathered under --sequence-parallel): the gradients are whole on
+   * each tensor-parallel rank, not partial sums to add over the group */
+  for (int i = first_param; i < t->count; i++) t->params[i].seq_parallel = 0;
 }
 
 static void moe_bind(zt_ffn *self, const zt_param_table *t, const char *prefix, void *params, void *grads, size_t es) {
@@ -152,9 +171,10 @@ static void host_free(moe_layer *m) {
   m->planned = 0;
 }
 
-static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config *cfg, int N) {
+static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config *tcfg, int Nl) {
   moe_layer *m = self->state;
-  zt_check(!zt_tp_on(cfg->tp), "internal error", "MoE layer %d with tensor parallelism", m->layer);
+  const zt_block_config ecfg = expert_cfg(m, tcfg), *cfg = &ecfg;
+  const int N = all_rows(tcfg, Nl);
   const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C;
   m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
   m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
@@ -189,8 +209,14 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
   m->planned = N;
 }
 
-static size_t moe_scratch_bytes(const zt_ffn *self, const zt_block_config *cfg, int N) {
-  return carve(NULL, NULL, self->state, cfg, N);
+/* The scratch: carve()'s for all NF rows, then with --sequence-parallel the gathered input, the whole output (then
+ * its gradient) and the whole input gradient [NF, C] each. */
+static size_t moe_scratch_bytes(const zt_ffn *self, const zt_block_config *tcfg, int Nl) {
+  moe_layer *m = self->state;
+  const zt_block_config ecfg = expert_cfg(m, tcfg);
+  const int NF = all_rows(tcfg, Nl);
+  const size_t sp = zt_tp_sp(tcfg->tp) ? 3 * align64((size_t)NF * tcfg->C * zt_dtype_size(zt_block_dt(tcfg))) : 0;
+  return carve(NULL, NULL, m, &ecfg, NF) + sp;
 }
 
 /* Row r = b T + t of a [B, T] micro batch is token s = t B + b of the gate. */
@@ -226,9 +252,8 @@ static const float *router_weight(moe_layer *m, moe_scratch *sc, const zt_block_
   return sc->wg32;
 }
 
-static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
-                         int N, void *scratch) {
-  moe_layer *m = self->state;
+static float core_forward(moe_layer *m, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
+                          int N, void *scratch) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const size_t es = zt_dtype_size(dt);
@@ -309,9 +334,8 @@ static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
   return (float)m->g.aux;
 }
 
-static void moe_backward(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
-                         const zt_pass *pass, int N, void *scratch, float aux_grad) {
-  moe_layer *m = self->state;
+static void core_backward(moe_layer *m, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
+                          const zt_pass *pass, int N, void *scratch, float aux_grad) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const size_t es = zt_dtype_size(dt);
@@ -393,6 +417,49 @@ static void moe_backward(zt_ffn *self, void *dinp, const void *dout, const void 
     be->convert(sc.disp, dt, sc.dx32, ZT_DTYPE_FP32, (size_t)N * C);
     be->accumulate(dt, dinp, sc.disp, (size_t)N * C);
   }
+}
+
+/* The whole-layer rows of --sequence-parallel after carve()'s scratch: x [NF, C], y (then dy) [NF, C], dx [NF, C]. */
+static void *sp_buf(moe_layer *m, const zt_block_config *tcfg, void *scratch, int NF, int which) {
+  const zt_block_config ecfg = expert_cfg(m, tcfg);
+  const size_t part = align64((size_t)NF * tcfg->C * zt_dtype_size(zt_block_dt(tcfg)));
+  return (char *)scratch + carve(NULL, NULL, m, &ecfg, NF) + (size_t)which * part;
+}
+
+static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
+                         int N, void *scratch) {
+  moe_layer *m = self->state;
+  const zt_block_config ecfg = expert_cfg(m, cfg);
+  if (!zt_tp_sp(cfg->tp)) return core_forward(m, out, inp, &ecfg, pass, N, scratch);
+  /* --sequence-parallel: the layer over all tokens, then this rank's rows */
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int NF = all_rows(cfg, N);
+  const size_t row = (size_t)cfg->C * zt_dtype_size(dt);
+  void *x = sp_buf(m, cfg, scratch, NF, 0), *y = sp_buf(m, cfg, scratch, NF, 1);
+  be->copy(x, zt_tp_gather(cfg->tp, inp, N, cfg->C), (size_t)NF * row);
+  const float aux = core_forward(m, y, x, &ecfg, pass, NF, scratch);
+  be->copy(out, (char *)y + (size_t)zt_tp_row0(cfg->tp, NF) * row, (size_t)N * row);
+  return aux;
+}
+
+static void moe_backward(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
+                         const zt_pass *pass, int N, void *scratch, float aux_grad) {
+  moe_layer *m = self->state;
+  const zt_block_config ecfg = expert_cfg(m, cfg);
+  if (!zt_tp_sp(cfg->tp)) {
+    core_backward(m, dinp, dout, inp, &ecfg, pass, N, scratch, aux_grad);
+    return;
+  }
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int NF = all_rows(cfg, N);
+  const size_t row = (size_t)cfg->C * zt_dtype_size(dt);
+  void *x = sp_buf(m, cfg, scratch, NF, 0), *dy = sp_buf(m, cfg, scratch, NF, 1), *dx = sp_buf(m, cfg, scratch, NF, 2);
+  be->copy(x, zt_tp_gather(cfg->tp, inp, N, cfg->C), (size_t)NF * row);
+  be->copy(dy, zt_tp_gather(cfg->tp, dout, N, cfg->C), (size_t)NF * row);
+  core_backward(m, dx, dy, x, &ecfg, pass, NF, scratch, aux_grad);
+  be->copy(dinp, (char *)dx + (size_t)zt_tp_row0(cfg->tp, NF) * row, (size_t)N * row);
 }
 
 static void moe_destroy(zt_ffn *self) {

@@ -11,8 +11,9 @@
  * Random numbers (Random Token Selection's priorities, top-2's Gumbel sampling, the noisy gate policies) are Philox
  * draws keyed by (seed, global sample, position, layer), so they do not depend on the micro batch layout or backend.
  *
- * One expert-parallel rank for now: all experts of a layer live in every process (tensor and pipeline parallelism
- * with MoE are refused by the argument parser, expert parallelism lands with its all-to-all). docs/moe.md. */
+ * One expert-parallel rank for now: all experts of a layer live in every process; with tensor parallelism every rank
+ * computes the whole layer (pipeline parallelism with MoE is refused by the argument parser, expert parallelism lands
+ * with its all-to-all). docs/moe.md. */
 #ifndef ZT_MOE_H
 #define ZT_MOE_H
 

@@ -5,7 +5,8 @@
 #      changes the losses; the same --seed is the same run; top-1, top-2, top-3, no dropping, Residual MoE with a
 #      pyramid (--num-experts 2 4 at --expert-interval 1), the noisy gate policies and --bf16 train;
 #   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names;
-#   3. full recompute = without; under mpirun DP=2 and ZeRO-2 / ZeRO-3 at DP=2 = one process (1e-5);
+#   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel
+#      = one process (1e-5), a TP=2 checkpoint resumed in one process;
 #   4. refusals before any work, naming the flag and the numbers.
 # The gate, experts and gradients against PyTorch are tests/parity's moe_parity.
 # Usage: test_moe_train.sh PRETRAIN_GPT PRETRAIN_BERT INSPECT_CHECKPOINT
@@ -99,12 +100,20 @@ if command -v mpirun >/dev/null; then
   for z in 2 3; do
     same "ZeRO-$z at DP=2 = one process" "$ds0" "$(mpirun_n 2 "${moe[@]}" --deepspeed --deepspeed_config "$tmp/z$z.json")" 1e-5
   done
-  for f in tensor pipeline; do
-    out=$(mpirun_n 2 --num-experts 4 --$f-model-parallel-size 2); rc=$?
-    [ $rc -ne 0 ] && grep -qF -- "--$f-model-parallel-size 2 with MoE layers: not supported" <<<"$out" \
-      && ! grep -q "^ iteration" <<<"$out" && ok "refused: $f parallelism with MoE (2 ranks)" \
-      || bad "refused: $f parallelism with MoE" "rc=$rc $(grep -m2 -i error <<<"$out")"
-  done
+  same "TP=2 (every rank the whole MoE layer) = one process" "$base" \
+    "$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2)" 1e-5
+  same "TP=2 with --sequence-parallel (tokens gathered for the gate) = one process" "$base" \
+    "$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2 --sequence-parallel)" 1e-5
+  mkdir -p "$tmp/tp"
+  mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2 --save "$tmp/tp" --save-interval 6 --exit-interval 6 >/dev/null
+  r1=$(run "${moe[@]}" --load "$tmp/tp")
+  a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$r1")
+  [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a TP=2 checkpoint at 6 resumed in one process to 12 = the uninterrupted run (1e-5)" \
+    || bad "TP=2 checkpoint resumed in one process" "'$a' vs '$b'"
+  out=$(mpirun_n 2 --num-experts 4 --pipeline-model-parallel-size 2); rc=$?
+  [ $rc -ne 0 ] && grep -qF -- "--pipeline-model-parallel-size 2 with MoE layers: not supported" <<<"$out" \
+    && ! grep -q "^ iteration" <<<"$out" && ok "refused: pipeline parallelism with MoE (2 ranks)" \
+    || bad "refused: pipeline parallelism with MoE" "rc=$rc $(grep -m2 -i error <<<"$out")"
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
