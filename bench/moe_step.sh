@@ -4,7 +4,8 @@
 # dense, MoE, dense, MoE ... (ROUNDS pairs, each ITERS iterations on --mock-data), each run's time per iteration is the
 # median of its logged iterations after the first two, and the ratio MoE / dense is taken pair by pair (its median is
 # the figure; a target of at most 1.3). Also the tokens the capacity dropped (the "> MoE:" line of the MoE runs).
-# Two placements: Megatron-DeepSpeed's default --expert-interval 2 (MoE in every second layer) and every layer.
+# Three variants: Megatron-DeepSpeed's default --expert-interval 2 (MoE in every second layer), every layer, and every
+# layer without token dropping (every token computed: the MoE layer's whole cost against the dense MLP's).
 #   bench/moe_step.sh [ROUNDS] [ITERS]        (default 3 pairs of 8 iterations)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,17 +22,19 @@ per_iter() { # LOG: the median elapsed ms of the iterations after the first two
   grep -E "^ iteration " "$1" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' | tail -n +3 |
     sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-for interval in 2 1; do
+for variant in "2" "1" "1 --disable-moe-token-dropping"; do
+  interval=${variant%% *} extra=()
+  [ "$variant" != "$interval" ] && extra=(${variant#* })
   ratios=() dense_ms=() moe_ms=()
   for r in $(seq "$rounds"); do
     ./build/bin/pretrain_gpt "${shape[@]}" >"$tmp/dense.log" 2>&1
     ./build/bin/pretrain_gpt "${shape[@]}" --num-experts 8 --expert-interval "$interval" --moe-loss-coeff 0.01 \
-      >"$tmp/moe.log" 2>&1
+      "${extra[@]}" >"$tmp/moe.log" 2>&1
     d=$(per_iter "$tmp/dense.log") m=$(per_iter "$tmp/moe.log")
     dense_ms+=("$d") moe_ms+=("$m") ratios+=("$(awk -v a="$m" -v b="$d" 'BEGIN { printf "%.3f", a / b }')")
   done
   med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-  echo "--expert-interval $interval: dense $(med "${dense_ms[@]}") ms/iteration, MoE $(med "${moe_ms[@]}") ms/iteration;" \
+  echo "--expert-interval $variant: dense $(med "${dense_ms[@]}") ms/iteration, MoE $(med "${moe_ms[@]}") ms/iteration;" \
        "MoE / dense $(med "${ratios[@]}") (pairs: ${ratios[*]}; target <= 1.3)"
   echo "  $(grep -m1 '^> MoE:' "$tmp/moe.log" | sed 's/^> //')"
 done

@@ -5,10 +5,10 @@
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
 # is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (MoE with experts, the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other
+# (MoE with expert parallelism, the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other
 # Llama variants) must be refused naming that work, before anything is written (family "refused").
 #
-# usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense,
+# usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, data_efficiency_ltd,
 #        refused)
 set -u
@@ -220,17 +220,20 @@ megatron_checkpointing() {
   tb_written megatron_checkpointing "$tensorboard_path" "lm loss" "learning-rate"
 }
 
-# ---- examples_deepspeed/MoE/ds_pretrain_gpt_350M_dense.sh (EP_SIZE=1: the dense model of the MoE scripts) ----
-moe_dense() {
+# ---- examples_deepspeed/MoE/ds_pretrain_gpt_{350M_dense,125M_MoE64}.sh: the MoE scripts' shared options block with
+# EP_SIZE experts (1: the dense model; 64: MoE64, on one GPU, so EP_PARALLEL_SIZE = NUM_GPUS = 1) ----
+# moe_script NAME EP_SIZE
+moe_script() {
+  local name=$1 EP_SIZE=$2
   SEQ_LEN=64 NUM_LAYERS=2 HIDDEN_SIZE=64 NUM_ATTN_HEADS=4 GLOBAL_BATCH_SIZE=8 LR=3.0e-4 MIN_LR=3.0e-5
   TRAIN_TOKENS=$((8 * 64 * 6)) TRAIN_SAMPLES=$((8 * 64 * 6 * 3 / 64)) EXIT_DURATION=30000000
-  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1 NUM_GPUS=1 EP_SIZE=1
+  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1 NUM_GPUS=1
   if [[ $EP_SIZE -gt $NUM_GPUS ]]; then EP_PARALLEL_SIZE=$NUM_GPUS; else EP_PARALLEL_SIZE=$EP_SIZE; fi
   MLC=0.01 MOE_TRAIN_CAP_FACTOR=1.0 MOE_EVAL_CAP_FACTOR=1.0 MOE_MIN_CAP=4 MOE_DROP_TOKEN="true"
   CL_ENABLED="false" CL_START_SEQLEN=16 CL_AVG_SEQLEN=$(((16 + 64) / 2)) CL_TOKENS=$((8 * 64 * 4))
   CL_STEP=$((CL_TOKENS / (GLOBAL_BATCH_SIZE * CL_AVG_SEQLEN)))
   LOG_INTERVAL=1 EVAL_ITERS=1 EVAL_INTERVAL=3 SAVE_INTERVAL=1000 INIT_STD=0.014 ACTIVATION_CHECKPOINT="true"
-  TENSORBOARD_DIR="$tmp/tensorboard/moe_dense"
+  TENSORBOARD_DIR="$tmp/tensorboard/$name"
   mkdir -p "$TENSORBOARD_DIR"
   data_options="--mock-data --data-impl mmap"
   megatron_options=" \
@@ -278,7 +281,7 @@ moe_dense() {
   if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then megatron_options="${megatron_options} --checkpoint-activations"; fi
   if [[ $EP_SIZE -gt 1 ]]; then megatron_options="${megatron_options} --create-moe-param-group"; fi
   if [ "${MOE_DROP_TOKEN}" = "false" ]; then megatron_options="${megatron_options} --disable-moe-token-dropping"; fi
-  config_json="ds_config_gpt_moe_dense.json"
+  config_json="ds_config_gpt_$name.json"
   sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "$here/templates/MoE_ds_config_gpt_TEMPLATE.json" \
     | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
     | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
@@ -298,8 +301,17 @@ moe_dense() {
   if [[ $EP_SIZE -gt 1 ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
   if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
   # shellcheck disable=SC2086
-  resumes moe_dense_350M 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
-  tb_written moe_dense_350M "$TENSORBOARD_DIR" "lm loss" "batch-size"
+  resumes "$name" 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  tb_written "$name" "$TENSORBOARD_DIR" "lm loss" "batch-size"
+}
+moe_dense() { moe_script moe_dense_350M 1; }
+# MoE64: layer 2 of 2 holds 64 experts (--expert-interval 2), top-1, capacity 4 of 256 tokens; the log line's moe loss
+moe_experts() {
+  moe_script moe_125M_MoE64 64
+  local m
+  m=$(grep -E "^ iteration " <<<"$last" | grep -oE "moe loss: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' ')
+  [ "$(wc -w <<<"$m")" -ge 5 ] && awk -v m="$m" 'BEGIN { n = split(m, x, " "); for (i = 1; i <= n; i++) if (!(x[i] > 0 && x[i] < 1)) exit 1 }' \
+    && ok "moe_125M_MoE64: 64 experts train, the log line's moe loss ($m)" || bad "moe_125M_MoE64: moe loss" "'$m'"
 }
 
 # ---- examples_deepspeed/MoE/ds_pretrain_gpt_125M_dense_cl.sh (the dense 125M with CL_ENABLED="true") ----
@@ -895,7 +907,7 @@ EOT
 }
 
 case "$family" in
-  rebase | megatron_checkpointing | moe_dense | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
+  rebase | megatron_checkpointing | moe_dense | moe_experts | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
   | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;
