@@ -601,6 +601,38 @@ void zt_batch_sendrecv(const zt_group *g, const zt_p2p_op *ops, int n) {
   }
 }
 
+/* Pairwise exchange: at step k this rank sends its block for (me + k) % p and receives the block of
+ * (me - k + p) % p, so every step pairs each rank with one sender and one receiver (no rank is flooded) and each
+ * block goes in messages of at most the chunk size (xfer). The own block is a local copy. */
+static void alltoall_impl(const zt_group *g, const char *op, zt_dtype dt, const void *send, size_t n_per_rank,
+                          void *recv) {
+  need_init(op);
+  const int p = g ? g->size : 1, me = g ? g->rank : 0;
+  const size_t es = zt_dtype_size(dt), blk = n_per_rank * es, total = blk * (size_t)p;
+  if (n_per_rank == 0) return;
+  zt_check(send && recv, "comm", "%s: NULL buffer for %zu %s per rank on %s", op, n_per_rank, elems(dt),
+           g ? g->desc : "no group (a copy)");
+  const uintptr_t s0 = (uintptr_t)send, r0 = (uintptr_t)recv;
+  zt_check(s0 + total <= r0 || r0 + total <= s0, "comm", "%s on %s: send and recv overlap (%zu bytes each, %zu %s "
+           "per rank); an all-to-all cannot run in place", op, g ? g->desc : "no group", total, n_per_rank, elems(dt));
+  if (!g) { /* no group: this rank alone, host memory (a device copy needs a group with an NCCL communicator) */
+    zt_check(!zt_nccl_on_device(send) && !zt_nccl_on_device(recv), "comm", "%s without a group on device buffers: "
+             "pass a group (one of a single rank is fine) that has an NCCL communicator", op);
+    memcpy(recv, send, blk);
+    return;
+  }
+  if (on_nccl(g, send)) {
+    zt_nccl_alltoall(g->nccl, g->desc, send, recv, blk);
+    return;
+  }
+  memcpy((char *)recv + blk * (size_t)me, (const char *)send + blk * (size_t)me, blk);
+  for (int k = 1; k < p; k++) {
+    const int dst = (me + k) % p, src = (me - k + p) % p;
+    xfer(g, op, (const char *)send + blk * (size_t)dst, blk, dst, (char *)recv + blk * (size_t)src, blk, src,
+         TAG_COLL);
+  }
+}
+
 static void barrier_impl(const zt_group *g) {
   check_group(g, "zt_barrier");
   wait_on("zt_barrier", g, -1);
@@ -619,7 +651,7 @@ static void barrier_impl(const zt_group *g) {
       double t0_ = zt_now(); \
       call; \
       if (g_nccl) zt_nccl_sync(); \
-      zt_comms_logger_record((op), (bytes), 1e3 * (zt_now() - t0_), zt_group_size(g)); \
+      zt_comms_logger_record((op), (bytes), 1e3 * (zt_now() - t0_), (g) ? zt_group_size(g) : 1); \
     } else { \
       call; \
     } \
@@ -652,6 +684,12 @@ void zt_allgather_f32(const zt_group *g, const float *send, size_t n_per_rank, f
 void zt_allgather(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv) {
   ZT_LOGGED("all_gather", n_per_rank * zt_dtype_size(dt), g,
             allgather_impl(g, "zt_allgather", dt, send, n_per_rank, recv));
+}
+/* DeepSpeed's sharded_moe _AllToAll calls dist.all_to_all_single(output, input): logged as all_to_all_single with
+ * its input tensor (every rank's blocks) as the message size. */
+void zt_alltoall(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv) {
+  ZT_LOGGED("all_to_all_single", n_per_rank * zt_dtype_size(dt) * (size_t)(g ? g->size : 1), g,
+            alltoall_impl(g, "zt_alltoall", dt, send, n_per_rank, recv));
 }
 void zt_reduce_scatter_sum_f32(const zt_group *g, const float *send, size_t n_per_rank, float *recv) {
   ZT_LOGGED("reduce_scatter", n_per_rank * sizeof(float) * (size_t)(g ? g->size : 1), g,

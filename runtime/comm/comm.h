@@ -1,5 +1,5 @@
 /* Collective communication: start-up, process groups and the collectives the parallel layers need (allreduce,
- * allgather, reduce-scatter, broadcast, point-to-point, barrier), over MPI for CPU buffers and over NCCL for
+ * allgather, reduce-scatter, all-to-all, broadcast, point-to-point, barrier), over MPI for CPU buffers and over NCCL for
  * device buffers (zt_comm_enable_nccl).
  * Every MPI failure ends the job through zt_fatal naming the operation, the group and the sizes. */
 #ifndef ZT_COMM_H
@@ -79,6 +79,13 @@ void zt_barrier(const zt_group *g);
 void zt_allreduce_sum(const zt_group *g, zt_dtype dt, void *buf, size_t n);
 void zt_allreduce_max(const zt_group *g, zt_dtype dt, void *buf, size_t n);
 void zt_allgather(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv);
+/* recv[r * n_per_rank + i] = send[me * n_per_rank + i] of group rank r: block r of this rank's send goes to rank r,
+ * and recv's block r comes from rank r (MPI_Alltoall / torch's all_to_all_single with equal splits: DeepSpeed MoE's
+ * token dispatch to the experts and back). send and recv hold size * n_per_rank elements each and must not overlap.
+ * Any dtype (moves bytes). Host buffers: a pairwise exchange over MPI_Sendrecv (step k sends to me+k, receives from
+ * me-k), each block in messages of at most the chunk size. A NULL group (no expert-parallel group: this rank alone)
+ * copies send to recv in host memory. */
+void zt_alltoall(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv);
 void zt_reduce_scatter_sum(const zt_group *g, zt_dtype dt, const void *send, size_t n_per_rank, void *recv);
 void zt_send(const zt_group *g, zt_dtype dt, const void *buf, size_t n, int dst);
 void zt_recv(const zt_group *g, zt_dtype dt, void *buf, size_t n, int src);

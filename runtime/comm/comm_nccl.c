@@ -96,6 +96,17 @@ void zt_nccl_broadcast(zt_nccl *c, const char *desc, void *buf, size_t bytes, in
   check(ncclBroadcast(buf, buf, bytes, ncclUint8, root, c->comm, stream()), "ncclBroadcast", desc);
 }
 
+void zt_nccl_alltoall(zt_nccl *c, const char *desc, const void *send, void *recv, size_t block_bytes) {
+  check(ncclGroupStart(), "ncclGroupStart", desc);
+  for (int r = 0; r < c->size; r++) {
+    check(ncclSend((const char *)send + block_bytes * (size_t)r, block_bytes, ncclUint8, r, c->comm, stream()),
+          "ncclSend", desc);
+    check(ncclRecv((char *)recv + block_bytes * (size_t)r, block_bytes, ncclUint8, r, c->comm, stream()),
+          "ncclRecv", desc);
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd", desc);
+}
+
 void zt_nccl_p2p(zt_nccl *c, const char *desc, const zt_p2p_op *ops, int n) {
   check(ncclGroupStart(), "ncclGroupStart", desc);
   for (int i = 0; i < n; i++) {

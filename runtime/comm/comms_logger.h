@@ -2,7 +2,8 @@
  * runtime/comm: every collective, when enabled, records (op name, message size, latency); verbose prints
  * one line per op on rank 0, zt_comms_logger_log_summary prints DeepSpeed's summary table (rank 0).
  * Op names and message sizes are DeepSpeed's: all_reduce (the buffer), all_gather (one rank's input),
- * reduce_scatter (the whole input), broadcast (the buffer), send / recv (the buffer), barrier (0 B). */
+ * reduce_scatter (the whole input), all_to_all_single (the whole input), broadcast (the buffer), send / recv (the
+ * buffer), barrier (0 B). */
 #ifndef ZT_COMMS_LOGGER_H
 #define ZT_COMMS_LOGGER_H
 

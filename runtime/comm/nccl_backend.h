@@ -29,6 +29,9 @@ void zt_nccl_reduce_scatter(zt_nccl *c, const char *desc, const void *send, void
                             zt_nccl_type t);
 void zt_nccl_reduce(zt_nccl *c, const char *desc, float *buf, size_t n, int root);
 void zt_nccl_broadcast(zt_nccl *c, const char *desc, void *buf, size_t bytes, int root);
+/* All-to-all of equal blocks of block_bytes: one ncclSend and one ncclRecv per rank (itself included) in one group
+ * call, NCCL's documented all-to-all. */
+void zt_nccl_alltoall(zt_nccl *c, const char *desc, const void *send, void *recv, size_t block_bytes);
 /* Sends and receives (each in its op's dt) in one NCCL group call (ncclGroupStart/End): batch_isend_irecv. */
 void zt_nccl_p2p(zt_nccl *c, const char *desc, const zt_p2p_op *ops, int n);
 

@@ -53,6 +53,46 @@ static double ring_sum_f64(const int *m, int p, size_t n, size_t i, int salt) {
   return acc;
 }
 
+/* All-to-all payload: a code of (sender's world rank, destination's world rank, index), bit-exact in both types
+ * (fp32: an integer below 2^24; the 2-byte type: raw bits, moved as bytes). */
+static uint32_t a2a_code(int sender, int dest, size_t i) {
+  uint64_t x = (uint64_t)(sender + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(dest + 1) * 0xD6E8FEB86659FD93ull ^
+               (uint64_t)(i + 1) * 0xC2B2AE3D27D4EB4Full;
+  x ^= x >> 29; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 32;
+  return (uint32_t)x;
+}
+static void a2a_fill(zt_dtype dt, void *buf, size_t at, int sender, int dest, size_t i) {
+  if (dt == ZT_DTYPE_FP32) ((float *)buf)[at] = (float)(a2a_code(sender, dest, i) >> 8);
+  else ((uint16_t *)buf)[at] = (uint16_t)a2a_code(sender, dest, i);
+}
+static int a2a_is(zt_dtype dt, const void *buf, size_t at, int sender, int dest, size_t i) {
+  if (dt == ZT_DTYPE_FP32) return ((const float *)buf)[at] == (float)(a2a_code(sender, dest, i) >> 8);
+  return ((const uint16_t *)buf)[at] == (uint16_t)a2a_code(sender, dest, i);
+}
+
+/* zt_alltoall on g (members m[0..p-1], this rank m[me]): block d of send is for group rank d, recv's block r must
+ * be what group rank r addressed to this rank, element for element; recv starts poisoned. */
+static void check_alltoall(const zt_group *g, const int *m, int p, int me, size_t n, zt_dtype dt, const char *name) {
+  const size_t es = zt_dtype_size(dt);
+  unsigned char *snd = malloc(n * p * es + 1), *rcv = malloc(n * p * es + 1);
+  for (int d = 0; d < p; d++)
+    for (size_t i = 0; i < n; i++) a2a_fill(dt, snd, d * n + i, m[me], m[d], i);
+  memset(rcv, 0xA5, n * p * es + 1);
+  zt_alltoall(g, dt, snd, n, rcv);
+  size_t bad = 0, first = 0;
+  for (int r = 0; r < p; r++)
+    for (size_t i = 0; i < n; i++)
+      if (!a2a_is(dt, rcv, r * n + i, m[r], m[me], i) && bad++ == 0) first = r * n + i;
+  CHECK(bad == 0, "%s: alltoall %s n_per_rank=%zu: %zu of %zu elements wrong, first at %zu (block of group rank %zu)",
+        name, zt_dtype_name(dt), n, bad, n * p, first, n ? first / n : 0);
+  CHECK(rcv[n * p * es] == 0xA5, "%s: alltoall %s n_per_rank=%zu wrote past recv", name, zt_dtype_name(dt), n);
+  for (int d = 0; d < p; d++) /* send is left as it was */
+    for (size_t i = 0; i < n; i++)
+      if (!a2a_is(dt, snd, d * n + i, m[me], m[d], i)) { CHECK(0, "%s: alltoall changed send", name); d = p; break; }
+  free(snd);
+  free(rcv);
+}
+
 /* All checks on group g whose members are world ranks m[0..p-1]; me = this rank's index in m. */
 static void check_group_ops(const zt_group *g, const int *m, int p, int me, const char *name) {
   CHECK(zt_group_size(g) == p && zt_group_rank(g) == me, "%s: size %d rank %d, expected %d %d", name,
@@ -162,6 +202,9 @@ static void check_group_ops(const zt_group *g, const int *m, int p, int me, cons
       free(b2);
       CHECK(bad == 0, "%s: batched ring both ways n=%zu: %zu wrong", name, n, bad);
     }
+    /* all-to-all in fp32 and a 2-byte type (the chunk settings of run_all split the larger blocks) */
+    check_alltoall(g, m, p, me, n, ZT_DTYPE_FP32, name);
+    check_alltoall(g, m, p, me, n, ZT_DTYPE_BF16, name);
     zt_barrier(g);
     free(a); free(b); free(d); free(x); free(rv); free(full); free(out); free(bb);
   }
@@ -180,6 +223,12 @@ static void run_all(void) {
     check_group_ops(zt_comm_world(), all, P, R, name);
   }
   zt_comm_set_chunk_bytes((size_t)1 << 30);
+  /* all-to-all without a group: this rank alone, a copy */
+  const int self[1] = {R};
+  for (size_t n = 0; n < 20; n += 19) {
+    check_alltoall(NULL, self, 1, 0, n, ZT_DTYPE_FP32, "no group");
+    check_alltoall(NULL, self, 1, 0, n, ZT_DTYPE_FP16, "no group");
+  }
   /* subgroups: even ranks, odd ranks, pairs, and the world in reverse order */
   int ev[64], od[64], ne = 0, no = 0;
   for (int i = 0; i < P; i++) { if (i % 2) od[no++] = i; else ev[ne++] = i; }
@@ -188,6 +237,14 @@ static void run_all(void) {
   CHECK((ge != NULL) == (R % 2 == 0) && (go != NULL) == (R % 2 == 1), "even/odd membership");
   if (ge) check_group_ops(ge, ev, ne, R / 2, "even ranks");
   if (go) check_group_ops(go, od, no, R / 2, "odd ranks");
+  /* the all-to-all on a subgroup with small chunks too (12 rounds down to 8 bytes: 2 floats, 4 bf16 per message) */
+  zt_comm_set_chunk_bytes(12);
+  for (size_t n = 0; n < 40; n += 13) {
+    if (ge) check_alltoall(ge, ev, ne, R / 2, n, ZT_DTYPE_FP32, "even ranks (chunk 8 bytes)");
+    if (ge) check_alltoall(ge, ev, ne, R / 2, n, ZT_DTYPE_BF16, "even ranks (chunk 8 bytes)");
+    if (go) check_alltoall(go, od, no, R / 2, n, ZT_DTYPE_FP16, "odd ranks (chunk 8 bytes)");
+  }
+  zt_comm_set_chunk_bytes((size_t)1 << 30);
   for (int first = 0; first + 1 < P; first += 2) {
     int pair[2] = {first, first + 1};
     zt_group *gp = zt_group_create(pair, 2);

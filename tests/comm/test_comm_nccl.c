@@ -1,9 +1,11 @@
 /* The NCCL backend of runtime/comm against the MPI backend: every collective and point-to-point call given
  * device buffers (after zt_comm_enable_nccl) returns what the same call returns on host buffers, for the
- * world and a subgroup, odd sizes, in-place allgather and reduce-scatter, n = 0. NCCL sums in its own order, so sums agree to 1e-6 of their magnitude, max and
+ * world and a subgroup, odd sizes, in-place allgather and reduce-scatter, n = 0; the all-to-all also against the
+ * values each sender addressed to this rank. NCCL sums in its own order, so sums agree to 1e-6 of their magnitude, max and
  * copies bit for bit. Needs one GPU per rank (NCCL allows no two ranks of a communicator on one GPU): exits 77
  * (SKIP) with the reason otherwise. Run as a world of 1 and under mpirun by tests/comm/CMakeLists.txt. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,47 @@ static void expect(const char *what, const float *got, const float *want, size_t
   } else if (R == 0) {
     printf("PASS %s (%zu floats, largest difference %.2g)\n", what, n, worst);
   }
+}
+
+/* All-to-all payload: a code of (sender, destination, index) in group ranks; fp32 as an exact integer below 2^24,
+ * the 2-byte type as raw bits. */
+static uint32_t a2a_code(int sender, int dest, size_t i) {
+  uint64_t x = (uint64_t)(sender + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(dest + 1) * 0xD6E8FEB86659FD93ull ^
+               (uint64_t)(i + 1) * 0xC2B2AE3D27D4EB4Full;
+  x ^= x >> 29; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 32;
+  return (uint32_t)x;
+}
+static void a2a_put(zt_dtype dt, void *buf, size_t at, uint32_t code) {
+  if (dt == ZT_DTYPE_FP32) ((float *)buf)[at] = (float)(code >> 8);
+  else ((uint16_t *)buf)[at] = (uint16_t)code;
+}
+
+/* zt_alltoall on device buffers: recv's block r is what group rank r addressed to this rank, bit for bit, and the
+ * same as the MPI backend's result on host buffers. */
+static void alltoall_case(const zt_group *g, const char *name, size_t n, zt_dtype dt) {
+  const int gr = zt_group_rank(g), gp = zt_group_size(g);
+  const size_t es = zt_dtype_size(dt), bytes = n * gp * es;
+  unsigned char *hs = malloc(bytes + 1), *hr = malloc(bytes + 1), *want = malloc(bytes + 1), *got = malloc(bytes + 1);
+  for (int d = 0; d < gp; d++)
+    for (size_t i = 0; i < n; i++) a2a_put(dt, hs, d * n + i, a2a_code(gr, d, i)), a2a_put(dt, want, d * n + i,
+                                                                                              a2a_code(d, gr, i));
+  void *ds = dev_copy(hs, bytes), *dr = zt_cuda_malloc(bytes + 4, "recv");
+  zt_alltoall(g, dt, hs, n, hr);
+  zt_alltoall(g, dt, ds, n, dr);
+  host_copy(got, dr, bytes);
+  unsigned char *hs2 = malloc(bytes + 1);
+  host_copy(hs2, ds, bytes);
+  const int ok = memcmp(got, want, bytes) == 0 && memcmp(hr, want, bytes) == 0 && memcmp(hs2, hs, bytes) == 0;
+  if (!ok) {
+    fails++;
+    fprintf(stderr, "FAIL [rank %d] %s all_to_all %s, %zu per rank: device %s, host %s, device send %s\n", R, name,
+            zt_dtype_name(dt), n, memcmp(got, want, bytes) ? "wrong" : "right", memcmp(hr, want, bytes) ? "wrong" : "right",
+            memcmp(hs2, hs, bytes) ? "changed" : "kept");
+  } else if (R == 0) {
+    printf("PASS %s all_to_all %s, %zu per rank (bitwise, host and device)\n", name, zt_dtype_name(dt), n);
+  }
+  zt_cuda_free(ds), zt_cuda_free(dr);
+  free(hs), free(hr), free(want), free(got), free(hs2);
 }
 
 static void cases(const zt_group *g, const char *name, size_t n) {
@@ -122,6 +165,8 @@ static void cases(const zt_group *g, const char *name, size_t n) {
   expect(what, got, a, n, 1);
   zt_cuda_free(da), zt_cuda_free(db), zt_cuda_free(ra), zt_cuda_free(rb);
   free(a), free(b), free(h), free(got);
+  alltoall_case(g, name, n, ZT_DTYPE_FP32);
+  alltoall_case(g, name, n, ZT_DTYPE_BF16);
 }
 
 int main(int argc, char **argv) {

@@ -23,6 +23,8 @@ def calc_bw(op, size, t, n):
         tput, bus = size / t, size / t * ((n - 1) / n)
     elif op == "all_reduce":
         tput, bus = size * 2 / t, size / t * (2 * (n - 1) / n)
+    elif op == "all_to_all_single":
+        tput, bus = size / t, size / t * ((n - 1) / n)
     else:
         tput = bus = size / t
     return tput * 8 / 1e6, bus * 8 / 1e6
@@ -67,7 +69,7 @@ def run_unit(binary):
     recs = [("all_reduce", 4096, 1.0), ("broadcast", 1536, 0.5), ("all_reduce", 4096, 2.0), ("all_reduce", 1024, 0.25),
             ("all_gather", 1234567, 3.5), ("barrier", 0, 0.125), ("all_reduce", 4096, 3.0),
             ("reduce_scatter", 1048576, 1.75), ("send", 400, 0.01), ("recv", 3 << 30, 700.0),
-            ("all_reduce", 4096, 40.0)]
+            ("all_reduce", 4096, 40.0), ("all_to_all_single", 65536, 0.5), ("all_to_all_single", 65536, 1.5)]
     out = subprocess.run([binary, "unit"], capture_output=True, text=True)
     check(out.returncode == 0, f"test_commslog unit exited {out.returncode}: {out.stderr}")
     lines = out.stdout.splitlines()
@@ -93,10 +95,11 @@ def run_mpi(binary, np):
         print("SKIP: mpirun not found")
         sys.exit(77)
     base = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(np), binary, "mpi"]
-    sizes = {"all_reduce": [4096, 2097152], "all_gather": [1024], "reduce_scatter": [1024 * np], "broadcast": [1536],
+    sizes = {"all_reduce": [4096, 2097152], "all_gather": [1024], "reduce_scatter": [1024 * np],
+             "all_to_all_single": [1024 * np], "broadcast": [1536],
              "send": [400], "recv": [400], "barrier": [0]}
     counts = {("all_reduce", 4096): 3, ("all_reduce", 2097152): 2, ("all_gather", 1024): 4,
-              ("reduce_scatter", 1024 * np): 2, ("broadcast", 1536): 5, ("send", 400): 2, ("recv", 400): 2,
+              ("reduce_scatter", 1024 * np): 2, ("all_to_all_single", 1024 * np): 3, ("broadcast", 1536): 5, ("send", 400): 2, ("recv", 400): 2,
               ("barrier", 0): 3}
     for mode in ("all", "filter", "off"):
         out = subprocess.run(base + [mode], capture_output=True, text=True, timeout=120)
@@ -107,7 +110,8 @@ def run_mpi(binary, np):
         verbose = [m for m in verbose if m]
         table = [l for l in lines if not l.startswith("[Rank 0]")]
         check(table[:1] == [HEADER], f"np {np} {mode}: table header {table[:1]}")
-        ops = [op for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier")
+        ops = [op for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all_single", "broadcast", "send",
+                             "recv", "barrier")
                if mode == "all" or (mode == "filter" and op == "all_reduce")]
         # verbose: one line per op in call order; bandwidths recomputed from the printed size and time
         want_seq = []

@@ -27,7 +27,8 @@ static int run_unit(void) {
   struct { const char *op; size_t size; double ms; } recs[] = {
     {"all_reduce", 4096, 1.0}, {"broadcast", 1536, 0.5}, {"all_reduce", 4096, 2.0}, {"all_reduce", 1024, 0.25},
     {"all_gather", 1234567, 3.5}, {"barrier", 0, 0.125}, {"all_reduce", 4096, 3.0}, {"reduce_scatter", 1048576, 1.75},
-    {"send", 400, 0.01}, {"recv", 3u << 30, 700.0}, {"all_reduce", 4096, 40.0},
+    {"send", 400, 0.01}, {"recv", 3u << 30, 700.0}, {"all_reduce", 4096, 40.0}, {"all_to_all_single", 65536, 0.5},
+    {"all_to_all_single", 65536, 1.5},
   };
   for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) zt_comms_logger_record(recs[i].op, recs[i].size,
                                                                                      recs[i].ms, 4);
@@ -63,6 +64,7 @@ static int run_mpi(const char *mode) {
   for (int i = 0; i < 2; i++) zt_allreduce_sum_f64(w, d, 1 << 18);    /* 2 MiB */
   for (int i = 0; i < 4; i++) zt_allgather_f32(w, f, 256, g);         /* 1 KiB per rank */
   for (int i = 0; i < 2; i++) zt_reduce_scatter_sum_f32(w, f, 256, g); /* 1 KiB * p input */
+  for (int i = 0; i < 3; i++) zt_alltoall(w, ZT_DTYPE_FP32, f, 256, g); /* 1 KiB * p input */
   for (int i = 0; i < 5; i++) zt_broadcast(w, f, 1536, 0);
   for (int i = 0; i < 2; i++) {                                      /* ping-pong of 400 B between ranks 0, 1 */
     if (r == 0) { zt_send_f32(w, f, 100, 1); zt_recv_f32(w, f, 100, 1); }
@@ -74,6 +76,7 @@ static int run_mpi(const char *mode) {
   expect_count("all_reduce", 2097152, on ? 2 : 0);
   expect_count("all_gather", 1024, all ? 4 : 0);
   expect_count("reduce_scatter", 1024 * (size_t)p, all ? 2 : 0);
+  expect_count("all_to_all_single", 1024 * (size_t)p, all ? 3 : 0);
   expect_count("broadcast", 1536, all ? 5 : 0);
   expect_count("send", 400, all && r < 2 ? 2 : 0);
   expect_count("recv", 400, all && r < 2 ? 2 : 0);
