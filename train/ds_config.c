@@ -1013,18 +1013,19 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_prof_all = get_bool(c, "comms_logger.prof_all");
   c->cl_debug = get_bool(c, "comms_logger.debug");
   static const char *cl_ops[] = {"all_reduce", "all_gather", "reduce_scatter", "reduce", "broadcast", "send",
-                                 "recv", "barrier"};
+                                 "recv", "barrier", "all_to_all_single"};
+  const int n_ops = (int)(sizeof cl_ops / sizeof cl_ops[0]);
   const cJSON *ops = get_key(c, "comms_logger.prof_ops");
   int i = 0;
   const cJSON *op;
   cJSON_ArrayForEach(op, ops) {
     if (!cJSON_IsString(op)) ds_fail(c, "comms_logger.prof_ops[%d] must be a string (an op name)", i);
     int ok = 0;
-    for (int j = 0; j < 8; j++) ok |= strcmp(op->valuestring, cl_ops[j]) == 0;
+    for (int j = 0; j < n_ops; j++) ok |= strcmp(op->valuestring, cl_ops[j]) == 0;
     if (!ok)
       ds_fail(c, "comms_logger.prof_ops[%d] \"%s\" is not an op zerotron logs (all_reduce, all_gather, "
-                 "reduce_scatter, reduce, broadcast, send, recv, barrier)", i, op->valuestring);
-    if (i >= 8) ds_fail(c, "comms_logger.prof_ops has %d names, at most 8 allowed", cJSON_GetArraySize(ops));
+                 "reduce_scatter, reduce, broadcast, send, recv, barrier, all_to_all_single)", i, op->valuestring);
+    if (i >= n_ops) ds_fail(c, "comms_logger.prof_ops has %d names, at most %d allowed", cJSON_GetArraySize(ops), n_ops);
     snprintf(c->cl_prof_ops[i], sizeof c->cl_prof_ops[i], "%s", op->valuestring);
     i++;
   }

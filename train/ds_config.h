@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "models/transformer/sparsity.h"
+#include "runtime/comm/comms_logger.h"
 #include "train/args.h"
 #include "train/curriculum.h"
 #include "train/random_ltd.h"
@@ -106,7 +107,7 @@ typedef struct zt_ds_config {
 
   /* comms_logger (runtime/comm/comms_logger.h); cl_prof_ops: op names DeepSpeed logs (all_reduce, ...) */
   bool comms_logger_enabled, cl_verbose, cl_prof_all, cl_debug;
-  char cl_prof_ops[8][24];
+  char cl_prof_ops[ZT_COMMS_MAX_PROF_OPS][24];
   int cl_n_prof_ops;
 
   /* sparse_attention (docs/sparse_attention.md): present = the block is in the file; sparse = the keys its mode

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ZT_COMMS_MAX_PROF_OPS 8
+#define ZT_COMMS_MAX_PROF_OPS 9
 
 typedef struct {
   bool enabled, verbose, prof_all;             /* DeepSpeed defaults: false, false, true */

@@ -184,7 +184,8 @@ BAD = [
      "caller of each op; C collectives have none)"),
     ('{"comms_logger": {"enabled": true, "prof_ops": ["all_reduce", "allreduce"]}}',
      'comms_logger.prof_ops[1] "allreduce" is not an op zerotron logs (all_reduce, all_gather, reduce_scatter, '
-     'reduce, broadcast, send, recv, barrier)'),
+     'reduce, broadcast, send, recv, barrier, all_to_all_single)'),
+    ('{"comms_logger": {"enabled": true, "prof_all": false, "prof_ops": ["all_to_all_single", "all_reduce"]}}', None),
     ('{"comms_logger": {"prof_ops": [3]}}', "comms_logger.prof_ops[0] must be a string (an op name)"),
     ('{"comms_logger": {"enabled": true, "verbose": true, "prof_all": false, "prof_ops": ["barrier"]}}', None),
     ('{"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}',
