@@ -790,10 +790,12 @@ static void load_checkpoint(zt_train_state *st) {
   if (st->zero_stage == 3) zt_zero3_reset(&st->zero3); /* keep the partition (offloaded pieces to NVMe) and the
                                                          persistent parameters */
   if (!a->finetune) {
-    st->iteration = r.iteration;
-    st->consumed_samples = r.consumed_train_samples;
-    st->consumed_valid_samples = r.consumed_valid_samples;
-    st->consumed_tokens = r.tokens;
+    /* --reset-iteration (Megatron-DeepSpeed's load_checkpoint): iteration 0, and neither the consumed samples nor
+     * the tokens restored; the optimizer, its scheduler and the rng are loaded as without it */
+    st->iteration = a->reset_iteration ? 0 : r.iteration;
+    st->consumed_samples = a->reset_iteration ? 0 : r.consumed_train_samples;
+    st->consumed_valid_samples = a->reset_iteration ? 0 : r.consumed_valid_samples;
+    st->consumed_tokens = a->reset_iteration ? 0 : r.tokens;
     /* random-LTD's count continues; a checkpoint without one starts it at 0, as DeepSpeed does without the key */
     if (st->random_ltd_layer_tokens >= 0) st->random_ltd_layer_tokens = r.random_ltd_layer_tokens > 0 ?
                                                                         r.random_ltd_layer_tokens : 0;
@@ -801,7 +803,11 @@ static void load_checkpoint(zt_train_state *st) {
   const int64_t it = r.iteration;
   zt_ckpt_close(&r);
   if (a->finetune) zt_log(" > --finetune: iteration, consumed samples, optimizer and rng start afresh\n");
-  zt_log("  successfully loaded checkpoint from %s at iteration %lld\n", a->load, (long long)(a->finetune ? 0 : it));
+  else if (a->reset_iteration)
+    zt_log(" > --reset-iteration: the checkpoint's iteration %lld, consumed samples and tokens reset to 0\n",
+           (long long)it);
+  zt_log("  successfully loaded checkpoint from %s at iteration %lld\n", a->load,
+         (long long)(a->finetune || a->reset_iteration ? 0 : it));
 }
 
 void zt_ckpt_start(zt_train_state *st) {

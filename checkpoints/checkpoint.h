@@ -18,6 +18,12 @@ void zt_ckpt_start(zt_train_state *st);
 int zt_ckpt_after_step(zt_train_state *st);
 /* After the training loop: saves (with --save) unless this iteration was just saved or is 0. */
 void zt_ckpt_end_of_training(zt_train_state *st);
+/* Megatron-DeepSpeed's load_model_weights_only: the weights of a->load (a->no_load_optim and a->no_load_rng set,
+ * a->exit_on_missing_checkpoint for an error on a missing one), saved in any TP/PP/DP layout, into model m, which
+ * holds the (tp_rank, pp_rank) slice of a TP x PP layout with dp_size replicas; rounded to a's --fp16/--bf16.
+ * Collective over the world. */
+void zt_ckpt_load_weights(zt_model *m, const zt_args *a, int tp_rank, int tp_size, int pp_rank, int pp_size,
+                          int dp_rank, int dp_size);
 /* Writes the checkpoint of the current iteration under args->save. Collective over the world. */
 void zt_ckpt_save(zt_train_state *st);
 

@@ -180,21 +180,6 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                                .sparse_attention = layout};
   zt_log("building GPT model ...\n");
   zt_model *m = zt_gpt_create(&margs, &s);
-  zt_train_state st;
-  memset(&st, 0, sizeof st);
-  st.args = args;
-  st.ds_config_path = "";
-  st.model = m;
-  st.tp_rank = pl.c.tp;
-  st.tp_size = tp;
-  st.pp_rank = pl.c.pp;
-  st.pp_size = pp;
-  st.dp_rank = pl.c.dp;
-  st.dp_size = dp;
-  st.half_dtype = args->bf16 ? ZT_DTYPE_BF16 : args->fp16 ? ZT_DTYPE_FP16 : ZT_DTYPE_FP32;
-  st.part_lo = 0;
-  st.part_hi = m->flat;
-  zt_ckpt_start(&st); /* the weights, resharded to this layout (and rounded to --fp16/--bf16 as the run held them) */
-
+  zt_ckpt_load_weights(m, args, pl.c.tp, tp, pl.c.pp, pp, pl.c.dp, dp); /* resharded to this layout */
   return m;
 }

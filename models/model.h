@@ -55,7 +55,21 @@ typedef struct {
    * each row when 0 < ltd_keep < T, drawn for step ltd_step; 0: every layer on every token */
   int ltd_keep;
   uint64_t ltd_step;
+  /* knowledge distillation (a model built with zt_model_args.kd), training only: the teacher's logits of this micro
+   * batch, [B, T, V] in the model's dtype and backend memory (zt_model.out_logits of a forward-only teacher), whose
+   * KD term the last stage adds to the loss; NULL: the term is 0 (evaluation) */
+  const void *kd_teacher_logits;
 } zt_pass;
+
+/* Knowledge distillation, Megatron-DeepSpeed's calculate_mos_loss: with s and t the student's and the teacher's
+ * logits of a micro batch of B rows, kd = beta x temp^2 x sum over the tokens of KL(softmax(t/temp) || softmax(s/temp))
+ * / B / seq_length (KLDivLoss's batchmean over [B, T, V] logits, then / args.seq_length); the model's losses become
+ * {"total loss", "lm loss", "moe loss", name} (pretrain_gpt.py's loss_func), total = lm + moe + kd. */
+typedef struct {
+  float temp, beta;
+  int seq_length;   /* --seq-length (the divisor, also under the seqlen curriculum) */
+  const char *name; /* "mos loss" (--mos) or "kd loss" (--kd) */
+} zt_kd_config;
 
 /* The named losses of one micro batch, in the order of the log line ("lm loss" first). value[0..n) are each
  * loss's mean over its tokens (or samples); total is what the backward differentiates (their weighted sum). */
@@ -97,6 +111,8 @@ typedef struct {
   const uint8_t *random_ltd_layers;
   /* Mixture of Experts (models/moe/moe_config.h): NULL or no layer with more than one expert: dense */
   const zt_moe_config *moe;
+  /* knowledge distillation (the student of --mos/--kd), or NULL */
+  const zt_kd_config *kd;
 } zt_model_args;
 
 typedef struct {
@@ -183,6 +199,9 @@ struct zt_model {
   /* profiling: activation_checkpointing.profile's per-layer callback, the flops profiler's latency slots */
   void (*ckpt_profile)(void *ctx, const char *name, double ms);
   void *ckpt_profile_ctx;
+  /* the output layer's logits [B, T, V/tp] of dt after a forward of the last stage (a teacher's, read by the engine
+   * for the student's KD term), or NULL */
+  const void *out_logits;
 };
 
 /* ---- the operations, dispatched --------------------------------------------------------------------------- */

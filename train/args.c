@@ -100,6 +100,7 @@ static const choice k_timing_options[] = {{"max", 0, NULL}, {"minmax", 1, NULL},
 #define NOOP "implementation knobs (recorded in the argument dump; docs/arguments.md)"
 #define TB "TensorBoard and timers (docs/monitors.md)"
 #define MOE "Mixture of Experts (docs/moe.md)"
+#define KD "knowledge distillation and Mixture-of-Students (docs/moe.md)"
 
 /* Ordered by help group. */
 static const flag k_flags[] = {
@@ -411,6 +412,26 @@ static const flag k_flags[] = {
   {"--enable-expert-tensor-parallelism", F_TRUE, OFF(enable_expert_tensor_parallelism), NULL, MOE, "False",
    "Tensor parallelism inside experts: recorded (every tensor-parallel rank computes the whole MoE layer, DeepSpeed's "
    "results either way)."},
+  {"--num-layers-teacher", F_INT, OFF(num_layers_teacher), NULL, KD, "None",
+   "Number of the teacher's transformer layers (required with --mos/--kd)."},
+  {"--num-experts-teacher", F_LIST, OFF(num_experts_teacher), NULL, KD, "[1]",
+   "The teacher's experts per MoE layer, as --num-experts (the other MoE flags are the student's)."},
+  {"--hidden-size-teacher", F_INT, OFF(hidden_size_teacher), NULL, KD, "None",
+   "The teacher's hidden size (required with --mos/--kd)."},
+  {"--num-attention-heads-teacher", F_INT, OFF(num_attention_heads_teacher), NULL, KD, "None",
+   "The teacher's attention heads (required with --mos/--kd)."},
+  {"--mos", F_TRUE, OFF(mos), NULL, KD, "False",
+   "Mixture-of-Students: train with the teacher's KD term added to the loss (the log's mos loss)."},
+  {"--kd", F_TRUE, OFF(kd), NULL, KD, "False", "Knowledge distillation: as --mos, logged as kd loss."},
+  {"--kd-alpha-ce", F_DOUBLE, OFF(kd_alpha_ce), NULL, KD, "1",
+   "Read and unused, as in Megatron-DeepSpeed (the language-model loss keeps weight 1)."},
+  {"--kd-beta-ce", F_DOUBLE, OFF(kd_beta_ce), NULL, KD, "1", "Weight of the KD term."},
+  {"--kd-temp", F_DOUBLE, OFF(kd_temp), NULL, KD, "1.0",
+   "Softmax temperature of the KD term (the term is multiplied by its square)."},
+  {"--reset-iteration", F_TRUE, OFF(reset_iteration), NULL, KD, "False",
+   "After --load: iteration 0, consumed samples and tokens not restored (optimizer, scheduler and rng are)."},
+  {"--load-teacher", F_STR, OFF(load_teacher), NULL, KD, "None",
+   "Directory of the teacher's checkpoint (weights only; any saved TP/PP/DP layout)."},
   {"--help", F_HELP, 0, NULL, "other", "", "Print this help and exit."},
 };
 enum { NFLAGS = sizeof k_flags / sizeof k_flags[0] };
@@ -865,6 +886,82 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   check_moe_flags(a, seen);
 }
 
+/* Knowledge distillation and Mixture-of-Students (Megatron-DeepSpeed's _add_distillation_args, setup_teacher_model):
+ * the teacher is a GPT of the teacher flags with the student's other shape flags, loaded from --load-teacher. */
+static void check_kd_flags(zt_args *a, const unsigned char *seen) {
+  static const char *const teacher_flags[] = {"--load-teacher", "--num-layers-teacher", "--hidden-size-teacher",
+                                              "--num-attention-heads-teacher", "--num-experts-teacher",
+                                              "--kd-alpha-ce", "--kd-beta-ce", "--kd-temp"};
+  if (!a->mos && !a->kd) {
+    for (size_t i = 0; i < sizeof teacher_flags / sizeof teacher_flags[0]; i++)
+      if (given(seen, teacher_flags[i]))
+        zt_log("WARNING: %s has no effect without --mos or --kd (as in Megatron-DeepSpeed)\n", teacher_flags[i]);
+    return;
+  }
+  const char *how = a->mos ? "--mos" : "--kd";
+  zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "%s: knowledge distillation trains GPT models "
+           "(Megatron-DeepSpeed's pretrain_%s.py has no teacher)", how, zt_args_model);
+  const struct { const char *flag; int v; } shape[3] = {{"--num-layers-teacher", a->num_layers_teacher},
+                                                      {"--hidden-size-teacher", a->hidden_size_teacher},
+                                                      {"--num-attention-heads-teacher", a->num_attention_heads_teacher}};
+  for (int i = 0; i < 3; i++) {
+    zt_check(given(seen, shape[i].flag), "missing argument", "%s is required with %s: Megatron-DeepSpeed's "
+             "setup_teacher_model builds the teacher with it (its default None fails there)", shape[i].flag, how);
+    check_positive(shape[i].flag, shape[i].v);
+  }
+  zt_check(a->load_teacher != NULL, "missing argument", "%s needs --load-teacher DIR, the teacher's checkpoint "
+           "(without it Megatron-DeepSpeed distills from a randomly initialized teacher)", how);
+  zt_check(a->hidden_size_teacher % a->num_attention_heads_teacher == 0, "inconsistent arguments",
+           "--hidden-size-teacher %d is not divisible by --num-attention-heads-teacher %d", a->hidden_size_teacher,
+           a->num_attention_heads_teacher);
+  zt_check(isfinite(a->kd_temp) && a->kd_temp > 0, "bad argument value", "--kd-temp %g: must be > 0 (the logits are "
+           "divided by it)", a->kd_temp);
+  zt_check(isfinite(a->kd_beta_ce), "bad argument value", "--kd-beta-ce %g: must be finite", a->kd_beta_ce);
+  zt_check(a->tensor_model_parallel_size == 1, "unsupported argument", "%s with --tensor-model-parallel-size %d: the "
+           "student's KD term over vocabulary-parallel logits lands with the vocab-parallel KD work (issue 18); train "
+           "the student with 1 (the teacher's checkpoint may be saved with any tensor-parallel size)", how,
+           a->tensor_model_parallel_size);
+  zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "%s with --pipeline-model-parallel-size %d: "
+           "the teacher beside a pipelined student lands with the pipelined KD work (issue 18; Megatron-DeepSpeed's "
+           "weights-only teacher load asserts it is not a PipelineEngine); train the student with 1", how,
+           a->pipeline_model_parallel_size);
+  /* the teacher's experts per layer, as get_num_experts_per_layer does for the student */
+  const int tl = a->num_layers_teacher, moe_layers = tl / a->expert_interval;
+  const zt_strlist *ne = &a->num_experts_teacher;
+  zt_check(!given(seen, "--num-experts-teacher") || ne->n > 0, "missing argument value", "--num-experts-teacher "
+           "expects at least one value (INT ...)");
+  zt_check(ne->n <= 1 || ne->n == moe_layers, "inconsistent arguments", "--num-experts-teacher has %d values: a single "
+           "value or one per MoE layer of the teacher (%d: --num-layers-teacher %d / --expert-interval %d)", ne->n,
+           moe_layers, tl, a->expert_interval);
+  free(a->teacher_layer_experts);
+  a->teacher_layer_experts = zt_malloc((size_t)tl * sizeof(int), "teacher MoE layers");
+  int min_e = INT_MAX, max_e = 1;
+  for (int i = 0; i < ne->n; i++)
+    zt_check(parse_int("--num-experts-teacher", ne->v[i], 1, INT_MAX) >= 1, "bad argument value",
+             "--num-experts-teacher %s: must be >= 1", ne->v[i]);
+  for (int l = 0; l < tl; l++) {
+    const int idx = ne->n == 1 ? 0 : l / a->expert_interval;
+    const int e = (l + 1) % a->expert_interval == 0 && idx < ne->n ? atoi(ne->v[idx]) : 1;
+    a->teacher_layer_experts[l] = e;
+    if (e > 1 && e < min_e) min_e = e;
+    if (e > max_e) max_e = e;
+  }
+  a->teacher_moe = a->moe;
+  a->teacher_moe.num_layers = tl;
+  a->teacher_moe.num_experts = a->teacher_layer_experts;
+  if (max_e > 1) { /* the teacher's MoE layers run under the student's MoE flags: the same checks */
+    zt_args t = *a;
+    t.num_layers = tl;
+    t.moe_layer_experts = a->teacher_layer_experts;
+    check_moe_layers(&t, min_e, max_e);
+  }
+  /* setup_teacher_model swaps in only the four teacher flags: ffn_hidden_size stays what the student's parse derived,
+   * so a teacher of the student's hidden size takes the student's MLP width; a teacher of another hidden size could
+   * not load in Megatron-DeepSpeed (its MLP is 4 x its own hidden size), and takes 4 x --hidden-size-teacher here */
+  a->teacher_ffn_hidden_size = a->hidden_size_teacher == a->hidden_size ? a->ffn_hidden_size
+                                                                        : 4 * a->hidden_size_teacher;
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
                                          "--max-position-embeddings", "--seq-length", "--micro-batch-size",
@@ -1093,6 +1190,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
 
   check_counts(a, by_iters);
   check_script_flags(a, seen);
+  check_kd_flags(a, seen);
   pad_vocab(a);
 }
 
@@ -1161,6 +1259,8 @@ static void set_defaults(zt_args *a) {
   a->mlp_type = 0, a->topk = 1, a->expert_interval = 2, a->moe_expert_parallel_size = 1, a->moe_min_capacity = 4;
   a->moe_train_capacity_factor = a->moe_eval_capacity_factor = 1.0, a->moe_loss_coeff = 0.1;
   a->moe_token_dropping = a->moe_top2_2nd_expert_sampling = 1;
+  a->num_layers_teacher = a->hidden_size_teacher = a->num_attention_heads_teacher = -1;
+  a->kd_alpha_ce = a->kd_beta_ce = a->kd_temp = 1.0;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -1410,7 +1510,7 @@ static int by_name(const void *x, const void *y) {
 }
 
 void zt_args_print(const zt_args *a) {
-  summary_line lines[224];
+  summary_line lines[240];
   int n = 0;
 #define INT_LINE(nm, v) (lines[n].name = (nm), snprintf(lines[n++].value, 256, "%lld", (long long)(v)))
 #define OPT_LINE(nm, v) ((v) < 0 ? (lines[n].name = (nm), snprintf(lines[n++].value, 256, "None")) : INT_LINE(nm, v))
@@ -1584,6 +1684,25 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("create_moe_param_group", a->create_moe_param_group);
   BOOL_LINE("moe_token_dropping", a->moe_token_dropping);
   BOOL_LINE("moe_top2_2nd_expert_sampling", a->moe_top2_2nd_expert_sampling);
+  BOOL_LINE("mos", a->mos);
+  BOOL_LINE("kd", a->kd);
+  STR_LINE("load_teacher", a->load_teacher ? a->load_teacher : "None");
+  OPT_LINE("num_layers_teacher", a->num_layers_teacher);
+  OPT_LINE("hidden_size_teacher", a->hidden_size_teacher);
+  OPT_LINE("num_attention_heads_teacher", a->num_attention_heads_teacher);
+  lines[n].name = "num_experts_teacher";
+  if (a->num_experts_teacher.n == 0) snprintf(lines[n].value, 256, "[1]");
+  for (int i = 0, k = 0; i < a->num_experts_teacher.n && k < 250; i++) /* validated integers */
+    k += snprintf(lines[n].value + k, 256 - (size_t)k, "%s%d%s", i ? ", " : "[", atoi(a->num_experts_teacher.v[i]),
+                  i + 1 == a->num_experts_teacher.n ? "]" : "");
+  n++;
+  /* argparse's default=1 stays the int 1 until the flag is given (type=float) */
+  if (zt_args_given(a, "--kd-alpha-ce")) FLT_LINE("kd_alpha_ce", a->kd_alpha_ce, 0);
+  else STR_LINE("kd_alpha_ce", "1");
+  if (zt_args_given(a, "--kd-beta-ce")) FLT_LINE("kd_beta_ce", a->kd_beta_ce, 0);
+  else STR_LINE("kd_beta_ce", "1");
+  FLT_LINE("kd_temp", a->kd_temp, 0);
+  BOOL_LINE("reset_iteration", a->reset_iteration);
   BOOL_LINE("use_tutel", a->use_tutel);
   BOOL_LINE("enable_expert_tensor_parallelism", a->enable_expert_tensor_parallelism);
   BOOL_LINE("universal_checkpoint", a->universal_checkpoint);

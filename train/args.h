@@ -139,6 +139,16 @@ typedef struct {
   double moe_train_capacity_factor, moe_eval_capacity_factor, moe_loss_coeff; /* 1.0, 1.0, 0.1 */
   int create_moe_param_group, moe_token_dropping, moe_top2_2nd_expert_sampling; /* False, True, True */
   int use_tutel, enable_expert_tensor_parallelism; /* False */
+  /* knowledge distillation and Mixture-of-Students (docs/moe.md): Megatron-DeepSpeed's _add_distillation_args */
+  int mos, kd;                      /* --mos, --kd: the teacher's KD term in training ('mos loss' / 'kd loss') */
+  const char *load_teacher;         /* --load-teacher: the teacher's checkpoint (any saved TP/PP/DP layout) */
+  int num_layers_teacher, hidden_size_teacher, num_attention_heads_teacher; /* -1 None */
+  zt_strlist num_experts_teacher;   /* --num-experts-teacher (nargs '+', ints): empty = [1] */
+  double kd_alpha_ce, kd_beta_ce, kd_temp; /* 1, 1, 1.0 (alpha is read and unused, as in Megatron-DeepSpeed) */
+  int reset_iteration;              /* --reset-iteration: after --load, iteration and consumed samples start at 0 */
+  int *teacher_layer_experts;       /* derived: [num_layers_teacher] experts of each teacher layer */
+  zt_moe_config teacher_moe;        /* derived: the teacher's MoE flags (the student's, with its experts) */
+  int teacher_ffn_hidden_size;      /* derived: the teacher's MLP width (see check_kd_flags) */
   int universal_checkpoint;         /* --universal-checkpoint: --load follows latest_universal when it names ours */
   int load_universal;               /* the flag, or the ds_config's checkpoint.load_universal (set by the engine) */
   int cpu_optimizer, cpu_torch_adam, ds_fused_adam; /* Megatron-DS's client optimizer choice (train/engine.c) */

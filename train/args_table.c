@@ -35,9 +35,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--force-ds-sequence-parallel"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
-  {"knowledge-distillation",
-   "--mos --kd --load-teacher --num-layers-teacher --hidden-size-teacher --num-attention-heads-teacher "
-   "--num-experts-teacher --kd-alpha-ce --kd-beta-ce --kd-temp --reset-iteration"},
   {"model-variant (rotary, GQA, RMSNorm, SwiGLU)",
    "--num-key-value-heads --use-rotary-position-embeddings --rotary-position-embeddings-theta "
    "--rotary-percent --no-position-embedding --normalization --apply-layernorm-1p "

@@ -373,11 +373,8 @@ static void sparse_setup(zt_engine *e) {
 
 /* The architecture flags of the model kinds (Megatron's args, and the ds_config's sparse_attention layout once
  * sparse_setup made it). */
-static zt_model_args model_args(const zt_engine *e) {
-  const zt_args *a = e->args;
-  return (zt_model_args){.sparse_attention = e->sparse.mem ? &e->sparse : NULL, .random_ltd_layers = e->ltd_layers,
-                         .sparse_as_mask = e->sparse.mem && sparse_as_mask(),
-                         .num_layers = a->num_layers, .hidden_size = a->hidden_size,
+static zt_model_args args_model(const zt_args *a) {
+  return (zt_model_args){.num_layers = a->num_layers, .hidden_size = a->hidden_size,
                          .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                          .max_positions = a->max_position_embeddings, .padded_vocab_size = a->padded_vocab_size,
                          .ln_eps = a->layernorm_epsilon, .attn_dropout = a->attention_dropout,
@@ -385,6 +382,55 @@ static zt_model_args model_args(const zt_engine *e) {
                          .untie_embeddings = a->untie_embeddings_and_output_weights,
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
                          .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL};
+}
+
+static zt_model_args model_args(const zt_engine *e) {
+  zt_model_args m = args_model(e->args);
+  m.sparse_attention = e->sparse.mem ? &e->sparse : NULL;
+  m.random_ltd_layers = e->ltd_layers;
+  m.sparse_as_mask = e->sparse.mem && sparse_as_mask();
+  m.kd = e->args->mos || e->args->kd ? &e->kd : NULL;
+  return m;
+}
+
+void zt_engine_teacher_args(const zt_args *a, zt_args *t) {
+  *t = *a;
+  t->num_layers = a->num_layers_teacher;
+  t->hidden_size = a->hidden_size_teacher;
+  t->num_attention_heads = a->num_attention_heads_teacher;
+  t->kv_channels = a->hidden_size_teacher / a->num_attention_heads_teacher;
+  t->ffn_hidden_size = a->teacher_ffn_hidden_size;
+  t->num_experts = a->num_experts_teacher;
+  t->moe_layer_experts = a->teacher_layer_experts;
+  t->moe = a->teacher_moe;
+  t->mos = t->kd = 0;
+  /* load_model_weights_only: the weights of --load-teacher (whatever layout saved them), nothing else */
+  t->load = a->load_teacher;
+  t->load_tag = NULL;
+  t->finetune = t->reset_iteration = t->use_checkpoint_args = 0;
+  t->no_load_optim = t->no_load_rng = 1;
+  t->exit_on_missing_checkpoint = 1;
+  t->exit_signal_handler = 0;
+}
+
+zt_model *zt_engine_build_teacher(const zt_engine *e) {
+  const zt_args *a = e->args;
+  zt_check(!e->sparse.mem, "unsupported argument", "--%s with the ds_config's sparse_attention: a teacher attending "
+           "with the student's block layout is not supported yet (it lands with the sparse-attention KD work)",
+           a->mos ? "mos" : "kd");
+  zt_args t;
+  zt_engine_teacher_args(a, &t);
+  /* forward-only on the student's backend and storage type, one rank's whole model (the student runs with one
+   * tensor-parallel rank and one stage); no gradients, optimizer state or masters planned */
+  const zt_model_setup s = {.backend = e->be, .dtype = e->model->dt, .micro_batch = a->micro_batch_size,
+                            .seq_length = a->seq_length, .forward_only = 1, .zero_partitions = 1, .tp_size = 1,
+                            .pp_size = 1, .vpp = 1, .pp_buffers = 1};
+  zt_model_args margs = args_model(&t);
+  margs.moe = zt_moe_on(&a->teacher_moe) ? &a->teacher_moe : NULL; /* t lives on this stack: the model keeps it */
+  zt_log("building the teacher %s model (--num-layers-teacher %d, --hidden-size-teacher %d, "
+         "--num-attention-heads-teacher %d, ffn %d, forward only) ...\n", e->kind->name, t.num_layers, t.hidden_size,
+         t.num_attention_heads, t.ffn_hidden_size);
+  return e->kind->build_model(&margs, &s);
 }
 
 /* The fp32 masters of [lo, lo + n) of the flat buffer (inside the partition) from the weights as the model holds
@@ -829,6 +875,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .pp_group = e->pp_group, .pp_size = st->pp_size, .pp_rank = st->pp_rank, .vpp = e->vpp,
       .pp_buffers = e->pp_buffers};
   activation_checkpointing_setup(e, &s);
+  e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
+                         .name = a->mos ? "mos loss" : "kd loss"};
   zt_log("building %s model ...\n", kind->name);
   sparse_setup(e);
   const zt_model_args margs = model_args(e);
@@ -924,6 +972,8 @@ void zt_engine_free(zt_engine *e) {
   if (st->zero_stage > 0) zt_zero_free(&st->zero);
   zt_optimizer_free(&st->opt);
   zt_model_free(e->model);
+  if (e->teacher) zt_model_free(e->teacher);
+  e->teacher = NULL;
   e->model = st->model = NULL;
   zt_attn_layout_free(&e->sparse);
   zt_curriculum_batch_free(&e->curr_buf);
@@ -1164,6 +1214,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   if (e->curriculum) { /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1) */
     e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
     zt_model_set_seq_length(m, e->train_T);
+    if (e->teacher) zt_model_set_seq_length(e->teacher, e->train_T); /* calculate_mos_loss truncates its tokens too */
     if (profiling) { /* the module tree's MACs at this iteration's length */
       zt_flops_profiler_free(e->fprof);
       e->fprof = make_flops_profiler(e);

@@ -122,6 +122,11 @@ typedef struct {
   zt_random_ltd ltd;
   uint8_t *ltd_layers;
   int actual_T;
+  /* knowledge distillation (--mos/--kd): the forward-only teacher the driver builds (checkpoints/train_main.c loads
+   * its weights), run on each training micro batch before the student, whose KD term reads its logits
+   * (zt_pass.kd_teacher_logits); NULL without. The engine frees it. */
+  zt_model *teacher;
+  zt_kd_config kd;               /* the student's KD term (--kd-temp, --kd-beta-ce, --seq-length, the loss name) */
 } zt_engine;
 
 /* The ds_config's curriculum_learning checked against the model flags (and the model kind: NULL to leave it out),
@@ -153,6 +158,14 @@ const zt_backend *zt_pick_backend(const char *config_why, int say_cpu);
  * effective configuration. Returns the config (free with zt_ds_config_free + free), or NULL. */
 zt_ds_config *zt_engine_deepspeed_setup(zt_args *args);
 void zt_engine_free(zt_engine *e);
+
+/* The teacher of --mos/--kd (Megatron-DeepSpeed's setup_teacher_model): the model kind built forward-only with the
+ * teacher's flags (zt_engine_teacher_args) on the student's backend, dtype and micro batch; its memory plan printed.
+ * The caller loads its weights and sets e->teacher. */
+zt_model *zt_engine_build_teacher(const zt_engine *e);
+/* The teacher's arguments: the student's with --num-layers-teacher, --hidden-size-teacher,
+ * --num-attention-heads-teacher, its experts and MLP width, --load-teacher as --load, weights only. */
+void zt_engine_teacher_args(const zt_args *a, zt_args *t);
 
 /* One training iteration over the global batch; returns the mean of the total loss (e->last_losses: each named
  * loss) and sets *grad_norm. */

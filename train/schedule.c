@@ -62,6 +62,19 @@ static void add_losses(const zt_engine *e, zt_loss_sums *sum, const zt_losses *l
 
 /* ---- no pipelining ------------------------------------------------------------------------------------------ */
 
+/* Knowledge distillation: the teacher's forward of the micro batch the student trains on next (training_step sets
+ * teacher_forward around forward_backward only, so evaluation has no KD term). The teacher is never put in eval
+ * mode in Megatron-DeepSpeed (setup_teacher_model builds it and nothing calls .eval() on it): its dropout and
+ * its MoE gates run as in training, with draws keyed apart from the student's. Returns its logits. */
+static const void *teacher_forward(zt_engine *e, const zt_pass *student) {
+  zt_pass p = *student;
+  p.ltd_keep = 0;
+  p.seed = student->seed ^ 0x7eac4e55d15711ULL;
+  zt_losses l;
+  zt_model_forward(e->teacher, 0, &e->batch, &p, &l);
+  return e->teacher->out_logits;
+}
+
 static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, int *overflow) {
   zt_model *m = e->model;
   for (int mb = 0; mb < nmb; mb++) {
@@ -69,7 +82,8 @@ static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_su
     const uint64_t first = first_sample(e, mb);
     zt_engine_load_micro_batch(e, 0, first);
     const double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
-    const zt_pass pass = make_pass(e, first, 1);
+    zt_pass pass = make_pass(e, first, 1);
+    if (e->teacher) pass.kd_teacher_logits = teacher_forward(e, &pass);
     if (profiling) zt_model_profile_attach(m, e->fprof); /* the last micro batch's times remain */
     zt_losses l;
     zt_model_forward(m, 0, &e->batch, &pass, &l);

@@ -37,7 +37,16 @@ static void setup(zt_gpt *m, const zt_gpt_config *cfg) {
     m->model.n_losses = 2;
     m->model.loss_names[1] = "moe loss";
   }
+  zt_check(!cfg->kd || (cfg->tp_size <= 1 && cfg->pp_size <= 1), "internal error", "gpt: the KD term needs one "
+           "tensor-parallel rank and one pipeline stage (the arguments refuse others)");
+  if (cfg->kd) { /* with --mos/--kd loss_func returns the total first and a moe loss even without MoE layers */
+    m->model.n_losses = 4;
+    m->model.loss_names[0] = "total loss", m->model.loss_names[1] = "lm loss";
+    m->model.loss_names[2] = "moe loss", m->model.loss_names[3] = cfg->kd->name;
+    m->kd.cfg = *cfg->kd;
+  }
   zt_lm_setup(&m->lm, &m->cfg, &m->model, &m->table, &m->plan, NULL);
+  if (cfg->kd) m->lm.kd = &m->kd;
 }
 
 size_t zt_gpt_plan_bytes(const zt_gpt_config *cfg, int B, size_t *by_kind) {
@@ -68,9 +77,11 @@ void zt_gpt_build(zt_gpt *m, const zt_gpt_config *cfg, size_t mem_limit) {
   m->optim_state = m->model.optim_state;
   m->master = m->model.master;
   m->logits = m->lm.logits;
+  m->model.out_logits = m->lm.logits;
 }
 
 void zt_gpt_free(zt_gpt *m) {
+  zt_kd_free(&m->kd);
   zt_lm_free_host(&m->lm);
   zt_lm_teardown(&m->lm);
   zt_memplan_free(&m->plan);
@@ -100,7 +111,7 @@ static zt_gpt_config config_of(const zt_model_args *a, const zt_model_setup *s) 
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
-      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe};
+      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd};
 }
 
 zt_model *zt_gpt_create(const zt_model_args *a, const zt_model_setup *s) {
@@ -143,16 +154,25 @@ static void gpt_forward(zt_model *mm, int vchunk, const zt_batch *b, const zt_pa
   const zt_pass pass = zt_lm_stage_batch(lm, b, pass_in);
   out->n = 0;
   if (!zt_lm_encode(lm, vchunk, &pass)) return; /* the output goes to the next stage */
-  for (int l = 0; pass.training && mm->n_losses == 2 && l < lm->stack.nlayers; l++) {
+  const int moe = zt_moe_on(m->cfg.moe);
+  for (int l = 0; pass.training && moe && l < lm->stack.nlayers; l++) {
     const zt_moe_gating *g = zt_moe_last_gating(&lm->stack.ffns[l]);
     if (g) m->moe_choices += (int64_t)g->S * g->k, m->moe_dropped += g->dropped;
   }
   const float loss = zt_lm_output_loss(lm, lm->lnf, NULL);
   zt_lm_head_params(lm, ZT_PARAM_RELEASE);
   *out = (zt_losses){.n = 1, .name = {"lm loss"}, .value = {loss}, .total = loss};
-  if (mm->n_losses == 2) {
-    const float moe = m->cfg.moe->loss_coeff * lm->aux;
-    *out = (zt_losses){.n = 2, .name = {"lm loss", "moe loss"}, .value = {loss, moe}, .total = loss + moe};
+  const float moe_loss = moe ? m->cfg.moe->loss_coeff * lm->aux : 0.0f;
+  if (m->cfg.kd) { /* the teacher's logits of this micro batch: training passes only (loss_func's mos_loss = 0) */
+    m->kd.active = 0;
+    const float kd = pass_in->kd_teacher_logits ? zt_kd_forward(&m->kd, mm->be, mm->dt, lm->logits,
+                                                                pass_in->kd_teacher_logits, lm->B, lm->B * lm->T,
+                                                                lm->V) : 0.0f;
+    const float total = loss + moe_loss + kd;
+    *out = (zt_losses){.n = 4, .name = {"total loss", "lm loss", "moe loss", m->cfg.kd->name},
+                       .value = {total, loss, moe_loss, kd}, .total = total};
+  } else if (moe) {
+    *out = (zt_losses){.n = 2, .name = {"lm loss", "moe loss"}, .value = {loss, moe_loss}, .total = loss + moe_loss};
   }
 }
 
@@ -160,7 +180,7 @@ static void gpt_backward(zt_model *mm, float grad_scale) {
   zt_gpt *m = mm->impl;
   zt_lm *lm = &m->lm;
   zt_check(!m->cfg.forward_only, "internal error", "gpt: backward of a forward-only model");
-  lm->aux_grad = mm->n_losses == 2 ? m->cfg.moe->loss_coeff * grad_scale : 0.0f;
+  lm->aux_grad = zt_moe_on(m->cfg.moe) ? m->cfg.moe->loss_coeff * grad_scale : 0.0f;
   if (lm->last && lm->stack.fwd_chunk == lm->vpp - 1) { /* else dres holds d(output) from the next stage */
     zt_lm_head_params(lm, ZT_PARAM_FETCH);
     zt_lm_output_loss_backward(lm, grad_scale, lm->lnf, NULL, lm->dlnf);

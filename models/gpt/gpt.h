@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "models/model.h"
+#include "models/transformer/kd.h"
 #include "models/transformer/language_model.h"
 #include "runtime/base/memplan.h"
 #include "runtime/comm/comm.h"
@@ -36,6 +37,7 @@ typedef struct {
   void *logits;              /* [B, T, V] of the last forward (lm.logits) */
   int owned;                 /* built by zt_gpt_create: zt_model_free frees the struct too */
   int64_t moe_choices, moe_dropped; /* MoE: token choices of the training passes, and those the capacity dropped */
+  zt_kd_state kd;            /* knowledge distillation (cfg.kd): the KD term's state */
 } zt_gpt;
 
 /* Model-level forward latency slots: the whole forward (GPTModel), language_model, embedding and its

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/transformer/kd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 #include "runtime/parallel/parallel_state.h"
@@ -450,6 +451,7 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
   zt_backend_commit(be, lm->dloss, dloss, (size_t)NF * sizeof(float));
   if (!zt_tp_on(&lm->tp)) {
     be->cross_entropy_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, N, V);
+    if (lm->kd) zt_kd_backward(lm->kd, dt, lm->logits, grad_scale);
     be->matmul_backward(dt, dh, lm->dout_w, dbias, lm->logits, h, lm->out_w, NULL, N, C, V);
   } else { /* the input gradient of the column-parallel output layer is partial over the vocabulary slices */
     be->cross_entropy_vp_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, NF, V, lm->v0);

@@ -69,6 +69,7 @@ typedef struct {
   const uint8_t *random_ltd_layers; /* [num_layers] random-LTD layers (host flags), or NULL */
   const zt_moe_config *moe;  /* Mixture of Experts (models/moe/moe_config.h), or NULL: dense (the model turns it into
                                 make_ffn below and its "moe loss") */
+  const zt_kd_config *kd;     /* knowledge distillation (models/model.h): GPT's student adds the KD term, or NULL */
   /* the layers' MLP slots (zt_block_config.make_ffn): NULL, the dense MLP; else make_ffn(ffn_ctx, layer) */
   zt_ffn (*make_ffn)(const void *ctx, int layer);
   const void *ffn_ctx;
@@ -118,6 +119,8 @@ typedef struct {
   /* Mixture of Experts: the layers' summed auxiliary losses of the last forward (this stage's), and the gradient of
    * that sum the next backward applies (the model sets it: --moe-loss-coeff times the loss gradient's scale) */
   float aux, aux_grad;
+  /* knowledge distillation (kd.h): its gradient joins d(logits) in the output layer's backward, or NULL */
+  struct zt_kd_state *kd;
 } zt_lm;
 
 /* Layout, layers, parameter table, ZeRO-3 units (the embedding, each layer, the head) of `lm` for the owner's

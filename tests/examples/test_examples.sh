@@ -814,8 +814,14 @@ refused() {
   expect "MoE/ds_pretrain_gpt_125M_MoE64 on 2 GPUs" "--moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all" \
     --moe-expert-parallel-size 2 --num-experts 64 --moe-loss-coeff 0.01 \
     --moe-train-capacity-factor 1.0 --moe-eval-capacity-factor 1.0 --moe-min-capacity 4 --create-moe-param-group
-  # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students
-  expect "MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS" "knowledge-distillation" --mos --kd-beta-ce 1 --kd-temp 1.0
+  # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students (PR-MoE, --mos with its teacher
+  # flags); it distills from a trained teacher in tests/moe's kd_train. Here its --load-teacher names the script's
+  # teacher run, which is not there: refused before any work
+  expect "MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS without its teacher's checkpoint" \
+    "--mos: --load-teacher /nonexistent/gpt-1.3B-teacher: no checkpoint there" \
+    --num-experts 2 --mlp-type residual --moe-loss-coeff 0.01 --create-moe-param-group --mos --kd-beta-ce 1 \
+    --num-layers-teacher 4 --num-experts-teacher 2 2 --hidden-size-teacher 64 --num-attention-heads-teacher 4 \
+    --load-teacher /nonexistent/gpt-1.3B-teacher
   # data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh
   expect "data_efficiency/gpt/pretrain" "data-efficiency" --data-efficiency-curriculum-learning
   # random-LTD runs (tests/random_ltd), with its ds_config block: --random-ltd alone is refused naming the block
