@@ -63,12 +63,14 @@ static void add_losses(const zt_engine *e, zt_loss_sums *sum, const zt_losses *l
 /* ---- no pipelining ------------------------------------------------------------------------------------------ */
 
 /* Knowledge distillation: the teacher's forward of the micro batch the student trains on next (training_step sets
- * teacher_forward around forward_backward only, so evaluation has no KD term). The teacher is never put in eval
- * mode in Megatron-DeepSpeed (setup_teacher_model builds it and nothing calls .eval() on it): its dropout and
- * its MoE gates run as in training, with draws keyed apart from the student's. Returns its logits. */
+ * teacher_forward around forward_backward only, so evaluation has no KD term), in eval mode: no dropout, its MoE
+ * gates with the eval capacity factor and no noise (issue 18 asks for a teacher without dropout; Megatron-DeepSpeed
+ * never calls .eval() on its teacher: docs/moe.md). Its MoE draws are keyed apart from the student's. Returns its
+ * logits. */
 static const void *teacher_forward(zt_engine *e, const zt_pass *student) {
   zt_pass p = *student;
   p.ltd_keep = 0;
+  p.training = 0;
   p.seed = student->seed ^ 0x7eac4e55d15711ULL;
   zt_losses l;
   zt_model_forward(e->teacher, 0, &e->batch, &p, &l);
