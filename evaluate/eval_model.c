@@ -89,6 +89,19 @@ static int64_t checkpoint_kind(const zt_args *a, saved_sparsity *sparse) {
       zt_check(!strstr(r.tensors[i].name, bert_only[k]), "checkpoint", "%s: a BERT checkpoint (it holds %s, which "
                "pretrain_bert saves): %s reads GPT language models (pretrain_gpt checkpoints)",
                r.dir, r.tensors[i].name, zt_eval_program);
+  /* MoE layers: the model is built from the flags, so they must name the checkpoint's experts (the reader then
+   * checks every tensor); a dense model of an MoE checkpoint is refused here with the run's saved MoE flags */
+  for (int i = 0; i < r.n_tensors && !zt_moe_on(&a->moe); i++) {
+    if (!strstr(r.tensors[i].name, ".deepspeed_moe.")) continue;
+    char ne[128] = "?", ei[32] = "?", tk[32] = "?", mt[32] = "?";
+    zt_ckpt_arg(r.args_text, "num_experts", ne, sizeof ne);
+    zt_ckpt_arg(r.args_text, "expert_interval", ei, sizeof ei);
+    zt_ckpt_arg(r.args_text, "topk", tk, sizeof tk);
+    zt_ckpt_arg(r.args_text, "mlp_type", mt, sizeof mt);
+    zt_fatal("checkpoint", "%s holds MoE layers (%s; docs/moe.md) and the flags describe a dense model: give the run's "
+             "MoE flags (it saved num_experts %s, expert_interval %s, topk %s, mlp_type %s)", r.dir,
+             r.tensors[i].name, ne, ei, tk, mt);
+  }
   const int64_t padded = r.padded_vocab_size;
   if (sparse) read_sparsity(&r, sparse);
   zt_ckpt_close(&r);
@@ -157,10 +170,6 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
   const zt_eval_placement pl = zt_eval_place(args);
   *p = pl;
   const int tp = args->tensor_model_parallel_size, pp = args->pipeline_model_parallel_size;
-  int experts = 1;
-  for (int l = 0; l < args->num_layers; l++) experts = zt_moe_experts(&args->moe, l) > experts ? zt_moe_experts(&args->moe, l) : experts;
-  zt_check(experts == 1, "unsupported argument", "--num-experts %d: evaluating a model with MoE layers is not supported "
-           "yet (it lands with the MoE work's evaluation, issues 18 and 19)", experts);
   const int dp = args->data_parallel_size;
   const int B = args->micro_batch_size, T = args->seq_length;
   /* fp32 storage on either backend: the GPU computes what the CPU does, to fp32 rounding (--fp16/--bf16 round the
@@ -177,7 +186,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                                .init_std = args->init_method_std,
                                .untie_embeddings = args->untie_embeddings_and_output_weights,
                                .residual_post_ln = args->apply_residual_connection_post_layernorm,
-                               .sparse_attention = layout};
+                               .sparse_attention = layout, .moe = zt_moe_on(&args->moe) ? &args->moe : NULL};
   zt_log("building GPT model ...\n");
   zt_model *m = zt_gpt_create(&margs, &s);
   zt_ckpt_load_weights(m, args, pl.c.tp, tp, pl.c.pp, pp, pl.c.dp, dp); /* resharded to this layout */

@@ -794,12 +794,12 @@ static void check_moe_flags(zt_args *a, const unsigned char *seen) {
   }
   free(a->moe_layer_experts);
   a->moe_layer_experts = zt_malloc((size_t)(a->num_layers > 0 ? a->num_layers : 1) * sizeof(int), "MoE layers");
-  for (int l = 0; l < a->num_layers; l++) { /* layer_num = l + 1 is MoE when it divides by the interval */
-    const int moe = (l + 1) % a->expert_interval == 0 && a->num_experts.n > 0;
-    const int idx = a->num_experts.n == 1 ? 0 : l / a->expert_interval;
-    a->moe_layer_experts[l] = moe && idx < a->num_experts.n ? atoi(a->num_experts.v[idx]) : 1;
+  int *values = zt_malloc((size_t)(a->num_experts.n > 0 ? a->num_experts.n : 1) * sizeof(int), "MoE layers");
+  for (int i = 0; i < a->num_experts.n; i++) values[i] = atoi(a->num_experts.v[i]);
+  zt_moe_layer_experts(values, a->num_experts.n, a->num_layers, a->expert_interval, a->moe_layer_experts);
+  free(values);
+  for (int l = 0; l < a->num_layers; l++)
     if (a->moe_layer_experts[l] > 1 && a->moe_layer_experts[l] < min_e) min_e = a->moe_layer_experts[l];
-  }
   check_positive("--topk", a->topk);
   check_positive("--moe-expert-parallel-size", a->moe_expert_parallel_size);
   zt_check(a->moe_min_capacity >= 0, "bad argument value", "--moe-min-capacity %d: must be >= 0 (a number of tokens)",

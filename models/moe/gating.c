@@ -228,10 +228,15 @@ static float open_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
 }
 
 void zt_moe_draw(zt_moe_draws *d, uint64_t seed, uint64_t first_sample, int layer, int B, int T, int E, int C) {
+  zt_moe_draw_at(d, seed, first_sample, layer, B, T, 0, E, C);
+}
+
+void zt_moe_draw_at(zt_moe_draws *d, uint64_t seed, uint64_t first_sample, int layer, int B, int T, int pos0, int E,
+                    int C) {
   const int S = B * T;
   enum { KIND_RTS = 0, KIND_GUMBEL = 1, KIND_JITTER = 2 };
   for (int s = 0; s < S; s++) {
-    const int t = s / B, b = s % B;
+    const int t = pos0 + s / B, b = s % B;
     const uint64_t sample = first_sample + (uint64_t)b, base = (sample << 20) ^ ((uint64_t)layer << 2);
     if (d->rts)
       for (int e = 0; e < E; e++) d->rts[(size_t)s * E + e] = open_uniform(seed, base ^ KIND_RTS, (uint64_t)t * E + e);

@@ -267,7 +267,7 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
   zt_moe_draws d = {m->draws.rts, NULL, pass->training ? m->draws.jitter : NULL};
   if ((k == 2 && m->mc->top2_sampling) || (k == 1 && pass->training && m->mc->noise == ZT_MOE_NOISE_RSAMPLE))
     d.gumbel = m->draws.gumbel;
-  zt_moe_draw(&d, pass->seed, pass->first_sample, m->layer, B, T, E, C);
+  zt_moe_draw_at(&d, pass->seed, pass->first_sample, m->layer, B, T, pass->kv_cache ? pass->kv_past : 0, E, C);
   const float *x32 = router_input(m, &sc, inp, cfg, pass, N);
   be->matmul_forward(ZT_DTYPE_FP32, sc.log32, NULL, x32, router_weight(m, &sc, cfg), NULL, N, C, E);
   be->to_host(m->h_rows, sc.log32, (size_t)N * E * sizeof(float));

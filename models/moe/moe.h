@@ -60,6 +60,10 @@ int zt_moe_capacity(int S, int E, int k, float cf, int min_capacity);
 /* Fills the arrays of d that are not NULL with layer `layer`'s draws for B samples (first_sample ...) of T positions,
  * in token order s = t * B + b; each value is keyed by (seed, sample, position, layer, its kind, expert or channel). */
 void zt_moe_draw(zt_moe_draws *d, uint64_t seed, uint64_t first_sample, int layer, int B, int T, int E, int C);
+/* The same for positions pos0 .. pos0 + T - 1 of each sample (incremental decoding: the pass's tokens sit after the
+ * kv_past cached ones, and draw what a full pass draws at those positions). */
+void zt_moe_draw_at(zt_moe_draws *d, uint64_t seed, uint64_t first_sample, int layer, int B, int T, int pos0, int E,
+                    int C);
 
 /* ---- the layer ------------------------------------------------------------------------------------------------ */
 /* Layer `layer`'s MLP slot for the model's MoE flags (ctx: a zt_moe_config): an MoE layer where it has more than one

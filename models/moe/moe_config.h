@@ -23,6 +23,17 @@ typedef struct {
   float loss_coeff;       /* --moe-loss-coeff: the summed auxiliary losses' weight in the loss */
 } zt_moe_config;
 
+/* Megatron-DeepSpeed's get_num_experts_per_layer: out[l] = experts of layer l of num_layers, from the --num-experts
+ * values list[0..n) (one for every MoE layer, or one per MoE layer) and --expert-interval: layer l + 1 is an MoE layer
+ * when it divides by the interval. n == 0 (or a list of the wrong length, which the caller refuses) gives 1s past the
+ * list's end. */
+static inline void zt_moe_layer_experts(const int *list, int n, int num_layers, int interval, int *out) {
+  for (int l = 0; l < num_layers; l++) {
+    const int idx = n == 1 ? 0 : l / (interval > 0 ? interval : 1);
+    out[l] = interval > 0 && (l + 1) % interval == 0 && idx < n ? list[idx] : 1;
+  }
+}
+
 /* Experts of layer l (1 without MoE). */
 static inline int zt_moe_experts(const zt_moe_config *m, int l) {
   return m && m->num_experts && l >= 0 && l < m->num_layers ? m->num_experts[l] : 1;

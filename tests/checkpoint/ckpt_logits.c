@@ -2,7 +2,8 @@
  * saved weights through the checkpoint reader and writes the logits of a fixed batch (evaluation mode) as .npy.
  * With LAYOUT.npy (int32 0/1 [heads, T/block, T/block], a block-sparse attention layout the test computed), attention
  * is the dense kernels' with that layout as a mask (the sparse_attention reference path, not the block-sparse
- * kernels).
+ * kernels). A checkpoint with MoE layers builds them from its saved MoE flags (top-1 in evaluation mode: the tokens of
+ * the batch share the eval capacity).
  * Usage: ckpt_logits CHECKPOINT_DIR TOKENS.npy (int32 [B, T]) LOGITS.npy (float32 [B, T, padded vocab])
  *        [LAYOUT.npy BLOCK] */
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "checkpoints/ckpt_reader.h"
 #include "models/gpt/gpt.h"
+#include "models/moe/moe_config.h"
 #include "runtime/ops/attn_layout.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
@@ -43,6 +45,25 @@ int main(int argc, char **argv) {
                      .padded_vocab_size = (int)r.padded_vocab_size, .ln_eps = (float)argf(&r, "layernorm_epsilon"),
                      .init_std = 0.02f, .untie_embeddings = strcmp(untie, "True") == 0,
                      .micro_batch = (int)shape[0], .seq_length = (int)shape[1]};
+  /* MoE layers (docs/moe.md): the saved MoE flags, evaluation mode (the eval capacity factor) */
+  char list[256] = "[1]", v[64];
+  zt_ckpt_arg(r.args_text, "num_experts", list, sizeof list);
+  int vals[64], n = 0;
+  for (char *q = list; *q && n < 64; q++)
+    if (*q >= '0' && *q <= '9') vals[n++] = (int)strtol(q, &q, 10), q--;
+  int *per_layer = zt_malloc((size_t)c.num_layers * sizeof(int), "experts");
+  zt_moe_layer_experts(vals, n, c.num_layers, (int)arg(&r, "expert_interval"), per_layer);
+  zt_moe_config moe = {.num_layers = c.num_layers, .num_experts = per_layer, .topk = (int)arg(&r, "topk"),
+                       .train_capacity_factor = (float)argf(&r, "moe_train_capacity_factor"),
+                       .eval_capacity_factor = (float)argf(&r, "moe_eval_capacity_factor"),
+                       .min_capacity = (int)arg(&r, "moe_min_capacity"), .loss_coeff = (float)argf(&r, "moe_loss_coeff")};
+  zt_check(zt_ckpt_arg(r.args_text, "moe_token_dropping", v, sizeof v), "ckpt_logits", "moe_token_dropping missing");
+  moe.drop_tokens = strcmp(v, "True") == 0;
+  zt_check(zt_ckpt_arg(r.args_text, "moe_top2_2nd_expert_sampling", v, sizeof v), "ckpt_logits", "sampling missing");
+  moe.top2_sampling = strcmp(v, "True") == 0;
+  zt_check(zt_ckpt_arg(r.args_text, "mlp_type", v, sizeof v), "ckpt_logits", "mlp_type missing");
+  moe.residual = strcmp(v, "residual") == 0;
+  if (zt_moe_on(&moe)) c.moe = &moe;
   zt_attn_layout_buf layout = {0};
   if (argc == 6) {
     int64_t lshape[4];
@@ -77,6 +98,7 @@ int main(int argc, char **argv) {
   free(full);
   free(tokens);
   zt_gpt_free(&m);
+  free(per_layer);
   if (layout.mem) zt_attn_layout_free(&layout);
   zt_ckpt_close(&r);
   return 0;

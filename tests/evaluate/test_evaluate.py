@@ -468,6 +468,22 @@ if not MPI:
             "48" % ck_sparse, ckpt=ck_sparse)
     refused("sparse checkpoint with another head count", ["--num-attention-heads", "2"],
             "--num-attention-heads 2: --load %s was trained with 4 heads" % ck_sparse, ckpt=ck_sparse)
+
+    # 8. a checkpoint with MoE layers (docs/moe.md: 4 experts in layer 2, top-1; an eval capacity factor of 8 keeps
+    # every token, so the scores do not depend on how the evaluation batches them): both tasks with the run's MoE flags
+    # equal NumPy's scoring of the logits ckpt_logits computes with the checkpoint's saved MoE flags
+    ck_moe = os.path.join(tmp, "ck_moe")
+    moe = ["--num-experts", "4", "--moe-eval-capacity-factor", "8", "--moe-loss-coeff", "0.01"]
+    run(train[:train.index("--train-iters")] + ["--train-iters", "40", "--save", ck_moe] + moe)
+    for task, path, ex in (("WIKITEXT103", wiki, ["--overlapping-eval", "16"]), ("LAMBADA", lamb, [])):
+        rc, out = evaluate(task, path, ex + moe, ckpt=ck_moe)
+        a = total_of(out)
+        total, _ = oracle(ck_moe, task, path, SEQ, 16)
+        close = a is not None and (abs(a - total) <= 1e-5 * max(abs(total), 1) if task == "WIKITEXT103" else a == total)
+        check(rc == 0 and close, "MoE checkpoint: %s = NumPy on its logits (%s vs %.9g)" % (task, a, total), out[-800:])
+    rc, out = evaluate("WIKITEXT103", wiki, ["--overlapping-eval", "16"], ckpt=ck_moe)
+    check(rc == 1 and "deepspeed_moe" in out and "Traceback" not in out, "refused: an MoE checkpoint evaluated without "
+          "its MoE flags names the MoE tensors", "rc=%d\n%s" % (rc, out[-600:]))
 else:
     # 6. layouts under mpirun: TP=2, PP=2, DP=2 equal to one process on both tasks
     base = {t: evaluate(t, p, ["--overlapping-eval", "16"] if t == "WIKITEXT103" else [])
@@ -497,6 +513,18 @@ else:
           "TP=2 checkpoint: WIKITEXT103 in one process = in PP=2 (%s vs %s)" % (a, b))
     total, block = oracle(ck2, "LAMBADA", lamb, SEQ)
     check(block_of(r2[1]) == block, "TP=2 checkpoint: LAMBADA under TP=2 = NumPy on its logits")
+    # an MoE checkpoint saved with TP=2 (docs/moe.md: every tensor-parallel rank runs the whole MoE layer), evaluated
+    # by one process and by TP=2 + DP: the same numbers
+    ck_moe2 = os.path.join(tmp, "ck_moe_tp2")
+    moe = ["--num-experts", "4", "--moe-eval-capacity-factor", "8", "--moe-loss-coeff", "0.01"]
+    run(MPIRUN + ["-np", "2"] + train[:train.index("--train-iters")] + ["--train-iters", "20",
+        "--tensor-model-parallel-size", "2", "--save", ck_moe2] + moe)
+    m1 = evaluate("WIKITEXT103", wiki, ["--overlapping-eval", "16"] + moe, ckpt=ck_moe2)
+    m2 = evaluate("WIKITEXT103", wiki, ["--overlapping-eval", "16", "--tensor-model-parallel-size", "2"] + moe,
+                  ckpt=ck_moe2, mpi=2)
+    a, b = total_of(m1[1]), total_of(m2[1])
+    check(m1[0] == 0 and m2[0] == 0 and a is not None and b is not None and abs(a - b) <= 1e-5 * abs(a),
+          "MoE checkpoint saved at TP=2: WIKITEXT103 in one process = in TP=2 (%s vs %s)" % (a, b), m2[1][-600:])
     # a checkpoint whose padded vocabulary (97 rows: --make-vocab-size-divisible-by 1) TP=2 cannot split: the run
     # holds 98 rows and scores over the checkpoint's 97 (its own cross-entropy), as one process does
     ck97 = os.path.join(tmp, "ck97")

@@ -201,6 +201,22 @@ if not MPI:
     err = float(np.max(np.abs(lk - lr) / scale)) if lk.shape == lr.shape else 1.0
     check(err < 2e-6, "kv cache: every step's logits equal --recompute's to fp32 rounding", "max rel err %g" % err)
     check(read(o_kv) == read(o_re), "kv cache: the greedy output file equals --recompute's")
+    # a checkpoint with MoE layers (docs/moe.md: 4 experts in layers 2 and 4, top-1, an eval capacity factor that
+    # keeps every token): each cached step routes its new tokens as the whole prefix's pass routes them
+    ck_moe = os.path.join(tmp, "ck_moe")
+    moe = ["--num-experts", "4", "--moe-eval-capacity-factor", "8", "--moe-loss-coeff", "0.01"]
+    run([PRETRAIN] + MODEL + moe + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
+                                    os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
+                                    "--train-iters", "40", "--eval-iters", "0", "--save", ck_moe])
+    m_kv, m_re = new("moe_kv.f32"), new("moe_re.f32")
+    gen(moe + ["--sample-input-file", inp, "--sample-output-file", new("moe.out"), "--greedy", "--out-seq-length", OUT,
+               "--dump-logits", m_kv], ckpt=ck_moe)
+    gen(moe + ["--sample-input-file", inp, "--sample-output-file", new("moe.out"), "--greedy", "--out-seq-length", OUT,
+               "--recompute", "--dump-logits", m_re], ckpt=ck_moe)
+    mk, mr = steps(m_kv), steps(m_re)
+    err = float(np.max(np.abs(mk - mr) / np.maximum(1.0, np.abs(mr)))) if mk.shape == mr.shape else 1.0
+    check(mk.shape == mr.shape and mk.shape[0] > 50 and err < 2e-6, "MoE checkpoint: kv cache = --recompute at every "
+          "step to fp32 rounding", "%s %s max rel err %g" % (mk.shape, mr.shape, err))
     # the streams, replayed over the dumped logits with Megatron's rules; then one full forward over each sequence
     at, seqs, want = 0, [], b""
     for c in CONTEXTS:
