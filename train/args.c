@@ -764,9 +764,6 @@ static void check_moe_layers(const zt_args *a, int min_e, int max_e) {
   zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: placing the experts "
            "on ranks needs the expert all-to-all, which zerotron does not have yet (%s); 1 runs every expert in every "
            "data-parallel rank, as DeepSpeed does with ep_size 1", a->moe_expert_parallel_size, ep_work);
-  zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "--pipeline-model-parallel-size %d with MoE "
-           "layers: not supported (Megatron-DeepSpeed's MoE scripts use --no-pipeline-parallel, \"Currently we don't "
-           "support PP for MoE\"); use 1", a->pipeline_model_parallel_size);
   const long long tokens = (long long)a->micro_batch_size * a->seq_length;
   zt_check(a->topk != 1 || tokens >= a->moe_min_capacity, "inconsistent arguments", "--micro-batch-size %d x "
            "--seq-length %d = %lld tokens per MoE layer, fewer than --moe-min-capacity %d (DeepSpeed's top-1 gate "

@@ -12,8 +12,8 @@
  * draws keyed by (seed, global sample, position, layer), so they do not depend on the micro batch layout or backend.
  *
  * One expert-parallel rank for now: all experts of a layer live in every process; with tensor parallelism every rank
- * computes the whole layer (pipeline parallelism with MoE is refused by the argument parser, expert parallelism lands
- * with its all-to-all). docs/moe.md. */
+ * computes the whole layer; with pipeline stages the aux losses' sum travels with the hidden state (language_model.c);
+ * expert parallelism lands with its all-to-all. docs/moe.md. */
 #ifndef ZT_MOE_H
 #define ZT_MOE_H
 

@@ -250,7 +250,13 @@ void zt_lm_plan(zt_lm *lm) {
   mm->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
   mm->master = here && lm->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
   zt_stack_plan(&lm->stack, p);
-  mm->stage_bytes = N * C * es;
+  /* with MoE layers on several stages the layers' summed aux losses travel with the hidden state (as Megatron-
+   * DeepSpeed's pipelined MoE layers pass their aggregated moe loss on): one fp32 value after it in each set */
+  const int aux = lm->pp > 1 && zt_moe_on(lm->cfg.moe);
+  lm->aux_in = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
+  lm->aux_out = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
+  lm->aux_dgrad = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
+  mm->stage_bytes = N * C * es + (aux ? 64 : 0);
   mm->stash = mm->pp_buffers > 0 ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)mm->pp_buffers * mm->stage_bytes)
                                  : NULL;
   const size_t head = lm->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
@@ -290,9 +296,17 @@ void zt_lm_bind(zt_lm *lm) {
   lm->emb.tp = &lm->tp;
   lm->emb.v0 = lm->v0;
   lm->dlnf = lm->stack.scratch.dln;
-  mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), mm->stage_bytes / es, mm->dt};
-  mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), mm->stage_bytes / es, mm->dt};
-  mm->stage_grad[0] = (zt_stage_tensor){lm->dres, mm->stage_bytes / es, mm->dt};
+  const size_t n0 = (size_t)zt_tp_local_rows(&lm->tp, lm->B * lm->T_plan) * lm->cfg.hidden_size;
+  mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), n0, mm->dt};
+  mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), n0, mm->dt};
+  mm->stage_grad[0] = (zt_stage_tensor){lm->dres, n0, mm->dt};
+  if (lm->aux_in) { /* the MoE aux losses' running sum; its gradient is applied on each stage (aux_grad), the value
+                     * sent back with the input gradient is not read */
+    mm->n_stage = 2;
+    mm->stage_in[1] = (zt_stage_tensor){lm->aux_in, 1, ZT_DTYPE_FP32};
+    mm->stage_out[1] = (zt_stage_tensor){lm->aux_out, 1, ZT_DTYPE_FP32};
+    mm->stage_grad[1] = (zt_stage_tensor){lm->aux_dgrad, 1, ZT_DTYPE_FP32};
+  }
   const size_t NF = (size_t)lm->B * lm->T_plan;
   lm->h_losses = zt_malloc(NF * sizeof(float), "model losses");
   lm->h_dloss = zt_malloc(NF * sizeof(float), "model loss gradients");
@@ -383,6 +397,12 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   }
   if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   lm->aux = zt_stack_forward(&lm->stack, vchunk, pass, NULL);
+  if (lm->aux_in) { /* pipelined MoE: the sum of the layers' aux losses so far, on to the next stage */
+    float before = 0.0f;
+    if (!(lm->first && vchunk == 0)) mm->be->to_host(&before, lm->aux_in, sizeof before);
+    lm->aux += before;
+    if (!(lm->last && vchunk == lm->vpp - 1)) mm->be->from_host(lm->aux_out, &lm->aux, sizeof lm->aux);
+  }
   if (!lm->last || vchunk != lm->vpp - 1) return 0; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
   const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);

@@ -116,9 +116,11 @@ typedef struct {
   const int32_t *tokens, *positions, *targets, *types;
   zt_pass pass;
   double *fwd_time;          /* the owner's flops-profiler slots (ZT_LM_FT_*), or NULL */
-  /* Mixture of Experts: the layers' summed auxiliary losses of the last forward (this stage's), and the gradient of
-   * that sum the next backward applies (the model sets it: --moe-loss-coeff times the loss gradient's scale) */
+  /* Mixture of Experts: the layers' summed auxiliary losses of the last forward (with pipeline stages: of this and the
+   * earlier stages, received with the hidden state), and the gradient the next backward applies to each of this
+   * stage's MoE layers (the model sets it: --moe-loss-coeff times the loss gradient's scale) */
   float aux, aux_grad;
+  float *aux_in, *aux_out, *aux_dgrad; /* pipelined MoE: the aux sum's stage tensors (backend, 1 float each), or NULL */
   /* knowledge distillation (kd.h): its gradient joins d(logits) in the output layer's backward, or NULL */
   struct zt_kd_state *kd;
 } zt_lm;

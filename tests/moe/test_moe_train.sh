@@ -5,8 +5,8 @@
 #      changes the losses; the same --seed is the same run; top-1, top-2, top-3, no dropping, Residual MoE with a
 #      pyramid (--num-experts 2 4 at --expert-interval 1), the noisy gate policies and --bf16 train;
 #   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names;
-#   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel
-#      = one process (1e-5), a TP=2 checkpoint resumed in one process;
+#   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel,
+#      PP=2 and PP=4 interleaved with recompute = one process (1e-5), a TP=2 checkpoint resumed in one process;
 #   4. refusals before any work, naming the flag and the numbers.
 # The gate, experts and gradients against PyTorch are tests/parity's moe_parity.
 # Usage: test_moe_train.sh PRETRAIN_GPT PRETRAIN_BERT INSPECT_CHECKPOINT
@@ -110,10 +110,17 @@ if command -v mpirun >/dev/null; then
   a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$r1")
   [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a TP=2 checkpoint at 6 resumed in one process to 12 = the uninterrupted run (1e-5)" \
     || bad "TP=2 checkpoint resumed in one process" "'$a' vs '$b'"
-  out=$(mpirun_n 2 --num-experts 4 --pipeline-model-parallel-size 2); rc=$?
-  [ $rc -ne 0 ] && grep -qF -- "--pipeline-model-parallel-size 2 with MoE layers: not supported" <<<"$out" \
-    && ! grep -q "^ iteration" <<<"$out" && ok "refused: pipeline parallelism with MoE (2 ranks)" \
-    || bad "refused: pipeline parallelism with MoE" "rc=$rc $(grep -m2 -i error <<<"$out")"
+  same "PP=2 (the aux losses' sum travels with the hidden state) = one process" "$base" \
+    "$(mpirun_n 2 "${moe[@]}" --pipeline-model-parallel-size 2)" 1e-5
+  # the interleaved schedule over 4 stages of 2 chunks (8 layers, MoE in every second), recompute
+  p8=(--num-layers 8 --micro-batch-size 1 --train-iters 4 --eval-interval 4 --eval-iters 1)
+  one=$(run "${moe[@]}" "${p8[@]}")
+  four=$(mpirun_n 4 "${moe[@]}" "${p8[@]}" --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1 \
+         --checkpoint-activations)
+  if [ "$(losses "$one" | wc -w)" -eq 4 ] && close "$(losses "$one")" "$(losses "$four")" 1e-5 \
+     && close "$(moel "$one")" "$(moel "$four")" 1e-5 && close "$(vals "$one")" "$(vals "$four")" 1e-5; then
+    ok "PP=4 x 2 virtual chunks (interleaved), recompute = one process (moe loss $(moel "$four" | awk '{print $NF}'))"
+  else bad "PP=4 interleaved" "$(losses "$one") / $(moel "$one") vs $(losses "$four") / $(moel "$four")"; fi
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
