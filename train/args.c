@@ -389,7 +389,9 @@ static const flag k_flags[] = {
   {"--expert-interval", F_INT, OFF(expert_interval), NULL, MOE, "2",
    "Layer i (1-based) is an MoE layer when i %% interval == 0."},
   {"--moe-expert-parallel-size", F_INT, OFF(moe_expert_parallel_size), NULL, MOE, "1",
-   "Expert-parallel degree: 1 (every rank holds every expert; larger lands with the expert all-to-all)."},
+   "Expert-parallel degree: each MoE layer's experts run spread over this many data-parallel ranks (DeepSpeed's "
+   "expert-parallel groups), tokens sent to them and back by all-to-all; must divide the data-parallel size and "
+   "every layer's experts (docs/moe.md)."},
   {"--moe-train-capacity-factor", F_DOUBLE, OFF(moe_train_capacity_factor), NULL, MOE, "1.0",
    "Expert capacity in training: ceil(tokens / experts x factor x k), at least --moe-min-capacity."},
   {"--moe-eval-capacity-factor", F_DOUBLE, OFF(moe_eval_capacity_factor), NULL, MOE, "1.0",
@@ -760,10 +762,6 @@ static void check_moe_layers(const zt_args *a, int min_e, int max_e) {
              "inconsistent arguments", "layer %d has %d "
              "experts, not divisible by --moe-expert-parallel-size %d (DeepSpeed asserts num_experts %% ep_size == 0)",
              l + 1, a->moe_layer_experts[l], a->moe_expert_parallel_size);
-  static const char ep_work[] = "it lands with expert parallelism, issue 18";
-  zt_check(a->moe_expert_parallel_size == 1, "unsupported argument", "--moe-expert-parallel-size %d: placing the experts "
-           "on ranks needs the expert all-to-all, which zerotron does not have yet (%s); 1 runs every expert in every "
-           "data-parallel rank, as DeepSpeed does with ep_size 1", a->moe_expert_parallel_size, ep_work);
   const long long tokens = (long long)a->micro_batch_size * a->seq_length;
   zt_check(a->topk != 1 || tokens >= a->moe_min_capacity, "inconsistent arguments", "--micro-batch-size %d x "
            "--seq-length %d = %lld tokens per MoE layer, fewer than --moe-min-capacity %d (DeepSpeed's top-1 gate "
@@ -1187,6 +1185,11 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
 
   check_counts(a, by_iters);
   check_script_flags(a, seen);
+  zt_check(!zt_moe_on(&a->moe) || a->data_parallel_size % a->moe_expert_parallel_size == 0, "inconsistent arguments",
+           "data-parallel size %d (world size %d / (--tensor-model-parallel-size %d x --pipeline-model-parallel-size "
+           "%d)) is not divisible by --moe-expert-parallel-size %d: the expert-parallel groups are carved from the "
+           "data-parallel group (DeepSpeed asserts dp_world_size %% expert_parallel_size == 0)", a->data_parallel_size,
+           world_size, a->tensor_model_parallel_size, a->pipeline_model_parallel_size, a->moe_expert_parallel_size);
   check_kd_flags(a, seen);
   pad_vocab(a);
 }

@@ -862,6 +862,7 @@ static void fill_fields(zt_ds_config *c) {
   c->dump_state = get_bool(c, "dump_state");
   c->gradient_clipping = get_num(c, "gradient_clipping");
   c->prescale_gradients = get_bool(c, "prescale_gradients");
+  c->use_data_before_expert_parallelism = get_bool(c, "use_data_before_expert_parallelism");
   c->gradient_predivide_factor = get_num(c, "gradient_predivide_factor");
   get_str(c, "communication_data_type", c->communication_data_type, sizeof c->communication_data_type);
 

@@ -34,6 +34,7 @@ typedef struct zt_ds_config {
   bool wall_clock_breakdown, memory_breakdown, dump_state;
   zt_ds_num gradient_clipping;         /* 0.0 = off (code default) */
   bool prescale_gradients;
+  bool use_data_before_expert_parallelism; /* the expert groups in DeepSpeed's D + E topology (runtime/parallel) */
   zt_ds_num gradient_predivide_factor; /* 1.0 */
   char communication_data_type[8];     /* "" (None), "fp32", "fp16" or "bf16" */
 

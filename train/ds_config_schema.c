@@ -34,7 +34,6 @@
 #define DE "the data-efficiency work"
 #define COMP "the compression work"
 #define CKPT "the checkpoint work"
-#define MOE "expert parallelism (issue 18)"
 #define ELAS "the elasticity work"
 #define AUTOT "the autotuning work"
 #define HYB "the RLHF hybrid-engine work"
@@ -66,7 +65,7 @@ const zt_ds_key zt_ds_schema[] = {
   BF("dataloader_drop_last", ZT_DS_INERT, "false", "the DeepSpeed data-loader work (Megatron's loaders are used)"),
   BF("disable_allgather", ZT_DS_INERT, "false", ZERO),
   I("vocabulary_size", ZT_DS_NULL | ZT_DS_INERT, "null", 1, BIG, "nothing (DeepSpeed only warns when not a multiple of 8)"),
-  B("use_data_before_expert_parallelism", "false", MOE),
+  B("use_data_before_expert_parallelism", "false", NULL),
 
   /* ---- fp16 / bf16 / amp / data_types ---- */
   O("fp16", 0, NULL),

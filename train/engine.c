@@ -390,6 +390,7 @@ static zt_model_args model_args(const zt_engine *e) {
   m.random_ltd_layers = e->ltd_layers;
   m.sparse_as_mask = e->sparse.mem && sparse_as_mask();
   m.kd = e->args->mos || e->args->kd ? &e->kd : NULL;
+  if (m.moe) m.moe = &e->moe; /* with the expert-parallel group */
   return m;
 }
 
@@ -487,8 +488,10 @@ static void setup_groups(zt_engine *e) {
   e->dp_group = zt_comm_world();
   st->dp_rank = zt_group_rank(e->dp_group);
   st->dp_size = a->data_parallel_size;
-  e->tp_group = e->pp_group = e->emb_group = NULL;
+  e->tp_group = e->pp_group = e->emb_group = e->ep_group = NULL;
   st->tp_rank = st->pp_rank = 0;
+  e->moe = a->moe;
+  const int ep = zt_moe_on(&a->moe) ? a->moe_expert_parallel_size : 1;
   st->tp_size = a->tensor_model_parallel_size;
   st->pp_size = a->pipeline_model_parallel_size;
   zt_check(!zt_moe_on(&e->args->moe) || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
@@ -497,21 +500,36 @@ static void setup_groups(zt_engine *e) {
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);
-  if (a->tensor_model_parallel_size == 1 && st->pp_size == 1) return;
+  if (a->tensor_model_parallel_size == 1 && st->pp_size == 1 && ep == 1) return;
   zt_layout l;
-  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, 1,
+  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep,
                  a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1,
                  a->num_layers);
+  l.ep_data_first = e->ds && e->ds->use_data_before_expert_parallelism; /* DeepSpeed's D + E expert groups */
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
-  const zt_group_kind kinds[4] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING};
-  for (int k = 0; k < (st->pp_size > 1 ? 4 : 2); k++) {
+  /* the model-parallel groups (none with one tensor and one pipeline rank: the data group is the world), then
+   * DeepSpeed's expert-parallel groups */
+  const zt_group_kind kinds[5] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING, ZT_GROUP_EXPERT};
+  const int model_parallel = a->tensor_model_parallel_size > 1 || st->pp_size > 1;
+  for (int k = 0; k < 5; k++) {
+    if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k == 4 && ep == 1)) continue;
     int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
+    if (kinds[k] == ZT_GROUP_EXPERT) { /* DeepSpeed's line (groups.py, log_dist on rank 0), then the groups */
+      if (e->ds)
+        zt_ds_logger_info("groups.py:_create_expert_data_and_model_parallel", "Creating deepspeed groups with model "
+                          "parallel size %d, pipeline parallel size %d, expert parallel size %d, world size %d, dp world "
+                          "size %d", l.tp, l.pp, ep, l.world, l.dp);
+      zt_log("> expert-parallel groups (%s):", l.ep_data_first ? "D + E, use_data_before_expert_parallelism" : "E + D");
+      for (int i = 0; i < count * size; i++) zt_log("%s%d%s", i % size ? ", " : " [", members[i], i % size == size - 1 ? "]" : "");
+      zt_log("\n");
+    }
     for (int g = 0; g < count; g++) {
       zt_group *grp = zt_group_create(members + (size_t)g * size, size);
       if (grp && kinds[k] == ZT_GROUP_DATA) e->dp_group = grp;
       if (grp && kinds[k] == ZT_GROUP_TENSOR) e->tp_group = grp;
       if (grp && kinds[k] == ZT_GROUP_PIPELINE) e->pp_group = grp;
       if (grp && kinds[k] == ZT_GROUP_EMBEDDING) e->emb_group = grp;
+      if (grp && kinds[k] == ZT_GROUP_EXPERT) e->ep_group = grp;
     }
   }
   free(members);
@@ -522,6 +540,11 @@ static void setup_groups(zt_engine *e) {
   zt_check(st->pp_size == 1 || (e->pp_group && zt_group_rank(e->pp_group) == c.pp), "internal error",
            "rank %d: pipeline group disagrees with the layout (stage %d)", zt_comm_rank(), c.pp);
   if (a->tensor_model_parallel_size == 1) e->tp_group = NULL; /* one rank: the model needs no group */
+  if (ep > 1) {
+    zt_check(e->ep_group && zt_group_size(e->ep_group) == ep, "internal error", "rank %d: no expert-parallel group of %d",
+             zt_comm_rank(), ep);
+    e->moe.ep_group = e->ep_group, e->moe.ep_size = ep, e->moe.ep_rank = zt_group_rank(e->ep_group);
+  }
   zt_check((!e->tp_group || zt_group_rank(e->tp_group) == c.tp) && zt_group_rank(e->dp_group) == c.dp,
            "internal error", "rank %d: tensor/data groups disagree with the layout (tp %d, dp %d)", zt_comm_rank(),
            c.tp, c.dp);

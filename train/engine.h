@@ -81,6 +81,8 @@ typedef struct {
    * TP = 1), this rank's pipeline (NULL with PP = 1: group rank = stage), first and last stage (tied embedding
    * gradients), or NULL */
   const zt_group *dp_group, *tp_group, *pp_group, *emb_group;
+  const zt_group *ep_group;  /* --moe-expert-parallel-size > 1 with MoE layers: this rank's expert-parallel group */
+  zt_moe_config moe;         /* the arguments' MoE flags with the expert-parallel group (the model keeps a pointer) */
   /* the pipeline schedule (train/schedule.c): vpp virtual chunks per stage (1 without interleaving), the
    * interleaved schedule's steps on this stage, the stage-sized buffers the schedule keeps in the model */
   int vpp, interleaved, pp_buffers, pipe_nsteps;

@@ -47,24 +47,58 @@ typedef struct {
   float *h_coef;                               /* residual: [2N] */
   float *h_dweight;                            /* [N k] */
   zt_moe_draws draws;                          /* [N E], [N E], [N C] host, NULL where unused */
+  /* expert parallelism (P > 1): this rank runs the El = E / P experts [r El, (r + 1) El) over the rows every member
+   * of the group sends it. The exchange buffers hold P blocks of blk rows: block j of a sender holds its slots for
+   * member j's experts (contiguous, since slots go expert by expert), padded to the group's largest such count. */
+  int P, El, r;
+  int R;                                       /* rows the local experts process: M (P == 1) or the received rows */
+  void *xr;                                    /* P > 1: [xmax, C] the received rows, grouped by local expert */
+  int32_t *send_slot, *recv_row, *back_row, *slot_row; /* P > 1, backend: [xmax] [xmax] [xmax] [M] */
+  int32_t *h_send_slot, *h_recv_row, *h_back_row, *h_slot_row; /* host copies */
+  int32_t *h_roff;                             /* [El + 1] the local experts' first received rows */
+  float *h_cnt;                                /* [P E] every member's kept count per expert */
+  int blk;                                     /* the last forward's exchange block (rows) */
 } moe_layer;
 
-/* The scratch (shared by the layers) for N rows, carved in this order. */
+/* The scratch (shared by the layers) for N rows, carved in this order (R: the rows the local experts process). */
 typedef struct {
-  void *disp, *dyb, *dh, *tmp, *tmp2, *mlp;    /* [M, C], [M, C], [M, FFN], [N, C], [N, C], the dense branch's */
+  void *disp, *dyb, *dh, *tmp, *tmp2, *mlp;    /* [M, C], [M, C], [R, FFN], [N, C], [N, C], the dense branch's */
+  void *xa, *xb;                               /* expert parallelism: [xmax, C] each, the exchange buffers */
   void *wgd;                                   /* [E, C] the router's gradient in a half dtype */
   float *x32, *wg32, *log32, *dwg32, *dx32, *dw32, *c32; /* fp32: [N C], [E C], [N E], [E C], [N C], [M], [2N] */
 } moe_scratch;
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* Expert parallelism: the rows of the exchange buffers for N tokens, P blocks of the most rows one member can send
+ * another: its N tokens' choices of the receiver's El experts (at most min(k, El) each), and with token dropping at
+ * most El capacities. 0 without expert parallelism. */
+static int exchange_rows(const moe_layer *m, int N) {
+  if (m->P <= 1) return 0;
+  long long blk = (long long)N * (m->k < m->El ? m->k : m->El);
+  if (m->mc->drop_tokens) {
+    const int c1 = zt_moe_capacity(N, m->E, m->k, m->mc->train_capacity_factor, m->mc->min_capacity);
+    const int c2 = zt_moe_capacity(N, m->E, m->k, m->mc->eval_capacity_factor, m->mc->min_capacity);
+    const long long cap = c1 > c2 ? c1 : c2;
+    if ((long long)m->El * cap < blk) blk = (long long)m->El * cap;
+  }
+  const long long rows = (long long)m->P * (blk > 0 ? blk : 1);
+  zt_check(rows < INT32_MAX, "unsupported argument", "MoE layer %d: %lld exchange rows per micro batch", m->layer, rows);
+  return (int)rows;
+}
+
+/* The rows the local experts process for N tokens: the k N slots, or the exchange's. */
+static int expert_rows(const moe_layer *m, int N) { return m->P > 1 ? exchange_rows(m, N) : m->k * N; }
+
 static size_t carve(moe_scratch *s, void *base, const moe_layer *m, const zt_block_config *cfg, int N) {
   const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C, E = (size_t)m->E;
-  const size_t sizes[] = {M * C * es, M * C * es, M * (size_t)cfg->FFN * es, (size_t)N * C * es, (size_t)N * C * es,
-                          m->mc->residual ? m->mlp.scratch_bytes(&m->mlp, cfg, N) : 0, E * C * es,
+  const size_t R = (size_t)expert_rows(m, N), X = (size_t)exchange_rows(m, N);
+  const size_t sizes[] = {M * C * es, M * C * es, R * (size_t)cfg->FFN * es, (size_t)N * C * es, (size_t)N * C * es,
+                          m->mc->residual ? m->mlp.scratch_bytes(&m->mlp, cfg, N) : 0, X * C * es, X * C * es,
+                          E * C * es,
                           (size_t)N * C * 4, E * C * 4, (size_t)N * E * 4, E * C * 4, (size_t)N * C * 4, M * 4,
                           2 * (size_t)N * 4};
-  void **dst[] = {&s->disp, &s->dyb, &s->dh, &s->tmp, &s->tmp2, &s->mlp, &s->wgd, (void **)&s->x32, (void **)&s->wg32,
+  void **dst[] = {&s->disp, &s->dyb, &s->dh, &s->tmp, &s->tmp2, &s->mlp, &s->xa, &s->xb, &s->wgd, (void **)&s->x32, (void **)&s->wg32,
                   (void **)&s->log32, (void **)&s->dwg32, (void **)&s->dx32, (void **)&s->dw32, (void **)&s->c32};
   size_t off = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -165,6 +199,9 @@ static void host_free(moe_layer *m) {
   free(m->h_off), free(m->h_tok), free(m->h_slot_of), free(m->h_w), free(m->h_dw), free(m->h_logits);
   free(m->h_dlogits), free(m->h_rows), free(m->h_coef), free(m->h_dweight);
   free(m->draws.rts), free(m->draws.gumbel), free(m->draws.jitter);
+  free(m->h_send_slot), free(m->h_recv_row), free(m->h_back_row), free(m->h_slot_row), free(m->h_roff), free(m->h_cnt);
+  m->h_send_slot = m->h_recv_row = m->h_back_row = m->h_slot_row = m->h_roff = NULL;
+  m->h_cnt = NULL;
   m->h_off = m->h_tok = m->h_slot_of = NULL;
   m->h_w = m->h_dw = m->h_logits = m->h_dlogits = m->h_rows = m->h_coef = m->h_dweight = NULL;
   m->draws = (zt_moe_draws){0};
@@ -176,8 +213,16 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
   const zt_block_config ecfg = expert_cfg(m, tcfg), *cfg = &ecfg;
   const int N = all_rows(tcfg, Nl);
   const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C;
-  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
-  m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * cfg->FFN * es);
+  const size_t R = (size_t)expert_rows(m, N), X = (size_t)exchange_rows(m, N);
+  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es);
+  m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es);
+  if (m->P > 1) {
+    m->xr = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * C * es);
+    m->send_slot = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
+    m->recv_row = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
+    m->back_row = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
+    m->slot_row = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * sizeof(int32_t));
+  }
   m->y = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * C * es);
   m->slot_tok = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, M * sizeof(int32_t));
   m->slot_w = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, M);
@@ -206,6 +251,14 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
   if ((k == 2 && m->mc->top2_sampling) || (k == 1 && m->mc->noise == ZT_MOE_NOISE_RSAMPLE))
     m->draws.gumbel = zt_malloc((size_t)N * E * sizeof(float), "MoE draws");
   if (m->mc->noise == ZT_MOE_NOISE_JITTER) m->draws.jitter = zt_malloc((size_t)N * C * sizeof(float), "MoE draws");
+  if (m->P > 1) {
+    m->h_send_slot = zt_malloc(X * sizeof(int32_t), "MoE exchange");
+    m->h_recv_row = zt_malloc(X * sizeof(int32_t), "MoE exchange");
+    m->h_back_row = zt_malloc(X * sizeof(int32_t), "MoE exchange");
+    m->h_slot_row = zt_malloc(M * sizeof(int32_t), "MoE exchange");
+    m->h_roff = zt_malloc((size_t)(m->El + 1) * sizeof(int32_t), "MoE exchange");
+    m->h_cnt = zt_malloc((size_t)m->P * E * sizeof(float), "MoE exchange");
+  }
   m->planned = N;
 }
 
@@ -252,12 +305,109 @@ static const float *router_weight(moe_layer *m, moe_scratch *sc, const zt_block_
   return sc->wg32;
 }
 
+/* Experts e0 .. e0 + n - 1 over their rows of x (expert i's rows [off[i], off[i + 1])), into y at the same rows; the
+ * intermediate activations stay in m->fc and m->gelu for the backward. */
+static void experts_forward(moe_layer *m, const zt_block_config *cfg, void *y, const void *x, const int32_t *off,
+                            int e0, int n) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int C = cfg->C, FFN = cfg->FFN;
+  for (int i = 0; i < n; i++) {
+    const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
+    if (rows == 0) continue;
+    be->matmul_forward(dt, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
+                       zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
+    be->matmul_forward(dt, zt_at(y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
+                       m->proj_b[e], rows, FFN, C);
+  }
+}
+
+/* Their backward: dy (the outputs' gradients at the rows) becomes the inputs' gradients; dh is [rows, FFN] scratch. */
+static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy, const void *x, void *dh,
+                             const int32_t *off, int e0, int n) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int C = cfg->C, FFN = cfg->FFN;
+  for (int i = 0; i < n; i++) {
+    const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
+    if (rows == 0) continue;
+    void *d = zt_at(dy, dt, (size_t)o * C);
+    be->matmul_backward(dt, dh, m->dproj_w[e], m->dproj_b[e], d, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
+                        NULL, rows, FFN, C);
+    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dh, zt_at(x, dt, (size_t)o * C), m->fc_w[e],
+                        zt_at(m->fc, dt, (size_t)o * FFN), rows, C, FFN);
+  }
+}
+
+/* Expert parallelism, after the slots are laid out: every member's kept count per expert (one all-gather of E values
+ * on the host), the exchange block (the largest count one member sends another, over the group) and the four row maps
+ * (backend copies): send_slot (exchange row -> slot sent), recv_row (received row, grouped by local expert -> exchange
+ * row), back_row (exchange row -> received row whose output goes back) and slot_row (slot -> exchange row its output
+ * comes back in). Pads point at row 0 (any row: they are not read back). */
+static void exchange_plan(moe_layer *m, const zt_block_config *cfg) {
+  const zt_backend *be = zt_block_be(cfg);
+  const int P = m->P, E = m->E, El = m->El, r = m->r, M = m->h_off[E];
+  float *mine = m->h_cnt + (size_t)r * E;
+  for (int e = 0; e < E; e++) mine[e] = (float)(m->h_off[e + 1] - m->h_off[e]);
+  zt_allgather(m->mc->ep_group, ZT_DTYPE_FP32, mine, (size_t)E, m->h_cnt);
+  int blk = 0;
+  for (int i = 0; i < P; i++)
+    for (int j = 0; j < P; j++) {
+      int rows = 0;
+      for (int e = j * El; e < (j + 1) * El; e++) rows += (int)m->h_cnt[(size_t)i * E + e];
+      blk = rows > blk ? rows : blk;
+    }
+  zt_check(P * blk <= exchange_rows(m, m->N), "internal error", "MoE layer %d: exchange of %d x %d rows, planned %d",
+           m->layer, P, blk, exchange_rows(m, m->N));
+  m->blk = blk;
+  const int X = P * blk;
+  for (int x = 0; x < X; x++) m->h_send_slot[x] = 0, m->h_back_row[x] = 0;
+  for (int j = 0; j < P; j++) /* block j: my slots of member j's experts, then pads */
+    for (int s = m->h_off[j * El]; s < m->h_off[(j + 1) * El]; s++) {
+      m->h_send_slot[j * blk + (s - m->h_off[j * El])] = s;
+      m->h_slot_row[s] = j * blk + (s - m->h_off[j * El]);
+    }
+  int R = 0;
+  for (int l = 0; l < El; l++) { /* local expert l: the rows of member 0, then member 1, ... */
+    m->h_roff[l] = R;
+    for (int i = 0; i < P; i++) {
+      const float *c = m->h_cnt + (size_t)i * E + (size_t)r * El;
+      int first = 0;
+      for (int q = 0; q < l; q++) first += (int)c[q];
+      for (int q = 0; q < (int)c[l]; q++, R++) {
+        m->h_recv_row[R] = i * blk + first + q;
+        m->h_back_row[i * blk + first + q] = R;
+      }
+    }
+  }
+  m->h_roff[El] = R;
+  m->R = R;
+  be->from_host(m->send_slot, m->h_send_slot, (size_t)X * sizeof(int32_t));
+  be->from_host(m->recv_row, m->h_recv_row, (size_t)R * sizeof(int32_t));
+  be->from_host(m->back_row, m->h_back_row, (size_t)X * sizeof(int32_t));
+  be->from_host(m->slot_row, m->h_slot_row, (size_t)M * sizeof(int32_t));
+}
+
+/* One exchange of rows [blk, C] per member: rows (P blk of them) gathered from src by `pick` into a, sent through the
+ * all-to-all into b, then the rows of b named by `keep` (n of them) gathered into dst. a may be dst, and b may be src
+ * (each is free by then); a and b [P blk, C] must differ. */
+static void exchange(moe_layer *m, const zt_block_config *cfg, void *dst, const int32_t *keep, int n, const void *src,
+                     const int32_t *pick, void *a, void *b) {
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int C = cfg->C, X = m->P * m->blk;
+  if (X == 0) return;
+  be->embedding_forward(dt, a, pick, src, X, C, 0);
+  zt_alltoall(m->mc->ep_group, dt, a, (size_t)m->blk * C, b);
+  if (n > 0) be->embedding_forward(dt, dst, keep, b, n, C, 0);
+}
+
 static float core_forward(moe_layer *m, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
                           int N, void *scratch) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const size_t es = zt_dtype_size(dt);
-  const int C = cfg->C, FFN = cfg->FFN, E = m->E, k = m->k, B = pass->B, T = pass->T;
+  const int C = cfg->C, E = m->E, k = m->k, B = pass->B, T = pass->T;
   zt_check(N == B * T && N <= m->planned, "internal error", "MoE layer %d: %d rows for a %dx%d pass (planned %d)",
            m->layer, N, B, T, m->planned);
   moe_scratch sc;
@@ -295,15 +445,16 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
   m->h_off[E] = M;
   be->from_host(m->slot_tok, m->h_tok, (size_t)M * sizeof(int32_t));
   be->from_host(m->slot_w, m->h_w, (size_t)M * sizeof(float));
-  /* the experts */
+  /* the experts: here, or on the members of the expert-parallel group (there and back through the all-to-all) */
   be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
-  for (int e = 0; e < E; e++) {
-    const int o = m->h_off[e], n = m->h_off[e + 1] - o;
-    if (n == 0) continue;
-    be->matmul_forward(dt, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
-                       zt_at(sc.disp, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], n, C, FFN);
-    be->matmul_forward(dt, zt_at(m->y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
-                       m->proj_b[e], n, FFN, C);
+  if (m->P > 1) {
+    exchange_plan(m, cfg);
+    exchange(m, cfg, m->xr, m->recv_row, m->R, sc.disp, m->send_slot, sc.xa, sc.xb);
+    experts_forward(m, cfg, sc.xa, m->xr, m->h_roff, m->r * m->El, m->El);
+    exchange(m, cfg, m->y, m->slot_row, M, sc.xa, m->back_row, sc.xb, sc.xa);
+  } else {
+    m->R = M;
+    experts_forward(m, cfg, m->y, sc.disp, m->h_off, 0, E);
   }
   /* combine */
   void *moe_out = m->mc->residual ? m->moe_out : out;
@@ -339,7 +490,7 @@ static void core_backward(moe_layer *m, void *dinp, const void *dout, const void
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const size_t es = zt_dtype_size(dt);
-  const int C = cfg->C, FFN = cfg->FFN, E = m->E, k = m->k, B = pass->B, T = pass->T, M = m->h_off[E];
+  const int C = cfg->C, E = m->E, k = m->k, B = pass->B, T = pass->T, M = m->h_off[E];
   zt_check(N == m->N, "internal error", "MoE layer %d: backward of %d rows after a forward of %d", m->layer, N, m->N);
   moe_scratch sc;
   carve(&sc, scratch, m, cfg, N);
@@ -373,16 +524,14 @@ static void core_backward(moe_layer *m, void *dinp, const void *dout, const void
   be->row_dot(dt, sc.dw32, sc.dyb, m->y, M, C);
   be->to_host(m->h_dw, sc.dw32, (size_t)M * sizeof(float));
   be->scale_rows(dt, sc.dyb, sc.dyb, m->slot_w, M, C);
-  /* the experts, each d(input) into its slots of dyb (its d y there is used up first) */
-  be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
-  for (int e = 0; e < E; e++) {
-    const int o = m->h_off[e], n = m->h_off[e + 1] - o;
-    if (n == 0) continue;
-    void *dy = zt_at(sc.dyb, dt, (size_t)o * C);
-    be->matmul_backward(dt, sc.dh, m->dproj_w[e], m->dproj_b[e], dy, zt_at(m->gelu, dt, (size_t)o * FFN),
-                        m->proj_w[e], NULL, n, FFN, C);
-    be->matmul_backward(dt, dy, m->dfc_w[e], m->dfc_b[e], sc.dh, zt_at(sc.disp, dt, (size_t)o * C), m->fc_w[e],
-                        zt_at(m->fc, dt, (size_t)o * FFN), n, C, FFN);
+  /* the experts, each d(input) in place of its d y (here, or on the member that ran it and back) */
+  if (m->P > 1) {
+    exchange(m, cfg, sc.xa, m->recv_row, m->R, sc.dyb, m->send_slot, sc.xa, sc.xb);
+    experts_backward(m, cfg, sc.xa, m->xr, sc.dh, m->h_roff, m->r * m->El, m->El);
+    exchange(m, cfg, sc.dyb, m->slot_row, M, sc.xa, m->back_row, sc.xb, sc.xa);
+  } else {
+    be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
+    experts_backward(m, cfg, sc.dyb, sc.disp, sc.dh, m->h_off, 0, E);
   }
   be->embedding_backward(dt, dinp, m->slot_tok, sc.dyb, M, C);
   /* the gate: d(combine weights) and d(l_aux) -> d(logits), then the router in fp32 */
@@ -479,6 +628,9 @@ zt_ffn zt_moe_make_ffn(const void *ctx, int layer) {
   moe_layer *m = zt_calloc(1, sizeof *m, "MoE layer");
   m->mc = mc, m->layer = layer, m->E = E, m->k = mc->topk;
   zt_check(m->k >= 1 && m->k <= E, "internal error", "MoE layer %d: top-%d of %d experts", layer, m->k, E);
+  m->P = mc->ep_size > 1 ? mc->ep_size : 1, m->r = m->P > 1 ? mc->ep_rank : 0, m->El = E / m->P;
+  zt_check(E % m->P == 0 && m->r >= 0 && m->r < m->P && (m->P == 1 || mc->ep_group), "internal error",
+           "MoE layer %d: %d experts over expert-parallel rank %d of %d", layer, E, m->r, m->P);
   m->fc_w = zt_calloc((size_t)E, sizeof(void *), "MoE layer"), m->fc_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
   m->proj_w = zt_calloc((size_t)E, sizeof(void *), "MoE"), m->proj_b = zt_calloc((size_t)E, sizeof(void *), "MoE");
   m->dfc_w = zt_calloc((size_t)E, sizeof(void *), "MoE"), m->dfc_b = zt_calloc((size_t)E, sizeof(void *), "MoE");

@@ -5,6 +5,8 @@
 #ifndef ZT_MOE_CONFIG_H
 #define ZT_MOE_CONFIG_H
 
+struct zt_group; /* runtime/comm/comm.h */
+
 /* DeepSpeed's noisy_gate_policy: None; 'Jitter' multiplies the router's input by U(1 - 1e-2, 1 + 1e-2); 'RSample'
  * adds Gumbel(0, 1) noise to the logits for top-1's choice. Both in training passes only. */
 typedef enum { ZT_MOE_NOISE_NONE = 0, ZT_MOE_NOISE_JITTER = 1, ZT_MOE_NOISE_RSAMPLE = 2 } zt_moe_noise;
@@ -21,6 +23,12 @@ typedef struct {
   zt_moe_noise noise;     /* --noisy-gate-policy */
   int residual;           /* --mlp-type residual: Residual MoE */
   float loss_coeff;       /* --moe-loss-coeff: the summed auxiliary losses' weight in the loss */
+  /* --moe-expert-parallel-size: DeepSpeed's expert-parallel group (carved from the data-parallel group) over which a
+   * layer's experts are spread, E / ep_size on each member (member r runs experts [r E / ep_size, (r + 1) E /
+   * ep_size)); ep_size 0 or 1 (and a NULL group): every expert runs in this process. Set by whoever builds the
+   * groups (the training engine); the gate's flags above come from the arguments. */
+  const struct zt_group *ep_group;
+  int ep_size, ep_rank;
 } zt_moe_config;
 
 /* Megatron-DeepSpeed's get_num_experts_per_layer: out[l] = experts of layer l of num_layers, from the --num-experts

@@ -47,6 +47,17 @@ void zt_layout_init(zt_layout *l, int world, int tp, int pp, int ep, int vpp, in
   l->dp = dp;
   l->ep = ep;
   l->vpp = vpp;
+  l->ep_data_first = 0;
+}
+
+/* The expert groups are cut from each data group's ranks in list order: the data-parallel rank at position pos of that
+ * list, and the position of data-parallel rank dpr (identities in the E + D topology). */
+static int ep_list_dp(const zt_layout *l, int pos) {
+  return l->ep_data_first ? pos / l->ep + (pos % l->ep) * (l->dp / l->ep) : pos;
+}
+static int ep_list_pos(const zt_layout *l, int dpr) {
+  const int stride = l->dp / l->ep;
+  return l->ep_data_first ? (dpr % stride) * l->ep + dpr / stride : dpr;
 }
 
 static void check_rank(const zt_layout *l, int rank) {
@@ -129,14 +140,14 @@ int zt_layout_all_groups(const zt_layout *l, zt_group_kind kind, int *members, i
       for (int i = 0; i < p; i++)
         for (int j = 0; j < t; j++)
           for (int c = 0; c < d / e; c++, n++)
-            for (int k = 0; k < e; k++) *out++ = data_member(l, i, j, c * e + k);
+            for (int k = 0; k < e; k++) *out++ = data_member(l, i, j, ep_list_dp(l, c * e + k));
       break;
     case ZT_GROUP_EXPERT_DATA: /* for dp_ranks in data groups: zip(*chunks) */
       size = d / e;
       for (int i = 0; i < p; i++)
         for (int j = 0; j < t; j++)
           for (int k = 0; k < e; k++, n++)
-            for (int c = 0; c < d / e; c++) *out++ = data_member(l, i, j, c * e + k);
+            for (int c = 0; c < d / e; c++) *out++ = data_member(l, i, j, ep_list_dp(l, c * e + k));
       break;
     default:
       zt_fatal("parallel layout", "unknown group kind %d", (int)kind);
@@ -173,13 +184,13 @@ int zt_layout_group(const zt_layout *l, zt_group_kind kind, int rank, int *membe
       if (c.pp == 0) members[n++] = rank;
       break;
     case ZT_GROUP_EXPERT: {
-      int chunk = c.dp / e;
-      for (int k = 0; k < e; k++) members[n++] = data_member(l, c.pp, c.tp, chunk * e + k);
+      int chunk = ep_list_pos(l, c.dp) / e;
+      for (int k = 0; k < e; k++) members[n++] = data_member(l, c.pp, c.tp, ep_list_dp(l, chunk * e + k));
       break;
     }
     case ZT_GROUP_EXPERT_DATA: {
-      int k = c.dp % e;
-      for (int chunk = 0; chunk < d / e; chunk++) members[n++] = data_member(l, c.pp, c.tp, chunk * e + k);
+      int k = ep_list_pos(l, c.dp) % e;
+      for (int chunk = 0; chunk < d / e; chunk++) members[n++] = data_member(l, c.pp, c.tp, ep_list_dp(l, chunk * e + k));
       break;
     }
     default:

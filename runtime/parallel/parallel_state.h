@@ -11,6 +11,10 @@
 
 typedef struct {
   int world, tp, pp, dp, ep, vpp; /* vpp: virtual pipeline chunks per stage (1 = no interleaving) */
+  /* DeepSpeed's use_data_before_expert_parallelism (the "D + E" topology): the expert groups are cut from each data
+   * group listed in the order ds, ds + dp/ep, ds + 2 dp/ep, ... (ds = 0 .. dp/ep - 1), so an expert group holds every
+   * (dp/ep)-th data-parallel rank and an expert-data group consecutive ones. 0 (zt_layout_init's): "E + D". */
+  int ep_data_first;
 } zt_layout;
 
 /* Validates the sizes and derives dp = world / (tp * pp). As Megatron's arguments.py does, tp is clipped

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The last flags of Megatron-DeepSpeed's example scripts (issue 24) on pretrain_gpt: the MoE flags of the dense
 # scripts (MoE/ds_pretrain_gpt_*_dense.sh, offload_pp) accepted with Megatron-DeepSpeed's types, defaults and checks
-# and recorded in the argument dump, expert parallelism refused naming its work (MoE itself: tests/moe); the
+# and recorded in the argument dump, an expert-parallel size the data-parallel size does not divide refused (MoE
+# itself: tests/moe); the
 # dense model trains exactly as without the flags; --random-ltd without its ds_config block refused;
 # --data-efficiency-curriculum-learning refused naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
 # following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
@@ -58,10 +59,10 @@ out=$(timeout 120 "$BIN" "${T[@]}" --num-experts 1 1 --expert-interval 2 2>&1)
 [ $? -eq 0 ] && grep -qE "^  num_experts \.+ \[1, 1\]$" <<<"$out" \
   && ok "--num-experts 1 1: one value per MoE layer (4 layers / interval 2)" || bad "--num-experts 1 1" "$(grep -m1 error <<<"$out")"
 grep -q "moe loss" <<<"$out" && bad "moe loss" "a dense run logs a moe loss" || ok "no 'moe loss' on the log line (Megatron-DeepSpeed's dense loss_func)"
-EP="(it lands with expert parallelism, issue 18)"
-# MoE layers themselves train (tests/moe); what they do not run in yet is refused naming its work
-expect_fail "--num-experts 64 with --moe-expert-parallel-size 2 is refused naming the expert-parallel work" \
-  "error: unsupported argument: --moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all, which zerotron does not have yet $EP" \
+# MoE layers themselves train, expert parallelism too (tests/moe); an expert-parallel size the data-parallel size does
+# not divide is refused with the numbers
+expect_fail "--num-experts 64 with --moe-expert-parallel-size 2 in one process is refused with the sizes" \
+  "error: inconsistent arguments: data-parallel size 1 (world size 1 / (--tensor-model-parallel-size 1 x --pipeline-model-parallel-size 1)) is not divisible by --moe-expert-parallel-size 2" \
   "${T[@]}" --num-experts 64 --moe-expert-parallel-size 2
 # README.md's example of a refusal ("$ pretrain_gpt ... --num-experts 8 --moe-expert-parallel-size 2" and the next
 # line): read from the README, so that the documented message is the program's

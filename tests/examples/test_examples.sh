@@ -5,11 +5,10 @@
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
 # is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (MoE with expert parallelism, the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other
-# Llama variants) must be refused naming that work, before anything is written (family "refused").
+# (the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other Llama variants) must be refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
-#        moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, data_efficiency_ltd,
+#        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, data_efficiency_ltd,
 #        refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
@@ -221,13 +220,13 @@ megatron_checkpointing() {
 }
 
 # ---- examples_deepspeed/MoE/ds_pretrain_gpt_{350M_dense,125M_MoE64}.sh: the MoE scripts' shared options block with
-# EP_SIZE experts (1: the dense model; 64: MoE64, on one GPU, so EP_PARALLEL_SIZE = NUM_GPUS = 1) ----
-# moe_script NAME EP_SIZE
+# EP_SIZE experts (1: the dense model; 64: MoE64) on NUM_GPUS ranks (EP_PARALLEL_SIZE = min(EP_SIZE, NUM_GPUS)) ----
+# moe_script NAME EP_SIZE [NUM_GPUS]
 moe_script() {
-  local name=$1 EP_SIZE=$2
+  local name=$1 EP_SIZE=$2 NUM_GPUS=${3:-1}
   SEQ_LEN=64 NUM_LAYERS=2 HIDDEN_SIZE=64 NUM_ATTN_HEADS=4 GLOBAL_BATCH_SIZE=8 LR=3.0e-4 MIN_LR=3.0e-5
   TRAIN_TOKENS=$((8 * 64 * 6)) TRAIN_SAMPLES=$((8 * 64 * 6 * 3 / 64)) EXIT_DURATION=30000000
-  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1 NUM_GPUS=1
+  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1
   if [[ $EP_SIZE -gt $NUM_GPUS ]]; then EP_PARALLEL_SIZE=$NUM_GPUS; else EP_PARALLEL_SIZE=$EP_SIZE; fi
   MLC=0.01 MOE_TRAIN_CAP_FACTOR=1.0 MOE_EVAL_CAP_FACTOR=1.0 MOE_MIN_CAP=4 MOE_DROP_TOKEN="true"
   CL_ENABLED="false" CL_START_SEQLEN=16 CL_AVG_SEQLEN=$(((16 + 64) / 2)) CL_TOKENS=$((8 * 64 * 4))
@@ -301,17 +300,28 @@ moe_script() {
   if [[ $EP_SIZE -gt 1 ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
   if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
   # shellcheck disable=SC2086
-  resumes "$name" 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  resumes "$name" "$NUM_GPUS" pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
   tb_written "$name" "$TENSORBOARD_DIR" "lm loss" "batch-size"
 }
 moe_dense() { moe_script moe_dense_350M 1; }
 # MoE64: layer 2 of 2 holds 64 experts (--expert-interval 2), top-1, capacity 4 of 256 tokens; the log line's moe loss
+moe_losses() { grep -E "^ iteration " <<<"$last" | grep -oE "moe loss: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' '; }
 moe_experts() {
   moe_script moe_125M_MoE64 64
   local m
-  m=$(grep -E "^ iteration " <<<"$last" | grep -oE "moe loss: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' ')
+  m=$(moe_losses)
   [ "$(wc -w <<<"$m")" -ge 5 ] && awk -v m="$m" 'BEGIN { n = split(m, x, " "); for (i = 1; i <= n; i++) if (!(x[i] > 0 && x[i] < 1)) exit 1 }' \
     && ok "moe_125M_MoE64: 64 experts train, the log line's moe loss ($m)" || bad "moe_125M_MoE64: moe loss" "'$m'"
+}
+# MoE64 on 2 GPUs, as the script runs there: --moe-expert-parallel-size 2 (32 experts per rank, all-to-all) at DP=2
+moe_experts_ep() {
+  need_mpi
+  moe_script moe_125M_MoE64_2gpu 64 2
+  local m
+  m=$(moe_losses)
+  [ "$(wc -w <<<"$m")" -ge 5 ] && awk -v m="$m" 'BEGIN { n = split(m, x, " "); for (i = 1; i <= n; i++) if (!(x[i] > 0 && x[i] < 1)) exit 1 }' \
+    && ok "moe_125M_MoE64 on 2 GPUs: 64 experts over 2 expert-parallel ranks train, the log line's moe loss ($m)" \
+    || bad "moe_125M_MoE64 on 2 GPUs: moe loss" "'$m'"
 }
 
 # ---- examples_deepspeed/MoE/ds_pretrain_gpt_125M_dense_cl.sh (the dense 125M with CL_ENABLED="true") ----
@@ -809,11 +819,6 @@ refused() {
   unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
   local model_variant="model-variant (rotary, GQA, RMSNorm, SwiGLU)" ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
   local mixed="mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)"
-  # MoE/ds_pretrain_gpt_125M_MoE64.sh: EP_SIZE=64, EP_PARALLEL_SIZE = the GPUs (2 here); one GPU (expert-parallel
-  # size 1) trains (tests/moe)
-  expect "MoE/ds_pretrain_gpt_125M_MoE64 on 2 GPUs" "--moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all" \
-    --moe-expert-parallel-size 2 --num-experts 64 --moe-loss-coeff 0.01 \
-    --moe-train-capacity-factor 1.0 --moe-eval-capacity-factor 1.0 --moe-min-capacity 4 --create-moe-param-group
   # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students (PR-MoE, --mos with its teacher
   # flags); it distills from a trained teacher in tests/moe's kd_train. Here its --load-teacher names the script's
   # teacher run, which is not there: refused before any work
@@ -913,7 +918,7 @@ EOT
 }
 
 case "$family" in
-  rebase | megatron_checkpointing | moe_dense | moe_experts | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
+  rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
   | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;

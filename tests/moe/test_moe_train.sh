@@ -7,6 +7,9 @@
 #   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names;
 #   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel,
 #      PP=2 and PP=4 interleaved with recompute = one process (1e-5), a TP=2 checkpoint resumed in one process;
+#      expert parallelism: EP=2 and EP=4 (dropping and no dropping), EP x TP with --sequence-parallel, EP x PP, EP with
+#      ZeRO-2 = one process (1e-5), bf16 to its precision, the all-to-all in the comms log, checkpoints resumed across
+#      expert-parallel sizes;
 #   4. refusals before any work, naming the flag and the numbers.
 # The gate, experts and gradients against PyTorch are tests/parity's moe_parity.
 # Usage: test_moe_train.sh PRETRAIN_GPT PRETRAIN_BERT INSPECT_CHECKPOINT
@@ -121,6 +124,55 @@ if command -v mpirun >/dev/null; then
      && close "$(moel "$one")" "$(moel "$four")" 1e-5 && close "$(vals "$one")" "$(vals "$four")" 1e-5; then
     ok "PP=4 x 2 virtual chunks (interleaved), recompute = one process (moe loss $(moel "$four" | awk '{print $NF}'))"
   else bad "PP=4 interleaved" "$(losses "$one") / $(moel "$one") vs $(losses "$four") / $(moel "$four")"; fi
+
+  # expert parallelism: the experts spread over the expert-parallel group, the tokens sent by all-to-all
+  ep=$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2)
+  same "EP=2 at DP=2 (2 experts per rank, all-to-all there and back) = one process" "$base" "$ep" 1e-5
+  top1=(--num-experts 4 --moe-loss-coeff 0.01 --moe-train-capacity-factor 0.5 --micro-batch-size 1)
+  same "EP=4 at DP=4, top-1 dropping at capacity factor 0.5 = one process" "$(run "${top1[@]}")" \
+    "$(mpirun_n 4 "${top1[@]}" --moe-expert-parallel-size 4)" 1e-5
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1%s}\n' "" >"$tmp/mb1.json"
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1%s}\n' ', "use_data_before_expert_parallelism": true' \
+    >"$tmp/de.json"
+  de=$(mpirun_n 4 "${top1[@]}" --moe-expert-parallel-size 2 --deepspeed --deepspeed_config "$tmp/de.json")
+  grep -qF "> expert-parallel groups (D + E, use_data_before_expert_parallelism): [0, 2] [1, 3]" <<<"$de" \
+    && ok "use_data_before_expert_parallelism: DeepSpeed's D + E expert groups [0, 2] [1, 3] at DP=4" \
+    || bad "use_data_before_expert_parallelism groups" "$(grep -m1 'expert-parallel groups' <<<"$de")"
+  same "EP=2 at DP=4 in the D + E topology = one process" "$(run "${top1[@]}" --deepspeed --deepspeed_config "$tmp/mb1.json")" \
+    "$de" 1e-5
+  same "EP=2 with --disable-moe-token-dropping (the exchange sized by the group's largest count) = one process" \
+    "$nodrop" "$(mpirun_n 2 "${moe[@]}" --disable-moe-token-dropping --moe-train-capacity-factor 0.5 \
+                 --moe-expert-parallel-size 2)" 1e-5
+  same "EP=2 x TP=2 with --sequence-parallel (4 ranks) = one process" "$base" \
+    "$(mpirun_n 4 "${moe[@]}" --moe-expert-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel)" 1e-5
+  same "EP=2 x PP=2 (4 ranks) = one process" "$base" \
+    "$(mpirun_n 4 "${moe[@]}" --moe-expert-parallel-size 2 --pipeline-model-parallel-size 2)" 1e-5
+  same "EP=2 with ZeRO-2 at DP=2 = one process" "$ds0" \
+    "$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 --deepspeed --deepspeed_config "$tmp/z2.json")" 1e-5
+  # bf16: an expert's weight gradient sums the tokens of the whole group before its bf16 rounding (EP=1 rounds each
+  # rank's share), so the runs agree to bf16's precision, not bit for bit
+  bfdp=$(mpirun_n 2 "${moe[@]}" --bf16) bfep=$(mpirun_n 2 "${moe[@]}" --bf16 --moe-expert-parallel-size 2)
+  if [ "$(losses "$bfep" | wc -w)" -eq 12 ] && close "$(losses "$bfdp")" "$(losses "$bfep")" 2e-3; then
+    ok "EP=2 --bf16 = EP=1 --bf16 at DP=2 to bf16 precision (2e-3)"
+  else bad "EP=2 --bf16" "$(losses "$bfdp") vs $(losses "$bfep")"; fi
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "comms_logger": {"enabled": true, "prof_ops": ["all_to_all_single"]}}\n' \
+    >"$tmp/cl.json"
+  out=$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 --deepspeed --deepspeed_config "$tmp/cl.json")
+  n=$(grep -A3 "^all_to_all_single" <<<"$out" | grep -cE "^ +[0-9.]+ [KMG]?B +[0-9]+")
+  [ "$n" -ge 1 ] && ok "the comms logger counts the all_to_all_single calls of the dispatch" \
+    || bad "all_to_all_single in the comms log" "$(grep -A3 all_to_all <<<"$out" | head -4)"
+  # checkpoints between expert-parallel sizes
+  mkdir -p "$tmp/ep" "$tmp/ep1"
+  mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 --save "$tmp/ep" --save-interval 6 --exit-interval 6 >/dev/null
+  r1=$(run "${moe[@]}" --load "$tmp/ep")
+  a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$r1")
+  [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "an EP=2 checkpoint at 6 resumed in one process to 12 = the uninterrupted run" \
+    || bad "EP=2 checkpoint resumed in one process" "'$a' vs '$b'"
+  run "${moe[@]}" --save "$tmp/ep1" --save-interval 6 --exit-interval 6 >/dev/null
+  r2=$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 --load "$tmp/ep1")
+  b=$(losses "$r2")
+  [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a one-process checkpoint at 6 resumed at EP=2 x DP=2 to 12 = the uninterrupted run" \
+    || bad "one-process checkpoint resumed at EP=2" "'$a' vs '$b'"
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
@@ -137,7 +189,7 @@ expect_error "a --num-experts list of the wrong length" "--num-experts has 3 val
 expect_error "--topk above the experts" "--topk 3: an MoE layer has only 2 experts to route a token to" --num-experts 2 --topk 3
 expect_error "experts not divisible by the expert-parallel size" "layer 2 has 3 experts, not divisible by --moe-expert-parallel-size 2" \
   --num-experts 3 --moe-expert-parallel-size 2
-expect_error "expert parallelism (lands with the all-to-all)" "--moe-expert-parallel-size 2: placing the experts on ranks needs the expert all-to-all" \
+expect_error "an expert-parallel size that does not divide the data-parallel size" "data-parallel size 1 (world size 1 / (--tensor-model-parallel-size 1 x --pipeline-model-parallel-size 1)) is not divisible by --moe-expert-parallel-size 2" \
   --num-experts 4 --moe-expert-parallel-size 2
 expect_error "fewer tokens than --moe-min-capacity (DeepSpeed's assert)" "--micro-batch-size 2 x --seq-length 64 = 128 tokens per MoE layer, fewer than --moe-min-capacity 200" \
   --num-experts 4 --moe-min-capacity 200

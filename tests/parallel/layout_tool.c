@@ -3,6 +3,7 @@
  * Megatron's and DeepSpeed's group loops.
  *   layout_tool                          read "world tp pp ep vpp num_layers" lines from stdin
  *   layout_tool world tp pp ep vpp layers  one layout (used for the refusal messages)
+ * With ZT_LAYOUT_DATA_FIRST=1 in the environment the expert groups follow DeepSpeed's use_data_before_expert_parallelism.
  * Output per layout:
  *   L world tp pp dp ep vpp
  *   G kind ngroups size members...          zt_layout_all_groups
@@ -19,6 +20,8 @@
 static void dump(int world, int tp, int pp, int ep, int vpp, int layers) {
   zt_layout l;
   zt_layout_init(&l, world, tp, pp, ep, vpp, layers);
+  const char *df = getenv("ZT_LAYOUT_DATA_FIRST");
+  l.ep_data_first = df && atoi(df) == 1;
   printf("L %d %d %d %d %d %d\n", l.world, l.tp, l.pp, l.dp, l.ep, l.vpp);
   int *m = zt_malloc(sizeof(int) * (size_t)l.world, "layout_tool members");
   for (int k = 0; k < ZT_GROUP_KIND_COUNT; k++) {

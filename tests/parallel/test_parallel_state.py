@@ -5,11 +5,13 @@
    the interleaved 16 layers p=4 v=2 example).
 2. Every layout with world <= 64 (all tp, pp dividing it, every ep dividing dp, vpp 1 or 2 where allowed)
    against an independent reimplementation of the nested loops of Megatron's
-   parallel_state.initialize_model_parallel and DeepSpeed's groups._get_expert_parallel_ranks, plus
+   parallel_state.initialize_model_parallel and DeepSpeed's groups._get_expert_parallel_ranks (its E + D and
+   D + E topologies), plus
    properties: partitions, round trips, model group = same dp rank.
 3. Every refusal message verbatim.
 Usage: test_parallel_state.py <layout_tool>
 """
+import os
 import subprocess
 import sys
 
@@ -43,9 +45,10 @@ def parse(text):
     return out
 
 
-def run_layouts(layouts):
+def run_layouts(layouts, data_first=False):
     inp = "".join("%d %d %d %d %d %d\n" % x for x in layouts)
-    r = subprocess.run([TOOL], input=inp, capture_output=True, text=True)
+    env = dict(os.environ, ZT_LAYOUT_DATA_FIRST="1" if data_first else "0")
+    r = subprocess.run([TOOL], input=inp, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         print("layout_tool failed:", r.stderr)
         sys.exit(1)
@@ -53,7 +56,7 @@ def run_layouts(layouts):
 
 
 # ---- the oracle: Megatron's and DeepSpeed's loops, transcribed from the reference text ------------------
-def megatron_groups(W, t, p, ep):
+def megatron_groups(W, t, p, ep, data_first=False):
     d = W // (t * p)
     num_tp_groups = W // t
     num_pp_groups = W // p
@@ -79,12 +82,20 @@ def megatron_groups(W, t, p, ep):
         else:
             g["embedding"].append(ranks)
             g["position_embedding"].append(ranks)
-    # deepspeed/utils/groups.py::_get_expert_parallel_ranks (E + D ordering), data groups per pipeline stage
+    # deepspeed/utils/groups.py::_get_expert_parallel_ranks (E + D ordering, or D + E with
+    # use_data_before_expert_parallel_), data groups per pipeline stage
     pp_stride = W // p
     dp_groups = []
     for pp_stage_start in range(0, W, pp_stride):
         for i in range(t):
-            dp_groups.append(list(range(pp_stage_start + i, pp_stage_start + pp_stride, t)))
+            if data_first:
+                dp_stride = W // ep // t // p
+                grp = []
+                for ds in range(dp_stride):
+                    grp.extend(range(pp_stage_start + i + ds * t, pp_stage_start + pp_stride, dp_stride * t))
+                dp_groups.append(grp)
+            else:
+                dp_groups.append(list(range(pp_stage_start + i, pp_stage_start + pp_stride, t)))
     for dp_ranks in dp_groups:
         parts = [dp_ranks[i:i + ep] for i in range(0, len(dp_ranks), ep)]
         g["expert"].extend(parts)
@@ -93,11 +104,11 @@ def megatron_groups(W, t, p, ep):
     return g
 
 
-def check_layout(lay, W, t, p, ep, v, nl):
-    tag = "W=%d t=%d p=%d ep=%d v=%d L=%d" % (W, t, p, ep, v, nl)
+def check_layout(lay, W, t, p, ep, v, nl, data_first=False):
+    tag = "W=%d t=%d p=%d ep=%d v=%d L=%d%s" % (W, t, p, ep, v, nl, " D+E" if data_first else "")
     d = W // (t * p)
     check(lay["L"] == (W, t, p, d, ep, v), "%s: L line %s" % (tag, lay["L"]))
-    ref = megatron_groups(W, t, p, ep)
+    ref = megatron_groups(W, t, p, ep, data_first)
     for k in KINDS:
         got = lay["G"][k]
         check(got == ref[k], "%s: %s groups %s != reference %s" % (tag, k, got, ref[k]))
@@ -184,6 +195,15 @@ for lay, (W, t, p, ep, v, nl) in zip(results, layouts):
 for lay, x in zip(run_layouts([(16, 2, 4, 1, 1, 0), (16, 2, 1, 4, 1, 0)]), [(16, 2, 4, 1, 1, 0), (16, 2, 1, 4, 1, 0)]):
     check_layout(lay, *x)
 print("sweep: %d layouts" % len(layouts))
+# the D + E topology (ds_config use_data_before_expert_parallelism) over the same layouts, and groups.py's example
+# (world 32, tp 2, ep 8: the first data group listed as [0, 4, 8, ..., 28, 2, 6, ..., 30])
+results = run_layouts(layouts, data_first=True)
+for lay, (W, t, p, ep, v, nl) in zip(results, layouts):
+    check_layout(lay, W, t, p, ep, v, nl, data_first=True)
+lay = run_layouts([(32, 2, 1, 8, 1, 0)], data_first=True)[0]
+check(lay["G"]["expert"][:2] == [list(range(0, 32, 4)), list(range(2, 32, 4))], "D+E example EP groups %s" % lay["G"]["expert"][:2])
+check(lay["G"]["expert_data"][:2] == [[0, 2], [4, 6]], "D+E example expert-DP groups %s" % lay["G"]["expert_data"][:2])
+print("sweep, D + E topology: %d layouts" % len(layouts))
 
 # Megatron's clipping: tp = min(tp, world), pp = min(pp, world // tp)
 lay = run_layouts([(4, 8, 1, 1, 1, 0), (8, 2, 16, 1, 1, 0)])

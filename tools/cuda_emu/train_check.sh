@@ -15,7 +15,8 @@
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
 # (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
-# random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16),
+# random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16,
+# EP=2),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
@@ -223,6 +224,8 @@ train_case "MoE: top-2, PP=2 (the aux sum sent with the hidden state)" 2 --num-e
 train_case "MoE: top-2, TP=2 with sequence parallelism" 2 --num-experts 4 --topk 2 --tensor-model-parallel-size 2 \
   --sequence-parallel
 TOL=2e-3 train_case "MoE: top-2, bf16 (the router in fp32)" 1 --bf16 --num-experts 4 --topk 2
+train_case "MoE: top-2, expert parallelism EP=2 at DP=2 (the all-to-all through NCCL)" 2 --num-experts 4 --topk 2 \
+  --moe-expert-parallel-size 2 --micro-batch-size 1
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
