@@ -12,10 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 model=gpt
 if [ "${1:-}" = bert ]; then model=bert; shift; fi
-bash scripts/install_deps.sh --data
-bash scripts/build.sh
-bash scripts/fetch_data.sh
-CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
+. scripts/brown_data.sh
+brown_setup
 if [ "$model" = bert ]; then
   VOCAB="$CACHE/npm/bert-base-uncased-vocab.txt"
   PREFIX="$CACHE/brown/brown_bert"
@@ -33,12 +31,7 @@ if [ "$model" = bert ]; then
     --weight-decay 0.01 --clip-grad 1.0 \
     --train-iters 800 --log-interval 50 --eval-interval 200 --eval-iters 10 "$@"
 fi
-VOCAB="$CACHE/gpt2/gpt2-vocab.json" MERGES="$CACHE/gpt2/gpt2-merges.txt"
-PREFIX="$CACHE/brown/brown"
-if [ ! -f "${PREFIX}_text_document.idx" ]; then
-  ./build/bin/preprocess_data --input "$CACHE/brown/brown.jsonl" --output-prefix "$PREFIX" \
-    --tokenizer-type GPT2BPETokenizer --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod --workers 2
-fi
+brown_gpt2
 exec ./build/bin/pretrain_gpt \
   --num-layers 4 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 1024 \
   --seq-length 128 --max-position-embeddings 128 \

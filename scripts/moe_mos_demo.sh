@@ -16,16 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-300}
-bash scripts/install_deps.sh --data
-bash scripts/build.sh
-bash scripts/fetch_data.sh
-CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
-VOCAB="$CACHE/gpt2/gpt2-vocab.json" MERGES="$CACHE/gpt2/gpt2-merges.txt"
-PREFIX="$CACHE/brown/brown"
-if [ ! -f "${PREFIX}_text_document.idx" ]; then
-  ./build/bin/preprocess_data --input "$CACHE/brown/brown.jsonl" --output-prefix "$PREFIX" \
-    --tokenizer-type GPT2BPETokenizer --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod --workers 2
-fi
+. scripts/brown_data.sh
+brown_setup
+brown_gpt2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 common=(--hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128

@@ -1684,6 +1684,7 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("create_moe_param_group", a->create_moe_param_group);
   BOOL_LINE("moe_token_dropping", a->moe_token_dropping);
   BOOL_LINE("moe_top2_2nd_expert_sampling", a->moe_top2_2nd_expert_sampling);
+  STR_LINE("noisy_gate_policy", k_noisy_gate[a->noisy_gate_policy].name); /* DeepSpeed's; checked across ranks */
   BOOL_LINE("mos", a->mos);
   BOOL_LINE("kd", a->kd);
   STR_LINE("load_teacher", a->load_teacher ? a->load_teacher : "None");

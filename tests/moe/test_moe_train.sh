@@ -65,7 +65,11 @@ close "$(losses "$nodrop")" "$(losses "$drop")" 1e-6 && bad "no dropping differs
   || ok "no dropping differs from dropping at capacity factor 0.5"
 trains "Residual MoE with a pyramid (--num-experts 2 4 --expert-interval 1 --mlp-type residual)" \
   "$(run --num-experts 2 2 4 4 --expert-interval 1 --mlp-type residual --moe-loss-coeff 0.01)"
-trains "--noisy-gate-policy Jitter" "$(run --num-experts 4 --moe-loss-coeff 0.01 --noisy-gate-policy Jitter)"
+jit=$(run --num-experts 4 --moe-loss-coeff 0.01 --noisy-gate-policy Jitter)
+trains "--noisy-gate-policy Jitter" "$jit"
+grep -qE "^  noisy_gate_policy \.+ Jitter$" <<<"$jit" && grep -qE "^  noisy_gate_policy \.+ None$" <<<"$base" \
+  && ok "noisy_gate_policy in the argument dump (so the ranks' agreement check covers it)" \
+  || bad "noisy_gate_policy in the argument dump" "$(grep -m1 noisy_gate <<<"$jit")"
 trains "--noisy-gate-policy RSample" "$(run --num-experts 4 --moe-loss-coeff 0.01 --noisy-gate-policy RSample)"
 trains "--bf16" "$(run "${moe[@]}" --bf16)"
 
