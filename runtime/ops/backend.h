@@ -98,6 +98,11 @@ typedef struct zt_backend {
                                   const float *tlogit, int N);
   void (*cross_entropy_vp_backward)(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
                                     const int32_t *targets, const float *dloss, int N, int V, int v0);
+  /* Knowledge distillation per row (Megatron-DeepSpeed's calculate_mos_loss): with q = softmax(student / temp) and
+   * p = softmax(teacher / temp) over each of N rows of V logits, row_loss[n] = sum over v of p (log p - log q)
+   * (KLDivLoss's terms, 0 where p is 0) and grad[n, v] = gcoef (q - p); fp32 outputs in backend memory, written (=). */
+  void (*kd_rows)(zt_dtype dt, float *row_loss, float *grad, const void *student, const void *teacher, int N, int V,
+                  double temp, double gcoef);
 
   /* ---- flat-buffer ops of the engine (fp32 buffers unless a dtype is given) ------------------------------- */
   /* dst[n] (dst_dt) = src[n] (src_dt), rounding to nearest even */

@@ -197,5 +197,8 @@ void zt_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, 
 /* The backward on the slice: dlogits = exp(l - lse) * dloss, minus dloss at the target when it is in the slice. */
 void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                   const float *dloss, int N, int V, int v0);
+/* Knowledge distillation per row (zt_backend.kd_rows), in double: row_loss[n] = sum p (log p - log q), grad[n, v] =
+ * gcoef (q - p), q = softmax(s[n] / temp), p = softmax(t[n] / temp). */
+void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef);
 
 #endif

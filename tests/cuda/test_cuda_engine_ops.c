@@ -1,6 +1,7 @@
 /* The CUDA ops the engine and the backend-neutral models use beside the layer ops: a linear's bias apart from its
  * GEMM (add_bias, bias_grad), per-row weights (scale_rows, row_dot: the MoE combine; bad shapes refused), dropout on
- * a range of token rows (dropout_rows, a --sequence-parallel shard), the vocab-parallel cross-entropy's finish, and
+ * a range of token rows (dropout_rows, a --sequence-parallel shard), the vocab-parallel cross-entropy's finish,
+ * knowledge distillation's per-row KL term and gradient (kd_rows, against the CPU's double computation), and
  * the flat fp32 buffer ops (scale, round to a half type counting overflows, count non-representable values,
  * device-to-device copy), against the CPU reference of runtime/ops/cpu and runtime/base/dtype.c in fp32, bf16 and
  * fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
@@ -353,6 +354,53 @@ static void test_vp_finish(int N) {
   free(rowmax), free(sumexp), free(tlogit), free(losses), free(lse);
 }
 
+/* ---- knowledge distillation's rows (kd_rows) ------------------------------------------------------------------- */
+
+/* Student and teacher logits of dt (N(0, 3): sharp and flat rows), one teacher row far below the rest at one column
+ * (its p underflows to 0 there: the term is skipped on both sides), temperatures 1 and 2, against the CPU's double
+ * computation: the GPU's fp32 (expf of values near 0, a block-combined log-sum-exp) is within 1e-6 of gcoef on the
+ * gradient (|q - p| <= 1) and 2e-5 (1 + |want|) on each row's KL term; the same bits run to run; the logits
+ * unchanged; guards around the outputs. */
+static void test_kd_rows(zt_dtype dt, int N, int V, double temp, int shift) {
+  const size_t n = (size_t)N * V;
+  char t[120];
+  snprintf(t, sizeof t, "kd_rows %s N=%d V=%d temp %g%s", zt_dtype_name(dt), N, V, temp, shift ? " shifted" : "");
+  float *s = h_randn(n, 3.0f, dt, 131), *te = h_randn(n, 3.0f, dt, 132);
+  if (N > 1 && V > 1) te[(size_t)V + 1] = -30000.0f; /* exp((-30000 - max) / temp) == 0 */
+  round_to(te, n, dt);
+  float *want_rows = h_alloc((size_t)N), *want_grad = h_alloc(n);
+  const double gcoef = 0.75 * temp / (double)(N > 0 ? N : 1);
+  zt_kd_rows(want_rows, want_grad, s, te, N, V, temp, gcoef);
+  gbuf d_s = g_make(s, n, dt, shift), d_t = g_make(te, n, dt, shift);
+  gbuf d_rows = g_make(NULL, (size_t)N, ZT_DTYPE_FP32, shift), d_grad = g_make(NULL, n, ZT_DTYPE_FP32, shift);
+  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef);
+  float *rows = h_download(d_rows.p, (size_t)N, ZT_DTYPE_FP32), *grad = h_download(d_grad.p, n, ZT_DTYPE_FP32);
+  double worst_g = 0.0, worst_r = 0.0;
+  int ok_g = 1, ok_r = 1;
+  for (size_t i = 0; i < n; i++) {
+    const double e = fabs((double)grad[i] - want_grad[i]);
+    if (!(e <= 1e-6 * gcoef)) ok_g = 0;
+    worst_g = e > worst_g ? e : worst_g;
+  }
+  for (int r = 0; r < N; r++) {
+    const double e = fabs((double)rows[r] - want_rows[r]);
+    if (!(e <= 2e-5 * (1.0 + fabs(want_rows[r])))) ok_r = 0;
+    worst_r = e > worst_r ? e : worst_r;
+  }
+  expect(ok_g, fmt("%s: gradient within 1e-6 gcoef of the CPU's (worst %.2g, gcoef %.3g)", t, worst_g, gcoef));
+  expect(ok_r, fmt("%s: row KL terms within 2e-5 (1 + |KL|) of the CPU's (worst %.2g)", t, worst_r));
+  g_check_guards(fmt("%s: row losses", t), &d_rows);
+  g_check_guards(fmt("%s: gradient", t), &d_grad);
+  check_exact_dev(fmt("%s: student unchanged", t), d_s.p, dt, s, n);
+  check_exact_dev(fmt("%s: teacher unchanged", t), d_t.p, dt, te, n);
+  zt_cuda_memset(d_grad.p, 0xFF, n * sizeof(float));
+  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef);
+  check_exact_dev(fmt("%s: run to run", t), d_grad.p, ZT_DTYPE_FP32, grad, n);
+  check_exact_dev(fmt("%s: row losses run to run", t), d_rows.p, ZT_DTYPE_FP32, rows, (size_t)N);
+  zt_cuda_free(d_s.base), zt_cuda_free(d_t.base), zt_cuda_free(d_rows.base), zt_cuda_free(d_grad.base);
+  free(s), free(te), free(want_rows), free(want_grad), free(rows), free(grad);
+}
+
 /* ---- fp32 buffers: scale, round_f32, count_nonrepresentable ----------------------------------------------------- */
 
 static void test_scale(size_t n, int shift) {
@@ -597,6 +645,11 @@ int main(void) {
     test_round(dt, 1 << 20, 0);
   }
   test_vp_finish(1);
+  /* kd_rows: V = 1 (q = p = 1), rows below / across / beyond a block's threads, N = 0 (guards only) */
+  static const int kd_shapes[][2] = {{1, 1}, {13, 7}, {37, 770}, {5, 4099}, {0, 5}};
+  for (int k = 0; k < 3; k++)
+    for (size_t sh = 0; sh < sizeof kd_shapes / sizeof kd_shapes[0]; sh++)
+      test_kd_rows(h_dtypes[k], kd_shapes[sh][0], kd_shapes[sh][1], sh & 1 ? 2.0 : 1.0, (int)(sh & 1));
   test_vp_finish(7);
   test_vp_finish(1031);
   static const size_t sizes[] = {1, 7, 1023, 100003};

@@ -16,7 +16,7 @@
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
 # (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
 # random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16,
-# EP=2),
+# EP=2), knowledge distillation (MoS from a teacher checkpoint),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
@@ -226,6 +226,15 @@ train_case "MoE: top-2, TP=2 with sequence parallelism" 2 --num-experts 4 --topk
 TOL=2e-3 train_case "MoE: top-2, bf16 (the router in fp32)" 1 --bf16 --num-experts 4 --topk 2
 train_case "MoE: top-2, expert parallelism EP=2 at DP=2 (the all-to-all through NCCL)" 2 --num-experts 4 --topk 2 \
   --moe-expert-parallel-size 2 --micro-batch-size 1
+# Mixture-of-Students: a teacher saved by the CPU build, distilled into a student of its shape (the KL term and its
+# gradient computed where the logits live: kd_rows on the GPU)
+rm -rf "$OUT/teacher"
+if CUDA_VISIBLE_DEVICES= launch 1 "$OUT/logs/teacher.log" "$cpu_bin" "${tiny[@]}" --save "$OUT/teacher" --save-interval 4; then
+  train_case "MoS: KD from a teacher checkpoint (kd_rows on the GPU)" 1 --mos --kd-beta-ce 1 --kd-temp 2 \
+    --load-teacher "$OUT/teacher" --num-layers-teacher 2 --hidden-size-teacher 64 --num-attention-heads-teacher 4
+else
+  bad "MoS: the teacher run" "$(tail -n 3 "$OUT/logs/teacher.log")"
+fi
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 

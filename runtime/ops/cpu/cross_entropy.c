@@ -1,6 +1,7 @@
 /* Fused softmax + cross-entropy: the probabilities are never stored; backward recomputes them from
  * the logits and the saved log-sum-exp and writes the gradient in place of the logits. The vocab-parallel
- * pieces compute the same on one tensor-parallel rank's columns, around the all-reduces the model does. */
+ * pieces compute the same on one tensor-parallel rank's columns, around the all-reduces the model does.
+ * Also knowledge distillation's KL term between two rows of logits and its gradient (zt_kd_rows). */
 #include <math.h>
 
 #include "runtime/ops/cpu/vmath.h"
@@ -82,5 +83,32 @@ void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const flo
     for (int v = 0; v < V; v++) d[v] = zt_expf(l[v] - z) * w;
     const int t = targets[n] - v0;
     if (t >= 0 && t < V) d[t] -= w;
+  }
+}
+
+void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef) {
+  const double T = temp;
+  #pragma omp parallel for schedule(static)
+  for (int r = 0; r < N; r++) {
+    const float *sr = s + (size_t)r * V, *tr = t + (size_t)r * V;
+    double ms = -INFINITY, mt = -INFINITY;
+    for (int v = 0; v < V; v++) {
+      if (sr[v] / T > ms) ms = sr[v] / T;
+      if (tr[v] / T > mt) mt = tr[v] / T;
+    }
+    double zs = 0.0, zt = 0.0;
+    for (int v = 0; v < V; v++) {
+      zs += exp(sr[v] / T - ms);
+      zt += exp(tr[v] / T - mt);
+    }
+    const double lzs = ms + log(zs), lzt = mt + log(zt);
+    double row = 0.0;
+    float *g = grad + (size_t)r * V;
+    for (int v = 0; v < V; v++) {
+      const double logq = sr[v] / T - lzs, logp = tr[v] / T - lzt, p = exp(logp);
+      if (p > 0) row += p * (logp - logq); /* KLDivLoss: target x (log target - input), 0 where target is 0 */
+      g[v] = (float)(gcoef * (exp(logq) - p));
+    }
+    row_loss[r] = (float)row;
   }
 }

@@ -15,6 +15,10 @@
 //  - ce_backward_kernel: dlogits = exp(l - lse) * dloss, minus dloss at the target when it lies in [v0, v0 + V)
 //    (v0 = 0 for the full vocabulary). Reads and writes the row once; each element is read, then written, by the
 //    same thread, so dlogits may alias logits.
+//  - kd_kernel (knowledge distillation, zt_backend.kd_rows): the running max and sum of exp for both rows (student
+//    and teacher over temp) in one pass, combined over the block as in ce_forward_kernel; then a second pass writes
+//    grad = gcoef (q - p) (fp32) and sums p (log p - log q) into the row's loss. Two reads of each row and one fp32
+//    write: the bandwidth bound; the logits never leave the GPU.
 // A target outside [0, V) makes the full forward's loss NaN (the CPU would read out of bounds) and is ignored
 // by the full backward.
 #include "runtime/ops/cuda/common.cuh"
@@ -162,4 +166,59 @@ extern "C" void zt_cuda_cross_entropy_vp_finish(float *losses, float *lse, const
 extern "C" void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
                                                   const int32_t *targets, const float *dloss, int N, int V, int v0) {
   ce_backward("zt_cuda_cross_entropy_vp_backward", dt, dlogits, logits, lse, targets, dloss, N, V, v0);
+}
+
+// ---- knowledge distillation ---------------------------------------------------------------------------------------
+// One thread's running max m and sum s of exp(x - m) over the values it sees, combined over the block.
+struct RunningLse {
+  float m = -INFINITY, s = 0.0f;
+  __device__ void add(float x) {
+    if (x > m) {
+      s = s * expf(m - x) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  }
+  __device__ float block_lse() const {  // log sum exp over the whole block
+    const float M = zt_block_max(m);
+    const float S = zt_block_sum(s > 0.0f ? s * expf(m - M) : 0.0f);
+    return M + logf(S);
+  }
+};
+
+template <typename T>
+__global__ void kd_kernel(float *row_loss, float *grad, const T *student, const T *teacher, int V, float inv_temp,
+                          float gcoef) {
+  const int n = blockIdx.x;
+  const size_t row = (size_t)n * V;
+  RunningLse ls, lt;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    ls.add(zt_ld(student, row + v) * inv_temp);
+    lt.add(zt_ld(teacher, row + v) * inv_temp);
+  }
+  const float lzs = ls.block_lse();
+  const float lzt = lt.block_lse();
+  float kl = 0.0f;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    const float logq = zt_ld(student, row + v) * inv_temp - lzs, logp = zt_ld(teacher, row + v) * inv_temp - lzt;
+    const float p = expf(logp);
+    if (p > 0.0f) kl += p * (logp - logq);
+    grad[row + v] = gcoef * (expf(logq) - p);
+  }
+  kl = zt_block_sum(kl);
+  if (threadIdx.x == 0) row_loss[n] = kl;
+}
+
+extern "C" void zt_cuda_kd_rows(zt_dtype dt, float *row_loss, float *grad, const void *student, const void *teacher,
+                                int N, int V, double temp, double gcoef) {
+  check_shape("zt_cuda_kd_rows", N, V);
+  zt_check(temp > 0, "zt_cuda_kd_rows", "temperature %g: must be > 0", temp);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    kd_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(row_loss, grad, (const T *)student, (const T *)teacher, V,
+                                                         (float)(1.0 / temp), (float)gcoef);
+    ZT_CUDA_LAUNCHED();
+  });
 }
