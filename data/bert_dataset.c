@@ -1,4 +1,5 @@
-/* BertDataset: helpers.cpp's build_mapping, its cache, and Megatron's build_training_sample (see bert_dataset.h).
+/* BertDataset: helpers.cpp's build_mapping, its cache, and Megatron's build_training_sample (see bert_dataset.h);
+ * T5Dataset's build_training_sample over the same mapping and masking (t5_dataset.h).
  * The random draws are made exactly as the reference makes them: std::mt19937 (the same engine and seeding as
  * NumPy's MT19937, data/numpy_random.h) for the target lengths, std::mt19937_64 for the row shuffle, and
  * numpy.random.RandomState's random(), randint(), shuffle() and choice(p=...) for each sample. */
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "data/cache_sync.h"
+#include "data/t5_dataset.h"
 #include "data/gpt_dataset.h"
 #include "data/numpy_random.h"
 #include "runtime/base/error.h"
@@ -51,12 +53,6 @@ static uint64_t mt64_next(mt64 *g) {
   y ^= (y << 37) & 0xFFF7EEE000000000ull;
   y ^= y >> 43;
   return y;
-}
-
-/* numpy.random.RandomState.random(): 53 bits from two 32-bit draws (a first). */
-static double np_random_double(zt_np_random *r) {
-  const int32_t a = (int32_t)(zt_np_random_u32(r) >> 5), b = (int32_t)(zt_np_random_u32(r) >> 6);
-  return (a * 67108864.0 + b) / 9007199254740992.0;
 }
 
 void zt_bert_ngram_cdf(double cdf[3]) {
@@ -205,11 +201,11 @@ char *zt_bert_mapping_name(const zt_bert_dataset_spec *sp) {
   int len;
   if (sp->exact_num_epochs > 0) /* max_num_samples = int64 max - 1: no _mns */
     len = snprintf(buf, sizeof buf, "%s_%s_indexmap_exact%lldep_%dmsl_%.2fssp_%llus", sp->prefix, sp->name,
-                   (long long)sp->exact_num_epochs, sp->max_seq_length - 3, sp->short_seq_prob,
+                   (long long)sp->exact_num_epochs, sp->max_seq_length - sp->added_tokens, sp->short_seq_prob,
                    (unsigned long long)sp->seed);
   else /* num_epochs = int32 max - 1: no _ep */
     len = snprintf(buf, sizeof buf, "%s_%s_indexmap_%lldmns_%dmsl_%.2fssp_%llus", sp->prefix, sp->name,
-                   (long long)sp->num_samples, sp->max_seq_length - 3, sp->short_seq_prob,
+                   (long long)sp->num_samples, sp->max_seq_length - sp->added_tokens, sp->short_seq_prob,
                    (unsigned long long)sp->seed);
   zt_check(len > 0 && (size_t)len + 5 < sizeof buf, "--data-path", "the data prefix %s is too long", sp->prefix);
   strcat(buf, ".npy");
@@ -301,6 +297,9 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
   d->vocab = sp->vocab;
   snprintf(d->name, sizeof d->name, "%s", sp->name);
   d->max_seq_length = sp->max_seq_length;
+  d->added_tokens = sp->added_tokens;
+  zt_check(sp->added_tokens == 2 || sp->added_tokens == 3, "internal error", "samples mapping: %d added tokens",
+           sp->added_tokens);
   d->binary_head = sp->binary_head;
   d->masked_lm_prob = sp->masked_lm_prob;
   d->seed = sp->seed;
@@ -310,9 +309,13 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
   zt_check(sp->seed >= 1 && sp->seed <= INT32_MAX - 1, "bad argument value",
            "--seed %llu: Megatron's BERT samples mapping (helpers.cpp) takes an int32 seed > 0 (and uses seed + 1)",
            (unsigned long long)sp->seed);
-  const int msl = sp->max_seq_length - 3;
-  zt_check(msl >= 2, "bad argument value", "--seq-length %d leaves %d tokens besides [CLS] and two [SEP]; BERT needs "
-           "at least 2 (--seq-length >= 5)", sp->max_seq_length, msl);
+  const int msl = sp->max_seq_length - sp->added_tokens;
+  if (sp->added_tokens == 3)
+    zt_check(msl >= 2, "bad argument value", "--seq-length %d leaves %d tokens besides [CLS] and two [SEP]; BERT needs "
+             "at least 2 (--seq-length >= 5)", sp->max_seq_length, msl);
+  else
+    zt_check(msl >= 2, "bad argument value", "--encoder-seq-length %d leaves %d tokens of text; T5 needs at least 2 "
+             "(--encoder-seq-length >= 4)", sp->max_seq_length, msl);
   zt_check(sp->num_samples > 0 || sp->exact_num_epochs > 0, "dataset", "%s: no samples requested", sp->name);
   zt_check(sp->exact_num_epochs <= INT32_MAX - 1, "bad argument value", "--train-data-exact-num-epochs %lld does not "
            "fit helpers.cpp's int32", (long long)sp->exact_num_epochs);
@@ -389,6 +392,8 @@ struct zt_bert_scratch {
   int32_t *cand_pos;   /* token positions, candidate after candidate */
   int32_t *order;      /* the shuffled candidate list */
   uint8_t *covered;
+  int32_t *span_at, *span_len; /* T5: each masked span's first entry of cand_pos and its length, in selection order */
+  int nspans;
 };
 
 zt_bert_scratch *zt_bert_scratch_new(void) { return zt_calloc(1, sizeof(zt_bert_scratch), "BERT scratch"); }
@@ -403,8 +408,10 @@ void zt_bert_scratch_free(zt_bert_scratch *s) {
 static void scratch_tokens(zt_bert_scratch *s, int n) {
   if (n <= s->cap) return;
   free(s->tokens), free(s->types), free(s->out), free(s->cand_start), free(s->cand_pos), free(s->order);
-  free(s->covered);
+  free(s->covered), free(s->span_at), free(s->span_len);
   s->cap = n;
+  s->span_at = zt_malloc((size_t)n * 4, "T5 scratch");
+  s->span_len = zt_malloc((size_t)n * 4, "T5 scratch");
   s->tokens = zt_malloc((size_t)n * 4, "BERT scratch");
   s->types = zt_malloc((size_t)n * 4, "BERT scratch");
   s->out = zt_malloc((size_t)n * 4, "BERT scratch");
@@ -415,10 +422,12 @@ static void scratch_tokens(zt_bert_scratch *s, int n) {
 }
 
 /* create_masked_lm_predictions with Megatron's BERT settings (max_ngrams 3, whole-word masking, no longer-n-gram
- * favour, no permutation, no geometric distribution, "bert" style): writes the masked tokens to s->out and marks
- * the predicted positions in s->covered. */
+ * favour, no permutation, no geometric distribution, "bert" style) or, with t5, T5Dataset's (max_ngrams 10, n-gram
+ * lengths min(geometric(0.2), 10), "t5" style: every masked token becomes [MASK], no draw per token; the masked spans
+ * are recorded in s->span_at/span_len): writes the masked tokens to s->out and marks the predicted positions in
+ * s->covered. */
 static void mask_tokens(const zt_bert_dataset *d, zt_bert_scratch *s, int n, double max_predictions,
-                        zt_np_random *rng) {
+                        zt_np_random *rng, int t5) {
   const zt_bert_vocab *v = d->vocab;
   const int32_t *tokens = s->tokens;
   int32_t *cs = s->cand_start, *cp = s->cand_pos;
@@ -434,6 +443,7 @@ static void mask_tokens(const zt_bert_dataset *d, zt_bert_scratch *s, int n, dou
     cp[npos++] = i;
   }
   cs[ncand] = npos;
+  s->nspans = 0;
   const double p = d->masked_lm_prob;
   if (p == 0) return;
   const double by_len = (double)(int64_t)fmax(1.0, rint((double)n * p)); /* max(1, int(round(len * p))) */
@@ -452,9 +462,14 @@ static void mask_tokens(const zt_bert_dataset *d, zt_bert_scratch *s, int n, dou
   for (int k = 0; k < ncand; k++) {
     if ((double)masked >= num_to_predict) break;
     const int c = order[k];
-    const double u = np_random_double(rng); /* np_rng.choice(ngrams, p=...): searchsorted(cdf, u, 'right') */
     int g = 1;
-    for (int i = 0; i < 3; i++) g += cdf[i] <= u;
+    if (t5) { /* min(np_rng.geometric(0.2), max_ngrams) */
+      const int64_t x = zt_np_random_geometric(rng, 0.2);
+      g = x < 10 ? (int)x : 10;
+    } else { /* np_rng.choice(ngrams, p=...): searchsorted(cdf, u, 'right') */
+      const double u = zt_np_random_double(rng);
+      for (int i = 0; i < 3; i++) g += cdf[i] <= u;
+    }
     /* the n-gram of g candidates from c (fewer at the end), shortened while it would exceed num_to_predict */
     int len = cs[c + g < ncand ? c + g : ncand] - cs[c], shorter = g - 1;
     while ((double)(masked + len) > num_to_predict) {
@@ -467,12 +482,14 @@ static void mask_tokens(const zt_bert_dataset *d, zt_bert_scratch *s, int n, dou
     int any = 0;
     for (int i = 0; i < len && !any; i++) any = s->covered[pos[i]];
     if (any) continue;
+    if (t5) s->span_at[s->nspans] = cs[c], s->span_len[s->nspans++] = len;
     for (int i = 0; i < len; i++) {
       const int at = pos[i];
       s->covered[at] = 1;
       int32_t m;
-      if (np_random_double(rng) < 0.8) m = v->mask;
-      else if (np_random_double(rng) < 0.5) m = tokens[at];
+      if (t5) m = v->mask;
+      else if (zt_np_random_double(rng) < 0.8) m = v->mask;
+      else if (zt_np_random_double(rng) < 0.5) m = tokens[at];
       else m = (int32_t)zt_np_random_interval(rng, (uint64_t)(v->size - 1)); /* vocab_id_list[randint(0, V)] */
       s->out[at] = m;
       masked++;
@@ -512,7 +529,7 @@ void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch 
   }
   int64_t a0 = 0, a1 = split, b0 = split, b1 = total;
   out->is_random = 0;
-  if (d->binary_head && np_random_double(&rng) < 0.5) { /* the sentence-order swap */
+  if (d->binary_head && zt_np_random_double(&rng) < 0.5) { /* the sentence-order swap */
     out->is_random = 1;
     a0 = split, a1 = total, b0 = 0, b1 = split;
   }
@@ -525,7 +542,7 @@ void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch 
     int64_t *lo, *hi;
     if (la > lb) la--, lo = &a0, hi = &a1;
     else lb--, lo = &b0, hi = &b1;
-    if (np_random_double(&rng) < 0.5) (*lo)++;
+    if (zt_np_random_double(&rng) < 0.5) (*lo)++;
     else (*hi)--;
   }
   /* create_tokens_and_tokentypes */
@@ -541,7 +558,7 @@ void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch 
   for (int64_t i = b0; i < b1; i++) s->tokens[k] = s->text[i], s->types[k++] = 1;
   if (lb > 0) s->tokens[k] = v->sep, s->types[k++] = 1;
   /* masking: max_predictions_per_seq = masked_lm_prob * max_num_tokens (the target length, a float) */
-  mask_tokens(d, s, n, d->masked_lm_prob * (double)target, &rng);
+  mask_tokens(d, s, n, d->masked_lm_prob * (double)target, &rng, 0);
   /* pad_and_convert_to_numpy */
   for (int i = 0; i < T; i++) {
     const int tok = i < n;
@@ -552,4 +569,80 @@ void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch 
     out->loss_mask[i] = (uint8_t)(tok && s->covered[i]);
   }
   out->num_tokens = n;
+}
+
+/* ---- T5Dataset's samples (data/t5_dataset.h): the same mapping and masking, T5's settings and packing ----------- */
+
+void zt_t5_dataset_get(const zt_bert_dataset *d, const zt_t5_vocab *t5, int64_t idx, zt_bert_scratch *s,
+                       zt_t5_sample *out) {
+  zt_check(idx >= 0 && idx < d->num_samples, "dataset", "%s sample %lld requested; the dataset has %lld", d->name,
+           (long long)idx, (long long)d->num_samples);
+  zt_check(d->added_tokens == 2 && !d->binary_head, "internal error", "T5 samples from a BERT samples mapping");
+  int64_t first, end, target;
+  zt_bert_dataset_row(d, idx, &first, &end, &target);
+  zt_np_random rng; /* np.random.RandomState(seed=(seed + idx)) */
+  zt_np_random_seed(&rng, (uint32_t)((d->seed + (uint64_t)idx) & 0xffffffffu));
+  int64_t total = 0;
+  for (int64_t k = first; k < end; k++) total += zt_indexed_size(d->data, k);
+  if ((size_t)total > s->text_cap) {
+    free(s->text);
+    s->text_cap = (size_t)total;
+    s->text = zt_malloc((size_t)total * 4, "T5 sample");
+  }
+  for (int64_t k = first, off = 0; k < end; k++) {
+    const int32_t len = zt_indexed_size(d->data, k);
+    if (len) zt_indexed_get(d->data, k, 0, len, s->text + off);
+    off += len;
+  }
+  /* the sentences joined, truncated to the target length */
+  const int T = d->max_seq_length, TD = t5->max_seq_length_dec;
+  const int n = (int)(total < target ? total : target);
+  out->truncated = total > target;
+  scratch_tokens(s, T);
+  memcpy(s->tokens, s->text, (size_t)n * 4);
+  mask_tokens(d, s, n, d->masked_lm_prob * (double)target, &rng, 1);
+  /* the spans in position order (masked_spans sorted by their first index; they never overlap) */
+  const int32_t *cp = s->cand_pos;
+  for (int i = 1; i < s->nspans; i++)
+    for (int j = i; j > 0 && cp[s->span_at[j - 1]] > cp[s->span_at[j]]; j--) {
+      int32_t t = s->span_at[j];
+      s->span_at[j] = s->span_at[j - 1], s->span_at[j - 1] = t;
+      t = s->span_len[j];
+      s->span_len[j] = s->span_len[j - 1], s->span_len[j - 1] = t;
+    }
+  int masked = 0;
+  for (int k = 0; k < s->nspans; k++) masked += s->span_len[k];
+  const int nenc = n - masked + s->nspans, ndec = 1 + masked + s->nspans;
+  zt_check(s->nspans <= t5->num_sentinels, "dataset", "%s sample %lld has %d masked spans, more than the %d sentinel "
+           "tokens of --vocab-extra-ids (Megatron's T5 runs use 100)", d->name, (long long)idx, s->nspans,
+           t5->num_sentinels);
+  zt_check(nenc <= T, "dataset", "%s sample %lld: %d encoder tokens exceed --encoder-seq-length %d (corrupt samples "
+           "mapping %s?)", d->name, (long long)idx, nenc, T, d->cache_file);
+  zt_check(ndec <= TD, "dataset", "%s sample %lld: %d decoder tokens exceed --decoder-seq-length %d (%d masked tokens "
+           "in %d spans; Megatron asserts the same)", d->name, (long long)idx, ndec, TD, masked, s->nspans);
+  /* pad_and_convert_to_numpy */
+  int e = 0, dec = 0, start = 0;
+  out->text_dec[dec] = t5->bos;
+  for (int k = 0; k < s->nspans; k++) {
+    const int32_t flag = t5->sentinels[k], *pos = cp + s->span_at[k];
+    const int len = s->span_len[k];
+    out->labels[dec] = flag; /* the decoder output is its input shifted by one: [BOS] x ... vs x ... [EOS] */
+    out->text_dec[++dec] = flag;
+    for (int i = 0; i < len; i++) {
+      out->labels[dec] = s->tokens[pos[i]];
+      out->text_dec[++dec] = s->tokens[pos[i]];
+    }
+    for (int i = start; i < pos[0]; i++) out->text_enc[e++] = s->out[i];
+    out->text_enc[e++] = flag;
+    start = pos[len - 1] + 1;
+  }
+  out->labels[dec++] = t5->eos;
+  for (int i = start; i < n; i++) out->text_enc[e++] = s->out[i];
+  zt_check(e == nenc && dec == ndec, "internal error", "T5 sample %lld: %d/%d encoder and %d/%d decoder tokens",
+           (long long)idx, e, nenc, dec, ndec);
+  for (int i = e; i < T; i++) out->text_enc[i] = d->vocab->pad;
+  for (int i = dec; i < TD; i++) out->text_dec[i] = d->vocab->pad, out->labels[i] = -1;
+  for (int i = 0; i < T; i++) out->enc_valid[i] = out->text_enc[i] >= 1;
+  for (int i = 0; i < TD; i++) out->dec_valid[i] = out->text_dec[i] >= 1, out->loss_mask[i] = i < dec;
+  out->num_enc = e, out->num_dec = dec, out->num_spans = s->nspans;
 }

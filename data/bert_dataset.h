@@ -1,5 +1,6 @@
-/* Megatron's BertDataset over one indexed dataset of sentences (preprocess_data --split-sentences: items are
- * sentences, doc_idx groups them into documents) and a range of its documents, reproduced exactly
+/* Megatron's BertDataset (and, through data/t5_dataset.h, T5Dataset's samples) over one indexed dataset of sentences
+ * (preprocess_data --split-sentences: items are sentences, doc_idx groups them into documents) and a range of its
+ * documents, reproduced exactly
  * (reference: Megatron-DeepSpeed's bert_dataset.py, dataset_utils.py and helpers.cpp build_mapping):
  *
  * - the samples mapping: rows (first sentence, end sentence, target length) built as helpers.cpp builds them
@@ -33,7 +34,9 @@ typedef struct {
   int64_t doc_begin, doc_end; /* documents [begin, end) of the indexed dataset */
   int64_t num_samples;        /* max_num_samples (> 0) */
   int64_t exact_num_epochs;   /* --train-data-exact-num-epochs (train only), or 0 */
-  int max_seq_length;         /* --seq-length (samples are padded to it; targets are at most this - 3) */
+  int max_seq_length;         /* --seq-length (samples are padded to it; targets are at most this - added_tokens) */
+  int added_tokens;           /* tokens a sample adds to its text: 3 for BERT ([CLS] and two [SEP]), 2 for T5 (Megatron's
+                                 T5Dataset passes max_seq_length - 2 to get_samples_mapping) */
   double masked_lm_prob;      /* --mask-prob, in (0, 1) */
   double short_seq_prob;      /* --short-seq-prob, in [0, 1] */
   uint64_t seed;              /* --seed, in [1, 2^31 - 2] (helpers.cpp's int32 seed and seed + 1) */
@@ -46,7 +49,7 @@ typedef struct {
   const zt_indexed_dataset *data; /* not owned */
   const zt_bert_vocab *vocab;     /* not owned */
   char name[16];
-  int max_seq_length, binary_head;
+  int max_seq_length, binary_head, added_tokens;
   double masked_lm_prob;
   uint64_t seed;
   int64_t sent_begin, sent_end;   /* the sentences of the documents: doc_idx[doc_begin], doc_idx[doc_end] */

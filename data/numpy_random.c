@@ -1,5 +1,9 @@
-/* MT19937 (Matsumoto & Nishimura) with NumPy's legacy seeding, bounded draws and shuffle. */
+/* MT19937 (Matsumoto & Nishimura) with NumPy's legacy seeding, bounded draws, doubles, geometric draws and shuffle. */
 #include "data/numpy_random.h"
+
+#include <math.h>
+
+#include "runtime/base/error.h"
 
 #define MT_N 624
 #define MT_M 397
@@ -35,6 +39,17 @@ uint32_t zt_np_random_u32(zt_np_random *r) {
 uint64_t zt_np_random_u64(zt_np_random *r) {
   uint64_t hi = zt_np_random_u32(r);
   return hi << 32 | zt_np_random_u32(r);
+}
+
+double zt_np_random_double(zt_np_random *r) {
+  const int32_t a = (int32_t)(zt_np_random_u32(r) >> 5), b = (int32_t)(zt_np_random_u32(r) >> 6);
+  return (a * 67108864.0 + b) / 9007199254740992.0;
+}
+
+int64_t zt_np_random_geometric(zt_np_random *r, double p) {
+  zt_check(p > 0 && p < 1.0 / 3.0, "internal error", "geometric(%g): only 0 < p < 1/3 (NumPy's inversion) is implemented",
+           p);
+  return (int64_t)ceil(log1p(-zt_np_random_double(r)) / log(1.0 - p));
 }
 
 uint64_t zt_np_random_interval(zt_np_random *r, uint64_t max) {
