@@ -497,6 +497,23 @@ static void mask_tokens(const zt_bert_dataset *d, zt_bert_scratch *s, int n, dou
   }
 }
 
+/* Sentences [first, end) back to back into s->text; returns their tokens. */
+static int64_t join_sentences(const zt_bert_dataset *d, zt_bert_scratch *s, int64_t first, int64_t end) {
+  int64_t total = 0;
+  for (int64_t k = first; k < end; k++) total += zt_indexed_size(d->data, k);
+  if ((size_t)total > s->text_cap) {
+    free(s->text);
+    s->text_cap = (size_t)total;
+    s->text = zt_malloc((size_t)total * 4, "BERT/T5 sample");
+  }
+  for (int64_t k = first, off = 0; k < end; k++) {
+    const int32_t len = zt_indexed_size(d->data, k);
+    if (len) zt_indexed_get(d->data, k, 0, len, s->text + off);
+    off += len;
+  }
+  return total;
+}
+
 void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch *s, zt_bert_sample *out) {
   zt_check(idx >= 0 && idx < d->num_samples, "dataset", "%s sample %lld requested; the dataset has %lld", d->name,
            (long long)idx, (long long)d->num_samples);
@@ -512,21 +529,9 @@ void zt_bert_dataset_get(const zt_bert_dataset *d, int64_t idx, zt_bert_scratch 
              "built with --bert-no-binary-head? %s)", d->name, (long long)idx, (long long)nsent, d->cache_file);
     a_end = nsent >= 3 ? 1 + (int64_t)zt_np_random_interval(&rng, (uint64_t)(nsent - 2)) : 1;
   }
-  int64_t total = 0, split = 0;
-  for (int64_t k = first; k < end; k++) {
-    total += zt_indexed_size(d->data, k);
-    if (k - first + 1 == a_end) split = total;
-  }
-  if ((size_t)total > s->text_cap) {
-    free(s->text);
-    s->text_cap = (size_t)total;
-    s->text = zt_malloc((size_t)total * 4, "BERT sample");
-  }
-  for (int64_t k = first, off = 0; k < end; k++) {
-    const int32_t len = zt_indexed_size(d->data, k);
-    if (len) zt_indexed_get(d->data, k, 0, len, s->text + off);
-    off += len;
-  }
+  const int64_t total = join_sentences(d, s, first, end);
+  int64_t split = 0; /* the tokens of A: sentences [first, first + a_end) */
+  for (int64_t k = first; k < first + a_end; k++) split += zt_indexed_size(d->data, k);
   int64_t a0 = 0, a1 = split, b0 = split, b1 = total;
   out->is_random = 0;
   if (d->binary_head && zt_np_random_double(&rng) < 0.5) { /* the sentence-order swap */
@@ -582,18 +587,7 @@ void zt_t5_dataset_get(const zt_bert_dataset *d, const zt_t5_vocab *t5, int64_t 
   zt_bert_dataset_row(d, idx, &first, &end, &target);
   zt_np_random rng; /* np.random.RandomState(seed=(seed + idx)) */
   zt_np_random_seed(&rng, (uint32_t)((d->seed + (uint64_t)idx) & 0xffffffffu));
-  int64_t total = 0;
-  for (int64_t k = first; k < end; k++) total += zt_indexed_size(d->data, k);
-  if ((size_t)total > s->text_cap) {
-    free(s->text);
-    s->text_cap = (size_t)total;
-    s->text = zt_malloc((size_t)total * 4, "T5 sample");
-  }
-  for (int64_t k = first, off = 0; k < end; k++) {
-    const int32_t len = zt_indexed_size(d->data, k);
-    if (len) zt_indexed_get(d->data, k, 0, len, s->text + off);
-    off += len;
-  }
+  const int64_t total = join_sentences(d, s, first, end);
   /* the sentences joined, truncated to the target length */
   const int T = d->max_seq_length, TD = t5->max_seq_length_dec;
   const int n = (int)(total < target ? total : target);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The oracle of test_bert_dataset.py: Megatron-DeepSpeed's BERT data code transcribed to Python/NumPy (main branch:
 megatron/data/dataset_utils.py get_samples_mapping's file name, get_a_and_b_segments, truncate_segments,
-create_tokens_and_tokentypes, create_masked_lm_predictions with the BERT defaults, pad_and_convert_to_numpy,
+create_tokens_and_tokentypes, create_masked_lm_predictions (also with T5's arguments), pad_and_convert_to_numpy,
 build_train_valid_test_datasets and get_train_valid_test_split_; bert_dataset.py BertDataset / build_training_sample;
 blendable_dataset.py with helpers.cpp build_blending_indices; helpers.cpp build_mapping_impl over a transcription of
 std::mt19937 / std::mt19937_64, which the test checks against libstdc++), run with numpy.random.RandomState.
@@ -227,44 +227,51 @@ def create_tokens_and_tokentypes(tokens_a, tokens_b, cls_id, sep_id):
 MaskedLmInstance = collections.namedtuple("MaskedLmInstance", ["index", "label"])
 
 
+def is_start_piece(piece):
+    return not piece.startswith("##")
+
+
 def create_masked_lm_predictions(tokens, vocab_id_list, vocab_id_to_token_dict, masked_lm_prob, cls_id, sep_id,
                                  mask_id, max_predictions_per_seq, np_rng, max_ngrams=3, do_whole_word_mask=True,
-                                 favor_longer_ngram=False):
-    """Megatron's defaults for BERT: no permutation, no geometric distribution, "bert" masking."""
+                                 favor_longer_ngram=False, geometric_dist=False, masking_style="bert"):
+    """dataset_utils.create_masked_lm_predictions with Megatron's defaults (BERT's) and do_permutation False, which
+    neither BERT nor T5 sets; returns the masked tokens, positions, labels and spans (T5Dataset's arguments:
+    max_ngrams 10, geometric_dist True, masking_style "t5")."""
     cand_indexes = []
     for (i, token) in enumerate(tokens):
         if token == cls_id or token == sep_id:
             continue
-        if do_whole_word_mask and len(cand_indexes) >= 1 and vocab_id_to_token_dict[token].startswith("##"):
+        if do_whole_word_mask and len(cand_indexes) >= 1 and not is_start_piece(vocab_id_to_token_dict[token]):
             cand_indexes[-1].append(i)
         else:
             cand_indexes.append([i])
     output_tokens = list(tokens)
     masked_lm_positions, masked_lm_labels = [], []
     if masked_lm_prob == 0:
-        return output_tokens, masked_lm_positions, masked_lm_labels
+        return output_tokens, masked_lm_positions, masked_lm_labels, None
     num_to_predict = min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob))))
     ngrams = np.arange(1, max_ngrams + 1, dtype=np.int64)
-    pvals = 1. / np.arange(1, max_ngrams + 1)
-    pvals /= pvals.sum(keepdims=True)
-    if favor_longer_ngram:
-        pvals = pvals[::-1]
+    if not geometric_dist:
+        pvals = 1. / np.arange(1, max_ngrams + 1)
+        pvals /= pvals.sum(keepdims=True)
+        if favor_longer_ngram:
+            pvals = pvals[::-1]
     ngram_indexes = []
     for idx in range(len(cand_indexes)):
-        ngram_index = []
-        for n in ngrams:
-            ngram_index.append(cand_indexes[idx:idx + n])
-        ngram_indexes.append(ngram_index)
+        ngram_indexes.append([cand_indexes[idx:idx + n] for n in ngrams])
     np_rng.shuffle(ngram_indexes)
-    masked_lms = []
+    masked_lms, masked_spans = [], []
     covered_indexes = set()
     for cand_index_set in ngram_indexes:
         if len(masked_lms) >= num_to_predict:
             break
         if not cand_index_set:
             continue
-        n = np_rng.choice(ngrams[:len(cand_index_set)],
-                          p=pvals[:len(cand_index_set)] / pvals[:len(cand_index_set)].sum(keepdims=True))
+        if not geometric_dist:
+            n = np_rng.choice(ngrams[:len(cand_index_set)],
+                              p=pvals[:len(cand_index_set)] / pvals[:len(cand_index_set)].sum(keepdims=True))
+        else:
+            n = min(np_rng.geometric(0.2), max_ngrams)
         index_set = sum(cand_index_set[n - 1], [])
         n -= 1
         while len(masked_lms) + len(index_set) > num_to_predict:
@@ -278,22 +285,28 @@ def create_masked_lm_predictions(tokens, vocab_id_list, vocab_id_to_token_dict, 
             continue
         for index in index_set:
             covered_indexes.add(index)
-            if np_rng.random() < 0.8:
-                masked_token = mask_id
-            else:
-                if np_rng.random() < 0.5:
+            if masking_style == "bert":
+                if np_rng.random() < 0.8:
+                    masked_token = mask_id
+                elif np_rng.random() < 0.5:
                     masked_token = tokens[index]
                 else:
                     masked_token = vocab_id_list[np_rng.randint(0, len(vocab_id_list))]
+            elif masking_style == "t5":
+                masked_token = mask_id
+            else:
+                raise ValueError("invalid value of masking style")
             output_tokens[index] = masked_token
             masked_lms.append(MaskedLmInstance(index=index, label=tokens[index]))
+        masked_spans.append(MaskedLmInstance(index=index_set, label=[tokens[index] for index in index_set]))
     assert len(masked_lms) <= num_to_predict
     np_rng.shuffle(ngram_indexes)
     masked_lms = sorted(masked_lms, key=lambda x: x.index)
+    masked_spans = sorted(masked_spans, key=lambda x: x.index[0])
     for p in masked_lms:
         masked_lm_positions.append(p.index)
         masked_lm_labels.append(p.label)
-    return output_tokens, masked_lm_positions, masked_lm_labels
+    return output_tokens, masked_lm_positions, masked_lm_labels, masked_spans
 
 
 def pad_and_convert_to_numpy(tokens, tokentypes, masked_positions, masked_labels, pad_id, max_seq_length):
@@ -329,7 +342,7 @@ def build_training_sample(sample, target_seq_length, max_seq_length, vocab, mask
     truncated = truncate_segments(tokens_a, tokens_b, len(tokens_a), len(tokens_b), max_num_tokens, np_rng)
     tokens, tokentypes = create_tokens_and_tokentypes(tokens_a, tokens_b, vocab.cls, vocab.sep)
     max_predictions_per_seq = masked_lm_prob * max_num_tokens
-    tokens, masked_positions, masked_labels = create_masked_lm_predictions(
+    tokens, masked_positions, masked_labels, _ = create_masked_lm_predictions(
         tokens, vocab.vocab_id_list, vocab.inv_vocab, masked_lm_prob, vocab.cls, vocab.sep, vocab.mask,
         max_predictions_per_seq, np_rng)
     text, types, labels, padding_mask, loss_mask = pad_and_convert_to_numpy(

@@ -1,94 +1,13 @@
 """A NumPy transcription of Megatron-DeepSpeed's T5 data code, independent of our C: t5_dataset.py's __getitem__,
-build_training_sample, pad_and_convert_to_numpy, make_attention_mask and make_history_mask, and dataset_utils.py's
-create_masked_lm_predictions with T5's arguments (max_ngrams 10, geometric_dist True, masking_style "t5"), run with
-numpy.random.RandomState exactly as Megatron runs it. The samples mapping is bert_megatron_oracle.py's build_mapping
+build_training_sample, pad_and_convert_to_numpy, make_attention_mask and make_history_mask, calling dataset_utils.py's
+create_masked_lm_predictions (bert_megatron_oracle.py) with T5's arguments (max_ngrams 10, geometric_dist True,
+masking_style "t5"), run with numpy.random.RandomState exactly as Megatron runs it. The samples mapping is bert_megatron_oracle.py's build_mapping
 (T5Dataset passes max_seq_length - 2 and binary_head False). Used by test_t5_dataset.py."""
 import collections
 
 import numpy as np
 
-MaskedLmInstance = collections.namedtuple("MaskedLmInstance", ["index", "label"])
-
-
-def is_start_piece(piece):
-    return not piece.startswith("##")
-
-
-def create_masked_lm_predictions(tokens, vocab_id_list, vocab_id_to_token_dict, masked_lm_prob, cls_id, sep_id,
-                                 mask_id, max_predictions_per_seq, np_rng, max_ngrams=10, do_whole_word_mask=True,
-                                 favor_longer_ngram=False, geometric_dist=True, masking_style="t5"):
-    """dataset_utils.create_masked_lm_predictions (do_permutation False); returns the masked tokens, positions,
-    labels and spans."""
-    cand_indexes = []
-    for (i, token) in enumerate(tokens):
-        if token == cls_id or token == sep_id:
-            continue
-        if do_whole_word_mask and len(cand_indexes) >= 1 and not is_start_piece(vocab_id_to_token_dict[token]):
-            cand_indexes[-1].append(i)
-        else:
-            cand_indexes.append([i])
-    output_tokens = list(tokens)
-    masked_lm_positions, masked_lm_labels = [], []
-    if masked_lm_prob == 0:
-        return output_tokens, masked_lm_positions, masked_lm_labels, None
-    num_to_predict = min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob))))
-    ngrams = np.arange(1, max_ngrams + 1, dtype=np.int64)
-    if not geometric_dist:
-        pvals = 1. / np.arange(1, max_ngrams + 1)
-        pvals /= pvals.sum(keepdims=True)
-        if favor_longer_ngram:
-            pvals = pvals[::-1]
-    ngram_indexes = []
-    for idx in range(len(cand_indexes)):
-        ngram_indexes.append([cand_indexes[idx:idx + n] for n in ngrams])
-    np_rng.shuffle(ngram_indexes)
-    masked_lms, masked_spans = [], []
-    covered_indexes = set()
-    for cand_index_set in ngram_indexes:
-        if len(masked_lms) >= num_to_predict:
-            break
-        if not cand_index_set:
-            continue
-        if not geometric_dist:
-            n = np_rng.choice(ngrams[:len(cand_index_set)],
-                              p=pvals[:len(cand_index_set)] / pvals[:len(cand_index_set)].sum(keepdims=True))
-        else:
-            n = min(np_rng.geometric(0.2), max_ngrams)
-        index_set = sum(cand_index_set[n - 1], [])
-        n -= 1
-        while len(masked_lms) + len(index_set) > num_to_predict:
-            if n == 0:
-                break
-            index_set = sum(cand_index_set[n - 1], [])
-            n -= 1
-        if len(masked_lms) + len(index_set) > num_to_predict:
-            continue
-        if any(index in covered_indexes for index in index_set):
-            continue
-        for index in index_set:
-            covered_indexes.add(index)
-            if masking_style == "bert":
-                if np_rng.random() < 0.8:
-                    masked_token = mask_id
-                elif np_rng.random() < 0.5:
-                    masked_token = tokens[index]
-                else:
-                    masked_token = vocab_id_list[np_rng.randint(0, len(vocab_id_list))]
-            elif masking_style == "t5":
-                masked_token = mask_id
-            else:
-                raise ValueError("invalid value of masking style")
-            output_tokens[index] = masked_token
-            masked_lms.append(MaskedLmInstance(index=index, label=tokens[index]))
-        masked_spans.append(MaskedLmInstance(index=index_set, label=[tokens[index] for index in index_set]))
-    assert len(masked_lms) <= num_to_predict
-    np_rng.shuffle(ngram_indexes)
-    masked_lms = sorted(masked_lms, key=lambda x: x.index)
-    masked_spans = sorted(masked_spans, key=lambda x: x.index[0])
-    for p in masked_lms:
-        masked_lm_positions.append(p.index)
-        masked_lm_labels.append(p.label)
-    return output_tokens, masked_lm_positions, masked_lm_labels, masked_spans
+from bert_megatron_oracle import create_masked_lm_predictions
 
 
 def make_attention_mask(source_block, target_block):
