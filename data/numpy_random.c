@@ -47,8 +47,8 @@ double zt_np_random_double(zt_np_random *r) {
 }
 
 int64_t zt_np_random_geometric(zt_np_random *r, double p) {
-  zt_check(p > 0 && p < 1.0 / 3.0, "internal error", "geometric(%g): only 0 < p < 1/3 (NumPy's inversion) is implemented",
-           p);
+  zt_check(p > 0 && p < 1.0 / 3.0, "internal error",
+           "geometric(%g): only 0 < p < 1/3 (NumPy's inversion) is implemented", p);
   return (int64_t)ceil(log1p(-zt_np_random_double(r)) / log(1.0 - p));
 }
 

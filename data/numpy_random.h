@@ -1,6 +1,6 @@
 /* NumPy's legacy RandomState (MT19937) as far as Megatron's datasets use it:
- * RandomState(seed) seeding (init_genrand), 32- and 64-bit draws, doubles, geometric draws (T5's span lengths), and
- * shuffle() of a 1-D array (Fisher-Yates from the end, bounded draws by mask-and-reject). Reproducing it bit for bit makes
+ * RandomState(seed) seeding (init_genrand), 32- and 64-bit draws, doubles, geometric draws (T5's span lengths),
+ * and shuffle() of a 1-D array (Fisher-Yates from the end, bounded draws by mask-and-reject). Reproducing it bit for bit makes
  * our sample order identical to Megatron-DeepSpeed's for the same data and --seed. */
 #ifndef ZT_NUMPY_RANDOM_H
 #define ZT_NUMPY_RANDOM_H

@@ -509,18 +509,20 @@ static void setup_groups(zt_engine *e) {
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   /* the model-parallel groups (none with one tensor and one pipeline rank: the data group is the world), then
    * DeepSpeed's expert-parallel groups */
-  const zt_group_kind kinds[5] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING, ZT_GROUP_EXPERT};
+  const zt_group_kind kinds[5] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING,
+                                  ZT_GROUP_EXPERT};
   const int model_parallel = a->tensor_model_parallel_size > 1 || st->pp_size > 1;
   for (int k = 0; k < 5; k++) {
     if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k == 4 && ep == 1)) continue;
     int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
     if (kinds[k] == ZT_GROUP_EXPERT) { /* DeepSpeed's line (groups.py, log_dist on rank 0), then the groups */
       if (e->ds)
-        zt_ds_logger_info("groups.py:_create_expert_data_and_model_parallel", "Creating deepspeed groups with model "
-                          "parallel size %d, pipeline parallel size %d, expert parallel size %d, world size %d, dp world "
-                          "size %d", l.tp, l.pp, ep, l.world, l.dp);
+        zt_ds_logger_info("groups.py:_create_expert_data_and_model_parallel", "Creating deepspeed groups with "
+                          "model parallel size %d, pipeline parallel size %d, expert parallel size %d, world size %d, "
+                          "dp world size %d", l.tp, l.pp, ep, l.world, l.dp);
       zt_log("> expert-parallel groups (%s):", l.ep_data_first ? "D + E, use_data_before_expert_parallelism" : "E + D");
-      for (int i = 0; i < count * size; i++) zt_log("%s%d%s", i % size ? ", " : " [", members[i], i % size == size - 1 ? "]" : "");
+      for (int i = 0; i < count * size; i++)
+        zt_log("%s%d%s", i % size ? ", " : " [", members[i], i % size == size - 1 ? "]" : "");
       zt_log("\n");
     }
     for (int g = 0; g < count; g++) {
@@ -541,8 +543,8 @@ static void setup_groups(zt_engine *e) {
            "rank %d: pipeline group disagrees with the layout (stage %d)", zt_comm_rank(), c.pp);
   if (a->tensor_model_parallel_size == 1) e->tp_group = NULL; /* one rank: the model needs no group */
   if (ep > 1) {
-    zt_check(e->ep_group && zt_group_size(e->ep_group) == ep, "internal error", "rank %d: no expert-parallel group of %d",
-             zt_comm_rank(), ep);
+    zt_check(e->ep_group && zt_group_size(e->ep_group) == ep, "internal error",
+             "rank %d: no expert-parallel group of %d", zt_comm_rank(), ep);
     e->moe.ep_group = e->ep_group, e->moe.ep_size = ep, e->moe.ep_rank = zt_group_rank(e->ep_group);
   }
   zt_check((!e->tp_group || zt_group_rank(e->tp_group) == c.tp) && zt_group_rank(e->dp_group) == c.dp,

@@ -83,7 +83,8 @@ static int exchange_rows(const moe_layer *m, int N) {
     if ((long long)m->El * cap < blk) blk = (long long)m->El * cap;
   }
   const long long rows = (long long)m->P * (blk > 0 ? blk : 1);
-  zt_check(rows < INT32_MAX, "unsupported argument", "MoE layer %d: %lld exchange rows per micro batch", m->layer, rows);
+  zt_check(rows < INT32_MAX, "unsupported argument", "MoE layer %d: %lld exchange rows per micro batch", m->layer,
+           rows);
   return (int)rows;
 }
 
@@ -98,7 +99,8 @@ static size_t carve(moe_scratch *s, void *base, const moe_layer *m, const zt_blo
                           E * C * es,
                           (size_t)N * C * 4, E * C * 4, (size_t)N * E * 4, E * C * 4, (size_t)N * C * 4, M * 4,
                           2 * (size_t)N * 4};
-  void **dst[] = {&s->disp, &s->dyb, &s->dh, &s->tmp, &s->tmp2, &s->mlp, &s->xa, &s->xb, &s->wgd, (void **)&s->x32, (void **)&s->wg32,
+  void **dst[] = {&s->disp, &s->dyb, &s->dh, &s->tmp, &s->tmp2, &s->mlp, &s->xa, &s->xb, &s->wgd, (void **)&s->x32,
+                  (void **)&s->wg32,
                   (void **)&s->log32, (void **)&s->dwg32, (void **)&s->dx32, (void **)&s->dw32, (void **)&s->c32};
   size_t off = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {

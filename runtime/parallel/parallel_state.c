@@ -190,7 +190,8 @@ int zt_layout_group(const zt_layout *l, zt_group_kind kind, int rank, int *membe
     }
     case ZT_GROUP_EXPERT_DATA: {
       int k = ep_list_pos(l, c.dp) % e;
-      for (int chunk = 0; chunk < d / e; chunk++) members[n++] = data_member(l, c.pp, c.tp, ep_list_dp(l, chunk * e + k));
+      for (int chunk = 0; chunk < d / e; chunk++)
+        members[n++] = data_member(l, c.pp, c.tp, ep_list_dp(l, chunk * e + k));
       break;
     }
     default:
