@@ -16,7 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-300}
 . scripts/brown_data.sh
-brown_setup
 brown_gpt2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

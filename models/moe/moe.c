@@ -53,8 +53,8 @@ typedef struct {
   int P, El, r;
   int R;                                       /* rows the local experts process: M (P == 1) or the received rows */
   void *xr;                                    /* P > 1: [xmax, C] the received rows, grouped by local expert */
-  int32_t *send_slot, *recv_row, *back_row, *slot_row; /* P > 1, backend: [xmax] [xmax] [xmax] [M] */
-  int32_t *h_send_slot, *h_recv_row, *h_back_row, *h_slot_row; /* host copies */
+  int32_t *send_tok, *send_slot, *recv_row, *back_row, *slot_row; /* P > 1, backend: [xmax] x 4, [M] */
+  int32_t *h_send_tok, *h_send_slot, *h_recv_row, *h_back_row, *h_slot_row; /* host copies */
   int32_t *h_roff;                             /* [El + 1] the local experts' first received rows */
   float *h_cnt;                                /* [P E] every member's kept count per expert */
   int blk;                                     /* the last forward's exchange block (rows) */
@@ -201,8 +201,9 @@ static void host_free(moe_layer *m) {
   free(m->h_off), free(m->h_tok), free(m->h_slot_of), free(m->h_w), free(m->h_dw), free(m->h_logits);
   free(m->h_dlogits), free(m->h_rows), free(m->h_coef), free(m->h_dweight);
   free(m->draws.rts), free(m->draws.gumbel), free(m->draws.jitter);
-  free(m->h_send_slot), free(m->h_recv_row), free(m->h_back_row), free(m->h_slot_row), free(m->h_roff), free(m->h_cnt);
-  m->h_send_slot = m->h_recv_row = m->h_back_row = m->h_slot_row = m->h_roff = NULL;
+  free(m->h_send_tok), free(m->h_send_slot), free(m->h_recv_row), free(m->h_back_row), free(m->h_slot_row);
+  free(m->h_roff), free(m->h_cnt);
+  m->h_send_tok = m->h_send_slot = m->h_recv_row = m->h_back_row = m->h_slot_row = m->h_roff = NULL;
   m->h_cnt = NULL;
   m->h_off = m->h_tok = m->h_slot_of = NULL;
   m->h_w = m->h_dw = m->h_logits = m->h_dlogits = m->h_rows = m->h_coef = m->h_dweight = NULL;
@@ -220,6 +221,7 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
   m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es);
   if (m->P > 1) {
     m->xr = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * C * es);
+    m->send_tok = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
     m->send_slot = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
     m->recv_row = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
     m->back_row = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * sizeof(int32_t));
@@ -254,6 +256,7 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
     m->draws.gumbel = zt_malloc((size_t)N * E * sizeof(float), "MoE draws");
   if (m->mc->noise == ZT_MOE_NOISE_JITTER) m->draws.jitter = zt_malloc((size_t)N * C * sizeof(float), "MoE draws");
   if (m->P > 1) {
+    m->h_send_tok = zt_malloc(X * sizeof(int32_t), "MoE exchange");
     m->h_send_slot = zt_malloc(X * sizeof(int32_t), "MoE exchange");
     m->h_recv_row = zt_malloc(X * sizeof(int32_t), "MoE exchange");
     m->h_back_row = zt_malloc(X * sizeof(int32_t), "MoE exchange");
@@ -343,7 +346,8 @@ static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy,
 
 /* Expert parallelism, after the slots are laid out: every member's kept count per expert (one all-gather of E values
  * on the host), the exchange block (the largest count one member sends another, over the group) and the four row maps
- * (backend copies): send_slot (exchange row -> slot sent), recv_row (received row, grouped by local expert -> exchange
+ * (backend copies): send_tok and send_slot (exchange row -> the token row sent forward, the slot whose gradient
+ * is sent backward), recv_row (received row, grouped by local expert -> exchange
  * row), back_row (exchange row -> received row whose output goes back) and slot_row (slot -> exchange row its output
  * comes back in). Pads point at row 0 (any row: they are not read back). */
 static void exchange_plan(moe_layer *m, const zt_block_config *cfg) {
@@ -363,10 +367,11 @@ static void exchange_plan(moe_layer *m, const zt_block_config *cfg) {
            m->layer, P, blk, exchange_rows(m, m->N));
   m->blk = blk;
   const int X = P * blk;
-  for (int x = 0; x < X; x++) m->h_send_slot[x] = 0, m->h_back_row[x] = 0;
+  for (int x = 0; x < X; x++) m->h_send_tok[x] = m->h_send_slot[x] = m->h_back_row[x] = 0;
   for (int j = 0; j < P; j++) /* block j: my slots of member j's experts, then pads */
     for (int s = m->h_off[j * El]; s < m->h_off[(j + 1) * El]; s++) {
       m->h_send_slot[j * blk + (s - m->h_off[j * El])] = s;
+      m->h_send_tok[j * blk + (s - m->h_off[j * El])] = m->h_tok[s];
       m->h_slot_row[s] = j * blk + (s - m->h_off[j * El]);
     }
   int R = 0;
@@ -384,6 +389,7 @@ static void exchange_plan(moe_layer *m, const zt_block_config *cfg) {
   }
   m->h_roff[El] = R;
   m->R = R;
+  be->from_host(m->send_tok, m->h_send_tok, (size_t)X * sizeof(int32_t));
   be->from_host(m->send_slot, m->h_send_slot, (size_t)X * sizeof(int32_t));
   be->from_host(m->recv_row, m->h_recv_row, (size_t)R * sizeof(int32_t));
   be->from_host(m->back_row, m->h_back_row, (size_t)X * sizeof(int32_t));
@@ -448,14 +454,14 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
   be->from_host(m->slot_tok, m->h_tok, (size_t)M * sizeof(int32_t));
   be->from_host(m->slot_w, m->h_w, (size_t)M * sizeof(float));
   /* the experts: here, or on the members of the expert-parallel group (there and back through the all-to-all) */
-  be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
-  if (m->P > 1) {
+  if (m->P > 1) { /* the token rows go straight from the input into the exchange */
     exchange_plan(m, cfg);
-    exchange(m, cfg, m->xr, m->recv_row, m->R, sc.disp, m->send_slot, sc.xa, sc.xb);
+    exchange(m, cfg, m->xr, m->recv_row, m->R, inp, m->send_tok, sc.xa, sc.xb);
     experts_forward(m, cfg, sc.xa, m->xr, m->h_roff, m->r * m->El, m->El);
     exchange(m, cfg, m->y, m->slot_row, M, sc.xa, m->back_row, sc.xb, sc.xa);
   } else {
     m->R = M;
+    be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
     experts_forward(m, cfg, m->y, sc.disp, m->h_off, 0, E);
   }
   /* combine */
