@@ -50,7 +50,7 @@ static void build_member(zt_bert_dataset *out, const zt_indexed_dataset *d, cons
                          int64_t end, int64_t num_samples, const zt_bert_data_config *c) {
   const zt_bert_dataset_spec sp = {
       .prefix = prefix, .name = SPLIT_NAMES[k], .doc_begin = begin, .doc_end = end, .num_samples = num_samples,
-      .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0, .max_seq_length = c->max_seq_length, .added_tokens = 3,
+      .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0, .max_seq_length = c->max_seq_length, .added_tokens = c->added_tokens,
       .masked_lm_prob = c->masked_lm_prob, .short_seq_prob = c->short_seq_prob, .seed = c->seed,
       .binary_head = c->binary_head, .cache_path = c->cache_path, .vocab = c->vocab};
   zt_bert_dataset_build(out, d, &sp);

@@ -1,4 +1,4 @@
-/* The BERT training data as Megatron-DeepSpeed's dataset_utils.build_train_valid_test_datasets assembles it:
+/* The BERT (and T5) training data as Megatron-DeepSpeed's dataset_utils.build_train_valid_test_datasets assembles it:
  *   --data-path P                 one sentence dataset, its documents split into train/valid/test by --split
  *   --data-path w1 P1 w2 P2 ...   each dataset split by --split, then blended per split (each asked for
  *                                 ceil(n * w * 1.005) samples; data/blendable_dataset.h)
@@ -21,7 +21,8 @@ typedef struct {
   const char *const *split_path[3]; /* --train/valid/test-data-path words */
   const char *split;                /* --split */
   const char *cache_path;           /* --data-cache-path or NULL */
-  int max_seq_length;               /* --seq-length */
+  int max_seq_length;               /* --seq-length (T5: --encoder-seq-length) */
+  int added_tokens;                 /* the special tokens a sample adds: 3 for BERT ([CLS] and two [SEP]), 2 for T5 */
   uint64_t seed;
   double masked_lm_prob, short_seq_prob;
   int binary_head;

@@ -118,7 +118,7 @@ zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
       .data_path_n = s->data_path_n, .data_path = s->data_path,
       .split_path_n = {s->split_path_n[0], s->split_path_n[1], s->split_path_n[2]},
       .split_path = {s->split_path[0], s->split_path[1], s->split_path[2]}, .split = s->split,
-      .cache_path = s->cache_path, .max_seq_length = s->seq_length, .seed = s->seed, .masked_lm_prob = mask_prob,
+      .cache_path = s->cache_path, .max_seq_length = s->seq_length, .added_tokens = 3, .seed = s->seed, .masked_lm_prob = mask_prob,
       .short_seq_prob = ssp, .binary_head = s->binary_head, .train_exact_num_epochs = s->train_exact_num_epochs,
       .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
       .vocab_size = p->vocab.size, .tokenizer_name = s->tokenizer_name, .vocab = &p->vocab};

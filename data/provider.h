@@ -35,6 +35,7 @@ typedef struct {
   float mask_prob;                     /* --mask-prob */
   float short_seq_prob;                /* --short-seq-prob */
   int binary_head;                     /* BERT's sentence-order pairs (not --bert-no-binary-head) */
+  int dec_seq_length;                  /* T5: --decoder-seq-length (seq_length is --encoder-seq-length) */
 } zt_data_setup;
 
 typedef struct zt_data_provider zt_data_provider;

@@ -35,6 +35,10 @@ typedef struct {
   const uint8_t *padding;         /* [B, T] nonzero = padding key (bidirectional models), or NULL */
   const int32_t *key_start;       /* [B, T] first key a query may see (documents packed in a sequence), or NULL */
   const int32_t *sentence_labels; /* [B] sentence-level targets (BERT's sentence order), or NULL */
+  /* an encoder-decoder (T5): tokens and padding are the encoder's, dec_tokens [B, Td] the decoder's input (positions
+   * 0..Td-1, causal), and labels and loss_mask are over the decoder's positions, [B, Td]; NULL otherwise */
+  int Td;
+  const int32_t *dec_tokens;
 } zt_batch;
 
 /* Where a forward runs: the batch shape, the global sample index of row 0 (dropout key), the seed, whether dropout
@@ -102,6 +106,7 @@ typedef struct {
   int untie_embeddings;
   int residual_post_ln; /* --apply-residual-connection-post-layernorm */
   int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
+  int dec_layers, dec_seq_length; /* T5: --decoder-num-layers and --decoder-seq-length (num_layers is the encoder's) */
   /* DeepSpeed's sparse_attention: the self-attention's block layout for --seq-length (host memory), or NULL for
    * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
   const zt_attn_layout_buf *sparse_attention;

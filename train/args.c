@@ -123,6 +123,14 @@ static const flag k_flags[] = {
   {"--bert-no-binary-head", F_CONST, OFF(bert_binary_head), k_off, SHAPE, "binary head on",
    "pretrain_bert: no sentence-order head (and no pooler, no token types)."},
   {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
+  {"--encoder-num-layers", F_INT, OFF(encoder_num_layers), NULL, SHAPE, "None",
+   "Another name of --num-layers (give one of them): the encoder's layers."},
+  {"--decoder-num-layers", F_INT, OFF(decoder_num_layers), NULL, SHAPE, "--num-layers",
+   "pretrain_t5: the decoder's layers."},
+  {"--encoder-seq-length", F_INT, OFF(encoder_seq_length), NULL, SHAPE, "None",
+   "Another name of --seq-length (give one of them): the encoder's tokens per sample."},
+  {"--decoder-seq-length", F_INT, OFF(decoder_seq_length), NULL, SHAPE, "None (required by pretrain_t5)",
+   "pretrain_t5: the decoder's tokens per sample."},
   {"--vocab-size", F_INT, OFF(vocab_size), NULL, SHAPE, "50257",
    "Vocabulary size for --mock-data and NullTokenizer (otherwise the tokenizer's)."},
   {"--attention-dropout", F_FLOAT, OFF(attention_dropout), NULL, REG, "0.1", "Dropout on attention probabilities."},
@@ -957,10 +965,39 @@ static void check_kd_flags(zt_args *a, const unsigned char *seen) {
                                                                         : 4 * a->hidden_size_teacher;
 }
 
+/* Megatron's validate_args for the encoder-decoder flags: --encoder-num-layers names --num-layers and
+ * --encoder-seq-length names --seq-length (never both of a pair); the decoder's flags are pretrain_t5's, its
+ * --decoder-num-layers defaulting to --num-layers. */
+static void encoder_decoder_flags(zt_args *a, const unsigned char *seen) {
+  static const char *const pairs[2][2] = {{"--num-layers", "--encoder-num-layers"},
+                                          {"--seq-length", "--encoder-seq-length"}};
+  int *main_v[2] = {&a->num_layers, &a->seq_length}, *enc_v[2] = {&a->encoder_num_layers, &a->encoder_seq_length};
+  for (int k = 0; k < 2; k++) {
+    zt_check(!(given(seen, pairs[k][0]) && given(seen, pairs[k][1])), "inconsistent arguments", "%s %d and %s %d: "
+             "cannot have both %s and %s specified (the same value under two names; give one)", pairs[k][0],
+             *main_v[k], pairs[k][1], *enc_v[k], pairs[k][0] + 2, pairs[k][1] + 2);
+    zt_check(given(seen, pairs[k][0]) || given(seen, pairs[k][1]), "missing argument", "%s (or %s) is required",
+             pairs[k][0], pairs[k][1]);
+    if (given(seen, pairs[k][1])) *main_v[k] = *enc_v[k];
+    *enc_v[k] = *main_v[k];
+  }
+  static const char *const dec_flags[] = {"--decoder-num-layers", "--decoder-seq-length"};
+  if (strcmp(zt_args_model, "t5") != 0) {
+    for (int k = 0; k < 2; k++)
+      zt_check(!given(seen, dec_flags[k]), "unsupported argument", "%s is a pretrain_t5 flag (the decoder of "
+               "Megatron's encoder-decoder); this program trains %s", dec_flags[k], zt_args_model);
+    return;
+  }
+  zt_check(given(seen, "--decoder-seq-length"), "missing argument", "--decoder-seq-length is required by "
+           "pretrain_t5 (the decoder's tokens per sample: Megatron's T5 dataset pads its decoder input and labels to "
+           "it)");
+  if (!given(seen, "--decoder-num-layers")) a->decoder_num_layers = a->num_layers;
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
-  static const char *const required[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
-                                         "--max-position-embeddings", "--seq-length", "--micro-batch-size",
-                                         "--lr"};
+  encoder_decoder_flags(a, seen);
+  static const char *const required[] = {"--hidden-size", "--num-attention-heads", "--max-position-embeddings",
+                                         "--micro-batch-size", "--lr"};
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     zt_check(given(seen, required[i]), "missing argument", "%s is required", required[i]);
   int by_iters = given(seen, "--train-iters"), by_samples = given(seen, "--train-samples");
@@ -969,19 +1006,24 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "--train-samples %lld)", (long long)a->train_iters, (long long)a->train_samples);
   zt_check(by_iters || by_samples, "missing argument", "one of --train-iters or --train-samples is required");
   check_data(a, seen);
-  if (strcmp(zt_args_model, "bert") != 0) {
-    static const char *const bert_only[] = {"--bert-no-binary-head", "--mask-prob", "--short-seq-prob"};
-    for (size_t i = 0; i < sizeof bert_only / sizeof bert_only[0]; i++)
-      zt_check(!given(seen, bert_only[i]), "unsupported argument", "%s is a pretrain_bert flag (Megatron's BERT "
-               "data and head); this program trains %s", bert_only[i], zt_args_model);
+  const int bert = strcmp(zt_args_model, "bert") == 0, t5 = strcmp(zt_args_model, "t5") == 0;
+  zt_check(bert || !given(seen, "--bert-no-binary-head"), "unsupported argument", "--bert-no-binary-head is a "
+           "pretrain_bert flag (Megatron's BERT head); this program trains %s", zt_args_model);
+  if (!bert && !t5) {
+    static const char *const masking[] = {"--mask-prob", "--short-seq-prob"};
+    for (size_t i = 0; i < sizeof masking / sizeof masking[0]; i++)
+      zt_check(!given(seen, masking[i]), "unsupported argument", "%s is a pretrain_bert and pretrain_t5 flag "
+               "(Megatron's masked samples); this program trains %s", masking[i], zt_args_model);
   } else {
+    const char *model = bert ? "BERT" : "T5", *prog = bert ? "pretrain_bert" : "pretrain_t5";
     check_real(a->mask_prob > 0.0f && a->mask_prob < 1.0f, "--mask-prob", a->mask_prob, 1, "in (0, 1)");
     check_real(a->short_seq_prob >= 0.0f && a->short_seq_prob <= 1.0f, "--short-seq-prob", a->short_seq_prob, 1,
                "in [0, 1]");
     zt_check(!a->untie_embeddings_and_output_weights, "inconsistent arguments", "--untie-embeddings-and-output-"
-             "weights: BERT's output layer is tied to the word embeddings (Megatron's BertModel asserts it)");
-    zt_check(!a->mock_data, "unsupported argument", "--mock-data: pretrain_bert reads Megatron's BERT samples from "
-             "sentence-split data (preprocess_data --split-sentences); give --data-path");
+             "weights: %s's output layer is tied to the word embeddings (Megatron's %s asserts it)", model,
+             bert ? "BertModel" : "TransformerLanguageModel with a decoder");
+    zt_check(!a->mock_data, "unsupported argument", "--mock-data: %s reads Megatron's %s samples from "
+             "sentence-split data (preprocess_data --split-sentences); give --data-path", prog, model);
   }
   zt_check(!(a->deepspeed_config && !a->deepspeed), "inconsistent arguments",
            "--deepspeed_config %s is given without --deepspeed (Megatron-DeepSpeed would silently ignore the "
@@ -1056,6 +1098,19 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   }
   zt_check(a->seq_length <= a->max_position_embeddings, "inconsistent arguments",
            "--seq-length %d is larger than --max-position-embeddings %d", a->seq_length, a->max_position_embeddings);
+  if (strcmp(zt_args_model, "t5") == 0) {
+    zt_check(a->pipeline_model_parallel_size <= 1, "unsupported argument", "--pipeline-model-parallel-size %d: T5 "
+             "split over pipeline stages (encoder stages before --pipeline-model-parallel-split-rank, decoder stages "
+             "after) lands with issue 17's pipeline part; run T5 with tensor and data parallelism",
+             a->pipeline_model_parallel_size);
+    zt_check(!a->random_ltd, "unsupported argument", "--random-ltd: Megatron-DeepSpeed's random-LTD converts GPT and "
+             "BERT layers only (pretrain_t5 has none)");
+    check_positive("--decoder-num-layers", a->decoder_num_layers);
+    check_positive("--decoder-seq-length", a->decoder_seq_length);
+    zt_check(a->decoder_seq_length <= a->max_position_embeddings, "inconsistent arguments", "--decoder-seq-length %d "
+             "is larger than --max-position-embeddings %d (the decoder's positions share the table)",
+             a->decoder_seq_length, a->max_position_embeddings);
+  }
 
   /* regularization, optimizer, init */
   check_real(a->layernorm_epsilon > 0, "--layernorm-epsilon", a->layernorm_epsilon, 1, "> 0");
@@ -1209,12 +1264,13 @@ static void set_defaults(zt_args *a) {
   memset(a, 0, sizeof *a);
   a->num_layers = a->hidden_size = a->ffn_hidden_size = a->num_attention_heads = -1;
   a->kv_channels = a->max_position_embeddings = a->seq_length = a->micro_batch_size = -1;
+  a->encoder_num_layers = a->decoder_num_layers = a->encoder_seq_length = a->decoder_seq_length = -1;
   a->global_batch_size = a->padded_vocab_size = -1;
   a->make_vocab_size_divisible_by = 128;
   a->layernorm_epsilon = 1e-5f;
   a->vocab_size = 50257;
   a->split = "969, 30, 1";
-  a->tokenizer_type = strcmp(zt_args_model, "bert") == 0 ? ZT_TOK_BERT_LOWER : ZT_TOK_GPT2BPE;
+  a->tokenizer_type = strcmp(zt_args_model, "gpt") != 0 ? ZT_TOK_BERT_LOWER : ZT_TOK_GPT2BPE; /* BERT, T5 */
   a->bert_binary_head = 1;
   a->mask_prob = 0.15f;
   a->short_seq_prob = 0.1f;
@@ -1529,6 +1585,10 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("apply_residual_connection_post_layernorm", a->apply_residual_connection_post_layernorm);
   BOOL_LINE("bert_binary_head", a->bert_binary_head);
   INT_LINE("seq_length", a->seq_length);
+  OPT_LINE("encoder_num_layers", a->encoder_num_layers);
+  OPT_LINE("decoder_num_layers", a->decoder_num_layers);
+  OPT_LINE("encoder_seq_length", a->encoder_seq_length);
+  OPT_LINE("decoder_seq_length", a->decoder_seq_length);
   INT_LINE("vocab_size", a->vocab_size);
   INT_LINE("padded_vocab_size", a->padded_vocab_size);
   FLT_LINE("attention_dropout", a->attention_dropout, 1);

@@ -32,8 +32,12 @@ typedef struct {
   int untie_embeddings_and_output_weights; /* 0: output layer tied to word embeddings */
   int apply_residual_connection_post_layernorm; /* the residual adds take the LayerNorm output (original BERT) */
   int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
-  float mask_prob, short_seq_prob;  /* pretrain_bert: --mask-prob 0.15, --short-seq-prob 0.1 */
+  float mask_prob, short_seq_prob;  /* pretrain_bert and pretrain_t5: --mask-prob 0.15, --short-seq-prob 0.1 */
   int seq_length;
+  /* Megatron's encoder-decoder flags: --encoder-num-layers and --encoder-seq-length are other names of --num-layers and
+   * --seq-length (one of each pair; derived equal after parsing); the decoder's are pretrain_t5's (-1 None: the
+   * decoder's layers default to --num-layers; its length is required) */
+  int encoder_num_layers, decoder_num_layers, encoder_seq_length, decoder_seq_length;
   int vocab_size;                   /* --vocab-size; with --mock-data default 50257 (GPT-2) */
   int padded_vocab_size;            /* derived: multiple of make_vocab_size_divisible_by * TP */
 

@@ -71,7 +71,8 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
       .tokenizer_name = zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type),
       .reset_position_ids = a->reset_position_ids, .reset_attention_mask = a->reset_attention_mask,
       .eod_mask_loss = a->eod_mask_loss, .eval_iters = a->eval_iters, .mask_prob = a->mask_prob,
-      .short_seq_prob = a->short_seq_prob, .binary_head = a->bert_binary_head};
+      .short_seq_prob = a->short_seq_prob, .binary_head = a->bert_binary_head,
+      .dec_seq_length = a->decoder_seq_length};
   e->data = e->kind->build_data(&s);
 }
 
@@ -144,6 +145,19 @@ void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const 
            "ds_config", "%s: curriculum_learning (%s, min_difficulty %lld, max_difficulty %lld, --seq-length %d%s): %s",
            ds->path, zt_curriculum_type_name(cl->type), (long long)cl->min_difficulty, (long long)cl->max_difficulty,
            a->seq_length, a->sequence_parallel ? ", --sequence-parallel" : "", err);
+}
+
+/* What an encoder-decoder (T5) does not run: the ds_config blocks DeepSpeed applies to GPT and BERT encoders. */
+static void check_encoder_decoder(const zt_ds_config *ds, const zt_model_kind *kind) {
+  if (!ds || !kind->encoder_decoder) return;
+  zt_check(!ds->sparse_attention, "ds_config", "%s: sparse_attention with %s: DeepSpeed's sparse self-attention "
+           "replaces a BERT or GPT layer's attention (Megatron-DeepSpeed has no sparse T5); remove the block",
+           ds->path, kind->name);
+  zt_check(!ds->random_ltd.enabled, "ds_config", "%s: data_efficiency.data_routing.random_ltd with %s: "
+           "Megatron-DeepSpeed converts GPT and BERT layers only; remove the block", ds->path, kind->name);
+  zt_check(!ds->flops_profiler_enabled, "ds_config", "%s: flops_profiler with %s: the module tree of an "
+           "encoder-decoder (the decoder's cross-attention) lands with issue 17's remaining work; remove the "
+           "flops_profiler block or set \"enabled\": false", ds->path, kind->name);
 }
 
 void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {
@@ -381,7 +395,8 @@ static zt_model_args args_model(const zt_args *a) {
                          .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
                          .untie_embeddings = a->untie_embeddings_and_output_weights,
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
-                         .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL};
+                         .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
+                         .dec_layers = a->decoder_num_layers, .dec_seq_length = a->decoder_seq_length};
 }
 
 static zt_model_args model_args(const zt_engine *e) {
@@ -861,6 +876,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
            "size increments %lld over %lld samples.\n", (long long)e->ramp.start, (long long)e->ramp.global,
            (long long)e->ramp.increment, (long long)e->ramp.samples);
   zt_engine_check_curriculum(a, ds, kind); /* before the data and the model are built */
+  check_encoder_decoder(ds, kind);
   e->train_T = e->actual_T = a->seq_length;
   random_ltd_setup(e, kind);
   e->curriculum = ds && ds->curriculum.enabled;

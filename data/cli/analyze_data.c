@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
     static zt_bert_vocab bv;
     zt_bert_vocab_from_tokenizer(&bv, tok, o.tokenizer_type);
     zt_bert_data_config c = {.data_path_n = 1, .data_path = dp, .split = o.split, .cache_path = o.cache_path,
-                             .max_seq_length = o.seq_length, .seed = (uint64_t)o.seed,
+                             .max_seq_length = o.seq_length, .added_tokens = 3, .seed = (uint64_t)o.seed,
                              .masked_lm_prob = 0, /* analyze_data.py: args.mask_prob = 0, the text unmasked */
                              .short_seq_prob = o.short_seq_prob, .binary_head = !o.no_binary_head,
                              .train_exact_num_epochs = o.exact_epochs, .num_samples = {1, 1, 1},

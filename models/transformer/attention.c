@@ -183,11 +183,9 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
     be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, 3 * A);
   } else {
     be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, A);
+    /* the encoder output is whole on every rank: with tensor parallelism its gradient is this rank's heads' part,
+     * which the encoder output's owner sums over the ranks once for all layers (zt_cross_input.grad) */
     be->matmul_backward(dt, dmem, g->kv_w, g->kv_b, dkv, mem, p->kv_w, NULL, pass->B * Tk, C, 2 * A);
-    if (zt_tp_on(tp)) { /* the encoder output is replicated: its gradient is partial over the heads */
-      zt_check(!tp->sp, "attention", "cross-attention does not support --sequence-parallel");
-      zt_allreduce_sum(tp->group, dt, dmem, (size_t)pass->B * Tk * C);
-    }
   }
   zt_tp_reduce(tp, dx, NULL, N, C);
 }

@@ -81,7 +81,7 @@ int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int c
       }
     const int32_t *tok = zt_backend_stage_in(be, lm->tokens_dev, d->h_tok, N * sizeof(int32_t));
     const int32_t *pos = zt_backend_stage_in(be, lm->pos_buf, d->h_pos, N * sizeof(int32_t));
-    zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), tok, pos, NULL, 0.0f, &pass);
+    zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), tok, pos, NULL, 0.0f, 0, &pass);
   }
   zt_stack_forward(&lm->stack, 0, &pass, NULL);
   if (!lm->last) return 0;

@@ -45,19 +45,19 @@ void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *pre
   e->dwtt = k >= 0 && grads ? (char *)grads + t->params[k].offset * es : NULL;
 }
 
-static zt_dropout embedding_dropout(float p, const zt_pass *pass) {
+static zt_dropout embedding_dropout(float p, int site_layer, const zt_pass *pass) {
   return (zt_dropout){.p = pass->training ? p : 0.0f, .seed = pass->seed,
-                      .site = zt_dropout_site(0, ZT_SITE_EMBEDDING), .first_sample = pass->first_sample};
+                      .site = zt_dropout_site(site_layer, ZT_SITE_EMBEDDING), .first_sample = pass->first_sample};
 }
 
 void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t *tokens, const int32_t *positions,
-                                const int32_t *types, float dropout_p, const zt_pass *pass) {
+                                const int32_t *types, float dropout_p, int site_layer, const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
   const zt_backend *be = tp->be;
   const zt_dtype dt = tp->dt;
   double *ft = e->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
-  zt_dropout d = embedding_dropout(dropout_p, pass);
+  zt_dropout d = embedding_dropout(dropout_p, site_layer, pass);
   if (!zt_tp_on(tp)) {
     be->embedding_forward(dt, out, tokens, e->wte, N, e->C, 0);
     if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
@@ -85,12 +85,13 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
 }
 
 void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_t *tokens,
-                                 const int32_t *positions, const int32_t *types, float dropout_p, const zt_pass *pass) {
+                                 const int32_t *positions, const int32_t *types, float dropout_p, int site_layer,
+                                 const zt_pass *pass) {
   const int N = pass->B * pass->T;
   const zt_tp *tp = e->tp;
   const zt_backend *be = tp->be;
   const zt_dtype dt = tp->dt;
-  zt_dropout d = embedding_dropout(dropout_p, pass);
+  zt_dropout d = embedding_dropout(dropout_p, site_layer, pass);
   if (!zt_tp_on(tp)) {
     be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
     be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);

@@ -28,11 +28,13 @@ int zt_embedding_register_copy(zt_param_table *t, int V, int C, float std);
 void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, void *params, void *grads,
                        size_t es);
 /* out[B,T,C] = dropout(wte[tokens] + wpe[positions] (+ wtt[types])). With --sequence-parallel out holds only this
- * rank's tokens (zt_tp_local_rows). types: NULL without token types. */
+ * rank's tokens (zt_tp_local_rows). types: NULL without token types. The dropout draws at layer `site_layer`'s
+ * embedding site (zt_dropout_site): 0 for a model's input, the first decoder layer's number for T5's decoder input. */
 void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t *tokens, const int32_t *positions,
-                                const int32_t *types, float dropout_p, const zt_pass *pass);
+                                const int32_t *types, float dropout_p, int site_layer, const zt_pass *pass);
 /* Accumulates the embeddings' gradients from dout[B,T,C] (modified in place). */
 void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_t *tokens,
-                                 const int32_t *positions, const int32_t *types, float dropout_p, const zt_pass *pass);
+                                 const int32_t *positions, const int32_t *types, float dropout_p, int site_layer,
+                                 const zt_pass *pass);
 
 #endif

@@ -1,5 +1,6 @@
-/* The language model GPT and BERT share (language_model.h): layout, parameters, memory plan, the batch on the
- * backend, the encoder's forward and backward, the output layer and its vocab-parallel cross-entropy. */
+/* The language model GPT, BERT and T5 share (language_model.h): layout, parameters, memory plan, the batch on the
+ * backend, the encoder's (and an encoder-decoder's decoder's) forward and backward, the output layer and its
+ * vocab-parallel cross-entropy. */
 #include "models/transformer/language_model.h"
 
 #include <math.h>
@@ -12,9 +13,18 @@
 #include "runtime/base/timer.h"
 #include "runtime/parallel/parallel_state.h"
 
-/* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage). */
+/* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage); an encoder-decoder's encoder
+ * final layernorm and decoder layers come between the encoder's layers and the head. */
 int zt_lm_unit_emb(const zt_lm *lm) { return lm->first ? 0 : -1; }
-int zt_lm_unit_head(const zt_lm *lm) { return lm->last ? lm->first + lm->nlayers : -1; }
+static int unit_enc_lnf(const zt_lm *lm) { return lm->enc_dec ? lm->first + lm->nlayers : -1; }
+int zt_lm_unit_head(const zt_lm *lm) {
+  return lm->last ? lm->first + lm->nlayers + (lm->enc_dec ? 1 + lm->dec.nlayers : 0) : -1;
+}
+/* The stack the head reads (the decoder's in an encoder-decoder) and its residual-stream gradient. */
+static zt_stack *top_stack(zt_lm *lm) { return lm->enc_dec ? &lm->dec : &lm->stack; }
+static void *top_dres(const zt_lm *lm) { return lm->enc_dec ? lm->ddec : lm->dres; }
+/* The tokens of one row the head scores: the decoder's in an encoder-decoder. */
+static int head_T(const zt_lm *lm) { return lm->enc_dec ? lm->Td : lm->T; }
 static int head_uses_embedding(const zt_lm *lm) { return lm->last && lm->first && !lm->cfg.untie_embeddings; }
 void zt_lm_head_params(zt_lm *lm, int event) {
   zt_model_param_event(lm->model, event, zt_lm_unit_head(lm));
@@ -23,10 +33,17 @@ void zt_lm_head_params(zt_lm *lm, int event) {
 
 /* The last stage's parameters: the final layernorm, the model's head, the output layer (untied), or the tied word
  * embeddings' group (one stage) or Megatron's copy of them (several stages). */
+static void register_final_ln(zt_param_table *t, const char *stack_prefix, int C) {
+  char name[96];
+  int64_t shape[1] = {C};
+  snprintf(name, sizeof name, "%s.final_layernorm.weight", stack_prefix);
+  zt_param_table_add(t, name, 1, shape, ZT_INIT_ONES, 0, 1, -1);
+  snprintf(name, sizeof name, "%s.final_layernorm.bias", stack_prefix);
+  zt_param_table_add(t, name, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
+}
+
 static void register_last(zt_param_table *t, const zt_lm_config *c, zt_lm_register_head head, int V, int first) {
-  int64_t C[1] = {c->hidden_size};
-  zt_param_table_add(t, ZT_LM_ENC_PREFIX ".final_layernorm.weight", 1, C, ZT_INIT_ONES, 0, 1, -1);
-  zt_param_table_add(t, ZT_LM_ENC_PREFIX ".final_layernorm.bias", 1, C, ZT_INIT_ZEROS, 0, 1, -1);
+  register_final_ln(t, c->dec_layers > 0 ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, c->hidden_size);
   if (head) head(t, c, V);
   if (c->untie_embeddings) {
     int64_t w[2] = {V, c->hidden_size};
@@ -43,14 +60,20 @@ static void register_params(zt_lm *lm) {
   zt_param_table *t = lm->table;
   zt_model *mm = lm->model;
   zt_param_table_init(t);
-  int *first = zt_malloc((size_t)(lm->nlayers + 3) * sizeof(int), "model units"), u = 0; /* first parameter */
-  if (lm->first) {
+  int *first = zt_malloc((size_t)(lm->nlayers + lm->dec.nlayers + 4) * sizeof(int), "model units"), u = 0;
+  if (lm->first) { /* first[u]: unit u's first parameter */
     first[u++] = t->count;
     zt_embedding_register(t, ZT_LM_EMB_PREFIX, lm->V, c->max_positions, c->hidden_size, c->init_std,
                           c->num_tokentypes);
   }
   zt_stack_register(&lm->stack, t, first + u);
   u += lm->nlayers;
+  if (lm->enc_dec) {
+    first[u++] = t->count;
+    register_final_ln(t, ZT_LM_ENC_PREFIX, c->hidden_size);
+    zt_stack_register(&lm->dec, t, first + u);
+    u += lm->dec.nlayers;
+  }
   if (lm->last) {
     first[u++] = t->count;
     register_last(t, c, lm->register_head, lm->V, lm->first);
@@ -65,6 +88,12 @@ static void register_params(zt_lm *lm) {
 static zt_layer_spec layer_spec(const zt_lm_config *c) {
   return (zt_layer_spec){.self_mask = c->bidirectional ? ZT_ATTN_NONE : ZT_ATTN_CAUSAL, .cross_attention = 0,
                          .mlp = ZT_MLP_DENSE, .residual_post_ln = c->residual_post_ln};
+}
+
+/* An encoder-decoder's decoder layer (Megatron's LayerType.decoder): causal self-attention, then cross-attention. */
+static zt_layer_spec decoder_spec(const zt_lm_config *c) {
+  return (zt_layer_spec){.self_mask = ZT_ATTN_CAUSAL, .cross_attention = 1, .mlp = ZT_MLP_DENSE,
+                         .residual_post_ln = c->residual_post_ln};
 }
 
 /* The layers' configuration: heads and MLP columns of one of tp ranks. */
@@ -85,11 +114,14 @@ void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head he
   zt_param_table_init(t);
   zt_embedding_register(t, ZT_LM_EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size,
                         c->init_std, c->num_tokentypes);
-  for (int l = 0; l < c->num_layers; l++) {
+  const zt_layer_spec dspec = decoder_spec(c);
+  for (int l = 0; l < c->num_layers + c->dec_layers; l++) { /* the encoder's layers, then the decoder's */
+    const int dec = l >= c->num_layers;
     char pre[96];
-    snprintf(pre, sizeof pre, ZT_LM_ENC_PREFIX ".layers.%d", l);
+    if (dec && l == c->num_layers) register_final_ln(t, ZT_LM_ENC_PREFIX, c->hidden_size);
+    snprintf(pre, sizeof pre, "%s.layers.%d", dec ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, dec ? l - c->num_layers : l);
     zt_ffn mlp = zt_ffn_for_layer(&bcfg, spec.mlp, l);
-    zt_block_register(t, pre, &spec, &bcfg, &mlp);
+    zt_block_register(t, pre, dec ? &dspec : &spec, &bcfg, &mlp);
     zt_ffn_destroy(&mlp);
   }
   register_last(t, c, head, c->padded_vocab_size / tp, 1);
@@ -145,6 +177,20 @@ static void check_config(const zt_lm_config *c, int tp) {
   const zt_backend *be = c->backend ? c->backend : zt_backend_cpu();
   zt_check(be->kind != ZT_BACKEND_CPU || c->dtype == ZT_DTYPE_FP32, "internal error", "model: the CPU backend "
            "stores fp32, asked for %s", zt_dtype_name(c->dtype));
+  if (c->dec_layers <= 0) return;
+  /* an encoder-decoder: what its decoder does not run yet is refused by the arguments; these are the model's own */
+  zt_check(pp == 1, "unsupported argument", "--pipeline-model-parallel-size %d: an encoder-decoder model split over "
+           "pipeline stages (--pipeline-model-parallel-split-rank) lands with issue 17's pipeline part; run it with "
+           "one pipeline stage", pp);
+  zt_check(!(tp > 1 && c->sequence_parallel) || c->dec_seq_length % tp == 0, "inconsistent arguments",
+           "--decoder-seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits "
+           "the decoder's sequence over the tensor-parallel ranks too)", c->dec_seq_length, tp);
+  zt_check(!c->sparse_attention && !c->random_ltd_layers && !c->moe && !c->kd && !c->untie_embeddings,
+           "internal error", "model: an encoder-decoder with sparse attention, random-LTD, MoE, KD or untied "
+           "embeddings");
+  zt_check(c->dec_seq_length >= 1 && c->dec_seq_length <= c->max_positions, "inconsistent arguments",
+           "--decoder-seq-length %d must be in [1, --max-position-embeddings %d] (the decoder's positions share "
+           "the position table)", c->dec_seq_length, c->max_positions);
 }
 
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
@@ -212,6 +258,17 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   zt_stack_init(&lm->stack, mm, &lm->bcfg, &lm->spec, ZT_LM_ENC_PREFIX, L, lm->vpp, chunk_first, lm->chunk_layers,
                 lm->first, cfg->recompute_full, cfg->partition_activations, lm->B, lm->T, 0);
   free(chunk_first);
+  lm->enc_dec = cfg->dec_layers > 0;
+  if (lm->enc_dec) { /* the decoder's layers are numbered L.. (dropout sites), named from 0, units after the
+                      * encoder's final layernorm's */
+    const int dfirst = L;
+    lm->Td = cfg->dec_seq_length;
+    lm->dec_spec = decoder_spec(cfg);
+    zt_stack_init(&lm->dec, mm, &lm->bcfg, &lm->dec_spec, ZT_LM_DEC_PREFIX, L + cfg->dec_layers, 1, &dfirst,
+                  cfg->dec_layers, lm->first + L + 1, cfg->recompute_full, cfg->partition_activations, lm->B, lm->Td,
+                  lm->T);
+    lm->dec.name0 = L;
+  }
   register_params(lm);
   if (zt_tp_sp(&lm->tp))
     for (int i = 0; i < table->count; i++)
@@ -225,6 +282,7 @@ void zt_lm_teardown(zt_lm *lm) {
   free(lm->model->unit_off);
   lm->model->unit_off = NULL;
   zt_stack_free(&lm->stack);
+  if (lm->enc_dec) zt_stack_free(&lm->dec);
   zt_param_table_free(lm->table);
 }
 
@@ -237,7 +295,7 @@ void zt_lm_plan(zt_lm *lm) {
   const int B = lm->B, T = lm->T_plan, C = lm->cfg.hidden_size;
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&lm->tp, B * T);
-  const size_t V = (size_t)lm->V;
+  const size_t V = (size_t)lm->V, NH = (size_t)B * (lm->enc_dec ? lm->Td : T); /* NH: the tokens the head scores */
   /* ZeRO: flat buffers padded to whole partitions; optimizer state and masters for one partition */
   const size_t zp = lm->cfg.zero_partitions > 1 ? (size_t)lm->cfg.zero_partitions : 1;
   const size_t flat = (lm->table->numel + zp - 1) / zp * zp, part = flat / zp;
@@ -250,6 +308,19 @@ void zt_lm_plan(zt_lm *lm) {
   mm->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
   mm->master = here && lm->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
   zt_stack_plan(&lm->stack, p);
+  if (lm->enc_dec) {
+    zt_stack_plan(&lm->dec, p);
+    const int sp = zt_tp_sp(&lm->tp);
+    lm->enc_out = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
+    lm->enc_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+    lm->enc_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
+    lm->enc_full = sp ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es) : lm->enc_out;
+    lm->denc_full = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
+    lm->denc = sp ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es) : lm->denc_full;
+    lm->ddec = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)zt_tp_local_rows(&lm->tp, (int)NH) * C * es);
+    lm->dec_pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
+    lm->dec_tokens_dev = be->host_visible ? NULL : zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
+  }
   /* with MoE layers on several stages the layers' summed aux losses travel with the hidden state (as Megatron-
    * DeepSpeed's pipelined MoE layers pass their aggregated moe loss on): one fp32 value after it in each set */
   const int aux = lm->pp > 1 && zt_moe_on(lm->cfg.moe);
@@ -260,26 +331,28 @@ void zt_lm_plan(zt_lm *lm) {
   mm->stash = mm->pp_buffers > 0 ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)mm->pp_buffers * mm->stage_bytes)
                                  : NULL;
   const size_t head = lm->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
-  lm->lnf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * N * C * es);
-  lm->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
-  lm->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * N);
-  lm->logits = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NF * V * es);
-  lm->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
-  lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
-  lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NF);
+  const size_t NL = (size_t)zt_tp_local_rows(&lm->tp, (int)NH); /* the final layernorm's rows (this rank's) */
+  lm->lnf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NL * C * es);
+  lm->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NL);
+  lm->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NL);
+  lm->logits = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NH * V * es);
+  lm->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
+  lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
+  lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
   lm->dres = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
   lm->pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   if (!be->host_visible) { /* the ids and masks of the batch, staged onto the device */
     lm->tokens_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
-    lm->targets_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+    lm->targets_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
     lm->key_start_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
     lm->padding_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF);
     if (lm->cfg.num_tokentypes > 0) lm->types_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   }
-  if (zt_tp_on(&lm->tp)) lm->ce_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 3 * NF);
-  if (zt_tp_sp(&lm->tp)) {
-    lm->tp.gather = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
-    lm->tp.partial = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
+  if (zt_tp_on(&lm->tp)) lm->ce_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 3 * NH);
+  if (zt_tp_sp(&lm->tp)) { /* the largest sequence's tokens (an encoder-decoder's decoder may be the longer) */
+    const size_t NG = NH > NF ? NH : NF;
+    lm->tp.gather = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NG * C * es);
+    lm->tp.partial = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NG * C * es);
     mm->sp_buf = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, mm->sp_numel);
   }
 }
@@ -292,10 +365,17 @@ void zt_lm_bind(zt_lm *lm) {
   void *gbind = mm->grads_dt ? mm->grads_dt : (void *)mm->grads;
   lm->gbind = gbind;
   zt_stack_bind(&lm->stack, t, mm->params, gbind, es);
+  if (lm->enc_dec) {
+    zt_stack_bind(&lm->dec, t, mm->params, gbind, es);
+    lm->enc_lnf_w = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
+    lm->enc_lnf_b = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+    lm->denc_lnf_w = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
+    lm->denc_lnf_b = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+  }
   if (lm->first) zt_embedding_bind(&lm->emb, t, ZT_LM_EMB_PREFIX, mm->params, gbind, es);
   lm->emb.tp = &lm->tp;
   lm->emb.v0 = lm->v0;
-  lm->dlnf = lm->stack.scratch.dln;
+  lm->dlnf = top_stack(lm)->scratch.dln;
   const size_t n0 = (size_t)zt_tp_local_rows(&lm->tp, lm->B * lm->T_plan) * lm->cfg.hidden_size;
   mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), n0, mm->dt};
   mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), n0, mm->dt};
@@ -307,16 +387,18 @@ void zt_lm_bind(zt_lm *lm) {
     mm->stage_out[1] = (zt_stage_tensor){lm->aux_out, 1, ZT_DTYPE_FP32};
     mm->stage_grad[1] = (zt_stage_tensor){lm->aux_dgrad, 1, ZT_DTYPE_FP32};
   }
-  const size_t NF = (size_t)lm->B * lm->T_plan;
-  lm->h_losses = zt_malloc(NF * sizeof(float), "model losses");
-  lm->h_dloss = zt_malloc(NF * sizeof(float), "model loss gradients");
-  lm->h_mask = zt_malloc(NF * sizeof(float), "model loss mask");
+  const size_t NF = (size_t)lm->B * lm->T_plan, NH = lm->enc_dec ? (size_t)lm->B * lm->Td : NF;
+  lm->h_losses = zt_malloc(NH * sizeof(float), "model losses");
+  lm->h_dloss = zt_malloc(NH * sizeof(float), "model loss gradients");
+  lm->h_mask = zt_malloc(NH * sizeof(float), "model loss mask");
   lm->h_pos = zt_malloc(NF * sizeof(int32_t), "model positions");
+  lm->h_dec_pos = lm->enc_dec ? zt_malloc(NH * sizeof(int32_t), "model decoder positions") : NULL;
   if (!lm->last) return;
-  lm->lnf_w = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
-  lm->lnf_b = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
-  lm->dlnf_w = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
-  lm->dlnf_b = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+  const char *last = lm->enc_dec ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX;
+  lm->lnf_w = zt_param_addr(t, mm->params, es, last, "final_layernorm.weight");
+  lm->lnf_b = zt_param_addr(t, mm->params, es, last, "final_layernorm.bias");
+  lm->dlnf_w = zt_param_addr(t, gbind, es, last, "final_layernorm.weight");
+  lm->dlnf_b = zt_param_addr(t, gbind, es, last, "final_layernorm.bias");
   const char *out = lm->cfg.untie_embeddings ? "language_model.output_layer.weight"
                     : lm->first              ? ZT_WORD_EMBEDDING
                                              : ZT_SHARED_EMBEDDING;
@@ -326,9 +408,9 @@ void zt_lm_bind(zt_lm *lm) {
 }
 
 void zt_lm_free_host(zt_lm *lm) {
-  free(lm->h_losses), free(lm->h_dloss), free(lm->h_mask), free(lm->h_pos);
+  free(lm->h_losses), free(lm->h_dloss), free(lm->h_mask), free(lm->h_pos), free(lm->h_dec_pos);
   lm->h_losses = lm->h_dloss = lm->h_mask = NULL;
-  lm->h_pos = NULL;
+  lm->h_pos = lm->h_dec_pos = NULL;
 }
 
 void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
@@ -341,6 +423,8 @@ void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype v
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 void zt_lm_set_seq_length(zt_lm *lm, int T) {
+  zt_check(!lm->enc_dec || T == lm->T_plan, "internal error", "model: an encoder-decoder at a sequence length of %d, "
+           "planned for %d", T, lm->T_plan);
   zt_check(T >= 1 && T <= lm->T_plan, "model", "a sequence length of %d is outside 1..%d (the planned --seq-length)", T,
            lm->T_plan);
   zt_check(!zt_tp_sp(&lm->tp) || T % lm->tp.size == 0, "model", "a sequence length of %d does not split over %d "
@@ -372,7 +456,17 @@ zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
   lm->positions = b->positions ? zt_backend_stage_in(be, lm->pos_buf, b->positions, NF * sizeof(int32_t))
                                : lm->pos_buf;
   lm->tokens = zt_backend_stage_in(be, lm->tokens_dev, b->tokens, NF * sizeof(int32_t));
-  lm->targets = zt_backend_stage_in(be, lm->targets_dev, b->labels, NF * sizeof(int32_t));
+  const size_t NH = (size_t)lm->B * head_T(lm); /* the head's targets and loss mask */
+  zt_check(!lm->enc_dec || (b->dec_tokens && b->Td == lm->Td), "model", "an encoder-decoder batch needs %d decoder "
+           "tokens per row, has %d", lm->Td, b->dec_tokens ? b->Td : 0);
+  if (lm->enc_dec) {
+    int32_t *dpos = zt_backend_host_view(be, lm->dec_pos_buf, lm->h_dec_pos);
+    for (int r = 0; r < lm->B; r++)
+      for (int t = 0; t < lm->Td; t++) dpos[r * lm->Td + t] = t; /* Megatron's t5_position_ids */
+    zt_backend_commit(be, lm->dec_pos_buf, dpos, NH * sizeof(int32_t));
+    lm->dec_tokens = zt_backend_stage_in(be, lm->dec_tokens_dev, b->dec_tokens, NH * sizeof(int32_t));
+  }
+  lm->targets = zt_backend_stage_in(be, lm->targets_dev, b->labels, NH * sizeof(int32_t));
   lm->types = lm->cfg.num_tokentypes > 0
                   ? zt_backend_stage_in(be, lm->types_dev, b->token_types, NF * sizeof(int32_t))
                   : NULL;
@@ -380,9 +474,35 @@ zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
            "batch", lm->cfg.num_tokentypes);
   pass.key_start = zt_backend_stage_in(be, lm->key_start_dev, b->key_start, NF * sizeof(int32_t));
   pass.key_padding = zt_backend_stage_in(be, lm->padding_dev, b->padding, NF);
-  for (size_t n = 0; n < NF; n++) lm->h_mask[n] = b->loss_mask ? b->loss_mask[n] : 1.0f;
+  for (size_t n = 0; n < NH; n++) lm->h_mask[n] = b->loss_mask ? b->loss_mask[n] : 1.0f;
   lm->pass = pass;
+  /* the decoder: causal over its own tokens (its padding trails the tokens the loss sees) */
+  lm->dec_pass = (zt_pass){.B = lm->B, .T = lm->Td, .first_sample = pass.first_sample, .seed = pass.seed,
+                           .training = pass.training};
   return pass;
+}
+
+/* What the decoder's cross-attention reads: the encoder's output, its key padding, where its gradient goes. */
+static zt_cross_input cross_input(const zt_lm *lm) {
+  return (zt_cross_input){.x = lm->enc_full, .Tk = lm->T, .padding = lm->pass.key_padding, .grad = lm->denc_full};
+}
+
+/* An encoder-decoder after its encoder: the encoder's final layernorm, the decoder's embedding (the shared tables,
+ * its own dropout site) and layers. */
+static void decode(zt_lm *lm) {
+  zt_model *mm = lm->model;
+  const int C = lm->cfg.hidden_size, N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
+  zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
+  mm->be->layernorm_forward(mm->dt, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
+                            lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
+  zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
+  if (zt_tp_sp(&lm->tp)) zt_allgather(lm->tp.group, mm->dt, lm->enc_out, (size_t)N * C, lm->enc_full);
+  zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
+  zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->dec), lm->dec_tokens, lm->dec_pos_buf, NULL,
+                             lm->cfg.hidden_dropout, lm->cfg.num_layers, &lm->dec_pass);
+  zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
+  const zt_cross_input mem = cross_input(lm);
+  lm->aux += zt_stack_forward(&lm->dec, 0, &lm->dec_pass, &mem);
 }
 
 int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
@@ -392,11 +512,12 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   if (lm->first && vchunk == 0) { /* later stages (and chunks) find their input in the stack's input */
     zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
     zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), lm->tokens, lm->positions, lm->types,
-                               lm->cfg.hidden_dropout, pass);
+                               lm->cfg.hidden_dropout, 0, pass);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
   }
   if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   lm->aux = zt_stack_forward(&lm->stack, vchunk, pass, NULL);
+  if (lm->enc_dec) decode(lm);
   if (lm->aux_in) { /* pipelined MoE: the sum of the layers' aux losses so far, on to the next stage */
     float before = 0.0f;
     if (!(lm->first && vchunk == 0)) mm->be->to_host(&before, lm->aux_in, sizeof before);
@@ -405,9 +526,9 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   }
   if (!lm->last || vchunk != lm->vpp - 1) return 0; /* the output goes to the next stage */
   if (ft) t2 = zt_now();
-  const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
+  const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
   zt_lm_head_params(lm, ZT_PARAM_FETCH);
-  mm->be->layernorm_forward(mm->dt, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(&lm->stack), lm->lnf_w,
+  mm->be->layernorm_forward(mm->dt, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
                             lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
@@ -435,7 +556,7 @@ static void vocab_parallel_cross_entropy(zt_lm *lm, int NF) {
 float zt_lm_output_loss(zt_lm *lm, const void *h, const void *bias) {
   const zt_backend *be = lm->model->be;
   const zt_dtype dt = lm->model->dt;
-  const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF);
+  const int C = lm->cfg.hidden_size, NF = lm->B * head_T(lm), N = zt_tp_local_rows(&lm->tp, NF);
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0;
   /* the output layer is column-parallel over the vocabulary: every rank scores all tokens on its slice */
   be->matmul_forward(dt, lm->logits, NULL, zt_tp_gather(&lm->tp, h, N, C), lm->out_w, bias, NF, C, lm->V);
@@ -463,7 +584,7 @@ float zt_lm_output_loss(zt_lm *lm, const void *h, const void *bias) {
 void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void *dbias, void *dh) {
   const zt_backend *be = lm->model->be;
   const zt_dtype dt = lm->model->dt;
-  const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF), V = lm->V;
+  const int C = lm->cfg.hidden_size, NF = lm->B * head_T(lm), N = zt_tp_local_rows(&lm->tp, NF), V = lm->V;
   double den = 0.0;
   for (int n = 0; n < NF; n++) den += lm->h_mask[n];
   float *dloss = zt_backend_host_view(be, lm->dloss, lm->h_dloss);
@@ -483,17 +604,39 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
 
 void zt_lm_final_ln_backward(zt_lm *lm) {
   const zt_backend *be = lm->model->be;
-  const int N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
-  be->layernorm_backward(lm->model->dt, lm->dres, lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(&lm->stack),
+  const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
+  be->layernorm_backward(lm->model->dt, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
                          lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
+}
+
+/* An encoder-decoder's backward down to the encoder's output: the decoder's layers (their cross-attention gradients
+ * summed into denc), the decoder's embedding, then the encoder's final layernorm into dres. */
+static void decode_backward(zt_lm *lm) {
+  zt_model *mm = lm->model;
+  const zt_backend *be = mm->be;
+  const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF);
+  be->memset(lm->denc_full, 0, (size_t)NF * C * zt_dtype_size(mm->dt));
+  const zt_cross_input mem = cross_input(lm);
+  zt_stack_backward(&lm->dec, &lm->dec_pass, lm->ddec, &mem, lm->aux_grad);
+  /* each rank summed its heads' part over the layers: one reduction for all of them */
+  if (zt_tp_sp(&lm->tp)) zt_reduce_scatter_sum(lm->tp.group, mm->dt, lm->denc_full, (size_t)N * C, lm->denc);
+  else if (zt_tp_on(&lm->tp)) zt_allreduce_sum(lm->tp.group, mm->dt, lm->denc_full, (size_t)NF * C);
+  zt_embedding_layer_backward(&lm->emb, lm->ddec, lm->dec_tokens, lm->dec_pos_buf, NULL, lm->cfg.hidden_dropout,
+                              lm->cfg.num_layers, &lm->dec_pass);
+  zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
+  be->layernorm_backward(mm->dt, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
+                         lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
+  zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
+  zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_enc_lnf(lm));
 }
 
 void zt_lm_backward(zt_lm *lm) {
   zt_check(!lm->cfg.forward_only, "internal error", "model: backward of a forward-only model");
   const int chunk = lm->stack.fwd_chunk;
+  if (lm->enc_dec) decode_backward(lm);
   zt_stack_backward(&lm->stack, &lm->pass, lm->dres, NULL, lm->aux_grad);
   if (lm->first && chunk == 0) { /* reads no parameters */
-    zt_embedding_layer_backward(&lm->emb, lm->dres, lm->tokens, lm->positions, lm->types, lm->cfg.hidden_dropout,
+    zt_embedding_layer_backward(&lm->emb, lm->dres, lm->tokens, lm->positions, lm->types, lm->cfg.hidden_dropout, 0,
                                 &lm->pass);
     zt_model_param_event(lm->model, ZT_PARAM_GRAD_READY, zt_lm_unit_emb(lm));
   }

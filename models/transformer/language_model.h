@@ -1,7 +1,7 @@
-/* Megatron's TransformerLanguageModel and its language-model output, the part GPT and BERT (T5 next) share:
- * the embedding (word, position and optional token-type), the layer stack of this pipeline stage, the final
- * LayerNorm, the output layer tied to the word embeddings (or separate), Megatron's vocab-parallel cross-entropy
- * with a loss mask; the parallel layout (tensor, sequence, pipeline with virtual chunks), the ZeRO-3 units, the
+/* Megatron's TransformerLanguageModel and its language-model output, the part GPT, BERT and T5 share:
+ * the embedding (word, position and optional token-type), the layer stack of this pipeline stage (and, for an
+ * encoder-decoder, the decoder's stack with cross-attention to the encoder's output), the final LayerNorm, the output
+ * layer tied to the word embeddings (or separate), Megatron's vocab-parallel cross-entropy with a loss mask; the parallel layout (tensor, sequence, pipeline with virtual chunks), the ZeRO-3 units, the
  * common part of the memory plan, the batch staged onto the backend, initialization keyed by the one-process
  * model. A model (models/gpt/gpt.c, models/bert/bert.c) owns a zt_lm and adds its head between the final
  * LayerNorm and the output layer (register_head) and whatever else its loss needs; it calls the pieces below in
@@ -23,6 +23,7 @@
 
 #define ZT_LM_EMB_PREFIX "language_model.embedding"
 #define ZT_LM_ENC_PREFIX "language_model.encoder"
+#define ZT_LM_DEC_PREFIX "language_model.decoder"
 
 typedef struct {
   int num_layers, hidden_size, num_heads, ffn_hidden_size;
@@ -73,6 +74,14 @@ typedef struct {
   /* the layers' MLP slots (zt_block_config.make_ffn): NULL, the dense MLP; else make_ffn(ffn_ctx, layer) */
   zt_ffn (*make_ffn)(const void *ctx, int layer);
   const void *ffn_ctx;
+  /* an encoder-decoder (Megatron's add_decoder, T5) when dec_layers > 0: after the encoder's num_layers layers and its
+   * own final layernorm ("language_model.encoder.final_layernorm") come dec_layers decoder layers over the decoder's
+   * dec_seq_length tokens (zt_batch.dec_tokens, embedded by the shared embedding): causal self-attention, then
+   * cross-attention to the encoder's output with the encoder's padding as the key mask; the head and the loss read the
+   * decoder's final layernorm ("language_model.decoder.final_layernorm") over B x dec_seq_length tokens. With
+   * --sequence-parallel both stacks hold their share of the tokens and the encoder's output is all-gathered once for
+   * the cross-attentions. One pipeline stage; no sparse attention, random-LTD or curriculum (the setup refuses them) */
+  int dec_layers, dec_seq_length;
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer
@@ -123,6 +132,23 @@ typedef struct {
   float *aux_in, *aux_out, *aux_dgrad; /* pipelined MoE: the aux sum's stage tensors (backend, 1 float each), or NULL */
   /* knowledge distillation (kd.h): its gradient joins d(logits) in the output layer's backward, or NULL */
   struct zt_kd_state *kd;
+  /* an encoder-decoder (cfg.dec_layers > 0); stack is then the encoder. The decoder's layers are numbered after the
+   * encoder's (dropout sites, ZeRO-3 units after the encoder's final layernorm's) and named from 0 */
+  int enc_dec;
+  zt_stack dec;
+  zt_layer_spec dec_spec;
+  int Td;                    /* the decoder's tokens per row: the head scores B x Td tokens (else B x T) */
+  void *enc_lnf_w, *enc_lnf_b, *denc_lnf_w, *denc_lnf_b;
+  void *enc_out;             /* [Ne, C] the encoder's final layernorm output (Ne: this rank's rows of B T) */
+  float *enc_mean, *enc_rstd;
+  void *enc_full;            /* [B T, C] what the cross-attention reads: enc_out, all-gathered with --sequence-parallel */
+  void *denc_full;           /* [B T, C] its gradient, summed over the decoder's layers (this rank's heads' part) */
+  void *denc;                /* [Ne, C] the encoder output's gradient summed over the ranks (= denc_full without
+                                tensor parallelism) */
+  void *ddec;                /* [Nd, C] the decoder's residual-stream gradient (Nd: this rank's rows of B Td) */
+  int32_t *dec_pos_buf, *dec_tokens_dev, *h_dec_pos;
+  const int32_t *dec_tokens; /* the staged decoder input of the last forward */
+  zt_pass dec_pass;          /* the decoder's pass (B x Td, causal, no key padding) */
 } zt_lm;
 
 /* Layout, layers, parameter table, ZeRO-3 units (the embedding, each layer, the head) of `lm` for the owner's
@@ -151,7 +177,8 @@ void zt_lm_free_host(zt_lm *lm);
 void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt);
 
 /* The ZeRO-3 units of the embedding and of the head (-1 where this stage has none); the head's events, which
- * include the embedding's unit when the tied output layer reads it on the same stage. */
+ * include the embedding's unit when the tied output layer reads it on the same stage. An encoder-decoder's units are
+ * the embedding, the encoder's layers, the encoder's final layernorm, the decoder's layers, the head. */
 int zt_lm_unit_emb(const zt_lm *lm);
 int zt_lm_unit_head(const zt_lm *lm);
 void zt_lm_head_params(zt_lm *lm, int event);

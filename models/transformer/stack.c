@@ -11,7 +11,7 @@
 #include "runtime/base/timer.h"
 
 static void layer_prefix(const zt_stack *s, char *buf, size_t n, int l) {
-  snprintf(buf, n, "%s.layers.%d", s->prefix, l);
+  snprintf(buf, n, "%s.layers.%d", s->prefix, l - s->name0);
 }
 
 void zt_stack_init(zt_stack *s, zt_model *m, const zt_block_config *cfg, const zt_layer_spec *spec,

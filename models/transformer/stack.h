@@ -16,7 +16,9 @@ typedef struct {
   zt_model *model;           /* the events, the backend and dtype, the profiling callbacks */
   const zt_block_config *cfg;
   zt_layer_spec spec;
-  char prefix[64];           /* "language_model.encoder": layer l is "<prefix>.layers.<l>" */
+  char prefix[64];           /* "language_model.encoder": layer l is "<prefix>.layers.<l - name0>" */
+  int name0;                 /* 0, or the layer number named 0 (a T5 decoder's layers follow the encoder's numbers
+                                for their dropout sites and are named from 0); set before registering */
   int total_layers;          /* of the whole model (the output projections' init std, the names) */
   int nlayers, chunk_layers, vpp;
   int unit0;                 /* the ZeRO-3 unit of this stack's first layer */

@@ -81,7 +81,8 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
 void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const void *x, const void *mem,
                      const zt_block_config *cfg, const zt_pass *pass, int Tk, zt_attn_mask_kind mask,
                      uint64_t site);
-/* dx[B,T,C] (=) from dout; dmem[B,Tk,C] (=) for cross-attention; parameter grads accumulate.
+/* dx[B,T,C] (=) from dout; dmem[B,Tk,C] (=) for cross-attention (this rank's heads' part under tensor parallelism:
+ * the caller sums it over the ranks); parameter grads accumulate.
  * Scratch: dqkv [B,T,3A] (self) or dq [B,T,A] + dkv [B,Tk,2A] (cross), and the backend's attention scratch. */
 void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_acts *a, void *dx,
                       void *dmem, const void *dout, const void *x, const void *mem,
@@ -190,8 +191,10 @@ void zt_block_plan_acts(zt_block *blk, zt_memplan *plan, const zt_block_config *
 void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer_spec *spec,
                            const zt_block_config *cfg, const zt_ffn *ffns, int nffn, int B, int T, int Tk);
 
-/* What a cross-attention layer attends to: the encoder output x [B, Tk, C], its key padding [B, Tk] (backend
- * memory, or NULL), and where the backward adds the layer's gradient of x (grad [B, Tk, C]). */
+/* What a cross-attention layer attends to: the encoder output x [B, Tk, C] (whole on every tensor-parallel rank, also
+ * under --sequence-parallel), its key padding [B, Tk] (backend memory, or NULL), and where the backward adds the
+ * layer's gradient of x (grad [B, Tk, C]): with tensor parallelism this rank's heads' part, which the owner of x sums
+ * over the ranks (all-reduce, or reduce-scatter to its rows with --sequence-parallel) after the last layer. */
 typedef struct {
   const void *x;
   int Tk;

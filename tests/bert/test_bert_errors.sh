@@ -49,7 +49,7 @@ saved=("${tiny[@]}")
 for i in "${!tiny[@]}"; do [ "${tiny[$i]}" = "--data-path" ] && { unset "tiny[$i]" "tiny[$((i + 1))]"; break; }; done
 tiny=("${tiny[@]}")
 refused "--mock-data" "$bin" "error: unsupported argument: --mock-data: pretrain_bert reads Megatron's BERT samples from sentence-split data (preprocess_data --split-sentences); give --data-path" --mock-data
-refused "pretrain_gpt --mask-prob" "$gpt" "error: unsupported argument: --mask-prob is a pretrain_bert flag (Megatron's BERT data and head); this program trains gpt" \
+refused "pretrain_gpt --mask-prob" "$gpt" "error: unsupported argument: --mask-prob is a pretrain_bert and pretrain_t5 flag (Megatron's masked samples); this program trains gpt" \
   --mock-data --mask-prob 0.2
 tiny=("${saved[@]}")
 # and the fixture itself trains (the refusals are the inputs', not the setup's)

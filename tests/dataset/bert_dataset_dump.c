@@ -108,7 +108,8 @@ static int data_mode(const opts *o) {
       .data_path_n = o->data_path_n, .data_path = o->data_path,
       .split_path_n = {o->split_path_n[0], o->split_path_n[1], o->split_path_n[2]},
       .split_path = {o->split_path[0], o->split_path[1], o->split_path[2]}, .split = o->split,
-      .cache_path = o->cache, .max_seq_length = o->seq, .seed = o->seed, .masked_lm_prob = strtod(o->mask_prob, NULL),
+      .cache_path = o->cache, .max_seq_length = o->seq, .added_tokens = 3, .seed = o->seed,
+      .masked_lm_prob = strtod(o->mask_prob, NULL),
       .short_seq_prob = strtod(o->ssp, NULL), .binary_head = o->binary_head, .train_exact_num_epochs = o->exact,
       .num_samples = {o->samples[0], o->samples[1], o->samples[2]}, .mmap_warmup = o->mmap_warmup,
       .vocab_size = vocab.size, .tokenizer_name = tok_name, .vocab = &vocab};

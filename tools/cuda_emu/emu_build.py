@@ -35,6 +35,7 @@ PROGRAMS = [
     ('test_comm_nccl', 'tests/comm/test_comm_nccl.c', ['', '@2+ZT_EMU_DEVICES=2']),
     ('pretrain_gpt', 'train/pretrain_gpt.c', []),
     ('pretrain_bert', 'train/pretrain_bert.c', []),
+    ('pretrain_t5', 'train/pretrain_t5.c', []),
     ('evaluate_zeroshot', 'evaluate/cli/evaluate_zeroshot.c', []),
     ('generate_samples', 'evaluate/cli/generate_samples.c', []),
 ]

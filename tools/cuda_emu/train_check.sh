@@ -19,7 +19,9 @@
 # EP=2), knowledge distillation (MoS from a teacher checkpoint),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
-# the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2.
+# the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2; and
+# pretrain_t5 (the encoder-decoder: cross-attention, two stacks) on one GPU, TP=2 + SP with recompute, ZeRO-3 at DP=2
+# and bf16.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ZT_BUILD=$ROOT/build
@@ -65,7 +67,8 @@ else
   emu_bin=$OUT/bin/pretrain_gpt
   t0=$(date +%s.%N)
   python3 "$ROOT/tools/cuda_emu/emu_build.py" --root "$ROOT" --zt-build "$ZT_BUILD" --out "$OUT" >/dev/null || exit 1
-  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" "$OUT/bin/pretrain_bert" >"$OUT/logs/train_check_build.log" 2>&1; then
+  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" "$OUT/bin/pretrain_bert" "$OUT/bin/pretrain_t5" \
+       >"$OUT/logs/train_check_build.log" 2>&1; then
     grep -E "error|warning: .* does not compile" "$OUT/logs/train_check_build.log" | head -n 20
     echo "FAIL: the emulated pretrain_gpt does not build (see $OUT/logs/train_check_build.log)"
     exit 1
@@ -265,6 +268,19 @@ else
   sed 's/"decoder"/"encoder"/' "$(random_ltd_cfg)" >"$OUT/logs/random_ltd_bert.json"
   train_case "BERT random-LTD 8 -> 32 tokens on layer 1 (the kept tokens' padding)" 1 --deepspeed --deepspeed_config \
     "$OUT/logs/random_ltd_bert.json" --random-ltd
+  # T5 (pretrain_t5) on the same corpus: 2 encoder and 2 decoder layers, 32 encoder and 16 decoder tokens
+  cpu_bin=$ZT_BUILD/bin/pretrain_t5
+  emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_t5" || echo "$OUT/bin/pretrain_t5")
+  if [ ! -x "$cpu_bin" ] || [ ! -x "$emu_bin" ]; then
+    echo "SKIP T5 cases: $cpu_bin or $emu_bin not built"; skipped=$((skipped + 1))
+  else
+    tiny+=(--decoder-seq-length 16 --vocab-extra-ids 10)
+    train_case "T5 one process, dropout 0.1" 1
+    train_case "T5 TP=2, sequence parallel, recompute" 2 --tensor-model-parallel-size 2 --sequence-parallel \
+      --checkpoint-activations
+    train_case "T5 ZeRO-3, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 3)"
+    TOL=2e-3 train_case "T5 bf16" 1 --bf16
+  fi
 fi
 
 echo "$pass passed, $fail failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"

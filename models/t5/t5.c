@@ -1,0 +1,152 @@
+/* T5 (t5.h): the shared language model in its encoder-decoder mode with T5LMHead's bias on the tied output layer;
+ * the engine's zt_model over it. */
+#include "models/t5/t5.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/error.h"
+
+static const zt_model_ops k_t5_ops;
+
+/* T5LMHead: lm_head.bias [V] (vocab-parallel, zeros), between the decoder's final layernorm and the output layer. */
+static void register_head(zt_param_table *t, const zt_lm_config *c, int V) {
+  (void)c;
+  int64_t vb[1] = {V};
+  zt_param_table_add(t, "lm_head.bias", 1, vb, ZT_INIT_ZEROS, 0, 1, 0);
+}
+
+void zt_t5_single_table(const zt_t5_config *cfg, zt_param_table *t) { zt_lm_one_stage_table(cfg, 1, register_head, t); }
+
+static void setup(zt_t5 *m, const zt_t5_config *cfg) {
+  memset(m, 0, sizeof(*m));
+  m->cfg = *cfg;
+  m->cfg.bidirectional = 1;
+  m->cfg.num_tokentypes = 0;
+  m->cfg.add_pooler = 0;
+  zt_check(cfg->dec_layers > 0, "internal error", "t5: %d decoder layers", cfg->dec_layers);
+  m->model = (zt_model){.ops = &k_t5_ops, .impl = m, .name = "T5", .n_losses = 1, .loss_names = {"lm loss"}};
+  zt_lm_setup(&m->lm, &m->cfg, &m->model, &m->table, &m->plan, register_head);
+}
+
+static size_t plan_bytes(const void *cfg, int B) {
+  zt_t5_config c = *(const zt_t5_config *)cfg;
+  c.micro_batch = B;
+  zt_t5 *m = zt_calloc(1, sizeof *m, "t5 sizing");
+  setup(m, &c);
+  zt_lm_plan(&m->lm);
+  const size_t total = zt_memplan_total(&m->plan);
+  zt_lm_teardown(&m->lm);
+  free(m);
+  return total;
+}
+
+void zt_t5_build(zt_t5 *m, const zt_t5_config *cfg, size_t mem_limit) {
+  setup(m, cfg);
+  zt_lm_plan(&m->lm); /* sizing */
+  zt_model_check_plan(&m->plan, m->model.be, m->model.dt, cfg->micro_batch, cfg->recompute_full, mem_limit,
+                      plan_bytes, &m->cfg);
+  zt_memplan_allocate(&m->plan);
+  zt_lm_plan(&m->lm); /* carving */
+  zt_lm_bind(&m->lm);
+  if (!m->lm.last) return;
+  const size_t es = zt_dtype_size(m->model.dt);
+  m->hbias = zt_param_addr(&m->table, m->model.params, es, "lm_head", "bias");
+  m->dhbias = zt_param_addr(&m->table, m->lm.gbind, es, "lm_head", "bias");
+}
+
+void zt_t5_free(zt_t5 *m) {
+  zt_lm_free_host(&m->lm);
+  zt_lm_teardown(&m->lm);
+  zt_memplan_free(&m->plan);
+}
+
+static void t5_free(zt_model *mm) {
+  zt_t5 *m = mm->impl;
+  const int owned = m->owned;
+  zt_t5_free(m);
+  if (owned) free(m);
+}
+
+zt_t5_config zt_t5_config_of(const zt_model_args *a, const zt_model_setup *s) {
+  return (zt_t5_config){
+      .num_layers = a->num_layers, .dec_layers = a->dec_layers, .dec_seq_length = a->dec_seq_length,
+      .hidden_size = a->hidden_size, .num_heads = a->num_heads, .ffn_hidden_size = a->ffn_hidden_size,
+      .max_positions = a->max_positions, .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->ln_eps,
+      .attn_dropout = a->attn_dropout, .hidden_dropout = a->hidden_dropout, .init_std = a->init_std,
+      .untie_embeddings = a->untie_embeddings, .bidirectional = 1, .residual_post_ln = a->residual_post_ln,
+      .recompute_full = s->recompute, .partition_activations = s->partition_activations,
+      .micro_batch = s->micro_batch, .seq_length = s->seq_length, .master_weights = s->master_weights,
+      .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded, .tp_group = s->tp_group,
+      .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
+      .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
+      .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
+      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
+      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd};
+}
+
+zt_model *zt_t5_create(const zt_model_args *a, const zt_model_setup *s) {
+  const zt_t5_config c = zt_t5_config_of(a, s);
+  zt_t5 *m = zt_malloc(sizeof *m, "T5 model");
+  zt_t5_build(m, &c, s->mem_limit);
+  m->owned = 1;
+  return &m->model;
+}
+
+void zt_t5_count(const zt_model_args *a, int64_t *total, int64_t *largest) {
+  const zt_model_setup one = {.micro_batch = 1, .seq_length = a->max_positions};
+  zt_t5_config c = zt_t5_config_of(a, &one);
+  c.dec_seq_length = a->max_positions;
+  zt_lm_count_params(&c, register_head, total, largest);
+}
+
+static void t5_init_range(zt_model *mm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
+  zt_t5 *m = mm->impl;
+  zt_lm_init_range(&m->lm, seed, lo, hi, value_dt);
+}
+
+void zt_t5_init_params(zt_t5 *m, uint64_t seed) {
+  m->model.be->memset(m->model.params, 0, m->table.numel * zt_dtype_size(m->model.dt)); /* padding stays zero */
+  t5_init_range(&m->model, seed, 0, m->table.numel, ZT_DTYPE_FP32);
+}
+
+/* ---- forward and backward ------------------------------------------------------------------------------------ */
+
+static void t5_forward(zt_model *mm, int vchunk, const zt_batch *b, const zt_pass *pass_in, zt_losses *out) {
+  zt_t5 *m = mm->impl;
+  zt_lm *lm = &m->lm;
+  const zt_pass pass = zt_lm_stage_batch(lm, b, pass_in);
+  out->n = 0;
+  if (!zt_lm_encode(lm, vchunk, &pass)) return;
+  const float loss = zt_lm_output_loss(lm, lm->lnf, m->hbias);
+  zt_lm_head_params(lm, ZT_PARAM_RELEASE);
+  *out = (zt_losses){.n = 1, .name = {"lm loss"}, .value = {loss}, .total = loss};
+}
+
+static void t5_backward(zt_model *mm, float grad_scale) {
+  zt_t5 *m = mm->impl;
+  zt_lm *lm = &m->lm;
+  zt_check(!m->cfg.forward_only, "internal error", "t5: backward of a forward-only model");
+  zt_lm_head_params(lm, ZT_PARAM_FETCH);
+  zt_lm_output_loss_backward(lm, grad_scale, lm->lnf, m->dhbias, lm->dlnf);
+  zt_lm_final_ln_backward(lm);
+  zt_lm_head_params(lm, ZT_PARAM_RELEASE);
+  zt_model_param_event(mm, ZT_PARAM_GRAD_READY, zt_lm_unit_head(lm));
+  zt_lm_backward(lm);
+}
+
+/* The flops profiler has no T5 module tree yet: the engine refuses the ds_config's flops_profiler for an
+ * encoder-decoder model kind before building it (train/engine.c), so these are never reached. */
+static zt_flops_profiler *t5_flops_profiler(zt_model *mm, const zt_flops_profiler_config *cfg) {
+  (void)mm, (void)cfg;
+  zt_fatal("internal error", "t5: the flops profiler's module tree (the engine refuses flops_profiler for T5)");
+}
+
+static void t5_profile(zt_model *mm, double *slots) {
+  (void)mm;
+  zt_check(slots == NULL, "internal error", "t5: forward latencies without a module tree");
+}
+
+static const zt_model_ops k_t5_ops = {.kind = "t5", .init_range = t5_init_range, .forward = t5_forward,
+                                      .backward = t5_backward, .free = t5_free, .flops_profiler = t5_flops_profiler,
+                                      .profile = t5_profile};
