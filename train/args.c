@@ -1370,7 +1370,7 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
   static const struct { const char *name; int force; } keys[] = {
     {"num_layers", 0}, {"hidden_size", 0}, {"ffn_hidden_size", 0}, {"seq_length", 0}, {"num_attention_heads", 0},
     {"kv_channels", 0}, {"max_position_embeddings", 0}, {"untie_embeddings_and_output_weights", 1},
-    {"apply_residual_connection_post_layernorm", 1},
+    {"apply_residual_connection_post_layernorm", 1}, {"decoder_num_layers", 0}, {"decoder_seq_length", 0},
     {"tokenizer_type", 0}, {"vocab_size", 0}, {"make_vocab_size_divisible_by", 0},
     {"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

@@ -9,6 +9,7 @@
 #  - zero_to_fp32 on T5 ZeRO-2 and ZeRO-3 (DP=2) checkpoints: T5's names (lm_head.bias, the decoder's
 #    inter_attention, both final layernorms, ...), every tensor equal to the reassembled fp32 masters and to the saved
 #    weights (fp32 training);
+#  - --use-checkpoint-args takes the encoder's and the decoder's shape from the checkpoint;
 #  - a checkpoint of another shape (a decoder of 3 layers) is refused naming the parameter.
 # Usage: test_t5_checkpoints.sh PRETRAIN_T5 [PYTHON with h5py]   (SKIP, exit 77, without mpirun or h5py)
 set -u
@@ -63,6 +64,16 @@ cont "one-process checkpoint continued by TP=2 x DP=2" "$s1" "$out" $?
 out=$(one --load "A_TP=2" --save R1); rc=$?
 cmp=$("$PY" "$oracle" full "A_TP=2/global_step6" R1/global_step6 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "TP=2 checkpoint loaded by one process and saved: $cmp" || bad "TP=2 -> 1" "rc=$rc $cmp"
+# --use-checkpoint-args: the encoder's and the decoder's shape from the checkpoint's saved arguments
+r3=$(timeout 300 "$bin" --hidden-size 32 --num-attention-heads 4 --max-position-embeddings 32 --micro-batch-size 4 \
+     --data-path "$data" --vocab-file "$vocab" --vocab-extra-ids 10 --split 90,10,0 --lr 1e-3 --train-iters 7 \
+     --log-interval 1 --eval-iters 0 --global-batch-size 8 --seed 1234 --load "A_one process" --use-checkpoint-args --use-checkpoint-opt_param-scheduler 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "Setting decoder_num_layers to 2 from checkpoint" <<<"$r3" \
+  && grep -q "Setting decoder_seq_length to 16 from checkpoint" <<<"$r3" && grep -q "Setting num_layers to 2" <<<"$r3" \
+  && [ "$(field "$r3" "lm loss" | wc -w)" = 1 ] \
+  && ok "--use-checkpoint-args restores --num-layers, --decoder-num-layers and --decoder-seq-length and continues (iteration 7: lm $(field "$r3" "lm loss"))" \
+  || bad "--use-checkpoint-args" "rc=$rc $(grep -E 'Setting|error' <<<"$r3" | head -5)"
+
 # another shape: a decoder of 3 layers refused, naming what differs, before any iteration
 out=$(one --load "A_one process" --decoder-num-layers 3 --save R3); rc=$?
 [ $rc -ne 0 ] && grep -q "decoder" <<<"$out" && ! grep -q "^ iteration" <<<"$out" \
