@@ -93,21 +93,29 @@ static void provider_free(zt_data_provider *dp) {
   free(p);
 }
 
-zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
-  const double mask_prob = zt_bert_float_arg(s->mask_prob), ssp = zt_bert_float_arg(s->short_seq_prob);
-  zt_check(!s->mock_data, "inconsistent arguments", "--mock-data is GPT's synthetic stream; BERT reads a sentence "
-           "dataset (--data-path)");
-  zt_check(mask_prob > 0 && mask_prob < 1, "bad argument value", "--mask-prob %g: the share of tokens to predict "
-           "must be in (0, 1) (Megatron's default 0.15)", mask_prob);
+void zt_sentence_data_check(const zt_data_setup *s, const char *model, int added, const char *seq_flag,
+                            double *mask_prob, double *short_seq_prob) {
+  const double mp = zt_bert_float_arg(s->mask_prob), ssp = zt_bert_float_arg(s->short_seq_prob);
+  zt_check(!s->mock_data, "inconsistent arguments", "--mock-data is GPT's synthetic stream; %s reads a sentence "
+           "dataset (--data-path)", model);
+  zt_check(mp > 0 && mp < 1, "bad argument value", "--mask-prob %g: the share of tokens to mask must be in (0, 1) "
+           "(Megatron's default 0.15)", mp);
   zt_check(ssp >= 0 && ssp <= 1, "bad argument value", "--short-seq-prob %g must be in [0, 1] (Megatron's default "
            "0.1)", ssp);
-  zt_check(s->seq_length >= 5, "bad argument value", "--seq-length %d leaves %d tokens besides [CLS] and two [SEP]; "
-           "a BERT sample needs at least 2 (--seq-length >= 5)", s->seq_length, s->seq_length - 3);
-  zt_check(s->seed >= 1 && s->seed <= INT32_MAX - 1, "bad argument value", "--seed %llu: Megatron's BERT samples "
-           "mapping (helpers.cpp) takes an int32 seed in [1, %d]", (unsigned long long)s->seed, INT32_MAX - 1);
+  zt_check(s->seq_length >= added + 2, "bad argument value", "%s %d leaves %d tokens besides the %d special ones a "
+           "%s sample adds; a sample needs at least 2 (%s >= %d)", seq_flag, s->seq_length, s->seq_length - added,
+           added, model, seq_flag, added + 2);
+  zt_check(s->seed >= 1 && s->seed <= INT32_MAX - 1, "bad argument value", "--seed %llu: Megatron's samples mapping "
+           "(helpers.cpp) takes an int32 seed in [1, %d]", (unsigned long long)s->seed, INT32_MAX - 1);
   zt_check(s->micro_batch > 0, "bad argument value", "--micro-batch-size %d must be > 0", s->micro_batch);
-  zt_check(s->tokenizer, "missing argument", "BERT needs a tokenizer (--tokenizer-type BertWordPieceLowerCase "
-           "--vocab-file vocab.txt)");
+  zt_check(s->tokenizer, "missing argument", "%s needs a tokenizer (--tokenizer-type BertWordPieceLowerCase "
+           "--vocab-file vocab.txt)", model);
+  *mask_prob = mp, *short_seq_prob = ssp;
+}
+
+zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
+  double mask_prob, ssp; /* [CLS] A [SEP] B [SEP] */
+  zt_sentence_data_check(s, "BERT", 3, "--seq-length", &mask_prob, &ssp);
 
   bert_provider *p = zt_calloc(1, sizeof *p, "BERT data provider");
   p->base = (zt_data_provider){.kind = "BERT", .load = load, .has_split = has_split, .free = provider_free, .impl = p};

@@ -26,6 +26,13 @@ zt_data_provider *zt_bert_provider_create(const zt_data_setup *s);
  * (free it with free()). */
 void zt_bert_vocab_from_tokenizer(zt_bert_vocab *v, const zt_tokenizer *t, const char *tokenizer_name);
 
+/* The checks BERT's and T5's providers share, before any work (naming the flag and the numbers): no --mock-data,
+ * --mask-prob in (0, 1), --short-seq-prob in [0, 1], at least 2 tokens per sample besides the `added` special ones
+ * (`seq_flag` names the length), a seed helpers.cpp can take, a micro batch, a tokenizer. Returns the two
+ * probabilities as the decimals the user typed (zt_bert_float_arg). `model` is "BERT" or "T5" for the messages. */
+void zt_sentence_data_check(const zt_data_setup *s, const char *model, int added, const char *seq_flag,
+                            double *mask_prob, double *short_seq_prob);
+
 /* A float flag as the decimal the user typed (0.15f -> 0.15): the shortest decimal that reads back as f, as a
  * double, so --mask-prob and --short-seq-prob enter the arithmetic (and the cache name) as Python's floats do. */
 double zt_bert_float_arg(float f);

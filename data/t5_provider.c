@@ -2,7 +2,6 @@
  * batch (see t5_provider.h). */
 #include "data/t5_provider.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,22 +92,10 @@ static void t5_vocab(t5_provider *p, const zt_data_setup *s) {
 }
 
 zt_data_provider *zt_t5_provider_create(const zt_data_setup *s) {
-  const double mask_prob = zt_bert_float_arg(s->mask_prob), ssp = zt_bert_float_arg(s->short_seq_prob);
-  zt_check(!s->mock_data, "inconsistent arguments", "--mock-data is GPT's synthetic stream; T5 reads a sentence "
-           "dataset (--data-path)");
-  zt_check(mask_prob > 0 && mask_prob < 1, "bad argument value", "--mask-prob %g: the share of tokens to mask must "
-           "be in (0, 1) (Megatron's default 0.15)", mask_prob);
-  zt_check(ssp >= 0 && ssp <= 1, "bad argument value", "--short-seq-prob %g must be in [0, 1] (Megatron's default "
-           "0.1)", ssp);
-  zt_check(s->seq_length >= 4, "bad argument value", "--encoder-seq-length %d leaves %d tokens besides the two a T5 "
-           "sample adds; a sample needs at least 2 (--encoder-seq-length >= 4)", s->seq_length, s->seq_length - 2);
+  double mask_prob, ssp; /* Megatron's T5 samples mapping keeps 2 tokens of --encoder-seq-length free */
+  zt_sentence_data_check(s, "T5", 2, "--encoder-seq-length", &mask_prob, &ssp);
   zt_check(s->dec_seq_length >= 2, "bad argument value", "--decoder-seq-length %d: the decoder needs at least [BOS] "
            "and one target (>= 2)", s->dec_seq_length);
-  zt_check(s->seed >= 1 && s->seed <= INT32_MAX - 1, "bad argument value", "--seed %llu: Megatron's samples mapping "
-           "(helpers.cpp) takes an int32 seed in [1, %d]", (unsigned long long)s->seed, INT32_MAX - 1);
-  zt_check(s->micro_batch > 0, "bad argument value", "--micro-batch-size %d must be > 0", s->micro_batch);
-  zt_check(s->tokenizer, "missing argument", "T5 needs a tokenizer (--tokenizer-type BertWordPieceLowerCase "
-           "--vocab-file vocab.txt --vocab-extra-ids 100)");
 
   t5_provider *p = zt_calloc(1, sizeof *p, "T5 data provider");
   p->base = (zt_data_provider){.kind = "T5", .load = load, .has_split = has_split, .free = provider_free, .impl = p};

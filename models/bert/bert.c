@@ -148,20 +148,13 @@ static void bert_free(zt_model *mm) {
 }
 
 zt_bert_config zt_bert_config_of(const zt_model_args *a, const zt_model_setup *s) {
-  return (zt_bert_config){
-      .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_heads,
-      .ffn_hidden_size = a->ffn_hidden_size, .max_positions = a->max_positions,
-      .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->ln_eps, .attn_dropout = a->attn_dropout,
-      .hidden_dropout = a->hidden_dropout, .init_std = a->init_std, .untie_embeddings = a->untie_embeddings,
-      .bidirectional = 1, .residual_post_ln = a->residual_post_ln, .num_tokentypes = a->binary_head ? 2 : 0,
-      .add_pooler = a->binary_head, .recompute_full = s->recompute, .partition_activations = s->partition_activations,
-      .micro_batch = s->micro_batch, .seq_length = s->seq_length, .master_weights = s->master_weights,
-      .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded, .tp_group = s->tp_group,
-      .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
-      .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
-      .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
-      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
-      .random_ltd_layers = a->random_ltd_layers};
+  zt_bert_config c = zt_lm_config_from(a, s);
+  c.bidirectional = 1;
+  c.num_tokentypes = a->binary_head ? 2 : 0;
+  c.add_pooler = a->binary_head;
+  c.moe = NULL, c.kd = NULL; /* the arguments refuse both for BERT */
+  c.dec_layers = c.dec_seq_length = 0;
+  return c;
 }
 
 zt_model *zt_bert_create(const zt_model_args *a, const zt_model_setup *s) {

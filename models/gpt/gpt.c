@@ -98,20 +98,9 @@ static void gpt_free(zt_model *mm) {
 }
 
 static zt_gpt_config config_of(const zt_model_args *a, const zt_model_setup *s) {
-  return (zt_gpt_config){
-      .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_heads,
-      .ffn_hidden_size = a->ffn_hidden_size, .max_positions = a->max_positions,
-      .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->ln_eps, .attn_dropout = a->attn_dropout,
-      .hidden_dropout = a->hidden_dropout, .init_std = a->init_std, .untie_embeddings = a->untie_embeddings,
-      .residual_post_ln = a->residual_post_ln,
-      .recompute_full = s->recompute, .partition_activations = s->partition_activations,
-      .micro_batch = s->micro_batch, .seq_length = s->seq_length, .master_weights = s->master_weights,
-      .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded, .tp_group = s->tp_group,
-      .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
-      .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
-      .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
-      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
-      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd};
+  zt_gpt_config c = zt_lm_config_from(a, s);
+  c.dec_layers = c.dec_seq_length = 0; /* a decoder-only model: no encoder-decoder stack */
+  return c;
 }
 
 zt_model *zt_gpt_create(const zt_model_args *a, const zt_model_setup *s) {

@@ -193,6 +193,23 @@ static void check_config(const zt_lm_config *c, int tp) {
            "the position table)", c->dec_seq_length, c->max_positions);
 }
 
+zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) {
+  return (zt_lm_config){
+      .num_layers = a->num_layers, .hidden_size = a->hidden_size, .num_heads = a->num_heads,
+      .ffn_hidden_size = a->ffn_hidden_size, .max_positions = a->max_positions,
+      .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->ln_eps, .attn_dropout = a->attn_dropout,
+      .hidden_dropout = a->hidden_dropout, .init_std = a->init_std, .untie_embeddings = a->untie_embeddings,
+      .residual_post_ln = a->residual_post_ln, .recompute_full = s->recompute,
+      .partition_activations = s->partition_activations, .micro_batch = s->micro_batch, .seq_length = s->seq_length,
+      .master_weights = s->master_weights, .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded,
+      .tp_group = s->tp_group, .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
+      .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
+      .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
+      .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
+      .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
+      .dec_seq_length = a->dec_seq_length};
+}
+
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
                  zt_lm_register_head register_head) {
   memset(lm, 0, sizeof(*lm));

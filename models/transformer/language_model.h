@@ -151,6 +151,11 @@ typedef struct {
   zt_pass dec_pass;          /* the decoder's pass (B x Td, causal, no key padding) */
 } zt_lm;
 
+/* The configuration of the architecture flags and the engine's setup, as every model starts from it (a model then
+ * sets what is its own: BERT's bidirectional attention and heads; T5 keeps the decoder's flags, GPT and BERT clear
+ * them). */
+zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s);
+
 /* Layout, layers, parameter table, ZeRO-3 units (the embedding, each layer, the head) of `lm` for the owner's
  * model, table and plan (no memory: build and the sizing of other micro batches use it). */
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *model, zt_param_table *table, zt_memplan *plan,

@@ -1,7 +1,7 @@
 # Sourced by the BERT tests (after tests/lib/common.sh): a temporary folder with the fixture (a generated
 # sentence-split corpus, preprocess_data --split-sentences, and its WordPiece vocab.txt; tests/bert/make_fixture.py),
-# the tiny BERT's flags, and the log-line helpers for BERT's two losses.
-# Needs: bin (pretrain_bert), PY (a python3). Sets: tmp, data, vocab, tiny.
+# the tiny BERT's flags, the log-line helpers for BERT's two losses, and `refused` for the error tests.
+# Needs: bin (pretrain_bert), PY (a python3). Sets: tmp, fx, data, vocab, tiny.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
@@ -10,7 +10,7 @@ here_bert="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$(dirname "$bin")/preprocess_data" --input "$tmp/fx/corpus.jsonl" --output-prefix "$tmp/fx/corpus" --workers 1 \
   --vocab-file "$tmp/fx/vocab.txt" --tokenizer-type BertWordPieceLowerCase --split-sentences >/dev/null \
   || { echo "FAIL: preprocess_data --split-sentences"; exit 1; }
-data="$tmp/fx/corpus_text_sentence" vocab="$tmp/fx/vocab.txt"
+fx="$tmp/fx" data="$tmp/fx/corpus_text_sentence" vocab="$tmp/fx/vocab.txt"
 # 4 layers, hidden 32, 4 heads, 32 positions; dropout on (Megatron's defaults, 0.1); 6 iterations of 8 samples,
 # validation at 3 and 6 and after training
 tiny=(--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
@@ -48,3 +48,16 @@ same() {
 }
 one() { timeout 300 "$bin" "${tiny[@]}" "$@" 2>&1; }
 run() { timeout 300 "${mpi[@]}" -np "$1" "$bin" "${tiny[@]}" "${@:2}" 2>&1; }
+# refused NAME PROGRAM MESSAGE FLAGS...: PROGRAM with the tiny flags and FLAGS stops before any iteration with a
+# non-zero exit and MESSAGE, leaving no checkpoint ($tmp/ckpt) and no samples-mapping cache behind
+refused() { # name, program, message, flags...
+  local name="$1" prog="$2" msg="$3" o rc left; shift 3
+  o=$(timeout 60 "$prog" "${tiny[@]}" "$@" 2>&1); rc=$?
+  left=$(ls "$tmp/ckpt" "$fx"/*indexmap* 2>/dev/null)
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$msg" <<<"$o" && ! grep -q "^ iteration " <<<"$o" && [ -z "$left" ]; then
+    ok "refused: $name ($msg)"
+  else
+    bad "refusal: $name" "rc=$rc want '$msg', got '$(grep -m2 -i error <<<"$o")'; left behind: $left"
+  fi
+  rm -rf "$tmp/ckpt" "$fx"/*indexmap*
+}

@@ -11,7 +11,6 @@ set -u
 bin="$1"; PY="${2:-/usr/bin/python3}"
 . "$(dirname "$0")/bert_lib.sh"
 gpt="$(dirname "$bin")/pretrain_gpt"
-fx="$tmp/fx"
 "$(dirname "$bin")/preprocess_data" --input "$fx/corpus.jsonl" --output-prefix "$fx/gpt" --workers 1 \
   --vocab-file "$vocab" --tokenizer-type BertWordPieceLowerCase >/dev/null || bad "preprocess without --split-sentences" "failed"
 "$PY" "$here_bert/make_fixture.py" "$fx" --vocab-only no_mask.txt --drop "[MASK]"
@@ -19,17 +18,6 @@ fx="$tmp/fx"
 "$PY" "$here_bert/make_fixture.py" "$fx" --vocab-only no_sep.txt --drop "[SEP]"
 nlines() { wc -l < "$1" | tr -d ' '; }
 tiny+=(--micro-batch-size 4 --save "$tmp/ckpt" --save-interval 1)
-refused() { # name, program, message, flags...
-  local name="$1" prog="$2" msg="$3" o rc left; shift 3
-  o=$(timeout 60 "$prog" "${tiny[@]}" "$@" 2>&1); rc=$?
-  left=$(ls "$tmp/ckpt" "$fx"/*indexmap* 2>/dev/null)
-  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$msg" <<<"$o" && ! grep -q "^ iteration " <<<"$o" && [ -z "$left" ]; then
-    ok "refused: $name ($msg)"
-  else
-    bad "refusal: $name" "rc=$rc want '$msg', got '$(grep -m2 -i error <<<"$o")'; left behind: $left"
-  fi
-  rm -rf "$tmp/ckpt" "$fx"/*indexmap*
-}
 refused "GPT-style dataset" "$bin" \
   "error: dataset: $fx/gpt_text_document is not split into sentences: each of its 120 documents holds at most 1 item (120 items in all), as a GPT-style _text_document dataset does. BERT reads sentences: preprocess with --split-sentences" \
   --data-path "$fx/gpt_text_document"

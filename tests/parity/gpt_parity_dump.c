@@ -66,7 +66,6 @@ enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T 
 enum { STEPS = 3, NMB = 2, GBS = B * NMB, LTD_KEEP = 10 };
 static const uint8_t LTD_LAYERS[L] = {0, 1};
 static const uint64_t SEED = 1234;
-static const float CLIP_GRAD = 1.0f;
 static const uint64_t SEED_RNG = 0x5eed5eedULL; /* the data and perturbation stream */
 
 typedef struct {
@@ -265,29 +264,10 @@ int main(int argc, char **argv) {
       zt_gpt_backward(&m, 1.0f / NMB);
       loss_sum += l;
     }
-    double norm = zt_grad_global_norm(m.grads, m.table.numel);
-    float clip = 1.0f;
-    double coeff = CLIP_GRAD / (norm + 1e-6);
-    if (coeff < 1.0) clip = (float)coeff;
-    clipped += clip < 1.0f;
-    double lr = zt_lr_get(&sched);
-    zt_optimizer_step(&opt, m.params, m.grads, lr, clip);
-    zt_lr_step(&sched, GBS);
-    consumed += GBS;
-
     char name[64];
-    snprintf(name, sizeof name, "step%d.loss", k);
-    save_scalar(name, loss_sum / NMB);
     if (moe) snprintf(name, sizeof name, "step%d.moe_loss", k), save_scalar(name, moe_sum / NMB);
-    snprintf(name, sizeof name, "step%d.grad_norm", k);
-    save_scalar(name, norm);
-    snprintf(name, sizeof name, "step%d.clip", k);
-    save_scalar(name, clip);
-    snprintf(name, sizeof name, "step%d.lr", k);
-    save_scalar(name, lr);
-    snprintf(name, sizeof name, "step%d.", k);
-    save_params(&m.table, m.params, name);
-    printf("step %d: loss %.7f grad norm %.6f clip %.6f lr %.3e\n", k, loss_sum / NMB, norm, clip, lr);
+    clipped += dump_train_step(k, loss_sum / NMB, &opt, &sched, &m.table, m.params, m.grads, GBS);
+    consumed += GBS;
   }
   printf("clipping triggered in %d of %d steps\n", clipped, STEPS);
   zt_gpt_free(&m);

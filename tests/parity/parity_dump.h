@@ -1,6 +1,6 @@
-/* Shared helpers of the parity dumps (gpt_parity_dump.c, bert_parity_dump.c): the output directory, a splitmix64
- * stream for data and perturbations, .npy writers for arrays, scalars, every parameter of a flat buffer and
- * random-LTD's kept positions. */
+/* Shared helpers of the parity dumps (gpt_parity_dump.c, bert_parity_dump.c, t5_parity_dump.c): the output
+ * directory, a splitmix64 stream for data and perturbations, .npy writers for arrays, scalars, every parameter of a
+ * flat buffer and random-LTD's kept positions, and the clipped AdamW step every dump takes with its files. */
 #ifndef ZT_PARITY_DUMP_H
 #define ZT_PARITY_DUMP_H
 
@@ -11,6 +11,8 @@
 #include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/tensor/param_table.h"
 
 static const char *g_dir; /* the dump's output directory (set by main) */
@@ -62,6 +64,30 @@ static inline void save_ltd_kept(const char *prefix, const uint8_t *layers, int 
   save(name, kept, "<i4", 3, shape);
   free(kept);
   free(perm);
+}
+
+/* Step k's update after its micro batches (test_*_parity.py's clip_and_adamw is the reference): the global gradient
+ * norm, Megatron's clipping to 1.0, AdamW at the schedule's learning rate, the schedule advanced by gbs samples; then
+ * step k's files (the mean loss, norm, clip, lr, every parameter after the step) and its line. Returns 1 when the
+ * gradient was clipped. */
+static inline int dump_train_step(int k, double mean_loss, zt_optimizer *opt, zt_lr_schedule *sched,
+                                  const zt_param_table *t, float *params, float *grads, int gbs) {
+  const double norm = zt_grad_global_norm(grads, t->numel), coeff = 1.0 / (norm + 1e-6);
+  const float clip = coeff < 1.0 ? (float)coeff : 1.0f;
+  const double lr = zt_lr_get(sched);
+  zt_optimizer_step(opt, params, grads, lr, clip);
+  zt_lr_step(sched, gbs);
+  char name[64];
+  const char *what[4] = {"loss", "grad_norm", "clip", "lr"};
+  const double value[4] = {mean_loss, norm, clip, lr};
+  for (int i = 0; i < 4; i++) {
+    snprintf(name, sizeof name, "step%d.%s", k, what[i]);
+    save_scalar(name, value[i]);
+  }
+  snprintf(name, sizeof name, "step%d.", k);
+  save_params(t, params, name);
+  printf("step %d: loss %.7f grad norm %.6f clip %.6f lr %.3e\n", k, mean_loss, norm, clip, lr);
+  return clip < 1.0f;
 }
 
 #endif

@@ -1,11 +1,13 @@
-"""Shared helpers of the PyTorch parity tests (test_gpt_parity.py, test_bert_parity.py, test_bert_hf_export.py):
-the PASS/FAIL counter, the norm-wise relative difference, Megatron's weight-decay groups, its cosine LR schedule
-in samples (the dumps' schedule), the key rows of the fused QKV bias."""
+"""Shared helpers of the PyTorch parity tests (test_gpt_parity.py, test_bert_parity.py, test_moe_parity.py,
+test_t5_parity.py, test_bert_hf_export.py): the PASS/FAIL counter, the norm-wise relative difference, Megatron's
+weight-decay groups, its cosine LR schedule in samples (the dumps' schedule), the clipped AdamW step every dump takes
+and the check of a dumped step's scalars, the key rows of the fused QKV bias."""
 import math
 
 import numpy as np
 
 MAX_LR, MIN_LR = 1e-3, 1e-4  # the schedule every parity dump trains with
+BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP_GRAD = 0.9, 0.95, 1e-8, 0.1, 1.0  # its AdamW and gradient clipping
 counts = {"passed": 0, "failed": 0}
 
 
@@ -47,3 +49,35 @@ def no_weight_decay(name):
 def key_bias_rows(C, NH):
     HD = C // NH
     return np.array([h * 3 * HD + HD + d for h in range(NH) for d in range(HD)])
+
+
+def clip_and_adamw(P, m, v, grads, names, k, lr):
+    """Step k (from 1) of every dump's optimizer on float64 tensors: the global gradient norm, Megatron's clipping to
+    CLIP_GRAD (coefficient CLIP_GRAD / (norm + 1e-6) when below 1), then AdamW with bias correction and decoupled weight
+    decay outside the no-decay group, in place on P, m, v. Returns (norm, clip)."""
+    norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
+    coeff = CLIP_GRAD / (norm + 1e-6)
+    clip = coeff if coeff < 1.0 else 1.0
+    for n in names:
+        g = grads[n] * clip
+        m[n] = BETA1 * m[n] + (1 - BETA1) * g
+        v[n] = BETA2 * v[n] + (1 - BETA2) * g * g
+        update = (m[n] / (1 - BETA1 ** k)) / ((v[n] / (1 - BETA2 ** k)).sqrt() + ADAM_EPS)
+        if not no_weight_decay(n):
+            update = update + WEIGHT_DECAY * P[n]
+        P[n] = P[n] - lr * update
+    return norm, clip
+
+
+def check_step_scalars(d, tag, k, loss, norm, clip, lr, tol_loss, tol_grad):
+    """A dump's step k: its mean loss, gradient norm, clip multiplier and learning rate against the reference's."""
+    s = f"step{k}."
+    zl, zn, zc, zlr = d.scalar(s + "loss"), d.scalar(s + "grad_norm"), d.scalar(s + "clip"), d.scalar(s + "lr")
+    e = abs(zl - loss) / abs(loss)
+    check(e <= tol_loss, f"{tag} step{k} loss", f"zt {zl:.7f} ref {loss:.7f} rel {e:.2e} (tol {tol_loss:.0e})")
+    e = abs(zn - norm) / norm
+    check(e <= tol_grad, f"{tag} step{k} grad_norm", f"zt {zn:.7f} ref {norm:.7f} rel {e:.2e} (tol {tol_grad:.0e})")
+    e = abs(zc - clip) / clip
+    check(e <= tol_grad, f"{tag} step{k} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {tol_grad:.0e})")
+    e = abs(zlr - lr) / lr if lr else abs(zlr)
+    check(e <= 1e-6, f"{tag} step{k} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")

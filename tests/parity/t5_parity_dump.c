@@ -57,7 +57,6 @@
 enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, TE = 16, TD = 12, B = 3 };
 enum { STEPS = 3, NMB = 2, GBS = B * NMB, MAX_DEC_LAYERS = 8 };
 static const uint64_t SEED = 1234;
-static const float CLIP_GRAD = 1.0f;
 static const uint64_t SEED_RNG = 0x75eed5eedULL; /* the data and perturbation stream */
 
 typedef struct {
@@ -218,28 +217,8 @@ int main(int argc, char **argv) {
       zt_model_backward(&m.model, 1.0f / NMB);
       loss_sum += l.total;
     }
-    double norm = zt_grad_global_norm(grads, m.table.numel);
-    float clip = 1.0f;
-    double coeff = CLIP_GRAD / (norm + 1e-6);
-    if (coeff < 1.0) clip = (float)coeff;
-    clipped += clip < 1.0f;
-    double lr = zt_lr_get(&sched);
-    zt_optimizer_step(&opt, params, grads, lr, clip);
-    zt_lr_step(&sched, GBS);
+    clipped += dump_train_step(k, loss_sum / NMB, &opt, &sched, &m.table, params, grads, GBS);
     consumed += GBS;
-
-    char name[64];
-    snprintf(name, sizeof name, "step%d.loss", k);
-    save_scalar(name, loss_sum / NMB);
-    snprintf(name, sizeof name, "step%d.grad_norm", k);
-    save_scalar(name, norm);
-    snprintf(name, sizeof name, "step%d.clip", k);
-    save_scalar(name, clip);
-    snprintf(name, sizeof name, "step%d.lr", k);
-    save_scalar(name, lr);
-    snprintf(name, sizeof name, "step%d.", k);
-    save_params(&m.table, params, name);
-    printf("step %d: loss %.7f grad norm %.6f clip %.6f lr %.3e\n", k, loss_sum / NMB, norm, clip, lr);
   }
   printf("clipping triggered in %d of %d steps\n", clipped, STEPS);
   zt_t5_free(&m);

@@ -30,7 +30,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
     sys.exit(1)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity_lib import check, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -56,7 +56,6 @@ TOL_DELTA = 1e-3
 KEY_BIAS_MOVE = 0.1
 KEY_BIAS_GRAD = 1e-5   # ||g_key_bias|| / ||g_qkv_bias|| in the C gradients
 
-BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP_GRAD = 0.9, 0.95, 1e-8, 0.1, 1.0
 LN_EPS = 1e-5
 
 
@@ -215,32 +214,14 @@ def run_config(binary, tag, extra_args, tmp):
     for k in range(1, cfg["steps"] + 1):
         batches = [d.batch(f"step{k}.mb{j}.", ltd) for j in range(cfg["nmb"])]
         loss, grads = loss_and_grads(P, names, batches, cfg)
-        norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
-        coeff = CLIP_GRAD / (norm + 1e-6)
-        clip = coeff if coeff < 1.0 else 1.0
-        clipped += clip < 1.0
         lr = lr_at(samples, cfg["warmup"], cfg["decay"])  # the value before the schedule steps
-        for n in names:
-            g = grads[n] * clip
-            m[n] = BETA1 * m[n] + (1 - BETA1) * g
-            v[n] = BETA2 * v[n] + (1 - BETA2) * g * g
-            update = (m[n] / (1 - BETA1 ** k)) / ((v[n] / (1 - BETA2 ** k)).sqrt() + ADAM_EPS)
-            if not no_weight_decay(n):
-                update = update + WEIGHT_DECAY * P[n]
-            P[n] = P[n] - lr * update
+        norm, clip = clip_and_adamw(P, m, v, grads, names, k, lr)
+        clipped += clip < 1.0
         samples += cfg["gbs"]
         lr_sum += lr
 
         s = f"step{k}."
-        zl, zn, zc, zlr = d.scalar(s + "loss"), d.scalar(s + "grad_norm"), d.scalar(s + "clip"), d.scalar(s + "lr")
-        e = abs(zl - loss) / abs(loss)
-        check(e <= TOL_LOSS, f"{tag} step{k} loss", f"zt {zl:.7f} ref {loss:.7f} rel {e:.2e} (tol {TOL_LOSS:.0e})")
-        e = abs(zn - norm) / norm
-        check(e <= TOL_GRAD, f"{tag} step{k} grad_norm", f"zt {zn:.7f} ref {norm:.7f} rel {e:.2e} (tol {TOL_GRAD:.0e})")
-        e = abs(zc - clip) / clip
-        check(e <= TOL_GRAD, f"{tag} step{k} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {TOL_GRAD:.0e})")
-        e = abs(zlr - lr) / lr if lr else abs(zlr)
-        check(e <= 1e-6, f"{tag} step{k} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")
+        check_step_scalars(d, tag, k, loss, norm, clip, lr, TOL_LOSS, TOL_GRAD)
         for n in names:
             zp = d.load(s + n).astype(np.float64)
             rp = P[n].numpy()

@@ -42,7 +42,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_gpt_parity as G  # noqa: E402  (the dense GPT twin: layer, gpt_loss, Dump, names, tolerances)
-from parity_lib import check, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -408,36 +408,17 @@ def run_config(binary, tag, tmp):
         loss, moe_loss, grads = loss_and_grads(P, names, passes, cfg)
         for j, (_, stj) in enumerate(passes):
             kept[f"step{s}.mb{j}."] = check_records(d, tag, f"step{s}.mb{j}.", cfg, stj)
-        norm = math.sqrt(sum(float((grads[n] ** 2).sum()) for n in names))
-        coeff = G.CLIP_GRAD / (norm + 1e-6)
-        clip = coeff if coeff < 1.0 else 1.0
-        clipped += clip < 1.0
         lr = lr_at(samples, cfg["warmup"], cfg["decay"])
-        for n in names:
-            g = grads[n] * clip
-            mom[n] = G.BETA1 * mom[n] + (1 - G.BETA1) * g
-            var[n] = G.BETA2 * var[n] + (1 - G.BETA2) * g * g
-            update = (mom[n] / (1 - G.BETA1 ** s)) / ((var[n] / (1 - G.BETA2 ** s)).sqrt() + G.ADAM_EPS)
-            if not no_weight_decay(n):
-                update = update + G.WEIGHT_DECAY * P[n]
-            P[n] = P[n] - lr * update
+        norm, clip = clip_and_adamw(P, mom, var, grads, names, s, lr)
+        clipped += clip < 1.0
         samples += cfg["gbs"]
         lr_sum += lr
 
         pre = f"step{s}."
-        zl, zm = d.scalar(pre + "loss"), d.scalar(pre + "moe_loss")
-        zn, zc, zlr = d.scalar(pre + "grad_norm"), d.scalar(pre + "clip"), d.scalar(pre + "lr")
-        for what, z, r in [("loss", zl, loss), ("moe_loss", zm, moe_loss)]:
-            e = abs(z - r) / abs(r)
-            check(e <= G.TOL_LOSS, f"{tag} step{s} {what}",
-                  f"zt {z:.7f} ref {r:.7f} rel {e:.2e} (tol {G.TOL_LOSS:.0e})")
-        e = abs(zn - norm) / norm
-        check(e <= G.TOL_GRAD, f"{tag} step{s} grad_norm",
-              f"zt {zn:.7f} ref {norm:.7f} rel {e:.2e} (tol {G.TOL_GRAD:.0e})")
-        e = abs(zc - clip) / clip
-        check(e <= G.TOL_GRAD, f"{tag} step{s} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {G.TOL_GRAD:.0e})")
-        e = abs(zlr - lr) / lr if lr else abs(zlr)
-        check(e <= 1e-6, f"{tag} step{s} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")
+        zm = d.scalar(pre + "moe_loss")
+        e = abs(zm - moe_loss) / abs(moe_loss)
+        check(e <= G.TOL_LOSS, f"{tag} step{s} moe_loss", f"zt {zm:.7f} ref {moe_loss:.7f} rel {e:.2e} (tol {G.TOL_LOSS:.0e})")
+        check_step_scalars(d, tag, s, loss, norm, clip, lr, G.TOL_LOSS, G.TOL_GRAD)
         for n in names:
             zp = d.load(pre + n).astype(np.float64)
             rp = P[n].numpy()

@@ -14,21 +14,9 @@ set -u
 bin="$1"; PY="${2:-/usr/bin/python3}"
 . "$(dirname "$0")/t5_lib.sh"
 gpt="$(dirname "$bin")/pretrain_gpt" bert="$(dirname "$bin")/pretrain_bert"
-fx="$tmp/fx"
 "$(dirname "$bin")/preprocess_data" --input "$fx/corpus.jsonl" --output-prefix "$fx/gpt" --workers 1 \
   --vocab-file "$vocab" --tokenizer-type BertWordPieceLowerCase >/dev/null || bad "preprocess without --split-sentences" "failed"
 tiny+=(--micro-batch-size 4 --save "$tmp/ckpt" --save-interval 1)
-refused() { # name, program, message, flags...
-  local name="$1" prog="$2" msg="$3" o rc left; shift 3
-  o=$(timeout 60 "$prog" "${tiny[@]}" "$@" 2>&1); rc=$?
-  left=$(ls "$tmp/ckpt" "$fx"/*indexmap* 2>/dev/null)
-  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$msg" <<<"$o" && ! grep -q "^ iteration " <<<"$o" && [ -z "$left" ]; then
-    ok "refused: $name ($msg)"
-  else
-    bad "refusal: $name" "rc=$rc want '$msg', got '$(grep -m2 -i error <<<"$o")'; left behind: $left"
-  fi
-  rm -rf "$tmp/ckpt" "$fx"/*indexmap*
-}
 # tiny without one flag and its value
 without() { local i; for i in "${!tiny[@]}"; do [ "${tiny[$i]}" = "$1" ] && { unset "tiny[$i]" "tiny[$((i + 1))]"; break; }; done; tiny=("${tiny[@]}"); }
 saved=("${tiny[@]}")
