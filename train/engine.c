@@ -147,7 +147,7 @@ void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const 
            a->seq_length, a->sequence_parallel ? ", --sequence-parallel" : "", err);
 }
 
-/* What an encoder-decoder (T5) does not run: the ds_config blocks DeepSpeed applies to GPT and BERT encoders. */
+/* What an encoder-decoder (T5) does not run: the ds_config blocks Megatron-DeepSpeed applies to GPT and BERT only. */
 static void check_encoder_decoder(const zt_ds_config *ds, const zt_model_kind *kind) {
   if (!ds || !kind->encoder_decoder) return;
   zt_check(!ds->sparse_attention, "ds_config", "%s: sparse_attention with %s: DeepSpeed's sparse self-attention "
@@ -155,9 +155,6 @@ static void check_encoder_decoder(const zt_ds_config *ds, const zt_model_kind *k
            ds->path, kind->name);
   zt_check(!ds->random_ltd.enabled, "ds_config", "%s: data_efficiency.data_routing.random_ltd with %s: "
            "Megatron-DeepSpeed converts GPT and BERT layers only; remove the block", ds->path, kind->name);
-  zt_check(!ds->flops_profiler_enabled, "ds_config", "%s: flops_profiler with %s: the module tree of an "
-           "encoder-decoder (the decoder's cross-attention) lands with issue 17's remaining work; remove the "
-           "flops_profiler block or set \"enabled\": false", ds->path, kind->name);
 }
 
 void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {

@@ -34,7 +34,7 @@ typedef struct {
                        anyway, are left out of the layout */
   int seqlen_curriculum; /* the model truncates to curriculum_seqlen (Megatron-DeepSpeed's GPTModel; its BertModel
                             takes no curriculum_seqlen) */
-  int encoder_decoder;   /* T5: the ds_config's sparse_attention, random-LTD and flops_profiler are refused */
+  int encoder_decoder;   /* T5: the ds_config's sparse_attention and random-LTD are refused */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */

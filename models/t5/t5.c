@@ -124,16 +124,29 @@ static void t5_backward(zt_model *mm, float grad_scale) {
   zt_lm_backward(lm);
 }
 
-/* The flops profiler has no T5 module tree yet: the engine refuses the ds_config's flops_profiler for an
- * encoder-decoder model kind before building it (train/engine.c), so these are never reached. */
+/* The flops profiler's module tree: Megatron-DeepSpeed's T5Model (language_model with the encoder and the decoder, then
+ * T5LMHead, whose own F.linear with the tied word embeddings is the logits' matmul over the decoder's tokens; the
+ * vocab-parallel cross-entropy is not patched by DeepSpeed: 0). Latency slots: the language model's, then each
+ * encoder layer's and each decoder layer's ZT_FT_SLOTS; lm_head's latency is the logits and the cross-entropy. */
+static int t5_slots(const zt_t5 *m) { return ZT_LM_FT_SLOTS + (m->cfg.num_layers + m->cfg.dec_layers) * ZT_FT_SLOTS; }
+
 static zt_flops_profiler *t5_flops_profiler(zt_model *mm, const zt_flops_profiler_config *cfg) {
-  (void)mm, (void)cfg;
-  zt_fatal("internal error", "t5: the flops profiler's module tree (the engine refuses flops_profiler for T5)");
+  const zt_t5 *m = mm->impl;
+  const double N = (double)m->lm.B * m->lm.Td, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+  zt_flops_profiler *p = zt_flops_profiler_create(cfg, t5_slots(m));
+  int root = zt_fp_add(p, -1, "", "T5Model", ZT_LM_FT_MODEL, 0, 0);
+  zt_lm_flops_tree(p, root, &m->lm, ZT_LM_FT_SLOTS);
+  zt_fp_add(p, root, "lm_head", "T5LMHead", ZT_LM_FT_LOGITS, N * C * V, 2 * N * C * V);
+  zt_fp_finish(p, &m->table);
+  return p;
 }
 
 static void t5_profile(zt_model *mm, double *slots) {
-  (void)mm;
-  zt_check(slots == NULL, "internal error", "t5: forward latencies without a module tree");
+  zt_t5 *m = mm->impl;
+  m->lm.fwd_time = slots;
+  m->lm.emb.fwd_time = slots ? slots + ZT_LM_FT_WORD : NULL;
+  zt_stack_profile(&m->lm.stack, slots ? slots + ZT_LM_FT_SLOTS : NULL);
+  zt_stack_profile(&m->lm.dec, slots ? slots + ZT_LM_FT_SLOTS + m->cfg.num_layers * ZT_FT_SLOTS : NULL);
 }
 
 static const zt_model_ops k_t5_ops = {.kind = "t5", .init_range = t5_init_range, .forward = t5_forward,

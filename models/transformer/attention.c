@@ -134,11 +134,13 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
   const void *xin = zt_tp_gather(tp, x, N, C); /* column-parallel input: the whole sequence */
   if (p->kind == ZT_ATTN_SELF) {
     be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
-  } else {
+    if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
+  } else { /* cross-attention: query, then key_value (timed apart, as Megatron's two modules) */
     be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, A);
+    if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
     be->matmul_forward(dt, a->kv, NULL, mem, p->kv_w, p->kv_b, pass->B * Tk, C, 2 * A);
+    if (ft) ft[ZT_FT_KV] += (t1 = zt_now()) - t0, t0 = t1;
   }
-  if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   if (pass->kv_cache && p->kind == ZT_ATTN_SELF) {
     attention_cached(a, cfg, pass);
   } else {

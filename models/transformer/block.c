@@ -171,12 +171,17 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   if (blk->spec.cross_attention) {
     zt_check(mem && mem->x, "internal error", "layer %d: cross-attention without an encoder output", blk->layer);
     const zt_pass cross = cross_pass(pass, mem);
+    a->inter.fwd_time = ft ? ft + ZT_FT_INTER_BASE : NULL;
+    if (ft) t1 = zt_now();
     zt_attn_forward(&blk->inter_p, &a->inter, s->tmp, a->ln2, mem->x, cfg, &cross, mem->Tk, ZT_ATTN_NONE,
                     zt_dropout_site(blk->layer, ZT_SITE_INTER_PROBS));
+    if (ft) ft[ZT_FT_INTER] += zt_now() - t1;
     zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
     dropout_rows(a->res3, post ? a->ln2 : a->res2, s->tmp, cfg, pass, &d3);
+    if (ft) t1 = zt_now();
     be->layernorm_forward(dt, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N, C,
                           cfg->ln_eps);
+    if (ft) ft[ZT_FT_LN3] += zt_now() - t1;
     mlp_in = a->ln3;
     mlp_res = a->res3;
   }

@@ -504,22 +504,26 @@ static zt_cross_input cross_input(const zt_lm *lm) {
   return (zt_cross_input){.x = lm->enc_full, .Tk = lm->T, .padding = lm->pass.key_padding, .grad = lm->denc_full};
 }
 
-/* An encoder-decoder after its encoder: the encoder's final layernorm, the decoder's embedding (the shared tables,
- * its own dropout site) and layers. */
-static void decode(zt_lm *lm) {
+/* An encoder-decoder after its encoder's layers (which started at t_enc, for the flops profiler): the encoder's final
+ * layernorm, the decoder's embedding (the shared tables, its own dropout site) and layers. */
+static void decode(zt_lm *lm, double t_enc) {
   zt_model *mm = lm->model;
   const int C = lm->cfg.hidden_size, N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
+  double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
   mm->be->layernorm_forward(mm->dt, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
                             lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
+  if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
   if (zt_tp_sp(&lm->tp)) zt_allgather(lm->tp.group, mm->dt, lm->enc_out, (size_t)N * C, lm->enc_full);
   zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
   zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->dec), lm->dec_tokens, lm->dec_pos_buf, NULL,
                              lm->cfg.hidden_dropout, lm->cfg.num_layers, &lm->dec_pass);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
+  if (ft) t1 = zt_now(), ft[ZT_LM_FT_EMB] += t1 - t0, t0 = t1; /* Megatron calls the one embedding twice */
   const zt_cross_input mem = cross_input(lm);
   lm->aux += zt_stack_forward(&lm->dec, 0, &lm->dec_pass, &mem);
+  if (ft) ft[ZT_LM_FT_DECODER] += zt_now() - t0;
 }
 
 int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
@@ -534,7 +538,7 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   }
   if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
   lm->aux = zt_stack_forward(&lm->stack, vchunk, pass, NULL);
-  if (lm->enc_dec) decode(lm);
+  if (lm->enc_dec) decode(lm, t1);
   if (lm->aux_in) { /* pipelined MoE: the sum of the layers' aux losses so far, on to the next stage */
     float before = 0.0f;
     if (!(lm->first && vchunk == 0)) mm->be->to_host(&before, lm->aux_in, sizeof before);
@@ -549,8 +553,13 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
                             lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
-    ft[ZT_LM_FT_FINAL_LN] += t3 - t2;
-    ft[ZT_LM_FT_ENCODER] += t3 - t1;
+    if (lm->enc_dec) { /* the decoder's final layernorm (the encoder's was timed by decode) */
+      ft[ZT_LM_FT_DEC_FINAL_LN] += t3 - t2;
+      ft[ZT_LM_FT_DECODER] += t3 - t2;
+    } else {
+      ft[ZT_LM_FT_FINAL_LN] += t3 - t2;
+      ft[ZT_LM_FT_ENCODER] += t3 - t1;
+    }
     ft[ZT_LM_FT_LM] += t3 - t0;
     ft[ZT_LM_FT_MODEL] += t3 - t0;
   }

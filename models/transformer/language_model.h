@@ -206,12 +206,14 @@ void zt_lm_final_ln_backward(zt_lm *lm);
 /* The layers' backward of the last forward's chunk from lm->dres, then the embedding's (first stage, chunk 0). */
 void zt_lm_backward(zt_lm *lm);
 
-/* Forward latency slots of the model-level modules (the flops profiler); a model's own follow ZT_LM_FT_SLOTS. */
+/* Forward latency slots of the model-level modules (the flops profiler); a model's own follow ZT_LM_FT_SLOTS. An
+ * encoder-decoder's FINAL_LN is the encoder's; its decoder and the decoder's final layernorm have their own. */
 enum { ZT_LM_FT_MODEL, ZT_LM_FT_LM, ZT_LM_FT_EMB, ZT_LM_FT_WORD, ZT_LM_FT_POS, ZT_LM_FT_ENCODER, ZT_LM_FT_FINAL_LN,
-       ZT_LM_FT_LOGITS, ZT_LM_FT_SLOTS };
+       ZT_LM_FT_LOGITS, ZT_LM_FT_DECODER, ZT_LM_FT_DEC_FINAL_LN, ZT_LM_FT_SLOTS };
 
-/* Adds the language model's modules (language_model: embedding, encoder layers, final_layernorm) under `parent` of
- * the flops profiler's tree, the layers' latency slots from layer_slots on; returns the language_model module.
+/* Adds the language model's modules (language_model: embedding, encoder layers, final_layernorm; an encoder-decoder's
+ * decoder with its cross-attention layers and final_layernorm) under `parent` of the flops profiler's tree, the
+ * layers' latency slots from layer_slots on (the decoder's after the encoder's); returns the language_model module.
  * Refuses pipeline stages (models/transformer/lm_flops.c). */
 int zt_lm_flops_tree(zt_flops_profiler *p, int parent, const zt_lm *lm, int layer_slots);
 

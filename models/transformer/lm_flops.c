@@ -1,18 +1,60 @@
 /* The language model's part of the flops profiler's module tree (runtime/profile/flops_profiler.h), shared by the
- * models built on it: Megatron-DeepSpeed's TransformerLanguageModel (embedding, encoder layers, final layernorm)
- * with the MACs and flops of DeepSpeed's counting rules per module and the latency slots the forward records into. */
+ * models built on it: Megatron-DeepSpeed's TransformerLanguageModel (embedding, encoder layers, final layernorm; an
+ * encoder-decoder's decoder with its cross-attention) with the MACs and flops of DeepSpeed's counting rules per module
+ * and the latency slots the forward records into. */
 #include <stdio.h>
 
 #include "models/transformer/language_model.h"
 #include "runtime/base/error.h"
 
+/* CoreAttention of B x NH heads, Tq queries over Tk keys of HD: baddbmm Q K^T (B*NH*Tq*Tk*HD MACs; flops 2*MACs +
+ * the B*NH*Tq*Tk output it scales), softmax (1 flop per element), bmm P V (the same MACs). */
+static void add_core(zt_flops_profiler *p, int parent, int slot, double B, int NH, int Tq, int Tk, int HD) {
+  const double s = B * NH * Tq * Tk, mm = s * HD;
+  zt_fp_add(p, parent, "core_attention", "CoreAttention", slot, 2 * mm, 2 * mm + s + s + 2 * mm);
+}
+
+/* A ParallelTransformer (encoder or decoder) of L layers over B x T tokens, its layers' slots from layer_slots; a
+ * decoder's layers cross-attend to Tk encoder positions (cross = 1). */
+static void add_stack(zt_flops_profiler *p, int parent, const char *name, int slot, int final_ln_slot,
+                      const zt_lm_config *c, int L, int B, int T, int Tk, int cross, int layer_slots) {
+  const int C = c->hidden_size, NH = c->num_heads, HD = C / NH, F = c->ffn_hidden_size;
+  const double N = (double)B * T, Nk = (double)B * Tk, eps = c->ln_eps;
+  int stack = zt_fp_add(p, parent, name, "ParallelTransformer", slot, 0, 0);
+  int layers = zt_fp_add(p, stack, "layers", "ModuleList", -1, 0, 0);
+  p->mods[layers].is_list = true;
+  for (int l = 0; l < L; l++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "%d", l);
+    const int base = layer_slots + l * ZT_FT_SLOTS;
+    int lay = zt_fp_add(p, layers, nm, "ParallelTransformerLayer", base + ZT_FT_LAYER, 0, 0);
+    zt_fp_add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, N, C, eps);
+    int att = zt_fp_add(p, lay, "self_attention", "ParallelAttention", base + ZT_FT_ATTN, 0, 0);
+    zt_fp_add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * C);
+    add_core(p, att, base + ZT_FT_CORE, B, NH, T, T, HD);
+    zt_fp_add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, C, C);
+    zt_fp_add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, N, C, eps);
+    if (cross) { /* inter_attention: query on the decoder's tokens, key_value on the encoder output's */
+      int inter = zt_fp_add(p, lay, "inter_attention", "ParallelAttention", base + ZT_FT_INTER, 0, 0);
+      zt_fp_add_linear(p, inter, "query", "ColumnParallelLinear", base + ZT_FT_IQ, N, C, C);
+      zt_fp_add_linear(p, inter, "key_value", "ColumnParallelLinear", base + ZT_FT_IKV, Nk, C, 2 * C);
+      add_core(p, inter, base + ZT_FT_ICORE, B, NH, T, Tk, HD);
+      zt_fp_add_linear(p, inter, "dense", "RowParallelLinear", base + ZT_FT_IDENSE, N, C, C);
+      zt_fp_add_layernorm(p, lay, "post_inter_attention_layernorm", base + ZT_FT_LN3, N, C, eps);
+    }
+    /* ParallelMLP's own: F.gelu, 1 flop per element */
+    int mlp = zt_fp_add(p, lay, "mlp", "ParallelMLP", base + ZT_FT_MLP, 0, N * F);
+    zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", base + ZT_FT_FC1, N, C, F);
+    zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", base + ZT_FT_FC2, N, F, C);
+  }
+  zt_fp_add_layernorm(p, stack, "final_layernorm", final_ln_slot, N, C, eps);
+}
+
 int zt_lm_flops_tree(zt_flops_profiler *p, int parent, const zt_lm *lm, int layer_slots) {
   const zt_lm_config *c = &lm->cfg;
   zt_check(lm->pp == 1, "unsupported argument", "the flops profiler with --pipeline-model-parallel-size %d is not "
            "supported yet", lm->pp);
-  const int L = c->num_layers, C = c->hidden_size, NH = c->num_heads, HD = C / NH, F = c->ffn_hidden_size;
-  const int B = lm->B, T = lm->T;
-  const double N = (double)B * T, eps = c->ln_eps;
+  const int L = c->num_layers, C = c->hidden_size;
   int root = zt_fp_add(p, parent, "language_model", "TransformerLanguageModel", ZT_LM_FT_LM, 0, 0);
   int emb = zt_fp_add(p, root, "embedding", "Embedding", ZT_LM_FT_EMB, 0, 0);
   zt_fp_add(p, emb, "word_embeddings", "VocabParallelEmbedding", ZT_LM_FT_WORD, 0, 0); /* F.embedding: 0 */
@@ -25,28 +67,9 @@ int zt_lm_flops_tree(zt_flops_profiler *p, int parent, const zt_lm *lm, int laye
     snprintf(extra, sizeof extra, "%d, %d", c->num_tokentypes, C);
     zt_fp_set_extra(p, tt, extra);
   }
-  int enc = zt_fp_add(p, root, "encoder", "ParallelTransformer", ZT_LM_FT_ENCODER, 0, 0);
-  int layers = zt_fp_add(p, enc, "layers", "ModuleList", -1, 0, 0);
-  p->mods[layers].is_list = true;
-  for (int l = 0; l < L; l++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "%d", l);
-    const int base = layer_slots + l * ZT_FT_SLOTS;
-    int lay = zt_fp_add(p, layers, nm, "ParallelTransformerLayer", base + ZT_FT_LAYER, 0, 0);
-    zt_fp_add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, N, C, eps);
-    int att = zt_fp_add(p, lay, "self_attention", "ParallelAttention", base + ZT_FT_ATTN, 0, 0);
-    zt_fp_add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * C);
-    /* CoreAttention: baddbmm Q K^T (B*NH*T*HD*T MACs; flops 2*MACs + the B*NH*T*T output it scales),
-     * softmax (1 flop per element), bmm P V (B*NH*T*T*HD MACs) */
-    double s = (double)B * NH * T * T, mm = s * HD;
-    zt_fp_add(p, att, "core_attention", "CoreAttention", base + ZT_FT_CORE, 2 * mm, 2 * mm + s + s + 2 * mm);
-    zt_fp_add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, C, C);
-    zt_fp_add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, N, C, eps);
-    /* ParallelMLP's own: F.gelu, 1 flop per element */
-    int mlp = zt_fp_add(p, lay, "mlp", "ParallelMLP", base + ZT_FT_MLP, 0, N * F);
-    zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", base + ZT_FT_FC1, N, C, F);
-    zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", base + ZT_FT_FC2, N, F, C);
-  }
-  zt_fp_add_layernorm(p, enc, "final_layernorm", ZT_LM_FT_FINAL_LN, N, C, eps);
+  add_stack(p, root, "encoder", ZT_LM_FT_ENCODER, ZT_LM_FT_FINAL_LN, c, L, lm->B, lm->T, 0, 0, layer_slots);
+  if (lm->enc_dec)
+    add_stack(p, root, "decoder", ZT_LM_FT_DECODER, ZT_LM_FT_DEC_FINAL_LN, c, c->dec_layers, lm->B, lm->Td, lm->T, 1,
+              layer_slots + L * ZT_FT_SLOTS);
   return root;
 }

@@ -48,9 +48,16 @@ static inline zt_dtype zt_block_dt(const zt_block_config *c) { return c->tp->dt;
 typedef enum { ZT_ATTN_SELF = 0, ZT_ATTN_CROSS = 1 } zt_attn_kind;
 
 /* Forward latency slots of one layer, filled only when a flops profiler is attached: zt_block.fwd_time points at
- * ZT_FT_SLOTS doubles or is NULL, and then the timing code costs one branch per module. Seconds accumulate. */
+ * ZT_FT_SLOTS doubles or is NULL, and then the timing code costs one branch per module. Seconds accumulate. A decoder
+ * layer's cross-attention (inter_attention) has its own: the whole, its query, key_value, core and dense, and the
+ * post_inter_attention_layernorm. The attention code times into QKV, CORE, DENSE (and, cross-attention only, KV) of
+ * its fwd_time: the layer's slots for the self-attention, the layer's slots + ZT_FT_INTER_BASE for the
+ * cross-attention, which lands them on IQ, ICORE, IDENSE and IKV. */
 enum { ZT_FT_LAYER, ZT_FT_LN1, ZT_FT_ATTN, ZT_FT_QKV, ZT_FT_CORE, ZT_FT_DENSE, ZT_FT_LN2, ZT_FT_MLP, ZT_FT_FC1,
-       ZT_FT_FC2, ZT_FT_SLOTS };
+       ZT_FT_FC2, ZT_FT_INTER, ZT_FT_IQ, ZT_FT_ICORE, ZT_FT_IDENSE, ZT_FT_LN3, ZT_FT_IKV, ZT_FT_SLOTS };
+enum { ZT_FT_INTER_BASE = ZT_FT_IQ - ZT_FT_QKV, ZT_FT_KV = ZT_FT_IKV - ZT_FT_INTER_BASE };
+_Static_assert(ZT_FT_ICORE - ZT_FT_CORE == ZT_FT_INTER_BASE && ZT_FT_IDENSE - ZT_FT_DENSE == ZT_FT_INTER_BASE,
+               "the cross-attention's slots sit at one offset from the self-attention's");
 
 typedef struct {
   zt_attn_kind kind;

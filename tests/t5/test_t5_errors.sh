@@ -5,7 +5,7 @@
 # missing, or above --max-position-embeddings; --seq-length above it; fewer --vocab-extra-ids than the masked spans a
 # sample can hold (and none); --num-layers with --encoder-num-layers, --seq-length with --encoder-seq-length;
 # pipeline stages and --pipeline-model-parallel-split-rank; --untie-embeddings-and-output-weights; --mock-data;
-# --bert-no-binary-head; MoE layers; --random-ltd; the ds_config's sparse_attention and flops_profiler; pretrain_gpt
+# --bert-no-binary-head; MoE layers; --random-ltd; the ds_config's sparse_attention; pretrain_gpt
 # and pretrain_bert given the decoder's flags. The encoder flags' other names train exactly as --num-layers and
 # --seq-length do.
 # Usage: test_t5_errors.sh PRETRAIN_T5 [PYTHON]
@@ -44,8 +44,6 @@ refused "--random-ltd" "$bin" "error: unsupported argument: --random-ltd: Megatr
 printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sparse_attention": {"mode": "fixed", "block": 16}}\n' > "$tmp/sparse.json"
 refused "sparse_attention" "$bin" "sparse_attention with T5: DeepSpeed's sparse self-attention replaces a BERT or GPT layer's attention" \
   --deepspeed --deepspeed_config "$tmp/sparse.json"
-printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "flops_profiler": {"enabled": true, "profile_step": 1}}\n' > "$tmp/fp.json"
-refused "flops_profiler" "$bin" "flops_profiler with T5: the module tree of an encoder-decoder" --deepspeed --deepspeed_config "$tmp/fp.json"
 without --decoder-seq-length
 refused "no --decoder-seq-length" "$bin" "error: missing argument: --decoder-seq-length is required by pretrain_t5" 
 refused "pretrain_bert --decoder-num-layers" "$bert" "error: unsupported argument: --decoder-num-layers is a pretrain_t5 flag (the decoder of Megatron's encoder-decoder); this program trains bert" \

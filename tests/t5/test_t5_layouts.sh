@@ -5,7 +5,8 @@
 # full recompute; TP=2 x DP=2 --sequence-parallel --checkpoint-activations; ZeRO 1/2/3 at DP=2 (ds_config); ZeRO-2
 # with offload_optimizer cpu; a decoder of 3 layers over 24 tokens at TP=4 --sequence-parallel (one head per rank);
 # --apply-residual-connection-post-layernorm against its own one-process run; bf16 and fp16 (static scale) within 1%
-# of fp32 in one process, and TP=2 equal to their one-process mixed-precision run.
+# of fp32 in one process, and TP=2 equal to their one-process mixed-precision run; the ds_config's flops profiler
+# prints T5's module tree (encoder, decoder with inter_attention, T5LMHead) with the MACs of the shapes.
 # Usage: test_t5_layouts.sh PRETRAIN_T5 [PYTHON]   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -61,6 +62,27 @@ for prec in "--bf16" "--fp16 --loss-scale 1024"; do
   else bad "$prec vs fp32" "'$(field "$m" "lm loss")' vs '$(field "$ref" "lm loss")'"; fi
   out=$(run 2 --micro-batch-size 4 $prec --tensor-model-parallel-size 2); same "$prec TP=2" "$m" "$out" $?
 done
+# the flops profiler (one process): T5's module tree with the MACs of the shapes, the losses unchanged by it
+H=32 TE=32 TD=16 B=4
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "flops_profiler": {"enabled": true, "profile_step": 2, "module_depth": -1, "top_modules": 1, "detailed": true}}\n' > "$tmp/fp.json"
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0}\n' > "$tmp/plain.json"
+o=$(one --micro-batch-size 4 --deepspeed --deepspeed_config "$tmp/fp.json"); rc=$?
+pl=$(one --micro-batch-size 4 --deepspeed --deepspeed_config "$tmp/plain.json")
+tree=$(sed -n '/^T5Model(/,/^)/p' <<<"$o")
+V=$(grep -m1 "padded vocab" <<<"$o" | sed -E 's/.*new size: ([0-9]+).*/\1/')
+kv=$(awk -v m=$(( B * TE * H * 2 * H )) 'BEGIN { printf "%.2f KMACs", m / 1000 }')
+lmh=$(awk -v m=$(( B * TD * H * V )) 'BEGIN { printf "%.2f KMACs", m / 1000 }')
+miss=""
+for m in "^T5Model\(" "^    \(encoder\): ParallelTransformer\(" "^    \(decoder\): ParallelTransformer\(" \
+         "^          \(inter_attention\): ParallelAttention\(" "^            \(key_value\): ColumnParallelLinear\(2.11 K = .* $kv = " \
+         "^          \(post_inter_attention_layernorm\): LayerNorm\(" "^      \(final_layernorm\): LayerNorm\(" \
+         "^  \(lm_head\): T5LMHead\(.* $lmh = "; do
+  grep -qE "$m" <<<"$tree" || miss="$miss [$m]"
+done
+if [ $rc -eq 0 ] && [ -n "$V" ] && [ -z "$miss" ] && [ "$(grep -c "(inter_attention)" <<<"$tree")" = 2 ] \
+   && [ "$(field "$o" "lm loss")" = "$(field "$pl" "lm loss")" ]; then
+  ok "flops profiler: T5Model tree (encoder, decoder with 2 inter_attention, key_value $kv over the encoder's tokens, lm_head $lmh); losses unchanged"
+else bad "flops profiler" "rc=$rc missing:$miss V=$V; '$(field "$o" "lm loss")' vs '$(field "$pl" "lm loss")'"; fi
 echo "($(( $(date +%s) - t0 )) s)"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
