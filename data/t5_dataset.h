@@ -7,7 +7,7 @@
  * (each span's sentinel and tokens, then [EOS]), padded with [PAD] (labels with -1). The attention masks are Megatron's
  * make_attention_mask (a position takes part when its token id is >= 1) and, for the decoder, a causal history mask:
  * the flags here give them. Implemented in data/bert_dataset.c beside BertDataset, whose mapping, scratch and masking
- * it shares. The model and pretrain_t5 land with the rest of issue 17. */
+ * it shares; data/t5_provider.h makes pretrain_t5's micro batches of them. */
 #ifndef ZT_T5_DATASET_H
 #define ZT_T5_DATASET_H
 

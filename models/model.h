@@ -133,6 +133,7 @@ typedef struct {
   int tp_size, tp_rank, sequence_parallel;
   const zt_group *pp_group;
   int pp_size, pp_rank, vpp, pp_buffers;
+  int pp_split;                /* an encoder-decoder: its first decoder stage (--pipeline-model-parallel-split-rank) */
   size_t mem_limit;            /* 0: the backend's free memory */
 } zt_model_setup;
 

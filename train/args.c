@@ -216,6 +216,8 @@ static const flag k_flags[] = {
    "Megatron's sequence parallelism: layernorm/dropout regions split over the sequence (off with TP 1)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
    "Pipeline-parallel degree (layers split evenly over the stages, Megatron's 1F1B schedule)."},
+  {"--pipeline-model-parallel-split-rank", F_INT, OFF(pipeline_model_parallel_split_rank), NULL, PAR, "None",
+   "pretrain_t5 with pipeline stages: the first decoder stage (stages before it hold the encoder)."},
   {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
    "Megatron's interleaved schedule: each stage holds num_layers / (pp x this) chunks of this many layers "
    "(pp > 2, micro batches a multiple of pp)."},
@@ -1099,10 +1101,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check(a->seq_length <= a->max_position_embeddings, "inconsistent arguments",
            "--seq-length %d is larger than --max-position-embeddings %d", a->seq_length, a->max_position_embeddings);
   if (strcmp(zt_args_model, "t5") == 0) {
-    zt_check(a->pipeline_model_parallel_size <= 1, "unsupported argument", "--pipeline-model-parallel-size %d: T5 "
-             "split over pipeline stages (encoder stages before --pipeline-model-parallel-split-rank, decoder stages "
-             "after) lands with issue 17's pipeline part; run T5 with tensor and data parallelism",
-             a->pipeline_model_parallel_size);
     zt_check(!a->random_ltd, "unsupported argument", "--random-ltd: Megatron-DeepSpeed's random-LTD converts GPT and "
              "BERT layers only (pretrain_t5 has none)");
     check_positive("--decoder-num-layers", a->decoder_num_layers);
@@ -1192,7 +1190,29 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_positive("--pipeline-model-parallel-size", pp);
   if (tp > world_size) tp = a->tensor_model_parallel_size = world_size; /* Megatron clips it to the world */
   if (pp > world_size / tp) pp = a->pipeline_model_parallel_size = world_size / tp; /* Megatron's clipping */
-  zt_check(pp == 1 || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
+  const int split = a->pipeline_model_parallel_split_rank; /* t5: as above, in this function */
+  zt_check(split < 0 || t5, "unsupported argument", "--pipeline-model-parallel-split-rank %d is a pretrain_t5 flag (the "
+           "first decoder stage of an encoder-decoder); this program trains %s", split, zt_args_model);
+  if (t5 && pp > 1) { /* Megatron's validate_args and _get_num_layers for encoder_and_decoder models */
+    zt_check(split >= 0, "missing argument", "--pipeline-model-parallel-split-rank is required with "
+             "--pipeline-model-parallel-size %d: the stages before it hold the encoder, the others the decoder", pp);
+    zt_check(split < pp, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: split rank needs to be "
+             "less than pipeline model parallel size (%d)", split, pp);
+    zt_check(split >= 1, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: the encoder needs at "
+             "least one stage (a split rank in [1, %d])", split, pp - 1);
+    zt_check(a->num_layers % split == 0, "inconsistent arguments", "encoder_num_layers (%d) must be divisible by "
+             "number of ranks given to encoder (%d) (--pipeline-model-parallel-split-rank)", a->num_layers, split);
+    zt_check(a->decoder_num_layers % (pp - split) == 0, "inconsistent arguments", "decoder_num_layers (%d) must be "
+             "divisible by number of ranks given to decoder (%d) (--pipeline-model-parallel-size %d - split rank %d)",
+             a->decoder_num_layers, pp - split, pp, split);
+    zt_check(!given(seen, "--num-layers-per-virtual-pipeline-stage"), "unsupported argument",
+             "--num-layers-per-virtual-pipeline-stage with pretrain_t5: Megatron's interleaved schedule does not "
+             "split an encoder-decoder model");
+  } else if (t5) {
+    zt_check(split < 0, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d needs "
+             "--pipeline-model-parallel-size > 1 (one stage holds the whole encoder and decoder)", split);
+  }
+  zt_check(pp == 1 || t5 || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
            "--pipeline-model-parallel-size %d", a->num_layers, pp);
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
@@ -1265,6 +1285,7 @@ static void set_defaults(zt_args *a) {
   a->num_layers = a->hidden_size = a->ffn_hidden_size = a->num_attention_heads = -1;
   a->kv_channels = a->max_position_embeddings = a->seq_length = a->micro_batch_size = -1;
   a->encoder_num_layers = a->decoder_num_layers = a->encoder_seq_length = a->decoder_seq_length = -1;
+  a->pipeline_model_parallel_split_rank = -1;
   a->global_batch_size = a->padded_vocab_size = -1;
   a->make_vocab_size_divisible_by = 128;
   a->layernorm_epsilon = 1e-5f;
@@ -1636,6 +1657,7 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("tensor_model_parallel_size", a->tensor_model_parallel_size);
   BOOL_LINE("sequence_parallel", a->sequence_parallel);
   INT_LINE("pipeline_model_parallel_size", a->pipeline_model_parallel_size);
+  OPT_LINE("pipeline_model_parallel_split_rank", a->pipeline_model_parallel_split_rank);
   OPT_LINE("num_layers_per_virtual_pipeline_stage", a->num_layers_per_virtual_pipeline_stage);
   OPT_LINE("virtual_pipeline_model_parallel_size", a->virtual_pipeline_model_parallel_size);
   INT_LINE("data_parallel_size", a->data_parallel_size);

@@ -88,6 +88,7 @@ typedef struct {
   int tensor_model_parallel_size;
   int sequence_parallel;            /* --sequence-parallel (Megatron's; turned off when TP is 1) */
   int pipeline_model_parallel_size;
+  int pipeline_model_parallel_split_rank; /* T5: the first decoder stage; -1 None */
   int num_layers_per_virtual_pipeline_stage; /* -1 unset; set: Megatron's interleaved schedule */
   int virtual_pipeline_model_parallel_size;  /* derived: num_layers / (pp * that); -1 without interleaving */
   int data_parallel_size;           /* derived: world / (tp * pp) */

@@ -40,7 +40,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--rotary-percent --no-position-embedding --normalization --apply-layernorm-1p "
    "--openai-gelu --squared-relu --swiglu "
    "--disable-bias-linear --init-method-xavier-uniform"},
-  {"T5 pipeline (issue 17: an encoder-decoder split over pipeline stages)", "--pipeline-model-parallel-split-rank"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"data-efficiency (curriculum learning, issue 21)", "--data-efficiency-curriculum-learning"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",

@@ -516,7 +516,7 @@ static void setup_groups(zt_engine *e) {
   zt_layout l;
   zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep,
                  a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1,
-                 a->num_layers);
+                 e->kind->encoder_decoder ? 0 : a->num_layers); /* T5's layers split at the split rank */
   l.ep_data_first = e->ds && e->ds->use_data_before_expert_parallelism; /* DeepSpeed's D + E expert groups */
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   /* the model-parallel groups (none with one tensor and one pipeline rank: the data group is the world), then
@@ -911,7 +911,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme"), .tp_group = e->tp_group,
       .tp_size = a->tensor_model_parallel_size, .tp_rank = st->tp_rank, .sequence_parallel = a->sequence_parallel,
       .pp_group = e->pp_group, .pp_size = st->pp_size, .pp_rank = st->pp_rank, .vpp = e->vpp,
-      .pp_buffers = e->pp_buffers};
+      .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank};
   activation_checkpointing_setup(e, &s);
   e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
                          .name = a->mos ? "mos loss" : "kd loss"};

@@ -116,11 +116,13 @@ static void t5_backward(zt_model *mm, float grad_scale) {
   zt_t5 *m = mm->impl;
   zt_lm *lm = &m->lm;
   zt_check(!m->cfg.forward_only, "internal error", "t5: backward of a forward-only model");
-  zt_lm_head_params(lm, ZT_PARAM_FETCH);
-  zt_lm_output_loss_backward(lm, grad_scale, lm->lnf, m->dhbias, lm->dlnf);
-  zt_lm_final_ln_backward(lm);
-  zt_lm_head_params(lm, ZT_PARAM_RELEASE);
-  zt_model_param_event(mm, ZT_PARAM_GRAD_READY, zt_lm_unit_head(lm));
+  if (lm->last) { /* else the stage tensors' gradients hold d(output) from the next stage */
+    zt_lm_head_params(lm, ZT_PARAM_FETCH);
+    zt_lm_output_loss_backward(lm, grad_scale, lm->lnf, m->dhbias, lm->dlnf);
+    zt_lm_final_ln_backward(lm);
+    zt_lm_head_params(lm, ZT_PARAM_RELEASE);
+    zt_model_param_event(mm, ZT_PARAM_GRAD_READY, zt_lm_unit_head(lm));
+  }
   zt_lm_backward(lm);
 }
 

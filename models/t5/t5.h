@@ -5,9 +5,9 @@
  * embeddings plus lm_head.bias (vocab-parallel); the loss is the loss-mask-weighted mean of the decoder's token losses
  * (pretrain_t5.py's loss_func), shown as "lm loss". --encoder-num-layers (= --num-layers) and --decoder-num-layers,
  * --seq-length (= --encoder-seq-length) and --decoder-seq-length. Built on the shared language model's
- * encoder-decoder mode (models/transformer/language_model.h), so tensor and data parallelism, ZeRO 1-3, mixed
- * precision, recompute and both backends apply unchanged; pipeline stages and --sequence-parallel are refused there
- * (they land with issue 17's pipeline part). */
+ * encoder-decoder mode (models/transformer/language_model.h), so tensor (with --sequence-parallel), pipeline (split
+ * at --pipeline-model-parallel-split-rank) and data parallelism, ZeRO 1-3, mixed precision, recompute and both
+ * backends apply unchanged. */
 #ifndef ZT_T5_H
 #define ZT_T5_H
 

@@ -16,9 +16,9 @@
 /* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage); an encoder-decoder's encoder
  * final layernorm and decoder layers come between the encoder's layers and the head. */
 int zt_lm_unit_emb(const zt_lm *lm) { return lm->first ? 0 : -1; }
-static int unit_enc_lnf(const zt_lm *lm) { return lm->enc_dec ? lm->first + lm->nlayers : -1; }
+static int unit_enc_lnf(const zt_lm *lm) { return lm->has_enc_lnf ? lm->first + lm->nlayers : -1; }
 int zt_lm_unit_head(const zt_lm *lm) {
-  return lm->last ? lm->first + lm->nlayers + (lm->enc_dec ? 1 + lm->dec.nlayers : 0) : -1;
+  return lm->last ? lm->first + lm->nlayers + lm->has_enc_lnf + (lm->enc_dec ? lm->dec.nlayers : 0) : -1;
 }
 /* The stack the head reads (the decoder's in an encoder-decoder) and its residual-stream gradient. */
 static zt_stack *top_stack(zt_lm *lm) { return lm->enc_dec ? &lm->dec : &lm->stack; }
@@ -68,9 +68,11 @@ static void register_params(zt_lm *lm) {
   }
   zt_stack_register(&lm->stack, t, first + u);
   u += lm->nlayers;
-  if (lm->enc_dec) {
+  if (lm->has_enc_lnf) {
     first[u++] = t->count;
     register_final_ln(t, ZT_LM_ENC_PREFIX, c->hidden_size);
+  }
+  if (lm->enc_dec) {
     zt_stack_register(&lm->dec, t, first + u);
     u += lm->dec.nlayers;
   }
@@ -171,17 +173,26 @@ static void check_config(const zt_lm_config *c, int tp) {
            "%d x %d x %d elements does not split over %d tensor-parallel ranks", c->micro_batch, c->seq_length,
            c->hidden_size, tp);
   const int pp = c->pp_size > 1 ? c->pp_size : 1;
-  zt_check(c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
-           "--pipeline-model-parallel-size %d", c->num_layers, pp);
+  zt_check(c->dec_layers > 0 || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible "
+           "by --pipeline-model-parallel-size %d", c->num_layers, pp);
   zt_check(pp == 1 || c->pp_group != NULL, "internal error", "model: pipeline size %d without a group", pp);
   const zt_backend *be = c->backend ? c->backend : zt_backend_cpu();
   zt_check(be->kind != ZT_BACKEND_CPU || c->dtype == ZT_DTYPE_FP32, "internal error", "model: the CPU backend "
            "stores fp32, asked for %s", zt_dtype_name(c->dtype));
   if (c->dec_layers <= 0) return;
-  /* an encoder-decoder: what its decoder does not run yet is refused by the arguments; these are the model's own */
-  zt_check(pp == 1, "unsupported argument", "--pipeline-model-parallel-size %d: an encoder-decoder model split over "
-           "pipeline stages (--pipeline-model-parallel-split-rank) lands with issue 17's pipeline part; run it with "
-           "one pipeline stage", pp);
+  /* an encoder-decoder: what it does not run is refused by the arguments; these are the model's own checks */
+  if (pp > 1) { /* Megatron's _get_num_layers for encoder_and_decoder models */
+    const int S = c->pp_split;
+    zt_check(S >= 1 && S < pp, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: the encoder's "
+             "stages are [0, split) and the decoder's [split, %d), so it must be in [1, %d]", S, pp, pp - 1);
+    zt_check(c->num_layers % S == 0, "inconsistent arguments", "encoder_num_layers (%d) must be divisible by number "
+             "of ranks given to encoder (%d) (--pipeline-model-parallel-split-rank)", c->num_layers, S);
+    zt_check(c->dec_layers % (pp - S) == 0, "inconsistent arguments", "decoder_num_layers (%d) must be divisible by "
+             "number of ranks given to decoder (%d) (--pipeline-model-parallel-size %d - split rank %d)", c->dec_layers,
+             pp - S, pp, S);
+    zt_check(c->vpp <= 1, "unsupported argument", "--num-layers-per-virtual-pipeline-stage: Megatron's interleaved "
+             "schedule does not split an encoder-decoder model");
+  }
   zt_check(!(tp > 1 && c->sequence_parallel) || c->dec_seq_length % tp == 0, "inconsistent arguments",
            "--decoder-seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits "
            "the decoder's sequence over the tensor-parallel ranks too)", c->dec_seq_length, tp);
@@ -207,7 +218,7 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
-      .dec_seq_length = a->dec_seq_length};
+      .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split};
 }
 
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
@@ -240,8 +251,12 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->pp = cfg->pp_size > 1 ? cfg->pp_size : 1;
   lm->vpp = cfg->vpp > 1 ? cfg->vpp : 1;
   const int pr = lm->pp > 1 ? cfg->pp_rank : 0, L = cfg->num_layers;
-  lm->chunk_layers = L / (lm->pp * lm->vpp);
+  lm->enc_dec = cfg->dec_layers > 0;
+  /* an encoder-decoder's stages: [0, S) the encoder's layers, [S, pp) the decoder's (one stage: all of both) */
+  const int S = lm->enc_dec && lm->pp > 1 ? cfg->pp_split : lm->pp, Ld = lm->enc_dec ? cfg->dec_layers : 0;
+  lm->chunk_layers = !lm->enc_dec ? L / (lm->pp * lm->vpp) : pr < S ? L / S : 0;
   lm->nlayers = lm->chunk_layers * lm->vpp;
+  lm->has_enc_lnf = lm->enc_dec && pr == S - 1;
   lm->first = pr == 0;
   lm->last = pr == lm->pp - 1;
   lm->B = cfg->micro_batch;
@@ -270,20 +285,20 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   int *chunk_first = zt_malloc((size_t)lm->vpp * sizeof(int), "model chunks");
   for (int c = 0; c < lm->vpp; c++) {
     int n;
-    zt_layout_stage_layers(&stages, L, pr, c, &chunk_first[c], &n);
+    if (lm->enc_dec) chunk_first[c] = pr < S ? pr * lm->chunk_layers : L;
+    else zt_layout_stage_layers(&stages, L, pr, c, &chunk_first[c], &n);
   }
   zt_stack_init(&lm->stack, mm, &lm->bcfg, &lm->spec, ZT_LM_ENC_PREFIX, L, lm->vpp, chunk_first, lm->chunk_layers,
                 lm->first, cfg->recompute_full, cfg->partition_activations, lm->B, lm->T, 0);
   free(chunk_first);
-  lm->enc_dec = cfg->dec_layers > 0;
   if (lm->enc_dec) { /* the decoder's layers are numbered L.. (dropout sites), named from 0, units after the
                       * encoder's final layernorm's */
-    const int dfirst = L;
+    const int dn = lm->pp == 1 ? Ld : pr >= S ? Ld / (lm->pp - S) : 0, dfirst = L + (pr >= S ? (pr - S) * dn : 0);
     lm->Td = cfg->dec_seq_length;
     lm->dec_spec = decoder_spec(cfg);
-    zt_stack_init(&lm->dec, mm, &lm->bcfg, &lm->dec_spec, ZT_LM_DEC_PREFIX, L + cfg->dec_layers, 1, &dfirst,
-                  cfg->dec_layers, lm->first + L + 1, cfg->recompute_full, cfg->partition_activations, lm->B, lm->Td,
-                  lm->T);
+    zt_stack_init(&lm->dec, mm, &lm->bcfg, &lm->dec_spec, ZT_LM_DEC_PREFIX, L + Ld, 1, &dfirst, dn,
+                  lm->first + lm->nlayers + lm->has_enc_lnf, cfg->recompute_full, cfg->partition_activations, lm->B,
+                  lm->Td, lm->T);
     lm->dec.name0 = L;
   }
   register_params(lm);
@@ -327,13 +342,15 @@ void zt_lm_plan(zt_lm *lm) {
   zt_stack_plan(&lm->stack, p);
   if (lm->enc_dec) {
     zt_stack_plan(&lm->dec, p);
-    const int sp = zt_tp_sp(&lm->tp);
-    lm->enc_out = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
-    lm->enc_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-    lm->enc_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, N);
-    lm->enc_full = sp ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es) : lm->enc_out;
-    lm->denc_full = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es);
-    lm->denc = sp ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es) : lm->denc_full;
+    /* the encoder's final layernorm where this stage ends the encoder; the cross-attention's memory and its gradient
+     * where this stage has decoder layers */
+    const int sp = zt_tp_sp(&lm->tp), lnf = lm->has_enc_lnf, dec = lm->dec.nlayers > 0;
+    lm->enc_out = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, lnf * N * C * es);
+    lm->enc_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, lnf * N);
+    lm->enc_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, lnf * N);
+    lm->enc_full = sp && dec ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es) : NULL;
+    lm->denc_full = dec ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * C * es) : NULL;
+    lm->denc = sp || !dec ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es) : lm->denc_full;
     lm->ddec = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)zt_tp_local_rows(&lm->tp, (int)NH) * C * es);
     lm->dec_pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
     lm->dec_tokens_dev = be->host_visible ? NULL : zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
@@ -344,7 +361,9 @@ void zt_lm_plan(zt_lm *lm) {
   lm->aux_in = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
   lm->aux_out = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
   lm->aux_dgrad = aux ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, 1) : NULL;
-  mm->stage_bytes = N * C * es + (aux ? 64 : 0);
+  /* an encoder-decoder's stages exchange both streams (language_model.h) */
+  const size_t Nd = lm->enc_dec ? (size_t)zt_tp_local_rows(&lm->tp, (int)NH) : 0;
+  mm->stage_bytes = (N + Nd) * C * es + (aux ? 64 : 0);
   mm->stash = mm->pp_buffers > 0 ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)mm->pp_buffers * mm->stage_bytes)
                                  : NULL;
   const size_t head = lm->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
@@ -382,8 +401,8 @@ void zt_lm_bind(zt_lm *lm) {
   void *gbind = mm->grads_dt ? mm->grads_dt : (void *)mm->grads;
   lm->gbind = gbind;
   zt_stack_bind(&lm->stack, t, mm->params, gbind, es);
-  if (lm->enc_dec) {
-    zt_stack_bind(&lm->dec, t, mm->params, gbind, es);
+  if (lm->enc_dec) zt_stack_bind(&lm->dec, t, mm->params, gbind, es);
+  if (lm->has_enc_lnf) {
     lm->enc_lnf_w = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
     lm->enc_lnf_b = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
     lm->denc_lnf_w = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
@@ -397,6 +416,15 @@ void zt_lm_bind(zt_lm *lm) {
   mm->stage_in[0] = (zt_stage_tensor){zt_stack_input(&lm->stack), n0, mm->dt};
   mm->stage_out[0] = (zt_stage_tensor){zt_stack_output(&lm->stack), n0, mm->dt};
   mm->stage_grad[0] = (zt_stage_tensor){lm->dres, n0, mm->dt};
+  if (lm->enc_dec) { /* the encoder's stream (out: the encoder's output from the stage that ends it) and the
+                      * decoder's; a stage without layers of a stream passes it on (its stack's input is its output) */
+    const size_t n1 = (size_t)zt_tp_local_rows(&lm->tp, lm->B * lm->Td) * lm->cfg.hidden_size;
+    mm->n_stage = 2;
+    if (lm->has_enc_lnf) mm->stage_out[0].buf = lm->enc_out;
+    mm->stage_in[1] = (zt_stage_tensor){zt_stack_input(&lm->dec), n1, mm->dt};
+    mm->stage_out[1] = (zt_stage_tensor){zt_stack_output(&lm->dec), n1, mm->dt};
+    mm->stage_grad[1] = (zt_stage_tensor){lm->ddec, n1, mm->dt};
+  }
   if (lm->aux_in) { /* the MoE aux losses' running sum; its gradient is applied on each stage (aux_grad), the value
                      * sent back with the input gradient is not read */
     mm->n_stage = 2;
@@ -501,26 +529,30 @@ zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
 
 /* What the decoder's cross-attention reads: the encoder's output, its key padding, where its gradient goes. */
 static zt_cross_input cross_input(const zt_lm *lm) {
-  return (zt_cross_input){.x = lm->enc_full, .Tk = lm->T, .padding = lm->pass.key_padding, .grad = lm->denc_full};
+  return (zt_cross_input){.x = lm->enc_mem, .Tk = lm->T, .padding = lm->pass.key_padding, .grad = lm->denc_full};
 }
 
-/* An encoder-decoder after its encoder's layers (which started at t_enc, for the flops profiler): the encoder's final
- * layernorm, the decoder's embedding (the shared tables, its own dropout site) and layers. */
+/* An encoder-decoder after this stage's encoder layers (which started at t_enc, for the flops profiler): the
+ * encoder's final layernorm where the stage ends the encoder, then the decoder's layers where it has any, reading the
+ * encoder output computed here or received from the encoder's last stage (all-gathered with --sequence-parallel). */
 static void decode(zt_lm *lm, double t_enc) {
   zt_model *mm = lm->model;
   const int C = lm->cfg.hidden_size, N = zt_tp_local_rows(&lm->tp, lm->B * lm->T);
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
-  zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-  mm->be->layernorm_forward(mm->dt, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
-                            lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
-  zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
-  if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
-  if (zt_tp_sp(&lm->tp)) zt_allgather(lm->tp.group, mm->dt, lm->enc_out, (size_t)N * C, lm->enc_full);
-  zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
-  zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->dec), lm->dec_tokens, lm->dec_pos_buf, NULL,
-                             lm->cfg.hidden_dropout, lm->cfg.num_layers, &lm->dec_pass);
-  zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
-  if (ft) t1 = zt_now(), ft[ZT_LM_FT_EMB] += t1 - t0, t0 = t1; /* Megatron calls the one embedding twice */
+  if (lm->has_enc_lnf) {
+    zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
+    mm->be->layernorm_forward(mm->dt, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
+                              lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
+    zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
+    if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
+  }
+  if (lm->dec.nlayers == 0) return; /* an encoder stage: the decoder's stream passes on */
+  const void *enc = lm->has_enc_lnf ? lm->enc_out : zt_stack_output(&lm->stack);
+  lm->enc_mem = enc;
+  if (zt_tp_sp(&lm->tp)) {
+    zt_allgather(lm->tp.group, mm->dt, enc, (size_t)N * C, lm->enc_full);
+    lm->enc_mem = lm->enc_full;
+  }
   const zt_cross_input mem = cross_input(lm);
   lm->aux += zt_stack_forward(&lm->dec, 0, &lm->dec_pass, &mem);
   if (ft) ft[ZT_LM_FT_DECODER] += zt_now() - t0;
@@ -534,6 +566,9 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
     zt_model_param_event(mm, ZT_PARAM_FETCH, zt_lm_unit_emb(lm));
     zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->stack), lm->tokens, lm->positions, lm->types,
                                lm->cfg.hidden_dropout, 0, pass);
+    if (lm->enc_dec) /* Megatron calls the one embedding for the decoder too (its own dropout site) */
+      zt_embedding_layer_forward(&lm->emb, zt_stack_input(&lm->dec), lm->dec_tokens, lm->dec_pos_buf, NULL,
+                                 lm->cfg.hidden_dropout, lm->cfg.num_layers, &lm->dec_pass);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, zt_lm_unit_emb(lm));
   }
   if (ft) ft[ZT_LM_FT_EMB] += (t2 = zt_now()) - t1, t1 = t2;
@@ -635,22 +670,32 @@ void zt_lm_final_ln_backward(zt_lm *lm) {
                          lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
 }
 
-/* An encoder-decoder's backward down to the encoder's output: the decoder's layers (their cross-attention gradients
- * summed into denc), the decoder's embedding, then the encoder's final layernorm into dres. */
+/* An encoder-decoder's backward down to the encoder's output (dres then holds d(this stage's encoder stream input)):
+ * the decoder's layers here, their cross-attention gradients summed into denc (one reduction over the
+ * tensor-parallel ranks for all of them), added to the d(encoder output) the next stage sent (a pipeline's decoder
+ * stage); where the stage ends the encoder, the final layernorm's backward. */
 static void decode_backward(zt_lm *lm) {
   zt_model *mm = lm->model;
   const zt_backend *be = mm->be;
+  const zt_dtype dt = mm->dt;
   const int C = lm->cfg.hidden_size, NF = lm->B * lm->T, N = zt_tp_local_rows(&lm->tp, NF);
-  be->memset(lm->denc_full, 0, (size_t)NF * C * zt_dtype_size(mm->dt));
-  const zt_cross_input mem = cross_input(lm);
-  zt_stack_backward(&lm->dec, &lm->dec_pass, lm->ddec, &mem, lm->aux_grad);
-  /* each rank summed its heads' part over the layers: one reduction for all of them */
-  if (zt_tp_sp(&lm->tp)) zt_reduce_scatter_sum(lm->tp.group, mm->dt, lm->denc_full, (size_t)N * C, lm->denc);
-  else if (zt_tp_on(&lm->tp)) zt_allreduce_sum(lm->tp.group, mm->dt, lm->denc_full, (size_t)NF * C);
-  zt_embedding_layer_backward(&lm->emb, lm->ddec, lm->dec_tokens, lm->dec_pos_buf, NULL, lm->cfg.hidden_dropout,
-                              lm->cfg.num_layers, &lm->dec_pass);
+  const size_t bytes = (size_t)N * C * zt_dtype_size(dt);
+  if (lm->dec.nlayers > 0) {
+    be->memset(lm->denc_full, 0, (size_t)NF * C * zt_dtype_size(dt));
+    const zt_cross_input mem = cross_input(lm);
+    zt_stack_backward(&lm->dec, &lm->dec_pass, lm->ddec, &mem, lm->aux_grad);
+    if (zt_tp_sp(&lm->tp)) zt_reduce_scatter_sum(lm->tp.group, dt, lm->denc_full, (size_t)N * C, lm->denc);
+    else if (zt_tp_on(&lm->tp)) zt_allreduce_sum(lm->tp.group, dt, lm->denc_full, (size_t)NF * C);
+    if (!lm->has_enc_lnf) { /* a pipeline's decoder stage: the encoder output's gradient goes on to the previous */
+      if (lm->last) be->copy(lm->dres, lm->denc, bytes);
+      else be->accumulate(dt, lm->dres, lm->denc, (size_t)N * C);
+    }
+  } else if (lm->has_enc_lnf) { /* the encoder's last stage: the decoder stages' d(encoder output), received */
+    be->copy(lm->denc, lm->dres, bytes);
+  }
+  if (!lm->has_enc_lnf) return;
   zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-  be->layernorm_backward(mm->dt, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
+  be->layernorm_backward(dt, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
                          lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
   zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_enc_lnf(lm));
@@ -664,6 +709,9 @@ void zt_lm_backward(zt_lm *lm) {
   if (lm->first && chunk == 0) { /* reads no parameters */
     zt_embedding_layer_backward(&lm->emb, lm->dres, lm->tokens, lm->positions, lm->types, lm->cfg.hidden_dropout, 0,
                                 &lm->pass);
+    if (lm->enc_dec) /* ddec: d(the decoder's input), from this stage's decoder layers or passed back to it */
+      zt_embedding_layer_backward(&lm->emb, lm->ddec, lm->dec_tokens, lm->dec_pos_buf, NULL, lm->cfg.hidden_dropout,
+                                  lm->cfg.num_layers, &lm->dec_pass);
     zt_model_param_event(lm->model, ZT_PARAM_GRAD_READY, zt_lm_unit_emb(lm));
   }
 }

@@ -80,8 +80,13 @@ typedef struct {
    * cross-attention to the encoder's output with the encoder's padding as the key mask; the head and the loss read the
    * decoder's final layernorm ("language_model.decoder.final_layernorm") over B x dec_seq_length tokens. With
    * --sequence-parallel both stacks hold their share of the tokens and the encoder's output is all-gathered once for
-   * the cross-attentions. One pipeline stage; no sparse attention, random-LTD or curriculum (the setup refuses them) */
-  int dec_layers, dec_seq_length;
+   * the cross-attentions. With pipeline stages (pp_split, Megatron's --pipeline-model-parallel-split-rank) stages
+   * [0, pp_split) hold num_layers / pp_split encoder layers each (the last of them the encoder's final layernorm),
+   * stages [pp_split, pp) dec_layers / (pp - pp_split) decoder layers each; two tensors cross every stage boundary:
+   * the encoder's stream (its hidden state, then its output, which the decoder stages read and pass on) and the
+   * decoder's (the first stage embeds the decoder's tokens too and the encoder stages pass that on). No virtual
+   * chunks, sparse attention, random-LTD or curriculum (refused) */
+  int dec_layers, dec_seq_length, pp_split;
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer
@@ -135,13 +140,16 @@ typedef struct {
   /* an encoder-decoder (cfg.dec_layers > 0); stack is then the encoder. The decoder's layers are numbered after the
    * encoder's (dropout sites, ZeRO-3 units after the encoder's final layernorm's) and named from 0 */
   int enc_dec;
-  zt_stack dec;
+  int has_enc_lnf;           /* this stage ends the encoder: its final layernorm (the one stage, or pp_split - 1) */
+  zt_stack dec;              /* the decoder's layers on this stage (none on an encoder stage) */
   zt_layer_spec dec_spec;
   int Td;                    /* the decoder's tokens per row: the head scores B x Td tokens (else B x T) */
   void *enc_lnf_w, *enc_lnf_b, *denc_lnf_w, *denc_lnf_b;
   void *enc_out;             /* [Ne, C] the encoder's final layernorm output (Ne: this rank's rows of B T) */
   float *enc_mean, *enc_rstd;
-  void *enc_full;            /* [B T, C] what the cross-attention reads: enc_out, all-gathered with --sequence-parallel */
+  void *enc_full;            /* [B T, C] what the cross-attention reads, all-gathered with --sequence-parallel */
+  const void *enc_mem;       /* the encoder output the last forward's cross-attentions read: enc_out, the stage input
+                                (a decoder stage) or enc_full */
   void *denc_full;           /* [B T, C] its gradient, summed over the decoder's layers (this rank's heads' part) */
   void *denc;                /* [Ne, C] the encoder output's gradient summed over the ranks (= denc_full without
                                 tensor parallelism) */

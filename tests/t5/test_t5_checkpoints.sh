@@ -2,10 +2,11 @@
 # pretrain_t5's checkpoints (mpirun, label mpi; docs/checkpoints.md), a tiny T5 with dropout on:
 #  - exact resume: 6 iterations straight (saves at 3 and 6) = 3, exit, resume 3: the iteration lines (lm loss, grad
 #    norm, ...; timings left out) and validation lines identical, every dataset of the final checkpoint bitwise equal
-#    (h5py), in one process, at TP=2 and under ZeRO-3 (DP=2);
-#  - resharding: a TP=2 checkpoint of iteration 3 continued by one process and a one-process one by TP=2 x DP=2:
-#    iterations 4-6 equal to the straight run's within 1e-5; the final TP=2 checkpoint loaded by one process and saved
-#    again reassembles to the same full weights and optimizer states (tests/checkpoint/h5_oracle.py full);
+#    (h5py), in one process, at TP=2, at PP=2 (split rank 1) and under ZeRO-3 (DP=2);
+#  - resharding: TP=2 and PP=2 checkpoints of iteration 3 continued by one process, a one-process one by TP=2 x DP=2
+#    and by PP=2 x TP=2: iterations 4-6 equal to the straight run's within 1e-5; the final TP=2 and PP=2 checkpoints
+#    loaded by one process and saved again reassemble to the same full weights and optimizer states
+#    (tests/checkpoint/h5_oracle.py full);
 #  - zero_to_fp32 on T5 ZeRO-2 and ZeRO-3 (DP=2) checkpoints: T5's names (lm_head.bias, the decoder's
 #    inter_attention, both final layernorms, ...), every tensor equal to the reassembled fp32 masters and to the saved
 #    weights (fp32 training);
@@ -44,6 +45,7 @@ resume_case() {
 }
 resume_case "one process" 1; s1="$STRAIGHT"
 resume_case "TP=2" 2 --tensor-model-parallel-size 2; s_tp="$STRAIGHT"
+resume_case "PP=2" 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1; s_pp="$STRAIGHT"
 cfg() { printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, %s}\n' "$2" > "$tmp/$1.json"; }
 cfg z2 '"zero_optimization": {"stage": 2}'
 cfg z3 '"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}'
@@ -60,10 +62,18 @@ cont() { # name, straight output, continued output, rc
 out=$(one --load "B_TP=2" --load-tag global_step3); cont "TP=2 checkpoint continued by one process" "$s_tp" "$out" $?
 out=$(run 4 --tensor-model-parallel-size 2 --load "B_one process" --load-tag global_step3)
 cont "one-process checkpoint continued by TP=2 x DP=2" "$s1" "$out" $?
+out=$(one --load "B_PP=2" --load-tag global_step3); cont "PP=2 checkpoint continued by one process" "$s_pp" "$out" $?
+out=$(run 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1 \
+      --load "B_one process" --load-tag global_step3)
+cont "one-process checkpoint continued by PP=2 x TP=2" "$s1" "$out" $?
 # the final checkpoints loaded into another layout and saved again: the same full states
 out=$(one --load "A_TP=2" --save R1); rc=$?
 cmp=$("$PY" "$oracle" full "A_TP=2/global_step6" R1/global_step6 2>&1)
 [ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "TP=2 checkpoint loaded by one process and saved: $cmp" || bad "TP=2 -> 1" "rc=$rc $cmp"
+out=$(one --load "A_PP=2" --save RP1); rc=$?
+cmp=$("$PY" "$oracle" full "A_PP=2/global_step6" RP1/global_step6 2>&1)
+[ $rc -eq 0 ] && grep -q "^equal" <<<"$cmp" && ok "PP=2 checkpoint loaded by one process and saved: $cmp" || bad "PP=2 -> 1" "rc=$rc $cmp"
+
 # --use-checkpoint-args: the encoder's and the decoder's shape from the checkpoint's saved arguments
 r3=$(timeout 300 "$bin" --hidden-size 32 --num-attention-heads 4 --max-position-embeddings 32 --micro-batch-size 4 \
      --data-path "$data" --vocab-file "$vocab" --vocab-extra-ids 10 --split 90,10,0 --lr 1e-3 --train-iters 7 \

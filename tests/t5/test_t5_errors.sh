@@ -4,7 +4,8 @@
 # (*_indexmap_*.npy) behind: a GPT-style _text_document dataset (not split into sentences); --decoder-seq-length
 # missing, or above --max-position-embeddings; --seq-length above it; fewer --vocab-extra-ids than the masked spans a
 # sample can hold (and none); --num-layers with --encoder-num-layers, --seq-length with --encoder-seq-length;
-# pipeline stages and --pipeline-model-parallel-split-rank; --untie-embeddings-and-output-weights; --mock-data;
+# pipeline stages without a split rank, a split rank outside [1, PP-1] or not dividing the layers, or without stages;
+# --untie-embeddings-and-output-weights; --mock-data;
 # --bert-no-binary-head; MoE layers; --random-ltd; the ds_config's sparse_attention; pretrain_gpt
 # and pretrain_bert given the decoder's flags. The encoder flags' other names train exactly as --num-layers and
 # --seq-length do.
@@ -33,9 +34,29 @@ refused "--num-layers and --encoder-num-layers" "$bin" "error: inconsistent argu
   --encoder-num-layers 2
 refused "--seq-length and --encoder-seq-length" "$bin" "--seq-length 32 and --encoder-seq-length 32: cannot have both" \
   --encoder-seq-length 32
-refused "pipeline stages" "$bin" "error: unsupported argument: --pipeline-model-parallel-size 2: T5 split over pipeline stages (encoder stages before --pipeline-model-parallel-split-rank, decoder stages after) lands with issue 17's pipeline part" \
-  --pipeline-model-parallel-size 2
-refused "--pipeline-model-parallel-split-rank" "$bin" "--pipeline-model-parallel-split-rank" --pipeline-model-parallel-split-rank 1
+# the split rank (pipeline sizes need ranks: mpirun 2 or 4 processes with a tiny command)
+if command -v mpirun >/dev/null; then
+  mrefused() { # name, np, message, flags...
+    local name="$1" np="$2" msg="$3" o rc; shift 3
+    o=$(timeout 120 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" "$@" 2>&1); rc=$?
+    if [ $rc -ne 0 ] && grep -qF -- "$msg" <<<"$o" && ! grep -q "^ iteration " <<<"$o" && [ ! -e "$tmp/ckpt" ]; then
+      ok "refused: $name ($msg)"
+    else bad "refusal: $name" "rc=$rc want '$msg', got '$(grep -m2 -i error <<<"$o")'"; fi
+    rm -rf "$tmp/ckpt" "$fx"/*indexmap*
+  }
+  mrefused "PP=2 without a split rank" 2 "error: missing argument: --pipeline-model-parallel-split-rank is required with --pipeline-model-parallel-size 2" \
+    --pipeline-model-parallel-size 2
+  mrefused "split rank = PP" 2 "--pipeline-model-parallel-split-rank 2: split rank needs to be less than pipeline model parallel size (2)" \
+    --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 2
+  mrefused "split rank 0" 2 "--pipeline-model-parallel-split-rank 0: the encoder needs at least one stage (a split rank in [1, 1])" \
+    --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 0
+  mrefused "encoder layers over the encoder stages" 4 "encoder_num_layers (2) must be divisible by number of ranks given to encoder (3)" \
+    --pipeline-model-parallel-size 4 --pipeline-model-parallel-split-rank 3
+  mrefused "decoder layers over the decoder stages" 4 "decoder_num_layers (2) must be divisible by number of ranks given to decoder (3)" \
+    --pipeline-model-parallel-size 4 --pipeline-model-parallel-split-rank 1
+fi
+refused "a split rank without stages" "$bin" "--pipeline-model-parallel-split-rank 1 needs --pipeline-model-parallel-size > 1" \
+  --pipeline-model-parallel-split-rank 1
 refused "--untie-embeddings-and-output-weights" "$bin" \
   "--untie-embeddings-and-output-weights: T5's output layer is tied to the word embeddings" --untie-embeddings-and-output-weights
 refused "--bert-no-binary-head" "$bin" "error: unsupported argument: --bert-no-binary-head is a pretrain_bert flag" --bert-no-binary-head
@@ -46,6 +67,8 @@ refused "sparse_attention" "$bin" "sparse_attention with T5: DeepSpeed's sparse 
   --deepspeed --deepspeed_config "$tmp/sparse.json"
 without --decoder-seq-length
 refused "no --decoder-seq-length" "$bin" "error: missing argument: --decoder-seq-length is required by pretrain_t5" 
+refused "pretrain_bert --pipeline-model-parallel-split-rank" "$bert" "error: unsupported argument: --pipeline-model-parallel-split-rank 1 is a pretrain_t5 flag" \
+  --pipeline-model-parallel-split-rank 1
 refused "pretrain_bert --decoder-num-layers" "$bert" "error: unsupported argument: --decoder-num-layers is a pretrain_t5 flag (the decoder of Megatron's encoder-decoder); this program trains bert" \
   --decoder-num-layers 2
 without --data-path

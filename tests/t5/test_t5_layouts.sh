@@ -2,7 +2,9 @@
 # pretrain_t5 in every parallel layout it runs (mpirun, label mpi): a tiny T5 (2 encoder and 2 decoder layers, hidden
 # 32, dropout on) on a generated sentence-split corpus gives, in each layout, the per-iteration lm loss, the
 # validation values and the grad norms of one process within 1e-5 relative: DP=2; TP=2; TP=2 --sequence-parallel;
-# full recompute; TP=2 x DP=2 --sequence-parallel --checkpoint-activations; ZeRO 1/2/3 at DP=2 (ds_config); ZeRO-2
+# full recompute; TP=2 x DP=2 --sequence-parallel --checkpoint-activations; pipeline stages split at
+# --pipeline-model-parallel-split-rank (PP=2 split 1, PP=4 split 2, PP=4 split 3 with 3 + 1 layers, PP=2 x TP=2 +
+# SP, PP=2 x DP=2 with recompute and with ZeRO-1, bf16 PP=2); ZeRO 1/2/3 at DP=2 (ds_config); ZeRO-2
 # with offload_optimizer cpu; a decoder of 3 layers over 24 tokens at TP=4 --sequence-parallel (one head per rank);
 # --apply-residual-connection-post-layernorm against its own one-process run; bf16 and fp16 (static scale) within 1%
 # of fp32 in one process, and TP=2 equal to their one-process mixed-precision run; the ds_config's flops profiler
@@ -30,6 +32,24 @@ out=$(one --micro-batch-size 4 --recompute-granularity full); same "--recompute-
 out=$(run 4 --micro-batch-size 4 --tensor-model-parallel-size 2 --sequence-parallel --checkpoint-activations)
 same "TP=2 x DP=2 --sequence-parallel --checkpoint-activations" "$ref" "$out" $?
 
+# pipeline stages split at --pipeline-model-parallel-split-rank (micro batches of 2: four per step through the 1F1B
+# schedule): the encoder's and the decoder's streams cross each boundary
+ref2=$(one --micro-batch-size 2)
+out=$(run 2 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1)
+same "PP=2, split rank 1" "$ref2" "$out" $?
+grep -q "pipeline_model_parallel_split_rank \.* 1" <<<"$out" || bad "split rank in the summary" "$(grep split_rank <<<"$out")"
+out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 4 --pipeline-model-parallel-split-rank 2)
+same "PP=4, split rank 2 (two encoder and two decoder stages)" "$ref2" "$out" $?
+r31=$(one --micro-batch-size 2 --num-layers 3 --decoder-num-layers 1)
+out=$(run 4 --micro-batch-size 2 --num-layers 3 --decoder-num-layers 1 --pipeline-model-parallel-size 4 \
+      --pipeline-model-parallel-split-rank 3)
+same "PP=4, split rank 3 (3 encoder stages of one layer, one decoder stage)" "$r31" "$out" $?
+out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1 \
+      --tensor-model-parallel-size 2 --sequence-parallel)
+same "PP=2 x TP=2 --sequence-parallel" "$ref2" "$out" $?
+out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1 --checkpoint-activations)
+same "PP=2 x DP=2 --checkpoint-activations" "$ref2" "$out" $?
+
 # ZeRO through --deepspeed (DP=2, one micro batch of 4 per rank); gradient clipping 1.0 as Megatron's --clip-grad
 cfg() { printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, %s}\n' "$2" > "$tmp/$1.json"; }
 for st in 1 2 3; do
@@ -38,6 +58,10 @@ for st in 1 2 3; do
   grep -q "> ZeRO stage $st" <<<"$out" || bad "ZeRO-$st line" "$(grep -m1 'ZeRO' <<<"$out")"
   same "ZeRO-$st DP=2" "$ref" "$out" $?
 done
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/z1pp.json"
+out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1 --deepspeed \
+      --deepspeed_config "$tmp/z1pp.json")
+same "ZeRO-1 PP=2 x DP=2" "$ref2" "$out" $?
 cfg zc '"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}'
 out=$(run 2 --micro-batch-size 4 --deepspeed --deepspeed_config "$tmp/zc.json"); same "ZeRO-2 DP=2 offload_optimizer cpu" "$ref" "$out" $?
 
@@ -62,6 +86,9 @@ for prec in "--bf16" "--fp16 --loss-scale 1024"; do
   else bad "$prec vs fp32" "'$(field "$m" "lm loss")' vs '$(field "$ref" "lm loss")'"; fi
   out=$(run 2 --micro-batch-size 4 $prec --tensor-model-parallel-size 2); same "$prec TP=2" "$m" "$out" $?
 done
+m=$(one --micro-batch-size 2 --bf16)
+out=$(run 2 --micro-batch-size 2 --bf16 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1)
+same "--bf16 PP=2" "$m" "$out" $?
 # the flops profiler (one process): T5's module tree with the MACs of the shapes, the losses unchanged by it
 H=32 TE=32 TD=16 B=4
 printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "flops_profiler": {"enabled": true, "profile_step": 2, "module_depth": -1, "top_modules": 1, "detailed": true}}\n' > "$tmp/fp.json"

@@ -20,8 +20,8 @@
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2; and
-# pretrain_t5 (the encoder-decoder: cross-attention, two stacks) on one GPU, TP=2 + SP with recompute, ZeRO-3 at DP=2
-# and bf16.
+# pretrain_t5 (the encoder-decoder: cross-attention, two stacks) on one GPU, TP=2 + SP with recompute, ZeRO-3 at DP=2,
+# PP=2 split at rank 1 and bf16.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ZT_BUILD=$ROOT/build
@@ -279,6 +279,7 @@ else
     train_case "T5 TP=2, sequence parallel, recompute" 2 --tensor-model-parallel-size 2 --sequence-parallel \
       --checkpoint-activations
     train_case "T5 ZeRO-3, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 3)"
+    train_case "T5 PP=2 (split rank 1)" 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1
     TOL=2e-3 train_case "T5 bf16" 1 --bf16
   fi
 fi
