@@ -113,6 +113,27 @@ void zt_sentence_data_check(const zt_data_setup *s, const char *model, int added
   *mask_prob = mp, *short_seq_prob = ssp;
 }
 
+void zt_sentence_data_build(zt_bert_data *g, const zt_data_setup *s, const zt_bert_vocab *vocab, const char *model,
+                            int added_tokens, int binary_head, double mask_prob, double short_seq_prob) {
+  zt_bert_data_config c = {
+      .data_path_n = s->data_path_n, .data_path = s->data_path,
+      .split_path_n = {s->split_path_n[0], s->split_path_n[1], s->split_path_n[2]},
+      .split_path = {s->split_path[0], s->split_path[1], s->split_path[2]}, .split = s->split,
+      .cache_path = s->cache_path, .max_seq_length = s->seq_length, .added_tokens = added_tokens, .seed = s->seed,
+      .masked_lm_prob = mask_prob, .short_seq_prob = short_seq_prob, .binary_head = binary_head,
+      .train_exact_num_epochs = s->train_exact_num_epochs,
+      .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
+      .vocab_size = vocab->size, .tokenizer_name = s->tokenizer_name, .vocab = vocab};
+  zt_log("> building train, validation, and test datasets for %s ...\n", model);
+  zt_bert_data_build(g, &c);
+  if (s->eval_iters > 0)
+    for (int k = 1; k < 3; k++)
+      if (!zt_bert_data_has(g, k))
+        zt_log(" > no %s documents (--split '%s'): %s evaluation is skipped\n", k == 1 ? "validation" : "test",
+               s->split, k == 1 ? "validation" : "test");
+  zt_log("> finished creating %s datasets ...\n", model);
+}
+
 zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
   double mask_prob, ssp; /* [CLS] A [SEP] B [SEP] */
   zt_sentence_data_check(s, "BERT", 3, "--seq-length", &mask_prob, &ssp);
@@ -122,22 +143,7 @@ zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
   p->s = *s;
   zt_bert_vocab_from_tokenizer(&p->vocab, s->tokenizer, s->tokenizer_name);
   p->subword = (uint8_t *)p->vocab.subword;
-  zt_bert_data_config c = {
-      .data_path_n = s->data_path_n, .data_path = s->data_path,
-      .split_path_n = {s->split_path_n[0], s->split_path_n[1], s->split_path_n[2]},
-      .split_path = {s->split_path[0], s->split_path[1], s->split_path[2]}, .split = s->split,
-      .cache_path = s->cache_path, .max_seq_length = s->seq_length, .added_tokens = 3, .seed = s->seed, .masked_lm_prob = mask_prob,
-      .short_seq_prob = ssp, .binary_head = s->binary_head, .train_exact_num_epochs = s->train_exact_num_epochs,
-      .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
-      .vocab_size = p->vocab.size, .tokenizer_name = s->tokenizer_name, .vocab = &p->vocab};
-  zt_log("> building train, validation, and test datasets for BERT ...\n");
-  zt_bert_data_build(&p->data, &c);
-  if (s->eval_iters > 0)
-    for (int k = 1; k < 3; k++)
-      if (!zt_bert_data_has(&p->data, k))
-        zt_log(" > no %s documents (--split '%s'): %s evaluation is skipped\n", k == 1 ? "validation" : "test",
-               s->split, k == 1 ? "validation" : "test");
-  zt_log("> finished creating BERT datasets ...\n");
+  zt_sentence_data_build(&p->data, s, &p->vocab, "BERT", 3, s->binary_head, mask_prob, ssp);
 
   const int T = s->seq_length;
   const size_t BT = (size_t)s->micro_batch * T;

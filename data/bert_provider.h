@@ -11,6 +11,7 @@
 #ifndef ZT_BERT_PROVIDER_H
 #define ZT_BERT_PROVIDER_H
 
+#include "data/bert_data.h"
 #include "data/bert_dataset.h"
 #include "data/provider.h"
 
@@ -32,6 +33,12 @@ void zt_bert_vocab_from_tokenizer(zt_bert_vocab *v, const zt_tokenizer *t, const
  * probabilities as the decimals the user typed (zt_bert_float_arg). `model` is "BERT" or "T5" for the messages. */
 void zt_sentence_data_check(const zt_data_setup *s, const char *model, int added, const char *seq_flag,
                             double *mask_prob, double *short_seq_prob);
+
+/* Builds BERT's or T5's datasets (data/bert_data.h: `added_tokens` 3 for BERT, 2 for T5; sentence pairs with
+ * binary_head) from the setup's data flags, with Megatron's lines around them and a note for each evaluation split
+ * that has no documents. */
+void zt_sentence_data_build(zt_bert_data *g, const zt_data_setup *s, const zt_bert_vocab *vocab, const char *model,
+                            int added_tokens, int binary_head, double mask_prob, double short_seq_prob);
 
 /* A float flag as the decimal the user typed (0.15f -> 0.15): the shortest decimal that reads back as f, as a
  * double, so --mask-prob and --short-seq-prob enter the arithmetic (and the cache name) as Python's floats do. */

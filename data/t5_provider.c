@@ -110,23 +110,7 @@ zt_data_provider *zt_t5_provider_create(const zt_data_setup *s) {
            "by its own sentinel <extra_id_k>; give --vocab-extra-ids %d or more (Megatron fails mid-run with an "
            "IndexError when a sample runs out)", p->t5.num_sentinels, s->seq_length - 2, s->seq_length, most_spans,
            mask_prob, most_spans);
-  zt_bert_data_config c = {
-      .data_path_n = s->data_path_n, .data_path = s->data_path,
-      .split_path_n = {s->split_path_n[0], s->split_path_n[1], s->split_path_n[2]},
-      .split_path = {s->split_path[0], s->split_path[1], s->split_path[2]}, .split = s->split,
-      .cache_path = s->cache_path, .max_seq_length = s->seq_length, .added_tokens = 2, .seed = s->seed,
-      .masked_lm_prob = mask_prob, .short_seq_prob = ssp, .binary_head = 0,
-      .train_exact_num_epochs = s->train_exact_num_epochs,
-      .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
-      .vocab_size = p->vocab.size, .tokenizer_name = s->tokenizer_name, .vocab = &p->vocab};
-  zt_log("> building train, validation, and test datasets for T5 ...\n");
-  zt_bert_data_build(&p->data, &c);
-  if (s->eval_iters > 0)
-    for (int k = 1; k < 3; k++)
-      if (!zt_bert_data_has(&p->data, k))
-        zt_log(" > no %s documents (--split '%s'): %s evaluation is skipped\n", k == 1 ? "validation" : "test",
-               s->split, k == 1 ? "validation" : "test");
-  zt_log("> finished creating T5 datasets ...\n");
+  zt_sentence_data_build(&p->data, s, &p->vocab, "T5", 2, 0, mask_prob, ssp);
 
   const int T = s->seq_length, TD = s->dec_seq_length;
   const size_t BT = (size_t)s->micro_batch * T, BD = (size_t)s->micro_batch * TD;
