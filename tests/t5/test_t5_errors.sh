@@ -36,7 +36,8 @@ refused "--seq-length and --encoder-seq-length" "$bin" "--seq-length 32 and --en
   --encoder-seq-length 32
 # the split rank (pipeline sizes need ranks: mpirun 2 or 4 processes with a tiny command)
 if command -v mpirun >/dev/null; then
-  mrefused() { # name, np, message, flags...
+  mrefused() { # name, np, message, flags... (every rank refuses: the message is matched without the line's start,
+               # which another rank's output printed at the same moment may precede)
     local name="$1" np="$2" msg="$3" o rc; shift 3
     o=$(timeout 120 "${mpi[@]}" -np "$np" "$bin" "${tiny[@]}" "$@" 2>&1); rc=$?
     if [ $rc -ne 0 ] && grep -qF -- "$msg" <<<"$o" && ! grep -q "^ iteration " <<<"$o" && [ ! -e "$tmp/ckpt" ]; then
@@ -44,7 +45,7 @@ if command -v mpirun >/dev/null; then
     else bad "refusal: $name" "rc=$rc want '$msg', got '$(grep -m2 -i error <<<"$o")'"; fi
     rm -rf "$tmp/ckpt" "$fx"/*indexmap*
   }
-  mrefused "PP=2 without a split rank" 2 "error: missing argument: --pipeline-model-parallel-split-rank is required with --pipeline-model-parallel-size 2" \
+  mrefused "PP=2 without a split rank" 2 "missing argument: --pipeline-model-parallel-split-rank is required with --pipeline-model-parallel-size 2" \
     --pipeline-model-parallel-size 2
   mrefused "split rank = PP" 2 "--pipeline-model-parallel-split-rank 2: split rank needs to be less than pipeline model parallel size (2)" \
     --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 2
