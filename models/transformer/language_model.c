@@ -31,8 +31,7 @@ void zt_lm_head_params(zt_lm *lm, int event) {
   if (head_uses_embedding(lm)) zt_model_param_event(lm->model, event, zt_lm_unit_emb(lm));
 }
 
-/* The last stage's parameters: the final layernorm, the model's head, the output layer (untied), or the tied word
- * embeddings' group (one stage) or Megatron's copy of them (several stages). */
+/* "<stack_prefix>.final_layernorm.weight" and ".bias". */
 static void register_final_ln(zt_param_table *t, const char *stack_prefix, int C) {
   char name[96];
   int64_t shape[1] = {C};
@@ -42,6 +41,8 @@ static void register_final_ln(zt_param_table *t, const char *stack_prefix, int C
   zt_param_table_add(t, name, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
 }
 
+/* The last stage's parameters: the final layernorm (the decoder's in an encoder-decoder), the model's head, the output
+ * layer (untied), or the tied word embeddings' group (one stage) or Megatron's copy of them (several stages). */
 static void register_last(zt_param_table *t, const zt_lm_config *c, zt_lm_register_head head, int V, int first) {
   register_final_ln(t, c->dec_layers > 0 ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, c->hidden_size);
   if (head) head(t, c, V);
