@@ -502,6 +502,7 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
   while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) zt_strbuf_put(&all, chunk, got);
   const int rerr = ferror(f);
   fclose(f);
+  t->raw = all.p;
   zt_check(!rerr, "bad task file", "%s %s=%s: read error", flag, name, path);
   const char *buf = all.p ? all.p : "";
   const size_t n = all.n;
@@ -519,6 +520,7 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
     zt_check(k < len, "bad task file", "%s:%ld: empty line (each line must be one JSON object: a %s document)", path,
              no, name);
     cJSON *j = cJSON_ParseWithLength(line, len);
+    t->json = j;
     if (!j) {
       const char *at = cJSON_GetErrorPtr();
       const long col = at && at >= line && at <= line + len ? (long)(at - line) + 1 : 0;
@@ -536,12 +538,16 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
     build_doc(&t->docs[t->n], name, j, w);
     t->n++;
     cJSON_Delete(j);
+    t->json = NULL;
   }
   free(all.p);
+  t->raw = NULL;
   zt_check(t->n > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, name, path);
 }
 
 void zt_mc_free(zt_mc_task *t) {
+  free(t->raw);
+  cJSON_Delete(t->json);
   for (int64_t i = 0; i < t->n; i++) {
     free(t->docs[i].text);
     free(t->docs[i].target);

@@ -31,6 +31,10 @@ typedef struct {
                        * lambada_openai */
   int64_t n;
   zt_mc_doc *docs;
+  /* while zt_mc_load reads the file: its bytes and the current line's JSON; zt_mc_load releases them, and zt_mc_free
+   * does when a fatal hook (the fuzzers') caught a refusal midway, as it frees the documents read so far */
+  char *raw;
+  void *json;
 } zt_mc_task;
 
 /* Whether the harness task `name` is supported here; for a known task that is not, *why names what it lands with. */

@@ -5,7 +5,8 @@
  * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
  * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
  * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
- * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). */
+ * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A refused file's documents
+ * read so far are freed (zt_mc_free): 450k refusals leaked 2.5 GB before, an out-of-memory finding of a long run. */
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/harness_tasks.h"
 #include "tests/fuzz/fuzz.h"
@@ -18,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *name = data[0] & 0x20 ? "lambada_openai" : names[data[0] & 7];
   const int nshot = (data[0] >> 3) & 3;
   const char *path = zt_fuzz_file("task.jsonl", data + 1, size - 1);
+  static zt_mc_task t; /* static: its contents survive the longjmp of a refusal, which zt_mc_free then releases */
   ZT_FUZZ_TRY {
-    zt_mc_task t;
     zt_mc_load(&t, name, path, "--task-data");
     zt_tok_state *st = zt_tok_state_new(tok);
     zt_pyrandom rnd;
@@ -63,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(ctx);
     }
     zt_tok_state_free(st);
-    zt_mc_free(&t);
   }
+  zt_mc_free(&t); /* also the documents read before a refused line (the tools exit there instead) */
   return 0;
 }
