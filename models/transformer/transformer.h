@@ -1,4 +1,4 @@
-/* Shared transformer building blocks used by every model (GPT now; BERT, T5 and MoE next): the attention
+/* Shared transformer building blocks used by every model (GPT, BERT, T5 and the MoE layers): the attention
  * sublayer (causal or bidirectional self-attention with a padding mask, or cross-attention), the MLP slot that a
  * Mixture-of-Experts layer can fill, and the transformer layer (Megatron's ParallelTransformerLayer, pre-LN) that
  * composes them after a layer spec (Megatron-core's ModuleSpec): its self-attention mask, an optional
