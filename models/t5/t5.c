@@ -84,8 +84,7 @@ zt_model *zt_t5_create(const zt_model_args *a, const zt_model_setup *s) {
 
 void zt_t5_count(const zt_model_args *a, int64_t *total, int64_t *largest) {
   const zt_model_setup one = {.micro_batch = 1, .seq_length = a->max_positions};
-  zt_t5_config c = zt_t5_config_of(a, &one);
-  c.dec_seq_length = a->max_positions;
+  const zt_t5_config c = zt_t5_config_of(a, &one);
   zt_lm_count_params(&c, register_head, total, largest);
 }
 
