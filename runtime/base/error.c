@@ -13,17 +13,43 @@ int zt_rank(void) { return g_rank; }
 int zt_world_size(void) { return g_world; }
 void zt_set_fatal_hook(void (*hook)(int exit_code)) { g_fatal_hook = hook; }
 
+/* Writes prefix + formatted message + newline to stderr in one write: stderr is unbuffered, so piece-wise fprintf
+ * calls reach mpirun's forwarding as separate chunks, and a job that aborts right after could interleave its banner
+ * into the line (or lose the rest of it). */
+static void write_line(const char *prefix, const char *fmt, va_list ap) {
+  char small[4096];
+  va_list ap2;
+  va_copy(ap2, ap);
+  size_t np = strlen(prefix);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) n = 0;
+  size_t total = np + (size_t)n + 1;
+  char *buf = total + 1 <= sizeof small ? small : malloc(total + 1);
+  if (!buf) { /* no memory for the line: print it in pieces rather than not at all */
+    fputs(prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return;
+  }
+  memcpy(buf, prefix, np);
+  vsnprintf(buf + np, (size_t)n + 1, fmt, ap);
+  buf[total - 1] = '\n';
+  fwrite(buf, 1, total, stderr);
+  fflush(stderr);
+  if (buf != small) free(buf);
+}
+
 void zt_fatal(const char *what, const char *fmt, ...) {
   fflush(stdout);
   /* Rank 0 prints exactly what a single process prints; other ranks say who they are. */
-  if (g_rank != 0) fprintf(stderr, "error: [rank %d] %s: ", g_rank, what);
-  else fprintf(stderr, "error: %s: ", what);
+  char prefix[256];
+  if (g_rank != 0) snprintf(prefix, sizeof prefix, "error: [rank %d] %s: ", g_rank, what);
+  else snprintf(prefix, sizeof prefix, "error: %s: ", what);
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  write_line(prefix, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
-  fflush(stderr);
   if (g_fatal_hook) {
     void (*hook)(int) = g_fatal_hook;
     g_fatal_hook = NULL; /* a hook that fails itself must not recurse */
@@ -42,13 +68,13 @@ void zt_log(const char *fmt, ...) {
 }
 
 void zt_warn(const char *fmt, ...) {
-  if (g_world > 1) fprintf(stderr, "[rank %d] ", g_rank);
-  fputs("warning: ", stderr);
+  char prefix[64];
+  if (g_world > 1) snprintf(prefix, sizeof prefix, "[rank %d] warning: ", g_rank);
+  else snprintf(prefix, sizeof prefix, "warning: ");
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  write_line(prefix, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 void *zt_malloc(size_t bytes, const char *what) {
