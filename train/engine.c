@@ -288,7 +288,13 @@ static void flops_report(zt_engine *e, double fwd, double bwd, double step) {
                             .dp_size = a->data_parallel_size, .mp_size = a->tensor_model_parallel_size,
                             .micro_batch = a->micro_batch_size, .fwd_latency = fwd, .bwd_latency = bwd,
                             .step_latency = step};
-  if (zt_rank() == 0) zt_flops_profiler_report(e->fprof, &r);
+  /* the tree again, now that the profiled forward ran: an MoE layer's counts follow its capacity of that forward */
+  zt_flops_profiler *p = make_flops_profiler(e);
+  zt_check(p->nslots == e->fprof->nslots, "internal error", "flops profiler: %d latency slots, then %d",
+           e->fprof->nslots, p->nslots);
+  memcpy(p->times, e->fprof->times, (size_t)p->nslots * sizeof(double));
+  if (zt_rank() == 0) zt_flops_profiler_report(p, &r);
+  zt_flops_profiler_free(p);
   zt_flops_profiler_free(e->fprof);
   e->fprof = NULL;
 }
@@ -506,9 +512,10 @@ static void setup_groups(zt_engine *e) {
   const int ep = zt_moe_on(&a->moe) ? a->moe_expert_parallel_size : 1;
   st->tp_size = a->tensor_model_parallel_size;
   st->pp_size = a->pipeline_model_parallel_size;
-  zt_check(!zt_moe_on(&e->args->moe) || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
-           "flops_profiler of %s with MoE layers (--num-experts above 1) is not supported yet: its module tree counts "
-           "the dense MLP (docs/moe.md)", e->ds ? e->ds->path : "");
+  zt_check(!zt_moe_on(&e->args->moe) || st->tp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled),
+           "unsupported argument", "the flops_profiler of %s with MoE layers and --tensor-model-parallel-size %d is not "
+           "supported yet: DeepSpeed's MoE splits each expert's tokens over the tensor-parallel ranks, which zerotron's "
+           "MoE layer does not (docs/moe.md)", e->ds ? e->ds->path : "", st->tp_size);
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);

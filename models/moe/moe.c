@@ -19,6 +19,7 @@
 
 #include "models/moe/moe.h"
 #include "runtime/base/error.h"
+#include "runtime/base/timer.h"
 
 typedef struct {
   const zt_moe_config *mc;
@@ -58,6 +59,8 @@ typedef struct {
   int32_t *h_roff;                             /* [El + 1] the local experts' first received rows */
   float *h_cnt;                                /* [P E] every member's kept count per expert */
   int blk;                                     /* the last forward's exchange block (rows) */
+  int cap_group;                               /* the last forward's capacity as DeepSpeed's buffers have it (without
+                                                  token dropping: the largest count over the expert-parallel group) */
 } moe_layer;
 
 /* The scratch (shared by the layers) for N rows, carved in this order (R: the rows the local experts process). */
@@ -410,8 +413,10 @@ static void exchange(moe_layer *m, const zt_block_config *cfg, void *dst, const 
   if (n > 0) be->embedding_forward(dt, dst, keep, b, n, C, 0);
 }
 
+/* ft: the layer's flops-profiler latency slots (ZT_FT_MOE, GATE, EXPERTS, RMLP, COEF, and the residual branch's
+ * FC1, FC2), or NULL. */
 static float core_forward(moe_layer *m, void *out, const void *inp, const zt_block_config *cfg, const zt_pass *pass,
-                          int N, void *scratch) {
+                          int N, void *scratch, double *ft) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const size_t es = zt_dtype_size(dt);
@@ -421,6 +426,8 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
   moe_scratch sc;
   carve(&sc, scratch, m, cfg, N);
   m->N = N;
+  const double t_moe = ft ? zt_now() : 0.0;
+  double t1 = t_moe;
   /* draws, then the router in fp32 */
   zt_moe_draws d = {m->draws.rts, NULL, pass->training ? m->draws.jitter : NULL};
   if ((k == 2 && m->mc->top2_sampling) || (k == 1 && pass->training && m->mc->noise == ZT_MOE_NOISE_RSAMPLE))
@@ -433,6 +440,8 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
     memcpy(m->h_logits + (size_t)s * E, m->h_rows + (size_t)row_of(s, B, T) * E, (size_t)E * sizeof(float));
   m->g.S = N;
   zt_moe_gate_forward(&m->g, m->h_logits, m->mc, pass->training, &d);
+  m->cap_group = m->g.capacity;
+  if (ft) ft[ZT_FT_GATE] += zt_now() - t1;
   /* slots: expert by expert, choice by choice, in token order */
   int M = 0;
   for (int e = 0; e < E; e++) {
@@ -456,22 +465,33 @@ static float core_forward(moe_layer *m, void *out, const void *inp, const zt_blo
   /* the experts: here, or on the members of the expert-parallel group (there and back through the all-to-all) */
   if (m->P > 1) { /* the token rows go straight from the input into the exchange */
     exchange_plan(m, cfg);
+    for (int i = 0; !m->mc->drop_tokens && i < m->P * E; i++) /* DeepSpeed max-reduces it over the group */
+      if ((int)m->h_cnt[i] > m->cap_group) m->cap_group = (int)m->h_cnt[i];
     exchange(m, cfg, m->xr, m->recv_row, m->R, inp, m->send_tok, sc.xa, sc.xb);
+    if (ft) t1 = zt_now();
     experts_forward(m, cfg, sc.xa, m->xr, m->h_roff, m->r * m->El, m->El);
+    if (ft) ft[ZT_FT_EXPERTS] += zt_now() - t1;
     exchange(m, cfg, m->y, m->slot_row, M, sc.xa, m->back_row, sc.xb, sc.xa);
   } else {
     m->R = M;
     be->embedding_forward(dt, sc.disp, m->slot_tok, inp, M, C, 0);
+    if (ft) t1 = zt_now();
     experts_forward(m, cfg, m->y, sc.disp, m->h_off, 0, E);
+    if (ft) ft[ZT_FT_EXPERTS] += zt_now() - t1;
   }
   /* combine */
   void *moe_out = m->mc->residual ? m->moe_out : out;
   be->scale_rows(dt, sc.dyb, m->y, m->slot_w, M, C);
   be->memset(moe_out, 0, (size_t)N * C * es);
   be->embedding_backward(dt, moe_out, m->slot_tok, sc.dyb, M, C);
+  if (ft) ft[ZT_FT_MOE] += zt_now() - t_moe;
   if (m->mc->residual) { /* out = moe_out * coef_0 + mlp(x) * coef_1, coef = softmax(x Wc^T + bc) */
+    m->mlp.fwd_time = ft; /* its linears time into FC1 and FC2 */
+    if (ft) t1 = zt_now();
     m->mlp.forward(&m->mlp, m->mlp_out, inp, cfg, pass, N, sc.mlp);
+    if (ft) ft[ZT_FT_RMLP] += zt_now() - t1, t1 = zt_now();
     be->matmul_forward(dt, sc.tmp, NULL, inp, m->coef_w, m->coef_b, N, C, 2);
+    if (ft) ft[ZT_FT_COEF] += zt_now() - t1;
     float *c2 = m->h_rows;
     if (dt == ZT_DTYPE_FP32) {
       be->to_host(c2, sc.tmp, (size_t)N * 2 * sizeof(float));
@@ -587,7 +607,7 @@ static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
                          int N, void *scratch) {
   moe_layer *m = self->state;
   const zt_block_config ecfg = expert_cfg(m, cfg);
-  if (!zt_tp_sp(cfg->tp)) return core_forward(m, out, inp, &ecfg, pass, N, scratch);
+  if (!zt_tp_sp(cfg->tp)) return core_forward(m, out, inp, &ecfg, pass, N, scratch, self->fwd_time);
   /* --sequence-parallel: the layer over all tokens, then this rank's rows */
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
@@ -595,7 +615,7 @@ static float moe_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
   const size_t row = (size_t)cfg->C * zt_dtype_size(dt);
   void *x = sp_buf(m, cfg, scratch, NF, 0), *y = sp_buf(m, cfg, scratch, NF, 1);
   be->copy(x, zt_tp_gather(cfg->tp, inp, N, cfg->C), (size_t)NF * row);
-  const float aux = core_forward(m, y, x, &ecfg, pass, NF, scratch);
+  const float aux = core_forward(m, y, x, &ecfg, pass, NF, scratch, self->fwd_time);
   be->copy(out, (char *)y + (size_t)zt_tp_row0(cfg->tp, NF) * row, (size_t)N * row);
   return aux;
 }
@@ -629,6 +649,73 @@ static void moe_destroy(zt_ffn *self) {
   free(m);
 }
 
+/* ---- the flops profiler's module tree ------------------------------------------------------------------------- */
+
+/* torch.einsum as DeepSpeed's flops profiler counts it (_einsum_flops_compute): numpy's einsum_path "Optimized FLOP
+ * count" of a two-operand contraction, its cost + 1, where the cost is the product of the sizes of all its indices,
+ * doubled when some are summed away (numpy's _flop_count), printed "%.3e" and read back by int(float(...)); 0 MACs. */
+static double einsum_flops(double size, int summed) {
+  char b[32];
+  snprintf(b, sizeof b, "%.3e", size * (summed ? 2 : 1) + 1);
+  return floor(strtod(b, NULL));
+}
+
+/* DeepSpeed's MoE module under Megatron-DeepSpeed's layer, as its profiler sees one GPU (docs/flops_profiler.md):
+ *   mlp: MoE                      residual: softmax of the coefficients, 2 per token
+ *     deepspeed_moe: MOELayer     the dispatch einsum sec,sm->ecm and the combine einsum sec,ecm->sm
+ *       gate: TopKGate            F.linear in fp32 (S C E MACs), softmax (S E), the gating function's einsums, and
+ *                                 without token dropping the capacity's Tensor.mul (1)
+ *         wg: Linear              never called as a module: 0
+ *       experts: Experts
+ *         deepspeed_experts: ModuleList of this rank's E / ep experts, each a ParallelMLP over ep x capacity rows
+ *     mlp: ParallelMLP            residual: the dense branch over the S tokens
+ *     coefficient: Linear         residual: S C 2 MACs
+ * with S tokens and the capacity of the last forward (before any: the training pass's, or S without dropping). */
+static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
+                           const zt_block_config *cfg) {
+  const moe_layer *m = self->state;
+  const int C = cfg->C, F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1), E = m->E, k = m->k;
+  const double S = N;
+  double cap = m->N ? m->cap_group
+                    : m->mc->drop_tokens ? zt_moe_capacity((int)S, E, k, m->mc->train_capacity_factor,
+                                                           m->mc->min_capacity)
+                                         : S;
+  const double sec = S * E * cap;
+  double gate = 2 * S * C * E + S * E; /* the router's F.linear and F.softmax */
+  if (k == 1) gate += einsum_flops(sec, 0); /* top1gating: se,sc->sec */
+  else if (k == 2)                          /* top2gating: se,se->s, s,se->se and se,sc->sec, twice each */
+    gate += 2 * (einsum_flops(S * E, 1) + einsum_flops(S * E, 0) + einsum_flops(sec, 0));
+  else gate += einsum_flops(sec, 0);        /* topkgating: se,sec->sec */
+  if (!m->mc->drop_tokens) gate += 1;       /* new_capacity ... .mul(tp) on a 0-d tensor */
+  char extra[96], path[256];
+  const int moe = zt_fp_add(p, parent, "mlp", "MoE", slots + ZT_FT_MLP, 0, m->mc->residual ? 2 * S : 0);
+  const int layer = zt_fp_add(p, moe, "deepspeed_moe", "MOELayer", slots + ZT_FT_MOE, 0, 2 * einsum_flops(sec * C, 1));
+  const int g = zt_fp_add(p, layer, "gate", "TopKGate", slots + ZT_FT_GATE, S * C * E, gate);
+  snprintf(extra, sizeof extra, "in_features=%d, out_features=%d, bias=False", C, E);
+  zt_fp_set_extra(p, zt_fp_add(p, g, "wg", "Linear", -1, 0, 0), extra);
+  const int ex = zt_fp_add(p, layer, "experts", "Experts", slots + ZT_FT_EXPERTS, 0, 0);
+  const int list = zt_fp_add(p, ex, "deepspeed_experts", "ModuleList", -1, 0, 0);
+  p->mods[list].is_list = true;
+  for (int i = 0; i < m->El; i++) { /* local expert i is global expert r El + i of the parameter names */
+    char nm[16];
+    snprintf(nm, sizeof nm, "%d", i);
+    const int e = zt_ffn_dense_flops(p, list, nm, -1, -1, -1, (double)m->P * cap, C, F);
+    snprintf(path, sizeof path, "%s.%d", p->mods[list].path, m->r * m->El + i);
+    zt_fp_set_path(p, e, path);
+  }
+  for (int e = 0; e < E; e++)
+    if (e / m->El != m->r) {
+      snprintf(path, sizeof path, "%s.%d", p->mods[list].path, e);
+      zt_fp_exclude(p, path);
+    }
+  if (m->mc->residual) {
+    zt_ffn_dense_flops(p, moe, "mlp", slots + ZT_FT_RMLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, S, C, F);
+    const int coef = zt_fp_add_linear(p, moe, "coefficient", "Linear", slots + ZT_FT_COEF, S, C, 2);
+    snprintf(extra, sizeof extra, "in_features=%d, out_features=2, bias=True", C);
+    zt_fp_set_extra(p, coef, extra);
+  }
+}
+
 zt_ffn zt_moe_make_ffn(const void *ctx, int layer) {
   const zt_moe_config *mc = ctx;
   const int E = zt_moe_experts(mc, layer);
@@ -646,7 +733,7 @@ zt_ffn zt_moe_make_ffn(const void *ctx, int layer) {
   if (mc->residual) m->mlp = zt_ffn_dense_mlp();
   return (zt_ffn){.kind = "moe", .register_params = moe_register, .bind = moe_bind, .plan_acts = moe_plan_acts,
                   .scratch_bytes = moe_scratch_bytes, .forward = moe_forward, .backward = moe_backward,
-                  .destroy = moe_destroy, .state = m};
+                  .destroy = moe_destroy, .flops_tree = moe_flops_tree, .state = m};
 }
 
 const zt_moe_gating *zt_moe_last_gating(const zt_ffn *ffn) {

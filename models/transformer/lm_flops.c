@@ -14,11 +14,11 @@ static void add_core(zt_flops_profiler *p, int parent, int slot, double B, int N
   zt_fp_add(p, parent, "core_attention", "CoreAttention", slot, 2 * mm, 2 * mm + s + s + 2 * mm);
 }
 
-/* A ParallelTransformer (encoder or decoder) of L layers over B x T tokens, its layers' slots from layer_slots; a
+/* A ParallelTransformer (encoder or decoder: the stack st) over B x T tokens, its layers' slots from layer_slots; a
  * decoder's layers cross-attend to Tk encoder positions (cross = 1). */
 static void add_stack(zt_flops_profiler *p, int parent, const char *name, int slot, int final_ln_slot,
-                      const zt_lm_config *c, int L, int B, int T, int Tk, int cross, int layer_slots) {
-  const int C = c->hidden_size, NH = c->num_heads, HD = C / NH, F = c->ffn_hidden_size;
+                      const zt_lm_config *c, const zt_stack *st, int B, int T, int Tk, int cross, int layer_slots) {
+  const int C = c->hidden_size, NH = c->num_heads, HD = C / NH, L = st->nlayers;
   const double N = (double)B * T, Nk = (double)B * Tk, eps = c->ln_eps;
   int stack = zt_fp_add(p, parent, name, "ParallelTransformer", slot, 0, 0);
   int layers = zt_fp_add(p, stack, "layers", "ModuleList", -1, 0, 0);
@@ -42,10 +42,8 @@ static void add_stack(zt_flops_profiler *p, int parent, const char *name, int sl
       zt_fp_add_linear(p, inter, "dense", "RowParallelLinear", base + ZT_FT_IDENSE, N, C, C);
       zt_fp_add_layernorm(p, lay, "post_inter_attention_layernorm", base + ZT_FT_LN3, N, C, eps);
     }
-    /* ParallelMLP's own: F.gelu, 1 flop per element */
-    int mlp = zt_fp_add(p, lay, "mlp", "ParallelMLP", base + ZT_FT_MLP, 0, N * F);
-    zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", base + ZT_FT_FC1, N, C, F);
-    zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", base + ZT_FT_FC2, N, F, C);
+    const zt_ffn *ffn = &st->blocks[l].ffn; /* the MLP slot's tree: dense, or an MoE layer's (models/moe) */
+    ffn->flops_tree(ffn, p, lay, base, N, st->cfg);
   }
   zt_fp_add_layernorm(p, stack, "final_layernorm", final_ln_slot, N, C, eps);
 }
@@ -67,9 +65,9 @@ int zt_lm_flops_tree(zt_flops_profiler *p, int parent, const zt_lm *lm, int laye
     snprintf(extra, sizeof extra, "%d, %d", c->num_tokentypes, C);
     zt_fp_set_extra(p, tt, extra);
   }
-  add_stack(p, root, "encoder", ZT_LM_FT_ENCODER, ZT_LM_FT_FINAL_LN, c, L, lm->B, lm->T, 0, 0, layer_slots);
+  add_stack(p, root, "encoder", ZT_LM_FT_ENCODER, ZT_LM_FT_FINAL_LN, c, &lm->stack, lm->B, lm->T, 0, 0, layer_slots);
   if (lm->enc_dec)
-    add_stack(p, root, "decoder", ZT_LM_FT_DECODER, ZT_LM_FT_DEC_FINAL_LN, c, c->dec_layers, lm->B, lm->Td, lm->T, 1,
+    add_stack(p, root, "decoder", ZT_LM_FT_DECODER, ZT_LM_FT_DEC_FINAL_LN, c, &lm->dec, lm->B, lm->Td, lm->T, 1,
               layer_slots + L * ZT_FT_SLOTS);
   return root;
 }

@@ -100,10 +100,27 @@ static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void 
   zt_tp_reduce(tp, dinp, NULL, N, cfg->C);
 }
 
+int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int slot, int fc1_slot, int fc2_slot,
+                       double rows, int C, int F) {
+  /* ParallelMLP's own: F.gelu, 1 flop per element */
+  int mlp = zt_fp_add(p, parent, name, "ParallelMLP", slot, 0, rows * F);
+  zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", fc1_slot, rows, C, F);
+  zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", fc2_slot, rows, F, C);
+  return mlp;
+}
+
+/* The whole MLP's shapes (the flops profiler counts the model's, not this rank's share) */
+static void mlp_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
+                           const zt_block_config *cfg) {
+  (void)self;
+  const int F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1);
+  zt_ffn_dense_flops(p, parent, "mlp", slots + ZT_FT_MLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, N, cfg->C, F);
+}
+
 zt_ffn zt_ffn_dense_mlp(void) {
   zt_ffn f = {.kind = "dense", .register_params = mlp_register, .bind = mlp_bind,
               .plan_acts = mlp_plan_acts, .scratch_bytes = mlp_scratch_bytes,
-              .forward = mlp_forward, .backward = mlp_backward};
+              .forward = mlp_forward, .backward = mlp_backward, .flops_tree = mlp_flops_tree};
   f.state = zt_calloc(1, sizeof(dense_mlp), "dense MLP");
   return f;
 }

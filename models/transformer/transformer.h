@@ -54,7 +54,10 @@ typedef enum { ZT_ATTN_SELF = 0, ZT_ATTN_CROSS = 1 } zt_attn_kind;
  * its fwd_time: the layer's slots for the self-attention, the layer's slots + ZT_FT_INTER_BASE for the
  * cross-attention, which lands them on IQ, ICORE, IDENSE and IKV. */
 enum { ZT_FT_LAYER, ZT_FT_LN1, ZT_FT_ATTN, ZT_FT_QKV, ZT_FT_CORE, ZT_FT_DENSE, ZT_FT_LN2, ZT_FT_MLP, ZT_FT_FC1,
-       ZT_FT_FC2, ZT_FT_INTER, ZT_FT_IQ, ZT_FT_ICORE, ZT_FT_IDENSE, ZT_FT_LN3, ZT_FT_IKV, ZT_FT_SLOTS };
+       ZT_FT_FC2, ZT_FT_INTER, ZT_FT_IQ, ZT_FT_ICORE, ZT_FT_IDENSE, ZT_FT_LN3, ZT_FT_IKV,
+       /* an MoE layer's MLP slot (models/moe): its MOELayer, TopKGate, Experts, the residual variant's dense branch and
+        * coefficient (the dense branch's linears time into FC1 and FC2) */
+       ZT_FT_MOE, ZT_FT_GATE, ZT_FT_EXPERTS, ZT_FT_RMLP, ZT_FT_COEF, ZT_FT_SLOTS };
 enum { ZT_FT_INTER_BASE = ZT_FT_IQ - ZT_FT_QKV, ZT_FT_KV = ZT_FT_IKV - ZT_FT_INTER_BASE };
 _Static_assert(ZT_FT_ICORE - ZT_FT_CORE == ZT_FT_INTER_BASE && ZT_FT_IDENSE - ZT_FT_DENSE == ZT_FT_INTER_BASE,
                "the cross-attention's slots sit at one offset from the self-attention's");
@@ -118,6 +121,10 @@ struct zt_ffn {
   void (*backward)(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
                    const zt_pass *pass, int N, void *scratch, float aux_grad);
   void (*destroy)(zt_ffn *self); /* frees state (NULL: free(state)) */
+  /* adds the slot's flops-profiler module ("mlp") under the layer's module `parent`: DeepSpeed's counts for one micro
+   * batch of N tokens (after a forward: the last one's, where they depend on it), latencies from the layer's slots */
+  void (*flops_tree)(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
+                     const zt_block_config *cfg);
   void *state;   /* the implementation's parameters and activations */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
 };
@@ -127,6 +134,10 @@ typedef enum { ZT_MLP_DENSE = 0 } zt_mlp_kind;
 
 /* The dense MLP: dense_h_to_4h [FFN, C] -> GELU -> dense_4h_to_h [C, FFN]. */
 zt_ffn zt_ffn_dense_mlp(void);
+/* Megatron's ParallelMLP in the flops profiler's tree (the dense MLP's, an MoE layer's experts and residual branch):
+ * module `name` over `rows` tokens, C -> F -> C, its GELU 1 flop per element, latency slots (-1: none). */
+int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int slot, int fc1_slot, int fc2_slot,
+                       double rows, int C, int F);
 zt_ffn zt_ffn_make(zt_mlp_kind kind);
 /* Global layer l's MLP slot: cfg->make_ffn's, or the spec's kind. */
 zt_ffn zt_ffn_for_layer(const zt_block_config *cfg, zt_mlp_kind kind, int l);

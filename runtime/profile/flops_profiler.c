@@ -114,6 +114,34 @@ void zt_fp_set_extra(zt_flops_profiler *p, int module, const char *extra) {
   snprintf(p->mods[module].extra, sizeof p->mods[module].extra, "%s", extra);
 }
 
+void zt_fp_set_path(zt_flops_profiler *p, int module, const char *path) {
+  /* the module and its descendants (they follow it in pre-order): the old prefix replaced */
+  char old[sizeof p->mods[0].path];
+  const size_t n = strlen(p->mods[module].path);
+  memcpy(old, p->mods[module].path, n + 1);
+  for (int k = module; k < p->count && (k == module || p->mods[k].depth > p->mods[module].depth); k++) {
+    char full[512];
+    snprintf(full, sizeof full, "%s%s", path, p->mods[k].path + n);
+    zt_check(strlen(full) < sizeof p->mods[k].path && strncmp(p->mods[k].path, old, n) == 0, "flops profiler",
+             "module path %s is longer than %zu characters", full, sizeof p->mods[k].path - 1);
+    memcpy(p->mods[k].path, full, strlen(full) + 1);
+  }
+}
+
+void zt_fp_exclude(zt_flops_profiler *p, const char *prefix) {
+  p->excluded = realloc(p->excluded, (size_t)(p->nexcluded + 1) * sizeof *p->excluded);
+  zt_check(p->excluded != NULL, "flops profiler", "out of memory for %d excluded prefixes", p->nexcluded + 1);
+  const size_t n = strlen(prefix) + 1;
+  p->excluded[p->nexcluded] = memcpy(zt_malloc(n, "flops profiler prefix"), prefix, n);
+  p->nexcluded++;
+}
+
+/* Whether name is prefix or lies under it ("prefix.<...>"). */
+static bool under(const char *name, const char *prefix) {
+  const size_t n = strlen(prefix);
+  return strncmp(name, prefix, n) == 0 && (name[n] == '.' || name[n] == 0);
+}
+
 int zt_fp_add_layernorm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps) {
   /* F.layer_norm with affine weights: 5 flops per element */
   int i = zt_fp_add(p, parent, name, "LayerNorm", slot, 0, 5 * N * C);
@@ -145,7 +173,9 @@ void zt_fp_finish(zt_flops_profiler *p, const zt_param_table *t) {
   /* parameters of each subtree from the parameter table (each tensor once: tied weights once) */
   for (int i = 0; i < t->count; i++) {
     const zt_param *prm = &t->params[i];
-    for (int k = 0; k < p->count; k++) {
+    bool here = true;
+    for (int x = 0; x < p->nexcluded && here; x++) here = !under(prm->name, p->excluded[x]);
+    for (int k = 0; here && k < p->count; k++) {
       size_t n = strlen(p->mods[k].path);
       if (n == 0 || (strncmp(prm->name, p->mods[k].path, n) == 0 && prm->name[n] == '.'))
         p->mods[k].params += (int64_t)prm->numel;
@@ -163,6 +193,8 @@ void zt_flops_profiler_reset(zt_flops_profiler *p) { memset(p->times, 0, (size_t
 
 void zt_flops_profiler_free(zt_flops_profiler *p) {
   if (!p) return;
+  for (int x = 0; x < p->nexcluded; x++) free(p->excluded[x]);
+  free(p->excluded);
   free(p->mods);
   free(p->times);
   free(p);

@@ -41,6 +41,8 @@ typedef struct {
   int count, cap;
   double *times;        /* nslots seconds, the model's latency slots */
   int nslots;
+  char **excluded;      /* parameter-name prefixes not on this GPU (zt_fp_exclude) */
+  int nexcluded;
   char output_file[512];
 } zt_flops_profiler;
 
@@ -59,6 +61,12 @@ int zt_fp_add_linear(zt_flops_profiler *p, int parent, const char *name, const c
                      int out);
 /* The module's extra_repr. */
 void zt_fp_set_extra(zt_flops_profiler *p, int module, const char *extra);
+/* The module's parameter-name prefix when it differs from its place in the tree (DeepSpeed's local expert i is a
+ * global expert of the checkpoint's names); its descendants' paths follow. */
+void zt_fp_set_path(zt_flops_profiler *p, int module, const char *path);
+/* Parameters under this name prefix are not on this GPU in the layout the report describes (the experts of the other
+ * expert-parallel ranks): no module counts them. */
+void zt_fp_exclude(zt_flops_profiler *p, const char *prefix);
 /* After the last module: each subtree's parameters from the table (every tensor once: tied weights once) and its
  * MACs and flops. */
 void zt_fp_finish(zt_flops_profiler *p, const zt_param_table *t);

@@ -177,6 +177,28 @@ if command -v mpirun >/dev/null; then
   b=$(losses "$r2")
   [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a one-process checkpoint at 6 resumed at EP=2 x DP=2 to 12 = the uninterrupted run" \
     || bad "one-process checkpoint resumed at EP=2" "'$a' vs '$b'"
+  # the flops profiler (DeepSpeed's per-GPU view): at EP=2 each rank holds 2 of each MoE layer's 4 experts, each over
+  # the rows of both members (twice EP=1's); a full tree's counts are tests/profiler's test_moe_flops
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "flops_profiler": {"enabled": true, "profile_step": 2}}\n' \
+    >"$tmp/fp.json"
+  fp1=$(run "${moe[@]}" --deepspeed --deepspeed_config "$tmp/fp.json")
+  fp2=$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 --deepspeed --deepspeed_config "$tmp/fp.json")
+  n=$(grep -oE "model parallel rank \(0, 0\): [0-9]+" <<<"$fp1" | grep -oE "[0-9]+$")
+  k() { awk -v n="$1" 'BEGIN { s = sprintf("%.2f", n / 1000); sub(/0+$/, "", s); sub(/\.$/, "", s); print s " K" }'; }
+  local_p=$(k $((n - 2 * 2 * (2 * 64 * 256 + 256 + 64))))
+  if grep -qE "^params per GPU: +$(k "$n") *$" <<<"$fp1" && grep -qE "^params per GPU: +$local_p *$" <<<"$fp2" \
+     && grep -qE "^ +\(0-3\): 4 x ParallelMLP\($" <<<"$fp1" && grep -qE "^ +\(0-1\): 2 x ParallelMLP\($" <<<"$fp2" \
+     && grep -A1 "4 x ParallelMLP" <<<"$fp1" | grep -q "2.1 MMACs" && grep -A1 "2 x ParallelMLP" <<<"$fp2" | grep -q "4.19 MMACs" \
+     && grep -q "(deepspeed_moe): MOELayer(" <<<"$fp2" && [ "$(losses "$fp2" | wc -w)" -eq 12 ] \
+     && close "$(losses "$fp1")" "$(losses "$fp2")" 1e-5; then
+    ok "flops profiler with MoE: $(k "$n") params per GPU at EP=1, $local_p at EP=2 (2 local experts, each over 2 x 64 rows)"
+  else
+    bad "flops profiler with MoE" "$(grep -h 'params per GPU' <<<"$fp1$fp2") $(grep -A1 'x ParallelMLP' <<<"$fp1$fp2")"
+  fi
+  out=$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2 --deepspeed --deepspeed_config "$tmp/fp.json")
+  grep -qF "with MoE layers and --tensor-model-parallel-size 2 is not supported yet" <<<"$out" \
+    && ! grep -q "^ iteration" <<<"$out" && ok "refused: the flops profiler with MoE at TP=2" \
+    || bad "refused: the flops profiler with MoE at TP=2" "$(grep -m2 -i error <<<"$out")"
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
@@ -200,10 +222,6 @@ expect_error "fewer tokens than --moe-min-capacity (DeepSpeed's assert)" "--micr
 expect_error "a capacity factor of 0" "--moe-train-capacity-factor 0 / --moe-eval-capacity-factor 1: must be > 0" \
   --num-experts 4 --moe-train-capacity-factor 0
 expect_error "an unknown --noisy-gate-policy" "Jiter" --num-experts 4 --noisy-gate-policy Jiter
-printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "flops_profiler": {"enabled": true, "profile_step": 2}}\n' \
-  >"$tmp/fp.json"
-expect_error "the flops profiler (its tree counts the dense MLP)" "with MoE layers (--num-experts above 1) is not supported yet" \
-  --num-experts 4 --deepspeed --deepspeed_config "$tmp/fp.json"
 printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n' >"$tmp/vocab.txt"
 out=$(timeout 120 "$bert" "${tiny[@]/--mock-data/--vocab-file=$tmp/vocab.txt}" --data-path "$tmp/none" --num-experts 4 2>&1)
 rc=$?
