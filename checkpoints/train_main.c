@@ -83,7 +83,7 @@ int zt_train_main(int argc, char **argv, const zt_model_kind *kind, const char *
     zt_args targs;
     zt_engine_teacher_args(&args, &targs);
     e.teacher = zt_engine_build_teacher(&e);
-    zt_ckpt_load_weights(e.teacher, &targs, 0, 1, 0, 1, e.st.dp_rank, e.st.dp_size);
+    zt_ckpt_load_weights(e.teacher, &targs, e.st.tp_rank, e.st.tp_size, 0, 1, e.st.dp_rank, e.st.dp_size);
   }
   zt_ckpt_start(&e.st); /* --load (validated before any state changes), SIGTERM handler, exit clock */
   e.hooks = (zt_train_hooks){.after_step = zt_ckpt_after_step, .end_of_training = zt_ckpt_end_of_training};

@@ -922,10 +922,10 @@ static void check_kd_flags(zt_args *a, const unsigned char *seen) {
   zt_check(isfinite(a->kd_temp) && a->kd_temp > 0, "bad argument value", "--kd-temp %g: must be > 0 (the logits are "
            "divided by it)", a->kd_temp);
   zt_check(isfinite(a->kd_beta_ce), "bad argument value", "--kd-beta-ce %g: must be finite", a->kd_beta_ce);
-  zt_check(a->tensor_model_parallel_size == 1, "unsupported argument", "%s with --tensor-model-parallel-size %d: the "
-           "student's KD term over vocabulary-parallel logits lands with the vocab-parallel KD work (issue 18); train "
-           "the student with 1 (the teacher's checkpoint may be saved with any tensor-parallel size)", how,
-           a->tensor_model_parallel_size);
+  const int tp = a->tensor_model_parallel_size; /* the teacher is split over the student's tensor-parallel ranks */
+  zt_check(a->num_attention_heads_teacher % tp == 0, "inconsistent arguments", "%s: --num-attention-heads-teacher %d "
+           "is not divisible by --tensor-model-parallel-size %d (the teacher is split over the student's "
+           "tensor-parallel ranks)", how, a->num_attention_heads_teacher, tp);
   zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "%s with --pipeline-model-parallel-size %d: "
            "the teacher beside a pipelined student lands with the pipelined KD work (issue 18; Megatron-DeepSpeed's "
            "weights-only teacher load asserts it is not a PipelineEngine); train the student with 1", how,
@@ -965,6 +965,9 @@ static void check_kd_flags(zt_args *a, const unsigned char *seen) {
    * not load in Megatron-DeepSpeed (its MLP is 4 x its own hidden size), and takes 4 x --hidden-size-teacher here */
   a->teacher_ffn_hidden_size = a->hidden_size_teacher == a->hidden_size ? a->ffn_hidden_size
                                                                         : 4 * a->hidden_size_teacher;
+  zt_check(a->teacher_ffn_hidden_size % tp == 0, "inconsistent arguments", "%s: the teacher's MLP width %d is not "
+           "divisible by --tensor-model-parallel-size %d (the teacher is split over the student's tensor-parallel "
+           "ranks)", how, a->teacher_ffn_hidden_size, tp);
 }
 
 /* Megatron's validate_args for the encoder-decoder flags: --encoder-num-layers names --num-layers and

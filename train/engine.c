@@ -439,11 +439,13 @@ zt_model *zt_engine_build_teacher(const zt_engine *e) {
            a->mos ? "mos" : "kd");
   zt_args t;
   zt_engine_teacher_args(a, &t);
-  /* forward-only on the student's backend and storage type, one rank's whole model (the student runs with one
-   * tensor-parallel rank and one stage); no gradients, optimizer state or masters planned */
+  /* forward-only on the student's backend and storage type, split over the student's tensor-parallel group as
+   * Megatron-DeepSpeed builds it (its logits the same vocabulary slices as the student's), in one stage (the student
+   * runs with one); no gradients, optimizer state or masters planned */
   const zt_model_setup s = {.backend = e->be, .dtype = e->model->dt, .micro_batch = a->micro_batch_size,
-                            .seq_length = a->seq_length, .forward_only = 1, .zero_partitions = 1, .tp_size = 1,
-                            .pp_size = 1, .vpp = 1, .pp_buffers = 1};
+                            .seq_length = a->seq_length, .forward_only = 1, .zero_partitions = 1,
+                            .tp_group = e->tp_group, .tp_size = a->tensor_model_parallel_size, .tp_rank = e->st.tp_rank,
+                            .sequence_parallel = a->sequence_parallel, .pp_size = 1, .vpp = 1, .pp_buffers = 1};
   zt_model_args margs = args_model(&t);
   margs.moe = zt_moe_on(&a->teacher_moe) ? &a->teacher_moe : NULL; /* t lives on this stack: the model keeps it */
   zt_log("building the teacher %s model (--num-layers-teacher %d, --hidden-size-teacher %d, "

@@ -658,6 +658,7 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
     be->matmul_backward(dt, dh, lm->dout_w, dbias, lm->logits, h, lm->out_w, NULL, N, C, V);
   } else { /* the input gradient of the column-parallel output layer is partial over the vocabulary slices */
     be->cross_entropy_vp_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, NF, V, lm->v0);
+    if (lm->kd) zt_kd_backward(lm->kd, dt, lm->logits, grad_scale); /* the slice's KD gradient */
     be->matmul_backward(dt, zt_tp_partial_buffer(&lm->tp, dh), lm->dout_w, dbias, lm->logits,
                         zt_tp_gather(&lm->tp, h, N, C), lm->out_w, NULL, NF, C, V);
     zt_tp_reduce(&lm->tp, dh, NULL, N, C);

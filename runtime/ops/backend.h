@@ -100,9 +100,14 @@ typedef struct zt_backend {
                                     const int32_t *targets, const float *dloss, int N, int V, int v0);
   /* Knowledge distillation per row (Megatron-DeepSpeed's calculate_mos_loss): with q = softmax(student / temp) and
    * p = softmax(teacher / temp) over each of N rows of V logits, row_loss[n] = sum over v of p (log p - log q)
-   * (KLDivLoss's terms, 0 where p is 0) and grad[n, v] = gcoef (q - p); fp32 outputs in backend memory, written (=). */
+   * (KLDivLoss's terms, 0 where p is 0) and grad[n, v] = gcoef (q - p); fp32 outputs in backend memory, written (=).
+   * lse: NULL, or [2N] fp32 backend memory holding the log-sum-exps of student / temp (n) and teacher / temp (N + n)
+   * over the whole vocabulary, when the rows are one tensor-parallel rank's slice of it (then row_loss is the slice's
+   * share of the term). */
   void (*kd_rows)(zt_dtype dt, float *row_loss, float *grad, const void *student, const void *teacher, int N, int V,
-                  double temp, double gcoef);
+                  double temp, double gcoef, const float *lse);
+  /* The rows' own log-sum-exps for kd_rows: lse[n] of student[n] / temp, lse[N + n] of teacher[n] / temp (=). */
+  void (*kd_lse)(zt_dtype dt, float *lse, const void *student, const void *teacher, int N, int V, double temp);
 
   /* ---- flat-buffer ops of the engine (fp32 buffers unless a dtype is given) ------------------------------- */
   /* dst[n] (dst_dt) = src[n] (src_dt), rounding to nearest even */

@@ -65,7 +65,7 @@ static zt_backend k_cuda = {
     .cross_entropy_forward = zt_cuda_cross_entropy_forward, .cross_entropy_backward = zt_cuda_cross_entropy_backward,
     .cross_entropy_vp_max = zt_cuda_cross_entropy_vp_max, .cross_entropy_vp_sums = zt_cuda_cross_entropy_vp_sums,
     .cross_entropy_vp_finish = zt_cuda_cross_entropy_vp_finish,
-    .cross_entropy_vp_backward = zt_cuda_cross_entropy_vp_backward, .kd_rows = zt_cuda_kd_rows,
+    .cross_entropy_vp_backward = zt_cuda_cross_entropy_vp_backward, .kd_rows = zt_cuda_kd_rows, .kd_lse = zt_cuda_kd_lse,
     .convert = zt_cuda_convert, .round_f32 = zt_cuda_round_f32,
     .count_nonrepresentable = zt_cuda_count_nonrepresentable, .scale_f32 = zt_cuda_scale_f32,
     .fold_f32 = zt_cuda_fold_f32, .norm2 = norm2, .adam_step = adam};

@@ -198,7 +198,11 @@ void zt_cross_entropy_vp_finish(float *losses, float *lse, const float *rowmax, 
 void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                   const float *dloss, int N, int V, int v0);
 /* Knowledge distillation per row (zt_backend.kd_rows), in double: row_loss[n] = sum p (log p - log q), grad[n, v] =
- * gcoef (q - p), q = softmax(s[n] / temp), p = softmax(t[n] / temp). */
-void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef);
+ * gcoef (q - p), q = softmax(s[n] / temp), p = softmax(t[n] / temp); the log-sum-exps of s[n] / temp and t[n] / temp
+ * are lse[n] and lse[N + n] when lse is given (the whole vocabulary's: a slice of it here), else the rows' own. */
+void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef,
+                const float *lse);
+/* The rows' own log-sum-exps (zt_backend.kd_lse): lse[n] of s[n] / temp, lse[N + n] of t[n] / temp. */
+void zt_kd_lse(float *lse, const float *s, const float *t, int N, int V, double temp);
 
 #endif

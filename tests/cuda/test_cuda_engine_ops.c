@@ -370,10 +370,10 @@ static void test_kd_rows(zt_dtype dt, int N, int V, double temp, int shift) {
   round_to(te, n, dt);
   float *want_rows = h_alloc((size_t)N), *want_grad = h_alloc(n);
   const double gcoef = 0.75 * temp / (double)(N > 0 ? N : 1);
-  zt_kd_rows(want_rows, want_grad, s, te, N, V, temp, gcoef);
+  zt_kd_rows(want_rows, want_grad, s, te, N, V, temp, gcoef, NULL);
   gbuf d_s = g_make(s, n, dt, shift), d_t = g_make(te, n, dt, shift);
   gbuf d_rows = g_make(NULL, (size_t)N, ZT_DTYPE_FP32, shift), d_grad = g_make(NULL, n, ZT_DTYPE_FP32, shift);
-  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef);
+  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef, NULL);
   float *rows = h_download(d_rows.p, (size_t)N, ZT_DTYPE_FP32), *grad = h_download(d_grad.p, n, ZT_DTYPE_FP32);
   double worst_g = 0.0, worst_r = 0.0;
   int ok_g = 1, ok_r = 1;
@@ -394,11 +394,79 @@ static void test_kd_rows(zt_dtype dt, int N, int V, double temp, int shift) {
   check_exact_dev(fmt("%s: student unchanged", t), d_s.p, dt, s, n);
   check_exact_dev(fmt("%s: teacher unchanged", t), d_t.p, dt, te, n);
   zt_cuda_memset(d_grad.p, 0xFF, n * sizeof(float));
-  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef);
+  zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s.p, d_t.p, N, V, temp, gcoef, NULL);
   check_exact_dev(fmt("%s: run to run", t), d_grad.p, ZT_DTYPE_FP32, grad, n);
   check_exact_dev(fmt("%s: row losses run to run", t), d_rows.p, ZT_DTYPE_FP32, rows, (size_t)N);
   zt_cuda_free(d_s.base), zt_cuda_free(d_t.base), zt_cuda_free(d_rows.base), zt_cuda_free(d_grad.base);
   free(s), free(te), free(want_rows), free(want_grad), free(rows), free(grad);
+}
+
+/* A tensor-parallel student's rows (kd_lse, then kd_rows with the whole vocabulary's lse): V split in two slices
+ * [0, V1) and [V1, V) as two ranks hold them; each slice's log-sum-exps within 1e-5 (1 + |lse|) of the CPU's, then the
+ * host's combination of the two in double; each slice's gradient within 1e-6 gcoef of the whole rows' on the CPU,
+ * and the two slices' row terms summing to the whole rows' term within 2e-5 (1 + |KL|). */
+static void test_kd_slices(zt_dtype dt, int N, int V, double temp) {
+  const int V1 = V / 3 + 1, Vs[2] = {V1, V - V1};
+  char t[120];
+  snprintf(t, sizeof t, "kd_rows in slices %s N=%d V=%d+%d temp %g", zt_dtype_name(dt), N, Vs[0], Vs[1], temp);
+  const size_t n = (size_t)N * V;
+  float *s = h_randn(n, 3.0f, dt, 141), *te = h_randn(n, 3.0f, dt, 142);
+  float *want_rows = h_alloc((size_t)N), *want_grad = h_alloc(n), *lse = h_alloc(2 * (size_t)N);
+  const double gcoef = 0.5 * temp / (double)N;
+  zt_kd_rows(want_rows, want_grad, s, te, N, V, temp, gcoef, NULL);
+  double *comb = calloc(2 * (size_t)N, sizeof(double)), worst_l = 0.0, worst_g = 0.0, worst_r = 0.0;
+  float *part[2], *grad[2], *rows[2];
+  gbuf d_s[2], d_t[2];
+  for (int j = 0; j < 2; j++) { /* slice j's rows, contiguous as a rank holds them */
+    const int v0 = j ? V1 : 0;
+    float *ss = h_alloc((size_t)N * Vs[j]), *ts = h_alloc((size_t)N * Vs[j]);
+    for (int r = 0; r < N; r++)
+      for (int v = 0; v < Vs[j]; v++)
+        ss[(size_t)r * Vs[j] + v] = s[(size_t)r * V + v0 + v], ts[(size_t)r * Vs[j] + v] = te[(size_t)r * V + v0 + v];
+    d_s[j] = g_make(ss, (size_t)N * Vs[j], dt, 0), d_t[j] = g_make(ts, (size_t)N * Vs[j], dt, 0);
+    gbuf d_l = g_make(NULL, 2 * (size_t)N, ZT_DTYPE_FP32, 1);
+    zt_cuda_kd_lse(dt, (float *)d_l.p, d_s[j].p, d_t[j].p, N, Vs[j], temp);
+    part[j] = h_download(d_l.p, 2 * (size_t)N, ZT_DTYPE_FP32);
+    g_check_guards(fmt("%s: slice %d lse", t, j), &d_l);
+    zt_kd_lse(lse, ss, ts, N, Vs[j], temp);
+    for (int i = 0; i < 2 * N; i++) {
+      const double e = fabs((double)part[j][i] - lse[i]) / (1.0 + fabs(lse[i]));
+      worst_l = e > worst_l ? e : worst_l;
+    }
+    zt_cuda_free(d_l.base), free(ss), free(ts);
+  }
+  for (int i = 0; i < 2 * N; i++) { /* log(exp(a) + exp(b)), as the ranks' combination does */
+    const double a = part[0][i], b = part[1][i], m = a > b ? a : b;
+    comb[i] = m + log(exp(a - m) + exp(b - m));
+    lse[i] = (float)comb[i];
+  }
+  gbuf d_lse = g_make(lse, 2 * (size_t)N, ZT_DTYPE_FP32, 0);
+  for (int j = 0; j < 2; j++) {
+    const int v0 = j ? V1 : 0;
+    gbuf d_rows = g_make(NULL, (size_t)N, ZT_DTYPE_FP32, 1), d_grad = g_make(NULL, (size_t)N * Vs[j], ZT_DTYPE_FP32, 1);
+    zt_cuda_kd_rows(dt, (float *)d_rows.p, (float *)d_grad.p, d_s[j].p, d_t[j].p, N, Vs[j], temp, gcoef,
+                    (const float *)d_lse.p);
+    rows[j] = h_download(d_rows.p, (size_t)N, ZT_DTYPE_FP32);
+    grad[j] = h_download(d_grad.p, (size_t)N * Vs[j], ZT_DTYPE_FP32);
+    g_check_guards(fmt("%s: slice %d gradient", t, j), &d_grad);
+    for (int r = 0; r < N; r++)
+      for (int v = 0; v < Vs[j]; v++) {
+        const double e = fabs((double)grad[j][(size_t)r * Vs[j] + v] - want_grad[(size_t)r * V + v0 + v]);
+        worst_g = e > worst_g ? e : worst_g;
+      }
+    zt_cuda_free(d_rows.base), zt_cuda_free(d_grad.base), zt_cuda_free(d_s[j].base), zt_cuda_free(d_t[j].base);
+  }
+  for (int r = 0; r < N; r++) {
+    const double e = fabs((double)rows[0][r] + rows[1][r] - want_rows[r]) / (1.0 + fabs(want_rows[r]));
+    worst_r = e > worst_r ? e : worst_r;
+  }
+  expect(worst_l <= 1e-5, fmt("%s: each slice's lse within 1e-5 (1 + |lse|) of the CPU's (worst %.2g)", t, worst_l));
+  expect(worst_g <= 1e-6 * gcoef, fmt("%s: slice gradients within 1e-6 gcoef of the whole rows' (worst %.2g)", t,
+                                      worst_g));
+  expect(worst_r <= 2e-5, fmt("%s: the slices' terms sum to the whole rows' within 2e-5 (worst %.2g)", t, worst_r));
+  zt_cuda_free(d_lse.base);
+  for (int j = 0; j < 2; j++) free(part[j]), free(grad[j]), free(rows[j]);
+  free(s), free(te), free(want_rows), free(want_grad), free(lse), free(comb);
 }
 
 /* ---- fp32 buffers: scale, round_f32, count_nonrepresentable ----------------------------------------------------- */
@@ -650,6 +718,7 @@ int main(void) {
   for (int k = 0; k < 3; k++)
     for (size_t sh = 0; sh < sizeof kd_shapes / sizeof kd_shapes[0]; sh++)
       test_kd_rows(h_dtypes[k], kd_shapes[sh][0], kd_shapes[sh][1], sh & 1 ? 2.0 : 1.0, (int)(sh & 1));
+  for (size_t k = 0; k < sizeof h_dtypes / sizeof h_dtypes[0]; k++) test_kd_slices(h_dtypes[k], 9, 1030, 2.0);
   test_vp_finish(7);
   test_vp_finish(1031);
   static const size_t sizes[] = {1, 7, 1023, 100003};

@@ -235,6 +235,9 @@ rm -rf "$OUT/teacher"
 if CUDA_VISIBLE_DEVICES= launch 1 "$OUT/logs/teacher.log" "$cpu_bin" "${tiny[@]}" --save "$OUT/teacher" --save-interval 4; then
   train_case "MoS: KD from a teacher checkpoint (kd_rows on the GPU)" 1 --mos --kd-beta-ce 1 --kd-temp 2 \
     --load-teacher "$OUT/teacher" --num-layers-teacher 2 --hidden-size-teacher 64 --num-attention-heads-teacher 4
+  train_case "MoS: a TP=2 student, its teacher split alike (kd_lse, the ranks' log-sum-exps, kd_rows)" 2 --mos \
+    --kd-temp 2 --load-teacher "$OUT/teacher" --num-layers-teacher 2 --hidden-size-teacher 64 \
+    --num-attention-heads-teacher 4 --tensor-model-parallel-size 2
 else
   bad "MoS: the teacher run" "$(tail -n 3 "$OUT/logs/teacher.log")"
 fi

@@ -159,9 +159,13 @@ static void ce_vp_bwd(zt_dtype dt, void *dlogits, const void *logits, const floa
   zt_cross_entropy_vp_backward(dlogits, logits, lse, targets, dloss, N, V, v0);
 }
 static void kd_rows(zt_dtype dt, float *row_loss, float *grad, const void *s, const void *t, int N, int V,
-                    double temp, double gcoef) {
+                    double temp, double gcoef, const float *lse) {
   F32("knowledge distillation");
-  zt_kd_rows(row_loss, grad, s, t, N, V, temp, gcoef);
+  zt_kd_rows(row_loss, grad, s, t, N, V, temp, gcoef, lse);
+}
+static void kd_lse(zt_dtype dt, float *lse, const void *s, const void *t, int N, int V, double temp) {
+  F32("knowledge distillation");
+  zt_kd_lse(lse, s, t, N, V, temp);
 }
 static void scale_f32(float *x, float f, size_t n) {
   #pragma omp parallel for schedule(static)
@@ -185,7 +189,7 @@ static const zt_backend k_cpu = {
     .attention_saved_floats = attn_saved, .attention_scratch_floats = attn_scratch, .attention_forward = attn_fwd,
     .attention_backward = attn_bwd, .cross_entropy_forward = ce_fwd, .cross_entropy_backward = ce_bwd,
     .cross_entropy_vp_max = ce_vp_max, .cross_entropy_vp_sums = ce_vp_sums,
-    .cross_entropy_vp_finish = zt_cross_entropy_vp_finish, .cross_entropy_vp_backward = ce_vp_bwd, .kd_rows = kd_rows,
+    .cross_entropy_vp_finish = zt_cross_entropy_vp_finish, .cross_entropy_vp_backward = ce_vp_bwd, .kd_rows = kd_rows, .kd_lse = kd_lse,
     .convert = zt_convert, .round_f32 = zt_round_f32, .count_nonrepresentable = zt_count_nonrepresentable,
     .scale_f32 = scale_f32, .fold_f32 = fold, .norm2 = zt_grad_global_norm, .adam_step = NULL};
 

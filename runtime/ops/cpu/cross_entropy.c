@@ -86,22 +86,30 @@ void zt_cross_entropy_vp_backward(float *dlogits, const float *logits, const flo
   }
 }
 
-void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef) {
+/* log sum exp(x[v] / T) over a row, in double */
+static double row_lse(const float *x, int V, double T) {
+  double m = -INFINITY, z = 0.0;
+  for (int v = 0; v < V; v++)
+    if (x[v] / T > m) m = x[v] / T;
+  for (int v = 0; v < V; v++) z += exp(x[v] / T - m);
+  return m + log(z);
+}
+
+void zt_kd_lse(float *lse, const float *s, const float *t, int N, int V, double temp) {
+  #pragma omp parallel for schedule(static)
+  for (int r = 0; r < N; r++) {
+    lse[r] = (float)row_lse(s + (size_t)r * V, V, temp);
+    lse[N + r] = (float)row_lse(t + (size_t)r * V, V, temp);
+  }
+}
+
+void zt_kd_rows(float *row_loss, float *grad, const float *s, const float *t, int N, int V, double temp, double gcoef,
+                const float *lse) {
   const double T = temp;
   #pragma omp parallel for schedule(static)
   for (int r = 0; r < N; r++) {
     const float *sr = s + (size_t)r * V, *tr = t + (size_t)r * V;
-    double ms = -INFINITY, mt = -INFINITY;
-    for (int v = 0; v < V; v++) {
-      if (sr[v] / T > ms) ms = sr[v] / T;
-      if (tr[v] / T > mt) mt = tr[v] / T;
-    }
-    double zs = 0.0, zt = 0.0;
-    for (int v = 0; v < V; v++) {
-      zs += exp(sr[v] / T - ms);
-      zt += exp(tr[v] / T - mt);
-    }
-    const double lzs = ms + log(zs), lzt = mt + log(zt);
+    const double lzs = lse ? lse[r] : row_lse(sr, V, T), lzt = lse ? lse[N + r] : row_lse(tr, V, T);
     double row = 0.0;
     float *g = grad + (size_t)r * V;
     for (int v = 0; v < V; v++) {

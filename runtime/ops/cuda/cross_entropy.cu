@@ -18,7 +18,9 @@
 //  - kd_kernel (knowledge distillation, zt_backend.kd_rows): the running max and sum of exp for both rows (student
 //    and teacher over temp) in one pass, combined over the block as in ce_forward_kernel; then a second pass writes
 //    grad = gcoef (q - p) (fp32) and sums p (log p - log q) into the row's loss. Two reads of each row and one fp32
-//    write: the bandwidth bound; the logits never leave the GPU.
+//    write: the bandwidth bound; the logits never leave the GPU. With a tensor-parallel student the rows are one
+//    rank's vocabulary slice: kd_lse_kernel writes the slices' log-sum-exps (one read), and after their combination
+//    over the ranks kd_kernel takes the whole vocabulary's and makes only the second pass.
 // A target outside [0, V) makes the full forward's loss NaN (the CPU would read out of bounds) and is ignored
 // by the full backward.
 #include "runtime/ops/cuda/common.cuh"
@@ -187,18 +189,36 @@ struct RunningLse {
   }
 };
 
+// The log-sum-exps of a student and a teacher row over temp: one read of each row.
 template <typename T>
-__global__ void kd_kernel(float *row_loss, float *grad, const T *student, const T *teacher, int V, float inv_temp,
-                          float gcoef) {
-  const int n = blockIdx.x;
-  const size_t row = (size_t)n * V;
+__device__ void kd_row_lse(const T *student, const T *teacher, size_t row, int V, float inv_temp, float *lzs,
+                           float *lzt) {
   RunningLse ls, lt;
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
     ls.add(zt_ld(student, row + v) * inv_temp);
     lt.add(zt_ld(teacher, row + v) * inv_temp);
   }
-  const float lzs = ls.block_lse();
-  const float lzt = lt.block_lse();
+  *lzs = ls.block_lse();
+  *lzt = lt.block_lse();
+}
+
+template <typename T>
+__global__ void kd_lse_kernel(float *lse, const T *student, const T *teacher, int N, int V, float inv_temp) {
+  const int n = blockIdx.x;
+  float lzs, lzt;
+  kd_row_lse(student, teacher, (size_t)n * V, V, inv_temp, &lzs, &lzt);
+  if (threadIdx.x == 0) lse[n] = lzs, lse[N + n] = lzt;
+}
+
+// lse: NULL (the rows' own log-sum-exps, one more read of each row) or [2N] given (the whole vocabulary's).
+template <typename T>
+__global__ void kd_kernel(float *row_loss, float *grad, const T *student, const T *teacher, int N, int V,
+                          float inv_temp, float gcoef, const float *lse) {
+  const int n = blockIdx.x;
+  const size_t row = (size_t)n * V;
+  float lzs, lzt;
+  if (lse) lzs = lse[n], lzt = lse[N + n];
+  else kd_row_lse(student, teacher, row, V, inv_temp, &lzs, &lzt);
   float kl = 0.0f;
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
     const float logq = zt_ld(student, row + v) * inv_temp - lzs, logp = zt_ld(teacher, row + v) * inv_temp - lzt;
@@ -211,14 +231,27 @@ __global__ void kd_kernel(float *row_loss, float *grad, const T *student, const 
 }
 
 extern "C" void zt_cuda_kd_rows(zt_dtype dt, float *row_loss, float *grad, const void *student, const void *teacher,
-                                int N, int V, double temp, double gcoef) {
+                                int N, int V, double temp, double gcoef, const float *lse) {
   check_shape("zt_cuda_kd_rows", N, V);
   zt_check(temp > 0, "zt_cuda_kd_rows", "temperature %g: must be > 0", temp);
   if (N == 0) return;
   zt_dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    kd_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(row_loss, grad, (const T *)student, (const T *)teacher, V,
-                                                         (float)(1.0 / temp), (float)gcoef);
+    kd_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(row_loss, grad, (const T *)student, (const T *)teacher, N, V,
+                                                         (float)(1.0 / temp), (float)gcoef, lse);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_kd_lse(zt_dtype dt, float *lse, const void *student, const void *teacher, int N, int V,
+                               double temp) {
+  check_shape("zt_cuda_kd_lse", N, V);
+  zt_check(temp > 0, "zt_cuda_kd_lse", "temperature %g: must be > 0", temp);
+  if (N == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    kd_lse_kernel<T><<<N, row_threads(V), 0, zt_stream()>>>(lse, (const T *)student, (const T *)teacher, N, V,
+                                                             (float)(1.0 / temp));
     ZT_CUDA_LAUNCHED();
   });
 }

@@ -146,9 +146,10 @@ void zt_cuda_cross_entropy_vp_finish(float *losses, float *lse, const float *row
                                      const float *tlogit, int N);
 void zt_cuda_cross_entropy_vp_backward(zt_dtype dt, void *dlogits, const void *logits, const float *lse,
                                        const int32_t *targets, const float *dloss, int N, int V, int v0);
-/* zt_backend.kd_rows on the GPU (runtime/ops/cuda/cross_entropy.cu), arithmetic in fp32. */
+/* zt_backend.kd_rows and kd_lse on the GPU (runtime/ops/cuda/cross_entropy.cu), arithmetic in fp32. */
 void zt_cuda_kd_rows(zt_dtype dt, float *row_loss, float *grad, const void *student, const void *teacher, int N, int V,
-                     double temp, double gcoef);
+                     double temp, double gcoef, const float *lse);
+void zt_cuda_kd_lse(zt_dtype dt, float *lse, const void *student, const void *teacher, int N, int V, double temp);
 
 /* ---- optimizer (multi-tensor: one launch over a list of ranges of the flat fp32 buffers) -----------------
  * AdamW/Adam as zt_optimizer_step's ADAM_ELEMENT (same expression order): for each range r, elements
