@@ -118,6 +118,81 @@ static void common_attrs(const zt_h5 *f, const zt_train_state *st, const layout 
   zt_h5_attr_i64(f, f->id, "pp_rank", l->pp_rank);
 }
 
+/* Parameter p's weights as dataset /module/<name> of f, with the attributes the reader needs to reassemble it in any
+ * layout. host: scratch of p->numel floats. */
+static void write_param(zt_h5 *f, hid_t g, const zt_train_state *st, const layout *l, const zt_param *p, int index,
+                        zt_dtype wdt, float *host, int deflate) {
+  zt_model_get_params(st->model, host, p->offset, p->offset + p->numel);
+  hid_t d = zt_h5_write_tensor(f, g, p->name, wdt, host, p->ndim, p->shape, deflate);
+  int64_t full[ZT_MAX_DIMS];
+  for (int k = 0; k < p->ndim; k++) full[k] = p->shape[k] * (k == p->tp_split_dim ? l->tp_size : 1);
+  zt_h5_attr_i64v(f, d, "full_shape", full, p->ndim);
+  zt_h5_attr_i64(f, d, "tp_split_dim", p->tp_split_dim);
+  zt_h5_attr_i64(f, d, "tp_rank", l->tp_rank);
+  zt_h5_attr_i64(f, d, "tp_world_size", l->tp_size);
+  zt_h5_attr_i64(f, d, "slice_offset", p->tp_split_dim >= 0 ? (int64_t)l->tp_rank * p->shape[p->tp_split_dim] : 0);
+  zt_h5_attr_i64(f, d, "tied_group", p->tied_group);
+  zt_h5_attr_i64(f, d, "no_weight_decay", p->no_weight_decay);
+  zt_h5_attr_i64(f, d, "expert_id", p->expert_id);
+  zt_h5_attr_i64(f, d, "index", index);
+  H5Dclose(d);
+}
+
+static size_t largest_param(const zt_param_table *t) {
+  size_t maxn = 1;
+  for (int i = 0; i < t->count; i++) maxn = t->params[i].numel > maxn ? t->params[i].numel : maxn;
+  return maxn;
+}
+
+/* DeepSpeed's MoE layout (_save_moe_checkpoint): each expert's parameters in a file of its own,
+ * layer_<moe layer>_expert_<expert>_mp_rank_<mp>_model_states.h5, the MoE layers numbered from 0 in the order of this
+ * model-parallel rank's modules and the experts by their global ids; the routers stay in the model states. Written by
+ * the data-parallel rank 0 of each model-parallel rank (every rank holds every expert: docs/moe.md). */
+static void write_expert_files(const zt_train_state *st, const layout *l, const char *dir, int deflate) {
+  const zt_param_table *t = st->model->table;
+  const zt_dtype wdt = st->master ? st->half_dtype : ZT_DTYPE_FP32;
+  float *host = NULL;
+  char layer[200] = "";
+  int moe_layer = -1;
+  for (int i = 0; i < t->count; i++) {
+    const zt_param *p = &t->params[i];
+    if (p->expert_id < 0) continue;
+    const char *cut = strstr(p->name, ".deepspeed_moe.experts.");
+    zt_check(cut != NULL && (size_t)(cut - p->name) < sizeof layer, "internal error", "checkpoint: expert parameter "
+             "%s outside an MoE layer's experts", p->name);
+    if (strncmp(p->name, layer, (size_t)(cut - p->name)) != 0 || layer[cut - p->name] != '\0') {
+      memcpy(layer, p->name, (size_t)(cut - p->name));
+      layer[cut - p->name] = '\0';
+      moe_layer++;
+    }
+    int j = i; /* the expert's parameters are consecutive in the table */
+    while (j < t->count && t->params[j].expert_id == p->expert_id && strncmp(t->params[j].name, layer, strlen(layer)) == 0)
+      j++;
+    if (!host) host = zt_malloc(largest_param(t) * sizeof(float), "checkpoint tensor");
+    char path[4600];
+    snprintf(path, sizeof path, "%s/layer_%d_expert_%d_mp_rank_%02d_model_states.h5", dir, moe_layer, p->expert_id,
+             l->mp_rank);
+    zt_h5 f;
+    zt_h5_create(&f, path);
+    common_attrs(&f, st, l, "expert_states");
+    zt_h5_attr_i64(&f, f.id, "moe_layer_id", moe_layer);
+    zt_h5_attr_i64(&f, f.id, "expert_id", p->expert_id);
+    zt_h5_attr_str(&f, f.id, "dtype", zt_dtype_name(wdt));
+    hid_t g = zt_h5_group_create(&f, f.id, "module");
+    const char **names = zt_malloc((size_t)(j - i) * sizeof(char *), "checkpoint names");
+    for (int k = i; k < j; k++) {
+      names[k - i] = t->params[k].name;
+      write_param(&f, g, st, l, &t->params[k], k, wdt, host, deflate);
+    }
+    H5Gclose(g);
+    zt_h5_write_strings(&f, f.id, "param_names", names, (size_t)(j - i));
+    free(names);
+    zt_h5_close(&f);
+    i = j - 1;
+  }
+  free(host);
+}
+
 static void write_model_file(const zt_train_state *st, const layout *l, const char *path, const char *args_text,
                              const char *ds_text, int deflate) {
   const zt_args *a = st->args;
@@ -143,33 +218,22 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
   zt_h5_attr_str(&f, f.id, "ds_config", ds_text);
   zt_h5_attr_str(&f, f.id, "ds_config_path", st->ds_config_path);
 
+  /* the experts' parameters go to their own files (write_expert_files) */
   hid_t g = zt_h5_group_create(&f, f.id, "module");
   const char **names = zt_malloc((size_t)t->count * sizeof(char *) + 1, "checkpoint names");
-  size_t maxn = 1;
-  for (int i = 0; i < t->count; i++) maxn = t->params[i].numel > maxn ? t->params[i].numel : maxn;
-  float *host = zt_malloc(maxn * sizeof(float), "checkpoint tensor"); /* one tensor at a time off the backend */
+  float *host = zt_malloc(largest_param(t) * sizeof(float), "checkpoint tensor"); /* one at a time off the backend */
+  size_t n = 0;
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
-    names[i] = p->name;
-    zt_model_get_params(st->model, host, p->offset, p->offset + p->numel);
-    hid_t d = zt_h5_write_tensor(&f, g, p->name, wdt, host, p->ndim, p->shape, deflate);
-    int64_t full[ZT_MAX_DIMS];
-    for (int k = 0; k < p->ndim; k++) full[k] = p->shape[k] * (k == p->tp_split_dim ? l->tp_size : 1);
-    zt_h5_attr_i64v(&f, d, "full_shape", full, p->ndim);
-    zt_h5_attr_i64(&f, d, "tp_split_dim", p->tp_split_dim);
-    zt_h5_attr_i64(&f, d, "tp_rank", l->tp_rank);
-    zt_h5_attr_i64(&f, d, "tp_world_size", l->tp_size);
-    zt_h5_attr_i64(&f, d, "slice_offset", p->tp_split_dim >= 0 ? (int64_t)l->tp_rank * p->shape[p->tp_split_dim] : 0);
-    zt_h5_attr_i64(&f, d, "tied_group", p->tied_group);
-    zt_h5_attr_i64(&f, d, "no_weight_decay", p->no_weight_decay);
-    zt_h5_attr_i64(&f, d, "expert_id", p->expert_id);
-    zt_h5_attr_i64(&f, d, "index", i);
-    H5Dclose(d);
+    if (p->expert_id < 0) {
+      names[n++] = p->name;
+      write_param(&f, g, st, l, p, i, wdt, host, deflate);
+    }
     if (i == t->count / 2) zt_ckpt_phase("model file half written");
   }
   free(host);
   H5Gclose(g);
-  zt_h5_write_strings(&f, f.id, "param_names", names, (size_t)t->count);
+  zt_h5_write_strings(&f, f.id, "param_names", names, n);
   free(names);
 
   /* Megatron's OptimizerParamScheduler state_dict, or DeepSpeed's {'last_batch_iteration'} */
@@ -381,6 +445,7 @@ void zt_ckpt_save(zt_train_state *st) {
     char *ds_text = st->ds_config_path[0] ? read_file_text(st->ds_config_path) : strdup("");
     snprintf(path, sizeof path, "%s/mp_rank_%02d_model_states.h5", tmp, l.mp_rank);
     write_model_file(st, &l, path, args_text, ds_text, deflate);
+    write_expert_files(st, &l, tmp, deflate);
     free(args_text);
     free(ds_text);
   }

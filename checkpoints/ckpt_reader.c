@@ -181,6 +181,13 @@ static int parse_model_name(const char *s, int *mp) {
   return sscanf(s, "mp_rank_%d_%63s", mp, tail) == 2 && strcmp(tail, "model_states.h5") == 0;
 }
 
+static int parse_expert_name(const char *s, int *mp) {
+  int layer, expert;
+  char tail[64];
+  return sscanf(s, "layer_%d_expert_%d_mp_rank_%d_%63s", &layer, &expert, mp, tail) == 4 &&
+         strcmp(tail, "model_states.h5") == 0;
+}
+
 static int parse_optim_name(const char *s, int *dp, int *mp) {
   char tail[64];
   if (strncmp(s, "bf16_", 5) == 0) s += 5;
@@ -215,8 +222,8 @@ static zt_dtype dtype_named(const zt_h5 *f, const char *s) {
   return ZT_DTYPE_FP32;
 }
 
-/* Adds the tensors of one model file to the union. */
-static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f) {
+/* Adds the tensors of one model file (efile -1) or expert file (its index) to the union. */
+static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f, int efile) {
   hid_t g = zt_h5_group_open(f, f->id, "module");
   char **names = NULL;
   size_t n = zt_h5_read_strings(f, f->id, "param_names", &names);
@@ -225,6 +232,7 @@ static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f) {
     r->tensors = realloc(r->tensors, (size_t)(r->n_tensors + 1) * sizeof(zt_ckpt_tensor));
     zt_ckpt_tensor *t = &r->tensors[r->n_tensors++];
     memset(t, 0, sizeof *t);
+    t->efile = efile;
     zt_check(strlen(names[i]) < sizeof t->name, "checkpoint", "%s: parameter name %s is too long", f->path, names[i]);
     snprintf(t->name, sizeof t->name, "%s", names[i]);
     hid_t d = H5Dopen2(g, names[i], H5P_DEFAULT);
@@ -418,7 +426,24 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
            "iteration %lld: a file of another save; refusing to load it", m0->path, (long long)r->iteration, tag_it);
   for (int m = 1; m < r->mp_size; m++)
     same_iteration(r, &r->model[m]);
-  for (int m = 0; m < r->mp_size; m++) collect_tensors(r, &r->model[m]);
+  for (int m = 0; m < r->mp_size; m++) collect_tensors(r, &r->model[m], -1);
+  for (int i = 0; i < r->n_files; i++) { /* the experts' own files (an MoE checkpoint: DeepSpeed's layout) */
+    int mp;
+    if (!parse_expert_name(r->files[i], &mp)) continue;
+    zt_check(mp >= 0 && mp < r->mp_size, "checkpoint", "%s/%s: model-parallel rank %d of %d", r->dir, r->files[i], mp,
+             r->mp_size);
+    r->experts = realloc(r->experts, (size_t)(r->n_experts + 1) * sizeof(zt_h5));
+    r->expert_mp = realloc(r->expert_mp, (size_t)(r->n_experts + 1) * sizeof(int));
+    zt_check(r->experts && r->expert_mp, "checkpoint", "out of memory for %d expert files", r->n_experts + 1);
+    char path[8800];
+    snprintf(path, sizeof path, "%s/%s", r->dir, r->files[i]);
+    zt_h5 *f = &r->experts[r->n_experts];
+    zt_h5_open(f, path);
+    r->expert_mp[r->n_experts++] = mp;
+    check_format(f, "expert_states");
+    same_iteration(r, f);
+    collect_tensors(r, f, r->n_experts - 1);
+  }
 
   if (n_optim > 0) {
     zt_check(n_optim == r->mp_size * r->dp_size && dp_max + 1 == r->dp_size, "checkpoint",
@@ -449,6 +474,8 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
 
 void zt_ckpt_close(zt_ckpt_reader *r) {
   for (int m = 0; m < r->mp_size; m++) zt_h5_close(&r->model[m]);
+  for (int k = 0; k < r->n_experts; k++) zt_h5_close(&r->experts[k]);
+  free(r->experts), free(r->expert_mp);
   if (r->has_optim)
     for (int i = 0; i < r->mp_size * r->dp_size; i++) {
       zt_h5_close(&r->optim[i]);
@@ -491,9 +518,17 @@ void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *f
 
 /* Where model file m holds tensor t: its local shape along the split dimension (len) and offset. Returns 0
  * when the file does not hold it. */
+/* The file of model-parallel rank m that holds tensor t: its model-state file, or for an expert's tensor its expert
+ * file (of the rank it was found in); NULL where m holds none. */
+static const zt_h5 *tensor_file(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t) {
+  if (t->efile < 0) return &r->model[m];
+  return r->expert_mp[t->efile] == m ? &r->experts[t->efile] : NULL;
+}
+
 static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, int64_t *offset, int64_t *len,
                        size_t *numel) {
-  const zt_h5 *f = &r->model[m];
+  const zt_h5 *f = tensor_file(r, m, t);
+  if (!f) return 0;
   hid_t g = zt_h5_group_open(f, f->id, "module");
   if (!zt_h5_exists(g, t->name)) {
     H5Gclose(g);
@@ -551,7 +586,7 @@ static void assemble(const zt_ckpt_reader *r, int i, float *out, const char *wha
 }
 
 static void fetch_weights(const zt_ckpt_reader *r, int m, int i, const char *state, float *out, size_t n) {
-  const zt_h5 *f = &r->model[m];
+  const zt_h5 *f = tensor_file(r, m, &r->tensors[i]);
   hid_t g = zt_h5_group_open(f, f->id, "module");
   zt_h5_read_tensor(f, g, r->tensors[i].name, out, n);
   H5Gclose(g);

@@ -26,6 +26,7 @@ typedef struct {
   int tp_split_dim;            /* -1 replicated */
   int tied_group, no_weight_decay, expert_id;
   zt_dtype dtype;              /* stored dtype of the weights */
+  int efile;                   /* -1: in the model-state files; else its expert file (zt_ckpt_reader.experts) */
 } zt_ckpt_tensor;
 
 typedef struct {               /* one optimizer partition file's slice mapping */
@@ -40,6 +41,9 @@ typedef struct {
   char **files;                /* verified against the manifest, sorted */
   int mp_size, tp_size, pp_size, dp_size;
   zt_h5 *model;                /* [mp_size], by mp rank */
+  int n_experts;               /* DeepSpeed's per-expert files (layer_<l>_expert_<e>_mp_rank_<mp>_model_states) */
+  zt_h5 *experts;              /* [n_experts] */
+  int *expert_mp;              /* [n_experts] the model-parallel rank of each */
   int has_optim;               /* optimizer partitions present (not --no-save-optim) */
   zt_h5 *optim;                /* [mp_size * dp_size]: mp * dp_size + dp */
   zt_ckpt_slice_map *maps;     /* same indexing */

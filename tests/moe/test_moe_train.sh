@@ -4,7 +4,8 @@
 #   1. the log line carries "moe loss" (the weighted load-balancing losses, ~coeff x 1 for a balanced gate); MoE
 #      changes the losses; the same --seed is the same run; top-1, top-2, top-3, no dropping, Residual MoE with a
 #      pyramid (--num-experts 2 4 at --expert-interval 1), the noisy gate policies and --bf16 train;
-#   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names;
+#   2. a checkpoint at 6 resumed to 12 continues bit for bit, and holds every expert under DeepSpeed's names, each in
+#      its own file as DeepSpeed's _save_moe_checkpoint lays them out;
 #   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel,
 #      PP=2 and PP=4 interleaved with recompute = one process (1e-5), a TP=2 checkpoint resumed in one process;
 #      expert parallelism: EP=2 and EP=4 (dropping and no dropping), EP x TP with --sequence-parallel, EP x PP, EP with
@@ -81,6 +82,20 @@ a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$res") am=$(moel "$base" | cu
 [ -n "$b" ] && [ "$(echo $a)" = "$(echo $b)" ] && [ "$(echo $am)" = "$(echo $bm)" ] \
   && ok "a checkpoint at 6 resumed to 12: lm and moe losses bit for bit" \
   || bad "resume bit for bit" "uninterrupted '$a' / '$am'; resumed '$b' / '$bm'"
+files=$(ls "$tmp/ck/global_step6" | grep -cE "^layer_[01]_expert_[0-3]_mp_rank_00_model_states\.h5$")
+[ "$files" = 8 ] && ok "DeepSpeed's MoE layout: one file per MoE layer and expert (layer_<0-1>_expert_<0-3>_mp_rank_00)" \
+  || bad "the per-expert files" "$files of 8: $(ls "$tmp/ck/global_step6" | tr '\n' ' ')"
+# a checkpoint of earlier builds (the experts inside mp_rank_00_model_states) still loads, to the same run
+if "${ZT_PYTHON3:-python3}" -c "import h5py, numpy" 2>/dev/null; then
+  mkdir -p "$tmp/old" && cp -r "$tmp/ck/global_step6" "$tmp/old/" && echo global_step6 >"$tmp/old/latest"
+  conv=$("${ZT_PYTHON3:-python3}" "$(dirname "$0")/old_moe_layout.py" "$tmp/old/global_step6" 2>&1)
+  old=$(losses "$(run "${moe[@]}" --load "$tmp/old")")
+  [ -n "$old" ] && [ "$(echo $old)" = "$(echo $b)" ] && ! ls "$tmp/old/global_step6" | grep -q "^layer_" \
+    && ok "a checkpoint with the experts inside the model states (earlier builds: $conv) resumes to the same losses" \
+    || bad "the earlier MoE checkpoint layout" "$conv; '$old' vs '$b'"
+else
+  echo "SKIP the earlier MoE checkpoint layout: h5py/numpy not available"
+fi
 names=$("$inspect" "$tmp/ck" --tag global_step6 2>&1 | grep -c "deepspeed_moe")
 want=$((2 * (1 + 4 * 4)))
 [ "$names" = "$want" ] && ok "the checkpoint holds the 2 routers and 2 x 4 experts' 4 tensors under DeepSpeed's names ($names)" \
