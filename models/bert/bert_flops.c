@@ -5,7 +5,9 @@
 
 zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profiler_config *cfg) {
   const zt_bert_config *c = &m->cfg;
-  const double B = m->lm.B, N = B * m->lm.T, V = c->padded_vocab_size;
+  /* this rank's vocabulary slice; BertLMHead's dense, GELU and layernorm over this rank's tokens (N/tp with
+   * --sequence-parallel; parallel_lm_logits gathers them) */
+  const double B = m->lm.B, N = B * m->lm.T, V = m->lm.V, Nh = zt_tp_sp(&m->lm.tp) ? N / m->lm.tp.size : N;
   const int C = c->hidden_size;
   zt_flops_profiler *p = zt_flops_profiler_create(cfg, ZT_BERT_FT_SLOTS + c->num_layers * ZT_FT_SLOTS);
   int root = zt_fp_add(p, -1, "", "BertModel", ZT_LM_FT_MODEL, 0, 0);
@@ -15,9 +17,9 @@ zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profi
     zt_fp_add_linear(p, pool, "dense", "Linear", -1, B, C, C);
   }
   /* BertLMHead's own: F.gelu on N x C, and parallel_lm_logits' F.linear with the tied word embeddings */
-  int head = zt_fp_add(p, root, "lm_head", "BertLMHead", ZT_BERT_FT_LM_HEAD, N * C * V, 2 * N * C * V + N * C);
-  zt_fp_add_linear(p, head, "dense", "Linear", -1, N, C, C);
-  zt_fp_add_layernorm(p, head, "layernorm", -1, N, C, c->ln_eps);
+  int head = zt_fp_add(p, root, "lm_head", "BertLMHead", ZT_BERT_FT_LM_HEAD, N * C * V, 2 * N * C * V + Nh * C);
+  zt_fp_add_linear(p, head, "dense", "Linear", -1, Nh, C, C);
+  zt_fp_add_layernorm(p, head, "layernorm", -1, Nh, C, c->ln_eps);
   if (m->binary_head) zt_fp_add_linear(p, root, "binary_head", "Linear", ZT_BERT_FT_BINARY_HEAD, B, C, 2);
   zt_fp_finish(p, &m->table);
   return p;

@@ -5,7 +5,7 @@
 
 zt_flops_profiler *zt_gpt_flops_profiler(const zt_gpt *g, const zt_flops_profiler_config *cfg) {
   const zt_gpt_config *c = &g->cfg;
-  const double N = (double)g->lm.B * g->lm.T, C = c->hidden_size, V = c->padded_vocab_size;
+  const double N = (double)g->lm.B * g->lm.T, C = c->hidden_size, V = g->lm.V; /* this rank's vocabulary slice */
   zt_flops_profiler *p = zt_flops_profiler_create(cfg, ZT_GPT_FT_SLOTS + c->num_layers * ZT_FT_SLOTS);
   /* GPTModel's own: the logits matmul with the (tied) output weight; the vocab-parallel cross-entropy
    * uses operators DeepSpeed does not patch (0 flops) */

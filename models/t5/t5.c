@@ -133,7 +133,7 @@ static int t5_slots(const zt_t5 *m) { return ZT_LM_FT_SLOTS + (m->cfg.num_layers
 
 static zt_flops_profiler *t5_flops_profiler(zt_model *mm, const zt_flops_profiler_config *cfg) {
   const zt_t5 *m = mm->impl;
-  const double N = (double)m->lm.B * m->lm.Td, C = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+  const double N = (double)m->lm.B * m->lm.Td, C = m->cfg.hidden_size, V = m->lm.V; /* this rank's vocabulary */
   zt_flops_profiler *p = zt_flops_profiler_create(cfg, t5_slots(m));
   int root = zt_fp_add(p, -1, "", "T5Model", ZT_LM_FT_MODEL, 0, 0);
   zt_lm_flops_tree(p, root, &m->lm, ZT_LM_FT_SLOTS);

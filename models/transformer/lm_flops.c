@@ -15,11 +15,15 @@ static void add_core(zt_flops_profiler *p, int parent, int slot, double B, int N
 }
 
 /* A ParallelTransformer (encoder or decoder: the stack st) over B x T tokens, its layers' slots from layer_slots; a
- * decoder's layers cross-attend to Tk encoder positions (cross = 1). */
+ * decoder's layers cross-attend to Tk encoder positions (cross = 1). As DeepSpeed counts one GPU of a tensor-parallel
+ * model: this rank's heads (A = NH/tp x HD columns of the column-parallel linears, rows of the row-parallel ones) and
+ * MLP columns, and with --sequence-parallel the LayerNorms over this rank's N/tp tokens (the linears gather all N). */
 static void add_stack(zt_flops_profiler *p, int parent, const char *name, int slot, int final_ln_slot,
                       const zt_lm_config *c, const zt_stack *st, int B, int T, int Tk, int cross, int layer_slots) {
-  const int C = c->hidden_size, NH = c->num_heads, HD = C / NH, L = st->nlayers;
+  const zt_block_config *bc = st->cfg;
+  const int C = c->hidden_size, NH = bc->NH, HD = bc->HD, A = NH * HD, L = st->nlayers;
   const double N = (double)B * T, Nk = (double)B * Tk, eps = c->ln_eps;
+  const double Nln = zt_tp_sp(bc->tp) ? N / bc->tp->size : N;
   int stack = zt_fp_add(p, parent, name, "ParallelTransformer", slot, 0, 0);
   int layers = zt_fp_add(p, stack, "layers", "ModuleList", -1, 0, 0);
   p->mods[layers].is_list = true;
@@ -28,24 +32,24 @@ static void add_stack(zt_flops_profiler *p, int parent, const char *name, int sl
     snprintf(nm, sizeof nm, "%d", l);
     const int base = layer_slots + l * ZT_FT_SLOTS;
     int lay = zt_fp_add(p, layers, nm, "ParallelTransformerLayer", base + ZT_FT_LAYER, 0, 0);
-    zt_fp_add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, N, C, eps);
+    zt_fp_add_layernorm(p, lay, "input_layernorm", base + ZT_FT_LN1, Nln, C, eps);
     int att = zt_fp_add(p, lay, "self_attention", "ParallelAttention", base + ZT_FT_ATTN, 0, 0);
-    zt_fp_add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * C);
+    zt_fp_add_linear(p, att, "query_key_value", "ColumnParallelLinear", base + ZT_FT_QKV, N, C, 3 * A);
     add_core(p, att, base + ZT_FT_CORE, B, NH, T, T, HD);
-    zt_fp_add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, C, C);
-    zt_fp_add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, N, C, eps);
+    zt_fp_add_linear(p, att, "dense", "RowParallelLinear", base + ZT_FT_DENSE, N, A, C);
+    zt_fp_add_layernorm(p, lay, "post_attention_layernorm", base + ZT_FT_LN2, Nln, C, eps);
     if (cross) { /* inter_attention: query on the decoder's tokens, key_value on the encoder output's */
       int inter = zt_fp_add(p, lay, "inter_attention", "ParallelAttention", base + ZT_FT_INTER, 0, 0);
-      zt_fp_add_linear(p, inter, "query", "ColumnParallelLinear", base + ZT_FT_IQ, N, C, C);
-      zt_fp_add_linear(p, inter, "key_value", "ColumnParallelLinear", base + ZT_FT_IKV, Nk, C, 2 * C);
+      zt_fp_add_linear(p, inter, "query", "ColumnParallelLinear", base + ZT_FT_IQ, N, C, A);
+      zt_fp_add_linear(p, inter, "key_value", "ColumnParallelLinear", base + ZT_FT_IKV, Nk, C, 2 * A);
       add_core(p, inter, base + ZT_FT_ICORE, B, NH, T, Tk, HD);
-      zt_fp_add_linear(p, inter, "dense", "RowParallelLinear", base + ZT_FT_IDENSE, N, C, C);
-      zt_fp_add_layernorm(p, lay, "post_inter_attention_layernorm", base + ZT_FT_LN3, N, C, eps);
+      zt_fp_add_linear(p, inter, "dense", "RowParallelLinear", base + ZT_FT_IDENSE, N, A, C);
+      zt_fp_add_layernorm(p, lay, "post_inter_attention_layernorm", base + ZT_FT_LN3, Nln, C, eps);
     }
     const zt_ffn *ffn = &st->blocks[l].ffn; /* the MLP slot's tree: dense, or an MoE layer's (models/moe) */
     ffn->flops_tree(ffn, p, lay, base, N, st->cfg);
   }
-  zt_fp_add_layernorm(p, stack, "final_layernorm", final_ln_slot, N, C, eps);
+  zt_fp_add_layernorm(p, stack, "final_layernorm", final_ln_slot, Nln, C, eps);
 }
 
 int zt_lm_flops_tree(zt_flops_profiler *p, int parent, const zt_lm *lm, int layer_slots) {

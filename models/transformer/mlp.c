@@ -109,12 +109,11 @@ int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int s
   return mlp;
 }
 
-/* The whole MLP's shapes (the flops profiler counts the model's, not this rank's share) */
+/* This rank's FFN/tp columns over all N tokens, as DeepSpeed counts one GPU */
 static void mlp_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
                            const zt_block_config *cfg) {
   (void)self;
-  const int F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1);
-  zt_ffn_dense_flops(p, parent, "mlp", slots + ZT_FT_MLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, N, cfg->C, F);
+  zt_ffn_dense_flops(p, parent, "mlp", slots + ZT_FT_MLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, N, cfg->C, cfg->FFN);
 }
 
 zt_ffn zt_ffn_dense_mlp(void) {
