@@ -927,8 +927,9 @@ static void check_kd_flags(zt_args *a, const unsigned char *seen) {
            "is not divisible by --tensor-model-parallel-size %d (the teacher is split over the student's "
            "tensor-parallel ranks)", how, a->num_attention_heads_teacher, tp);
   zt_check(a->pipeline_model_parallel_size == 1, "unsupported argument", "%s with --pipeline-model-parallel-size %d: "
-           "the teacher beside a pipelined student lands with the pipelined KD work (issue 18; Megatron-DeepSpeed's "
-           "weights-only teacher load asserts it is not a PipelineEngine); train the student with 1", how,
+           "a teacher beside a pipelined student is not supported, as in Megatron-DeepSpeed (its weights-only teacher "
+           "load asserts \"Weight loading only mode is not supported in pipeline parallelism yet\"); train the student "
+           "with 1", how,
            a->pipeline_model_parallel_size);
   /* the teacher's experts per layer, as get_num_experts_per_layer does for the student */
   const int tl = a->num_layers_teacher, moe_layers = tl / a->expert_interval;

@@ -10,7 +10,7 @@
 #      without --mos trains on (keys back to lm/moe); --reset-iteration restarts the iteration count;
 #   3b. a TP=2 student (also with --sequence-parallel) with the teacher split over the same ranks = one process;
 #   5. refusals before any work and with nothing written: a teacher checkpoint contradicting the teacher flags (the
-#      numbers), --mos without --load-teacher, a missing teacher shape flag.
+#      numbers), --mos without --load-teacher, a missing teacher shape flag, a pipelined student.
 # The KD term and its gradient against PyTorch are tests/parity's kd_parity.
 # Usage: test_kd_train.sh PRETRAIN_GPT
 set -u
@@ -139,5 +139,12 @@ expect_error "--kd without --hidden-size-teacher" "--hidden-size-teacher is requ
 expect_error "--kd-temp 0" "--kd-temp 0: must be > 0" --mos --load-teacher "$tmp/t1" "${tflags[@]}" --kd-temp 0
 expect_error "a missing teacher checkpoint" "--load-teacher $tmp/none: no checkpoint there" \
   --mos --load-teacher "$tmp/none" "${tflags[@]}"
+if [ $have_mpi = 1 ]; then
+  out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${data[@]}" "${student[@]}" --pipeline-model-parallel-size 2 \
+        --mos --load-teacher "$tmp/t1" "${tflags[@]}" 2>&1); rc=$?
+  [ $rc -ne 0 ] && grep -qF -- "--mos with --pipeline-model-parallel-size 2: a teacher beside a pipelined student is not supported, as in Megatron-DeepSpeed" <<<"$out" \
+    && ! grep -q "^ iteration" <<<"$out" && ok "refused: a pipelined student (as Megatron-DeepSpeed's weights-only load)" \
+    || bad "refused: a pipelined student" "rc=$rc $(grep -m2 -i error <<<"$out")"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
