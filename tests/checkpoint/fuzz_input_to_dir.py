@@ -1,27 +1,15 @@
 """Unpacks an input of the checkpoint fuzzer (tests/fuzz/fuzz_checkpoint.c: sections separated by b"ZTFZSEC\\x01":
 latest, mp_rank_00 model file, optimizer file, latest_checkpointed_iteration.txt, manifest) into a checkpoint
 directory OUT (OUT/latest, OUT/t/...), with the manifest computed as the harness computes it when the input has
-none. Used by test_damaged.sh to replay the fuzzer's findings through the real tools (which also imports
-crc32c from here).
+none. Used by test_damaged.sh to replay the fuzzer's findings through the real tools.
 Usage: fuzz_input_to_dir.py INPUT OUT"""
 import os
 import sys
 
+from manifest import crc32c
+
 SEP = b"ZTFZSEC\x01"
 NAMES = ["mp_rank_00_model_states.h5", "zero_pp_rank_0_mp_rank_00_optim_states.h5"]
-
-
-def crc32c(data):
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        tab.append(c)
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = tab[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def main():

@@ -92,27 +92,8 @@ p = "C/global_step8/mp_rank_00_model_states.h5"
 with h5py.File(p, "r+") as f:
     d = f["module/language_model.encoder.final_layernorm.bias"]
     x = d[()]; x[0] += 1.0; d[...] = x
-def crc32c(data, crc=0):
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        tab.append(c)
-    crc ^= 0xFFFFFFFF
-    for b in data:
-        crc = tab[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-assert crc32c(b"123456789") == 0xE3069283
-lines = []
-for line in open("C/global_step8/zt_manifest.txt"):
-    if line.startswith("#"):
-        lines.append(line); continue
-    c, n, name = line.split()
-    data = open("C/global_step8/" + name, "rb").read()
-    lines.append("%08x %d %s\n" % (crc32c(data), len(data), name))
-open("C/global_step8/zt_manifest.txt", "w").write("".join(lines))
 PY
+"$py" "$here/manifest.py" C/global_step8
 corrupt_case "a changed dataset under a consistent manifest is refused by its crc32c" "error: checkpoint: C/global_step8/mp_rank_00_model_states.h5: dataset language_model.encoder.final_layernorm.bias is corrupted: crc32c"
 
 # deflate compression: same values, smaller files

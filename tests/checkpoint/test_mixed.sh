@@ -16,32 +16,7 @@ tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --
       --micro-batch-size 2 --global-batch-size 4 --mock-data --vocab-size 100 --lr 1e-3 --log-interval 1
       --eval-interval 4 --eval-iters 1 --train-iters 8 --save-interval 4)
 "$bin" "${tiny[@]}" --save REF > ref.log 2>&1 || { echo "reference run failed"; tail -3 ref.log; exit 1; }
-remanifest() { # recompute C/global_step8/zt_manifest.txt (crc32c and size of each listed file)
-  "$py" - <<'PY'
-import numpy as np
-tab = np.zeros(256, dtype=np.uint32)
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    tab[i] = c
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = int(tab[(crc ^ b) & 0xFF]) ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-assert crc32c(b"123456789") == 0xE3069283
-d = "C/global_step8/"
-lines = []
-for line in open(d + "zt_manifest.txt"):
-    if line.startswith("#"):
-        lines.append(line); continue
-    c, n, name = line.split()
-    data = open(d + name, "rb").read()
-    lines.append("%08x %d %s\n" % (crc32c(data), len(data), name))
-open(d + "zt_manifest.txt", "w").write("".join(lines))
-PY
-}
+remanifest() { "$py" "$(dirname "$0")/manifest.py" C/global_step8; } # crc32c and size of each listed file
 refused() { # NAME EXPECTED-REGEX
   out=$(timeout 120 "$bin" "${tiny[@]}" --train-iters 12 --lr-decay-iters 8 --load C 2>&1); rc=$?
   if [ $rc -eq 1 ] && grep -qE "$2" <<<"$out" && ! grep -qE "^ iteration |successfully loaded" <<<"$out"; then ok "$1"

@@ -2,7 +2,7 @@
 """Rewrites an MoE checkpoint tag directory into the layout of builds before DeepSpeed's per-expert files: every
 layer_<l>_expert_<e>_mp_rank_<mp>_model_states.h5's tensors copied (with their attributes) into
 mp_rank_<mp>_model_states.h5, its param_names extended, the expert files removed and zt_manifest.txt recomputed
-(crc32c and size per file). tests/moe/test_moe_train.sh loads the result to check that such checkpoints still load.
+(tests/checkpoint/manifest.py). tests/moe/test_moe_train.sh loads the result to check that such checkpoints still load.
 Usage: old_moe_layout.py TAG_DIR"""
 import os
 import re
@@ -11,24 +11,12 @@ import sys
 import h5py
 import numpy as np
 
-TAB = np.zeros(256, dtype=np.uint32)
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    TAB[i] = c
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = int(TAB[(crc ^ b) & 0xFF]) ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "checkpoint"))
+from manifest import remanifest  # noqa: E402
 
 
 def main():
     d = sys.argv[1]
-    assert crc32c(b"123456789") == 0xE3069283
     experts = sorted(n for n in os.listdir(d) if re.match(r"layer_\d+_expert_\d+_mp_rank_\d+_model_states\.h5$", n))
     if not experts:
         sys.exit(f"{d}: no per-expert files")
@@ -44,17 +32,7 @@ def main():
             del dst["param_names"]
             dst.create_dataset("param_names", data=np.array(names, dtype=h5py.string_dtype()))
         os.remove(os.path.join(d, name))
-    lines = []
-    for line in open(os.path.join(d, "zt_manifest.txt")):
-        if line.startswith("#"):
-            lines.append(line)
-            continue
-        _, _, name = line.split()
-        if name in experts:
-            continue
-        data = open(os.path.join(d, name), "rb").read()
-        lines.append("%08x %d %s\n" % (crc32c(data), len(data), name))
-    open(os.path.join(d, "zt_manifest.txt"), "w").write("".join(lines))
+    remanifest(d)
     print(f"{len(experts)} expert files folded into the model states")
 
 

@@ -4,7 +4,6 @@ test_moe_flops PATH, then for each case checks the params, MACs and flops of eve
 `mlp` against counts made here from the tiny model's dimensions, DeepSpeed's capacity formula (fp32) and the
 patched functions' rules, with torch.einsum's flops taken from numpy's own einsum_path as
 deepspeed/profiling/flops_profiler/profiler.py::_einsum_flops_compute does. Exits 77 (skip) without numpy."""
-import math
 import os
 import subprocess
 import sys
