@@ -670,16 +670,17 @@ static double einsum_flops(double size, int summed) {
  *         deepspeed_experts: ModuleList of this rank's E / ep experts, each a ParallelMLP over ep x capacity rows
  *     mlp: ParallelMLP            residual: the dense branch over the S tokens
  *     coefficient: Linear         residual: S C 2 MACs
- * with S tokens and the capacity of the last forward (before any: the training pass's, or S without dropping). */
+ * with S tokens and the capacity of the last forward of S tokens (before one: the training pass's, or S without
+ * dropping). */
 static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
                            const zt_block_config *cfg) {
   const moe_layer *m = self->state;
   const int C = cfg->C, F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1), E = m->E, k = m->k;
   const double S = N;
-  double cap = m->N ? m->cap_group
-                    : m->mc->drop_tokens ? zt_moe_capacity((int)S, E, k, m->mc->train_capacity_factor,
-                                                           m->mc->min_capacity)
-                                         : S;
+  double cap = m->N == (int)S ? m->cap_group
+                              : m->mc->drop_tokens ? zt_moe_capacity((int)S, E, k, m->mc->train_capacity_factor,
+                                                                     m->mc->min_capacity)
+                                                   : S;
   const double sec = S * E * cap;
   double gate = 2 * S * C * E + S * E; /* the router's F.linear and F.softmax */
   if (k == 1) gate += einsum_flops(sec, 0); /* top1gating: se,sc->sec */
