@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests/comm/test_comm (or test_comm_nccl: case nccl2) under mpirun (oversubscribed: CI has 2 cores) or alone.
 #   run_comm_tests.sh <test_comm binary> single|np1|np2|np4|fail|fail0|mismatch|agree|agree_stop1|agree_stop0
-# Exits 77 (SKIP) when mpirun is missing. A hang fails the test through `timeout 60`.
+# Exits 77 (SKIP) when mpirun is missing. A hang fails the test through `timeout` (60 s alone, 180 s under mpirun).
 set -u
 bin="$1"; case_="$2"
 single() { timeout 60 "$bin" "$@"; }
@@ -14,7 +14,15 @@ if [ "$case_" != single ]; then
   # memory transports, so no network probing in containers
   export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 fi
-run_np() { local np=$1; shift; timeout 60 "$MPIRUN" "${mpi_args[@]}" -np "$np" "$bin" "$@"; }
+# a hang guard, not a speed test: under a busy machine's oversubscribed MPI the "all" cases have taken 40-60 s (0.8 s
+# idle), so the guard is 180 s, and a run it stops says so
+run_np() {
+  local np=$1 rc
+  shift
+  timeout 180 "$MPIRUN" "${mpi_args[@]}" -np "$np" "$bin" "$@"; rc=$?
+  [ $rc -eq 124 ] && echo "timed out: mpirun -np $np $* did not finish in 180 s" >&2
+  return $rc
+}
 
 # fail_case <np> <rank> <expected message prefix>: the job ends fast, non-zero, with the rank's message
 fail_case() {
