@@ -10,7 +10,8 @@
 #      without --mos trains on (keys back to lm/moe); --reset-iteration restarts the iteration count;
 #   3b. a TP=2 student (also with --sequence-parallel) with the teacher split over the same ranks = one process;
 #   5. refusals before any work and with nothing written: a teacher checkpoint contradicting the teacher flags (the
-#      numbers), --mos without --load-teacher, a missing teacher shape flag, a pipelined student.
+#      numbers), --mos without --load-teacher, a missing teacher shape flag, a pipelined student,
+#      teacher heads a TP=2 student's group does not divide.
 # The KD term and its gradient against PyTorch are tests/parity's kd_parity.
 # Usage: test_kd_train.sh PRETRAIN_GPT
 set -u
@@ -145,6 +146,12 @@ if [ $have_mpi = 1 ]; then
   [ $rc -ne 0 ] && grep -qF -- "--mos with --pipeline-model-parallel-size 2: a teacher beside a pipelined student is not supported, as in Megatron-DeepSpeed" <<<"$out" \
     && ! grep -q "^ iteration" <<<"$out" && ok "refused: a pipelined student (as Megatron-DeepSpeed's weights-only load)" \
     || bad "refused: a pipelined student" "rc=$rc $(grep -m2 -i error <<<"$out")"
+  out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${data[@]}" "${student[@]}" --tensor-model-parallel-size 2 \
+        --mos --load-teacher "$tmp/t1" --num-layers-teacher 4 --hidden-size-teacher 96 \
+        --num-attention-heads-teacher 3 --num-experts-teacher 4 2>&1); rc=$?
+  [ $rc -ne 0 ] && grep -qF -- "--mos: --num-attention-heads-teacher 3 is not divisible by --tensor-model-parallel-size 2" <<<"$out" \
+    && ! grep -q "^ iteration" <<<"$out" && ok "refused: teacher heads the student's tensor-parallel size does not divide" \
+    || bad "refused: teacher heads not divisible by TP" "rc=$rc $(grep -m2 -i error <<<"$out")"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
