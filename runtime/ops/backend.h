@@ -53,6 +53,30 @@ typedef struct zt_backend {
                             const void *b, int N, int C, float eps);
   void (*layernorm_backward)(zt_dtype dt, void *dinp, void *dw, void *db, const void *dout, const void *inp,
                              const void *w, const float *mean, const float *rstd, int N, int C);
+  /* RMSNorm (Megatron-DeepSpeed's --normalization rmsnorm): rstd[n] = 1 / sqrt(mean over c of inp[n, c]^2 + eps)
+   * (fp32 [N], written), out = inp * rstd * w, computed in fp32 and rounded once; the backward writes dinp (=) and
+   * accumulates dw (+=) */
+  void (*rmsnorm_forward)(zt_dtype dt, void *out, float *rstd, const void *inp, const void *w, int N, int C,
+                          float eps);
+  void (*rmsnorm_backward)(zt_dtype dt, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                           const float *rstd, int N, int C);
+  /* SwiGLU (--swiglu, Megatron's chunk(2) then silu(gate) * up): rows of inp hold 2F values, the gate half first:
+   * out[n, f] = silu(inp[n, f]) * inp[n, F + f] into out [N, F]; the backward writes dinp [N, 2F] (=) */
+  void (*swiglu_forward)(zt_dtype dt, void *out, const void *inp, int N, int F);
+  void (*swiglu_backward)(zt_dtype dt, void *dinp, const void *dout, const void *inp, int N, int F);
+  /* Rotary position embedding (--use-rotary-position-embeddings), in place: row b T + t of x starts at x + (b T + t) ld
+   * elements, head h of it at + h hs; the first rot (even) dimensions of each head turn pairwise, i with i + rot/2 for
+   * i < rot/2, by the angle whose cosine and sine are cs[t rot + 2 i] and cs[t rot + 2 i + 1] (fp32, backend memory):
+   * (a, b) -> (a cos - b sin, b cos + a sin), Megatron's t cos + rotate_half(t) sin. inverse turns by the opposite
+   * angle (the backward: the transposed rotation). */
+  void (*rope)(zt_dtype dt, void *x, const float *cs, int B, int T, int NH, int ld, int hs, int rot, int inverse);
+  /* Grouped-query attention (--num-key-value-heads): rows of `grouped` hold G groups of R query heads, then the
+   * group's key, then its value, HD values each (Megatron-DeepSpeed's [nkv, nq/nkv + 2, hd] view of query_key_value:
+   * rows of G (R + 2) HD); rows of `packed` hold the R G heads in the per-head layout [h][q|k|v][HD] (rows of 3 R G HD),
+   * head g R + j taking query j of group g and the group's key and value (repeat_kv). Forward (inverse 0): packed (=)
+   * from grouped. Backward (inverse 1): grouped (=) from packed: the queries' gradients, and each group's key and
+   * value gradient summed over its R heads in head order (fp32). N rows. */
+  void (*gqa_pack)(zt_dtype dt, void *packed, void *grouped, int N, int G, int R, int HD, int inverse);
   void (*dropout_forward)(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d);
   void (*dropout_backward)(zt_dtype dt, void *dx, const void *dout, int B, size_t S, const zt_dropout *d);
   void (*dropout_add_forward)(zt_dtype dt, void *out, const void *residual, const void *x, int B, size_t S,

@@ -27,6 +27,21 @@ void zt_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
                            const float *inp, const float *weight, const float *mean,
                            const float *rstd, int N, int C);
 
+/* ---- RMSNorm, SwiGLU and rotary embedding (the Llama-style layer: runtime/ops/cpu/llama_ops.c), semantics as
+ * runtime/ops/backend.h's rmsnorm_forward/backward, swiglu_forward/backward and rope; statistics in double ---- */
+void zt_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
+void zt_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                         const float *rstd, int N, int C);
+void zt_swiglu_forward(float *out, const float *inp, int N, int F);
+void zt_swiglu_backward(float *dinp, const float *dout, const float *inp, int N, int F);
+void zt_rope(float *x, const float *cs, int B, int T, int NH, int ld, int hs, int rot, int inverse);
+/* Grouped-query attention's repeat_kv and its backward, as backend.h's gqa_pack. */
+void zt_gqa_pack(float *packed, float *grouped, int N, int G, int R, int HD, int inverse);
+/* The cosines and sines rope reads for positions [pos0, pos0 + T): cs[t rot + 2 i], cs[t rot + 2 i + 1] of the angle
+ * (pos0 + t) inv_freq(i), computed as Megatron-DeepSpeed's RotaryEmbedding does in fp32: inv_freq(i) = 1 /
+ * theta^((2 i) / rot), the angle rounded to fp32, its cosine and sine rounded once. */
+void zt_rope_table(float *cs, int pos0, int T, int rot, float theta);
+
 /* ---- GELU, tanh approximation: out[n] = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) ------ */
 void zt_gelu_forward(float *out, const float *inp, size_t n);
 void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);

@@ -1,7 +1,10 @@
 /* The CUDA ops the engine and the backend-neutral models use beside the layer ops: a linear's bias apart from its
  * GEMM (add_bias, bias_grad), per-row weights (scale_rows, row_dot: the MoE combine; bad shapes refused), dropout on
  * a range of token rows (dropout_rows, a --sequence-parallel shard), the vocab-parallel cross-entropy's finish,
- * knowledge distillation's per-row KL term and gradient (kd_rows, against the CPU's double computation), and
+ * knowledge distillation's per-row KL term and gradient (kd_rows, against the CPU's double computation), the
+ * Llama-style layer's RMSNorm, SwiGLU, rotary embedding and grouped-query attention's repeat_kv pack
+ * (runtime/ops/cpu/llama_ops.c; partial rotary, heads strided as in a fused QKV buffer, inverse(forward(x)) == x, the
+ * RMSNorm weight gradient and the GQA key/value gradient sums the same bits run to run), and
  * the flat fp32 buffer ops (scale, round to a half type counting overflows, count non-representable values,
  * device-to-device copy), against the CPU reference of runtime/ops/cpu and runtime/base/dtype.c in fp32, bf16 and
  * fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "runtime/base/error.h"
+#include "runtime/ops/backend.h"
 #include "runtime/ops/ops.h"
 #include "tests/cuda/harness.h"
 
@@ -469,6 +473,273 @@ static void test_kd_slices(zt_dtype dt, int N, int V, double temp) {
   free(s), free(te), free(want_rows), free(want_grad), free(lse), free(comb);
 }
 
+/* ---- RMSNorm, SwiGLU, rotary embedding (the Llama-style layer) ------------------------------------------------- */
+
+/* got [N, C] against want within tol * scale[n] in row n (NaN, an unwritten element, fails): for results whose
+ * reference is a difference of larger terms, scale[n] is the largest of those terms' magnitudes in the row, not the
+ * result's. */
+static void check_row_scaled(const char *what_in, const void *dev, zt_dtype dt, const float *want, int N, int C,
+                             double tol, const double *scale) {
+  char what[200]; /* what_in may be fmt's buffer, which expect's message reuses */
+  snprintf(what, sizeof what, "%s", what_in);
+  float *got = h_download(dev, (size_t)N * C, dt);
+  double worst = 0.0;
+  int ok = 1;
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++) {
+      const size_t i = (size_t)n * C + c;
+      const double e = fabs((double)got[i] - want[i]) / scale[n];
+      if (!(e <= tol)) ok = 0;
+      if (!(e <= worst)) worst = e;
+    }
+  expect(ok, fmt("%s (max difference %.2g of the row's largest term, tolerance %.1g)", what, worst, tol));
+  free(got);
+}
+
+/* Rows of different magnitudes (row n scaled by 1 + n % 5: rstd differs row to row), weights about 1. */
+static void rms_inputs(zt_dtype dt, int N, int C, float **x, float **w) {
+  const size_t nc = (size_t)N * C;
+  *x = h_randn(nc, 1.0f, dt, 151);
+  for (size_t i = 0; i < nc; i++) (*x)[i] *= (float)(1 + (i / (size_t)C) % 5);
+  round_to(*x, nc, dt);
+  *w = h_randn((size_t)C, 0.3f, dt, 152);
+  for (int i = 0; i < C; i++) (*w)[i] += 1.0f;
+  round_to(*w, (size_t)C, dt);
+}
+
+/* out within the dtype's tolerance of the CPU's (its fp32 from the same dt inputs, rounded once); rstd fp32 on both
+ * sides from the same inputs (a double sum on the CPU, fp32 block sums here): the fp32 tolerance whatever dt is. */
+static void test_rmsnorm_forward(zt_dtype dt, int N, int C, float eps, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "rmsnorm_forward %s N=%d C=%d eps %g%s", zt_dtype_name(dt), N, C, eps, shift ? " shifted" : "");
+  float *x, *w, *out = h_alloc(nc), *rstd = h_alloc((size_t)N);
+  rms_inputs(dt, N, C, &x, &w);
+  zt_rmsnorm_forward(out, rstd, x, w, N, C, eps);
+  gbuf d_x = g_make(x, nc, dt, shift), d_w = g_make(w, (size_t)C, dt, shift), d_out = g_make(NULL, nc, dt, shift);
+  gbuf d_rstd = g_make(NULL, (size_t)N, ZT_DTYPE_FP32, shift);
+  zt_cuda_rmsnorm_forward(dt, d_out.p, (float *)d_rstd.p, d_x.p, d_w.p, N, C, eps);
+  h_check(fmt("%s: out", t), d_out.p, dt, out, nc, h_tol(dt));
+  h_check(fmt("%s: rstd", t), d_rstd.p, ZT_DTYPE_FP32, rstd, (size_t)N, h_tol(ZT_DTYPE_FP32));
+  g_check_guards(fmt("%s: out", t), &d_out);
+  g_check_guards(fmt("%s: rstd", t), &d_rstd);
+  check_exact_dev(fmt("%s: inp unchanged", t), d_x.p, dt, x, nc);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_w.base), zt_cuda_free(d_out.base), zt_cuda_free(d_rstd.base);
+  free(x), free(w), free(out), free(rstd);
+}
+
+/* dinp = rstd w dy - x rstd^3 sum(w dy x) / C: a difference, which for C = 1 cancels to about eps / x^2 of its terms,
+ * so each row is held to the tolerance of its largest term; dw += sum over rows of x rstd dy (fp32 chunk sums in
+ * another order than the CPU's double, rounded once to dt) within the dtype's tolerance. Run again with dinp written
+ * over dout: dw and dinp the same bits. */
+static void test_rmsnorm_backward(zt_dtype dt, int N, int C, int shift) {
+  const size_t nc = (size_t)N * C;
+  char t[120];
+  snprintf(t, sizeof t, "rmsnorm_backward %s N=%d C=%d%s", zt_dtype_name(dt), N, C, shift ? " shifted" : "");
+  float *x, *w, *out = h_alloc(nc), *rstd = h_alloc((size_t)N);
+  rms_inputs(dt, N, C, &x, &w);
+  zt_rmsnorm_forward(out, rstd, x, w, N, C, 1e-5f);
+  float *dout = h_randn(nc, 1.0f, dt, 153), *dw0 = h_randn((size_t)C, 0.5f, dt, 154);
+  float *dinp = h_alloc(nc), *dw = copy_of(dw0, (size_t)C);
+  zt_rmsnorm_backward(dinp, dw, dout, x, w, rstd, N, C);
+  double *terms = calloc(N ? (size_t)N : 1, sizeof(double));
+  for (int n = 0; n < N; n++) {
+    const float *xr = x + (size_t)n * C, *dy = dout + (size_t)n * C;
+    const double s = rstd[n];
+    double dot = 0.0;
+    terms[n] = 1e-30;
+    for (int i = 0; i < C; i++) dot += (double)w[i] * dy[i] * xr[i];
+    for (int i = 0; i < C; i++) {
+      const double a = fabs(s * w[i] * dy[i]) + fabs(dot * s * s * s / C * xr[i]);
+      terms[n] = a > terms[n] ? a : terms[n];
+    }
+  }
+  gbuf d_x = g_make(x, nc, dt, shift), d_w = g_make(w, (size_t)C, dt, shift), d_dout = g_make(dout, nc, dt, shift);
+  gbuf d_rstd = g_make(rstd, (size_t)N, ZT_DTYPE_FP32, shift), d_dinp = g_make(NULL, nc, dt, shift);
+  gbuf d_dw = g_make(dw0, (size_t)C, dt, shift);
+  zt_cuda_rmsnorm_backward(dt, d_dinp.p, d_dw.p, d_dout.p, d_x.p, d_w.p, (const float *)d_rstd.p, N, C);
+  check_row_scaled(fmt("%s: dinp", t), d_dinp.p, dt, dinp, N, C, h_tol(dt), terms);
+  h_check(fmt("%s: dw (+=)", t), d_dw.p, dt, dw, (size_t)C, h_tol(dt));
+  g_check_guards(fmt("%s: dinp", t), &d_dinp);
+  g_check_guards(fmt("%s: dw", t), &d_dw);
+  check_exact_dev(fmt("%s: inp unchanged", t), d_x.p, dt, x, nc);
+
+  float *first_dw = h_download(d_dw.p, (size_t)C, dt), *first_dinp = h_download(d_dinp.p, nc, dt);
+  zt_cuda_free(d_dw.base);
+  d_dw = g_make(dw0, (size_t)C, dt, shift);
+  zt_cuda_rmsnorm_backward(dt, d_dout.p, d_dw.p, d_dout.p, d_x.p, d_w.p, (const float *)d_rstd.p, N, C);
+  check_exact_dev(fmt("%s: dw run to run", t), d_dw.p, dt, first_dw, (size_t)C);
+  check_exact_dev(fmt("%s: dinp run to run, in place of dout", t), d_dout.p, dt, first_dinp, nc);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_w.base), zt_cuda_free(d_dout.base), zt_cuda_free(d_rstd.base);
+  zt_cuda_free(d_dinp.base), zt_cuda_free(d_dw.base);
+  free(x), free(w), free(out), free(rstd), free(dout), free(dw0), free(dinp), free(dw), free(first_dw),
+      free(first_dinp), free(terms);
+}
+
+/* Gates N(0, 2) with two saturated ones in row 0 (g = -100: expf overflows to inf, sigmoid 0; g = 100: sigmoid 1),
+ * ups N(0, 1); fp32 on the device against the CPU's double, within the dtype's tolerance. The backward into another
+ * buffer, then in place of inp: the same bits. */
+static void test_swiglu(zt_dtype dt, int N, int F, int shift) {
+  const size_t n2 = (size_t)N * 2 * F, n = (size_t)N * F;
+  char t[120];
+  snprintf(t, sizeof t, "swiglu %s N=%d F=%d%s", zt_dtype_name(dt), N, F, shift ? " shifted" : "");
+  float *inp = h_randn(n2, 2.0f, dt, 161), *dout = h_randn(n, 1.0f, dt, 162);
+  if (N > 0) inp[0] = -100.0f;
+  if (N > 0 && F > 1) inp[1] = 100.0f;
+  float *out = h_alloc(n), *dinp = h_alloc(n2);
+  zt_swiglu_forward(out, inp, N, F);
+  zt_swiglu_backward(dinp, dout, inp, N, F);
+  gbuf d_in = g_make(inp, n2, dt, shift), d_out = g_make(NULL, n, dt, shift), d_dout = g_make(dout, n, dt, shift);
+  gbuf d_dinp = g_make(NULL, n2, dt, shift);
+  zt_cuda_swiglu_forward(dt, d_out.p, d_in.p, N, F);
+  h_check(fmt("%s: forward", t), d_out.p, dt, out, n, h_tol(dt));
+  g_check_guards(fmt("%s: forward", t), &d_out);
+  check_exact_dev(fmt("%s: forward: inp unchanged", t), d_in.p, dt, inp, n2);
+  zt_cuda_swiglu_backward(dt, d_dinp.p, d_dout.p, d_in.p, N, F);
+  h_check(fmt("%s: backward dinp", t), d_dinp.p, dt, dinp, n2, h_tol(dt));
+  g_check_guards(fmt("%s: backward dinp", t), &d_dinp);
+  check_exact_dev(fmt("%s: backward: inp unchanged", t), d_in.p, dt, inp, n2);
+  float *first = h_download(d_dinp.p, n2, dt);
+  zt_cuda_swiglu_backward(dt, d_in.p, d_dout.p, d_in.p, N, F);
+  check_exact_dev(fmt("%s: backward in place of inp", t), d_in.p, dt, first, n2);
+  g_check_guards(fmt("%s: backward in place", t), &d_in);
+  zt_cuda_free(d_in.base), zt_cuda_free(d_out.base), zt_cuda_free(d_dout.base), zt_cuda_free(d_dinp.base);
+  free(inp), free(dout), free(out), free(dinp), free(first);
+}
+
+/* x of B T rows of ld elements. fused: a QKV buffer, rows of 3 NH hd, head h's q at 3 h hd, k at 3 h hd + hd (hs =
+ * 3 hd); q and k turned by two calls as a model does, v untouched. Otherwise rows of NH hd, hs = hd. rot <= hd:
+ * partial rotary when less. Against the CPU's zt_rope (the same fp32 expression, rounded to dt) within the dtype's
+ * tolerance; every element the rotation does not own bit for bit unchanged; guards; then the inverse turn: against
+ * the CPU's inverse of the device's result, and back to x within the dtype's tolerance. */
+static void test_rope(zt_dtype dt, int B, int T, int NH, int hd, int rot, int fused, int pos0, int shift) {
+  const int ld = (fused ? 3 : 1) * NH * hd, hs = (fused ? 3 : 1) * hd, calls = fused ? 2 : 1;
+  const size_t n = (size_t)B * T * ld, es = zt_dtype_size(dt), ncs = (size_t)T * rot;
+  char t[160];
+  snprintf(t, sizeof t, "rope %s B=%d T=%d NH=%d hd=%d rot=%d%s pos0=%d%s", zt_dtype_name(dt), B, T, NH, hd, rot,
+           fused ? " fused QKV (hs=3hd)" : "", pos0, shift ? " shifted" : "");
+  float *x = h_randn(n, 1.0f, dt, 171), *cs = h_alloc(ncs), *want = copy_of(x, n);
+  zt_rope_table(cs, pos0, T, rot, 10000.0f);
+  for (int c = 0; c < calls; c++) zt_rope(want + (size_t)c * hd, cs, B, T, NH, ld, hs, rot, 0);
+  round_to(want, n, dt);
+  unsigned char *owned = calloc(n ? n : 1, 1);
+  for (size_t r = 0; r < (size_t)B * T; r++)
+    for (int c = 0; c < calls; c++)
+      for (int h = 0; h < NH; h++)
+        for (int i = 0; i < rot; i++) owned[r * ld + (size_t)h * hs + (size_t)c * hd + i] = 1;
+  gbuf d_x = g_make(x, n, dt, shift), d_cs = g_make(cs, ncs, ZT_DTYPE_FP32, shift);
+  for (int c = 0; c < calls; c++)
+    zt_cuda_rope(dt, (char *)d_x.p + (size_t)c * hd * es, (const float *)d_cs.p, B, T, NH, ld, hs, rot, 0);
+  h_check(fmt("%s: forward", t), d_x.p, dt, want, n, h_tol(dt));
+  float *got = h_download(d_x.p, n, dt);
+  size_t bad = (size_t)-1;
+  for (size_t i = 0; i < n && bad == (size_t)-1; i++)
+    if (!owned[i] && memcmp(&got[i], &x[i], sizeof(float)) != 0) bad = i;
+  expect(bad == (size_t)-1, fmt("%s: elements outside the rotated dimensions unchanged (bitwise)", t));
+  g_check_guards(fmt("%s: forward", t), &d_x);
+  check_exact_dev(fmt("%s: cs unchanged", t), d_cs.p, ZT_DTYPE_FP32, cs, ncs);
+
+  float *want_inv = copy_of(got, n);
+  for (int c = 0; c < calls; c++) zt_rope(want_inv + (size_t)c * hd, cs, B, T, NH, ld, hs, rot, 1);
+  round_to(want_inv, n, dt);
+  for (int c = 0; c < calls; c++)
+    zt_cuda_rope(dt, (char *)d_x.p + (size_t)c * hd * es, (const float *)d_cs.p, B, T, NH, ld, hs, rot, 1);
+  h_check(fmt("%s: inverse", t), d_x.p, dt, want_inv, n, h_tol(dt));
+  h_check(fmt("%s: inverse(forward(x)) == x", t), d_x.p, dt, x, n, h_tol(dt));
+  g_check_guards(fmt("%s: inverse", t), &d_x);
+  zt_cuda_free(d_x.base), zt_cuda_free(d_cs.base);
+  free(x), free(cs), free(want), free(owned), free(got), free(want_inv);
+}
+
+/* grouped rows of G (R + 2) HD, packed rows of 3 R G HD (backend.h's gqa_pack). Forward: packed bit for bit the CPU's
+ * zt_gqa_pack (a copy), grouped untouched. Inverse from an independent packed gradient: bit for bit the CPU's too, in
+ * every dtype (queries copied; each key / value the fp32 sum over the group's R heads in head order from 0.0f on both
+ * sides, rounded once to dt: plain adds, nothing to contract or reorder), run twice (into a fresh poisoned buffer)
+ * the same bits, the gradient untouched. R = 1 (no grouping, a pure re-layout): inverse(forward(x)) == x bit for bit.
+ * Outputs poisoned, guards around every buffer. */
+static void test_gqa_pack(zt_dtype dt, int N, int G, int R, int HD, int shift) {
+  const size_t ng = (size_t)N * G * (R + 2) * HD, np = (size_t)N * 3 * R * G * HD;
+  char t[120];
+  snprintf(t, sizeof t, "gqa_pack %s N=%d G=%d R=%d HD=%d%s", zt_dtype_name(dt), N, G, R, HD,
+           shift ? " shifted" : "");
+  float *x = h_randn(ng, 1.0f, dt, 181), *dp = h_randn(np, 1.0f, dt, 182);
+  float *want_p = h_alloc(np), *want_g = h_alloc(ng), *xc = copy_of(x, ng), *dpc = copy_of(dp, np);
+  zt_gqa_pack(want_p, xc, N, G, R, HD, 0);
+  zt_gqa_pack(dpc, want_g, N, G, R, HD, 1);
+  round_to(want_g, ng, dt);
+
+  gbuf d_g = g_make(x, ng, dt, shift), d_p = g_make(NULL, np, dt, shift);
+  zt_cuda_gqa_pack(dt, d_p.p, d_g.p, N, G, R, HD, 0);
+  check_exact_dev(fmt("%s: forward packed", t), d_p.p, dt, want_p, np);
+  check_exact_dev(fmt("%s: forward: grouped unchanged", t), d_g.p, dt, x, ng);
+  g_check_guards(fmt("%s: forward packed", t), &d_p);
+  g_check_guards(fmt("%s: forward grouped", t), &d_g);
+  if (R == 1) {
+    gbuf d_back = g_make(NULL, ng, dt, shift);
+    zt_cuda_gqa_pack(dt, d_p.p, d_back.p, N, G, R, HD, 1);
+    check_exact_dev(fmt("%s: R = 1: inverse(forward(x)) == x", t), d_back.p, dt, x, ng);
+    g_check_guards(fmt("%s: R = 1 round trip", t), &d_back);
+    zt_cuda_free(d_back.base);
+  }
+
+  gbuf d_dp = g_make(dp, np, dt, shift ^ 1), d_dg = g_make(NULL, ng, dt, shift ^ 1);
+  zt_cuda_gqa_pack(dt, d_dp.p, d_dg.p, N, G, R, HD, 1);
+  check_exact_dev(fmt("%s: inverse grouped (key/value sums in head order)", t), d_dg.p, dt, want_g, ng);
+  check_exact_dev(fmt("%s: inverse: packed unchanged", t), d_dp.p, dt, dp, np);
+  g_check_guards(fmt("%s: inverse grouped", t), &d_dg);
+  g_check_guards(fmt("%s: inverse packed", t), &d_dp);
+  float *first = h_download(d_dg.p, ng, dt);
+  zt_cuda_free(d_dg.base);
+  d_dg = g_make(NULL, ng, dt, shift);
+  zt_cuda_gqa_pack(dt, d_dp.p, d_dg.p, N, G, R, HD, 1);
+  check_exact_dev(fmt("%s: inverse run to run", t), d_dg.p, dt, first, ng);
+  g_check_guards(fmt("%s: inverse run to run", t), &d_dg);
+  zt_cuda_free(d_g.base), zt_cuda_free(d_p.base), zt_cuda_free(d_dp.base), zt_cuda_free(d_dg.base);
+  free(x), free(dp), free(want_p), free(want_g), free(xc), free(dpc), free(first);
+}
+
+/* The backend op table points at these ops. */
+static void test_llama_table(int dev) {
+  const zt_backend *b = zt_backend_cuda(dev);
+  expect(b && b->rmsnorm_forward == zt_cuda_rmsnorm_forward && b->rmsnorm_backward == zt_cuda_rmsnorm_backward &&
+             b->swiglu_forward == zt_cuda_swiglu_forward && b->swiglu_backward == zt_cuda_swiglu_backward &&
+             b->rope == zt_cuda_rope && b->gqa_pack == zt_cuda_gqa_pack,
+         "CUDA backend table: rmsnorm_forward/backward, swiglu_forward/backward, rope, gqa_pack");
+}
+
+static void llama_tests(int dev) {
+  test_llama_table(dev);
+  /* C = 1 (dinp cancels), C below / across / beyond a block's threads, many chunks of rows for dw, N = 0 */
+  static const int rms_shapes[][2] = {{1, 1}, {2000, 1}, {1, 13}, {13, 13}, {37, 770}, {1000, 770}, {3, 4099}, {0, 5}};
+  /* F = 1, not multiples of 32, N = 0 */
+  static const int swiglu_shapes[][2] = {{1, 1}, {7, 13}, {5, 33}, {37, 770}, {3, 1031}, {0, 5}};
+  /* B, T, NH, hd, rot, fused QKV, pos0: full and partial rotary, plain and strided heads, one element pair, rot 0, no
+   * rows (B = 0, T = 0) */
+  static const int rope_cases[][7] = {{2, 5, 3, 8, 8, 0, 0},   {1, 7, 2, 10, 4, 0, 3},     {2, 3, 4, 16, 8, 1, 100},
+                                      {3, 4, 2, 6, 6, 1, 0},   {1, 1, 1, 2, 2, 0, 0},      {2, 33, 5, 64, 64, 1, 1000},
+                                      {2, 9, 3, 64, 16, 1, 7}, {1, 3, 2, 8, 0, 1, 0},      {0, 4, 2, 8, 8, 0, 0},
+                                      {2, 0, 2, 8, 8, 1, 0}};
+  /* N, G, R, HD: one element, grouped, multi-query (G = 1), many blocks, no grouping (R = 1: a re-layout), HD not a
+   * multiple of anything, no rows */
+  static const int gqa_cases[][4] = {{1, 1, 1, 1}, {5, 2, 2, 12}, {7, 1, 4, 16}, {33, 3, 3, 64},
+                                     {3, 4, 1, 8}, {2, 2, 8, 5},  {0, 2, 2, 8}};
+  for (int k = 0; k < 3; k++) {
+    const zt_dtype dt = h_dtypes[k];
+    for (size_t s = 0; s < sizeof rms_shapes / sizeof rms_shapes[0]; s++) {
+      test_rmsnorm_forward(dt, rms_shapes[s][0], rms_shapes[s][1], s & 1 ? 1e-6f : 1e-5f, (int)(s & 1));
+      test_rmsnorm_backward(dt, rms_shapes[s][0], rms_shapes[s][1], (int)((s + 1) & 1));
+    }
+    for (size_t s = 0; s < sizeof swiglu_shapes / sizeof swiglu_shapes[0]; s++)
+      test_swiglu(dt, swiglu_shapes[s][0], swiglu_shapes[s][1], (int)(s & 1));
+    for (size_t s = 0; s < sizeof rope_cases / sizeof rope_cases[0]; s++) {
+      const int *c = rope_cases[s];
+      test_rope(dt, c[0], c[1], c[2], c[3], c[4], c[5], c[6], (int)(s & 1));
+    }
+    for (size_t s = 0; s < sizeof gqa_cases / sizeof gqa_cases[0]; s++)
+      test_gqa_pack(dt, gqa_cases[s][0], gqa_cases[s][1], gqa_cases[s][2], gqa_cases[s][3], (int)(s & 1));
+  }
+}
+
 /* ---- fp32 buffers: scale, round_f32, count_nonrepresentable ----------------------------------------------------- */
 
 static void test_scale(size_t n, int shift) {
@@ -612,6 +883,14 @@ static void test_empty(void) {
     zt_cuda_row_dot(dt, NULL, NULL, NULL, 0, 8);
     zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 5, 0, 4, 8, &d);
     zt_cuda_dropout_rows(dt, NULL, NULL, NULL, 0, 0, 4, 8, &d);
+    zt_cuda_rmsnorm_forward(dt, NULL, NULL, NULL, NULL, 0, 8, 1e-5f);
+    zt_cuda_rmsnorm_backward(dt, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8);
+    zt_cuda_swiglu_forward(dt, NULL, NULL, 0, 8);
+    zt_cuda_swiglu_backward(dt, NULL, NULL, NULL, 0, 8);
+    zt_cuda_rope(dt, NULL, NULL, 0, 4, 2, 16, 8, 8, 0);
+    zt_cuda_rope(dt, NULL, NULL, 2, 4, 2, 16, 8, 0, 1);
+    zt_cuda_gqa_pack(dt, NULL, NULL, 0, 2, 2, 8, 0);
+    zt_cuda_gqa_pack(dt, NULL, NULL, 0, 2, 2, 8, 1);
     expect(zt_cuda_round_f32(NULL, NULL, 0, dt) == 0 && zt_cuda_count_nonrepresentable(NULL, 0, dt) == 0,
            fmt("round_f32 and count_nonrepresentable of 0 elements (%s) count 0", zt_dtype_name(dt)));
   }
@@ -721,6 +1000,7 @@ int main(void) {
   for (size_t k = 0; k < sizeof h_dtypes / sizeof h_dtypes[0]; k++) test_kd_slices(h_dtypes[k], 9, 1030, 2.0);
   test_vp_finish(7);
   test_vp_finish(1031);
+  llama_tests(dev);
   static const size_t sizes[] = {1, 7, 1023, 100003};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     test_scale(sizes[s], 0);

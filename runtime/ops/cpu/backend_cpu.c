@@ -58,6 +58,31 @@ static void ln_bwd(zt_dtype dt, void *dinp, void *dw, void *db, const void *dout
   F32("layernorm");
   zt_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
+static void rms_fwd(zt_dtype dt, void *out, float *rstd, const void *inp, const void *w, int N, int C, float eps) {
+  F32("rmsnorm");
+  zt_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+}
+static void rms_bwd(zt_dtype dt, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                    const float *rstd, int N, int C) {
+  F32("rmsnorm");
+  zt_rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+}
+static void swiglu_fwd(zt_dtype dt, void *out, const void *inp, int N, int F) {
+  F32("swiglu");
+  zt_swiglu_forward(out, inp, N, F);
+}
+static void swiglu_bwd(zt_dtype dt, void *dinp, const void *dout, const void *inp, int N, int F) {
+  F32("swiglu");
+  zt_swiglu_backward(dinp, dout, inp, N, F);
+}
+static void rope(zt_dtype dt, void *x, const float *cs, int B, int T, int NH, int ld, int hs, int rot, int inverse) {
+  F32("rope");
+  zt_rope(x, cs, B, T, NH, ld, hs, rot, inverse);
+}
+static void gqa_pack(zt_dtype dt, void *packed, void *grouped, int N, int G, int R, int HD, int inverse) {
+  F32("gqa_pack");
+  zt_gqa_pack(packed, grouped, N, G, R, HD, inverse);
+}
 static void drop_fwd(zt_dtype dt, void *out, const void *x, int B, size_t S, const zt_dropout *d) {
   F32("dropout");
   zt_dropout_forward(out, x, B, S, d);
@@ -181,7 +206,9 @@ static const zt_backend k_cpu = {
     .available = cpu_available, .alloc = cpu_alloc, .release = cpu_release, .memset = cpu_memset, .copy = cpu_copy,
     .to_host = cpu_copy, .from_host = cpu_copy, .synchronize = cpu_sync,
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd, .layernorm_forward = ln_fwd,
-    .layernorm_backward = ln_bwd, .dropout_forward = drop_fwd, .dropout_backward = drop_bwd,
+    .layernorm_backward = ln_bwd, .rmsnorm_forward = rms_fwd, .rmsnorm_backward = rms_bwd,
+    .swiglu_forward = swiglu_fwd, .swiglu_backward = swiglu_bwd, .rope = rope, .gqa_pack = gqa_pack,
+    .dropout_forward = drop_fwd, .dropout_backward = drop_bwd,
     .dropout_add_forward = drop_add, .dropout_rows = drop_rows, .accumulate = accumulate, .act_forward = act_fwd,
     .act_backward = act_bwd, .add_bias = add_bias, .bias_grad = bias_grad, .scale_rows = scale_rows,
     .row_dot = row_dot, .embedding_forward = emb_fwd, .embedding_backward = emb_bwd,

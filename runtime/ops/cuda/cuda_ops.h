@@ -75,6 +75,29 @@ void zt_cuda_residual_layernorm_forward(zt_dtype dt, void *res, void *out, float
                                         const void *b, const void *weight, const void *bias, int N, int C,
                                         float eps);
 
+/* ---- RMSNorm, SwiGLU, rotary embedding, grouped-query attention's repeat_kv (the Llama-style layer), as
+ * runtime/ops/ops.h's zt_rmsnorm_*, zt_swiglu_*, zt_rope, zt_gqa_pack and runtime/ops/backend.h -------------------
+ * rmsnorm: rstd fp32 [N] (written); out = inp * rstd * w rounded once; N >= 0, C > 0. The backward writes dinp (=;
+ * may alias dout) and accumulates dw (+=, in dt) from per-chunk fp32 column sums added in chunk order, as
+ * layernorm's dweight (no atomics: the same bits run to run).
+ * swiglu: inp [N, 2F] (gate half first), out [N, F] = silu(gate) * up; the backward writes dinp [N, 2F] (=; may alias
+ * inp). N >= 0, F > 0.
+ * rope: in place on x (row b T + t at + (b T + t) ld elements, head h at + h hs), pairs (i, i + rot/2), i < rot/2,
+ * turned by cs[t rot + 2 i] (cos), cs[t rot + 2 i + 1] (sin), fp32 device memory; inverse: the opposite angle. rot
+ * even, at most the head's width; nothing else of x is read or written.
+ * gqa_pack: grouped rows of G (R + 2) HD ([R queries | key | value] per group), packed rows of 3 R G HD (head g R + j
+ * = [query j of group g | its key | its value]); forward: packed (=) a copy of grouped's elements (bit for bit);
+ * inverse: grouped (=) the queries copied and each key / value the fp32 sum over the group's R heads in head order
+ * (the CPU's order), rounded once. N >= 0, G, R, HD > 0; packed and grouped do not overlap. */
+void zt_cuda_rmsnorm_forward(zt_dtype dt, void *out, float *rstd, const void *inp, const void *w, int N, int C,
+                             float eps);
+void zt_cuda_rmsnorm_backward(zt_dtype dt, void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                              const float *rstd, int N, int C);
+void zt_cuda_swiglu_forward(zt_dtype dt, void *out, const void *inp, int N, int F);
+void zt_cuda_swiglu_backward(zt_dtype dt, void *dinp, const void *dout, const void *inp, int N, int F);
+void zt_cuda_rope(zt_dtype dt, void *x, const float *cs, int B, int T, int NH, int ld, int hs, int rot, int inverse);
+void zt_cuda_gqa_pack(zt_dtype dt, void *packed, void *grouped, int N, int G, int R, int HD, int inverse);
+
 /* ---- elementwise ---------------------------------------------------------------------------------------- */
 void zt_cuda_gelu_forward(zt_dtype dt, void *out, const void *inp, size_t n);
 void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, const void *dout, size_t n);

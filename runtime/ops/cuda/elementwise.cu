@@ -1,8 +1,8 @@
 // Elementwise ops on the GPU: GELU (tanh form) and its backward, the activation family (GELU tanh and erf forms,
 // tanh, and their backwards), residual add, gradient accumulation, dropout (plain, backward, fused with the
 // residual add, on a range of token rows) with the CPU's Philox masks bit for bit, and per-row weights (rows scaled
-// by a weight each, row-wise dot products: the MoE layer's combine); the formulas are those of
-// runtime/ops/cpu/gelu.c, activation.c, elementwise.c and dropout.c.
+// by a weight each, row-wise dot products: the MoE layer's combine) and SwiGLU; the formulas are those of
+// runtime/ops/cpu/gelu.c, activation.c, elementwise.c, dropout.c and llama_ops.c.
 //
 // Kernels (T is the storage type; arithmetic in fp32):
 //  - map_kernel: out[i] = f(x[i], y[i]) for the activations forward/backward, residual and accumulate;
@@ -15,6 +15,9 @@
 //  - row_dot_kernel: one warp per row, 8 rows per block of 256 threads, rows grid-stride; lane l accumulates
 //    columns l, l + 32, ... in order in fp32 (fmaf), then zt_warp_sum's butterfly: an order fixed by C alone, so
 //    deterministic. No shared memory and no barrier (a warp whose row is past N leaves as a whole).
+//  - swiglu_forward_kernel / swiglu_backward_kernel (runtime/ops/cpu/llama_ops.c): out[n, f] = silu(g) * u of the
+//    rows [g | u] of 2F values; one thread per (n, f), grid-stride, 256 threads; the backward reads g and u, then
+//    writes dg and du, so dinp may alias inp.
 //  - dropout_kernel: a span of flat elements of x[B, S] (all of it, or the token rows [row0, row0 + n) of
 //    zt_cuda_dropout_rows, which may start and end inside samples); one thread per group of four elements
 //    [4q, 4q + 4) of a sample, which share one Philox4x32 draw (the CPU draws the same counter for the same four
@@ -266,6 +269,57 @@ extern "C" void zt_cuda_row_dot(zt_dtype dt, float *out, const void *a, const vo
   zt_dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     row_dot_kernel<T><<<zt_blocks((size_t)N, 8), 256, 0, zt_stream()>>>(out, (const T *)a, (const T *)b, N, C);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+// ---- SwiGLU -------------------------------------------------------------------------------------------------------
+// inp [N, 2F] rows of the gate half g then the up half u; out [N, F] = silu(g) * u, silu(g) = g * sigmoid(g). n = N F.
+template <typename T>
+__global__ void swiglu_forward_kernel(T *out, const T *inp, size_t n, size_t F) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t r = i / F, gi = i + r * F;  // r 2F + f
+    const float g = zt_ld(inp, gi), u = zt_ld(inp, gi + F);
+    const float sg = 1.0f / (1.0f + expf(-g));
+    zt_st(out, i, g * sg * u);
+  }
+}
+
+// dg = dy u sig(g) (1 + g (1 - sig(g))), du = dy silu(g): dinp [N, 2F] written.
+template <typename T>
+__global__ void swiglu_backward_kernel(T *dinp, const T *dout, const T *inp, size_t n, size_t F) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t r = i / F, gi = i + r * F;
+    const float g = zt_ld(inp, gi), u = zt_ld(inp, gi + F), dy = zt_ld(dout, i);
+    const float sg = 1.0f / (1.0f + expf(-g));
+    zt_st(dinp, gi, dy * u * sg * (1.0f + g * (1.0f - sg)));
+    zt_st(dinp, gi + F, dy * g * sg);
+  }
+}
+
+static void check_swiglu(const char *op, int N, int F) {
+  zt_check(N >= 0 && F > 0, op, "bad shape N=%d F=%d: need N >= 0 and F > 0", N, F);
+}
+
+extern "C" void zt_cuda_swiglu_forward(zt_dtype dt, void *out, const void *inp, int N, int F) {
+  check_swiglu("zt_cuda_swiglu_forward", N, F);
+  if (N == 0) return;
+  const size_t n = (size_t)N * F;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    swiglu_forward_kernel<T><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>((T *)out, (const T *)inp, n, (size_t)F);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+extern "C" void zt_cuda_swiglu_backward(zt_dtype dt, void *dinp, const void *dout, const void *inp, int N, int F) {
+  check_swiglu("zt_cuda_swiglu_backward", N, F);
+  if (N == 0) return;
+  const size_t n = (size_t)N * F;
+  zt_dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    swiglu_backward_kernel<T><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>((T *)dinp, (const T *)dout,
+                                                                           (const T *)inp, n, (size_t)F);
     ZT_CUDA_LAUNCHED();
   });
 }
