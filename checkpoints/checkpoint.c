@@ -128,6 +128,7 @@ static void write_param(zt_h5 *f, hid_t g, const zt_train_state *st, const layou
   for (int k = 0; k < p->ndim; k++) full[k] = p->shape[k] * (k == p->tp_split_dim ? l->tp_size : 1);
   zt_h5_attr_i64v(f, d, "full_shape", full, p->ndim);
   zt_h5_attr_i64(f, d, "tp_split_dim", p->tp_split_dim);
+  if (p->tp_parts > 1) zt_h5_attr_i64(f, d, "tp_parts", p->tp_parts);
   zt_h5_attr_i64(f, d, "tp_rank", l->tp_rank);
   zt_h5_attr_i64(f, d, "tp_world_size", l->tp_size);
   zt_h5_attr_i64(f, d, "slice_offset", p->tp_split_dim >= 0 ? (int64_t)l->tp_rank * p->shape[p->tp_split_dim] : 0);
@@ -648,7 +649,7 @@ static void take_slice(const zt_param *p, const layout *l, const float *full, co
     return;
   }
   zt_ckpt_slice_copy(dst, full, p->ndim, ours, p->tp_split_dim, (int64_t)l->tp_rank * p->shape[p->tp_split_dim],
-                     p->shape[p->tp_split_dim], 0);
+                     p->shape[p->tp_split_dim], 0, p->tp_parts);
 }
 
 /* What one rank found under its --load (gathered from every rank before anything is decided). */
@@ -760,7 +761,21 @@ static void load_checkpoint(zt_train_state *st) {
     zt_check(same, "checkpoint", "%s: %s has shape [%s] in the checkpoint, [%s] in this model (--num-layers, "
              "--hidden-size, --seq-length/--max-position-embeddings or the vocabulary differ; "
              "--use-checkpoint-args takes the saved shape)", r.dir, p->name, got, want);
+    zt_check(ct->tp_parts == p->tp_parts, "checkpoint", "%s: %s holds %d blocks in the checkpoint, %d in this model "
+             "(--swiglu differs)", r.dir, p->name, ct->tp_parts, p->tp_parts);
   }
+  /* the rotary embedding has no parameters: its flags must agree (the same weights would compute another model) */
+  static const char *const rope_keys[] = {"use_rotary_position_embeddings", "rope_theta", "rotary_percent"};
+  char *args_text = zt_args_summary(a);
+  for (int i = 0; i < 3; i++) {
+    char saved[64] = "", ours[64] = "";
+    if (!zt_ckpt_arg(r.args_text, rope_keys[i], saved, sizeof saved)) continue;
+    zt_args_summary_value(args_text, rope_keys[i], ours, sizeof ours);
+    zt_check(strcmp(saved, ours) == 0, "checkpoint", "%s: saved with %s %s, this run has %s (the rotary embedding "
+             "flags must match: --use-rotary-position-embeddings, --rotary-position-embeddings-theta, "
+             "--rotary-percent)", r.dir, rope_keys[i], saved, ours);
+  }
+  free(args_text);
   /* nothing of the checkpoint may be left over: the same layers, and without pipeline stages the same tensors
    * (the last stage's embedding copy aside) */
   char saved_layers[32] = "";

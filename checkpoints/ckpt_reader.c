@@ -244,6 +244,11 @@ static void collect_tensors(zt_ckpt_reader *r, const zt_h5 *f, int efile) {
     zt_check(split >= -1 && split < t->ndim, "checkpoint", "%s: %s: tp_split_dim %lld for %d dimensions", f->path,
              where, (long long)split, t->ndim);
     t->tp_split_dim = (int)split;
+    /* a tensor of blocks split each (SwiGLU's dense_h_to_4h); files of earlier builds have no such attribute */
+    t->tp_parts = zt_h5_has_attr(d, "tp_parts") ? (int)zt_h5_get_i64(f, d, where, "tp_parts") : 1;
+    zt_check(t->tp_parts >= 1 && (t->tp_parts == 1 || (t->tp_split_dim == 0 && t->full_shape[0] % t->tp_parts == 0)),
+             "checkpoint", "%s: %s: tp_parts %d for split dimension %d of %lld rows", f->path, where, t->tp_parts,
+             t->tp_split_dim, (long long)t->full_shape[0]);
     /* the full shape is only believed as far as the files hold it: each model file holds at most its local
      * dataset of the tensor (checked against the stored bytes), so the full tensor is at most mp_size of those */
     int64_t local[8];
@@ -503,7 +508,22 @@ int zt_ckpt_find(const zt_ckpt_reader *r, const char *name) {
 }
 
 void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *full, int dim, int64_t offset,
-                        int64_t len, int to_full) {
+                        int64_t len, int to_full, int parts) {
+  if (parts > 1) {
+    zt_check(dim == 0 && full[0] % parts == 0 && len % parts == 0 && offset % parts == 0, "checkpoint", "a tensor of "
+             "%d blocks split along dimension %d: %lld rows, a slice of %lld at %lld", parts, dim, (long long)full[0],
+             (long long)len, (long long)offset);
+    size_t inner = 1;
+    for (int k = 1; k < ndim; k++) inner *= (size_t)full[k];
+    const size_t F = (size_t)(full[0] / parts), L = (size_t)(len / parts), off = (size_t)(offset / parts);
+    for (int j = 0; j < parts; j++) {
+      float *fp = (to_full ? dst : (float *)src) + ((size_t)j * F + off) * inner;
+      float *lp = (to_full ? (float *)src : dst) + (size_t)j * L * inner;
+      if (to_full) memcpy(fp, lp, L * inner * sizeof(float));
+      else memcpy(lp, fp, L * inner * sizeof(float));
+    }
+    return;
+  }
   size_t outer = 1, inner = 1;
   for (int k = 0; k < dim; k++) outer *= (size_t)full[k];
   for (int k = dim + 1; k < ndim; k++) inner *= (size_t)full[k];
@@ -577,7 +597,7 @@ static void assemble(const zt_ckpt_reader *r, int i, float *out, const char *wha
     }
     local = realloc(local, n * sizeof(float) + 1);
     fetch(r, m, i, state, local, n);
-    zt_ckpt_slice_copy(out, local, t->ndim, t->full_shape, t->tp_split_dim, off, len, 1);
+    zt_ckpt_slice_copy(out, local, t->ndim, t->full_shape, t->tp_split_dim, off, len, 1, t->tp_parts);
     covered += n;
   }
   free(local);

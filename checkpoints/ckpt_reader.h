@@ -24,6 +24,7 @@ typedef struct {
   int64_t full_shape[ZT_MAX_DIMS];
   size_t numel;                /* of the full tensor */
   int tp_split_dim;            /* -1 replicated */
+  int tp_parts;                /* blocks split over the ranks each (zt_param.tp_parts; 1 when the file says nothing) */
   int tied_group, no_weight_decay, expert_id;
   zt_dtype dtype;              /* stored dtype of the weights */
   int efile;                   /* -1: in the model-state files; else its expert file (zt_ckpt_reader.experts) */
@@ -101,8 +102,10 @@ int zt_ckpt_arg(const char *args_text, const char *name, char *buf, size_t n);
 char *zt_ckpt_saved_args(const char *root, const char *tag);
 
 /* Copies the slice [offset, offset + len) along dimension dim of the full tensor src (shape full) into dst
- * (the same shape with len along dim); direction reversed when to_full is set. */
+ * (the same shape with len along dim); direction reversed when to_full is set. With parts > 1 (dim 0 only: SwiGLU's
+ * dense_h_to_4h, zt_param.tp_parts) the full tensor is parts equal blocks and the slice a rank's share of each:
+ * block j of the len / parts rows of dst is rows [j F / parts + offset / parts, ...) of the full tensor (F its rows). */
 void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *full, int dim, int64_t offset,
-                        int64_t len, int to_full);
+                        int64_t len, int to_full, int parts);
 
 #endif

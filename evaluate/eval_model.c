@@ -179,7 +179,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                       .forward_only = 1, .zero_partitions = 1, .tp_group = pl.tp, .tp_size = tp, .tp_rank = pl.c.tp,
                       .sequence_parallel = sequence_parallel, .pp_group = pl.pp, .pp_size = pp,
                       .pp_rank = pl.c.pp, .vpp = 1, .pp_buffers = 1};
-  const zt_model_args margs = {.num_layers = args->num_layers, .hidden_size = args->hidden_size,
+  zt_model_args margs = {.num_layers = args->num_layers, .hidden_size = args->hidden_size,
                                .num_heads = args->num_attention_heads, .ffn_hidden_size = args->ffn_hidden_size,
                                .max_positions = args->max_position_embeddings,
                                .padded_vocab_size = args->padded_vocab_size, .ln_eps = args->layernorm_epsilon,
@@ -187,6 +187,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                                .untie_embeddings = args->untie_embeddings_and_output_weights,
                                .residual_post_ln = args->apply_residual_connection_post_layernorm,
                                .sparse_attention = layout, .moe = zt_moe_on(&args->moe) ? &args->moe : NULL};
+  zt_args_model_variants(args, &margs);
   zt_log("building GPT model ...\n");
   zt_model *m = zt_gpt_create(&margs, &s);
   zt_ckpt_load_weights(m, args, pl.c.tp, tp, pl.c.pp, pp, pl.c.dp, dp); /* resharded to this layout */

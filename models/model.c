@@ -156,8 +156,11 @@ static void draw_param(const zt_model *m, const zt_param_table *full, int k, uin
     zt_param_uniform_fill(dst, p->numel, p->init_std, seed, i);
   } else if (p->tp_split_dim < 0 || tp == 1) {
     zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
-  } else if (p->tp_split_dim == 0) {
-    zt_philox_normal_fill(dst, p->numel, (uint64_t)r * p->numel, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+  } else if (p->tp_split_dim == 0) { /* with tp_parts blocks: this rank's range of each block of the full matrix */
+    const size_t part = p->numel / (size_t)p->tp_parts;
+    for (int j = 0; j < p->tp_parts; j++)
+      zt_philox_normal_fill(dst + (size_t)j * part, part, (uint64_t)j * part * (uint64_t)tp + (uint64_t)r * part, 0.0f,
+                            p->init_std, seed, ZT_RNG_INIT, i);
   } else {
     zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
              p->name, p->tp_split_dim, p->ndim);

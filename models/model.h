@@ -107,6 +107,12 @@ typedef struct {
   int residual_post_ln; /* --apply-residual-connection-post-layernorm */
   int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
   int dec_layers, dec_seq_length; /* T5: --decoder-num-layers and --decoder-seq-length (num_layers is the encoder's) */
+  /* the Llama-style variants: --normalization rmsnorm, --swiglu, --disable-bias-linear, --use-rotary-position-
+   * embeddings on rotary_dims of each head (0: off; --rotary-percent of the head size) with rope_theta
+   * (--rotary-position-embeddings-theta), no learned position embeddings (--no-position-embedding or rotary) */
+  int rmsnorm, swiglu, no_bias_linear, rotary_dims, no_position_embedding;
+  float rope_theta;
+  int kv_heads;         /* --num-key-value-heads (grouped-query attention); 0: num_heads */
   /* DeepSpeed's sparse_attention: the self-attention's block layout for --seq-length (host memory), or NULL for
    * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
   const zt_attn_layout_buf *sparse_attention;

@@ -45,6 +45,7 @@ typedef struct {
   const char *help;
 } flag;
 
+static const choice k_norms[] = {{"layernorm", 0, NULL}, {"rmsnorm", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM, NULL}, {"sgd", ZT_OPTIMIZER_SGD, NULL}, {NULL, 0, NULL}};
 static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT, NULL}, {"linear", ZT_LR_DECAY_LINEAR, NULL},
                                         {"cosine", ZT_LR_DECAY_COSINE, NULL},
@@ -120,6 +121,24 @@ static const flag k_flags[] = {
    "False", "Give the output layer its own weights instead of the word embeddings."},
   {"--apply-residual-connection-post-layernorm", F_TRUE, OFF(apply_residual_connection_post_layernorm), NULL, SHAPE,
    "False", "Original BERT residual order: each residual add takes the LayerNorm output."},
+  {"--normalization", F_CHOICE, OFF(normalization), k_norms, SHAPE, "layernorm",
+   "layernorm, or rmsnorm (Llama's: x / sqrt(mean x^2 + eps) * weight, no bias) for every norm."},
+  {"--swiglu", F_TRUE, OFF(swiglu), NULL, SHAPE, "False",
+   "SwiGLU MLP: dense_h_to_4h has 2 x --ffn-hidden-size outputs, silu(first half) * second half."},
+  {"--disable-bias-linear", F_CONST, OFF(add_bias_linear), k_off, SHAPE, "biases on",
+   "No biases in the attention's and the MLP's linear layers."},
+  {"--use-rotary-position-embeddings", F_TRUE, OFF(use_rotary_position_embeddings), NULL, SHAPE, "False",
+   "Rotary position embeddings on the queries and keys (and no learned position embeddings)."},
+  {"--rotary-position-embeddings-theta", F_INT, OFF(rope_theta), NULL, SHAPE, "10000", "Rotary base theta."},
+  {"--rotary-percent", F_FLOAT, OFF(rotary_percent), NULL, SHAPE, "1.0",
+   "Fraction of each head's dimensions that rotate (int(head size x percent), even)."},
+  {"--num-key-value-heads", F_INT, OFF(num_key_value_heads), NULL, SHAPE, "None (the heads)",
+   "Grouped-query attention: key/value heads, each shared by --num-attention-heads / this many query heads."},
+  {"--no-position-embedding", F_CONST, OFF(add_position_embedding), k_off, SHAPE, "position embeddings on",
+   "No learned absolute position embeddings."},
+  {"--no-query-key-layer-scaling", F_CONST, OFF(apply_query_key_layer_scaling), k_off, SHAPE, "scaling on",
+   "Megatron's fp16 overflow guard (scores / layer number, softmax x layer number): the same numbers here, whose "
+   "softmax is fp32 either way; recorded."},
   {"--bert-no-binary-head", F_CONST, OFF(bert_binary_head), k_off, SHAPE, "binary head on",
    "pretrain_bert: no sentence-order head (and no pooler, no token types)."},
   {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
@@ -891,6 +910,46 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   check_moe_flags(a, seen);
 }
 
+/* The Llama-style variants: what Megatron-DeepSpeed checks, and the combinations not built yet, refused by name. */
+static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_dim) {
+  /* Megatron-DeepSpeed's GQA checks (validate_args) */
+  if (given(seen, "--num-key-value-heads")) check_positive("--num-key-value-heads", a->num_key_value_heads);
+  else a->num_key_value_heads = a->num_attention_heads;
+  zt_check(a->num_attention_heads % a->num_key_value_heads == 0, "inconsistent arguments", "num_attention_heads must "
+           "be divisible by num_key_value_heads (got `num_attention_heads`: %d and `num_key_value_heads`: %d).",
+           a->num_attention_heads, a->num_key_value_heads);
+  const int gqa = a->num_key_value_heads != a->num_attention_heads;
+  zt_check(!gqa || !a->mos, "inconsistent arguments", "GQA currently does not support args.mos "
+           "(--num-key-value-heads %d with --mos, as Megatron-DeepSpeed asserts)", a->num_key_value_heads);
+  zt_check(!gqa || !a->kd, "inconsistent arguments", "GQA currently does not support args.kd "
+           "(--num-key-value-heads %d with --kd, as Megatron-DeepSpeed asserts)", a->num_key_value_heads);
+  const int any = a->normalization || a->swiglu || !a->add_bias_linear || a->use_rotary_position_embeddings ||
+                  !a->add_position_embedding || gqa;
+  if (given(seen, "--rotary-position-embeddings-theta")) check_positive("--rotary-position-embeddings-theta",
+                                                                       a->rope_theta);
+  zt_check(a->rotary_percent > 0.0f && a->rotary_percent <= 1.0f, "bad argument value", "--rotary-percent %g: must "
+           "be in (0, 1]", a->rotary_percent);
+  if (a->use_rotary_position_embeddings) {
+    /* Megatron-DeepSpeed's: rotary_dim = kv channels, times the percent when it is below 1, and no learned
+     * positions */
+    const int rot = a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
+    zt_check(rot >= 2 && rot % 2 == 0, "inconsistent arguments", "--rotary-percent %g of the head size %d gives "
+             "%d rotary dimensions; they turn in pairs (RotaryEmbedding's arange(0, dim, 2)), so an even number "
+             ">= 2 is needed", a->rotary_percent, head_dim, rot);
+    a->add_position_embedding = 0;
+  }
+  if (!any) return;
+  const char *which = gqa ? "--num-key-value-heads" : a->swiglu ? "--swiglu"
+                      : !a->add_bias_linear ? "--disable-bias-linear" : a->normalization ? "--normalization rmsnorm" : a->use_rotary_position_embeddings
+                      ? "--use-rotary-position-embeddings" : "--no-position-embedding";
+  zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "%s: the Llama-style variants are built for "
+           "GPT (pretrain_gpt); in %s they land with the %s work (docs/gpt.md)", which, zt_args_model,
+           strcmp(zt_args_model, "bert") == 0 ? "BERT variants" : "T5 variants");
+  zt_check(!(a->use_rotary_position_embeddings && a->random_ltd), "unsupported argument", "--random-ltd with "
+           "--use-rotary-position-embeddings: the positions of a random-LTD layer's kept tokens land with the "
+           "data-efficiency work (issue 21)");
+}
+
 /* Knowledge distillation and Mixture-of-Students (Megatron-DeepSpeed's _add_distillation_args, setup_teacher_model):
  * the teacher is a GPT of the teacher flags with the student's other shape flags, loaded from --load-teacher. */
 static void check_kd_flags(zt_args *a, const unsigned char *seen) {
@@ -1100,8 +1159,12 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   a->kv_channels = head_dim;
   if (!given(seen, "--ffn-hidden-size")) {
     zt_check(a->hidden_size <= INT_MAX / 4, "bad argument value", "--hidden-size %d: too large", a->hidden_size);
-    a->ffn_hidden_size = 4 * a->hidden_size;
+    /* Megatron-DeepSpeed's: with SwiGLU two thirds of 4h (its parameters match the GELU MLP's), a multiple of 64 */
+    a->ffn_hidden_size = a->swiglu ? (int)(4.0 * a->hidden_size * 2.0 / 3.0 / 64.0) * 64 : 4 * a->hidden_size;
+    zt_check(a->ffn_hidden_size > 0, "inconsistent arguments", "--swiglu: the default --ffn-hidden-size "
+             "int(4 x %d x 2 / 3 / 64) x 64 is 0; give --ffn-hidden-size", a->hidden_size);
   }
+  check_llama_flags(a, seen, head_dim);
   zt_check(a->seq_length <= a->max_position_embeddings, "inconsistent arguments",
            "--seq-length %d is larger than --max-position-embeddings %d", a->seq_length, a->max_position_embeddings);
   if (strcmp(zt_args_model, "t5") == 0) {
@@ -1235,6 +1298,9 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   /* tensor parallelism splits the heads, the MLP columns and (with --sequence-parallel) the sequence */
   zt_check(a->num_attention_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible "
            "by --tensor-model-parallel-size %d", a->num_attention_heads, tp);
+  zt_check(a->num_key_value_heads % tp == 0, "inconsistent arguments", "--num-key-value-heads %d is not divisible by "
+           "--tensor-model-parallel-size %d (each rank holds whole key/value groups, as Megatron-DeepSpeed divides "
+           "them)", a->num_key_value_heads, tp);
   zt_check(a->ffn_hidden_size % tp == 0, "inconsistent arguments", "--ffn-hidden-size %d%s is not divisible by "
            "--tensor-model-parallel-size %d", a->ffn_hidden_size, given(seen, "--ffn-hidden-size") ? "" :
            " (4 x --hidden-size)", tp);
@@ -1269,8 +1335,23 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "%d)) is not divisible by --moe-expert-parallel-size %d: the expert-parallel groups are carved from the "
            "data-parallel group (DeepSpeed asserts dp_world_size %% expert_parallel_size == 0)", a->data_parallel_size,
            world_size, a->tensor_model_parallel_size, a->pipeline_model_parallel_size, a->moe_expert_parallel_size);
+  zt_check(!zt_moe_on(&a->moe) || (!a->swiglu && a->add_bias_linear), "unsupported argument", "%s with --num-experts: "
+           "the experts' MLPs (Megatron-DeepSpeed's ParallelMLP with moe=True) take it too, which lands with the MoE "
+           "variants work (issue 18)", a->swiglu ? "--swiglu" : "--disable-bias-linear");
   check_kd_flags(a, seen);
   pad_vocab(a);
+}
+
+void zt_args_model_variants(const zt_args *a, zt_model_args *m) {
+  const int head_dim = a->hidden_size / a->num_attention_heads;
+  m->rmsnorm = a->normalization;
+  m->swiglu = a->swiglu;
+  m->no_bias_linear = !a->add_bias_linear;
+  m->rotary_dims = !a->use_rotary_position_embeddings ? 0
+                   : a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
+  m->rope_theta = (float)a->rope_theta;
+  m->no_position_embedding = !a->add_position_embedding;
+  m->kv_heads = a->num_key_value_heads > 0 ? a->num_key_value_heads : a->num_attention_heads;
 }
 
 void zt_args_set_vocab_size(zt_args *a, int vocab_size, const char *tokenizer_name) {
@@ -1342,6 +1423,10 @@ static void set_defaults(zt_args *a) {
   a->moe_token_dropping = a->moe_top2_2nd_expert_sampling = 1;
   a->num_layers_teacher = a->hidden_size_teacher = a->num_attention_heads_teacher = -1;
   a->kd_alpha_ce = a->kd_beta_ce = a->kd_temp = 1.0;
+  a->add_bias_linear = a->add_position_embedding = a->apply_query_key_layer_scaling = 1;
+  a->rope_theta = 10000;
+  a->rotary_percent = 1.0f;
+  a->num_key_value_heads = -1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -1392,21 +1477,27 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
     zt_log("Checkpoint not found to provide arguments, using provided arguments.\n");
     return;
   }
-  static const struct { const char *name; int force; } keys[] = {
-    {"num_layers", 0}, {"hidden_size", 0}, {"ffn_hidden_size", 0}, {"seq_length", 0}, {"num_attention_heads", 0},
-    {"kv_channels", 0}, {"max_position_embeddings", 0}, {"untie_embeddings_and_output_weights", 1},
-    {"apply_residual_connection_post_layernorm", 1}, {"decoder_num_layers", 0}, {"decoder_seq_length", 0},
-    {"tokenizer_type", 0}, {"vocab_size", 0}, {"make_vocab_size_divisible_by", 0},
-    {"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
+  /* flag: where the argument's flag is not --<name> (an F_CONST flag, "--no-x", stores its value when the saved
+   * argument is False, else the default) */
+  static const struct { const char *name; int force; const char *flag; } keys[] = {
+    {"num_layers", 0, NULL}, {"hidden_size", 0, NULL}, {"ffn_hidden_size", 0, NULL}, {"seq_length", 0, NULL},
+    {"num_attention_heads", 0, NULL}, {"num_key_value_heads", 0, NULL}, {"kv_channels", 0, NULL}, {"max_position_embeddings", 0, NULL},
+    {"add_position_embedding", 1, "--no-position-embedding"}, {"use_rotary_position_embeddings", 1, NULL},
+    {"rotary_percent", 1, NULL}, {"add_bias_linear", 1, "--disable-bias-linear"}, {"swiglu", 1, NULL},
+    {"untie_embeddings_and_output_weights", 1, NULL}, {"apply_residual_connection_post_layernorm", 1, NULL},
+    {"decoder_num_layers", 0, NULL}, {"decoder_seq_length", 0, NULL}, {"tokenizer_type", 0, NULL},
+    {"vocab_size", 0, NULL}, {"make_vocab_size_divisible_by", 0, NULL}, {"tensor_model_parallel_size", 1, NULL},
+    {"pipeline_model_parallel_size", 1, NULL}};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char value[256], flagname[96];
     if (!zt_args_summary_value(text, keys[i].name, value, sizeof value) || strcmp(value, "None") == 0) continue;
     snprintf(flagname, sizeof flagname, "--%s", keys[i].name);
     for (char *p = flagname + 2; *p; p++)
       if (*p == '_') *p = '-';
-    const flag *f = find_flag(flagname);
+    const flag *f = find_flag(keys[i].flag ? keys[i].flag : flagname);
     if (!f || (seen[f - k_flags] && !keys[i].force)) continue;
     if (f->kind == F_TRUE) *(int *)((char *)a + f->offset) = strcmp(value, "True") == 0;
+    else if (f->kind == F_CONST) *(int *)((char *)a + f->offset) = strcmp(value, "False") == 0 ? f->choices[0].value : 1;
     else set_value(a, f, value);
     seen[f - k_flags] = 1;
     zt_log("Setting %s to %s from checkpoint\n", keys[i].name, value);
@@ -1602,12 +1693,21 @@ void zt_args_print(const zt_args *a) {
   INT_LINE("hidden_size", a->hidden_size);
   INT_LINE("ffn_hidden_size", a->ffn_hidden_size);
   INT_LINE("num_attention_heads", a->num_attention_heads);
+  OPT_LINE("num_key_value_heads", a->num_key_value_heads);
   INT_LINE("kv_channels", a->kv_channels);
   INT_LINE("max_position_embeddings", a->max_position_embeddings);
   INT_LINE("make_vocab_size_divisible_by", a->make_vocab_size_divisible_by);
   FLT_LINE("layernorm_epsilon", a->layernorm_epsilon, 1);
   BOOL_LINE("untie_embeddings_and_output_weights", a->untie_embeddings_and_output_weights);
   BOOL_LINE("apply_residual_connection_post_layernorm", a->apply_residual_connection_post_layernorm);
+  STR_LINE("normalization", a->normalization ? "rmsnorm" : "layernorm");
+  BOOL_LINE("swiglu", a->swiglu);
+  BOOL_LINE("add_bias_linear", a->add_bias_linear);
+  BOOL_LINE("use_rotary_position_embeddings", a->use_rotary_position_embeddings);
+  INT_LINE("rope_theta", a->rope_theta);
+  FLT_LINE("rotary_percent", a->rotary_percent, 1);
+  BOOL_LINE("add_position_embedding", a->add_position_embedding);
+  BOOL_LINE("apply_query_key_layer_scaling", a->apply_query_key_layer_scaling);
   BOOL_LINE("bert_binary_head", a->bert_binary_head);
   INT_LINE("seq_length", a->seq_length);
   OPT_LINE("encoder_num_layers", a->encoder_num_layers);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "models/model.h"
 #include "models/moe/moe_config.h"
 
 typedef enum { ZT_LR_DECAY_LINEAR = 0, ZT_LR_DECAY_COSINE, ZT_LR_DECAY_CONSTANT, ZT_LR_DECAY_INVSQRT } zt_lr_decay_style;
@@ -31,6 +32,15 @@ typedef struct {
   float layernorm_epsilon;          /* 1e-5 */
   int untie_embeddings_and_output_weights; /* 0: output layer tied to word embeddings */
   int apply_residual_connection_post_layernorm; /* the residual adds take the LayerNorm output (original BERT) */
+  /* the Llama-style variants (docs/gpt.md "Llama-style models"): --normalization layernorm|rmsnorm (normalization: 0
+   * layernorm, 1 rmsnorm), --swiglu, --disable-bias-linear (add_bias_linear 0), --use-rotary-position-embeddings with
+   * --rotary-position-embeddings-theta (rope_theta, 10000) and --rotary-percent (1.0), --no-position-embedding
+   * (add_position_embedding 0, also implied by rotary), --no-query-key-layer-scaling (apply_query_key_layer_scaling 0:
+   * the same numbers here, the softmax being fp32 either way) */
+  int normalization, swiglu, add_bias_linear, use_rotary_position_embeddings, rope_theta, add_position_embedding;
+  int apply_query_key_layer_scaling;
+  float rotary_percent;
+  int num_key_value_heads;          /* --num-key-value-heads: grouped-query attention; -1 None (= the heads) */
   int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
   float mask_prob, short_seq_prob;  /* pretrain_bert and pretrain_t5: --mask-prob 0.15, --short-seq-prob 0.1 */
   int seq_length;
@@ -230,5 +240,7 @@ int zt_args_given(const zt_args *args, const char *flag);
 /* Sets the vocabulary size from the tokenizer (named in messages) and recomputes the padded size;
  * a --vocab-size that disagrees is refused with both numbers. */
 void zt_args_set_vocab_size(zt_args *args, int vocab_size, const char *tokenizer_name);
+/* The Llama-style variants of the parsed flags into a model's architecture (zt_model_args). */
+void zt_args_model_variants(const zt_args *args, zt_model_args *m);
 
 #endif

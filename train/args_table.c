@@ -8,8 +8,8 @@
 /* Each entry: the work a group of flags lands with (or, after a leading '=', the whole reason they are refused), then
  * its flags separated by single spaces. */
 const zt_args_known_group zt_args_known_groups[] = {
-  {"mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)",
-   "--fp32-residual-connection --no-query-key-layer-scaling --attention-softmax-in-fp32 "
+  {"mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy)",
+   "--fp32-residual-connection --attention-softmax-in-fp32 "
    "--fp16-lm-cross-entropy --embedding-weights-in-fp32"},
   {"FP8/Transformer-Engine",
    "--transformer-impl --fp8-e4m3 --fp8-hybrid --no-fp8-wgrad --fp8-margin --fp8-interval "
@@ -35,11 +35,8 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--force-ds-sequence-parallel"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
-  {"model-variant (rotary, GQA, RMSNorm, SwiGLU)",
-   "--num-key-value-heads --use-rotary-position-embeddings --rotary-position-embeddings-theta "
-   "--rotary-percent --no-position-embedding --normalization --apply-layernorm-1p "
-   "--openai-gelu --squared-relu --swiglu "
-   "--disable-bias-linear --init-method-xavier-uniform"},
+  {"model-variant (LayerNorm-1p, other activations, Xavier init; docs/gpt.md)",
+   "--apply-layernorm-1p --openai-gelu --squared-relu --init-method-xavier-uniform"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"data-efficiency (curriculum learning, issue 21)", "--data-efficiency-curriculum-learning"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",

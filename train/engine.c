@@ -391,7 +391,7 @@ static void sparse_setup(zt_engine *e) {
 /* The architecture flags of the model kinds (Megatron's args, and the ds_config's sparse_attention layout once
  * sparse_setup made it). */
 static zt_model_args args_model(const zt_args *a) {
-  return (zt_model_args){.num_layers = a->num_layers, .hidden_size = a->hidden_size,
+  zt_model_args m = {.num_layers = a->num_layers, .hidden_size = a->hidden_size,
                          .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                          .max_positions = a->max_position_embeddings, .padded_vocab_size = a->padded_vocab_size,
                          .ln_eps = a->layernorm_epsilon, .attn_dropout = a->attention_dropout,
@@ -400,6 +400,8 @@ static zt_model_args args_model(const zt_args *a) {
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
                          .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
                          .dec_layers = a->decoder_num_layers, .dec_seq_length = a->decoder_seq_length};
+  zt_args_model_variants(a, &m);
+  return m;
 }
 
 static zt_model_args model_args(const zt_engine *e) {
@@ -518,6 +520,12 @@ static void setup_groups(zt_engine *e) {
            "unsupported argument", "the flops_profiler of %s with MoE layers and --tensor-model-parallel-size %d is not "
            "supported yet: DeepSpeed's MoE splits each expert's tokens over the tensor-parallel ranks, which zerotron's "
            "MoE layer does not (docs/moe.md)", e->ds ? e->ds->path : "", st->tp_size);
+  zt_check(!(e->ds && e->ds->flops_profiler_enabled) || (!a->normalization && !a->swiglu && a->add_bias_linear &&
+           !a->use_rotary_position_embeddings && a->add_position_embedding &&
+           a->num_key_value_heads == a->num_attention_heads), "unsupported argument", "the flops_profiler "
+           "of %s with the Llama-style variants (--normalization rmsnorm, --swiglu, --disable-bias-linear, rotary or no "
+           "position embeddings, --num-key-value-heads) is not supported yet: their modules (RMSNorm, the SwiGLU MLP, the rotary embedding) "
+           "land in the profiler's tree with the variants' profiler work (docs/gpt.md)", e->ds ? e->ds->path : "");
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);
@@ -989,7 +997,9 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
-                       .topk = a->topk}; /* Megatron-DeepSpeed multiplies the MLP by --topk in every layer */
+                       .topk = a->topk, /* Megatron-DeepSpeed multiplies the MLP by --topk in every layer */
+                       .swiglu = a->swiglu, /* its 3 MLP matrices */
+                       .kv_heads = a->num_key_value_heads}; /* and GQA's 2 // gqa */
   e->flops_per_iteration = zt_iteration_flops(&fm, gbs);
   e->flops_model = fm;
   e->setup_seconds[0] = zt_now() - t_model;

@@ -9,8 +9,12 @@
  * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head): Hugging Face's MegatronBert key names, the
  * fused per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary
  * kept (as transformers' convert_megatron_bert_checkpoint.py does), the decoder tied to the word embeddings;
- * export_bert below. docs/checkpoints.md. */
+ * export_bert below. A checkpoint with exactly Llama's architecture (--normalization rmsnorm --swiglu
+ * --disable-bias-linear --use-rotary-position-embeddings, rotary on the whole head, no learned positions; GQA and
+ * untied output allowed) becomes a LlamaForCausalLM directory (export_llama below); other mixes of the Llama-style
+ * variants (docs/gpt.md) are refused, naming the saved argument, before anything is written. docs/checkpoints.md. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,7 @@
 #include "checkpoints/ckpt_reader.h"
 #include "checkpoints/safetensors.h"
 #include "runtime/base/error.h"
+#include "runtime/base/pyfmt.h"
 
 #define ENC "language_model.encoder"
 #define EMB "language_model.embedding"
@@ -27,17 +32,34 @@
 static const zt_ckpt_reader *R;
 static float *buf;
 
-/* The full fp32 value of a checkpoint tensor, its shape checked. */
-static const float *get(const char *name, int ndim, int64_t d0, int64_t d1) {
+/* The index of a checkpoint tensor, its shape checked (fatal otherwise). */
+static int need(const char *name, int ndim, int64_t d0, int64_t d1) {
   const int i = zt_ckpt_find(R, name);
   zt_check(i >= 0, "export_hf", "%s: tensor %s is missing (not a GPT checkpoint?)", R->dir, name);
   const zt_ckpt_tensor *t = &R->tensors[i];
   zt_check(t->ndim == ndim && t->full_shape[0] == d0 && (ndim == 1 || t->full_shape[1] == d1), "export_hf",
            "%s: %s has an unexpected shape (%d dimensions, first %lld)", R->dir, name, t->ndim,
            (long long)t->full_shape[0]);
+  return i;
+}
+
+/* The full fp32 value of a checkpoint tensor, its shape checked. */
+static const float *get(const char *name, int ndim, int64_t d0, int64_t d1) {
+  const int i = need(name, ndim, d0, d1);
   if (R->has_optim) zt_ckpt_read_state(R, i, "fp32", buf);
   else zt_ckpt_read_weights(R, i, buf);
   return buf;
+}
+
+/* fmt appended to the "; "-separated list in dst (n bytes), truncated if need be. */
+static void append(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *dst, size_t n, const char *fmt, ...) {
+  size_t l = strlen(dst);
+  if (l && l + 2 < n) strcpy(dst + l, "; "), l += 2;
+  va_list ap;
+  va_start(ap, fmt);
+  if (l < n) vsnprintf(dst + l, n - l, fmt, ap);
+  va_end(ap);
 }
 
 static long arg_int(const char *name) {
@@ -209,6 +231,143 @@ static void export_bert(const zt_ckpt_reader *r, const char *out) {
   free(e);
 }
 
+/* ---- Llama -> transformers' LlamaForCausalLM ---------------------------------------------------------------------
+ * For a checkpoint with exactly Llama's architecture (main checks it: --normalization rmsnorm, --swiglu,
+ * --disable-bias-linear, --use-rotary-position-embeddings on the whole head, no learned positions, pre-norm). Key
+ * names of transformers/models/llama/modeling_llama.py; nn.Linear's [out, in] is ours, nothing is transposed.
+ * query_key_value is split from Megatron-DeepSpeed's grouped layout [G][R queries | key | value][HD] (R = NH / G;
+ * G = NH, R = 1 is the plain per-head layout [NH][q|k|v][HD]): query head g R + j -> q_proj rows (g R + j) HD ..,
+ * group g's key and value -> k_proj / v_proj rows g HD ..; HF's repeat_kv gives query head h the group h / R, as
+ * ours does. The rotary rows need no permutation: Megatron's apply_rotary_pos_emb and HF's both turn the pairs
+ * (i, i + HD/2) of a head by t * theta^(-2i/HD) (rotate_half = cat(-x2, x1) over the halves, emb = cat(freqs,
+ * freqs)), so HF's row order is ours (a permutation is needed only from Meta's interleaved-pairs checkpoints).
+ * dense_h_to_4h's rows [0, F) are Megatron's SwiGLU gate (chunk(2)'s first half, under silu) = gate_proj, rows
+ * [F, 2F) the linear half = up_proj. The vocabulary padding rows are removed from the embeddings and lm_head. */
+static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
+  const long L = arg_int("num_layers"), C = arg_int("hidden_size"), NH = arg_int("num_attention_heads");
+  const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
+  const long V = (long)r->vocab_size, VP = (long)r->padded_vocab_size;
+  char v[64];
+  const long G = zt_ckpt_arg(r->args_text, "num_key_value_heads", v, sizeof v) && strcmp(v, "None") != 0 ? atol(v)
+                                                                                                           : NH;
+  zt_check(NH > 0 && C % NH == 0 && G > 0 && NH % G == 0 && V > 0 && V <= VP && L > 0 && F > 0, "export_hf",
+           "%s: hidden size %ld, %ld heads, %ld key/value heads, vocabulary %ld of %ld", r->dir, C, NH, G, V, VP);
+  const long HD = C / NH, R = NH / G, QKV = (NH + 2 * G) * HD;
+  const double eps = arg_double("layernorm_epsilon", 1e-5), theta = arg_double("rope_theta", 10000);
+
+  /* every tensor of the checkpoint is checked before anything is written, and must have its place here */
+  char name[256];
+  int *used = zt_calloc((size_t)r->n_tensors, sizeof(int), "flags");
+#define NEED(nd, a, b, ...) (snprintf(name, sizeof name, __VA_ARGS__), used[need(name, nd, a, b)]++)
+  NEED(2, VP, C, EMB ".word_embeddings.weight");
+  for (long l = 0; l < L; l++) {
+    NEED(1, C, 0, ENC ".layers.%ld.input_layernorm.weight", l);
+    NEED(2, QKV, C, ENC ".layers.%ld.self_attention.query_key_value.weight", l);
+    NEED(2, C, C, ENC ".layers.%ld.self_attention.dense.weight", l);
+    NEED(1, C, 0, ENC ".layers.%ld.post_attention_layernorm.weight", l);
+    NEED(2, 2 * F, C, ENC ".layers.%ld.mlp.dense_h_to_4h.weight", l);
+    NEED(2, C, F, ENC ".layers.%ld.mlp.dense_4h_to_h.weight", l);
+  }
+  NEED(1, C, 0, ENC ".final_layernorm.weight");
+  if (untie) NEED(2, VP, C, "language_model.output_layer.weight");
+#undef NEED
+  for (int i = 0; i < r->n_tensors; i++)
+    zt_check(used[i] == 1, "export_hf", "%s: tensor %s has no place in Hugging Face's LlamaForCausalLM (saved "
+             "arguments and tensors disagree?), so the checkpoint is not exported", r->dir, r->tensors[i].name);
+  free(used);
+
+  const int n = 1 + 9 * (int)L + 1 + untie;
+  zt_st_entry *e = zt_calloc((size_t)n, sizeof(zt_st_entry), "entries");
+  int k = 0;
+#define ENTRY(nd, a, b, ...) (snprintf(e[k].name, sizeof e[k].name, __VA_ARGS__), e[k].ndim = (nd), \
+                              e[k].shape[0] = (a), e[k].shape[1] = (b), k++)
+  ENTRY(2, V, C, "model.embed_tokens.weight");
+  for (long l = 0; l < L; l++) {
+    ENTRY(1, C, 0, "model.layers.%ld.input_layernorm.weight", l);
+    ENTRY(2, NH * HD, C, "model.layers.%ld.self_attn.q_proj.weight", l);
+    ENTRY(2, G * HD, C, "model.layers.%ld.self_attn.k_proj.weight", l);
+    ENTRY(2, G * HD, C, "model.layers.%ld.self_attn.v_proj.weight", l);
+    ENTRY(2, C, NH * HD, "model.layers.%ld.self_attn.o_proj.weight", l);
+    ENTRY(1, C, 0, "model.layers.%ld.post_attention_layernorm.weight", l);
+    ENTRY(2, F, C, "model.layers.%ld.mlp.gate_proj.weight", l);
+    ENTRY(2, F, C, "model.layers.%ld.mlp.up_proj.weight", l);
+    ENTRY(2, C, F, "model.layers.%ld.mlp.down_proj.weight", l);
+  }
+  ENTRY(1, C, 0, "model.norm.weight");
+  if (untie) ENTRY(2, V, C, "lm_head.weight");
+#undef ENTRY
+  zt_check(k == n, "internal error", "export_hf: %d Llama entries of %d", k, n);
+  size_t maxn = (size_t)VP * C;
+  if ((size_t)2 * F * C > maxn) maxn = (size_t)2 * F * C;
+  if ((size_t)QKV * C > maxn) maxn = (size_t)QKV * C;
+  buf = zt_malloc(maxn * sizeof(float), "tensor");
+  float *tmp = zt_malloc((size_t)QKV * C * sizeof(float), "tensor");
+
+  zt_ckpt_mkdirs(out);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/model.safetensors", out);
+  zt_st_writer w;
+  zt_st_begin(&w, path, e, n);
+  zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)V * C); /* padding rows dropped */
+  for (long l = 0; l < L; l++) {
+    char pre[128];
+    snprintf(pre, sizeof pre, ENC ".layers.%ld", l);
+#define G_(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
+    zt_st_write(&w, G_("input_layernorm.weight", 1, C, 0), (size_t)C);
+    /* our row (g (R+2) + j) HD + d: j < R query head g R + j, j = R group g's key, j = R + 1 its value; into tmp as
+     * q_proj [NH HD, C], then k_proj and v_proj [G HD, C] */
+    const float *qkv = G_("self_attention.query_key_value.weight", 2, QKV, C);
+    float *q = tmp, *kk = tmp + (size_t)NH * HD * C, *vv = kk + (size_t)G * HD * C;
+    for (long g = 0; g < G; g++)
+      for (long j = 0; j < R + 2; j++) {
+        float *dst = j < R ? q + (size_t)(g * R + j) * HD * C : (j == R ? kk : vv) + (size_t)g * HD * C;
+        memcpy(dst, qkv + (size_t)(g * (R + 2) + j) * HD * C, (size_t)HD * C * sizeof(float));
+      }
+    zt_st_write(&w, q, (size_t)NH * HD * C);
+    zt_st_write(&w, kk, (size_t)G * HD * C);
+    zt_st_write(&w, vv, (size_t)G * HD * C);
+    zt_st_write(&w, G_("self_attention.dense.weight", 2, C, C), (size_t)C * C);
+    zt_st_write(&w, G_("post_attention_layernorm.weight", 1, C, 0), (size_t)C);
+    const float *h4 = G_("mlp.dense_h_to_4h.weight", 2, 2 * F, C);
+    zt_st_write(&w, h4, (size_t)F * C);                  /* gate: silu(x W_g^T) */
+    zt_st_write(&w, h4 + (size_t)F * C, (size_t)F * C);  /* up: the linear half */
+    zt_st_write(&w, G_("mlp.dense_4h_to_h.weight", 2, C, F), (size_t)C * F);
+#undef G_
+  }
+  zt_st_write(&w, get(ENC ".final_layernorm.weight", 1, C, 0), (size_t)C);
+  if (untie) zt_st_write(&w, get("language_model.output_layer.weight", 2, VP, C), (size_t)V * C);
+  zt_st_end(&w);
+
+  /* bos/eos are not written as ids: the checkpoint does not know its tokenizer's special tokens, and left out
+   * LlamaConfig would default them to 1 and 2; null says unknown (generate() then stops at max_length only). */
+  char eps_s[40], theta_s[40], drop_s[40];
+  zt_py_float(eps_s, sizeof eps_s, eps, 0);
+  zt_py_float(theta_s, sizeof theta_s, theta, 0);
+  zt_py_float(drop_s, sizeof drop_s, arg_double("attention_dropout", 0.0), 0);
+  snprintf(path, sizeof path, "%s/config.json", out);
+  FILE *f = fopen(path, "w");
+  zt_check(f, "export_hf", "%s: cannot write: %s", path, strerror(errno));
+  fprintf(f,
+          "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"vocab_size\": %ld,\n"
+          "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
+          "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
+          "  \"hidden_act\": \"silu\",\n  \"max_position_embeddings\": %ld,\n  \"rms_norm_eps\": %s,\n"
+          "  \"rope_theta\": %s,\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
+          "  \"attention_dropout\": %s,\n  \"initializer_range\": %.9g,\n  \"pretraining_tp\": 1,\n"
+          "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n"
+          "  \"pad_token_id\": null,\n  \"use_cache\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
+          V, C, F, L, NH, G, HD, P, eps_s, theta_s, drop_s, arg_double("init_method_std", 0.02),
+          untie ? "false" : "true");
+  zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
+  printf("exported %s (iteration %lld, %s weights) to %s: LlamaForCausalLM, %ld layers, hidden %ld, %ld heads, %ld "
+         "key/value heads, ffn %ld, vocabulary %ld (padding of %ld rows removed), rope_theta %s, %s\n", r->dir,
+         (long long)r->iteration, r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, L, C, NH, G,
+         F, V, VP - V, theta_s, untie ? "untied lm_head" : "lm_head tied to embed_tokens");
+  free(buf);
+  free(tmp);
+  free(e);
+}
+
 int main(int argc, char **argv) {
   const char *dir = NULL, *out = NULL, *tag = NULL;
   for (int i = 1; i < argc; i++) {
@@ -217,7 +376,11 @@ int main(int argc, char **argv) {
              "Writes a Hugging Face GPT2LMHeadModel directory (config.json, model.safetensors) from a zerotron GPT\n"
              "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n"
              "A BERT checkpoint gives a MegatronBertForPreTraining directory (MegatronBertForMaskedLM when trained\n"
-             "with --bert-no-binary-head): transformers.MegatronBertForPreTraining.from_pretrained(output_dir).\n");
+             "with --bert-no-binary-head): transformers.MegatronBertForPreTraining.from_pretrained(output_dir).\n"
+             "A Llama-style GPT checkpoint (--normalization rmsnorm --swiglu --disable-bias-linear\n"
+             "--use-rotary-position-embeddings, optionally --num-key-value-heads and\n"
+             "--untie-embeddings-and-output-weights) gives a LlamaForCausalLM directory:\n"
+             "transformers.LlamaForCausalLM.from_pretrained(output_dir). Other mixes of those variants are refused.\n");
       return 0;
     }
     if (!strcmp(argv[i], "--tag") || !strcmp(argv[i], "-t")) {
@@ -243,14 +406,59 @@ int main(int argc, char **argv) {
     zt_ckpt_close(&r);
     return 0;
   }
-  for (int i = 0; i < r.n_tensors; i++) /* Hugging Face's GPT-2 has one MLP per layer */
+  for (int i = 0; i < r.n_tensors; i++) /* Hugging Face's GPT-2 and Llama have one MLP per layer */
     zt_check(r.tensors[i].expert_id < 0 && !strstr(r.tensors[i].name, ".deepspeed_moe."), "export_hf", "%s: tensor %s "
-             "belongs to an MoE layer (docs/moe.md); Hugging Face's GPT2LMHeadModel has no experts, so MoE checkpoints "
-             "are not exported", r.dir, r.tensors[i].name);
-  for (int i = 0; i < r.n_tensors; i++) /* Hugging Face's GPT-2 has one MLP per layer */
-    zt_check(r.tensors[i].expert_id < 0 && !strstr(r.tensors[i].name, ".deepspeed_moe."), "export_hf", "%s: tensor %s "
-             "belongs to an MoE layer (docs/moe.md); Hugging Face's GPT2LMHeadModel has no experts, so MoE checkpoints "
-             "are not exported", r.dir, r.tensors[i].name);
+             "belongs to an MoE layer (docs/moe.md); Hugging Face's GPT2LMHeadModel and LlamaForCausalLM have no "
+             "experts, so MoE checkpoints are not exported", r.dir, r.tensors[i].name);
+  /* GPT-2's block (GPT2LMHeadModel), exactly Llama's (LlamaForCausalLM), or not exported. A key missing from the
+   * saved arguments (a checkpoint older than the variants) has GPT-2's value. */
+  static const struct { const char *key, *gpt2, *llama, *why; } variants[] = {
+      {"normalization", "layernorm", "rmsnorm", "LlamaForCausalLM's norms are RMSNorm: --normalization rmsnorm"},
+      {"swiglu", "False", "True", "a GELU MLP; LlamaForCausalLM's MLP is SwiGLU: --swiglu"},
+      {"add_bias_linear", "True", "False", "linear biases; LlamaForCausalLM is exported without any: "
+                                           "--disable-bias-linear"},
+      {"use_rotary_position_embeddings", "False", "True", "LlamaForCausalLM's positions are rotary: "
+                                                          "--use-rotary-position-embeddings"},
+      {"add_position_embedding", "True", "False", "learned position embeddings, which LlamaForCausalLM has not"}};
+  const int nv = (int)(sizeof variants / sizeof variants[0]);
+  char val[5][64], not_llama[2048] = "";
+  int gpt2_off = -1, llama_leaning = 0;
+#define NOT_LLAMA(...) append(not_llama, sizeof not_llama, __VA_ARGS__)
+  for (int i = 0; i < nv; i++) {
+    if (!zt_ckpt_arg(r.args_text, variants[i].key, val[i], sizeof val[i]))
+      snprintf(val[i], sizeof val[i], "%s", variants[i].gpt2);
+    if (gpt2_off < 0 && strcmp(val[i], variants[i].gpt2) != 0) gpt2_off = i;
+    if (strcmp(val[i], variants[i].llama) != 0) NOT_LLAMA("%s %s (%s)", variants[i].key, val[i], variants[i].why);
+    else if (i < 2) llama_leaning = 1; /* RMSNorm or SwiGLU: Llama's block, not GPT-2's */
+  }
+  if (gpt2_off >= 0) { /* the rest of what LlamaForCausalLM cannot express */
+    char pct[64] = "1.0", post[16] = "False";
+    zt_ckpt_arg(r.args_text, "rotary_percent", pct, sizeof pct);
+    if (!strcmp(val[3], "True") && atof(pct) != 1.0) {
+      const long hd = arg_int("hidden_size") / arg_int("num_attention_heads");
+      NOT_LLAMA("rotary_percent %s (--rotary-percent %s turns %ld of the head's %ld dimensions; LlamaForCausalLM "
+                "turns all of them: --rotary-percent 1.0)", pct, pct, (long)(hd * atof(pct)), hd);
+    }
+    zt_ckpt_arg(r.args_text, "apply_residual_connection_post_layernorm", post, sizeof post);
+    if (!strcmp(post, "True"))
+      NOT_LLAMA("apply_residual_connection_post_layernorm True (LlamaForCausalLM's layers are pre-norm)");
+  }
+#undef NOT_LLAMA
+  if (gpt2_off >= 0 && !not_llama[0]) {
+    char untie_l[16] = "False";
+    zt_ckpt_arg(r.args_text, "untie_embeddings_and_output_weights", untie_l, sizeof untie_l);
+    export_llama(&r, out, strcmp(untie_l, "True") == 0);
+    zt_ckpt_close(&r);
+    return 0;
+  }
+  if (gpt2_off >= 0 && llama_leaning)
+    zt_fatal("export_hf", "%s: a Llama-style variant (docs/gpt.md) that is not exactly Llama's architecture, which "
+             "Hugging Face's LlamaForCausalLM needs: saved with %s. export_hf writes LlamaForCausalLM (or "
+             "GPT2LMHeadModel for GPT-2's block), so the checkpoint is not exported", r.dir, not_llama);
+  zt_check(gpt2_off < 0, "export_hf", "%s: saved with %s %s (a Llama-style variant, docs/gpt.md); Hugging Face's "
+           "GPT2LMHeadModel has %s %s, and the checkpoint is not Llama's architecture either (%s), so it is not "
+           "exported (export_hf writes GPT2LMHeadModel or LlamaForCausalLM)", r.dir, variants[gpt2_off].key,
+           val[gpt2_off], variants[gpt2_off].key, variants[gpt2_off].gpt2, not_llama);
   const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
   const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
   const long V = (long)r.vocab_size, VP = (long)r.padded_vocab_size, HD = C / H;

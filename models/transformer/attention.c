@@ -8,11 +8,12 @@
 #include "runtime/base/timer.h"
 
 static void add_linear(zt_param_table *t, const char *prefix, const char *name, const char *lin,
-                       int64_t out, int64_t in, float std, int split_dim) {
+                       int64_t out, int64_t in, float std, int split_dim, int bias) {
   char buf[200];
   int64_t w[2] = {out, in}, b[1] = {out};
   snprintf(buf, sizeof buf, "%s.%s.%s.weight", prefix, name, lin);
   zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, split_dim);
+  if (!bias) return; /* --disable-bias-linear */
   snprintf(buf, sizeof buf, "%s.%s.%s.bias", prefix, name, lin);
   /* column-parallel biases split with their outputs; row-parallel (dense) bias is replicated */
   zt_param_table_add(t, buf, 1, b, ZT_INIT_ZEROS, 0, 1, split_dim == 0 ? 0 : -1);
@@ -20,19 +21,26 @@ static void add_linear(zt_param_table *t, const char *prefix, const char *name, 
 
 /* This rank's attention width: its heads x head dim (C without tensor parallelism). */
 static int attn_width(const zt_block_config *cfg) { return cfg->NH * cfg->HD; }
+/* Grouped-query attention: this rank's key/value heads are fewer than its query heads. */
+static int grouped(const zt_block_config *cfg) { return cfg->KV > 0 && cfg->KV < cfg->NH; }
+/* The width of query_key_value on this rank: 3A, or (NH + 2 KV) HD grouped. */
+static int qkv_width(const zt_block_config *cfg) {
+  return grouped(cfg) ? (cfg->NH + 2 * cfg->KV) * cfg->HD : 3 * attn_width(cfg);
+}
 
-/* Column-parallel query_key_value / query / key_value (rows of this rank's heads, Megatron's per-head layout
- * keeps them contiguous), row-parallel dense (columns of this rank's heads). */
+/* Column-parallel query_key_value / query / key_value (rows of this rank's heads, Megatron's per-head layout, or
+ * grouped layout with grouped-query attention, keeps them contiguous), row-parallel dense (columns of this rank's
+ * heads). */
 void zt_attn_register(zt_param_table *t, const char *prefix, const char *name, zt_attn_kind kind,
                       const zt_block_config *cfg) {
   const int A = attn_width(cfg);
   if (kind == ZT_ATTN_SELF) {
-    add_linear(t, prefix, name, "query_key_value", 3 * A, cfg->C, cfg->init_std, 0);
+    add_linear(t, prefix, name, "query_key_value", qkv_width(cfg), cfg->C, cfg->init_std, 0, !cfg->no_bias);
   } else {
-    add_linear(t, prefix, name, "query", A, cfg->C, cfg->init_std, 0);
-    add_linear(t, prefix, name, "key_value", 2 * A, cfg->C, cfg->init_std, 0);
+    add_linear(t, prefix, name, "query", A, cfg->C, cfg->init_std, 0, !cfg->no_bias);
+    add_linear(t, prefix, name, "key_value", 2 * A, cfg->C, cfg->init_std, 0, !cfg->no_bias);
   }
-  add_linear(t, prefix, name, "dense", cfg->C, A, cfg->out_init_std, 1);
+  add_linear(t, prefix, name, "dense", cfg->C, A, cfg->out_init_std, 1, !cfg->no_bias);
 }
 
 void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const zt_param_table *t,
@@ -48,11 +56,11 @@ void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const
   for (int i = 0; i < 2; i++) {
     dst[i]->kind = kind;
     dst[i]->qkv_w = zt_param_addr(t, flat[i], es, pre, qw);
-    dst[i]->qkv_b = zt_param_addr(t, flat[i], es, pre, qb);
+    dst[i]->qkv_b = zt_param_addr_if(t, flat[i], es, pre, qb); /* biases: NULL under --disable-bias-linear */
     dst[i]->kv_w = kind == ZT_ATTN_CROSS ? zt_param_addr(t, flat[i], es, pre, "key_value.weight") : NULL;
-    dst[i]->kv_b = kind == ZT_ATTN_CROSS ? zt_param_addr(t, flat[i], es, pre, "key_value.bias") : NULL;
+    dst[i]->kv_b = kind == ZT_ATTN_CROSS ? zt_param_addr_if(t, flat[i], es, pre, "key_value.bias") : NULL;
     dst[i]->proj_w = zt_param_addr(t, flat[i], es, pre, "dense.weight");
-    dst[i]->proj_b = zt_param_addr(t, flat[i], es, pre, "dense.bias");
+    dst[i]->proj_b = zt_param_addr_if(t, flat[i], es, pre, "dense.bias");
   }
 }
 
@@ -61,6 +69,8 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
   const size_t N = (size_t)B * T, A = (size_t)attn_width(cfg), es = zt_dtype_size(zt_block_dt(cfg));
   a->qkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (kind == ZT_ATTN_SELF ? 3 : 1) * A * es);
   a->kv = kind == ZT_ATTN_CROSS ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es) : NULL;
+  a->grouped = kind == ZT_ATTN_SELF && grouped(cfg)
+                   ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (size_t)qkv_width(cfg) * es) : NULL;
   const zt_attention_desc d = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD,
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
                                .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL,
@@ -92,6 +102,21 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
   d.dropout = (zt_dropout){.p = pass->training ? cfg->attn_dropout : 0.0f, .seed = pass->seed, .site = site,
                            .first_sample = pass->first_sample};
   return d;
+}
+
+/* The rotary embedding of the self-attention's queries and keys in the query_key_value layout (rows of 3A, head h's
+ * q, k, v at h 3 HD): the B x T rows hold positions pos0 .. pos0 + T - 1 (Megatron-DeepSpeed's: the index in the
+ * sequence). inverse: the backward's, on their gradients. */
+static void rope_qk(void *qkv, const zt_block_config *cfg, int B, int T, int pos0, int inverse) {
+  if (!cfg->rot) return;
+  zt_check(pos0 + T <= cfg->rope_rows, "internal error", "rotary embedding: positions up to %d, table of %d",
+           pos0 + T, cfg->rope_rows);
+  const zt_backend *be = zt_block_be(cfg);
+  const zt_dtype dt = zt_block_dt(cfg);
+  const int A = attn_width(cfg), HD = cfg->HD;
+  const float *cs = cfg->rope_cs + (size_t)pos0 * cfg->rot;
+  be->rope(dt, qkv, cs, B, T, cfg->NH, 3 * A, 3 * HD, cfg->rot, inverse);
+  be->rope(dt, zt_at(qkv, dt, (size_t)HD), cs, B, T, cfg->NH, 3 * A, 3 * HD, cfg->rot, inverse);
 }
 
 /* Incremental decoding: the new tokens' keys and values (rows past .. past+T-1 of each sequence) go into the layer's
@@ -133,7 +158,13 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
   double *ft = a->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   const void *xin = zt_tp_gather(tp, x, N, C); /* column-parallel input: the whole sequence */
   if (p->kind == ZT_ATTN_SELF) {
-    be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
+    if (a->grouped) { /* the groups' projection, repacked per head with each group's key and value repeated */
+      be->matmul_forward(dt, a->grouped, NULL, xin, p->qkv_w, p->qkv_b, NF, C, qkv_width(cfg));
+      be->gqa_pack(dt, a->qkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 0);
+    } else {
+      be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
+    }
+    rope_qk(a->qkv, cfg, pass->B, pass->T, pass->kv_cache ? pass->kv_past : 0, 0);
     if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   } else { /* cross-attention: query, then key_value (timed apart, as Megatron's two modules) */
     be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, A);
@@ -169,7 +200,7 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   if (!zt_tp_on(tp)) {
     be->matmul_backward(dt, dctx, g->proj_w, g->proj_b, (void *)dout, a->ctx, p->proj_w, NULL, NF, C, C);
   } else { /* row-parallel: the bias grad from this rank's rows; the GEMMs over the whole sequence */
-    be->bias_grad(dt, g->proj_b, dout, N, C);
+    if (g->proj_b) be->bias_grad(dt, g->proj_b, dout, N, C);
     const void *dfull = zt_tp_gather(tp, dout, N, C);
     be->matmul_backward(dt, dctx, g->proj_w, NULL, (void *)dfull, a->ctx, p->proj_w, NULL, NF, A, C);
   }
@@ -182,7 +213,13 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   const void *xin = zt_tp_gather(tp, x, N, C);
   void *dxp = zt_tp_partial_buffer(tp, dx);
   if (p->kind == ZT_ATTN_SELF) {
-    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, 3 * A);
+    rope_qk(dqkv, cfg, pass->B, pass->T, 0, 1);
+    void *dproj = dqkv;
+    if (a->grouped) { /* each group's key and value gradient: the sum over its heads */
+      be->gqa_pack(dt, dqkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 1);
+      dproj = a->grouped;
+    }
+    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dproj, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
   } else {
     be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, A);
     /* the encoder output is whole on every rank: with tensor parallelism its gradient is this rank's heads' part,

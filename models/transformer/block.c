@@ -8,24 +8,29 @@
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 
-static void add_norm(zt_param_table *t, const char *prefix, const char *name, int C) {
+void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms) {
   char buf[200];
   int64_t shape[1] = {C};
   snprintf(buf, sizeof buf, "%s.%s.weight", prefix, name);
   zt_param_table_add(t, buf, 1, shape, ZT_INIT_ONES, 0, 1, -1);
+  if (rms) return;
   snprintf(buf, sizeof buf, "%s.%s.bias", prefix, name);
   zt_param_table_add(t, buf, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
+}
+
+static void add_norm(zt_param_table *t, const char *prefix, const char *name, const zt_block_config *cfg) {
+  zt_norm_register(t, prefix, name, cfg->C, cfg->rmsnorm);
 }
 
 void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spec *spec, const zt_block_config *cfg,
                        zt_ffn *ffn) {
   char mlp[200];
-  add_norm(t, prefix, "input_layernorm", cfg->C);
+  add_norm(t, prefix, "input_layernorm", cfg);
   zt_attn_register(t, prefix, "self_attention", ZT_ATTN_SELF, cfg);
-  add_norm(t, prefix, "post_attention_layernorm", cfg->C);
+  add_norm(t, prefix, "post_attention_layernorm", cfg);
   if (spec->cross_attention) {
     zt_attn_register(t, prefix, "inter_attention", ZT_ATTN_CROSS, cfg);
-    add_norm(t, prefix, "post_inter_attention_layernorm", cfg->C);
+    add_norm(t, prefix, "post_inter_attention_layernorm", cfg);
   }
   snprintf(mlp, sizeof mlp, "%s.mlp", prefix);
   ffn->register_params(ffn, t, mlp, cfg);
@@ -38,11 +43,11 @@ void zt_block_bind(zt_block *blk, const zt_param_table *t, const char *prefix, v
   const int cross = blk->spec.cross_attention;
   for (int i = 0; i < 2; i++) {
     dst[i]->ln1_w = zt_param_addr(t, flat[i], es, prefix, "input_layernorm.weight");
-    dst[i]->ln1_b = zt_param_addr(t, flat[i], es, prefix, "input_layernorm.bias");
+    dst[i]->ln1_b = zt_param_addr_if(t, flat[i], es, prefix, "input_layernorm.bias");
     dst[i]->ln2_w = zt_param_addr(t, flat[i], es, prefix, "post_attention_layernorm.weight");
-    dst[i]->ln2_b = zt_param_addr(t, flat[i], es, prefix, "post_attention_layernorm.bias");
+    dst[i]->ln2_b = zt_param_addr_if(t, flat[i], es, prefix, "post_attention_layernorm.bias");
     dst[i]->ln3_w = cross ? zt_param_addr(t, flat[i], es, prefix, "post_inter_attention_layernorm.weight") : NULL;
-    dst[i]->ln3_b = cross ? zt_param_addr(t, flat[i], es, prefix, "post_inter_attention_layernorm.bias") : NULL;
+    dst[i]->ln3_b = cross ? zt_param_addr_if(t, flat[i], es, prefix, "post_inter_attention_layernorm.bias") : NULL;
   }
   zt_attn_bind(&blk->attn_p, &blk->attn_g, ZT_ATTN_SELF, t, prefix, "self_attention", params, grads, es);
   if (cross) zt_attn_bind(&blk->inter_p, &blk->inter_g, ZT_ATTN_CROSS, t, prefix, "inter_attention", params, grads, es);
@@ -140,10 +145,10 @@ static void layernorm_residual_backward(void *dres, zt_block_scratch *s, void *d
   const size_t NC = (size_t)N * cfg->C;
   if (post) {
     be->accumulate(dt, s->dln, dres, NC);
-    be->layernorm_backward(dt, dres, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+    zt_norm_backward(be, dt, cfg->rmsnorm, dres, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
     return;
   }
-  be->layernorm_backward(dt, s->tmp, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+  zt_norm_backward(be, dt, cfg->rmsnorm, s->tmp, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
   be->accumulate(dt, dres, s->tmp, NC);
 }
 
@@ -156,7 +161,8 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   double *ft = blk->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0;
   a->attn.fwd_time = ft;
   blk->ffn.fwd_time = ft;
-  be->layernorm_forward(dt, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C, cfg->ln_eps);
+  zt_norm_forward(be, dt, cfg->rmsnorm, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C,
+                  cfg->ln_eps);
   if (ft) ft[ZT_FT_LN1] += (t1 = zt_now()) - t0;
   zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, blk->spec.self_mask,
                   zt_dropout_site(blk->layer, ZT_SITE_ATTN_PROBS));
@@ -165,7 +171,8 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   dropout_rows(a->res2, post ? a->ln1 : x, s->tmp, cfg, pass, &d1);
   if (ft) t1 = zt_now();
-  be->layernorm_forward(dt, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N, C, cfg->ln_eps);
+  zt_norm_forward(be, dt, cfg->rmsnorm, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N,
+                  C, cfg->ln_eps);
   if (ft) ft[ZT_FT_LN2] += zt_now() - t1;
   const void *mlp_in = a->ln2, *mlp_res = a->res2;
   if (blk->spec.cross_attention) {
@@ -179,8 +186,8 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
     zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
     dropout_rows(a->res3, post ? a->ln2 : a->res2, s->tmp, cfg, pass, &d3);
     if (ft) t1 = zt_now();
-    be->layernorm_forward(dt, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N, C,
-                          cfg->ln_eps);
+    zt_norm_forward(be, dt, cfg->rmsnorm, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N,
+                    C, cfg->ln_eps);
     if (ft) ft[ZT_FT_LN3] += zt_now() - t1;
     mlp_in = a->ln3;
     mlp_res = a->res3;

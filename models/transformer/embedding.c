@@ -10,9 +10,12 @@ void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max
   int64_t w[2] = {V, C}, p[2] = {max_pos, C}, tt[2] = {ntypes, C};
   snprintf(buf, sizeof buf, "%s.word_embeddings.weight", prefix);
   zt_param_table_add(t, buf, 2, w, ZT_INIT_NORMAL, std, 0, 0); /* vocab-parallel over rows */
-  snprintf(buf, sizeof buf, "%s.position_embeddings.weight", prefix);
-  int i = zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
-  t->params[i].seq_parallel = 0;
+  int i;
+  if (max_pos > 0) {
+    snprintf(buf, sizeof buf, "%s.position_embeddings.weight", prefix);
+    i = zt_param_table_add(t, buf, 2, p, ZT_INIT_NORMAL, std, 0, -1);
+    t->params[i].seq_parallel = 0;
+  }
   if (ntypes <= 0) return;
   snprintf(buf, sizeof buf, "%s.tokentype_embeddings.weight", prefix);
   i = zt_param_table_add(t, buf, 2, tt, ZT_INIT_NORMAL, std, 0, -1);
@@ -30,14 +33,16 @@ int zt_embedding_register_copy(zt_param_table *t, int V, int C, float std) {
 void zt_embedding_bind(zt_embedding *e, const zt_param_table *t, const char *prefix, void *params, void *grads,
                        size_t es) {
   e->wte = zt_param_addr(t, params, es, prefix, "word_embeddings.weight");
-  e->wpe = zt_param_addr(t, params, es, prefix, "position_embeddings.weight");
+  e->wpe = zt_param_addr_if(t, params, es, prefix, "position_embeddings.weight");
   e->dwte = zt_param_addr(t, grads, es, prefix, "word_embeddings.weight");
-  e->dwpe = zt_param_addr(t, grads, es, prefix, "position_embeddings.weight");
+  e->dwpe = zt_param_addr_if(t, grads, es, prefix, "position_embeddings.weight");
   const zt_param *w = zt_param_get(t, prefix, "word_embeddings.weight");
   e->V = (int)w->shape[0];
   e->C = (int)w->shape[1];
-  e->max_pos = (int)zt_param_get(t, prefix, "position_embeddings.weight")->shape[0];
   char name[200];
+  snprintf(name, sizeof name, "%s.position_embeddings.weight", prefix);
+  const int pi = zt_param_table_find(t, name);
+  e->max_pos = pi >= 0 ? (int)t->params[pi].shape[0] : 0;
   snprintf(name, sizeof name, "%s.tokentype_embeddings.weight", prefix);
   const int k = zt_param_table_find(t, name);
   e->ntypes = k >= 0 ? (int)t->params[k].shape[0] : 0;
@@ -61,7 +66,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
   if (!zt_tp_on(tp)) {
     be->embedding_forward(dt, out, tokens, e->wte, N, e->C, 0);
     if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
-    be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
+    if (e->wpe) be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
     if (types) be->embedding_forward(dt, out, types, e->wtt, N, e->C, 1);
     if (ft) ft[1] += zt_now() - t0;
     be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
@@ -72,7 +77,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
   be->embedding_forward_range(dt, full, tokens, e->wte, N, e->C, e->v0, e->V);
   zt_allreduce_sum(tp->group, dt, full, (size_t)N * e->C);
   if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
-  be->embedding_forward(dt, full, positions, e->wpe, N, e->C, 1);
+  if (e->wpe) be->embedding_forward(dt, full, positions, e->wpe, N, e->C, 1);
   if (types) be->embedding_forward(dt, full, types, e->wtt, N, e->C, 1);
   if (ft) ft[1] += zt_now() - t0;
   if (!tp->sp) {
@@ -95,7 +100,7 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
   if (!zt_tp_on(tp)) {
     be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
     be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);
-    be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
+    if (e->wpe) be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
     if (types) be->embedding_backward(dt, e->dwtt, types, dout, N, e->C);
     return;
   }
@@ -109,6 +114,6 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
   }
   /* the backward of the all-reduce is the identity: each rank's slice takes its tokens' rows */
   be->embedding_backward_range(dt, e->dwte, tokens, full, N, e->C, e->v0, e->V);
-  be->embedding_backward(dt, e->dwpe, positions, full, N, e->C);
+  if (e->wpe) be->embedding_backward(dt, e->dwpe, positions, full, N, e->C);
   if (types) be->embedding_backward(dt, e->dwtt, types, full, N, e->C);
 }

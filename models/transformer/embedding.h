@@ -18,7 +18,8 @@ typedef struct {
   double *fwd_time;     /* flops profiler: [word, position] forward seconds accumulate here, or NULL */
 } zt_embedding;
 
-/* Registers "<prefix>.word_embeddings.weight", "<prefix>.position_embeddings.weight" and, with ntypes > 0,
+/* Registers "<prefix>.word_embeddings.weight", "<prefix>.position_embeddings.weight" (max_pos 0: none, Megatron's
+ * add_position_embedding False: --no-position-embedding or rotary embeddings) and, with ntypes > 0,
  * "<prefix>.tokentype_embeddings.weight" (the positions and types see every token: not sequence-parallel
  * parameters). */
 void zt_embedding_register(zt_param_table *t, const char *prefix, int V, int max_pos, int C, float std, int ntypes);

@@ -31,20 +31,18 @@ void zt_lm_head_params(zt_lm *lm, int event) {
   if (head_uses_embedding(lm)) zt_model_param_event(lm->model, event, zt_lm_unit_emb(lm));
 }
 
-/* "<stack_prefix>.final_layernorm.weight" and ".bias". */
-static void register_final_ln(zt_param_table *t, const char *stack_prefix, int C) {
-  char name[96];
-  int64_t shape[1] = {C};
-  snprintf(name, sizeof name, "%s.final_layernorm.weight", stack_prefix);
-  zt_param_table_add(t, name, 1, shape, ZT_INIT_ONES, 0, 1, -1);
-  snprintf(name, sizeof name, "%s.final_layernorm.bias", stack_prefix);
-  zt_param_table_add(t, name, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
+/* "<stack_prefix>.final_layernorm.weight" and ".bias" (RMSNorm: the weight only). */
+static void register_final_ln(zt_param_table *t, const char *stack_prefix, const zt_lm_config *c) {
+  zt_norm_register(t, stack_prefix, "final_layernorm", c->hidden_size, c->rmsnorm);
 }
+
+/* The learned position embeddings' rows: none without them (Megatron's add_position_embedding False). */
+static int position_rows(const zt_lm_config *c) { return c->no_position_embedding ? 0 : c->max_positions; }
 
 /* The last stage's parameters: the final layernorm (the decoder's in an encoder-decoder), the model's head, the output
  * layer (untied), or the tied word embeddings' group (one stage) or Megatron's copy of them (several stages). */
 static void register_last(zt_param_table *t, const zt_lm_config *c, zt_lm_register_head head, int V, int first) {
-  register_final_ln(t, c->dec_layers > 0 ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, c->hidden_size);
+  register_final_ln(t, c->dec_layers > 0 ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, c);
   if (head) head(t, c, V);
   if (c->untie_embeddings) {
     int64_t w[2] = {V, c->hidden_size};
@@ -64,14 +62,14 @@ static void register_params(zt_lm *lm) {
   int *first = zt_malloc((size_t)(lm->nlayers + lm->dec.nlayers + 4) * sizeof(int), "model units"), u = 0;
   if (lm->first) { /* first[u]: unit u's first parameter */
     first[u++] = t->count;
-    zt_embedding_register(t, ZT_LM_EMB_PREFIX, lm->V, c->max_positions, c->hidden_size, c->init_std,
+    zt_embedding_register(t, ZT_LM_EMB_PREFIX, lm->V, position_rows(c), c->hidden_size, c->init_std,
                           c->num_tokentypes);
   }
   zt_stack_register(&lm->stack, t, first + u);
   u += lm->nlayers;
   if (lm->has_enc_lnf) {
     first[u++] = t->count;
-    register_final_ln(t, ZT_LM_ENC_PREFIX, c->hidden_size);
+    register_final_ln(t, ZT_LM_ENC_PREFIX, c);
   }
   if (lm->enc_dec) {
     zt_stack_register(&lm->dec, t, first + u);
@@ -102,11 +100,14 @@ static zt_layer_spec decoder_spec(const zt_lm_config *c) {
 /* The layers' configuration: heads and MLP columns of one of tp ranks. */
 static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
   const int C = cfg->hidden_size, NH = cfg->num_heads;
+  const int KV = cfg->kv_heads > 0 ? cfg->kv_heads : NH;
   return (zt_block_config){.C = C, .NH = NH / tp->size, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp->size,
+                           .KV = KV / tp->size,
                            .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
                            .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
                            .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
-                           .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
+                           .rmsnorm = cfg->rmsnorm, .swiglu = cfg->swiglu, .no_bias = cfg->no_bias_linear,
+                           .rot = cfg->rotary_dims, .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
                            .ffn_ctx = cfg->ffn_ctx};
 }
 
@@ -115,13 +116,13 @@ void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head he
   const zt_block_config bcfg = block_config(c, &one);
   const zt_layer_spec spec = layer_spec(c);
   zt_param_table_init(t);
-  zt_embedding_register(t, ZT_LM_EMB_PREFIX, c->padded_vocab_size / tp, c->max_positions, c->hidden_size,
+  zt_embedding_register(t, ZT_LM_EMB_PREFIX, c->padded_vocab_size / tp, position_rows(c), c->hidden_size,
                         c->init_std, c->num_tokentypes);
   const zt_layer_spec dspec = decoder_spec(c);
   for (int l = 0; l < c->num_layers + c->dec_layers; l++) { /* the encoder's layers, then the decoder's */
     const int dec = l >= c->num_layers;
     char pre[96];
-    if (dec && l == c->num_layers) register_final_ln(t, ZT_LM_ENC_PREFIX, c->hidden_size);
+    if (dec && l == c->num_layers) register_final_ln(t, ZT_LM_ENC_PREFIX, c);
     snprintf(pre, sizeof pre, "%s.layers.%d", dec ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, dec ? l - c->num_layers : l);
     zt_ffn mlp = zt_ffn_for_layer(&bcfg, spec.mlp, l);
     zt_block_register(t, pre, dec ? &dspec : &spec, &bcfg, &mlp);
@@ -161,6 +162,10 @@ static void check_config(const zt_lm_config *c, int tp) {
            c->tp_size);
   zt_check(c->num_heads % tp == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible by "
            "--tensor-model-parallel-size %d (the heads are split over the tensor-parallel ranks)", c->num_heads, tp);
+  const int kv = c->kv_heads > 0 ? c->kv_heads : c->num_heads;
+  zt_check(c->num_heads % kv == 0 && kv % tp == 0, "inconsistent arguments", "--num-key-value-heads %d must divide "
+           "--num-attention-heads %d and be divisible by --tensor-model-parallel-size %d (each rank holds whole "
+           "key/value groups)", kv, c->num_heads, tp);
   zt_check(c->ffn_hidden_size % tp == 0, "inconsistent arguments", "--ffn-hidden-size %d is not divisible by "
            "--tensor-model-parallel-size %d (the MLP columns are split over the tensor-parallel ranks)",
            c->ffn_hidden_size, tp);
@@ -197,9 +202,10 @@ static void check_config(const zt_lm_config *c, int tp) {
   zt_check(!(tp > 1 && c->sequence_parallel) || c->dec_seq_length % tp == 0, "inconsistent arguments",
            "--decoder-seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits "
            "the decoder's sequence over the tensor-parallel ranks too)", c->dec_seq_length, tp);
-  zt_check(!c->sparse_attention && !c->random_ltd_layers && !c->moe && !c->kd && !c->untie_embeddings,
-           "internal error", "model: an encoder-decoder with sparse attention, random-LTD, MoE, KD or untied "
-           "embeddings");
+  zt_check(!c->sparse_attention && !c->random_ltd_layers && !c->moe && !c->kd && !c->untie_embeddings &&
+           !c->rotary_dims && !c->no_position_embedding && !(c->kv_heads > 0 && c->kv_heads != c->num_heads),
+           "internal error", "model: an encoder-decoder with sparse "
+           "attention, random-LTD, MoE, KD, untied embeddings, rotary embeddings or no position embeddings");
   zt_check(c->dec_seq_length >= 1 && c->dec_seq_length <= c->max_positions, "inconsistent arguments",
            "--decoder-seq-length %d must be in [1, --max-position-embeddings %d] (the decoder's positions share "
            "the position table)", c->dec_seq_length, c->max_positions);
@@ -219,7 +225,9 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
-      .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split};
+      .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split, .rmsnorm = a->rmsnorm, .swiglu = a->swiglu,
+      .no_bias_linear = a->no_bias_linear, .rotary_dims = a->rotary_dims, .rope_theta = a->rope_theta,
+      .no_position_embedding = a->no_position_embedding, .kv_heads = a->kv_heads};
 }
 
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
@@ -377,6 +385,9 @@ void zt_lm_plan(zt_lm *lm) {
   lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
   lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
   lm->dres = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
+  /* the rotary embedding's cosines and sines of positions 0 .. T - 1 (filled by zt_lm_bind) */
+  lm->bcfg.rope_cs = lm->bcfg.rot ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)T * lm->bcfg.rot) : NULL;
+  lm->bcfg.rope_rows = lm->bcfg.rot ? T : 0;
   lm->pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   if (!be->host_visible) { /* the ids and masks of the batch, staged onto the device */
     lm->tokens_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
@@ -405,9 +416,9 @@ void zt_lm_bind(zt_lm *lm) {
   if (lm->enc_dec) zt_stack_bind(&lm->dec, t, mm->params, gbind, es);
   if (lm->has_enc_lnf) {
     lm->enc_lnf_w = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
-    lm->enc_lnf_b = zt_param_addr(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+    lm->enc_lnf_b = zt_param_addr_if(t, mm->params, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
     lm->denc_lnf_w = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.weight");
-    lm->denc_lnf_b = zt_param_addr(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
+    lm->denc_lnf_b = zt_param_addr_if(t, gbind, es, ZT_LM_ENC_PREFIX, "final_layernorm.bias");
   }
   if (lm->first) zt_embedding_bind(&lm->emb, t, ZT_LM_EMB_PREFIX, mm->params, gbind, es);
   lm->emb.tp = &lm->tp;
@@ -439,12 +450,19 @@ void zt_lm_bind(zt_lm *lm) {
   lm->h_mask = zt_malloc(NH * sizeof(float), "model loss mask");
   lm->h_pos = zt_malloc(NF * sizeof(int32_t), "model positions");
   lm->h_dec_pos = lm->enc_dec ? zt_malloc(NH * sizeof(int32_t), "model decoder positions") : NULL;
+  if (lm->bcfg.rope_cs) {
+    const size_t n = (size_t)lm->bcfg.rope_rows * lm->bcfg.rot;
+    float *cs = zt_malloc(n * sizeof(float), "rotary embedding table");
+    zt_rope_table(cs, 0, lm->bcfg.rope_rows, lm->bcfg.rot, lm->cfg.rope_theta);
+    mm->be->from_host((float *)lm->bcfg.rope_cs, cs, n * sizeof(float));
+    free(cs);
+  }
   if (!lm->last) return;
   const char *last = lm->enc_dec ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX;
   lm->lnf_w = zt_param_addr(t, mm->params, es, last, "final_layernorm.weight");
-  lm->lnf_b = zt_param_addr(t, mm->params, es, last, "final_layernorm.bias");
+  lm->lnf_b = zt_param_addr_if(t, mm->params, es, last, "final_layernorm.bias");
   lm->dlnf_w = zt_param_addr(t, gbind, es, last, "final_layernorm.weight");
-  lm->dlnf_b = zt_param_addr(t, gbind, es, last, "final_layernorm.bias");
+  lm->dlnf_b = zt_param_addr_if(t, gbind, es, last, "final_layernorm.bias");
   const char *out = lm->cfg.untie_embeddings ? "language_model.output_layer.weight"
                     : lm->first              ? ZT_WORD_EMBEDDING
                                              : ZT_SHARED_EMBEDDING;
@@ -542,7 +560,7 @@ static void decode(zt_lm *lm, double t_enc) {
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   if (lm->has_enc_lnf) {
     zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-    mm->be->layernorm_forward(mm->dt, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
+    zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
                               lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
     if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
@@ -585,7 +603,7 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   if (ft) t2 = zt_now();
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
   zt_lm_head_params(lm, ZT_PARAM_FETCH);
-  mm->be->layernorm_forward(mm->dt, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
+  zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
                             lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
@@ -668,7 +686,7 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
 void zt_lm_final_ln_backward(zt_lm *lm) {
   const zt_backend *be = lm->model->be;
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
-  be->layernorm_backward(lm->model->dt, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
+  zt_norm_backward(be, lm->model->dt, lm->cfg.rmsnorm, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
                          lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
 }
 
@@ -697,7 +715,7 @@ static void decode_backward(zt_lm *lm) {
   }
   if (!lm->has_enc_lnf) return;
   zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-  be->layernorm_backward(dt, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
+  zt_norm_backward(be, dt, lm->cfg.rmsnorm, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
                          lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
   zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_enc_lnf(lm));

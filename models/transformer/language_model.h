@@ -87,6 +87,12 @@ typedef struct {
    * decoder's (the first stage embeds the decoder's tokens too and the encoder stages pass that on). No virtual
    * chunks, sparse attention, random-LTD or curriculum (refused) */
   int dec_layers, dec_seq_length, pp_split;
+  /* the Llama-style variants (zt_block_config's): --normalization rmsnorm (also the final norm), --swiglu,
+   * --disable-bias-linear, --use-rotary-position-embeddings on rotary_dims of each head with --rotary-position-
+   * embeddings-theta, and no learned position embeddings (--no-position-embedding, implied by rotary) */
+  int rmsnorm, swiglu, no_bias_linear, rotary_dims, no_position_embedding;
+  float rope_theta;
+  int kv_heads;              /* --num-key-value-heads (grouped-query attention): 0 or num_heads for none */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer

@@ -1,6 +1,8 @@
 /* The dense MLP of the MLP slot: h -> 4h (GELU) -> h; with tensor parallelism dense_h_to_4h is column-parallel
  * (FFN/tp columns per rank) and dense_4h_to_h row-parallel. The GELU is the first linear's epilogue (fused on a
- * GPU; the CPU backend runs it after the GEMM). */
+ * GPU; the CPU backend runs it after the GEMM). With --swiglu (Megatron's gated linear unit) dense_h_to_4h has 2 FFN
+ * rows, the gate's then the linear half's (per rank: its share of each half, as Megatron's chunk(2) of the rank's
+ * output reads them), and the activation is silu(gate) * linear; --disable-bias-linear drops both linears' biases. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,34 +13,40 @@
 typedef struct {
   void *fc_w, *fc_b, *proj_w, *proj_b;          /* parameters */
   void *dfc_w, *dfc_b, *dproj_w, *dproj_b;      /* gradients */
-  void *fc, *gelu;                              /* activations [NF, FFN]: pre-activation and GELU output */
+  void *fc, *gelu;                              /* activations: pre-activation [NF, FFN] (SwiGLU: [NF, 2 FFN]) and
+                                                   the activation's output [NF, FFN] */
 } dense_mlp;
 
 static void mlp_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *cfg) {
   (void)self;
   char name[160];
-  int64_t w1[2] = {cfg->FFN, cfg->C}, b1[1] = {cfg->FFN}, w2[2] = {cfg->C, cfg->FFN}, b2[1] = {cfg->C};
+  const int parts = cfg->swiglu ? 2 : 1, bias = !cfg->no_bias;
+  int64_t w1[2] = {parts * cfg->FFN, cfg->C}, b1[1] = {parts * cfg->FFN}, w2[2] = {cfg->C, cfg->FFN}, b2[1] = {cfg->C};
   snprintf(name, sizeof name, "%s.dense_h_to_4h.weight", prefix);
-  zt_param_table_add(t, name, 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0, 0);
-  snprintf(name, sizeof name, "%s.dense_h_to_4h.bias", prefix);
-  zt_param_table_add(t, name, 1, b1, ZT_INIT_ZEROS, 0, 1, 0);
+  t->params[zt_param_table_add(t, name, 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0, 0)].tp_parts = parts;
+  if (bias) {
+    snprintf(name, sizeof name, "%s.dense_h_to_4h.bias", prefix);
+    t->params[zt_param_table_add(t, name, 1, b1, ZT_INIT_ZEROS, 0, 1, 0)].tp_parts = parts;
+  }
   snprintf(name, sizeof name, "%s.dense_4h_to_h.weight", prefix);
   zt_param_table_add(t, name, 2, w2, ZT_INIT_NORMAL, cfg->out_init_std, 0, 1);
-  snprintf(name, sizeof name, "%s.dense_4h_to_h.bias", prefix);
-  zt_param_table_add(t, name, 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
+  if (bias) {
+    snprintf(name, sizeof name, "%s.dense_4h_to_h.bias", prefix);
+    zt_param_table_add(t, name, 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
+  }
 }
 
 static void mlp_bind(zt_ffn *self, const zt_param_table *t, const char *prefix, void *params, void *grads,
                      size_t es) {
   dense_mlp *m = self->state;
   m->fc_w = zt_param_addr(t, params, es, prefix, "dense_h_to_4h.weight");
-  m->fc_b = zt_param_addr(t, params, es, prefix, "dense_h_to_4h.bias");
+  m->fc_b = zt_param_addr_if(t, params, es, prefix, "dense_h_to_4h.bias");
   m->proj_w = zt_param_addr(t, params, es, prefix, "dense_4h_to_h.weight");
-  m->proj_b = zt_param_addr(t, params, es, prefix, "dense_4h_to_h.bias");
+  m->proj_b = zt_param_addr_if(t, params, es, prefix, "dense_4h_to_h.bias");
   m->dfc_w = zt_param_addr(t, grads, es, prefix, "dense_h_to_4h.weight");
-  m->dfc_b = zt_param_addr(t, grads, es, prefix, "dense_h_to_4h.bias");
+  m->dfc_b = zt_param_addr_if(t, grads, es, prefix, "dense_h_to_4h.bias");
   m->dproj_w = zt_param_addr(t, grads, es, prefix, "dense_4h_to_h.weight");
-  m->dproj_b = zt_param_addr(t, grads, es, prefix, "dense_4h_to_h.bias");
+  m->dproj_b = zt_param_addr_if(t, grads, es, prefix, "dense_4h_to_h.bias");
 }
 
 /* N is the rows of the block's tensors (this rank's tokens with --sequence-parallel); the column-parallel
@@ -48,7 +56,7 @@ static int full_rows(const zt_block_config *cfg, int N) { return zt_tp_sp(cfg->t
 static void mlp_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config *cfg, int N) {
   dense_mlp *m = self->state;
   const size_t bytes = (size_t)full_rows(cfg, N) * cfg->FFN * zt_dtype_size(zt_block_dt(cfg));
-  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, bytes);
+  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, cfg->swiglu ? 2 * bytes : bytes);
   m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, bytes);
 }
 
@@ -61,7 +69,13 @@ static float mlp_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
   const zt_tp *tp = cfg->tp;
   const int NF = full_rows(cfg, N);
   double *ft = self->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
-  be->matmul_forward(dt, m->gelu, m->fc, zt_tp_gather(tp, inp, N, cfg->C), m->fc_w, m->fc_b, NF, cfg->C, cfg->FFN);
+  const void *in = zt_tp_gather(tp, inp, N, cfg->C);
+  if (cfg->swiglu) {
+    be->matmul_forward(dt, m->fc, NULL, in, m->fc_w, m->fc_b, NF, cfg->C, 2 * cfg->FFN);
+    be->swiglu_forward(dt, m->gelu, m->fc, NF, cfg->FFN);
+  } else {
+    be->matmul_forward(dt, m->gelu, m->fc, in, m->fc_w, m->fc_b, NF, cfg->C, cfg->FFN);
+  }
   if (ft) ft[ZT_FT_FC1] += (t1 = zt_now()) - t0, t0 = t1;
   if (!zt_tp_on(tp)) {
     be->matmul_forward(dt, out, NULL, m->gelu, m->proj_w, m->proj_b, N, cfg->FFN, cfg->C);
@@ -73,9 +87,10 @@ static float mlp_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
   return 0.0f;
 }
 
+/* d(activation output) [NF, FFN], and with SwiGLU d(pre-activation) [NF, 2 FFN] after it */
 static size_t mlp_scratch_bytes(const zt_ffn *self, const zt_block_config *cfg, int N) {
   (void)self;
-  return (size_t)full_rows(cfg, N) * cfg->FFN * zt_dtype_size(zt_block_dt(cfg));
+  return (size_t)full_rows(cfg, N) * cfg->FFN * zt_dtype_size(zt_block_dt(cfg)) * (cfg->swiglu ? 3 : 1);
 }
 
 static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void *inp, const zt_block_config *cfg,
@@ -86,17 +101,25 @@ static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void 
   const zt_dtype dt = zt_block_dt(cfg);
   const zt_tp *tp = cfg->tp;
   const int NF = full_rows(cfg, N);
-  void *dg = scratch; /* d(gelu out), then d(fc) in place */
+  void *dg = scratch; /* d(gelu out), then d(fc) in place; SwiGLU: d(fc) after it */
   if (!zt_tp_on(tp)) {
     be->matmul_backward(dt, dg, m->dproj_w, m->dproj_b, (void *)dout, m->gelu, m->proj_w, NULL, N, cfg->FFN, cfg->C);
   } else {
-    be->bias_grad(dt, m->dproj_b, dout, N, cfg->C);
+    if (m->dproj_b) be->bias_grad(dt, m->dproj_b, dout, N, cfg->C);
     be->matmul_backward(dt, dg, m->dproj_w, NULL, (void *)zt_tp_gather(tp, dout, N, cfg->C), m->gelu, m->proj_w,
                         NULL, NF, cfg->FFN, cfg->C);
   }
   /* column-parallel dense_h_to_4h (through the GELU): the input gradient is partial over the ranks */
-  be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, zt_tp_gather(tp, inp, N, cfg->C),
-                      m->fc_w, m->fc, NF, cfg->C, cfg->FFN);
+  const void *in = zt_tp_gather(tp, inp, N, cfg->C);
+  if (cfg->swiglu) {
+    void *dfc = zt_at(scratch, dt, (size_t)NF * cfg->FFN);
+    be->swiglu_backward(dt, dfc, dg, m->fc, NF, cfg->FFN);
+    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dfc, in, m->fc_w, NULL, NF, cfg->C,
+                        2 * cfg->FFN);
+  } else {
+    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, in, m->fc_w, m->fc, NF, cfg->C,
+                        cfg->FFN);
+  }
   zt_tp_reduce(tp, dinp, NULL, N, cfg->C);
 }
 

@@ -22,6 +22,9 @@
  * heads tp->rank * NH ...), FFN/tp MLP columns; C stays the full hidden size. */
 typedef struct {
   int C, NH, HD, FFN;       /* hidden, heads, head dim (C = NH*HD without TP), MLP hidden */
+  int KV;                   /* key/value heads (--num-key-value-heads, this rank's share; NH: no grouping): with KV < NH
+                               query_key_value holds KV groups of NH/KV queries, a key and a value (grouped-query
+                               attention), repeated into the per-head layout before the attention op (gqa_pack) */
   float ln_eps;
   float attn_dropout, hidden_dropout;
   float init_std;           /* N(0, std) for weights */
@@ -29,6 +32,14 @@ typedef struct {
   const zt_tp *tp;          /* tensor parallelism (size 1: none); its backend and dtype are the model's */
   const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
   int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
+  /* the Llama-style variants (Megatron-DeepSpeed's flags): rmsnorm (--normalization rmsnorm: every norm is RMSNorm,
+   * weight only), swiglu (--swiglu: dense_h_to_4h has 2 FFN rows per rank, the gate's then the linear half's, and the
+   * MLP's activation is SwiGLU), no_bias (--disable-bias-linear: the attention's and the MLP's linears have no
+   * bias), rot (--use-rotary-position-embeddings: the queries and keys of the self-attention turn by their position
+   * on the first rot dimensions of each head; 0: off) with rope_cs, the cosines and sines of positions 0 ..
+   * rope_rows - 1 (backend memory, runtime/ops/ops.h's zt_rope_table) */
+  int rmsnorm, swiglu, no_bias, rot, rope_rows;
+  const float *rope_cs;
   const uint8_t *ltd_layers; /* random-LTD: [layers of the model] host flags by global layer, or NULL (random_ltd.h) */
   /* the MLP slot of global layer l: make_ffn(ffn_ctx, l), or NULL: the layer spec's (the dense MLP). A model whose
    * layers differ (Mixture of Experts: models/moe/moe.h) passes its factory here */
@@ -39,9 +50,28 @@ typedef struct {
 static inline const zt_backend *zt_block_be(const zt_block_config *c) { return c->tp->be; }
 static inline zt_dtype zt_block_dt(const zt_block_config *c) { return c->tp->dt; }
 
+/* ---- norms: LayerNorm (weight and bias), or RMSNorm (weight only; rms) -------------------------------------------
+ * "<prefix>.<name>.weight" (and ".bias"); the forward keeps mean (LayerNorm only) and rstd [N]; the backward writes
+ * dinp (=) and accumulates the parameters' gradients. */
+void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms);
+static inline void zt_norm_forward(const zt_backend *be, zt_dtype dt, int rms, void *out, float *mean, float *rstd,
+                                   const void *inp, const void *w, const void *b, int N, int C, float eps) {
+  if (rms) be->rmsnorm_forward(dt, out, rstd, inp, w, N, C, eps);
+  else be->layernorm_forward(dt, out, mean, rstd, inp, w, b, N, C, eps);
+}
+static inline void zt_norm_backward(const zt_backend *be, zt_dtype dt, int rms, void *dinp, void *dw, void *db,
+                                    const void *dout, const void *inp, const void *w, const float *mean,
+                                    const float *rstd, int N, int C) {
+  if (rms) be->rmsnorm_backward(dt, dinp, dw, dout, inp, w, rstd, N, C);
+  else be->layernorm_backward(dt, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
 /* ---- attention sublayer ------------------------------------------------------------------------
  * Self-attention ("self_attention"): fused QKV linear query_key_value [3C, C] in Megatron's per-head
- * layout (row h*3*HD + {0,1,2}*HD + d is q, k, v of head h), attention, output projection dense [C, C].
+ * layout (row h*3*HD + {0,1,2}*HD + d is q, k, v of head h), attention, output projection dense [C, C]. With
+ * grouped-query attention (KV < NH) query_key_value is [(NH + 2 KV) HD, C] in Megatron-DeepSpeed's grouped layout (row
+ * g (R+2) HD + j HD + d query g R + j for j < R = NH/KV, then the group's key and value), repacked to the per-head
+ * layout with each group's key and value repeated (repeat_kv) before the attention.
  * Cross-attention ("inter_attention", T5 decoder): query [C, C] on the decoder stream, key_value
  * [2C, C] on the encoder output (per-head layout h*2*HD + {0,1}*HD + d), attention with no causal
  * mask over the Tk encoder positions, then dense [C, C]. */
@@ -71,6 +101,8 @@ typedef struct {
 
 typedef struct {
   void *qkv;     /* self: [B, T, 3A]; cross: q [B, T, A] (A: this rank's heads x head dim) */
+  void *grouped; /* grouped-query attention (KV < NH): the projection [B, T, (NH + 2 KV) HD] before gqa_pack, and in the
+                    backward its gradient; else NULL */
   void *kv;      /* cross only: [B, Tk, 2A] */
   float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp) */
   void *ctx;     /* [B, T, A] attention output before the projection */

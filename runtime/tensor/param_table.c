@@ -32,6 +32,7 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
   p->dtype = ZT_DTYPE_FP32;
   p->offset = t->numel;
   p->tp_split_dim = tp_split_dim;
+  p->tp_parts = 1;
   p->expert_id = -1;
   p->tied_group = -1;
   p->no_weight_decay = no_weight_decay;
@@ -54,6 +55,13 @@ const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const 
   int i = zt_param_table_find(t, name);
   zt_check(i >= 0, "parameter table", "no parameter named %s", name);
   return &t->params[i];
+}
+
+void *zt_param_addr_if(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix) {
+  char name[200];
+  snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+  const int i = zt_param_table_find(t, name);
+  return i >= 0 && flat ? (char *)flat + t->params[i].offset * es : NULL;
 }
 
 void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix) {

@@ -26,6 +26,10 @@ typedef struct {
   zt_dtype dtype;       /* storage dtype of the parameter (fp32 masters on the CPU path) */
   size_t offset;        /* in elements, within the flat parameter (and gradient) buffer */
   int tp_split_dim;     /* -1 replicated over tensor-parallel ranks; else the dimension split */
+  int tp_parts;         /* the whole tensor is tp_parts equal blocks along tp_split_dim (0), each split over the
+                           ranks on its own: a rank's slice is its share of every block, in block order (SwiGLU's
+                           dense_h_to_4h: the gate and the linear halves, as DeepSpeed's universal checkpoint
+                           "2 sub-params, cat dim 0" merges them); 1 for every other tensor */
   int expert_id;        /* -1 for dense parameters */
   int tied_group;       /* -1 none; parameters sharing an id are one tensor used in several places */
   int no_weight_decay;  /* biases and norm parameters: excluded from weight decay */
@@ -55,6 +59,9 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
 int zt_param_table_find(const zt_param_table *t, const char *name);
 /* The parameter "<prefix>.<suffix>"; dies naming it when absent. */
 const zt_param *zt_param_get(const zt_param_table *t, const char *prefix, const char *suffix);
+/* The same, or NULL when the table has no such parameter (an optional one: linear biases under
+ * --disable-bias-linear, a LayerNorm's bias under --normalization rmsnorm). */
+void *zt_param_addr_if(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix);
 /* Its first element in a flat buffer of es-byte elements laid out by the table (NULL for a NULL buffer). */
 void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *prefix, const char *suffix);
 /* Fills the flat buffer per each parameter's init; draws are keyed by (seed, parameter index,

@@ -217,6 +217,28 @@ if not MPI:
     err = float(np.max(np.abs(mk - mr) / np.maximum(1.0, np.abs(mr)))) if mk.shape == mr.shape else 1.0
     check(mk.shape == mr.shape and mk.shape[0] > 50 and err < 2e-6, "MoE checkpoint: kv cache = --recompute at every "
           "step to fp32 rounding", "%s %s max rel err %g" % (mk.shape, mr.shape, err))
+    # a Llama-style checkpoint (docs/gpt.md: RMSNorm, SwiGLU, no linear biases, rotary embeddings on half of each head,
+    # untied output layer, 2 key/value heads for the 4 query heads): each cached step turns its query and key by its own
+    # position, the cache holding each group's key and value repeated per head
+    ck_ll = os.path.join(tmp, "ck_llama")
+    llama = ["--normalization", "rmsnorm", "--swiglu", "--disable-bias-linear", "--use-rotary-position-embeddings",
+             "--rotary-percent", "0.5", "--untie-embeddings-and-output-weights", "--num-key-value-heads", "2"]
+    run([PRETRAIN] + MODEL + llama + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
+                                      os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
+                                      "--train-iters", "40", "--eval-iters", "0", "--save", ck_ll])
+    l_kv, l_re = new("llama_kv.f32"), new("llama_re.f32")
+    gen(llama + ["--sample-input-file", inp, "--sample-output-file", new("llama.out"), "--greedy", "--out-seq-length",
+                 OUT, "--dump-logits", l_kv], ckpt=ck_ll)
+    gen(llama + ["--sample-input-file", inp, "--sample-output-file", new("llama.out"), "--greedy", "--out-seq-length",
+                 OUT, "--recompute", "--dump-logits", l_re], ckpt=ck_ll)
+    yk, yr = steps(l_kv), steps(l_re)
+    err = float(np.max(np.abs(yk - yr) / np.maximum(1.0, np.abs(yr)))) if yk.shape == yr.shape else 1.0
+    check(yk.shape == yr.shape and yk.shape[0] > 50 and err < 2e-6, "Llama-style checkpoint (rotary): kv cache = "
+          "--recompute at every step to fp32 rounding", "%s %s max rel err %g" % (yk.shape, yr.shape, err))
+    _, _, e = gen(["--sample-input-file", inp, "--sample-output-file", new("llama.out"), "--greedy"], ckpt=ck_ll,
+                  ok=False)
+    check("is not in the checkpoint" in e or "shape" in e, "Llama-style checkpoint without its flags: refused",
+          e[-300:])
     # the streams, replayed over the dumped logits with Megatron's rules; then one full forward over each sequence
     at, seqs, want = 0, [], b""
     for c in CONTEXTS:

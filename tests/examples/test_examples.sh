@@ -70,9 +70,12 @@ tb_written() {
 # ---- examples_deepspeed/rebase/ds_pretrain_gpt_125M.sh (token-based schedule, fp16, ZeRO-1, TP 2 x PP 2) ----
 # With "flashattn": rebase/ds_pretrain_gpt_125M_flashattn.sh, the same script with --use-flash-attn after
 # --no-async-tensor-model-parallel-allreduce; attention is exact either way, so it must train the 125M losses.
+# With "rope": rebase/ds_pretrain_gpt_1.3B_rope.sh, the same options (at the test's tiny sizes) with
+# --use-rotary-position-embeddings --rotary-percent 0.25 (rotary on 4 of each head's 16 dimensions, no learned positions).
 rebase() {
   local variant="${1:-}" name=rebase_125M flash_attn=""
   if [ "$variant" = flashattn ]; then name=rebase_125M_flashattn flash_attn="--use-flash-attn"; fi
+  if [ "$variant" = rope ]; then name=rebase_1.3B_rope flash_attn="--use-rotary-position-embeddings --rotary-percent 0.25"; fi
   need_mpi
   seq_len=64 num_layers=4 hidden_size=64 num_attn_heads=4 global_batch_size=8 lr=6.0e-4 min_lr=1.0e-6 init_std=0.02
   train_tokens=$((8 * 64 * 6)) train_samples=$((8 * 64 * 6 * 2 / 64)) exit_duration=30000000
@@ -145,6 +148,12 @@ rebase() {
   [ "$iters" -eq 6 ] && ok "$name: --train-tokens $train_tokens ends training after 6 iterations of $((8 * 64)) tokens (--train-samples allows 12)" \
     || bad "$name: --train-tokens" "$iters iterations (expected 6)"
   tb_written $name "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  if [ "$variant" = rope ]; then
+    grep -qE "^  use_rotary_position_embeddings \.+ True$" <<<"$last" && grep -qE "^  rotary_percent \.+ 0.25$" <<<"$last" \
+      && grep -qE "^  add_position_embedding \.+ False$" <<<"$last" \
+      && ok "$name: the argument dump has rotary embeddings on 0.25 of each head and no position embeddings" \
+      || bad "$name: argument dump" "$(grep -E "rotary|position_embedding" <<<"$last")"
+  fi
   [ "$variant" = flashattn ] || return
   grep -qE "^  use_flash_attn \.+ True$" <<<"$last" && ok "$name: use_flash_attn True in the argument dump" \
     || bad "$name: argument dump" "no 'use_flash_attn ... True'"
@@ -873,8 +882,7 @@ refused() {
   }
   # what pretrain_gpt prints for a flag of its table of known but unsupported flags (train/args_table.c)
   unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
-  local model_variant="model-variant (rotary, GQA, RMSNorm, SwiGLU)" ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
-  local mixed="mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy, no query-key layer scaling)"
+  local ds_sp="DeepSpeed sequence-parallelism (Ulysses, FPDT)"
   # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students (PR-MoE, --mos with its teacher
   # flags); it distills from a trained teacher in tests/moe's kd_train. Here its --load-teacher names the script's
   # teacher run, which is not there: refused before any work
@@ -900,9 +908,6 @@ refused() {
     --ds-sequence-parallel-fpdt-chunk-size 16
   expect "fpdt: --ds-sequence-parallel-fpdt-offloading" "$(unsupported --ds-sequence-parallel-fpdt-offloading "$ds_sp")" \
     --ds-sequence-parallel-fpdt-offloading
-  expect "fpdt: --rotary-percent" "$(unsupported --rotary-percent "$model_variant")" --rotary-percent 0.25
-  expect "fpdt: --rotary-position-embeddings-theta" "$(unsupported --rotary-position-embeddings-theta "$model_variant")" \
-    --rotary-position-embeddings-theta 100000000
   local seq_len=64 sp_size=4 zero_stage=3 batch_size=2 global_batch_size=8 prescale_grad="false"
   local config_json="ds_config_gbs${global_batch_size}_mbs${batch_size}_log1_zero${zero_stage}.json"
   sed "s/GBSIZE/${global_batch_size}/" "$here/templates/rebase_ds_config_gpt_TEMPLATE.json" | sed "s/MBSIZE/${batch_size}/" \
@@ -924,20 +929,19 @@ refused() {
     --no-pipeline-parallel --deepspeed-activation-checkpointing --checkpoint-in-cpu)
   refused_with "sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh (its first refused flag)" \
     "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" "${fpdt_options[@]}"
-  # rebase/ds_pretrain_gpt_1.3B_rope.sh
-  expect "rebase/ds_pretrain_gpt_1.3B_rope" "rotary" --use-rotary-position-embeddings
-  # universal_checkpointing/llama/run_llama_bf16.sh and run_universal_llama_bf16.sh: the Llama flags one by one (the
-  # scripts pass no --num-key-value-heads), then the scripts' whole option lists (TP 2 x PP 2, data from --mock-data)
-  expect "llama: --use-rotary-position-embeddings" "$(unsupported --use-rotary-position-embeddings "$model_variant")" \
-    --use-rotary-position-embeddings
-  expect "llama: --swiglu" "$(unsupported --swiglu "$model_variant")" --swiglu
-  expect "llama: --normalization rmsnorm" "$(unsupported --normalization "$model_variant")" --normalization rmsnorm
-  expect "llama: --disable-bias-linear" "$(unsupported --disable-bias-linear "$model_variant")" --disable-bias-linear
-  expect "llama: --no-query-key-layer-scaling" "$(unsupported --no-query-key-layer-scaling "$mixed")" \
-    --no-query-key-layer-scaling
-  local step TP=2 PP=2 DP SP=1 GLOBAL_BATCH=8 WORLD_SIZE MICRO_BATCH DS_CONFIG="$tmp/deepspeed.json"
+}
+
+# ---- examples_deepspeed/universal_checkpointing/llama/run_llama_bf16.sh, then run_universal_llama_bf16.sh ----
+# The Llama flags (RMSNorm, SwiGLU, no linear biases, rotary embeddings, untied output layer, no query-key layer
+# scaling) and the scripts' whole option lists at tiny sizes (TP 2 x PP 2, ZeRO-1, bf16, data from --mock-data):
+# run_llama_bf16 at DP 2 stops at iteration 3 (its DEBUG_MODE --exit-interval) with a checkpoint, run_universal_llama
+# _bf16 at DP 1 resumes it with --universal-checkpoint for iterations 4-6. Then pretrain_llama2_distributed.sh (GQA).
+llama() {
+  need_mpi
+  local step TP=2 PP=2 DP SP=1 GLOBAL_BATCH=8 WORLD_SIZE MICRO_BATCH DS_CONFIG="$tmp/deepspeed.json" exit_interval
+  local ck="$tmp/z1_uni_ckpt/checkpoints/llama/z1/bf16/tp2_pp2_dp2_sp1_toy"
   for step in run_llama_bf16 run_universal_llama_bf16; do
-    if [ $step = run_llama_bf16 ]; then DP=2; else DP=1; fi
+    if [ $step = run_llama_bf16 ]; then DP=2 exit_interval=3; else DP=1 exit_interval=6; fi
     WORLD_SIZE=$((TP * PP * DP * SP)) MICRO_BATCH=$((GLOBAL_BATCH / WORLD_SIZE))
     cat <<EOT >"$DS_CONFIG"
 {
@@ -959,24 +963,68 @@ EOT
     local llama_options=(--tensor-model-parallel-size $TP --pipeline-model-parallel-size $PP --ds-sequence-parallel-size $SP
       --num-layers 4 --hidden-size 64 --ffn-hidden-size 172 --num-attention-heads 4 --micro-batch-size $MICRO_BATCH
       --global-batch-size $GLOBAL_BATCH --seq-length 64 --max-position-embeddings 64 --train-iters 6
-      --save "$tmp/z1_uni_ckpt/checkpoints/llama/$step" --load "$tmp/z1_uni_ckpt/checkpoints/llama/tp2_pp2_dp2"
+      --save "$tmp/z1_uni_ckpt/checkpoints/llama/z1/bf16/tp${TP}_pp${PP}_dp${DP}_sp${SP}_toy" --load "$ck"
       --mock-data --data-impl mmap --split 949,50,1 --distributed-backend nccl --lr 3e-4 --lr-decay-style cosine
       --min-lr 3e-5 --weight-decay 0.1 --clip-grad 1 --lr-warmup-iters 2 --optimizer adam --adam-beta1 0.9
-      --adam-beta2 0.95 --log-interval 1 --save-interval 100 --eval-interval 10 --eval-iters 1 --exit-interval 3
+      --adam-beta2 0.95 --log-interval 1 --save-interval 100 --eval-interval 10 --eval-iters 1 --exit-interval $exit_interval
       --bf16 --no-query-key-layer-scaling --attention-dropout 0 --hidden-dropout 0 --use-rotary-position-embeddings
       --untie-embeddings-and-output-weights --swiglu --normalization rmsnorm --disable-bias-linear
       --tensorboard-dir "$tmp/z1_uni_ckpt/tensorboard/llama/$step" --zero-stage=1 --deepspeed_config="$DS_CONFIG"
       --deepspeed)
     if [ $step = run_universal_llama_bf16 ]; then llama_options+=(--universal-checkpoint); fi
-    refused_with "universal_checkpointing/llama/$step.sh (its first refused flag)" \
-      "$(unsupported --no-query-key-layer-scaling "$mixed")" "${llama_options[@]}"
+    run "$WORLD_SIZE" pretrain_gpt "${llama_options[@]}"
+    if [ $rc -ne 0 ]; then bad "llama: $step" "exit $rc: $(grep -m3 -iE "error" <<<"$out")"; return; fi
+    if [ $step = run_llama_bf16 ]; then
+      [ -d "$ck/global_step3" ] && grep -qE "^ iteration +3/" <<<"$out" \
+        && ok "llama: run_llama_bf16 trained 3 iterations at TP 2 x PP 2 x DP 2 and saved global_step3 ($(field "$out" "lm loss"))" \
+        || bad "llama: run_llama_bf16" "no $ck/global_step3: $(grep -E "^ iteration|error" <<<"$out" | head -4)"
+      grep -qE "^  swiglu \.+ True$" <<<"$out" && grep -qE "^  normalization \.+ rmsnorm$" <<<"$out" \
+        && grep -qE "^  add_bias_linear \.+ False$" <<<"$out" && grep -qE "^  ffn_hidden_size \.+ 172$" <<<"$out" \
+        && ok "llama: the argument dump has swiglu, rmsnorm, no linear biases and the script's --ffn-hidden-size 172" \
+        || bad "llama: argument dump" "$(grep -E "swiglu|normalization|add_bias_linear|ffn_hidden" <<<"$out")"
+    else
+      grep -qE "^ iteration +4/" <<<"$out" && grep -qE "^ iteration +6/" <<<"$out" && ! grep -qE "^ iteration +[123]/" <<<"$out" \
+        && ok "llama: run_universal_llama_bf16 resumed the DP-2 checkpoint at DP 1, iterations 4-6 ($(field "$out" "lm loss"))" \
+        || bad "llama: universal resume" "$(grep -E "^ iteration|error" <<<"$out" | head -4)"
+    fi
   done
+  # examples_deepspeed/pretrain_llama2_distributed.sh: the same Llama flags with grouped-query attention
+  # (--num-key-value-heads; 2 for the 4 heads here), TP 2 x PP 2, ZeRO-0, bf16; its data and SentencePiece tokenizer
+  # replaced by --mock-data
+  cat <<EOT >"$DS_CONFIG"
+{
+  "train_batch_size" : 8,
+  "train_micro_batch_size_per_gpu": 4,
+  "steps_per_print": 1,
+  "zero_optimization": {
+    "stage": 0
+  },
+  "bf16": {
+    "enabled": true
+  }
+}
+EOT
+  local l2="$tmp/llama2"
+  local llama2_options=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers 4 --hidden-size 64
+    --ffn-hidden-size 172 --num-attention-heads 4 --micro-batch-size 4 --global-batch-size 8 --seq-length 64
+    --max-position-embeddings 64 --train-iters 3 --save "$l2" --load "$l2" --mock-data --data-impl mmap
+    --split 949,50,1 --distributed-backend nccl --lr 3e-4 --lr-decay-style cosine --min-lr 3e-5 --weight-decay 0.1
+    --clip-grad 1 --lr-warmup-iters 2 --optimizer adam --adam-beta1 0.9 --adam-beta2 0.95 --log-interval 1
+    --save-interval 10000 --eval-interval 1000 --eval-iters 1 --bf16 --no-query-key-layer-scaling --attention-dropout 0
+    --hidden-dropout 0 --use-rotary-position-embeddings --untie-embeddings-and-output-weights --swiglu
+    --normalization rmsnorm --disable-bias-linear --num-key-value-heads 2 --zero-stage=0 --deepspeed_config="$DS_CONFIG"
+    --deepspeed)
+  run 4 pretrain_gpt "${llama2_options[@]}"
+  [ $rc -eq 0 ] && grep -qE "^ iteration +3/" <<<"$out" && grep -qE "^  num_key_value_heads \.+ 2$" <<<"$out" \
+    && ok "llama: pretrain_llama2_distributed.sh (grouped-query attention, TP 2 x PP 2) trained 3 iterations ($(field "$out" "lm loss"))" \
+    || bad "llama: pretrain_llama2_distributed" "exit $rc: $(grep -E "^ iteration|error|num_key_value" <<<"$out" | head -4)"
 }
 
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | t5 | curriculum_learning | data_efficiency_ltd | refused) "$family" ;;
+  | t5 | curriculum_learning | data_efficiency_ltd | llama | refused) "$family" ;;
   rebase_flashattn) rebase flashattn ;;
+  rebase_rope) rebase rope ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
 echo "examples $family: $pass passed, $fail failed"

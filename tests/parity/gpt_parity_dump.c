@@ -1,13 +1,19 @@
 /* Dumps a tiny GPT's weights, inputs, loss, gradients and three AdamW training steps as .npy files for
  * the PyTorch parity test (test_gpt_parity.py), which recomputes all of it in float64.
  *
- * Usage: gpt_parity_dump OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME]
+ * Usage: gpt_parity_dump OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME] [--llama NAME]
  *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3,
  *   tied embeddings; --untie-recompute: separate output layer and full activation recompute; --random-ltd:
  *   layer 1 runs on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD), drawn for step 0 in the single
  *   forward/backward and step k-1 in training step k; --moe NAME: DeepSpeed MoE layers (test_moe_parity.py), NAME one
  *   of the configurations in k_moe below (top1, top2, top2_argmax, top3, nodrop, residual_pyramid, jitter, rsample,
- *   recompute: top-2 with an untied output layer and full recompute).
+ *   recompute: top-2 with an untied output layer and full recompute); --llama NAME: the Llama-style variants
+ *   (test_llama_parity.py), NAME one of k_llama below: llama (RMSNorm, SwiGLU, no linear biases, rotary on every head
+ *   dimension, untied output layer), llama_recompute (the same with full recompute), rope_partial (LayerNorm, GELU,
+ *   biases, rotary theta 500 on half of each head, tied), rms_swiglu (RMSNorm, SwiGLU with biases, learned positions),
+ *   gqa (llama with 2 key/value heads for the 4 query heads), mqa_bias (LayerNorm, GELU, biases, rotary on half of each
+ *   head, tied, 1 key/value head). Also writes llama.npy (<f8 [8]): rmsnorm, swiglu, add_bias_linear, rotary,
+ *   rope_theta, rotary_percent, add_position_embedding, key/value heads.
  *
  * With --moe, also (token order s = t B + b of a micro batch, S = B T):
  *   moe.npy (<f8 [9])             topk, train and eval capacity factors, min capacity, drop tokens, top-2 sampling,
@@ -118,6 +124,22 @@ static const moe_case k_moe[] = {
 };
 static const float MOE_COEFF = 0.5f;
 
+/* The Llama-style configurations (--llama NAME). */
+typedef struct {
+  const char *name;
+  int rmsnorm, swiglu, bias, rotary;
+  float theta, percent;
+  int untie, recompute, kv; /* kv: key/value heads (NH: no grouping) */
+} llama_case;
+static const llama_case k_llama[] = {
+    {"llama", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, NH},
+    {"llama_recompute", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 1, NH},
+    {"rope_partial", 0, 0, 1, 1, 500.0f, 0.5f, 0, 0, NH},
+    {"rms_swiglu", 1, 1, 1, 0, 10000.0f, 1.0f, 0, 0, NH},
+    {"gqa", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, 2},
+    {"mqa_bias", 0, 0, 1, 1, 10000.0f, 0.5f, 0, 0, 1},
+};
+
 /* A pass's MoE files: each MoE layer's draws (recomputed with the layer's own function), counts and l_aux. */
 static void save_moe_pass(const zt_gpt *m, const zt_moe_config *mc, const char *prefix, const zt_pass *p) {
   const int S = p->B * p->T;
@@ -152,8 +174,15 @@ static void make_dir(const char *dir) {
 int main(int argc, char **argv) {
   int untie_recompute = 0, ltd = 0;
   const moe_case *mcase = NULL;
+  const llama_case *lcase = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--untie-recompute") == 0) untie_recompute = 1;
+    else if (strcmp(argv[i], "--llama") == 0 && i + 1 < argc) {
+      for (size_t c = 0; c < sizeof k_llama / sizeof k_llama[0]; c++)
+        if (strcmp(k_llama[c].name, argv[i + 1]) == 0) lcase = &k_llama[c];
+      if (!lcase) argc = 0;
+      i++;
+    }
     else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
     else if (strcmp(argv[i], "--moe") == 0 && i + 1 < argc) {
       for (size_t c = 0; c < sizeof k_moe / sizeof k_moe[0]; c++)
@@ -163,7 +192,7 @@ int main(int argc, char **argv) {
     } else argc = 0;
   }
   if (argc < 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME]\n", argv[0]);
+    fprintf(stderr, "usage: %s OUTDIR [--untie-recompute] [--random-ltd] [--moe NAME] [--llama NAME]\n", argv[0]);
     return 2;
   }
   zt_moe_config mc = {0};
@@ -175,6 +204,8 @@ int main(int argc, char **argv) {
                          .noise = mcase->noise, .residual = mcase->residual, .loss_coeff = MOE_COEFF};
   }
   const zt_moe_config *moe = mcase ? &mc : NULL;
+  int recompute = untie_recompute;
+  if (lcase) untie_recompute = lcase->untie, recompute = lcase->recompute;
   g_dir = argv[1];
   g_rng = SEED_RNG;
   make_dir(g_dir);
@@ -182,8 +213,14 @@ int main(int argc, char **argv) {
   zt_gpt_config cfg = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN,
                        .max_positions = MAXPOS, .padded_vocab_size = V, .ln_eps = 1e-5f, .attn_dropout = 0.0f,
                        .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = untie_recompute,
-                       .recompute_full = untie_recompute, .micro_batch = B, .seq_length = T,
+                       .recompute_full = recompute, .micro_batch = B, .seq_length = T,
                        .random_ltd_layers = ltd ? LTD_LAYERS : NULL, .moe = moe};
+  if (lcase) {
+    cfg.rmsnorm = lcase->rmsnorm, cfg.swiglu = lcase->swiglu, cfg.no_bias_linear = !lcase->bias;
+    cfg.rotary_dims = lcase->rotary ? (int)((C / NH) * lcase->percent) : 0, cfg.rope_theta = lcase->theta;
+    cfg.no_position_embedding = lcase->rotary;
+    cfg.kv_heads = lcase->kv;
+  }
   zt_gpt m;
   zt_gpt_build(&m, &cfg, 0);
   zt_gpt_init_params(&m, SEED);
@@ -197,7 +234,7 @@ int main(int argc, char **argv) {
    * at a third of the decay, where cosine (coefficient 0.75) and linear (0.667) differ */
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[17] = {L, C, NH, FFN, V, MAXPOS, T, B, untie_recompute, untie_recompute, STEPS, NMB,
+    int32_t c[17] = {L, C, NH, FFN, V, MAXPOS, T, B, untie_recompute, recompute, STEPS, NMB,
                      (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0};
     int64_t shape[1] = {17};
     save("config", c, "<i4", 1, shape);
@@ -209,6 +246,12 @@ int main(int argc, char **argv) {
     zt_check(fclose(f) == 0, "gpt_parity_dump", "writing %s failed", path);
   }
   save_params(&m.table, m.params, "");
+  if (lcase) {
+    const double v[8] = {lcase->rmsnorm, lcase->swiglu, lcase->bias, lcase->rotary, lcase->theta, lcase->percent,
+                         !lcase->rotary, lcase->kv};
+    int64_t n8[1] = {8};
+    save("llama", v, "<f8", 1, n8);
+  }
   if (moe) {
     const double v[9] = {mc.topk, mc.train_capacity_factor, mc.eval_capacity_factor, mc.min_capacity, mc.drop_tokens,
                          mc.top2_sampling, mc.noise, mc.residual, mc.loss_coeff};

@@ -241,6 +241,15 @@ if CUDA_VISIBLE_DEVICES= launch 1 "$OUT/logs/teacher.log" "$cpu_bin" "${tiny[@]}
 else
   bad "MoS: the teacher run" "$(tail -n 3 "$OUT/logs/teacher.log")"
 fi
+# The Llama-style GPT (docs/gpt.md): rmsnorm_forward/backward, swiglu_forward/backward and rope on the GPU
+llama=(--normalization rmsnorm --swiglu --disable-bias-linear --use-rotary-position-embeddings
+       --untie-embeddings-and-output-weights)
+train_case "Llama-style: RMSNorm, SwiGLU, no biases, rotary, dropout 0.1" 1 "${llama[@]}"
+train_case "Llama-style, TP=2 + sequence parallel, rotary on half of each head" 2 "${llama[@]}" --rotary-percent 0.5 \
+  --tensor-model-parallel-size 2 --sequence-parallel
+TOL=2e-3 train_case "Llama-style, bf16" 1 --bf16 "${llama[@]}"
+train_case "Llama-style with grouped-query attention (gqa_pack), TP=2" 2 "${llama[@]}" --num-key-value-heads 2 \
+  --tensor-model-parallel-size 2
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
