@@ -1,8 +1,11 @@
 """Shared helpers of the PyTorch parity tests (test_gpt_parity.py, test_bert_parity.py, test_moe_parity.py,
-test_t5_parity.py, test_bert_hf_export.py): the PASS/FAIL counter, the norm-wise relative difference, Megatron's
-weight-decay groups, its cosine LR schedule in samples (the dumps' schedule), the clipped AdamW step every dump takes
-and the check of a dumped step's scalars, the key rows of the fused QKV bias."""
+test_t5_parity.py, test_llama_parity.py and the export tests): the PASS/FAIL counter, the norm-wise relative
+difference, Megatron's weight-decay groups, its cosine LR schedule in samples (the dumps' schedule), the clipped AdamW
+step every dump takes and the check of a dumped step's scalars, the key rows of the fused QKV bias; running a tool,
+reading safetensors."""
+import json
 import math
+import subprocess
 
 import numpy as np
 
@@ -81,3 +84,27 @@ def check_step_scalars(d, tag, k, loss, norm, clip, lr, tol_loss, tol_grad):
     check(e <= tol_grad, f"{tag} step{k} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {tol_grad:.0e})")
     e = abs(zlr - lr) / lr if lr else abs(zlr)
     check(e <= 1e-6, f"{tag} step{k} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")
+
+
+def run(*cmd, ok=True):
+    """Runs a command (its arguments str()-ed), stdout and stderr together; a failure ends the test unless ok=False."""
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if ok and p.returncode != 0:
+        print(p.stdout[-3000:])
+        raise SystemExit("command failed: %s" % " ".join(map(str, cmd)))
+    return p
+
+
+def read_safetensors(path):
+    """An independent reader of the safetensors format (F32 only): {name: float64 numpy array}."""
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    header.pop("__metadata__", None)
+    data = raw[8 + n:]
+    out = {}
+    for name, e in header.items():
+        assert e["dtype"] == "F32", (name, e)
+        b, f = e["data_offsets"]
+        out[name] = np.frombuffer(data[b:f], dtype="<f4").reshape(e["shape"]).astype(np.float64)
+    return out

@@ -26,7 +26,6 @@ tolerance. A checkpoint trained with --apply-residual-connection-post-layernorm 
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -40,35 +39,13 @@ except ImportError as e:
     sys.exit(1)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity_lib import check, summary  # noqa: E402
+from parity_lib import check, read_safetensors, run, summary  # noqa: E402
 from test_bert_parity import bert_forward  # noqa: E402  the Megatron-named twin
 
 torch.set_default_dtype(torch.float64)
 TOL = 1e-6          # the layout check: HF twin (tanh MLP, erf head) vs Megatron twin
 TOL_GELU_NEW = 1e-3  # HF's single hidden_act "gelu_new" vs the exact model
 
-
-def run(*cmd, ok=True):
-    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if ok and p.returncode != 0:
-        print(p.stdout[-3000:])
-        raise SystemExit("command failed: %s" % " ".join(map(str, cmd)))
-    return p
-
-
-def read_safetensors(path):
-    """An independent reader of the safetensors format (F32 only)."""
-    raw = open(path, "rb").read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    header.pop("__metadata__", None)
-    data = raw[8 + n:]
-    out = {}
-    for name, e in header.items():
-        assert e["dtype"] == "F32", (name, e)
-        b, f = e["data_offsets"]
-        out[name] = np.frombuffer(data[b:f], dtype="<f4").reshape(e["shape"]).astype(np.float64)
-    return out
 
 
 # ---- fixtures ------------------------------------------------------------------------------------------------------

@@ -28,12 +28,11 @@ flag, writing nothing."""
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
 try:
-    import numpy as np
+    import numpy  # noqa: F401  (parity_lib reads the safetensors with it)
     import torch
     import torch.nn.functional as F
 except ImportError as e:
@@ -42,7 +41,8 @@ except ImportError as e:
     sys.exit(1)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity_lib import check, summary  # noqa: E402
+import parity_lib  # noqa: E402
+from parity_lib import check, run, summary  # noqa: E402
 import test_llama_parity as M  # noqa: E402  the Megatron-named twin (layer, norm, rope_tables)
 
 torch.set_default_dtype(torch.float64)
@@ -51,27 +51,9 @@ L, C, NH, T, VOCAB, DIVISIBLE = 2, 48, 4, 16, 100, 32
 LLAMA = ["--normalization", "rmsnorm", "--swiglu", "--disable-bias-linear", "--use-rotary-position-embeddings"]
 
 
-def run(*cmd, ok=True):
-    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if ok and p.returncode != 0:
-        print(p.stdout[-3000:])
-        raise SystemExit("command failed: %s" % " ".join(map(str, cmd)))
-    return p
-
-
 def read_safetensors(path):
-    """An independent reader of the safetensors format (F32 only)."""
-    raw = open(path, "rb").read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    header.pop("__metadata__", None)
-    data = raw[8 + n:]
-    out = {}
-    for name, e in header.items():
-        assert e["dtype"] == "F32", (name, e)
-        b, f = e["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[b:f], dtype="<f4").reshape(e["shape"]).astype(np.float64))
-    return out
+    """The exported tensors as float64 torch tensors (parity_lib's reader)."""
+    return {k: torch.from_numpy(v) for k, v in parity_lib.read_safetensors(path).items()}
 
 
 def train(pretrain, tmp, tag, extra, ok=True):
