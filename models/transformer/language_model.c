@@ -204,8 +204,8 @@ static void check_config(const zt_lm_config *c, int tp) {
            "the decoder's sequence over the tensor-parallel ranks too)", c->dec_seq_length, tp);
   zt_check(!c->sparse_attention && !c->random_ltd_layers && !c->moe && !c->kd && !c->untie_embeddings &&
            !c->rotary_dims && !c->no_position_embedding && !(c->kv_heads > 0 && c->kv_heads != c->num_heads),
-           "internal error", "model: an encoder-decoder with sparse "
-           "attention, random-LTD, MoE, KD, untied embeddings, rotary embeddings or no position embeddings");
+           "internal error", "model: an encoder-decoder with sparse attention, random-LTD, MoE, KD, untied "
+           "embeddings, rotary embeddings, no position embeddings or grouped-query attention");
   zt_check(c->dec_seq_length >= 1 && c->dec_seq_length <= c->max_positions, "inconsistent arguments",
            "--decoder-seq-length %d must be in [1, --max-position-embeddings %d] (the decoder's positions share "
            "the position table)", c->dec_seq_length, c->max_positions);
