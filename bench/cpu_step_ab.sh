@@ -31,6 +31,6 @@ for r in $(seq "$rounds"); do
   a+=("$x") b+=("$y")
   echo "round $r: A $x ms, B $y ms"
 done
-med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. bench/lib_step.sh
 ma=$(med "${a[@]}") mb=$(med "${b[@]}")
 awk -v a="$ma" -v b="$mb" 'BEGIN { printf "step: A %.1f ms, B %.1f ms (medians of the rounds); A/B = %.3f\n", a, b, a / b }'

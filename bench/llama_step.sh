@@ -20,11 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
 echo "shape: 4 layers, h=384, 6 heads, seq 256, micro batch 8 (2048 tokens); GPT: FFN 1536 (GELU); Llama: FFN 1024 (SwiGLU)"
-per_iter() { # LOG: the median elapsed ms of the iterations after the first two
-  grep -E "^ iteration " "$1" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' | tail -n +3 |
-    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. bench/lib_step.sh
 for variant in "" "--num-key-value-heads 2"; do
   ratios=() gpt_ms=() llama_ms=()
   for r in $(seq "$rounds"); do

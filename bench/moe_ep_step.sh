@@ -22,11 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
 echo "shape: 4 layers, h=256, seq 256, micro batch 8 (2048 tokens per rank), FFN 1024; 8 experts in layers 2 and 4, top-1;" \
      "DP=2, one thread per rank"
-per_iter() { # LOG: the median elapsed ms of the iterations after the first two
-  grep -E "^ iteration " "$1" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' | tail -n +3 |
-    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. bench/lib_step.sh
 ratios=() one_ms=() two_ms=()
 for r in $(seq "$rounds"); do
   "${mpi[@]}" ./build/bin/pretrain_gpt "${shape[@]}" --moe-expert-parallel-size 1 >"$tmp/ep1.log" 2>&1

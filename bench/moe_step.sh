@@ -18,10 +18,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "date: $(date -u +%Y-%m-%d); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); cores: $(nproc)"
 echo "shape: 4 layers, h=256, 8 heads, seq 256, micro batch 8 (2048 tokens), FFN 1024; MoE: 8 experts, top-1, capacity factor 1.0"
-per_iter() { # LOG: the median elapsed ms of the iterations after the first two
-  grep -E "^ iteration " "$1" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' | tail -n +3 |
-    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+. bench/lib_step.sh
 for variant in "2" "1" "1 --disable-moe-token-dropping"; do
   interval=${variant%% *} extra=()
   [ "$variant" != "$interval" ] && extra=(${variant#* })
@@ -33,7 +30,6 @@ for variant in "2" "1" "1 --disable-moe-token-dropping"; do
     d=$(per_iter "$tmp/dense.log") m=$(per_iter "$tmp/moe.log")
     dense_ms+=("$d") moe_ms+=("$m") ratios+=("$(awk -v a="$m" -v b="$d" 'BEGIN { printf "%.3f", a / b }')")
   done
-  med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
   echo "--expert-interval $variant: dense $(med "${dense_ms[@]}") ms/iteration, MoE $(med "${moe_ms[@]}") ms/iteration;" \
        "MoE / dense $(med "${ratios[@]}") (pairs: ${ratios[*]}; target <= 1.3)"
   echo "  $(grep -m1 '^> MoE:' "$tmp/moe.log" | sed 's/^> //')"

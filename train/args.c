@@ -910,6 +910,13 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   check_moe_flags(a, seen);
 }
 
+/* The dimensions of each head the rotary embedding turns (Megatron-DeepSpeed's rotary_dim: the head size, times
+ * --rotary-percent when it is below 1), 0 without rotary embeddings. */
+static int rotary_dims(const zt_args *a, int head_dim) {
+  if (!a->use_rotary_position_embeddings) return 0;
+  return a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
+}
+
 /* The Llama-style variants: what Megatron-DeepSpeed checks, and the combinations not built yet, refused by name. */
 static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_dim) {
   /* Megatron-DeepSpeed's GQA checks (validate_args) */
@@ -930,9 +937,7 @@ static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_di
   zt_check(a->rotary_percent > 0.0f && a->rotary_percent <= 1.0f, "bad argument value", "--rotary-percent %g: must "
            "be in (0, 1]", a->rotary_percent);
   if (a->use_rotary_position_embeddings) {
-    /* Megatron-DeepSpeed's: rotary_dim = kv channels, times the percent when it is below 1, and no learned
-     * positions */
-    const int rot = a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
+    const int rot = rotary_dims(a, head_dim); /* and no learned positions, as Megatron-DeepSpeed sets */
     zt_check(rot >= 2 && rot % 2 == 0, "inconsistent arguments", "--rotary-percent %g of the head size %d gives "
              "%d rotary dimensions; they turn in pairs (RotaryEmbedding's arange(0, dim, 2)), so an even number "
              ">= 2 is needed", a->rotary_percent, head_dim, rot);
@@ -1347,8 +1352,7 @@ void zt_args_model_variants(const zt_args *a, zt_model_args *m) {
   m->rmsnorm = a->normalization;
   m->swiglu = a->swiglu;
   m->no_bias_linear = !a->add_bias_linear;
-  m->rotary_dims = !a->use_rotary_position_embeddings ? 0
-                   : a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
+  m->rotary_dims = rotary_dims(a, head_dim);
   m->rope_theta = (float)a->rope_theta;
   m->no_position_embedding = !a->add_position_embedding;
   m->kv_heads = a->num_key_value_heads > 0 ? a->num_key_value_heads : a->num_attention_heads;

@@ -54,6 +54,23 @@ ends_line " > number of parameters on (tensor, pipeline) model parallel rank (0,
   && ok "parameter count $want (no biases, no position embeddings, SwiGLU's 2 x 128 rows)" \
   || bad "parameter count" "want $want: $(grep 'number of parameters' <<<"$ref")"
 
+# --no-position-embedding alone: no position table, so no position information (Megatron-DeepSpeed's
+# add_position_embedding False); the GPT of the same flags without it has S x H more parameters
+np_out=$(OMP_NUM_THREADS=1 "$bin" --num-layers $L --hidden-size $H --num-attention-heads $NH --seq-length $S \
+         --max-position-embeddings $S --mock-data --vocab-size $V --make-vocab-size-divisible-by 32 --lr 3e-3 \
+         --train-iters 2 --log-interval 1 --global-batch-size 16 --micro-batch-size 8 --no-position-embedding 2>&1)
+np_with=$(OMP_NUM_THREADS=1 "$bin" --num-layers $L --hidden-size $H --num-attention-heads $NH --seq-length $S \
+         --max-position-embeddings $S --mock-data --vocab-size $V --make-vocab-size-divisible-by 32 --lr 3e-3 \
+         --train-iters 2 --log-interval 1 --global-batch-size 16 --micro-batch-size 8 2>&1)
+cnt() { grep -m1 "number of parameters on" <<<"$1" | sed -E 's/.*: ([0-9]+)$/\1/'; }
+if grep -qE "^  add_position_embedding \.+ False$" <<<"$np_out" && [ -n "$(cnt "$np_out")" ] \
+   && [ $(( $(cnt "$np_with") - $(cnt "$np_out") )) -eq $(( S * H )) ] \
+   && [ "$(field "$np_out" "lm loss")" != "$(field "$np_with" "lm loss")" ]; then
+  ok "--no-position-embedding: no position table ($(cnt "$np_out") = $(cnt "$np_with") - $S x $H parameters), other losses"
+else
+  bad "--no-position-embedding" "$(cnt "$np_out") vs $(cnt "$np_with"): $(grep -m1 error <<<"$np_out")"
+fi
+
 out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 8 --tensor-model-parallel-size 2 \
       --sequence-parallel 2>&1)
 same "TP=2 + --sequence-parallel" "$ref" "$out" $?
