@@ -37,8 +37,10 @@ typedef struct {
  * data-parallel rank 0), data-parallel rank dp_rank (one optimizer partition each). */
 static layout rank_layout(const zt_train_state *st) {
   const zt_args *a = st->args;
+  const int P = st->usp_size > 1 ? st->usp_size : 1; /* DeepSpeed-Ulysses: its ranks hold optimizer partitions too */
   layout l = {.tp_rank = st->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = st->pp_rank,
-              .pp_size = st->pp_size > 1 ? st->pp_size : 1, .dp_rank = st->dp_rank, .dp_size = a->data_parallel_size};
+              .pp_size = st->pp_size > 1 ? st->pp_size : 1, .dp_rank = st->dp_rank * P + (P > 1 ? st->usp_rank : 0),
+              .dp_size = a->data_parallel_size * P};
   l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
   return l;
 }

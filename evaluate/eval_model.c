@@ -167,6 +167,9 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
     args->padded_vocab_size = (V_valid + tpz - 1) / tpz * tpz;
   }
 
+  zt_check(args->ds_sequence_parallel_size == 1, "unsupported argument", "--ds-sequence-parallel-size %d: the "
+           "evaluation and generation tools run whole sequences on each rank (DeepSpeed's sequence parallelism is "
+           "pretrain_gpt's; use data or tensor parallelism here)", args->ds_sequence_parallel_size);
   const zt_eval_placement pl = zt_eval_place(args);
   *p = pl;
   const int tp = args->tensor_model_parallel_size, pp = args->pipeline_model_parallel_size;

@@ -49,7 +49,11 @@ typedef struct {
   uint64_t seed;
   int training;
   const uint8_t *key_padding; /* [B, T] in the backend's memory, or NULL */
-  const int32_t *key_start;   /* [B, T] in the backend's memory, or NULL */
+  const int32_t *key_start;   /* [B, T] in the backend's memory, or NULL ([B, seq_total] with seq_total) */
+  /* DeepSpeed-Ulysses sequence parallelism (models/transformer/ulysses.h): the T tokens of each row are positions
+   * seq_off .. seq_off + T - 1 of a sequence of seq_total tokens, which the self-attention sees whole; 0: the T
+   * tokens are the whole sequence */
+  int seq_off, seq_total;
   /* incremental decoding (models/transformer/decode.h), 0 in training and evaluation: with kv_cache the T tokens of
    * each row are positions kv_past .. kv_past+T-1; every self-attention layer appends their keys and values to its
    * cache (zt_attn_acts.cache, kv_tmax positions per row) and attends over the kv_past+T cached positions (T must
@@ -140,6 +144,8 @@ typedef struct {
   const zt_group *pp_group;
   int pp_size, pp_rank, vpp, pp_buffers;
   int pp_split;                /* an encoder-decoder: its first decoder stage (--pipeline-model-parallel-split-rank) */
+  const zt_group *usp_group;   /* DeepSpeed-Ulysses (--ds-sequence-parallel-size): models/transformer/ulysses.h */
+  int usp_size, usp_rank;
   size_t mem_limit;            /* 0: the backend's free memory */
 } zt_model_setup;
 

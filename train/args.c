@@ -246,7 +246,11 @@ static const flag k_flags[] = {
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
   {"--ds-sequence-parallel-size", F_INT, OFF(ds_sequence_parallel_size), NULL, PAR, "1",
-   "DeepSpeed's (Ulysses) sequence-parallel degree: 1 (off) is accepted; larger values are refused."},
+   "DeepSpeed-Ulysses sequence parallelism: each of this many consecutive ranks holds 1/size of every sequence and "
+   "the attention all-to-alls its heads (GPT, without tensor or pipeline parallelism; docs/parallelism.md)."},
+  {"--force-ds-sequence-parallel", F_TRUE, OFF(force_ds_sequence_parallel), NULL, NOOP, "False",
+   "Megatron-DeepSpeed's distributed attention with one sequence-parallel rank: no effect (it is the identity there; "
+   "recorded in the argument dump)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
@@ -872,10 +876,16 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
              "drop --zero-stage", a->zero_stage);
   }
   check_positive("--ds-sequence-parallel-size", a->ds_sequence_parallel_size);
-  zt_check(a->ds_sequence_parallel_size == 1, "unsupported argument", "--ds-sequence-parallel-size %d: DeepSpeed's "
-           "sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet (it lands with the "
-           "DeepSpeed sequence-parallelism (Ulysses, FPDT) work); 1 (off) is accepted, or use Megatron's "
-           "--sequence-parallel with tensor parallelism", a->ds_sequence_parallel_size);
+  const int usp = a->ds_sequence_parallel_size;
+  if (usp > 1) { /* DeepSpeed-Ulysses (docs/parallelism.md): GPT without tensor or pipeline parallelism */
+    zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "--ds-sequence-parallel-size %d: "
+             "DeepSpeed's sequence parallelism runs GPT models (pretrain_gpt); this program trains %s", usp,
+             zt_args_model);
+    zt_check(!a->random_ltd, "unsupported argument", "--random-ltd with --ds-sequence-parallel-size %d: random-LTD "
+             "drops tokens of whole sequences, which DeepSpeed-Ulysses splits over its ranks (not supported)", usp);
+    zt_check(!a->mos && !a->kd, "unsupported argument", "%s with --ds-sequence-parallel-size %d: the teacher of "
+             "knowledge distillation does not run sequence-parallel (not supported)", a->mos ? "--mos" : "--kd", usp);
+  }
   zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
            "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
            "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
@@ -1288,7 +1298,20 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "--pipeline-model-parallel-size %d", a->num_layers, pp);
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
-  a->data_parallel_size = world_size / (tp * pp);
+  const int usp = a->ds_sequence_parallel_size;
+  zt_check(usp == 1 || (tp == 1 && pp == 1), "inconsistent arguments", "DeepSpeed's sequence parallel does not work "
+           "with tensor parallel or pipeline parallel (--ds-sequence-parallel-size %d with "
+           "--tensor-model-parallel-size %d and --pipeline-model-parallel-size %d)", usp, tp, pp);
+  zt_check(world_size % usp == 0, "inconsistent arguments", "world size (%d) is not divisible by tensor parallel size "
+           "(%d) times pipeline parallel size (%d) times seqence parallel size (%d) (--ds-sequence-parallel-size)",
+           world_size, tp, pp, usp);
+  zt_check(usp == 1 || a->seq_length % usp == 0, "inconsistent arguments", "--seq-length %d is not divisible by "
+           "--ds-sequence-parallel-size %d (each rank holds an equal share of every sequence)", a->seq_length, usp);
+  zt_check(usp == 1 || a->num_attention_heads % usp == 0, "inconsistent arguments", "--num-attention-heads %d is not "
+           "divisible by --ds-sequence-parallel-size %d (the attention splits the heads over the sequence-parallel "
+           "ranks)", a->num_attention_heads, usp);
+  /* the data-parallel size excludes the sequence-parallel ranks, which read the same samples (Megatron-DeepSpeed) */
+  a->data_parallel_size = world_size / (tp * pp * usp);
   a->virtual_pipeline_model_parallel_size = -1;
   if (given(seen, "--num-layers-per-virtual-pipeline-stage")) { /* Megatron's asserts, with the numbers */
     const int n = a->num_layers_per_virtual_pipeline_stage;
@@ -1340,6 +1363,9 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
            "%d)) is not divisible by --moe-expert-parallel-size %d: the expert-parallel groups are carved from the "
            "data-parallel group (DeepSpeed asserts dp_world_size %% expert_parallel_size == 0)", a->data_parallel_size,
            world_size, a->tensor_model_parallel_size, a->pipeline_model_parallel_size, a->moe_expert_parallel_size);
+  zt_check(!zt_moe_on(&a->moe) || a->ds_sequence_parallel_size == 1, "unsupported argument", "--num-experts with "
+           "--ds-sequence-parallel-size %d: MoE layers with DeepSpeed's sequence parallelism land with the MoE "
+           "expert-parallel work (issue 18)", a->ds_sequence_parallel_size);
   zt_check(!zt_moe_on(&a->moe) || (!a->swiglu && a->add_bias_linear), "unsupported argument", "%s with --num-experts: "
            "the experts' MLPs (Megatron-DeepSpeed's ParallelMLP with moe=True) take it too, which lands with the MoE "
            "variants work (issue 18)", a->swiglu ? "--swiglu" : "--disable-bias-linear");
@@ -1832,6 +1858,7 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
   INT_LINE("ds_sequence_parallel_size", a->ds_sequence_parallel_size);
+  BOOL_LINE("force_ds_sequence_parallel", a->force_ds_sequence_parallel);
   BOOL_LINE("deepspeed_activation_checkpointing", a->deepspeed_activation_checkpointing);
   BOOL_LINE("partition_activations", a->partition_activations);
   BOOL_LINE("contigious_checkpointing", a->contigious_checkpointing);

@@ -132,7 +132,8 @@ typedef struct {
   int zero_stage;                   /* Megatron-DS's default 1 (printed 1.0); given: must equal the ds_config's */
   int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
-  int ds_sequence_parallel_size;    /* 1: DeepSpeed (Ulysses) sequence parallelism off, the only value supported */
+  int ds_sequence_parallel_size;    /* DeepSpeed-Ulysses sequence parallelism over this many ranks (1: off) */
+  int force_ds_sequence_parallel;   /* Megatron-DeepSpeed's distributed attention at size 1: recorded (no effect) */
   int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */
   int partition_activations, contigious_checkpointing, checkpoint_in_cpu, synchronize_each_layer, profile_backward;
   int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */

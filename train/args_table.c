@@ -29,10 +29,9 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--use-ring-exchange-p2p --overlap-p2p-communication"},
   {"data-parallel-variant (DDP implementation, per-rank initialization)",
    "--DDP-impl --no-contiguous-buffers-in-local-ddp --data-parallel-random-init --use-cpu-initialization"},
-  {"DeepSpeed sequence-parallelism (Ulysses, FPDT)",
+  {"DeepSpeed FPDT (chunked, offloaded Ulysses attention)",
    "--ds-sequence-parallel-fpdt "
-   "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading "
-   "--force-ds-sequence-parallel"},
+   "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
   {"model-variant (LayerNorm-1p, other activations, Xavier init; docs/gpt.md)",

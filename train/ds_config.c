@@ -865,6 +865,7 @@ static void fill_fields(zt_ds_config *c) {
   c->use_data_before_expert_parallelism = get_bool(c, "use_data_before_expert_parallelism");
   c->gradient_predivide_factor = get_num(c, "gradient_predivide_factor");
   get_str(c, "communication_data_type", c->communication_data_type, sizeof c->communication_data_type);
+  get_str(c, "seq_parallel_comm_data_type", c->seq_parallel_comm_data_type, sizeof c->seq_parallel_comm_data_type);
 
   c->fp16_auto = is_auto(get_key(c, "fp16.enabled"));
   c->fp16_enabled = get_bool(c, "fp16.enabled");

@@ -37,6 +37,8 @@ typedef struct zt_ds_config {
   bool use_data_before_expert_parallelism; /* the expert groups in DeepSpeed's D + E topology (runtime/parallel) */
   zt_ds_num gradient_predivide_factor; /* 1.0 */
   char communication_data_type[8];     /* "" (None), "fp32", "fp16" or "bf16" */
+  char seq_parallel_comm_data_type[8]; /* "fp32" (default), "fp16" or "bf16": the gradients' all-reduce type instead
+                                          of communication_data_type under DeepSpeed-Ulysses (DeepSpeed's engine) */
 
   /* fp16 / bf16 (docs/mixed_precision.md); *_auto: "enabled": "auto" (takes --fp16 / --bf16) */
   bool fp16_enabled, fp16_auto, bf16_enabled, bf16_auto;

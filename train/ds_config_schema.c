@@ -24,7 +24,6 @@
 #define OFFL "the ZeRO-Offload work"
 #define NVME "the ZeRO-Infinity NVMe work"
 #define MPV "the mixed-precision-variant work"
-#define USP "the DeepSpeed sequence-parallelism (Ulysses) work"
 #define PIPE_IGNORED "nothing (DeepSpeed's engine never reads it: PipelineModule's own arguments do, which " \
   "Megatron-DeepSpeed sets from --pipeline-model-parallel-size and its layer partition)"
 #define PIPE_COMM "nothing (with tensor parallelism DeepSpeed's PipelineEngine sends the stages' activations or " \
@@ -56,7 +55,7 @@ const zt_ds_key zt_ds_schema[] = {
   B("prescale_gradients", "false", NULL),
   F("gradient_predivide_factor", 0, "1.0", 1e-300, BIG, NULL),
   E("communication_data_type", ZT_DS_NULL, "null", "fp16|bf16|fp32", NULL),
-  E("seq_parallel_comm_data_type", 0, "\"fp32\"", "fp16|bf16|fp32", USP),
+  E("seq_parallel_comm_data_type", 0, "\"fp32\"", "fp16|bf16|fp32", NULL),
   B("sparse_gradients", "false", SPG),
   B("zero_allow_untested_optimizer", "false", NULL),
   BF("zero_force_ds_cpu_optimizer", ZT_DS_INERT, "true", "nothing (DeepSpeed's check that an offloaded optimizer is "
@@ -373,7 +372,9 @@ const zt_ds_key zt_ds_schema[] = {
   B("quantize_training.enabled", "false", COMP),
   O("compile", ZT_DS_OPAQUE | ZT_DS_INERT, "the torch.compile path (a call in the client script, not a config switch)"),
   B("graph_harvesting", "false", "the CUDA-graph work"),
-  I("sequence_parallel_size", 0, "1", 1, BIG, USP),
+  I("sequence_parallel_size", 0, "1", 1, BIG, "no planned work (DeepSpeed's device mesh, which deepspeed.initialize "
+    "builds with data_parallel_size for a client without an mpu; pretrain_gpt's DeepSpeed-Ulysses is "
+    "--ds-sequence-parallel-size)"),
   O("progressive_layer_drop", 0, NULL),
   B("progressive_layer_drop.enabled", "false", PLD),
   F("progressive_layer_drop.theta", 0, "1.0", 0, BIG, PLD),

@@ -337,8 +337,10 @@ static void mixed_precision_setup(zt_engine *e) {
     zt_check(!ds->grad_accum_dtype[0] || accum == ZT_DTYPE_FP32, "ds_config", "%s: data_types.grad_accum_dtype "
              "\"%s\" needs fp16 or bf16 enabled", ds->path, ds->grad_accum_dtype);
   }
-  /* communication_data_type: None follows the model (fp16, bf16 or fp32) */
+  /* communication_data_type: None follows the model (fp16, bf16 or fp32); with DeepSpeed-Ulysses DeepSpeed's engine
+   * takes seq_parallel_comm_data_type instead (fp32 unless set) */
   e->comm_dtype = ds->communication_data_type[0] ? dtype_from_name(ds->communication_data_type) : e->st.half_dtype;
+  if (a->ds_sequence_parallel_size > 1) e->comm_dtype = dtype_from_name(ds->seq_parallel_comm_data_type);
   if (!a->fp16) return;
   if (ds->loss_scale.value > 0) {
     zt_loss_scaler_init_static(&e->st.scaler, ds->loss_scale.value);
@@ -510,7 +512,7 @@ static void setup_groups(zt_engine *e) {
   e->dp_group = zt_comm_world();
   st->dp_rank = zt_group_rank(e->dp_group);
   st->dp_size = a->data_parallel_size;
-  e->tp_group = e->pp_group = e->emb_group = e->ep_group = NULL;
+  e->tp_group = e->pp_group = e->emb_group = e->ep_group = e->usp_group = e->loss_group = NULL;
   st->tp_rank = st->pp_rank = 0;
   e->moe = a->moe;
   const int ep = zt_moe_on(&a->moe) ? a->moe_expert_parallel_size : 1;
@@ -529,6 +531,37 @@ static void setup_groups(zt_engine *e) {
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);
+  st->usp_rank = 0;
+  st->usp_size = a->ds_sequence_parallel_size;
+  if (st->usp_size > 1) { /* DeepSpeed-Ulysses (TP = PP = 1): groups of consecutive ranks, as Megatron-DeepSpeed's
+                           * parallel_state builds them; the gradients go over the world (sequence-data-parallel) */
+    const int P = st->usp_size, W = zt_comm_size(), me = zt_comm_rank();
+    const zt_ds_config *ds = e->ds;
+    zt_check(!ds || (!ds->flops_profiler_enabled && !ds->sparse_attention && !ds->curriculum.enabled),
+             "unsupported argument", "--ds-sequence-parallel-size %d with the %s block of %s: not supported (each rank "
+             "holds a share of every sequence)", P, !ds ? "" : ds->flops_profiler_enabled ? "flops_profiler"
+             : ds->sparse_attention ? "sparse_attention" : "curriculum_learning", ds ? ds->path : "");
+    int *members = zt_malloc((size_t)W * sizeof(int), "sequence-parallel groups");
+    for (int g = 0; g < W / P; g++) {
+      for (int i = 0; i < P; i++) members[i] = g * P + i;
+      zt_group *grp = zt_group_create(members, P);
+      if (grp) e->usp_group = grp;
+    }
+    for (int j = 0; j < P; j++) { /* Megatron-DeepSpeed's data-parallel groups: range(j, W, P) */
+      for (int i = 0; i < W / P; i++) members[i] = j + i * P;
+      zt_group *grp = zt_group_create(members, W / P);
+      if (grp) e->loss_group = grp;
+    }
+    free(members);
+    zt_check(e->usp_group && zt_group_rank(e->usp_group) == me % P, "internal error", "rank %d: no sequence-parallel "
+             "group of %d", me, P);
+    st->usp_rank = me % P;
+    st->dp_rank = me / P;
+    zt_log("> DeepSpeed-Ulysses sequence parallelism: %d groups of %d consecutive ranks, each rank %d of every %d "
+           "tokens; gradients summed over all %d ranks / data-parallel size %d\n", W / P, P, a->seq_length / P,
+           a->seq_length, W, a->data_parallel_size);
+    return;
+  }
   if (a->tensor_model_parallel_size == 1 && st->pp_size == 1 && ep == 1) return;
   zt_layout l;
   zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep,
@@ -908,8 +941,9 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
              (long long)cl->difficulty_step, (long long)cl->root_degree, a->seq_length);
   }
   zt_schedule_setup(e);
-  zt_check(zt_group_size(e->dp_group) == a->data_parallel_size, "internal error",
-           "data-parallel group of %d ranks, expected %d", zt_group_size(e->dp_group), a->data_parallel_size);
+  zt_check(zt_group_size(e->dp_group) == a->data_parallel_size * e->st.usp_size, "internal error",
+           "data-parallel group of %d ranks, expected %d x %d sequence-parallel", zt_group_size(e->dp_group),
+           a->data_parallel_size, e->st.usp_size);
   const double t_data = zt_now();
   build_data(e, tok);
   e->setup_seconds[1] = zt_now() - t_data;
@@ -924,11 +958,12 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .backend = e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32, .micro_batch = a->micro_batch_size,
       .seq_length = a->seq_length, .recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL,
       .master_weights = st->half_dtype != ZT_DTYPE_FP32,
-      .zero_partitions = st->zero_stage > 0 ? a->data_parallel_size : 1,
+      .zero_partitions = st->zero_stage > 0 ? a->data_parallel_size * a->ds_sequence_parallel_size : 1,
       .optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme"), .tp_group = e->tp_group,
       .tp_size = a->tensor_model_parallel_size, .tp_rank = st->tp_rank, .sequence_parallel = a->sequence_parallel,
       .pp_group = e->pp_group, .pp_size = st->pp_size, .pp_rank = st->pp_rank, .vpp = e->vpp,
-      .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank};
+      .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank, .usp_group = e->usp_group,
+      .usp_size = st->usp_size, .usp_rank = st->usp_rank};
   activation_checkpointing_setup(e, &s);
   e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
                          .name = a->mos ? "mos loss" : "kd loss"};
@@ -1077,11 +1112,13 @@ static void allreduce_grads(zt_engine *e, float *g, size_t n) {
 }
 
 static void reduce_gradients(zt_engine *e) {
+  /* W divides; the sum goes over dp_group, which under DeepSpeed-Ulysses also holds the sequence-parallel ranks: their
+   * partial gradients add up, and the division stays by the data-parallel size (DeepSpeed's dp_world_size / sp) */
   const int W = e->args->data_parallel_size;
   float *g = e->model->grads;
   const size_t n = e->model->table->numel;
   if (!e->ds) { /* Megatron: divide by the data-parallel size, then sum */
-    if (W > 1) {
+    if (zt_group_size(e->dp_group) > 1) {
       scale_floats(e, g, 1.0f / (float)W, n);
       allreduce_grads(e, g, n);
     }
@@ -1090,11 +1127,11 @@ static void reduce_gradients(zt_engine *e) {
   const double f = e->ds->gradient_predivide_factor.value;
   if (e->ds->prescale_gradients) {
     scale_floats(e, g, (float)(1.0 / W), n);
-    if (W > 1) allreduce_grads(e, g, n);
+    if (zt_group_size(e->dp_group) > 1) allreduce_grads(e, g, n);
     return;
   }
   if (f != 1.0) scale_floats(e, g, (float)(1.0 / f), n);
-  if (W > 1) allreduce_grads(e, g, n);
+  if (zt_group_size(e->dp_group) > 1) allreduce_grads(e, g, n);
   if (f != W) scale_floats(e, g, (float)(f / W), n);
 }
 
@@ -1102,12 +1139,13 @@ static void reduce_gradients(zt_engine *e) {
  * all-reduce (Megatron's average_losses_across_data_parallel_group of the loss dict); with one loss the total is
  * that loss, else it joins the same all-reduce. */
 static void dp_mean_losses(const zt_engine *e, zt_loss_sums *l, int count) {
-  const int W = e->args->data_parallel_size, n = l->n, k = n > 1 ? n + 1 : n;
+  const zt_group *g = e->loss_group ? e->loss_group : e->dp_group;
+  const int W = zt_group_size(g), n = l->n, k = n > 1 ? n + 1 : n;
   double v[ZT_MAX_LOSSES + 1];
   for (int i = 0; i < n; i++) v[i] = count ? l->value[i] / count : 0.0;
   if (n > 1) v[n] = count ? l->total / count : 0.0;
   if (W > 1 && count) {
-    zt_allreduce_sum_f64(e->dp_group, v, (size_t)k);
+    zt_allreduce_sum_f64(g, v, (size_t)k);
     for (int i = 0; i < k; i++) v[i] /= W;
   }
   for (int i = 0; i < n; i++) l->value[i] = (float)v[i];
@@ -1158,9 +1196,10 @@ static void zero_reduce_gradients(zt_engine *e) {
   const float pre = e->ds->prescale_gradients ? (float)(1.0 / W) : (float)(1.0 / f);
   const float post = e->ds->prescale_gradients ? 1.0f : (float)(f / W);
   float *g = e->model->grads;
-  if (e->comm_dtype != ZT_DTYPE_FP32 && W > 1) e->be->round_f32(g, g, st->zero.padded, e->comm_dtype);
+  const int G = zt_group_size(e->dp_group); /* W, and DeepSpeed-Ulysses' sequence-parallel ranks */
+  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) e->be->round_f32(g, g, st->zero.padded, e->comm_dtype);
   zt_zero_reduce_gradients(&st->zero, g, pre, post);
-  if (e->comm_dtype != ZT_DTYPE_FP32 && W > 1)
+  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1)
     e->be->round_f32(g + st->part_lo, g + st->part_lo, st->part_hi - st->part_lo, e->comm_dtype);
 }
 
@@ -1303,7 +1342,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   int skip = 0;
   if (st->half_dtype == ZT_DTYPE_FP16) { /* the overflow test of every data-parallel rank, then the scaler */
     double ov = overflow || !isfinite(norm);
-    if (a->data_parallel_size > 1) zt_allreduce_max_f64(e->dp_group, &ov, 1);
+    if (zt_group_size(e->dp_group) > 1) zt_allreduce_max_f64(e->dp_group, &ov, 1);
     if (e->tp_group) zt_allreduce_max_f64(e->tp_group, &ov, 1); /* and of every tensor-parallel rank */
     if (e->pp_group) zt_allreduce_max_f64(e->pp_group, &ov, 1); /* and of every pipeline stage */
     skip = zt_loss_scaler_update(&st->scaler, ov != 0.0);

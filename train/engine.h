@@ -82,6 +82,10 @@ typedef struct {
    * TP = 1), this rank's pipeline (NULL with PP = 1: group rank = stage), first and last stage (tied embedding
    * gradients), or NULL */
   const zt_group *dp_group, *tp_group, *pp_group, *emb_group;
+  const zt_group *usp_group; /* DeepSpeed-Ulysses: this rank's sequence-parallel group (consecutive ranks), or NULL;
+                                dp_group is then DeepSpeed's sequence-data-parallel group (the world) */
+  const zt_group *loss_group; /* DeepSpeed-Ulysses: Megatron's data-parallel group (the ranks of one sequence-parallel
+                                 rank), which averages the logged losses; NULL: dp_group does */
   const zt_group *ep_group;  /* --moe-expert-parallel-size > 1 with MoE layers: this rank's expert-parallel group */
   zt_moe_config moe;         /* the arguments' MoE flags with the expert-parallel group (the model keeps a pointer) */
   /* the pipeline schedule (train/schedule.c): vpp virtual chunks per stage (1 without interleaving), the

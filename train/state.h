@@ -28,6 +28,11 @@ typedef struct {
   int64_t random_ltd_layer_tokens; /* random-LTD's consumed layer tokens (DeepSpeed's scheduler state), -1: off */
   /* this rank's place: model-parallel coordinates and its data-parallel rank */
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size;
+  /* DeepSpeed-Ulysses (--ds-sequence-parallel-size): this rank's place in its sequence-parallel group (size 1: off).
+   * The ranks of a group read the same samples (dp_rank counts the groups); the gradients, the ZeRO partitions and
+   * the checkpoint's optimizer files go over all usp_size x dp_size ranks (DeepSpeed's sequence-data-parallel group,
+   * rank dp_rank usp_size + usp_rank) */
+  int usp_rank, usp_size;
   /* mixed precision: the half type of the weights (fp32: none) and the fp32 masters of the partition */
   zt_dtype half_dtype;
   float *master;                 /* [part_hi - part_lo] in the model's backend memory, or NULL */

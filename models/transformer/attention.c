@@ -1,5 +1,7 @@
 /* The attention sublayer: projections around the scaled-dot-product attention op; with tensor parallelism
- * the QKV projection is column-parallel (this rank's heads) and the output projection row-parallel. */
+ * the QKV projection is column-parallel (this rank's heads) and the output projection row-parallel; with
+ * DeepSpeed-Ulysses (models/transformer/ulysses.h) the self-attention's op runs on this rank's heads over the whole
+ * sequence, between two all-to-alls. */
 #include <math.h>
 #include <stdio.h>
 
@@ -21,6 +23,10 @@ static void add_linear(zt_param_table *t, const char *prefix, const char *name, 
 
 /* This rank's attention width: its heads x head dim (C without tensor parallelism). */
 static int attn_width(const zt_block_config *cfg) { return cfg->NH * cfg->HD; }
+/* DeepSpeed-Ulysses on a self-attention: the ranks of the sequence-parallel group (1: off). */
+static int usp_ranks(const zt_block_config *cfg, zt_attn_kind kind) {
+  return kind == ZT_ATTN_SELF && zt_usp_on(cfg->usp) ? cfg->usp->size : 1;
+}
 /* Grouped-query attention: this rank's key/value heads are fewer than its query heads. */
 static int grouped(const zt_block_config *cfg) { return cfg->KV > 0 && cfg->KV < cfg->NH; }
 /* The width of query_key_value on this rank: 3A, or (NH + 2 KV) HD grouped. */
@@ -67,11 +73,17 @@ void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const
 void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, const zt_block_config *cfg,
                        int B, int T, int Tk) {
   const size_t N = (size_t)B * T, A = (size_t)attn_width(cfg), es = zt_dtype_size(zt_block_dt(cfg));
-  a->qkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (kind == ZT_ATTN_SELF ? 3 : 1) * A * es);
+  const int P = usp_ranks(cfg, kind);
+  /* Ulysses: the local projection is work space (the model's); the layer keeps q, k, v and the context of its heads
+   * over the whole sequence (as many values as the local ones) */
+  a->qkv = P > 1 ? cfg->usp->qkv_local
+                 : zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (kind == ZT_ATTN_SELF ? 3 : 1) * A * es);
+  a->qkv_heads = P > 1 ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * 3 * A * es) : NULL;
+  a->ctx_heads = P > 1 ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * A * es) : NULL;
   a->kv = kind == ZT_ATTN_CROSS ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es) : NULL;
   a->grouped = kind == ZT_ATTN_SELF && grouped(cfg)
                    ? zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * (size_t)qkv_width(cfg) * es) : NULL;
-  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD,
+  const zt_attention_desc d = {.B = B, .Tq = T * P, .Tk = Tk * P, .NH = cfg->NH / P, .HD = cfg->HD,
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
                                .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL,
                                .layout_as_mask = cfg->sparse_as_mask};
@@ -79,16 +91,20 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
   a->ctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * A * es);
 }
 
-/* The strided views of Q, K, V for the attention op (q and kv point at the projections). */
+/* The strided views of Q, K, V for the attention op (q and kv point at the projections; under Ulysses at this rank's
+ * heads of the whole sequence). */
 static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg, const zt_pass *pass, int Tk,
                                   zt_attn_mask_kind mask, uint64_t site, const void *qbuf, const void *kvbuf,
                                   const void **q, const void **k, const void **v) {
-  const int C = attn_width(cfg), HD = cfg->HD;
+  const int P = usp_ranks(cfg, kind), C = attn_width(cfg) / P, HD = cfg->HD, NH = cfg->NH / P;
   const zt_dtype dt = zt_block_dt(cfg);
-  zt_attention_desc d = {.B = pass->B, .Tq = pass->T, .Tk = Tk, .NH = cfg->NH, .HD = HD, .mask = mask,
+  zt_check(P == 1 || (pass->seq_total == pass->T * P && !pass->key_padding), "internal error",
+           "Ulysses: a pass of %d tokens per row out of %d over %d ranks%s", pass->T, pass->seq_total, P,
+           pass->key_padding ? ", with key padding" : "");
+  zt_attention_desc d = {.B = pass->B, .Tq = pass->T * P, .Tk = Tk * P, .NH = NH, .HD = HD, .mask = mask,
                          .key_padding = pass->key_padding,
                          .key_start = pass->key_start, .scale = 1.0f / sqrtf((float)HD),
-                         .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
+                         .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : P > 1 ? cfg->usp->rank * NH : 0,
                          .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL, .layout_as_mask = cfg->sparse_as_mask};
   if (kind == ZT_ATTN_SELF) {
     d.ld_q = d.ld_kv = 3 * C;
@@ -127,6 +143,7 @@ static void attention_cached(zt_attn_acts *a, const zt_block_config *cfg, const 
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const int A = attn_width(cfg), HD = cfg->HD, T = pass->T, past = pass->kv_past, Tk = past + T;
+  zt_check(!zt_usp_on(cfg->usp), "internal error", "incremental decoding with DeepSpeed-Ulysses");
   zt_check(!cfg->sparse, "sparse attention", "incremental decoding (text generation) with a sparse_attention layout "
            "is not supported: it lands with the sparse-attention decoding work");
   zt_check(a->cache && Tk <= pass->kv_tmax && (past == 0 || T == 1), "internal error",
@@ -164,7 +181,9 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
     } else {
       be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
     }
-    rope_qk(a->qkv, cfg, pass->B, pass->T, pass->kv_cache ? pass->kv_past : 0, 0);
+    rope_qk(a->qkv, cfg, pass->B, pass->T, pass->kv_cache ? pass->kv_past : pass->seq_off, 0);
+    if (a->qkv_heads) /* Ulysses: this rank's heads of every token */
+      zt_usp_seq_to_heads(cfg->usp, be, dt, a->qkv_heads, a->qkv, pass->B, pass->T, 3 * A);
     if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   } else { /* cross-attention: query, then key_value (timed apart, as Megatron's two modules) */
     be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, A);
@@ -174,6 +193,10 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
   }
   if (pass->kv_cache && p->kind == ZT_ATTN_SELF) {
     attention_cached(a, cfg, pass);
+  } else if (a->qkv_heads) { /* Ulysses: the context of this rank's heads, then back to this rank's tokens */
+    zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv_heads, NULL, &q, &k, &v);
+    be->attention_forward(dt, a->ctx_heads, a->saved, q, k, v, &d);
+    zt_usp_heads_to_seq(cfg->usp, be, dt, a->ctx, a->ctx_heads, pass->B, pass->T, A);
   } else {
     zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
     be->attention_forward(dt, a->ctx, a->saved, q, k, v, &d);
@@ -205,15 +228,25 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
     be->matmul_backward(dt, dctx, g->proj_w, NULL, (void *)dfull, a->ctx, p->proj_w, NULL, NF, A, C);
   }
   const void *q, *k, *v, *dq_, *dk_, *dv_;
-  zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
-  describe(p->kind, cfg, pass, Tk, mask, site, dqkv, dkv, &dq_, &dk_, &dv_);
-  be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, dctx, a->ctx, a->saved, q, k, v, &d,
-                         attn_scratch);
+  if (a->qkv_heads) { /* Ulysses: d(context) of this rank's heads over the sequence; d(q, k, v) back to its tokens */
+    const zt_usp *u = cfg->usp;
+    zt_usp_seq_to_heads(u, be, dt, u->dctx_heads, dctx, pass->B, pass->T, A);
+    zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv_heads, NULL, &q, &k, &v);
+    describe(p->kind, cfg, pass, Tk, mask, site, u->dqkv_heads, NULL, &dq_, &dk_, &dv_);
+    be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, u->dctx_heads, a->ctx_heads, a->saved, q, k, v,
+                           &d, attn_scratch);
+    zt_usp_heads_to_seq(u, be, dt, dqkv, u->dqkv_heads, pass->B, pass->T, 3 * A);
+  } else {
+    zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
+    describe(p->kind, cfg, pass, Tk, mask, site, dqkv, dkv, &dq_, &dk_, &dv_);
+    be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, dctx, a->ctx, a->saved, q, k, v, &d,
+                           attn_scratch);
+  }
   /* column-parallel: the input gradient is partial over the ranks (all-reduce or reduce-scatter) */
   const void *xin = zt_tp_gather(tp, x, N, C);
   void *dxp = zt_tp_partial_buffer(tp, dx);
   if (p->kind == ZT_ATTN_SELF) {
-    rope_qk(dqkv, cfg, pass->B, pass->T, 0, 1);
+    rope_qk(dqkv, cfg, pass->B, pass->T, pass->seq_off, 1);
     void *dproj = dqkv;
     if (a->grouped) { /* each group's key and value gradient: the sum over its heads */
       be->gqa_pack(dt, dqkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 1);

@@ -85,7 +85,8 @@ void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer
   s->dln = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * cfg->C * es);
   s->dqkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
   s->dctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, NF * A * es);
-  const zt_attention_desc d = {.B = B, .Tq = T, .Tk = T, .NH = cfg->NH, .HD = cfg->HD,
+  const int P = zt_usp_on(cfg->usp) ? cfg->usp->size : 1; /* Ulysses: this rank's heads over the whole sequence */
+  const zt_attention_desc d = {.B = B, .Tq = T * P, .Tk = T * P, .NH = cfg->NH / P, .HD = cfg->HD,
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0, .layout = cfg->sparse,
                                .layout_as_mask = cfg->sparse_as_mask};
   size_t attn = be->attention_scratch_floats(&d);
@@ -113,19 +114,16 @@ static zt_dropout hidden_dropout(const zt_block_config *cfg, const zt_pass *pass
 }
 
 /* out = residual + dropout(x) over the layer's rows (residual NULL: the dropout's backward); with
- * --sequence-parallel this rank's tokens, keyed by their global positions. */
+ * --sequence-parallel or DeepSpeed-Ulysses this rank's tokens, keyed by their global positions. */
 static void dropout_rows(void *out, const void *residual, const void *x, const zt_block_config *cfg,
                          const zt_pass *pass, const zt_dropout *d) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const int NF = pass->B * pass->T;
-  const size_t S = (size_t)pass->T * cfg->C;
   if (zt_tp_sp(cfg->tp))
     be->dropout_rows(dt, out, residual, x, zt_tp_row0(cfg->tp, NF), zt_tp_local_rows(cfg->tp, NF), pass->T, cfg->C, d);
-  else if (residual)
-    be->dropout_add_forward(dt, out, residual, x, pass->B, S, d);
   else
-    be->dropout_backward(dt, out, x, pass->B, S, d);
+    zt_pass_dropout(be, dt, out, residual, x, pass, cfg->C, d); /* also Ulysses' local rows */
 }
 
 /* The pass of a cross-attention: the encoder's key padding; no packed-document starts (those are the decoder's). */

@@ -69,7 +69,7 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
     if (e->wpe) be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
     if (types) be->embedding_forward(dt, out, types, e->wtt, N, e->C, 1);
     if (ft) ft[1] += zt_now() - t0;
-    be->dropout_forward(dt, out, out, pass->B, (size_t)pass->T * e->C, &d);
+    zt_pass_dropout(be, dt, out, NULL, out, pass, e->C, &d); /* Ulysses: keyed by the global positions */
     return;
   }
   /* vocab-parallel lookup (zeros outside the slice) summed over the ranks: exactly the full lookup */
@@ -98,7 +98,7 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
   const zt_dtype dt = tp->dt;
   zt_dropout d = embedding_dropout(dropout_p, site_layer, pass);
   if (!zt_tp_on(tp)) {
-    be->dropout_backward(dt, dout, dout, pass->B, (size_t)pass->T * e->C, &d);
+    zt_pass_dropout(be, dt, dout, NULL, dout, pass, e->C, &d);
     be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);
     if (e->wpe) be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
     if (types) be->embedding_backward(dt, e->dwtt, types, dout, N, e->C);

@@ -182,6 +182,18 @@ static void check_config(const zt_lm_config *c, int tp) {
   zt_check(c->dec_layers > 0 || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible "
            "by --pipeline-model-parallel-size %d", c->num_layers, pp);
   zt_check(pp == 1 || c->pp_group != NULL, "internal error", "model: pipeline size %d without a group", pp);
+  if (c->usp_size > 1) { /* the arguments refuse what DeepSpeed-Ulysses does not run with; these are the model's own */
+    zt_check(c->usp_group && tp == 1 && pp == 1 && c->dec_layers <= 0 && !c->sparse_attention &&
+                 !c->random_ltd_layers && !zt_moe_on(c->moe) && !c->kd && !c->bidirectional && c->num_tokentypes == 0,
+             "internal error", "model: DeepSpeed-Ulysses over %d ranks with tensor or pipeline parallelism, an "
+             "encoder-decoder, sparse attention, random-LTD, MoE, KD or a bidirectional model", c->usp_size);
+    zt_check(c->seq_length % c->usp_size == 0, "inconsistent arguments", "--seq-length %d is not divisible by "
+             "--ds-sequence-parallel-size %d (each rank holds an equal share of every sequence)", c->seq_length,
+             c->usp_size);
+    zt_check(c->num_heads % c->usp_size == 0, "inconsistent arguments", "--num-attention-heads %d is not divisible "
+             "by --ds-sequence-parallel-size %d (the attention splits the heads over the sequence-parallel ranks)",
+             c->num_heads, c->usp_size);
+  }
   const zt_backend *be = c->backend ? c->backend : zt_backend_cpu();
   zt_check(be->kind != ZT_BACKEND_CPU || c->dtype == ZT_DTYPE_FP32, "internal error", "model: the CPU backend "
            "stores fp32, asked for %s", zt_dtype_name(c->dtype));
@@ -222,7 +234,8 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .master_weights = s->master_weights, .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded,
       .tp_group = s->tp_group, .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
-      .pp_group = s->pp_group, .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
+      .pp_group = s->pp_group, .usp_group = s->usp_group, .usp_size = s->usp_size, .usp_rank = s->usp_rank,
+      .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
       .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split, .rmsnorm = a->rmsnorm, .swiglu = a->swiglu,
@@ -246,6 +259,10 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->tp = (zt_tp){.group = tp > 1 ? cfg->tp_group : NULL, .size = tp, .rank = tp > 1 ? cfg->tp_rank : 0,
                    .sp = tp > 1 && cfg->sequence_parallel, .be = be, .dt = cfg->dtype};
   lm->bcfg = block_config(cfg, &lm->tp);
+  if (cfg->usp_size > 1) {
+    lm->usp = (zt_usp){.group = cfg->usp_group, .size = cfg->usp_size, .rank = cfg->usp_rank};
+    lm->bcfg.usp = &lm->usp;
+  }
   if (cfg->sparse_attention) {
     const zt_attn_layout *l = &cfg->sparse_attention->l;
     zt_check(l->nb * l->block == cfg->seq_length, "sparse attention", "the layout covers %d blocks of %d tokens = "
@@ -269,7 +286,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->first = pr == 0;
   lm->last = pr == lm->pp - 1;
   lm->B = cfg->micro_batch;
-  lm->T = lm->T_plan = cfg->seq_length;
+  lm->T = lm->T_plan = cfg->seq_length / (zt_usp_on(&lm->usp) ? lm->usp.size : 1); /* Ulysses: this rank's share */
   lm->V = cfg->padded_vocab_size / tp;
   lm->v0 = lm->tp.rank * lm->V;
   /* the owner set ops, impl, name and losses */
@@ -348,6 +365,15 @@ void zt_lm_plan(zt_lm *lm) {
   const int here = train && !lm->cfg.optim_offloaded;
   mm->optim_state = here ? zt_memplan_floats(p, ZT_MEM_OPTIM, 2 * part) : NULL;
   mm->master = here && lm->cfg.master_weights ? zt_memplan_floats(p, ZT_MEM_OPTIM, part) : NULL;
+  const int P = zt_usp_on(&lm->usp) ? lm->usp.size : 1; /* DeepSpeed-Ulysses: T is this rank's share of T P */
+  if (P > 1) { /* the all-to-all's work space, shared by the layers (their plans point into it) */
+    const size_t A = (size_t)lm->bcfg.NH * lm->bcfg.HD;
+    lm->usp.send = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
+    lm->usp.recv = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
+    lm->usp.qkv_local = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
+    lm->usp.dqkv_heads = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * 3 * A * es);
+    lm->usp.dctx_heads = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * A * es);
+  }
   zt_stack_plan(&lm->stack, p);
   if (lm->enc_dec) {
     zt_stack_plan(&lm->dec, p);
@@ -385,14 +411,14 @@ void zt_lm_plan(zt_lm *lm) {
   lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
   lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
   lm->dres = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
-  /* the rotary embedding's cosines and sines of positions 0 .. T - 1 (filled by zt_lm_bind) */
-  lm->bcfg.rope_cs = lm->bcfg.rot ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)T * lm->bcfg.rot) : NULL;
-  lm->bcfg.rope_rows = lm->bcfg.rot ? T : 0;
+  /* the rotary embedding's cosines and sines of positions 0 .. T - 1 of the whole sequence (filled by zt_lm_bind) */
+  lm->bcfg.rope_cs = lm->bcfg.rot ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)T * P * lm->bcfg.rot) : NULL;
+  lm->bcfg.rope_rows = lm->bcfg.rot ? T * P : 0;
   lm->pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   if (!be->host_visible) { /* the ids and masks of the batch, staged onto the device */
     lm->tokens_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
     lm->targets_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NH * sizeof(int32_t));
-    lm->key_start_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
+    lm->key_start_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * P * sizeof(int32_t)); /* the whole rows */
     lm->padding_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF);
     if (lm->cfg.num_tokentypes > 0) lm->types_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   }
@@ -449,6 +475,8 @@ void zt_lm_bind(zt_lm *lm) {
   lm->h_dloss = zt_malloc(NH * sizeof(float), "model loss gradients");
   lm->h_mask = zt_malloc(NH * sizeof(float), "model loss mask");
   lm->h_pos = zt_malloc(NF * sizeof(int32_t), "model positions");
+  lm->h_slice = zt_usp_on(&lm->usp) ? zt_malloc(4 * NF * sizeof(int32_t), "model sequence share") : NULL;
+  lm->h_whole = zt_usp_on(&lm->usp) ? zt_malloc(3 * NF * lm->usp.size * sizeof(float), "model whole losses") : NULL;
   lm->h_dec_pos = lm->enc_dec ? zt_malloc(NH * sizeof(int32_t), "model decoder positions") : NULL;
   if (lm->bcfg.rope_cs) {
     const size_t n = (size_t)lm->bcfg.rope_rows * lm->bcfg.rot;
@@ -472,9 +500,10 @@ void zt_lm_bind(zt_lm *lm) {
 }
 
 void zt_lm_free_host(zt_lm *lm) {
-  free(lm->h_losses), free(lm->h_dloss), free(lm->h_mask), free(lm->h_pos), free(lm->h_dec_pos);
-  lm->h_losses = lm->h_dloss = lm->h_mask = NULL;
-  lm->h_pos = lm->h_dec_pos = NULL;
+  free(lm->h_losses), free(lm->h_dloss), free(lm->h_mask), free(lm->h_pos), free(lm->h_dec_pos), free(lm->h_slice);
+  free(lm->h_whole);
+  lm->h_losses = lm->h_dloss = lm->h_mask = lm->h_whole = NULL;
+  lm->h_pos = lm->h_dec_pos = lm->h_slice = NULL;
 }
 
 void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
@@ -491,6 +520,8 @@ void zt_lm_set_seq_length(zt_lm *lm, int T) {
            "planned for %d", T, lm->T_plan);
   zt_check(T >= 1 && T <= lm->T_plan, "model", "a sequence length of %d is outside 1..%d (the planned --seq-length)", T,
            lm->T_plan);
+  zt_check(!zt_usp_on(&lm->usp) || T == lm->T_plan, "internal error", "model: DeepSpeed-Ulysses at a sequence length "
+           "of %d, planned for %d per rank", T, lm->T_plan);
   zt_check(!zt_tp_sp(&lm->tp) || T % lm->tp.size == 0, "model", "a sequence length of %d does not split over %d "
            "tensor-parallel ranks (--sequence-parallel)", T, lm->tp.size);
   zt_check(!(lm->cfg.partition_activations && zt_tp_on(&lm->tp)) ||
@@ -503,7 +534,51 @@ void zt_lm_set_seq_length(zt_lm *lm, int T) {
   mm->stage_in[0].n = mm->stage_out[0].n = mm->stage_grad[0].n = n;
 }
 
+/* DeepSpeed-Ulysses: this rank's share of every row of a whole [B, T P] batch (Megatron-DeepSpeed's get_batch slices
+ * tokens, positions and labels the same way), staged onto the backend; the loss mask's share goes to h_mask. */
+static zt_pass stage_share(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
+  const zt_backend *be = lm->model->be;
+  const int P = lm->usp.size, Tl = lm->T_plan, Tf = Tl * P, off = lm->usp.rank * Tl, B = lm->B;
+  zt_check(b->T == Tf && in->T == Tf && !b->padding && !b->dec_tokens, "internal error", "DeepSpeed-Ulysses over %d "
+           "ranks: a batch of %d tokens per row (pass of %d)%s, planned for %d per row without padding", P, b->T, in->T,
+           b->padding || b->dec_tokens ? " with padding or decoder tokens" : "", Tf);
+  const size_t NF = (size_t)B * Tl;
+  int32_t *h[4];
+  const int32_t *src[4] = {b->tokens, b->labels, b->positions, b->token_types};
+  for (int k = 0; k < 4; k++) {
+    h[k] = lm->h_slice + k * NF;
+    if (src[k])
+      for (int r = 0; r < B; r++) memcpy(h[k] + (size_t)r * Tl, src[k] + (size_t)r * Tf + off, Tl * sizeof(int32_t));
+  }
+  if (!b->positions) /* the default positions: the index in the whole sequence */
+    for (int r = 0; r < B; r++)
+      for (int t = 0; t < Tl; t++) h[2][r * Tl + t] = off + t;
+  lm->tokens = zt_backend_stage_in(be, lm->tokens_dev, h[0], NF * sizeof(int32_t));
+  lm->targets = zt_backend_stage_in(be, lm->targets_dev, h[1], NF * sizeof(int32_t));
+  lm->positions = zt_backend_stage_in(be, lm->pos_buf, h[2], NF * sizeof(int32_t));
+  lm->types = NULL;
+  zt_pass pass = *in;
+  pass.T = Tl;
+  pass.seq_off = off;
+  pass.seq_total = Tf;
+  /* the attention sees whole rows: the packed documents' starts of every position */
+  pass.key_start = zt_backend_stage_in(be, lm->key_start_dev, b->key_start, (size_t)B * Tf * sizeof(int32_t));
+  pass.key_padding = NULL;
+  lm->loss_den = 0.0;
+  float *whole_mask = lm->h_whole + (size_t)B * Tf;
+  for (int r = 0; r < B; r++)
+    for (int t = 0; t < Tf; t++) {
+      const float w = b->loss_mask ? b->loss_mask[(size_t)r * Tf + t] : 1.0f;
+      whole_mask[r * Tf + t] = w;
+      lm->loss_den += w;
+      if (t >= off && t < off + Tl) lm->h_mask[r * Tl + t - off] = w;
+    }
+  lm->pass = pass;
+  return pass;
+}
+
 zt_pass zt_lm_stage_batch(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
+  if (zt_usp_on(&lm->usp)) return stage_share(lm, b, in);
   const zt_backend *be = lm->model->be;
   zt_check(b->B == lm->B && b->T <= lm->T_plan && b->T == in->T, "model", "batch %dx%d (pass of %d tokens) differs "
            "from the planned %dx%d", b->B, b->T, in->T, lm->B, lm->T_plan);
@@ -648,8 +723,22 @@ float zt_lm_output_loss(zt_lm *lm, const void *h, const void *bias) {
     losses = lm->h_losses;
   }
   double num = 0.0, den = 0.0;
-  for (int n = 0; n < NF; n++) {
-    double w = lm->h_mask[n];
+  const float *mask = lm->h_mask;
+  int n_all = NF;
+  if (zt_usp_on(&lm->usp)) { /* Ulysses: the whole micro batch's losses on every rank, in its order (Megatron-DeepSpeed
+                              * gathers the losses over the sequence-parallel group before its masked mean) */
+    const int P = lm->usp.size, B = lm->B, Tl = lm->T;
+    float *whole = lm->h_whole, *gathered = lm->h_whole + 2 * (size_t)B * Tl * P;
+    zt_allgather_f32(lm->usp.group, losses, (size_t)NF, gathered);
+    for (int r = 0; r < P; r++) /* rank r's block [B, Tl] holds positions [r Tl, (r+1) Tl) of each row */
+      for (int b = 0; b < B; b++)
+        memcpy(whole + ((size_t)b * P + r) * Tl, gathered + ((size_t)r * B + b) * Tl, (size_t)Tl * sizeof(float));
+    losses = whole;
+    mask = lm->h_whole + (size_t)B * Tl * P;
+    n_all = NF * P;
+  }
+  for (int n = 0; n < n_all; n++) {
+    double w = mask[n];
     num += w * losses[n];
     den += w;
   }
@@ -667,6 +756,7 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
   const int C = lm->cfg.hidden_size, NF = lm->B * head_T(lm), N = zt_tp_local_rows(&lm->tp, NF), V = lm->V;
   double den = 0.0;
   for (int n = 0; n < NF; n++) den += lm->h_mask[n];
+  if (zt_usp_on(&lm->usp)) den = lm->loss_den; /* this rank's tokens' share of the whole micro batch's loss */
   float *dloss = zt_backend_host_view(be, lm->dloss, lm->h_dloss);
   for (int n = 0; n < NF; n++) dloss[n] = den > 0 ? (float)(lm->h_mask[n] * grad_scale / den) : 0.0f;
   zt_backend_commit(be, lm->dloss, dloss, (size_t)NF * sizeof(float));

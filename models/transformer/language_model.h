@@ -58,6 +58,13 @@ typedef struct {
    * of the last. pp_buffers: stage-sized buffers the pipeline schedule keeps (stashed inputs, gradients). */
   int pp_size, pp_rank, vpp, pp_buffers;
   const zt_group *pp_group;
+  /* DeepSpeed-Ulysses sequence parallelism (usp_size 0 or 1: none; models/transformer/ulysses.h): each rank of
+   * usp_group holds seq_length / usp_size positions of every row (rank usp_rank the usp_rank-th share) and the
+   * self-attention sees the whole sequence through two all-to-alls; the batch a forward receives is the whole
+   * [B, seq_length] and the model takes its share. GPT only: no tensor or pipeline parallelism, encoder-decoder,
+   * sparse attention, random-LTD, MoE, KD or sequence-length curriculum (the arguments refuse them) */
+  const zt_group *usp_group;
+  int usp_size, usp_rank;
   /* where it runs: backend NULL is the CPU; dtype is the storage of parameters and activations (fp32 on the
    * CPU; fp32, bf16 or fp16 on a GPU, with fp32 gradient accumulation) */
   const zt_backend *backend;
@@ -113,6 +120,11 @@ typedef struct {
   void *out_w, *dout_w;      /* = word embeddings when tied */
   void *gbind;               /* where the backward's parameter gradients go (fp32 grads or the half buffer) */
   zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
+  zt_usp usp;                /* DeepSpeed-Ulysses (bcfg.usp points here when on); T is then this rank's share */
+  double loss_den;           /* Ulysses: the loss mask's sum over the whole micro batch (the loss's divisor) */
+  int32_t *h_slice;          /* Ulysses: host [4 B T]: this rank's share of the ids, labels, positions and types */
+  float *h_whole;            /* Ulysses: host [3 B T P]: the whole micro batch's losses (gathered from the ranks), its
+                                loss mask, the gather's room */
   zt_attn_layout_buf sparse; /* the sparse-attention layout in the backend's memory (bcfg.sparse points here) */
   float *ce_buf;             /* [3 B T] vocab-parallel cross-entropy reductions (tensor parallelism) */
   int nlayers, chunk_layers, vpp, first, last, pp, V, v0; /* V: this rank's vocabulary rows, from v0 */

@@ -14,6 +14,7 @@
 
 #include "models/model.h"
 #include "models/transformer/tensor_parallel.h"
+#include "models/transformer/ulysses.h"
 #include "runtime/base/memplan.h"
 #include "runtime/ops/backend.h"
 #include "runtime/tensor/param_table.h"
@@ -30,6 +31,7 @@ typedef struct {
   float init_std;           /* N(0, std) for weights */
   float out_init_std;       /* output projections: std / sqrt(2 L) */
   const zt_tp *tp;          /* tensor parallelism (size 1: none); its backend and dtype are the model's */
+  const zt_usp *usp;        /* DeepSpeed-Ulysses sequence parallelism, or NULL (models/transformer/ulysses.h) */
   const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
   int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
   /* the Llama-style variants (Megatron-DeepSpeed's flags): rmsnorm (--normalization rmsnorm: every norm is RMSNorm,
@@ -106,6 +108,9 @@ typedef struct {
   void *kv;      /* cross only: [B, Tk, 2A] */
   float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp) */
   void *ctx;     /* [B, T, A] attention output before the projection */
+  void *qkv_heads, *ctx_heads; /* DeepSpeed-Ulysses (self-attention): q, k, v [B, T size, 3A/size] and the context
+                                  [B, T size, A/size] of this rank's heads over the whole sequence (qkv is then the
+                                  model's work space); else NULL */
   double *fwd_time; /* the layer's ZT_FT_* latency slots (set by the block's forward), or NULL */
   void *cache;   /* incremental decoding (pass->kv_cache): this layer's keys and values [B, kv_tmax, 3A] in the
                     query_key_value layout (the query slots unused), set by zt_lm_decoder_init; else NULL */

@@ -38,6 +38,9 @@ typedef struct zt_backend {
   void (*release)(void *p, size_t bytes);
   void (*memset)(void *p, int byte, size_t bytes);
   void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend; dst == src allowed */
+  /* strided 2-D copy of dt elements within the backend: row r of dst (at dst + r ld_dst) = row r of src (at src + r
+   * ld_src), cols elements each, r < rows; the regions must not overlap (DeepSpeed-Ulysses' all-to-all packing) */
+  void (*copy2d)(zt_dtype dt, void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t rows, size_t cols);
   void (*to_host)(void *host, const void *src, size_t bytes);
   void (*from_host)(void *dst, const void *host, size_t bytes);
   void (*synchronize)(void);

@@ -48,7 +48,8 @@ static void adam(float *params, float *grads, float *m, float *v, void *params_h
 static zt_backend k_cuda = {
     .kind = ZT_BACKEND_CUDA, .host_visible = 0,
     .available = available, .alloc = alloc, .release = release, .memset = zt_cuda_memset,
-    .copy = zt_cuda_memcpy_d2d, .to_host = zt_cuda_memcpy_d2h, .from_host = zt_cuda_memcpy_h2d,
+    .copy = zt_cuda_memcpy_d2d, .copy2d = zt_cuda_copy2d, .to_host = zt_cuda_memcpy_d2h,
+    .from_host = zt_cuda_memcpy_h2d,
     .synchronize = zt_cuda_synchronize,
     .matmul_forward = zt_cuda_matmul_forward, .matmul_backward = zt_cuda_matmul_backward,
     .layernorm_forward = zt_cuda_layernorm_forward, .layernorm_backward = zt_cuda_layernorm_backward,

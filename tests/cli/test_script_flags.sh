@@ -260,11 +260,11 @@ expect_fail "--train-doc-idx-path with --mock-data" \
 expect_fail "dead ZeRO flags say Megatron-DeepSpeed ignores them" \
   "error: unsupported argument: --zero-reduce-bucket-size: Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's zero_optimization block" \
   "${T[@]}" --train-iters 1 --zero-reduce-bucket-size 5
-expect_fail "DeepSpeed sequence parallelism is named as such" \
-  "error: unsupported argument: --ds-sequence-parallel-size 2: DeepSpeed's sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet (it lands with the DeepSpeed sequence-parallelism (Ulysses, FPDT) work)" \
+expect_fail "DeepSpeed-Ulysses in one process names the world it needs" \
+  "error: inconsistent arguments: world size (1) is not divisible by tensor parallel size (1) times pipeline parallel size (1) times seqence parallel size (2) (--ds-sequence-parallel-size)" \
   "${T[@]}" --train-iters 1 --ds-sequence-parallel-size 2
-expect_fail "FPDT too" "(it lands with the DeepSpeed sequence-parallelism (Ulysses, FPDT) work)" "${T[@]}" --train-iters 1 \
-  --ds-sequence-parallel-fpdt
+expect_fail "FPDT is named as such" "(it lands with the DeepSpeed FPDT (chunked, offloaded Ulysses attention) work)" \
+  "${T[@]}" --train-iters 1 --ds-sequence-parallel-fpdt
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --ds-sequence-parallel-size 1 2>&1)
 [ $? -eq 0 ] || bad "--ds-sequence-parallel-size 1" "$(grep -m1 error <<<"$out")"
 dump_has "--ds-sequence-parallel-size 1 (off, the universal_checkpointing scripts' value) is accepted" "$out" \

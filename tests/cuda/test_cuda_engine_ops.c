@@ -6,10 +6,11 @@
  * (runtime/ops/cpu/llama_ops.c; partial rotary, heads strided as in a fused QKV buffer, inverse(forward(x)) == x, the
  * RMSNorm weight gradient and the GQA key/value gradient sums the same bits run to run), and
  * the flat fp32 buffer ops (scale, round to a half type counting overflows, count non-representable values,
- * device-to-device copy), against the CPU reference of runtime/ops/cpu and runtime/base/dtype.c in fp32, bf16 and
- * fp16. Odd shapes (C = 1, N and C not multiples of anything, N = 0),
- * buffers shifted off 16-byte alignment with poisoned guard elements around them that must stay untouched,
- * poisoned outputs, dropout masks and elementwise results bit for bit, reductions run twice and compared bit for bit.
+ * device-to-device copy, the strided 2-D copy of DeepSpeed-Ulysses' all-to-all packing), against the CPU reference of
+ * runtime/ops/cpu and runtime/base/dtype.c in fp32, bf16 and fp16. Odd shapes (C = 1, N and C not multiples of
+ * anything, N = 0), buffers shifted off 16-byte alignment with poisoned guard elements around them that must stay
+ * untouched, poisoned outputs, dropout masks and elementwise results bit for bit, reductions run twice and compared bit
+ * for bit.
  * Also the device: the test runs on the last visible device (a process of a multi-GPU job uses its local rank's;
  * ZT_TEST_CUDA_DEVICE picks another), from a second host thread too, and checks device_count/describe/mem_info.
  * Buffers of more than 2^31 elements are tested on a GPU with the memory for them (ZT_TEST_CUDA_LARGE=1 forces
@@ -698,13 +699,33 @@ static void test_gqa_pack(zt_dtype dt, int N, int G, int R, int HD, int shift) {
   free(x), free(dp), free(want_p), free(want_g), free(xc), free(dpc), free(first);
 }
 
+/* backend.h's copy2d (DeepSpeed-Ulysses' all-to-all packing): rows of cols elements from src (stride ld_src) to dst
+ * (stride ld_dst), a bit-for-bit copy in every dtype; what lies between the rows of dst is left as it was, src is
+ * untouched, guards around both buffers. */
+static void test_copy2d(zt_dtype dt, size_t rows, size_t cols, size_t ld_src, size_t ld_dst, int shift) {
+  const size_t ns = rows ? (rows - 1) * ld_src + cols : 1, nd = rows ? (rows - 1) * ld_dst + cols : 1;
+  char t[120];
+  snprintf(t, sizeof t, "copy2d %s rows=%zu cols=%zu ld_src=%zu ld_dst=%zu%s", zt_dtype_name(dt), rows, cols, ld_src,
+           ld_dst, shift ? " shifted" : "");
+  float *src = h_randn(ns, 1.0f, dt, 191), *dst0 = h_randn(nd, 1.0f, dt, 192), *want = copy_of(dst0, nd);
+  for (size_t r = 0; r < rows; r++) memcpy(want + r * ld_dst, src + r * ld_src, cols * sizeof(float));
+  gbuf d_s = g_make(src, ns, dt, shift), d_d = g_make(dst0, nd, dt, shift ^ 1);
+  zt_cuda_copy2d(dt, d_d.p, ld_dst, d_s.p, ld_src, rows, cols);
+  check_exact_dev(fmt("%s: dst", t), d_d.p, dt, want, nd);
+  check_exact_dev(fmt("%s: src unchanged", t), d_s.p, dt, src, ns);
+  g_check_guards(fmt("%s: dst", t), &d_d);
+  g_check_guards(fmt("%s: src", t), &d_s);
+  zt_cuda_free(d_s.base), zt_cuda_free(d_d.base);
+  free(src), free(dst0), free(want);
+}
+
 /* The backend op table points at these ops. */
 static void test_llama_table(int dev) {
   const zt_backend *b = zt_backend_cuda(dev);
   expect(b && b->rmsnorm_forward == zt_cuda_rmsnorm_forward && b->rmsnorm_backward == zt_cuda_rmsnorm_backward &&
              b->swiglu_forward == zt_cuda_swiglu_forward && b->swiglu_backward == zt_cuda_swiglu_backward &&
-             b->rope == zt_cuda_rope && b->gqa_pack == zt_cuda_gqa_pack,
-         "CUDA backend table: rmsnorm_forward/backward, swiglu_forward/backward, rope, gqa_pack");
+             b->rope == zt_cuda_rope && b->gqa_pack == zt_cuda_gqa_pack && b->copy2d == zt_cuda_copy2d,
+         "CUDA backend table: rmsnorm_forward/backward, swiglu_forward/backward, rope, gqa_pack, copy2d");
 }
 
 static void llama_tests(int dev) {
@@ -737,6 +758,12 @@ static void llama_tests(int dev) {
     }
     for (size_t s = 0; s < sizeof gqa_cases / sizeof gqa_cases[0]; s++)
       test_gqa_pack(dt, gqa_cases[s][0], gqa_cases[s][1], gqa_cases[s][2], gqa_cases[s][3], (int)(s & 1));
+    /* rows, cols, ld_src, ld_dst: packing columns out of wider rows, unpacking into them, contiguous, one element, no
+     * rows */
+    static const size_t copy_cases[][4] = {{64, 48, 192, 48}, {37, 13, 13, 52}, {5, 100, 100, 100}, {1, 1, 7, 3},
+                                           {0, 4, 8, 8}, {300, 96, 400, 96}};
+    for (size_t s = 0; s < sizeof copy_cases / sizeof copy_cases[0]; s++)
+      test_copy2d(dt, copy_cases[s][0], copy_cases[s][1], copy_cases[s][2], copy_cases[s][3], (int)(s & 1));
   }
 }
 

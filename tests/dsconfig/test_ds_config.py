@@ -237,7 +237,7 @@ BAD = [
     # PipelineEngine sends between stages: accepted, no effect. activation_checkpoint_interval recomputes layers.
     ('{"pipeline": {"stages": 2, "partition": "uniform", "seed_layers": true, "pipe_partitioned": false, "grad_partitioned": false}}', None),
     ('{"pipeline": {"activation_checkpoint_interval": 1}}', "pipeline.activation_checkpoint_interval 1 is not supported yet: lands with no planned work (DeepSpeed's PipelineEngine then recomputes every N layers: pass --checkpoint-activations --checkpoint-num-layers N, from which Megatron-DeepSpeed sets it)"),
-    ('{"seq_parallel_comm_data_type": "bf16"}', 'seq_parallel_comm_data_type "bf16" is not supported yet: lands with the DeepSpeed sequence-parallelism (Ulysses) work'),
+    ('{"seq_parallel_comm_data_type": "bf16"}', None),
     ('{"bf16": {"enabled": true, "immediate_grad_update": true}}', "bf16.immediate_grad_update true is not supported yet: lands with the mixed-precision-variant work (the bf16 optimizer's per-parameter fp32 gradient update)"),
     ('{"progressive_layer_drop": {"enabled": true}}', "progressive_layer_drop.enabled true is not supported yet: lands with the progressive-layer-drop work"),
     ('{"optimizer": {"type": "Adam", "params": {"lr": 1e-3, "max_grad_norm": 1.0}}}',
@@ -270,7 +270,7 @@ BAD = [
     ('{"timers": {"throughput": {"enabled": false, "synchronized": false}}}', None),
     ('{"data_types": {"grad_accum_dtype": "bf16"}}', None),
     ('{"quantize_training": {"enabled": true, "quantize_bits": {"start_bits": 16}}}', "quantize_training.enabled true is not supported yet: lands with the compression work"),
-    ('{"sequence_parallel_size": 2}', "sequence_parallel_size 2 is not supported yet: lands with the DeepSpeed sequence-parallelism (Ulysses) work"),
+    ('{"sequence_parallel_size": 2}', "sequence_parallel_size 2 is not supported yet: lands with no planned work (DeepSpeed's device mesh, which deepspeed.initialize builds with data_parallel_size for a client without an mpu; pretrain_gpt's DeepSpeed-Ulysses is --ds-sequence-parallel-size)"),
     ('{"compile": {"disable": false, "backend": "inductor"}, "graph_harvesting": false, "sequence_parallel_size": 1}', None),
     ('{"vocabulary_size": 50257, "dataloader_drop_last": true, "zero_allow_untested_optimizer": true}', None),
 ]

@@ -95,7 +95,7 @@ refused "sequence" "--seq-length 63 is not divisible by --tensor-model-parallel-
   2 --tensor-model-parallel-size 2 --sequence-parallel --seq-length 63
 refused "world" "world size 3 is not divisible by --tensor-model-parallel-size 2 x --pipeline-model-parallel-size 1 = 2" \
   3 --tensor-model-parallel-size 2
-refused "DeepSpeed-Ulysses" "--ds-sequence-parallel-size 2: DeepSpeed's sequence parallelism is a Megatron-DeepSpeed feature that zerotron does not support yet (it lands with the DeepSpeed sequence-parallelism (Ulysses, FPDT) work)" \
-  2 --tensor-model-parallel-size 2 --ds-sequence-parallel-size 2
+refused "DeepSpeed-Ulysses with TP (Megatron-DeepSpeed's assertion)" "DeepSpeed's sequence parallel does not work with tensor parallel or pipeline parallel (--ds-sequence-parallel-size 2 with --tensor-model-parallel-size 2 and --pipeline-model-parallel-size 1)" \
+  4 --tensor-model-parallel-size 2 --ds-sequence-parallel-size 2
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -16,7 +16,7 @@
 # (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
 # (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
 # random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16,
-# EP=2), knowledge distillation (MoS from a teacher checkpoint),
+# EP=2), knowledge distillation (MoS from a teacher checkpoint), DeepSpeed-Ulysses sequence parallelism (SP=2),
 # and checkpoints: a GPU run
 # saved and resumed bit for bit, and its checkpoint loaded by the CPU build; then pretrain_bert (lm loss, sop loss and
 # the validation values against the CPU build's pretrain_bert) on one GPU, TP=2 + SP, PP=2 and ZeRO-3 at DP=2; and
@@ -250,6 +250,10 @@ train_case "Llama-style, TP=2 + sequence parallel, rotary on half of each head" 
 TOL=2e-3 train_case "Llama-style, bf16" 1 --bf16 "${llama[@]}"
 train_case "Llama-style with grouped-query attention (gqa_pack), TP=2" 2 "${llama[@]}" --num-key-value-heads 2 \
   --tensor-model-parallel-size 2
+# DeepSpeed-Ulysses (docs/parallelism.md): copy2d packing and the all-to-alls of q, k, v and the context through NCCL
+train_case "DeepSpeed-Ulysses SP=2, dropout 0.1" 2 --ds-sequence-parallel-size 2
+train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA" 2 --ds-sequence-parallel-size 2 "${llama[@]}" \
+  --num-key-value-heads 2
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 

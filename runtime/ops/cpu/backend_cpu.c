@@ -30,6 +30,11 @@ static void cpu_memset(void *p, int byte, size_t bytes) { memset(p, byte, bytes)
 static void cpu_copy(void *dst, const void *src, size_t bytes) {
   if (dst != src) memmove(dst, src, bytes);
 }
+static void cpu_copy2d(zt_dtype dt, void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t rows,
+                       size_t cols) {
+  F32("copy2d");
+  for (size_t r = 0; r < rows; r++) memcpy((float *)dst + r * ld_dst, (const float *)src + r * ld_src, cols * 4);
+}
 static void cpu_sync(void) {}
 
 static void matmul_fwd(zt_dtype dt, void *out, void *pre_gelu, const void *inp, const void *w, const void *b, int N,
@@ -204,6 +209,7 @@ static void fold(float *acc, void *src, zt_dtype dt, size_t n) {
 static const zt_backend k_cpu = {
     .kind = ZT_BACKEND_CPU, .name = "CPU", .host_visible = 1,
     .available = cpu_available, .alloc = cpu_alloc, .release = cpu_release, .memset = cpu_memset, .copy = cpu_copy,
+    .copy2d = cpu_copy2d,
     .to_host = cpu_copy, .from_host = cpu_copy, .synchronize = cpu_sync,
     .matmul_forward = matmul_fwd, .matmul_backward = matmul_bwd, .layernorm_forward = ln_fwd,
     .layernorm_backward = ln_bwd, .rmsnorm_forward = rms_fwd, .rmsnorm_backward = rms_bwd,

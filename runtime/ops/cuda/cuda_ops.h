@@ -44,6 +44,8 @@ void zt_cuda_memset(void *p, int byte, size_t bytes);
 /* Device to device on the stream. dst == src is a no-op; other overlapping ranges are refused (the copy engine's
  * order is undefined for them). */
 void zt_cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
+/* backend.h's copy2d: row r of dst (+ r ld_dst elements) = row r of src (+ r ld_src), cols elements of dt each. */
+void zt_cuda_copy2d(zt_dtype dt, void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t rows, size_t cols);
 /* Device memory in use and total, bytes (cudaMemGetInfo). */
 void zt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* dst[n] (dst_dt) = src[n] (src_dt), round to nearest even; as zt_convert on the CPU. */

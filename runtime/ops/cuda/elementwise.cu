@@ -1,8 +1,8 @@
 // Elementwise ops on the GPU: GELU (tanh form) and its backward, the activation family (GELU tanh and erf forms,
 // tanh, and their backwards), residual add, gradient accumulation, dropout (plain, backward, fused with the
 // residual add, on a range of token rows) with the CPU's Philox masks bit for bit, and per-row weights (rows scaled
-// by a weight each, row-wise dot products: the MoE layer's combine) and SwiGLU; the formulas are those of
-// runtime/ops/cpu/gelu.c, activation.c, elementwise.c, dropout.c and llama_ops.c.
+// by a weight each, row-wise dot products: the MoE layer's combine), SwiGLU and the strided 2-D copy; the formulas
+// are those of runtime/ops/cpu/gelu.c, activation.c, elementwise.c, dropout.c and llama_ops.c.
 //
 // Kernels (T is the storage type; arithmetic in fp32):
 //  - map_kernel: out[i] = f(x[i], y[i]) for the activations forward/backward, residual and accumulate;
@@ -22,6 +22,8 @@
 //    zt_cuda_dropout_rows, which may start and end inside samples); one thread per group of four elements
 //    [4q, 4q + 4) of a sample, which share one Philox4x32 draw (the CPU draws the same counter for the same four
 //    elements), grid-stride; one read of x (and of the residual) and one write. out may alias x (or the residual).
+//  - copy2d_kernel: dst[r ld_dst + c] = src[r ld_src + c], one thread per element (c fastest), grid-stride, 256
+//    threads: a copy of the storage element (bit for bit); DeepSpeed-Ulysses' all-to-all packing.
 #include "runtime/ops/cuda/common.cuh"
 
 // 16 bytes of T: the unit of the vectorized path.
@@ -320,6 +322,29 @@ extern "C" void zt_cuda_swiglu_backward(zt_dtype dt, void *dinp, const void *dou
     using T = decltype(tag);
     swiglu_backward_kernel<T><<<zt_blocks(n, 256), 256, 0, zt_stream()>>>((T *)dinp, (const T *)dout,
                                                                            (const T *)inp, n, (size_t)F);
+    ZT_CUDA_LAUNCHED();
+  });
+}
+
+template <typename T>
+__global__ void copy2d_kernel(T *__restrict__ dst, size_t ld_dst, const T *__restrict__ src, size_t ld_src,
+                              size_t total, size_t cols) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t r = i / cols, c = i - r * cols;
+    dst[r * ld_dst + c] = src[r * ld_src + c];
+  }
+}
+
+extern "C" void zt_cuda_copy2d(zt_dtype dt, void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t rows,
+                               size_t cols) {
+  zt_check(cols <= ld_dst && cols <= ld_src, "zt_cuda_copy2d", "rows of %zu elements with strides %zu (dst) and %zu "
+           "(src)", cols, ld_dst, ld_src);
+  const size_t total = rows * cols;
+  if (total == 0) return;
+  zt_dispatch(dt, [&](auto tag) {
+    using E = decltype(tag);
+    copy2d_kernel<E><<<zt_blocks(total, 256), 256, 0, zt_stream()>>>((E *)dst, ld_dst, (const E *)src, ld_src, total,
+                                                                     cols);
     ZT_CUDA_LAUNCHED();
   });
 }
