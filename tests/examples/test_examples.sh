@@ -73,15 +73,27 @@ tb_written() {
 # --no-async-tensor-model-parallel-allreduce; attention is exact either way, so it must train the 125M losses.
 # With "rope": rebase/ds_pretrain_gpt_1.3B_rope.sh, the same options (at the test's tiny sizes) with
 # --use-rotary-position-embeddings --rotary-percent 0.25 (rotary on 4 of each head's 16 dimensions, no learned positions).
+# With "seq_parallel": sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k.sh, the same script shape with
+# --ds-sequence-parallel-size 4 (DeepSpeed-Ulysses over 4 ranks, data-parallel size 1), TP 1, no pipeline,
+# --use-flash-attn-triton, global batch 2 of micro batches of 1; with "seq_parallel_30B": ds_pretrain_gpt_30B_seq_
+# parallel_32k.sh, the same with ZeRO-3, which must also train the losses of its options at
+# --ds-sequence-parallel-size 1 in one process (to 1e-3: fp16 gradients summed in parts over the ranks round otherwise).
 rebase() {
-  local variant="${1:-}" name=rebase_125M flash_attn=""
+  local variant="${1:-}" name=rebase_125M flash_attn="" sp_option=""
   if [ "$variant" = flashattn ]; then name=rebase_125M_flashattn flash_attn="--use-flash-attn"; fi
   if [ "$variant" = rope ]; then name=rebase_1.3B_rope flash_attn="--use-rotary-position-embeddings --rotary-percent 0.25"; fi
   need_mpi
   seq_len=64 num_layers=4 hidden_size=64 num_attn_heads=4 global_batch_size=8 lr=6.0e-4 min_lr=1.0e-6 init_std=0.02
-  train_tokens=$((8 * 64 * 6)) train_samples=$((8 * 64 * 6 * 2 / 64)) exit_duration=30000000
-  lr_warmup_tokens=$((8 * 64 * 2)) lr_decay_tokens=$train_tokens lr_decay_style="cosine"
   mp_size=2 pp_size=2 no_pp="false" zero_stage=1 batch_size=2 log_interval=1 eval_iters=1 eval_interval=3
+  if [[ "$variant" = seq_parallel* ]]; then
+    name=$([ "$variant" = seq_parallel ] && echo seq_parallel_1.3B || echo seq_parallel_30B)
+    num_layers=2 global_batch_size=2 lr=2.0e-4 init_std=0.013 mp_size=1 pp_size=1 no_pp="true" batch_size=1
+    sp_size=4 sp_option="--ds-sequence-parallel-size ${sp_size}" flash_attn="--use-flash-attn-triton"
+    if [ "$variant" = seq_parallel_30B ]; then zero_stage=3; fi
+  fi
+  train_tokens=$((global_batch_size * 64 * 6)) train_samples=$((global_batch_size * 64 * 6 * 2 / 64))
+  exit_duration=30000000 lr_warmup_tokens=$((global_batch_size * 64 * 2)) lr_decay_tokens=$train_tokens
+  lr_decay_style="cosine"
   save_interval=100 activation_checkpoint="true" log_optimizer_state="true" seed=1234 num_workers=0
   prescale_grad="true"
   if [[ $zero_stage -gt 0 ]]; then prescale_grad="false"; fi
@@ -92,7 +104,7 @@ rebase() {
     --override-opt_param-scheduler \
     --adam-beta1 0.9 \
     --adam-beta2 0.95 \
-    --tensor-model-parallel-size ${mp_size} \
+    --tensor-model-parallel-size ${mp_size} ${sp_option} \
     --init-method-std ${init_std} \
     --lr-decay-tokens ${lr_decay_tokens} \
     --lr-warmup-tokens ${lr_warmup_tokens} \
@@ -142,13 +154,32 @@ rebase() {
     --pipeline-model-parallel-size ${pp_size}"
   if [[ "${no_pp}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
   if [ "${activation_checkpoint}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
+  if [ "$variant" = seq_parallel_30B ]; then
+    # shellcheck disable=SC2086
+    run 4 pretrain_gpt ${megatron_options} ${data_options} ${deepspeed_options}
+    local sp_out=$out sp_rc=$rc
+    # shellcheck disable=SC2086
+    run 1 pretrain_gpt ${megatron_options/${sp_option}/--ds-sequence-parallel-size 1} ${data_options} ${deepspeed_options}
+    if [ $sp_rc -eq 0 ] && [ $rc -eq 0 ] && [ "$(field "$sp_out" "lm loss" | wc -w)" -eq 6 ] \
+       && close "$(field "$out" "lm loss")" "$(field "$sp_out" "lm loss")" 1e-3; then
+      ok "$name: ZeRO-3 over 4 sequence-parallel ranks trains one process's lm losses ($(field "$sp_out" "lm loss" | cut -d' ' -f1,6))"
+    else
+      bad "$name" "exit $sp_rc/$rc: SP=4 '$(field "$sp_out" "lm loss")', one process '$(field "$out" "lm loss")' $(grep -m1 error <<<"$sp_out")"
+    fi
+    return
+  fi
   # shellcheck disable=SC2086
   resumes $name 4 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
   local iters
   iters=$(grep -cE "^ iteration +[0-9]+/" <<<"$last")
-  [ "$iters" -eq 6 ] && ok "$name: --train-tokens $train_tokens ends training after 6 iterations of $((8 * 64)) tokens (--train-samples allows 12)" \
+  [ "$iters" -eq 6 ] && ok "$name: --train-tokens $train_tokens ends training after 6 iterations of $((global_batch_size * 64)) tokens (--train-samples allows 12)" \
     || bad "$name: --train-tokens" "$iters iterations (expected 6)"
   tb_written $name "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  if [ "$variant" = seq_parallel ]; then
+    grep -qE "^  ds_sequence_parallel_size \.+ 4$" <<<"$last" && grep -qE "^  data_parallel_size \.+ 1$" <<<"$last" \
+      && ok "$name: the argument dump has ds_sequence_parallel_size 4, data_parallel_size 1" \
+      || bad "$name: argument dump" "$(grep -E "^  (ds_sequence_parallel_size|data_parallel_size)" <<<"$last")"
+  fi
   if [ "$variant" = rope ]; then
     grep -qE "^  use_rotary_position_embeddings \.+ True$" <<<"$last" && grep -qE "^  rotary_percent \.+ 0.25$" <<<"$last" \
       && grep -qE "^  add_position_embedding \.+ False$" <<<"$last" \
@@ -927,106 +958,6 @@ refused() {
     "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" "${fpdt_options[@]}"
 }
 
-# ---- examples_deepspeed/sequence_parallel/ds_pretrain_gpt_1.3B_seq_parallel_32k.sh (DeepSpeed-Ulysses, ZeRO-1) and
-# ds_pretrain_gpt_30B_seq_parallel_32k.sh (the same script with ZeRO-3) ----
-# sp_size 4 as the scripts (4 ranks, data-parallel size 1), fp16, token-based schedule, recompute; the 1.3B script is
-# stopped and rerun on its folder; the 30B one trains the same lm losses as its options at --ds-sequence-parallel-size
-# 1 in one process (to 1e-3: fp16 gradients summed in parts over the ranks round otherwise than one sum).
-sequence_parallel() {
-  local variant="$1" name
-  need_mpi
-  seq_len=64 num_layers=2 hidden_size=64 num_attn_heads=4 global_batch_size=2 lr=2.0e-4 min_lr=1.0e-6 init_std=0.013
-  train_tokens=$((2 * 64 * 6)) train_samples=$((2 * 64 * 6 * 2 / 64)) exit_duration=30000000
-  lr_warmup_tokens=$((2 * 64 * 2)) lr_decay_tokens=$train_tokens lr_decay_style="cosine"
-  mp_size=1 sp_size=4 pp_size=1 no_pp="true" zero_stage=1 batch_size=1 log_interval=1 eval_iters=1 eval_interval=3
-  save_interval=100 activation_checkpoint="true" log_optimizer_state="true" seed=1234 num_workers=0
-  if [ "$variant" = 30B ]; then zero_stage=3 name=seq_parallel_30B; else name=seq_parallel_1.3B; fi
-  prescale_grad="true"
-  if [[ $zero_stage -gt 0 ]]; then prescale_grad="false"; fi
-  tensorboard_path="$tmp/tensorboard/$name"
-  mkdir -p "$tensorboard_path"
-  data_options="--mock-data --data-impl mmap"
-  megatron_options=" \
-    --override-opt_param-scheduler \
-    --adam-beta1 0.9 \
-    --adam-beta2 0.95 \
-    --tensor-model-parallel-size 1 \
-    --ds-sequence-parallel-size ${sp_size} \
-    --init-method-std ${init_std} \
-    --lr-decay-tokens ${lr_decay_tokens} \
-    --lr-warmup-tokens ${lr_warmup_tokens} \
-    --micro-batch-size ${batch_size} \
-    --exit-duration-in-mins ${exit_duration} \
-    --global-batch-size ${global_batch_size} \
-    --num-layers ${num_layers} \
-    --hidden-size ${hidden_size} \
-    --num-attention-heads ${num_attn_heads} \
-    --seq-length ${seq_len} \
-    --max-position-embeddings ${seq_len} \
-    --train-tokens ${train_tokens} \
-    --train-samples ${train_samples} \
-    --lr ${lr} \
-    --min-lr ${min_lr} \
-    --lr-decay-style ${lr_decay_style} \
-    --split 949,50,1 \
-    --log-interval ${log_interval} \
-    --eval-interval ${eval_interval} \
-    --eval-iters ${eval_iters} \
-    --save-interval ${save_interval} \
-    --weight-decay 0.1 \
-    --clip-grad 1.0 \
-    --hysteresis 2 \
-    --num-workers ${num_workers} \
-    --fp16 \
-    --seed ${seed} \
-    --no-async-tensor-model-parallel-allreduce \
-    --use-flash-attn-triton \
-    --tensorboard-queue-size 1 \
-    --log-timers-to-tensorboard \
-    --log-batch-size-to-tensorboard \
-    --log-validation-ppl-to-tensorboard \
-    --tensorboard-dir ${tensorboard_path}"
-  if [ "${activation_checkpoint}" = "true" ]; then megatron_options="${megatron_options} --checkpoint-activations"; fi
-  if [ "${log_optimizer_state}" = "true" ]; then megatron_options="${megatron_options} --log-optimizer-states-to-tensorboard"; fi
-  config_json="ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}.json"
-  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/rebase_ds_config_gpt_TEMPLATE.json" \
-    | sed "s/MBSIZE/${batch_size}/" \
-    | sed "s/LOG_INTERVAL/${log_interval}/" \
-    | sed "s/ZERO_STAGE/${zero_stage}/" \
-    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
-      > ${config_json}
-  deepspeed_options=" \
-    --deepspeed \
-    --deepspeed_config ${config_json} \
-    --zero-stage ${zero_stage} \
-    --pipeline-model-parallel-size ${pp_size}"
-  if [[ "${no_pp}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
-  if [ "${activation_checkpoint}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
-  if [ "$variant" != 30B ]; then
-    # shellcheck disable=SC2086
-    resumes $name 4 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
-    local iters
-    iters=$(grep -cE "^ iteration +[0-9]+/" <<<"$last")
-    [ "$iters" -eq 6 ] && grep -qE "^  ds_sequence_parallel_size \.+ 4$" <<<"$last" \
-      && ok "$name: 6 iterations of --train-tokens $train_tokens over 4 sequence-parallel ranks (ds_sequence_parallel_size 4)" \
-      || bad "$name: run" "$iters iterations; $(grep -E "^  ds_sequence_parallel_size" <<<"$last")"
-    tb_written $name "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
-    return
-  fi
-  # shellcheck disable=SC2086
-  run 4 pretrain_gpt ${megatron_options} ${data_options} ${deepspeed_options}
-  local sp_out=$out sp_rc=$rc
-  # shellcheck disable=SC2086
-  run 1 pretrain_gpt ${megatron_options/--ds-sequence-parallel-size ${sp_size}/--ds-sequence-parallel-size 1} \
-    ${data_options} ${deepspeed_options}
-  if [ $sp_rc -eq 0 ] && [ $rc -eq 0 ] && [ "$(field "$sp_out" "lm loss" | wc -w)" -eq 6 ] \
-     && close "$(field "$out" "lm loss")" "$(field "$sp_out" "lm loss")" 1e-3; then
-    ok "$name: ZeRO-3 over 4 sequence-parallel ranks trains one process's lm losses ($(field "$sp_out" "lm loss" | cut -d' ' -f1,6))"
-  else
-    bad "$name" "exit $sp_rc/$rc: SP=4 '$(field "$sp_out" "lm loss")' one process '$(field "$out" "lm loss")' $(grep -m1 error <<<"$sp_out")"
-  fi
-}
-
 # ---- examples_deepspeed/universal_checkpointing/llama/run_llama_bf16.sh, then run_universal_llama_bf16.sh ----
 # The Llama flags (RMSNorm, SwiGLU, no linear biases, rotary embeddings, untied output layer, no query-key layer
 # scaling) and the scripts' whole option lists at tiny sizes (TP 2 x PP 2, ZeRO-1, bf16, data from --mock-data):
@@ -1119,8 +1050,8 @@ EOT
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
   | t5 | curriculum_learning | data_efficiency_ltd | llama | refused) "$family" ;;
-  sequence_parallel) sequence_parallel 1.3B ;;
-  sequence_parallel_30B) sequence_parallel 30B ;;
+  sequence_parallel) rebase seq_parallel ;;
+  sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;
   rebase_rope) rebase rope ;;
   *) echo "unknown family $family"; exit 2 ;;
