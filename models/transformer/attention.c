@@ -29,6 +29,13 @@ static int usp_ranks(const zt_block_config *cfg, zt_attn_kind kind) {
 }
 /* Grouped-query attention: this rank's key/value heads are fewer than its query heads. */
 static int grouped(const zt_block_config *cfg) { return cfg->KV > 0 && cfg->KV < cfg->NH; }
+/* Ulysses with grouped-query attention whose groups split over the ranks: the all-to-all moves the groups' queries,
+ * key and value ((NH + 2 KV) HD values per token) and each rank repeats its groups' keys and values itself, instead of
+ * moving the repeated 3 NH HD. */
+static int usp_grouped(const zt_block_config *cfg, zt_attn_kind kind) {
+  const int P = usp_ranks(cfg, kind);
+  return P > 1 && grouped(cfg) && cfg->KV % P == 0;
+}
 /* The width of query_key_value on this rank: 3A, or (NH + 2 KV) HD grouped. */
 static int qkv_width(const zt_block_config *cfg) {
   return grouped(cfg) ? (cfg->NH + 2 * cfg->KV) * cfg->HD : 3 * attn_width(cfg);
@@ -120,19 +127,19 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
   return d;
 }
 
-/* The rotary embedding of the self-attention's queries and keys in the query_key_value layout (rows of 3A, head h's
- * q, k, v at h 3 HD): the B x T rows hold positions pos0 .. pos0 + T - 1 (Megatron-DeepSpeed's: the index in the
- * sequence). inverse: the backward's, on their gradients. */
-static void rope_qk(void *qkv, const zt_block_config *cfg, int B, int T, int pos0, int inverse) {
+/* The rotary embedding of the self-attention's queries and keys of NH heads in the query_key_value layout (rows of
+ * 3 NH HD, head h's q, k, v at h 3 HD): the B x T rows hold positions pos0 .. pos0 + T - 1 (Megatron-DeepSpeed's: the
+ * index in the sequence). inverse: the backward's, on their gradients. */
+static void rope_heads(void *qkv, const zt_block_config *cfg, int B, int T, int NH, int pos0, int inverse) {
   if (!cfg->rot) return;
   zt_check(pos0 + T <= cfg->rope_rows, "internal error", "rotary embedding: positions up to %d, table of %d",
            pos0 + T, cfg->rope_rows);
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
-  const int A = attn_width(cfg), HD = cfg->HD;
+  const int A = NH * cfg->HD, HD = cfg->HD;
   const float *cs = cfg->rope_cs + (size_t)pos0 * cfg->rot;
-  be->rope(dt, qkv, cs, B, T, cfg->NH, 3 * A, 3 * HD, cfg->rot, inverse);
-  be->rope(dt, zt_at(qkv, dt, (size_t)HD), cs, B, T, cfg->NH, 3 * A, 3 * HD, cfg->rot, inverse);
+  be->rope(dt, qkv, cs, B, T, NH, 3 * A, 3 * HD, cfg->rot, inverse);
+  be->rope(dt, zt_at(qkv, dt, (size_t)HD), cs, B, T, NH, 3 * A, 3 * HD, cfg->rot, inverse);
 }
 
 /* Incremental decoding: the new tokens' keys and values (rows past .. past+T-1 of each sequence) go into the layer's
@@ -175,15 +182,24 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
   double *ft = a->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   const void *xin = zt_tp_gather(tp, x, N, C); /* column-parallel input: the whole sequence */
   if (p->kind == ZT_ATTN_SELF) {
-    if (a->grouped) { /* the groups' projection, repacked per head with each group's key and value repeated */
+    if (usp_grouped(cfg, p->kind)) { /* Ulysses, GQA: this rank's groups of every token, then repeated per head */
+      const zt_usp *u = cfg->usp;
+      const int P = u->size, Tf = pass->T * P;
       be->matmul_forward(dt, a->grouped, NULL, xin, p->qkv_w, p->qkv_b, NF, C, qkv_width(cfg));
-      be->gqa_pack(dt, a->qkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 0);
+      zt_usp_seq_to_heads(u, be, dt, u->qkv_local, a->grouped, pass->B, pass->T, qkv_width(cfg));
+      be->gqa_pack(dt, a->qkv_heads, u->qkv_local, pass->B * Tf, cfg->KV / P, cfg->NH / cfg->KV, cfg->HD, 0);
+      rope_heads(a->qkv_heads, cfg, pass->B, Tf, cfg->NH / P, 0, 0);
     } else {
-      be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
+      if (a->grouped) { /* the groups' projection, repacked per head with each group's key and value repeated */
+        be->matmul_forward(dt, a->grouped, NULL, xin, p->qkv_w, p->qkv_b, NF, C, qkv_width(cfg));
+        be->gqa_pack(dt, a->qkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 0);
+      } else {
+        be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
+      }
+      rope_heads(a->qkv, cfg, pass->B, pass->T, cfg->NH, pass->kv_cache ? pass->kv_past : pass->seq_off, 0);
+      if (a->qkv_heads) /* Ulysses: this rank's heads of every token */
+        zt_usp_seq_to_heads(cfg->usp, be, dt, a->qkv_heads, a->qkv, pass->B, pass->T, 3 * A);
     }
-    rope_qk(a->qkv, cfg, pass->B, pass->T, pass->kv_cache ? pass->kv_past : pass->seq_off, 0);
-    if (a->qkv_heads) /* Ulysses: this rank's heads of every token */
-      zt_usp_seq_to_heads(cfg->usp, be, dt, a->qkv_heads, a->qkv, pass->B, pass->T, 3 * A);
     if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   } else { /* cross-attention: query, then key_value (timed apart, as Megatron's two modules) */
     be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, A);
@@ -235,7 +251,14 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
     describe(p->kind, cfg, pass, Tk, mask, site, u->dqkv_heads, NULL, &dq_, &dk_, &dv_);
     be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, u->dctx_heads, a->ctx_heads, a->saved, q, k, v,
                            &d, attn_scratch);
-    zt_usp_heads_to_seq(u, be, dt, dqkv, u->dqkv_heads, pass->B, pass->T, 3 * A);
+    if (usp_grouped(cfg, p->kind)) { /* back through the rotary turn and the repeat, then the groups to their tokens */
+      const int P = u->size, Tf = pass->T * P;
+      rope_heads(u->dqkv_heads, cfg, pass->B, Tf, cfg->NH / P, 0, 1);
+      be->gqa_pack(dt, u->dqkv_heads, u->qkv_local, pass->B * Tf, cfg->KV / P, cfg->NH / cfg->KV, cfg->HD, 1);
+      zt_usp_heads_to_seq(u, be, dt, a->grouped, u->qkv_local, pass->B, pass->T, qkv_width(cfg));
+    } else {
+      zt_usp_heads_to_seq(u, be, dt, dqkv, u->dqkv_heads, pass->B, pass->T, 3 * A);
+    }
   } else {
     zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
     describe(p->kind, cfg, pass, Tk, mask, site, dqkv, dkv, &dq_, &dk_, &dv_);
@@ -245,8 +268,10 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   /* column-parallel: the input gradient is partial over the ranks (all-reduce or reduce-scatter) */
   const void *xin = zt_tp_gather(tp, x, N, C);
   void *dxp = zt_tp_partial_buffer(tp, dx);
-  if (p->kind == ZT_ATTN_SELF) {
-    rope_qk(dqkv, cfg, pass->B, pass->T, pass->seq_off, 1);
+  if (usp_grouped(cfg, p->kind)) { /* a->grouped holds the groups' gradients of this rank's tokens already */
+    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, a->grouped, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
+  } else if (p->kind == ZT_ATTN_SELF) {
+    rope_heads(dqkv, cfg, pass->B, pass->T, cfg->NH, pass->seq_off, 1);
     void *dproj = dqkv;
     if (a->grouped) { /* each group's key and value gradient: the sum over its heads */
       be->gqa_pack(dt, dqkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 1);

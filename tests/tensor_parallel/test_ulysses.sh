@@ -3,7 +3,8 @@
 # process, with dropout on: SP=2 and SP=4 give one process's lm losses, validation losses and grad norms to 1e-6 (fp32:
 # the same attention per head, the loss summed over the whole micro batch in its order, the partial gradients summed
 # over the group, which rounds as a data-parallel sum does); the
-# Llama-style model with rotary embeddings and grouped-query attention (2 key/value heads over 4 ranks); SP=2 x DP=2;
+# Llama-style model with rotary embeddings and grouped-query attention (2 key/value heads over 2 ranks: the all-to-all
+# moves the groups; over 4 ranks: the repeated heads); SP=2 x DP=2;
 # packed documents (--reset-position-ids --reset-attention-mask --eod-mask-loss: each rank's attention sees the whole
 # row's document starts); ZeRO-2 saved at SP=2 (one optimizer partition per rank, DeepSpeed's sequence-data-parallel
 # files) resumed at SP=2 and in one process; ZeRO-3 with bf16 (close: the partial gradients round to bf16 before their
@@ -54,8 +55,11 @@ same "SP=2 x DP=2" "$ref4" "$out"
 llama=(--normalization rmsnorm --swiglu --disable-bias-linear --use-rotary-position-embeddings
        --untie-embeddings-and-output-weights --num-key-value-heads 2)
 lref=$(one "${tiny[@]}" "${llama[@]}" --micro-batch-size 8)
+out=$(np 2 "${tiny[@]}" "${llama[@]}" --micro-batch-size 8 --ds-sequence-parallel-size 2)
+same "Llama-style, rotary at the global positions, GQA (2 key/value heads) over SP=2: the groups move, each rank repeats its own" \
+  "$lref" "$out"
 out=$(np 4 "${tiny[@]}" "${llama[@]}" --micro-batch-size 8 --ds-sequence-parallel-size 4)
-same "Llama-style, rotary at the global positions, GQA (2 key/value heads) over SP=4" "$lref" "$out"
+same "Llama-style, GQA (2 key/value heads) over SP=4: the repeated heads move" "$lref" "$out"
 
 docs=(--reset-position-ids --reset-attention-mask --eod-mask-loss)
 dref=$(one "${tiny[@]}" "${docs[@]}" --micro-batch-size 8)

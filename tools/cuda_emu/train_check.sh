@@ -252,8 +252,8 @@ train_case "Llama-style with grouped-query attention (gqa_pack), TP=2" 2 "${llam
   --tensor-model-parallel-size 2
 # DeepSpeed-Ulysses (docs/parallelism.md): copy2d packing and the all-to-alls of q, k, v and the context through NCCL
 train_case "DeepSpeed-Ulysses SP=2, dropout 0.1" 2 --ds-sequence-parallel-size 2
-train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA" 2 --ds-sequence-parallel-size 2 "${llama[@]}" \
-  --num-key-value-heads 2
+train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA (the groups' all-to-all)" 2 \
+  --ds-sequence-parallel-size 2 "${llama[@]}" --num-key-value-heads 2
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 
