@@ -564,13 +564,11 @@ static zt_pass stage_share(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
   /* the attention sees whole rows: the packed documents' starts of every position */
   pass.key_start = zt_backend_stage_in(be, lm->key_start_dev, b->key_start, (size_t)B * Tf * sizeof(int32_t));
   pass.key_padding = NULL;
-  lm->loss_den = 0.0;
-  float *whole_mask = lm->h_whole + (size_t)B * Tf;
+  float *whole_mask = lm->h_whole + (size_t)B * Tf; /* the loss's divisor is its sum (zt_lm_output_loss) */
   for (int r = 0; r < B; r++)
     for (int t = 0; t < Tf; t++) {
       const float w = b->loss_mask ? b->loss_mask[(size_t)r * Tf + t] : 1.0f;
       whole_mask[r * Tf + t] = w;
-      lm->loss_den += w;
       if (t >= off && t < off + Tl) lm->h_mask[r * Tl + t - off] = w;
     }
   lm->pass = pass;
@@ -754,9 +752,11 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
   const zt_backend *be = lm->model->be;
   const zt_dtype dt = lm->model->dt;
   const int C = lm->cfg.hidden_size, NF = lm->B * head_T(lm), N = zt_tp_local_rows(&lm->tp, NF), V = lm->V;
+  /* Ulysses: this rank's tokens' share of the whole micro batch's loss, divided by the whole batch's mask sum */
+  const int usp = zt_usp_on(&lm->usp), n_mask = usp ? NF * lm->usp.size : NF;
+  const float *mask = usp ? lm->h_whole + (size_t)n_mask : lm->h_mask;
   double den = 0.0;
-  for (int n = 0; n < NF; n++) den += lm->h_mask[n];
-  if (zt_usp_on(&lm->usp)) den = lm->loss_den; /* this rank's tokens' share of the whole micro batch's loss */
+  for (int n = 0; n < n_mask; n++) den += mask[n];
   float *dloss = zt_backend_host_view(be, lm->dloss, lm->h_dloss);
   for (int n = 0; n < NF; n++) dloss[n] = den > 0 ? (float)(lm->h_mask[n] * grad_scale / den) : 0.0f;
   zt_backend_commit(be, lm->dloss, dloss, (size_t)NF * sizeof(float));

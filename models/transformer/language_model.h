@@ -121,7 +121,6 @@ typedef struct {
   void *gbind;               /* where the backward's parameter gradients go (fp32 grads or the half buffer) */
   zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
   zt_usp usp;                /* DeepSpeed-Ulysses (bcfg.usp points here when on); T is then this rank's share */
-  double loss_den;           /* Ulysses: the loss mask's sum over the whole micro batch (the loss's divisor) */
   int32_t *h_slice;          /* Ulysses: host [4 B T]: this rank's share of the ids, labels, positions and types */
   float *h_whole;            /* Ulysses: host [3 B T P]: the whole micro batch's losses (gathered from the ranks), its
                                 loss mask, the gather's room */

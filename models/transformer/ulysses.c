@@ -3,30 +3,41 @@
 
 #include "runtime/base/error.h"
 
+/* Block r of one side of the exchange: rows of cols elements, ld apart, from element r * step; each block is n = rows x
+ * cols elements, contiguous in the all-to-all's buffers. */
+typedef struct {
+  size_t step, ld, rows, cols;
+} side;
+
+/* The local side [B, Tl, W]: block r is rank r's columns of this rank's tokens. The heads side [B, Tl P, W/P]: block r
+ * is rank r's tokens (positions [r Tl, (r+1) Tl) of each row) of this rank's columns. */
+static side local_side(int B, int Tl, int Wc, int W) { return (side){(size_t)Wc, (size_t)W, (size_t)B * Tl, (size_t)Wc}; }
+static side heads_side(int B, int Tl, int Wc, int P) {
+  return (side){(size_t)Tl * Wc, (size_t)Tl * P * Wc, (size_t)B, (size_t)Tl * Wc};
+}
+
+/* Packs src's blocks into the send buffer, exchanges block r with rank r, unpacks the received blocks into dst. */
+static void exchange(const zt_usp *u, const zt_backend *be, zt_dtype dt, void *dst, side d, const void *src, side s) {
+  const size_t n = s.rows * s.cols;
+  for (int r = 0; r < u->size; r++)
+    be->copy2d(dt, zt_at(u->send, dt, r * n), s.cols, zt_at(src, dt, r * s.step), s.ld, s.rows, s.cols);
+  zt_alltoall(u->group, dt, u->send, n, u->recv);
+  for (int r = 0; r < u->size; r++)
+    be->copy2d(dt, zt_at(dst, dt, r * d.step), d.ld, zt_at(u->recv, dt, r * n), d.cols, d.rows, d.cols);
+}
+
 void zt_usp_seq_to_heads(const zt_usp *u, const zt_backend *be, zt_dtype dt, void *heads, const void *local, int B,
                          int Tl, int W) {
-  const int P = u->size, Wc = W / P;
-  zt_check(W % P == 0, "internal error", "Ulysses: a row of %d values does not split over %d ranks", W, P);
-  const size_t n = (size_t)B * Tl * Wc, T = (size_t)Tl * P;
-  for (int r = 0; r < P; r++) /* block r: this rank's tokens, rank r's columns */
-    be->copy2d(dt, zt_at(u->send, dt, r * n), Wc, zt_at(local, dt, (size_t)r * Wc), W, (size_t)B * Tl, Wc);
-  zt_alltoall(u->group, dt, u->send, n, u->recv);
-  for (int r = 0; r < P; r++) /* block r: rank r's tokens, this rank's columns, to positions [r Tl, (r+1) Tl) */
-    be->copy2d(dt, zt_at(heads, dt, (size_t)r * Tl * Wc), T * Wc, zt_at(u->recv, dt, r * n), (size_t)Tl * Wc, B,
-               (size_t)Tl * Wc);
+  zt_check(W % u->size == 0, "internal error", "Ulysses: a row of %d values does not split over %d ranks", W, u->size);
+  const int Wc = W / u->size;
+  exchange(u, be, dt, heads, heads_side(B, Tl, Wc, u->size), local, local_side(B, Tl, Wc, W));
 }
 
 void zt_usp_heads_to_seq(const zt_usp *u, const zt_backend *be, zt_dtype dt, void *local, const void *heads, int B,
                          int Tl, int W) {
-  const int P = u->size, Wc = W / P;
-  zt_check(W % P == 0, "internal error", "Ulysses: a row of %d values does not split over %d ranks", W, P);
-  const size_t n = (size_t)B * Tl * Wc, T = (size_t)Tl * P;
-  for (int r = 0; r < P; r++) /* block r: rank r's tokens of this rank's columns */
-    be->copy2d(dt, zt_at(u->send, dt, r * n), (size_t)Tl * Wc, zt_at(heads, dt, (size_t)r * Tl * Wc), T * Wc, B,
-               (size_t)Tl * Wc);
-  zt_alltoall(u->group, dt, u->send, n, u->recv);
-  for (int r = 0; r < P; r++) /* block r: this rank's tokens, rank r's columns */
-    be->copy2d(dt, zt_at(local, dt, (size_t)r * Wc), W, zt_at(u->recv, dt, r * n), Wc, (size_t)B * Tl, Wc);
+  zt_check(W % u->size == 0, "internal error", "Ulysses: a row of %d values does not split over %d ranks", W, u->size);
+  const int Wc = W / u->size;
+  exchange(u, be, dt, local, local_side(B, Tl, Wc, W), heads, heads_side(B, Tl, Wc, u->size));
 }
 
 void zt_pass_dropout(const zt_backend *be, zt_dtype dt, void *out, const void *residual, const void *x,

@@ -128,6 +128,14 @@ printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "curriculu
   "schedule_config": {"total_curriculum_step": 4, "difficulty_step": 8}}}' >cl.json
 refuse "the seqlen curriculum" 2 "--ds-sequence-parallel-size 2 with the curriculum_learning block of cl.json" \
   --ds-sequence-parallel-size 2 --deepspeed --deepspeed_config cl.json
+echo '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "sparse_attention": {"mode": "fixed", "block": 16}}' \
+  >sa.json
+refuse "sparse attention" 2 "--ds-sequence-parallel-size 2 with the sparse_attention block of sa.json" \
+  --ds-sequence-parallel-size 2 --deepspeed --deepspeed_config sa.json
+echo '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "flops_profiler": {"enabled": true}}' >fp.json
+refuse "the flops profiler" 2 "--ds-sequence-parallel-size 2 with the flops_profiler block of fp.json" \
+  --ds-sequence-parallel-size 2 --deepspeed --deepspeed_config fp.json
+refuse "--random-ltd" 2 "--random-ltd with --ds-sequence-parallel-size 2" --ds-sequence-parallel-size 2 --random-ltd
 o=$(timeout 300 "${mpi[@]}" -np 2 "$tools/pretrain_bert" --ds-sequence-parallel-size 2 --num-layers 2 --hidden-size 64 \
     --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64 --data-path nonexistent --tokenizer-type \
     NullTokenizer --vocab-size 100 --train-iters 1 --global-batch-size 2 --micro-batch-size 2 --lr 1e-3 2>&1)
