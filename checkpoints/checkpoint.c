@@ -213,6 +213,10 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
   zt_h5_attr_i64(&f, f.id, "tokens", st->consumed_tokens);
   if (st->random_ltd_layer_tokens >= 0) /* DeepSpeed's checkpoint['random_ltd'] (the scheduler's consumed count) */
     zt_h5_attr_i64(&f, f.id, "random_ltd_consumed_layer_tokens", st->random_ltd_layer_tokens);
+  if (st->data_sampler_step >= 0) { /* DeepSpeed's checkpoint['data_sampler'] (curriculum_step; its state's digest) */
+    zt_h5_attr_i64(&f, f.id, "data_sampler_curriculum_step", st->data_sampler_step);
+    zt_h5_attr_i64(&f, f.id, "data_sampler_digest", (int64_t)st->data_sampler_digest);
+  }
   zt_h5_attr_i64(&f, f.id, "skipped_steps", st->skipped_iters);
   zt_h5_attr_str(&f, f.id, "dtype", zt_dtype_name(wdt));
   zt_h5_attr_i64(&f, f.id, "vocab_size", a->vocab_size);
@@ -881,6 +885,12 @@ static void load_checkpoint(zt_train_state *st) {
     /* random-LTD's count continues; a checkpoint without one starts it at 0, as DeepSpeed does without the key */
     if (st->random_ltd_layer_tokens >= 0) st->random_ltd_layer_tokens = r.random_ltd_layer_tokens > 0 ?
                                                                         r.random_ltd_layer_tokens : 0;
+    /* the data sampler continues from the checkpoint's step; a checkpoint without one starts it afresh (DeepSpeed
+     * loads checkpoint['data_sampler'] only when it is there); the engine replays the steps */
+    if (st->data_sampler_step >= 0) {
+      st->data_sampler_step = r.data_sampler_step > 0 ? r.data_sampler_step : 0;
+      st->data_sampler_digest = r.data_sampler_step > 0 ? r.data_sampler_digest : 0;
+    }
   }
   const int64_t it = r.iteration;
   zt_ckpt_close(&r);

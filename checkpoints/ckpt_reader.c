@@ -413,6 +413,10 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
   r->tokens = zt_h5_get_i64(m0, m0->id, "/", "tokens");
   r->random_ltd_layer_tokens = zt_h5_has_attr(m0->id, "random_ltd_consumed_layer_tokens")
                                    ? zt_h5_get_i64(m0, m0->id, "/", "random_ltd_consumed_layer_tokens") : -1;
+  r->data_sampler_step = zt_h5_has_attr(m0->id, "data_sampler_curriculum_step")
+                             ? zt_h5_get_i64(m0, m0->id, "/", "data_sampler_curriculum_step") : -1;
+  r->data_sampler_digest = zt_h5_has_attr(m0->id, "data_sampler_digest")
+                               ? (uint64_t)zt_h5_get_i64(m0, m0->id, "/", "data_sampler_digest") : 0;
   r->skipped_steps = zt_h5_get_i64(m0, m0->id, "/", "skipped_steps");
   r->vocab_size = zt_h5_get_i64(m0, m0->id, "/", "vocab_size");
   r->padded_vocab_size = zt_h5_get_i64(m0, m0->id, "/", "padded_vocab_size");

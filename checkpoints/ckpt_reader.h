@@ -55,6 +55,8 @@ typedef struct {
   /* scalar metadata of mp_rank_00 */
   int64_t iteration, consumed_train_samples, consumed_valid_samples, tokens, skipped_steps;
   int64_t random_ltd_layer_tokens; /* random-LTD's consumed layer tokens, -1 when the run had no random-LTD */
+  int64_t data_sampler_step;       /* the data sampler's curriculum step, -1 when the run had no data sampler */
+  uint64_t data_sampler_digest;    /* its state's digest then (train/data_sampler.h) */
   int64_t vocab_size, padded_vocab_size;
   int zero_stage;
   zt_dtype weights_dtype;

@@ -20,5 +20,6 @@ void zt_ckpt_load_weights(zt_model *m, const zt_args *a, int tp_rank, int tp_siz
   st.part_lo = 0;
   st.part_hi = m->flat;
   st.random_ltd_layer_tokens = -1;
+  st.data_sampler_step = -1;
   zt_ckpt_start(&st); /* the weights, resharded to this layout and rounded to --fp16/--bf16 as the run holds them */
 }

@@ -23,24 +23,44 @@ typedef struct {
   int32_t *key_start;        /* [mbs, seq] with --reset-attention-mask, else NULL */
 } gpt_provider;
 
-/* Samples [first, first + B) of split: tokens = text[:, :-1], labels = text[:, 1:], and the masks. */
+/* Row r of the batch from sample i of split: tokens = text[:-1], labels = text[1:], and the masks. */
+static void fill_row(gpt_provider *p, int split, int r, uint64_t i) {
+  const zt_data_setup *s = &p->s;
+  const int T = s->seq_length;
+  int32_t *row = p->text + (size_t)r * (T + 1);
+  if (p->use_gdata) zt_gpt_data_get(&p->gdata, split, (int64_t)i, row); /* ids checked at open */
+  else zt_mock_data_sample(&p->mock[split], i, row);
+  memcpy(p->tokens + (size_t)r * T, row, (size_t)T * sizeof(int32_t));
+  memcpy(p->labels + (size_t)r * T, row + 1, (size_t)T * sizeof(int32_t));
+  if (s->eod_mask_loss || p->positions || p->key_start)
+    zt_gpt_ltor_masks(p->tokens + (size_t)r * T, T, p->eod, s->eod_mask_loss, p->loss_mask + (size_t)r * T,
+                      p->positions ? p->positions + (size_t)r * T : NULL,
+                      p->key_start ? p->key_start + (size_t)r * T : NULL);
+}
+
+static void set_batch(const gpt_provider *p, zt_batch *b) {
+  *b = (zt_batch){.B = p->s.micro_batch, .T = p->s.seq_length, .tokens = p->tokens, .positions = p->positions,
+                  .labels = p->labels, .loss_mask = p->loss_mask, .key_start = p->key_start};
+}
+
+/* Samples [first, first + B) of split. */
 static void load(zt_data_provider *dp, int split, uint64_t first, zt_batch *b) {
   gpt_provider *p = dp->impl;
-  const zt_data_setup *s = &p->s;
-  const int B = s->micro_batch, T = s->seq_length;
-  for (int r = 0; r < B; r++) {
-    int32_t *row = p->text + (size_t)r * (T + 1);
-    if (p->use_gdata) zt_gpt_data_get(&p->gdata, split, (int64_t)(first + r), row); /* ids checked at open */
-    else zt_mock_data_sample(&p->mock[split], first + r, row);
-    memcpy(p->tokens + (size_t)r * T, row, (size_t)T * sizeof(int32_t));
-    memcpy(p->labels + (size_t)r * T, row + 1, (size_t)T * sizeof(int32_t));
-    if (s->eod_mask_loss || p->positions || p->key_start)
-      zt_gpt_ltor_masks(p->tokens + (size_t)r * T, T, p->eod, s->eod_mask_loss, p->loss_mask + (size_t)r * T,
-                        p->positions ? p->positions + (size_t)r * T : NULL,
-                        p->key_start ? p->key_start + (size_t)r * T : NULL);
-  }
-  *b = (zt_batch){.B = B, .T = T, .tokens = p->tokens, .positions = p->positions, .labels = p->labels,
-                  .loss_mask = p->loss_mask, .key_start = p->key_start};
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, first + (uint64_t)r);
+  set_batch(p, b);
+}
+
+/* Samples ids[0 .. B) of split (the data sampler's order). */
+static void load_ids(zt_data_provider *dp, int split, const int64_t *ids, zt_batch *b) {
+  gpt_provider *p = dp->impl;
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, (uint64_t)ids[r]); /* zt_gpt_data_get checks i */
+  set_batch(p, b);
+}
+
+/* len(dataset): the split's samples (--mock-data: the samples the trainer asked for). */
+static int64_t split_size(const zt_data_provider *dp, int split) {
+  const gpt_provider *p = dp->impl;
+  return p->use_gdata ? (zt_gpt_data_has(&p->gdata, split) ? p->gdata.split[split].size : 0) : p->s.num_samples[split];
 }
 
 static int has_split(const zt_data_provider *dp, int split) {
@@ -57,7 +77,8 @@ static void provider_free(zt_data_provider *dp) {
 
 zt_data_provider *zt_gpt_provider_create(const zt_data_setup *s) {
   gpt_provider *p = zt_calloc(1, sizeof *p, "GPT data provider");
-  p->base = (zt_data_provider){.kind = "GPT", .load = load, .has_split = has_split, .free = provider_free, .impl = p};
+  p->base = (zt_data_provider){.kind = "GPT", .load = load, .has_split = has_split, .load_ids = load_ids,
+                                .split_size = split_size, .free = provider_free, .impl = p};
   p->s = *s;
   p->eod = s->vocab_size - 1; /* the mock stream's separator */
   if (s->mock_data) {

@@ -45,6 +45,10 @@ struct zt_data_provider {
    * (0 train, 1 valid, 2 test). */
   void (*load)(zt_data_provider *p, int split, uint64_t first, zt_batch *b);
   int (*has_split)(const zt_data_provider *p, int split);
+  /* Optional (NULL where the kind has no data sampler, train/data_sampler.h): the same batch from the B samples
+   * ids[0 .. B) of split, each below split_size(split), the length of the split's dataset (Megatron's len(dataset)). */
+  void (*load_ids)(zt_data_provider *p, int split, const int64_t *ids, zt_batch *b);
+  int64_t (*split_size)(const zt_data_provider *p, int split);
   void (*free)(zt_data_provider *p);
   void *impl;
 };

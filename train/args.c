@@ -240,6 +240,9 @@ static const flag k_flags[] = {
   {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
    "Megatron's interleaved schedule: each stage holds num_layers / (pp x this) chunks of this many layers "
    "(pp > 2, micro batches a multiple of pp)."},
+  {"--data-efficiency-curriculum-learning", F_TRUE, OFF(data_efficiency_curriculum_learning), NULL, DS, "False",
+   "DeepSpeed's data-efficiency curriculum: training samples drawn by the ds_config's "
+   "data_efficiency.data_sampling.curriculum_learning metrics (docs/data_efficiency.md); both must be given."},
   {"--random-ltd", F_TRUE, OFF(random_ltd), NULL, DS, "False",
    "Random-LTD (random layer token drop): the layers of the ds_config's data_efficiency.data_routing.random_ltd "
    "block train on a random subset of each sample's tokens (docs/data_efficiency.md); both must be given."},

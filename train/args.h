@@ -130,6 +130,7 @@ typedef struct {
   int64_t lr_warmup_tokens;         /* -1 None: when set, warmup counts consumed tokens */
   int64_t lr_decay_tokens;          /* -1 None: when set, decay counts consumed tokens */
   int zero_stage;                   /* Megatron-DS's default 1 (printed 1.0); given: must equal the ds_config's */
+  int data_efficiency_curriculum_learning; /* --data-efficiency-curriculum-learning: the data sampler (train/data_sampler.h) */
   int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
   int ds_sequence_parallel_size;    /* DeepSpeed-Ulysses sequence parallelism over this many ranks (1: off) */

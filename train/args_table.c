@@ -37,7 +37,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"model-variant (LayerNorm-1p, other activations, Xavier init; docs/gpt.md)",
    "--apply-layernorm-1p --openai-gelu --squared-relu --init-method-xavier-uniform"},
   {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
-  {"data-efficiency (curriculum learning, issue 21)", "--data-efficiency-curriculum-learning"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "

@@ -695,11 +695,12 @@ static void read_sparse_attention(zt_ds_config *c) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
-/* An integer of the curriculum_learning block that DeepSpeed's CurriculumScheduler requires (its assertion's text
- * when missing; null is refused too: DeepSpeed would fail on it in arithmetic). */
-static int64_t curriculum_int(const zt_ds_config *c, const char *key, const char *assertion) {
-  char path[96];
-  snprintf(path, sizeof path, "curriculum_learning.%s", key);
+/* An integer of a curriculum block (base: "curriculum_learning", or a data-sampling metric's path) that DeepSpeed's
+ * CurriculumScheduler requires (its assertion's text when missing; null is refused too: DeepSpeed would fail on it in
+ * arithmetic). */
+static int64_t curriculum_int(const zt_ds_config *c, const char *base, const char *key, const char *assertion) {
+  char path[512];
+  snprintf(path, sizeof path, "%s.%s", base, key);
   const cJSON *it = get_path(c, path);
   if (!it) ds_fail(c, "%s is missing: %s", path, assertion);
   if (!cJSON_IsNumber(it)) ds_fail(c, "%s must be an integer, got null", path); /* the schema checked the rest */
@@ -707,9 +708,9 @@ static int64_t curriculum_int(const zt_ds_config *c, const char *key, const char
 }
 
 /* A fixed_discrete list (difficulty or max_step) of integers. */
-static int curriculum_list(const zt_ds_config *c, const char *key, int64_t *dst, int cap) {
-  char path[96], assertion[160];
-  snprintf(path, sizeof path, "curriculum_learning.schedule_config.%s", key);
+static int curriculum_list(const zt_ds_config *c, const char *base, const char *key, int64_t *dst, int cap) {
+  char path[512], assertion[160];
+  snprintf(path, sizeof path, "%s.schedule_config.%s", base, key);
   snprintf(assertion, sizeof assertion, "Curriculum learning with fixed_discrete schedule requires the schedule_config "
            "'%s'", key);
   const cJSON *l = get_path(c, path);
@@ -732,61 +733,145 @@ static int curriculum_list(const zt_ds_config *c, const char *key, int64_t *dst,
 
 /* The legacy curriculum_learning block as DeepSpeed's CurriculumScheduler reads it (its asserts, in its order);
  * curriculum_type seqlen only (the schema's enum), the custom schedule refused (a Python callback). */
-static void read_curriculum_schedule(zt_ds_config *c);
+static void read_curriculum_schedule(zt_ds_config *c, const char *base, zt_curriculum_config *cl);
 static void read_curriculum(zt_ds_config *c) {
   zt_curriculum_config *cl = &c->curriculum;
   memset(cl, 0, sizeof *cl);
   const cJSON *blk = get_path(c, "curriculum_learning");
   cl->enabled = blk && get_bool(c, "curriculum_learning.enabled");
   if (!cl->enabled) return;
-  read_curriculum_schedule(c);
+  read_curriculum_schedule(c, "curriculum_learning", cl);
   const cJSON *ct = get_path(c, "curriculum_learning.curriculum_type");
   if (!cJSON_IsString(ct))
     ds_fail(c, "curriculum_learning.curriculum_type is %s: give \"seqlen\" (DeepSpeed's engine reads it at the first "
                "forward and fails with a KeyError)", ct ? "null" : "missing");
 }
 
-static void read_curriculum_schedule(zt_ds_config *c) {
-  zt_curriculum_config *cl = &c->curriculum;
-  cl->min_difficulty = curriculum_int(c, "min_difficulty", "Curriculum learning requires the config 'min_difficulty'");
-  cl->max_difficulty = curriculum_int(c, "max_difficulty", "Curriculum learning requires the config 'max_difficulty'");
-  const cJSON *st = get_path(c, "curriculum_learning.schedule_type");
-  if (!st) ds_fail(c, "curriculum_learning.schedule_type is missing: Curriculum learning requires the config "
-                      "'schedule_type'");
-  if (!cJSON_IsString(st)) ds_fail(c, "curriculum_learning.schedule_type must be one of the strings fixed_linear|"
-                                      "fixed_root|fixed_discrete, got null");
+/* A CurriculumScheduler's configuration under base: min/max_difficulty, schedule_type and its schedule_config. */
+static void read_curriculum_schedule(zt_ds_config *c, const char *base, zt_curriculum_config *cl) {
+  cl->min_difficulty = curriculum_int(c, base, "min_difficulty", "Curriculum learning requires the config "
+                                      "'min_difficulty'");
+  cl->max_difficulty = curriculum_int(c, base, "max_difficulty", "Curriculum learning requires the config "
+                                      "'max_difficulty'");
+  char path[512];
+  snprintf(path, sizeof path, "%s.schedule_type", base);
+  const cJSON *st = get_path(c, path);
+  if (!st) ds_fail(c, "%s is missing: Curriculum learning requires the config 'schedule_type'", path);
+  if (!cJSON_IsString(st)) ds_fail(c, "%s must be one of the strings fixed_linear|fixed_root|fixed_discrete, got null",
+                                   path);
   const char *type = st->valuestring;
   if (!strcmp(type, "custom"))
-    ds_fail(c, "curriculum_learning.schedule_type \"custom\" is not supported: DeepSpeed takes its schedule from a "
-               "Python function (engine.set_custom_curriculum_learning_schedule); use fixed_linear, fixed_root or "
-               "fixed_discrete");
+    ds_fail(c, "%s \"custom\" is not supported: DeepSpeed takes its schedule from a Python function "
+               "(engine.set_custom_curriculum_learning_schedule); use fixed_linear, fixed_root or fixed_discrete",
+            path);
   if (!strcmp(type, "fixed_discrete")) {
     cl->type = ZT_CURRICULUM_FIXED_DISCRETE;
-    cl->n_difficulty = curriculum_list(c, "difficulty", cl->difficulty, ZT_CURRICULUM_MAX_LIST);
-    const int nm = curriculum_list(c, "max_step", cl->max_step, ZT_CURRICULUM_MAX_LIST - 1);
+    cl->n_difficulty = curriculum_list(c, base, "difficulty", cl->difficulty, ZT_CURRICULUM_MAX_LIST);
+    const int nm = curriculum_list(c, base, "max_step", cl->max_step, ZT_CURRICULUM_MAX_LIST - 1);
     if (cl->n_difficulty != nm + 1)
-      ds_fail(c, "curriculum_learning.schedule_config.difficulty has %d entries and max_step %d: difficulty needs one "
-                 "more (the last difficulty holds after the last max_step; DeepSpeed asserts len(difficulty) == "
-                 "len(max_step) + 1)", cl->n_difficulty, nm);
+      ds_fail(c, "%s.schedule_config.difficulty has %d entries and max_step %d: difficulty needs one more (the last "
+                 "difficulty holds after the last max_step; DeepSpeed asserts len(difficulty) == len(max_step) + 1)",
+              base, cl->n_difficulty, nm);
     return;
   }
   cl->type = !strcmp(type, "fixed_root") ? ZT_CURRICULUM_FIXED_ROOT : ZT_CURRICULUM_FIXED_LINEAR;
   char req[160];
   snprintf(req, sizeof req, "Curriculum learning with %s schedule requires the schedule_config 'total_curriculum_step'",
            type);
-  cl->total_curriculum_step = curriculum_int(c, "schedule_config.total_curriculum_step", req);
+  cl->total_curriculum_step = curriculum_int(c, base, "schedule_config.total_curriculum_step", req);
   snprintf(req, sizeof req, "Curriculum learning with %s schedule requires the schedule_config 'difficulty_step'", type);
-  cl->difficulty_step = curriculum_int(c, "schedule_config.difficulty_step", req);
+  cl->difficulty_step = curriculum_int(c, base, "schedule_config.difficulty_step", req);
   cl->root_degree = 1;
   if (cl->type == ZT_CURRICULUM_FIXED_ROOT) {
     snprintf(req, sizeof req, "Curriculum learning with fixed_root schedule requires the schedule_config 'root_degree'");
-    cl->root_degree = curriculum_int(c, "schedule_config.root_degree", req);
+    cl->root_degree = curriculum_int(c, base, "schedule_config.root_degree", req);
   }
   if (cl->difficulty_step % 8 != 0)
-    zt_warn("ds_config: %s: curriculum_learning.schedule_config.difficulty_step %lld: When using seqlen metric, the "
+    zt_warn("ds_config: %s: %s.schedule_config.difficulty_step %lld: When using seqlen metric, the "
             "difficulty_step for curriculum learning has to be multiple of 8 (for FP16 data) or 16 (for INT8 data) to "
             "enable NVIDIA Tensor Core acceleration. Disregard this warning if this is unrelated to your "
-            "metric/hardware.\n", c->path, (long long)cl->difficulty_step);
+            "metric/hardware.\n", c->path, base, (long long)cl->difficulty_step);
+}
+
+/* data_efficiency.data_sampling as DeepSpeed's config.py and DeepSpeedDataSampler read it: curriculum_learning.enabled
+ * alone turns it on (the engine reads only it); each metric's keys are read by key (a KeyError there: refused naming
+ * the key); seqlen_reshape is refused (its reshaped micro batches have another number of rows). */
+static void read_data_sampling(zt_ds_config *c) {
+  zt_data_sampling_config *d = &c->data_sampling;
+  memset(d, 0, sizeof *d);
+  const char *cl = "data_efficiency.data_sampling.curriculum_learning";
+  d->enabled = get_path(c, cl) && get_bool(c, "data_efficiency.data_sampling.curriculum_learning.enabled");
+  d->seed = 1234;
+  const cJSON *seed = get_path(c, "data_efficiency.seed"); /* the schema: an integer in [0, 9e15] (NumPy's
+                                                              default_rng takes non-negative seeds) */
+  if (seed && cJSON_IsNumber(seed)) d->seed = (uint64_t)seed->valuedouble;
+  if (!d->enabled) return;
+  d->num_epochs = get_path(c, "data_efficiency.data_sampling.num_epochs")
+                      ? (int64_t)get_num(c, "data_efficiency.data_sampling.num_epochs").value : 1000;
+  d->num_workers = get_path(c, "data_efficiency.data_sampling.num_workers")
+                       ? (int64_t)get_num(c, "data_efficiency.data_sampling.num_workers").value : 0;
+  if (!get_bool(c, "data_efficiency.enabled") || !get_bool(c, "data_efficiency.data_sampling.enabled"))
+    zt_warn("ds_config: %s: %s.enabled is true while %s is false: DeepSpeed's engine samples the data by the "
+            "curriculum all the same, and so does zerotron\n", c->path, cl,
+            !get_bool(c, "data_efficiency.enabled") ? "data_efficiency.enabled" : "data_efficiency.data_sampling.enabled");
+  const cJSON *cp = get_path(c, "data_efficiency.data_sampling.curriculum_learning.data_cluster_path");
+  if (cp && cJSON_IsString(cp)) snprintf(d->cluster_path, sizeof d->cluster_path, "%s", cp->valuestring);
+  const cJSON *ms = get_path(c, "data_efficiency.data_sampling.curriculum_learning.curriculum_metrics");
+  if (!ms) ds_fail(c, "%s.curriculum_metrics is missing: Curriculum learning is enabled, curriculum_metrics must be "
+                      "specified", cl);
+  const cJSON *m;
+  cJSON_ArrayForEach(m, ms) {
+    if (d->n_metrics == ZT_DATA_SAMPLER_MAX_METRICS)
+      ds_fail(c, "%s.curriculum_metrics has more than %d metrics", cl, ZT_DATA_SAMPLER_MAX_METRICS);
+    zt_data_metric_config *mt = &d->metric[d->n_metrics++];
+    char base[512], path[640];
+    if (strlen(m->string) >= sizeof mt->name) /* (a name with a '.' is an unknown key path for the schema) */
+      ds_fail(c, "%s.curriculum_metrics: the metric name \"%s\" must be shorter than %zu bytes", cl, m->string,
+              sizeof mt->name);
+    snprintf(mt->name, sizeof mt->name, "%s", m->string);
+    snprintf(base, sizeof base, "%s.curriculum_metrics.%s", cl, m->string);
+    if (!strcmp(m->string, "seqlen_reshape"))
+      ds_fail(c, "%s: the seqlen_reshape metric is not supported: it reshapes each micro batch into another number "
+                 "of rows of the difficulty's length, which the model's plan for --micro-batch-size rows does not "
+                 "hold; use seqlen_truncate", base);
+    const char *kt[2] = {"difficulty_type", "clustering_type"};
+    for (int k = 0; k < 2; k++) {
+      snprintf(path, sizeof path, "%s.%s", base, kt[k]);
+      const cJSON *v = get_path(c, path);
+      if (!v || !cJSON_IsString(v))
+        ds_fail(c, "%s is %s: give %s (DeepSpeedDataSampler reads it by key)", path, v ? "null" : "missing",
+                k ? "\"schedule_based\" or \"single_cluster\"" : "\"value\" or \"percentile\"");
+      if (k == 0) mt->difficulty_type = !strcmp(v->valuestring, "value") ? ZT_DIFFICULTY_VALUE : ZT_DIFFICULTY_PERCENTILE;
+      else mt->clustering_type = !strcmp(v->valuestring, "single_cluster") ? ZT_CLUSTERING_SINGLE_CLUSTER
+                                                                           : ZT_CLUSTERING_SCHEDULE_BASED;
+    }
+    const char *kp[2] = {"index_to_sample_path", "index_to_metric_path"};
+    for (int k = 0; k < 2; k++) {
+      snprintf(path, sizeof path, "%s.%s", base, kp[k]);
+      const cJSON *v = get_path(c, path);
+      char *dst = k ? mt->index_to_metric_path : mt->index_to_sample_path;
+      if (v && cJSON_IsString(v)) {
+        if (strlen(v->valuestring) >= ZT_DATA_SAMPLER_PATH) ds_fail(c, "%s is longer than %d bytes", path,
+                                                                      ZT_DATA_SAMPLER_PATH - 1);
+        snprintf(dst, ZT_DATA_SAMPLER_PATH, "%s", v->valuestring);
+      }
+    }
+    zt_curriculum_config *sc = &mt->schedule;
+    sc->enabled = true;
+    read_curriculum_schedule(c, base, sc);
+    if (mt->difficulty_type == ZT_DIFFICULTY_PERCENTILE) {
+      int ok = sc->min_difficulty >= 0 && sc->max_difficulty >= 1;
+      for (int i = 0; ok && sc->type == ZT_CURRICULUM_FIXED_DISCRETE && i < sc->n_difficulty; i++)
+        ok = sc->difficulty[i] >= 0 && sc->difficulty[i] <= sc->max_difficulty;
+      if (!ok)
+        ds_fail(c, "%s: difficulty_type percentile needs percentiles between 0 and max_difficulty, and max_difficulty "
+                   "at least 1 (the samples per percentile are the data's size // max_difficulty); got min_difficulty "
+                   "%lld, max_difficulty %lld", base, (long long)sc->min_difficulty, (long long)sc->max_difficulty);
+    }
+  }
+  if (d->n_metrics == 0)
+    ds_fail(c, "%s.curriculum_metrics is empty: DeepSpeed's sampler would build no data cluster and fail at the first "
+               "batch; name at least one metric", cl);
 }
 
 /* An integer of the random_ltd block that DeepSpeed reads by key (a KeyError or TypeError there when missing or
@@ -1034,6 +1119,7 @@ static void fill_fields(zt_ds_config *c) {
   c->cl_n_prof_ops = i;
   read_sparse_attention(c);
   read_curriculum(c);
+  read_data_sampling(c);
   read_random_ltd(c);
 }
 

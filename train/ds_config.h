@@ -13,6 +13,7 @@
 #include "runtime/comm/comms_logger.h"
 #include "train/args.h"
 #include "train/curriculum.h"
+#include "train/data_sampler.h"
 #include "train/random_ltd.h"
 
 /* A numeric key: given (present in the file, or filled from a Megatron flag), is_auto (the file said
@@ -122,6 +123,11 @@ typedef struct zt_ds_config {
   /* curriculum_learning (the legacy seqlen curriculum, train/curriculum.h, docs/data_efficiency.md): enabled and
    * its schedule, with DeepSpeed's required-key checks done; checked against the model at start-up */
   zt_curriculum_config curriculum;
+
+  /* data_efficiency.data_sampling (DeepSpeed's data sampler, train/data_sampler.h, docs/data_efficiency.md): enabled
+   * by its curriculum_learning.enabled alone, the seed, and each metric's keys with DeepSpeed's required-key checks
+   * done; checked against the model and the data at start-up */
+  zt_data_sampling_config data_sampling;
 
   /* data_efficiency.data_routing.random_ltd (train/random_ltd.h, docs/data_efficiency.md): enabled (by
    * random_ltd.enabled alone, as DeepSpeed's engine decides) and its keys, DeepSpeed's required ones checked;

@@ -120,6 +120,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
   zt_engine_check_curriculum(a, c, NULL);
+  zt_engine_check_data_sampling(a, c, NULL);
   zt_engine_check_random_ltd(a, c, NULL);
   if (c->sparse_attention) { /* DeepSpeed's SparsityConfig checks against the model, before any work */
     char err[512];
@@ -145,6 +146,92 @@ void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const 
            "ds_config", "%s: curriculum_learning (%s, min_difficulty %lld, max_difficulty %lld, --seq-length %d%s): %s",
            ds->path, zt_curriculum_type_name(cl->type), (long long)cl->min_difficulty, (long long)cl->max_difficulty,
            a->seq_length, a->sequence_parallel ? ", --sequence-parallel" : "", err);
+}
+
+void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {
+  const int block = ds && ds->data_sampling.enabled;
+  zt_check(!a->data_efficiency_curriculum_learning || block, "arguments", "--data-efficiency-curriculum-learning needs "
+           "the ds_config's data_efficiency.data_sampling.curriculum_learning block with \"enabled\": true (%s): "
+           "Megatron-DeepSpeed then gets no data loader from DeepSpeed", ds ? ds->path : "no --deepspeed_config given");
+  if (!block) return;
+  const zt_data_sampling_config *d = &ds->data_sampling;
+  zt_check(a->data_efficiency_curriculum_learning, "arguments", "%s: data_efficiency.data_sampling.curriculum_learning "
+           "is enabled without --data-efficiency-curriculum-learning: Megatron-DeepSpeed hands DeepSpeed the training "
+           "data only with the flag (and trains in Megatron's order without it); give both", ds->path);
+  zt_check(!kind || !kind->encoder_decoder, "arguments", "--data-efficiency-curriculum-learning with %s: "
+           "Megatron-DeepSpeed's data sampling runs GPT and BERT", kind ? kind->name : "");
+  zt_check(!kind || kind->seqlen_curriculum, "arguments", "--data-efficiency-curriculum-learning with %s is not "
+           "supported yet: it lands with BERT's data-efficiency work (pretrain_bert's data_post_process cuts each "
+           "batch to its longest sample rounded up to 8, a length the BERT model does not run yet)",
+           kind ? kind->name : "");
+  zt_check(!ds->curriculum.enabled, "ds_config", "%s: the legacy curriculum_learning block and "
+           "data_efficiency.data_sampling.curriculum_learning are both enabled: use one (both would set the sequence "
+           "length)", ds->path);
+  zt_check(!a->rampup_batch_size.n, "arguments", "--rampup-batch-size with --data-efficiency-curriculum-learning: "
+           "DeepSpeed's data sampler draws global batches of train_batch_size %d from the first step", 
+           a->global_batch_size);
+  zt_check(a->ds_sequence_parallel_size <= 1, "unsupported argument", "--ds-sequence-parallel-size %d with "
+           "--data-efficiency-curriculum-learning: not supported (each rank holds a share of every sequence)",
+           a->ds_sequence_parallel_size);
+  for (int m = 0; m < d->n_metrics; m++) {
+    if (strcmp(d->metric[m].name, "seqlen_truncate") != 0) continue;
+    const zt_curriculum_config *cl = &d->metric[m].schedule;
+    zt_check(!ds->sparse_attention, "ds_config", "%s: the seqlen_truncate metric and sparse_attention cannot be "
+             "combined: the block-sparse layout is made for --seq-length %d tokens", ds->path, a->seq_length);
+    char err[512];
+    zt_check(zt_curriculum_check(cl, a->seq_length, a->tensor_model_parallel_size, a->sequence_parallel, 1,
+                                 a->train_iters > 0 ? a->train_iters : 1, err, sizeof err),
+             "ds_config", "%s: data_efficiency.data_sampling metric seqlen_truncate (%s, min_difficulty %lld, "
+             "max_difficulty %lld, --seq-length %d%s): %s", ds->path, zt_curriculum_type_name(cl->type),
+             (long long)cl->min_difficulty, (long long)cl->max_difficulty, a->seq_length,
+             a->sequence_parallel ? ", --sequence-parallel" : "", err);
+  }
+}
+
+/* The data sampler over the training split (after the data is built): its index files read and checked, the whole
+ * run inside its num_epochs. */
+static void data_sampler_setup(zt_engine *e) {
+  const zt_args *a = e->args;
+  e->st.data_sampler_step = -1;
+  if (!e->sampler_on) return;
+  zt_check(e->data->load_ids && e->data->split_size, "arguments", "--data-efficiency-curriculum-learning: the %s data "
+           "provider cannot load samples by index", e->data->kind);
+  const int64_t one_epoch = e->data->split_size(e->data, 0);
+  zt_data_sampler_init(&e->sampler, &e->ds->data_sampling, one_epoch, a->micro_batch_size, a->data_parallel_size,
+                       a->global_batch_size);
+  const int64_t need = (int64_t)a->train_iters * a->global_batch_size;
+  zt_check(need <= e->sampler.total_samples, "ds_config", "%s: data_efficiency.data_sampling: the run draws %lld "
+           "samples (--train-iters %lld x %d) but the sampler stops after %lld (%lld samples x num_epochs %lld): "
+           "raise num_epochs", e->ds->path, (long long)need, (long long)a->train_iters, a->global_batch_size,
+           (long long)e->sampler.total_samples, (long long)one_epoch, (long long)e->ds->data_sampling.num_epochs);
+  if (e->ds->data_sampling.num_workers > 0)
+    zt_log("> data sampling: num_workers %lld has no effect: the batches are drawn and loaded in the training "
+           "process (docs/data_efficiency.md)\n", (long long)e->ds->data_sampling.num_workers);
+  char line[2048];
+  zt_data_sampler_describe(&e->sampler, line, sizeof line);
+  zt_log("%s\n", line);
+  e->st.data_sampler_step = 0;
+  e->st.data_sampler_digest = 0;
+}
+
+/* Before each training iteration: the sampler's next global batch (a resumed run first replays the checkpoint's
+ * steps and checks the state reached), and the sequence length of its seqlen_truncate metric. */
+static void data_sampler_step(zt_engine *e) {
+  zt_train_state *st = &e->st;
+  zt_data_sampler *s = &e->sampler;
+  if (s->step < st->data_sampler_step) {
+    s->quiet = 1;
+    while (s->step < st->data_sampler_step) zt_data_sampler_next(s);
+    s->quiet = 0;
+    zt_check(!st->data_sampler_digest || zt_data_sampler_digest(s) == st->data_sampler_digest, "checkpoint",
+             "the data sampler replayed to the checkpoint's step %lld does not reach the checkpoint's state: the "
+             "ds_config's data_efficiency block, the index files, the data or the batch sizes differ from the run "
+             "that saved it", (long long)st->data_sampler_step);
+  }
+  zt_data_sampler_next(s);
+  st->data_sampler_step = s->step;
+  st->data_sampler_digest = zt_data_sampler_digest(s);
+  e->train_T = zt_data_sampler_seqlen(s, e->args->seq_length);
 }
 
 /* What an encoder-decoder (T5) does not run: the ds_config blocks Megatron-DeepSpeed applies to GPT and BERT only. */
@@ -923,6 +1010,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
            "size increments %lld over %lld samples.\n", (long long)e->ramp.start, (long long)e->ramp.global,
            (long long)e->ramp.increment, (long long)e->ramp.samples);
   zt_engine_check_curriculum(a, ds, kind); /* before the data and the model are built */
+  zt_engine_check_data_sampling(a, ds, kind);
   check_encoder_decoder(ds, kind);
   e->train_T = e->actual_T = a->seq_length;
   random_ltd_setup(e, kind);
@@ -946,6 +1034,9 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
            a->data_parallel_size, e->st.usp_size);
   const double t_data = zt_now();
   build_data(e, tok);
+  e->sampler_on = ds && ds->data_sampling.enabled;
+  data_sampler_setup(e);
+  if (e->sampler_on && e->sampler.seqlen_metric >= 0) e->curriculum = 1; /* train_T follows seqlen_truncate */
   e->setup_seconds[1] = zt_now() - t_data;
   zt_print_datetime("after dataloaders are built");
   const double t_model = zt_now();
@@ -1069,6 +1160,7 @@ void zt_engine_free(zt_engine *e) {
   e->model = st->model = NULL;
   zt_attn_layout_free(&e->sparse);
   zt_curriculum_batch_free(&e->curr_buf);
+  if (e->sampler_on) zt_data_sampler_free(&e->sampler);
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
@@ -1077,9 +1169,12 @@ void zt_engine_free(zt_engine *e) {
   if (e->fprof) zt_flops_profiler_free(e->fprof); /* the run ended before profile_step */
 }
 
-void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first) {
+void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb) {
   const double t0 = zt_now();
-  zt_data_load(e->data, split, first, &e->batch);
+  if (split == 0 && e->sampler_on)
+    e->data->load_ids(e->data, 0, zt_data_sampler_micro(&e->sampler, mb, e->st.dp_rank), &e->batch);
+  else
+    zt_data_load(e->data, split, first, &e->batch);
   if (split == 0 && e->train_T < e->batch.T) { /* Megatron-DeepSpeed's GPTModel.forward / get_batch_pipe */
     const zt_batch full = e->batch;
     zt_curriculum_truncate(&full, e->train_T, &e->curr_buf, &e->batch);
@@ -1307,8 +1402,10 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const double fwd0 = e->t_fwd, bwd0 = e->t_bwd_inner, batch0 = e->t_batch;
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
   if (st->zero_stage == 3) zt_zero3_set_training(&st->zero3, 1);
-  if (e->curriculum) { /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1) */
-    e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
+  if (e->sampler_on) data_sampler_step(e); /* DeepSpeed's data loader: the next global batch */
+  if (e->curriculum) {
+    /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1), or the sampler's length */
+    if (!e->sampler_on) e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
     zt_model_set_seq_length(m, e->train_T);
     if (e->teacher) zt_model_set_seq_length(e->teacher, e->train_T); /* calculate_mos_loss truncates its tokens too */
     if (profiling) { /* the module tree's MACs at this iteration's length */
@@ -1432,7 +1529,7 @@ zt_loss_sums zt_engine_evaluate(zt_engine *e, int split) {
     for (int mb = 0; mb < nmb; mb++) {
       uint64_t first = base + ((uint64_t)it * nmb + mb) * B * a->data_parallel_size +
                        (uint64_t)e->st.dp_rank * B;
-      zt_engine_load_micro_batch(e, split, first);
+      zt_engine_load_micro_batch(e, split, first, -1);
       const zt_pass pass = {.B = B, .T = a->seq_length, .first_sample = first, .seed = a->seed, .training = 0};
       zt_schedule_eval_forward(e, &pass, &sum);
       count++;

@@ -18,6 +18,7 @@
 #include "runtime/profile/throughput.h"
 #include "train/args.h"
 #include "train/curriculum.h"
+#include "train/data_sampler.h"
 #include "train/ds_config.h"
 #include "train/ds_log.h"
 #include "train/rampup.h"
@@ -115,11 +116,17 @@ typedef struct {
    * iteration + 1 before each training iteration as Megatron-DeepSpeed does and not checkpointed (a resumed run
    * recomputes it from the iteration, as Megatron-DeepSpeed's does); train_T: the sequence length of the current
    * training iteration (--seq-length without curriculum), the training micro batches truncated to it in curr_buf */
-  int curriculum;
+  int curriculum;                /* a seqlen curriculum: the legacy one, or the data sampler's seqlen_truncate */
   zt_curriculum curr;
   int train_T;
   zt_curriculum_batch curr_buf;
   zt_flops_model flops_model;    /* the model's flops figure at train_T (Megatron's throughput_calculator) */
+  /* DeepSpeed's data-efficiency data sampler (--data-efficiency-curriculum-learning with the ds_config's
+   * data_efficiency.data_sampling block, train/data_sampler.h): one global batch of sample ids drawn before each
+   * training iteration, each micro batch loading its slice; with a seqlen_truncate metric train_T follows it
+   * (curriculum is set then too). st.data_sampler_step counts its steps for the checkpoint. */
+  int sampler_on;
+  zt_data_sampler sampler;
   /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
    * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
    * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);
@@ -139,6 +146,8 @@ typedef struct {
 /* The ds_config's curriculum_learning checked against the model flags (and the model kind: NULL to leave it out),
  * before any work: refuses with the numbers what cannot run. */
 void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
+/* The data sampler's flag and block checked against each other and the model flags (kind: NULL to leave it out). */
+void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
 /* --random-ltd and the ds_config's random_ltd block checked against each other and the model flags (and the model
  * kind: NULL to leave it out), before any work. */
 void zt_engine_check_random_ltd(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind);
@@ -183,8 +192,9 @@ zt_loss_sums zt_engine_evaluate(zt_engine *e, int split);
 void zt_engine_run(zt_engine *e);
 
 /* ---- for the schedules (train/schedule.c) -------------------------------------------------------------------- */
-/* Loads the micro batch of samples [first, first + B) of split into e->batch. */
-void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first);
+/* Loads the micro batch of samples [first, first + B) of split into e->batch; training micro batch mb of the
+ * iteration with the data sampler: this rank's slice of the sampler's global batch (first still keys the draws). */
+void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb);
 void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what);
 /* After a micro batch's backward: the half-precision handling of its gradients; 1 on an fp16 overflow. */
 int zt_engine_half_grads_after_backward(zt_engine *e);

@@ -82,7 +82,7 @@ static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_su
   for (int mb = 0; mb < nmb; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     const uint64_t first = first_sample(e, mb);
-    zt_engine_load_micro_batch(e, 0, first);
+    zt_engine_load_micro_batch(e, 0, first, mb);
     const double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
     zt_pass pass = make_pass(e, first, 1);
     if (e->teacher) pass.kd_teacher_logits = teacher_forward(e, &pass);
@@ -107,7 +107,7 @@ static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_su
 static void pipe_run_forward(pipe_state *st, int chunk, int mb, int count) {
   zt_engine *e = st->e;
   const uint64_t first = first_sample(e, mb);
-  zt_engine_load_micro_batch(e, 0, first);
+  zt_engine_load_micro_batch(e, 0, first, mb);
   const zt_pass pass = make_pass(e, first, 1);
   zt_losses l;
   zt_model_forward(e->model, chunk, &e->batch, &pass, &l);

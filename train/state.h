@@ -26,6 +26,10 @@ typedef struct {
   int64_t consumed_samples, consumed_tokens, consumed_valid_samples;
   int64_t skipped_iters;         /* steps skipped for an fp16 overflow, since the start of training */
   int64_t random_ltd_layer_tokens; /* random-LTD's consumed layer tokens (DeepSpeed's scheduler state), -1: off */
+  /* the data-efficiency data sampler (train/data_sampler.h): the global batches it drew (-1: no sampler) and the
+   * digest of its state then; a resumed run replays that many steps and compares the digest */
+  int64_t data_sampler_step;
+  uint64_t data_sampler_digest;
   /* this rank's place: model-parallel coordinates and its data-parallel rank */
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size;
   /* DeepSpeed-Ulysses (--ds-sequence-parallel-size): this rank's place in its sequence-parallel group (size 1: off).

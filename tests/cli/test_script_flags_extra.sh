@@ -4,7 +4,7 @@
 # and recorded in the argument dump, an expert-parallel size the data-parallel size does not divide refused (MoE
 # itself: tests/moe); the
 # dense model trains exactly as without the flags; --random-ltd without its ds_config block refused;
-# --data-efficiency-curriculum-learning refused naming the data-efficiency work (issue 21); --universal-checkpoint (and the ds_config's checkpoint.load_universal)
+# --data-efficiency-curriculum-learning without its ds_config block refused; --universal-checkpoint (and the ds_config's checkpoint.load_universal)
 # following latest_universal when it names one of our checkpoints, latest otherwise, a DeepSpeed universal
 # checkpoint refused naming its file; --cpu-optimizer accepted where the optimizer step runs on the CPU;
 # the FlashAttention flags recorded (attention is exact either way), the Triton one only without attention dropout.
@@ -99,8 +99,9 @@ expect_fail "--num-experts-switch (Megatron-LM's switch MLP) is refused" \
 expect_fail "--random-ltd without a ds_config random_ltd block is refused (it trains with one: tests/random_ltd)" \
   "error: arguments: --random-ltd needs the ds_config's data_efficiency.data_routing.random_ltd block" \
   "${T[@]}" --random-ltd
-expect_fail "--data-efficiency-curriculum-learning names the data-efficiency (curriculum learning) work of issue 21" \
-  "(it lands with the data-efficiency (curriculum learning, issue 21) work)" "${T[@]}" --data-efficiency-curriculum-learning
+expect_fail "--data-efficiency-curriculum-learning without a ds_config data_sampling block is refused (it trains with one: tests/data_sampler)" \
+  "error: arguments: --data-efficiency-curriculum-learning needs the ds_config's data_efficiency.data_sampling.curriculum_learning block" \
+  "${T[@]}" --data-efficiency-curriculum-learning
 
 # 3. --universal-checkpoint (universal_checkpointing/megatron_gpt/run_universal_*.sh): latest_universal when it names
 # one of our tags, latest otherwise; a DeepSpeed universal checkpoint (torch files) refused naming the file

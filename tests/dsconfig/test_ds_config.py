@@ -83,7 +83,7 @@ SEED_CASES = {
     "doc_comet.json": f"comet.enabled true {LANDS} the monitoring work",
     "doc_comms_logger.json": None,
     "doc_curriculum_learning.json": None,  # the legacy seqlen curriculum (tests/curriculum)
-    "doc_data_efficiency.json": f"data_efficiency.data_sampling.enabled true {LANDS} the data-efficiency work",
+    "doc_data_efficiency.json": None,  # random-LTD and the data sampler (tests/random_ltd, tests/data_sampler)
     "doc_data_efficiency_disabled.json": None,
     "doc_flops_profiler.json": None,
     "doc_layer_reduction.json": f"compression_training {LANDS} the compression work",

@@ -5,11 +5,11 @@
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
 # is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (the data-efficiency library's data sampling, DeepSpeed's FPDT) must be refused naming that work, before anything
-# is written (family "refused").
+# (DeepSpeed's FPDT) must be refused naming that work, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
+#        data_efficiency_cl,
 #        sequence_parallel, sequence_parallel_30B, llama, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
@@ -886,6 +886,131 @@ data_efficiency_ltd() {
   tb_written data_efficiency_ltd "$tmp/de_tb" "seqlen/random_ltd_reserved_length"
 }
 
+# ---- examples_deepspeed/data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh with curriculum ----
+# cl_enabled=true, cl_num_metric=2: the run script's "CL vocab rarity + seqlen truncation" case (the 2-metric
+# template as the script fills it, --train-*-idx-path naming the exact one-epoch index files and
+# --data-efficiency-curriculum-learning), at hidden 32 and 64 tokens. The vocabulary-rarity analysis comes first, as
+# the data_efficiency README orders it: ds_analyze_gpt_data_map.sh / _reduce.sh (analyze_data) on a NullTokenizer
+# corpus, exactly one epoch of its train split; the training run builds its index files at the names the script gives
+# (they do not exist yet), one epoch for its 48 samples: the same samples, which the sampler checks against the
+# analysis (every sample id inside the dataset) and the test against the analysis' own index files.
+# Scaled to the tiny corpus: cl_1st_min=50 (the script's 1 admits no sample of ~200: 1% of them rounds to 0),
+# seqlen_truncate 16 -> 64 over 4 steps.
+data_efficiency_cl() {
+  local seq_len=64 num_layers=2 hidden_size=32 num_attn_heads=2 global_batch_size=8 lr=2.0e-4 min_lr=1.0e-6
+  local init_std=0.013 train_tokens=100000 train_samples=48 lr_warmup_tokens=1024 lr_decay_tokens=100000
+  local lr_decay_style="cosine" mp_size=1 pp_size=1 no_pp="true" zero_stage=1 batch_size=8 ltd_enabled="false"
+  local ltd_start=64 ltd_step=1 cl_enabled="true" cl_num_metric=2 seed=1234 num_workers=0 prescale_grad="false"
+  local data_home="$tmp/data" analysis="$tmp/analysis_gpt_1epoch"
+  local cl_1st_metric="voc" cl_1st_index_to_sample_path="$analysis/vocab_rarity/vocab_rarity_index_to_sample_percentile_merged"
+  local cl_1st_index_to_metric_path="$analysis/vocab_rarity/vocab_rarity_index_to_metric" cl_1st_difficulty_type="percentile"
+  local cl_1st_clustering_type="schedule_based" cl_1st_min=50 cl_1st_max=100 cl_1st_total_step=4 cl_1st_difficulty_step=1
+  local cl_1st_root=2 cl_2nd_metric="seqlen_truncate" cl_2nd_index_to_sample_path="dummy"
+  local cl_2nd_index_to_metric_path="dummy" cl_2nd_difficulty_type="value" cl_2nd_clustering_type="single_cluster"
+  local cl_2nd_min=16 cl_2nd_max=64 cl_2nd_total_step=4 cl_2nd_difficulty_step=8 cl_2nd_root=1
+  local log_interval=1 eval_iters=1 eval_interval=100 save_interval=100
+  local checkpoint_path="$tmp/decl_ckpt" tensorboard_path="$tmp/decl_tb" data_cluster_path="$tmp/data_cluster"
+  mkdir -p "$data_home" "$data_cluster_path"
+  "$PY" - "$data_home/c.jsonl" <<'PYEOF'
+import json, sys
+import numpy as np
+rng = np.random.RandomState(11)
+with open(sys.argv[1], "w") as f:
+    for n in rng.randint(20, 120, size=200):
+        f.write(json.dumps({"text": " ".join(map(str, rng.randint(0, 250, size=n)))}) + "\n")
+PYEOF
+  "$bindir/preprocess_data" --input "$data_home/c.jsonl" --output-prefix "$data_home/pile" --tokenizer-type NullTokenizer \
+    --vocab-size 250 --append-eod --workers 1 >/dev/null 2>&1 || { bad "data_efficiency_cl: preprocess_data" "failed"; return; }
+  local data_path="$data_home/pile_text_document"
+  local doc_idx_path="$data_home/pile_text_document_train_indexmap_exact1ep_${seq_len}sl_${seed}s_doc_idx.npy"
+  local sample_idx_path="$data_home/pile_text_document_train_indexmap_exact1ep_${seq_len}sl_${seed}s_sample_idx.npy"
+  local shuffle_idx_path="$data_home/pile_text_document_train_indexmap_exact1ep_${seq_len}sl_${seed}s_shuffle_idx.npy"
+  # ds_analyze_gpt_data_map.sh / _reduce.sh: total_vocab_freq, then vocab_rarity (1 worker, 2 threads)
+  local an=(--analyzing-data-type GPT --data-path "$data_path" --split 949,50,1 --tokenizer-type NullTokenizer
+            --vocab-size 250 --seq-length $seq_len --train-data-exact-num-epochs 1 --seed $seed --save "$analysis"
+            --num-layers 1 --hidden-size 1 --num-attention-heads 1 --analyzing-num-workers 1 --analyzing-worker-id 0
+            --analyzing-num-threads 2 --global-batch-size 1000 --data-cache-path "$tmp/index-cache")
+  local metric task
+  for metric in total_vocab_freq vocab_rarity; do
+    for task in map reduce; do
+      run 1 analyze_data "${an[@]}" --analyzing-task $task --analyzing-metric $metric
+      [ $rc -eq 0 ] || { bad "data_efficiency_cl: analyze_data $task $metric" "$(grep -m2 error <<<"$out")"; return; }
+    done
+  done
+  local config_json="$tmp/ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}_seed${seed}_cl_${cl_1st_metric}_${cl_1st_min}_${cl_1st_max}_${cl_1st_total_step}_${cl_1st_root}_${cl_2nd_metric}_${cl_2nd_min}_${cl_2nd_max}_${cl_2nd_total_step}_${cl_2nd_root}.json"
+  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_gpt_2clmetrics_TEMPLATE.json" \
+    | sed "s/MBSIZE/${batch_size}/" \
+    | sed "s/LOG_INTERVAL/${log_interval}/" \
+    | sed "s/ZERO_STAGE/${zero_stage}/" \
+    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
+    | sed "s/DATA_EFFICIENCY_SEED/${seed}/" \
+    | sed "s/LTD_ENABLED/${ltd_enabled}/" \
+    | sed "s/LTD_MIN/${ltd_start}/" \
+    | sed "s/LTD_MAX/${seq_len}/" \
+    | sed "s/LTD_STEP/${ltd_step}/" \
+    | sed "s/CL_ENABLED/${cl_enabled}/" \
+    | sed "s/DATA_SAMPLING_NUM_WORKERS/${num_workers}/" \
+    | sed "s#CL_CLUSTER_PATH#${data_cluster_path}#" \
+    | sed "s#CL_1st_METRIC_NAME#${cl_1st_metric}#" \
+    | sed "s#CL_1st_SAMPLE_PATH#${cl_1st_index_to_sample_path}#" \
+    | sed "s#CL_1st_METRIC_PATH#${cl_1st_index_to_metric_path}#" \
+    | sed "s#CL_1st_DIFF_TYPE#${cl_1st_difficulty_type}#" \
+    | sed "s#CL_1st_CLUSTER_TYPE#${cl_1st_clustering_type}#" \
+    | sed "s/CL_1st_MIN/${cl_1st_min}/" \
+    | sed "s/CL_1st_MAX/${cl_1st_max}/" \
+    | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
+    | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
+    | sed "s/CL_1st_ROOT/${cl_1st_root}/" \
+    | sed "s#CL_2nd_METRIC_NAME#${cl_2nd_metric}#" \
+    | sed "s#CL_2nd_SAMPLE_PATH#${cl_2nd_index_to_sample_path}#" \
+    | sed "s#CL_2nd_METRIC_PATH#${cl_2nd_index_to_metric_path}#" \
+    | sed "s#CL_2nd_DIFF_TYPE#${cl_2nd_difficulty_type}#" \
+    | sed "s#CL_2nd_CLUSTER_TYPE#${cl_2nd_clustering_type}#" \
+    | sed "s/CL_2nd_MIN/${cl_2nd_min}/" \
+    | sed "s/CL_2nd_MAX/${cl_2nd_max}/" \
+    | sed "s/CL_2nd_TOTAL_STEP/${cl_2nd_total_step}/" \
+    | sed "s/CL_2nd_DIFF_STEP/${cl_2nd_difficulty_step}/" \
+    | sed "s/CL_2nd_ROOT/${cl_2nd_root}/" >"$config_json"
+  local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95
+    --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
+    --lr-warmup-tokens ${lr_warmup_tokens} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
+    --global-batch-size ${global_batch_size} --num-layers ${num_layers} --hidden-size ${hidden_size}
+    --num-attention-heads ${num_attn_heads} --seq-length ${seq_len} --max-position-embeddings ${seq_len}
+    --train-tokens ${train_tokens} --train-samples ${train_samples} --lr ${lr} --min-lr ${min_lr}
+    --lr-decay-style ${lr_decay_style} --split 949,50,1 --log-interval ${log_interval} --eval-interval ${eval_interval}
+    --eval-iters ${eval_iters} --save-interval ${save_interval} --weight-decay 0.1 --clip-grad 1.0 --hysteresis 2
+    --num-workers ${num_workers} --fp16 --seed ${seed} --tensorboard-queue-size 1 --log-timers-to-tensorboard
+    --log-batch-size-to-tensorboard --log-validation-ppl-to-tensorboard --tensorboard-dir ${tensorboard_path}
+    --checkpoint-activations --log-optimizer-states-to-tensorboard
+    --train-doc-idx-path ${doc_idx_path} --train-sample-idx-path ${sample_idx_path}
+    --train-shuffle-idx-path ${shuffle_idx_path} --data-efficiency-curriculum-learning)
+  local data_options=(--tokenizer-type NullTokenizer --vocab-size 250 --data-path "$data_path" --data-impl mmap
+                      --data-cache-path "$tmp/index-cache")
+  local deepspeed_options=(--deepspeed --deepspeed_config ${config_json} --zero-stage ${zero_stage}
+    --pipeline-model-parallel-size ${pp_size} --no-pipeline-parallel --deepspeed-activation-checkpointing)
+  resumes data_efficiency_cl 1 pretrain_gpt 3 "${megatron_options[@]}" "${data_options[@]}" "${deepspeed_options[@]}"
+  local h d
+  for d in $(grep -l "Dataset name train" "$tmp"/index-cache/*.dsc); do # the analysis' (the run's .dsc is there too)
+    [ -e "${d%.dsc}_shuffle_idx.npy" ] && h=$d
+  done
+  cmp -s "${h%.dsc}_shuffle_idx.npy" "$shuffle_idx_path" && cmp -s "${h%.dsc}_sample_idx.npy" "$sample_idx_path" &&
+    cmp -s "${h%.dsc}_doc_idx.npy" "$doc_idx_path" &&
+    ok "data_efficiency_cl: the run's index files are the analyzed epoch's (the analysis names its samples)" ||
+    bad "data_efficiency_cl: index files" "differ from the analysis' ($h)"
+  local lens
+  lens=$(field "$last" "curriculum seqlen")
+  # seqlen_truncate: floor(t / 4 * 48 + 16) down to a multiple of 8 = 24 40 52->48 64, then 64
+  [ "$lens" = "24 40 48 64 64 64 " ] && ok "data_efficiency_cl: curriculum seqlen 24 40 48 64 64 64 (seqlen_truncate 16 -> 64 over 4 steps by 8)" \
+    || bad "data_efficiency_cl: curriculum seqlen" "got '$lens'"
+  local n
+  n=$(grep -c "^new data cluster (previous_difficulties {'voc': .*) with size [0-9]* generated\.$" <<<"$last")
+  [ "$n" -ge 3 ] && ok "data_efficiency_cl: $n vocabulary-rarity clusters as the percentile grows 50 -> 100" \
+    || bad "data_efficiency_cl: clusters" "$(grep -m2 "data cluster" <<<"$last")"
+  grep -qE "^> data sampling: DeepSpeed's curriculum over 2 metrics, seed 1234, [0-9]+ samples per epoch: voc \(percentile, schedule_based, fixed_root from 50 to 100" <<<"$last" \
+    && ok "data_efficiency_cl: the start-up line" || bad "data_efficiency_cl: start-up line" "$(grep -m1 "data sampling" <<<"$last")"
+  tb_written data_efficiency_cl "$tmp/decl_tb" "seqlen/curriculum_seqlen"
+}
+
 # ---- the families whose flags land with open issues: refused by name, nothing written ----
 refused() {
   local base=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
@@ -923,8 +1048,11 @@ refused() {
     --num-experts 2 --mlp-type residual --moe-loss-coeff 0.01 --create-moe-param-group --mos --kd-beta-ce 1 \
     --num-layers-teacher 4 --num-experts-teacher 2 2 --hidden-size-teacher 64 --num-attention-heads-teacher 4 \
     --load-teacher /nonexistent/gpt-1.3B-teacher
-  # data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh
-  expect "data_efficiency/gpt/pretrain" "data-efficiency" --data-efficiency-curriculum-learning
+  # data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh runs (family data_efficiency_cl); its flag
+  # without the ds_config's data_sampling block is refused naming the block
+  expect "data_efficiency: --data-efficiency-curriculum-learning without its ds_config block" \
+    "--data-efficiency-curriculum-learning needs the ds_config's data_efficiency.data_sampling.curriculum_learning block" \
+    --data-efficiency-curriculum-learning
   # random-LTD runs (tests/random_ltd), with its ds_config block: --random-ltd alone is refused naming the block
   expect "data_efficiency: --random-ltd without its ds_config block" \
     "--random-ltd needs the ds_config's data_efficiency.data_routing.random_ltd block" --random-ltd
@@ -1049,7 +1177,7 @@ EOT
 
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | t5 | curriculum_learning | data_efficiency_ltd | llama | refused) "$family" ;;
+  | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | llama | refused) "$family" ;;
   sequence_parallel) rebase seq_parallel ;;
   sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;

@@ -162,8 +162,8 @@ expect_error "layer_token_lr_schedule (DeepSpeed's NotImplementedError)" \
   "layer_token_lr_schedule.enabled true is not supported: DeepSpeed's RandomLTDScheduler raises NotImplementedError" \
   --deepspeed --deepspeed_config "$tmp/bad.json" --random-ltd
 ds bad 16 64 "" '"data_efficiency_unused": 1,'
-sed -i 's/"data_efficiency_unused": 1,//; s/"data_efficiency": {"enabled": true, "seed": 1234,/"data_efficiency": {"enabled": true, "seed": 1234, "data_sampling": {"enabled": true},/' "$tmp/bad.json"
-expect_error "data_sampling (the data-efficiency library) still refused" "data_efficiency.data_sampling.enabled true is not supported yet" \
-  --deepspeed --deepspeed_config "$tmp/bad.json" --random-ltd
+sed -i 's/"data_efficiency_unused": 1,//; s/"data_efficiency": {"enabled": true, "seed": 1234,/"data_efficiency": {"enabled": true, "seed": 1234, "data_sampling": {"enabled": true, "curriculum_learning": {"enabled": true, "curriculum_metrics": {}}},/' "$tmp/bad.json"
+expect_error "the data sampler's block beside random-LTD is read too (an empty curriculum_metrics refused)" \
+  "curriculum_learning.curriculum_metrics is empty" --deepspeed --deepspeed_config "$tmp/bad.json" --random-ltd
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,185 @@
+#!/bin/bash
+# pretrain_gpt --data-efficiency-curriculum-learning end to end (DeepSpeed's data sampler, docs/data_efficiency.md):
+#  1. the samples trained on are DeepSpeed's: a run with the sampler equals, loss for loss, a run without it whose
+#     --train-shuffle-idx-path file is reordered to the order sampler_oracle.py (DeepSpeedDataSampler over NumPy)
+#     draws, with the legacy curriculum_learning block standing in for the sampler's seqlen_truncate schedule:
+#     a. one single_cluster metric (seqlen_truncate 8 -> 16);
+#     b. the example scripts' pair: vocabulary rarity by percentile (schedule_based clusters over analyze_data's
+#        index files, fixed_root) with seqlen_truncate; its cluster messages are the oracle's;
+#  2. the log: the start-up line, curriculum seqlen, consumed tokens, evaluation at the full length;
+#  3. a run resumed mid-curriculum continues bit for bit (the sampler replays to the checkpoint's step); a resume with
+#     another data_efficiency.seed is refused;
+#  4. DP=2 and TP=2 give the one-process losses (label mpi; skipped without mpirun);
+#  5. refusals before any work.
+# Usage: test_data_sampler_train.sh BIN_DIR PYTHON3
+BIN=$1 PY=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib/common.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+# a NullTokenizer corpus of 80 documents (ids 0..99)
+"$PY" - <<'PYEOF'
+import json
+import numpy as np
+rng = np.random.RandomState(5)
+with open("c.jsonl", "w") as f:
+    for n in rng.randint(20, 120, size=80):
+        f.write(json.dumps({"text": " ".join(map(str, rng.randint(0, 100, size=n)))}) + "\n")
+PYEOF
+"$BIN/preprocess_data" --input c.jsonl --output-prefix corpus --tokenizer-type NullTokenizer --vocab-size 100 \
+  --append-eod --workers 1 >/dev/null 2>&1 || { bad "preprocess_data" "failed"; exit 1; }
+D=(--data-path corpus_text_document --split 90,10,0 --tokenizer-type NullTokenizer --vocab-size 100 --seq-length 16
+   --train-data-exact-num-epochs 1 --seed 3)
+# (--make-vocab-size-divisible-by 64: the padded vocabulary is 128 at TP=1 and TP=2 alike)
+model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 16 --lr 1e-3 --log-interval 1
+       --micro-batch-size 2 --global-batch-size 8 --eval-interval 3 --eval-iters 1 --make-vocab-size-divisible-by 64)
+tiny=("${model[@]}" --train-iters 6)
+gpt() { timeout 120 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" "$@" 2>&1; }
+
+# ds_configs: sampler(name, seed, metrics-json), legacy(name, min, max, total, step)
+sampler() {
+  printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "data_efficiency": {"enabled": true, "seed": %s, "data_sampling": {"enabled": true, "num_workers": 0, "curriculum_learning": {"enabled": true, "data_cluster_path": "clusters", "curriculum_metrics": {%s}}}}}\n' "$2" "$3" > "$1.json"
+}
+truncate_metric() { # min max total step
+  printf '"seqlen_truncate": {"index_to_sample_path": "dummy", "index_to_metric_path": "dummy", "difficulty_type": "value", "clustering_type": "single_cluster", "min_difficulty": %s, "max_difficulty": %s, "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": %s, "difficulty_step": %s}}' "$1" "$2" "$3" "$4"
+}
+legacy() {
+  printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "curriculum_learning": {"enabled": true, "curriculum_type": "seqlen", "min_difficulty": %s, "max_difficulty": %s, "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": %s, "difficulty_step": %s}}}\n' "$2" "$3" "$4" "$5" > "$1.json"
+}
+lines() { grep -E "^ iteration |validation loss at" <<<"$1" | sed -E 's/ elapsed time per iteration \(ms\): [0-9.]+ \|//;
+  s/ samples per second: .*//'; }
+
+# The plain run on the oracle's order: the cached train index with its shuffle file reordered (the drawn samples
+# first, then the rest), the legacy block for the length. Args: sampler config, legacy config, name.
+reorder_check() {
+  local cfg=$1 leg=$2 name=$3 a b
+  a=$(gpt --deepspeed --deepspeed_config "$cfg" --data-efficiency-curriculum-learning)
+  local h
+  h=$(grep -l "Dataset name train" index-cache/*.dsc 2>/dev/null | head -1)
+  h=${h%.dsc}
+  rm -rf mine && mkdir mine
+  cp "${h}_doc_idx.npy" mine/doc.npy && cp "${h}_sample_idx.npy" mine/sample.npy
+  "$PY" - "$cfg" "${h}_shuffle_idx.npy" mine/shuffle.npy "$HERE" <<'PYEOF' > oracle_log.txt
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[4])
+import sampler_oracle
+cfg = json.load(open(sys.argv[1]))
+shuffle = np.load(sys.argv[2])
+n = len(shuffle)
+s = sampler_oracle.Sampler(cfg["data_efficiency"], n, 2, 1, 8)
+order = []
+for _ in range(6):
+    order += s.next_global_batch()
+assert len(set(order)) == len(order), "the drawn samples repeat: no permutation"
+rest = [i for i in range(n) if i not in set(order)]
+np.save(sys.argv[3], shuffle[np.array(order + rest)].astype(shuffle.dtype))
+print("\n".join(s.log))
+PYEOF
+  b=$(gpt --deepspeed --deepspeed_config "$leg" --train-doc-idx-path "$tmp/mine/doc.npy" --train-sample-idx-path \
+      "$tmp/mine/sample.npy" --train-shuffle-idx-path "$tmp/mine/shuffle.npy")
+  if [ -s mine/shuffle.npy ] && [ -n "$(lines "$a")" ] && [ "$(lines "$a")" == "$(lines "$b")" ] &&
+     [ "$(grep -c "^ iteration" <<<"$a")" -eq 6 ]; then
+    ok "$name: the sampler run = the oracle's order without the sampler (6 iterations, 3 validations)"
+  else
+    bad "$name" "$(diff <(lines "$a") <(lines "$b") | head -4) $(grep -m1 error <<<"$a$b")"
+  fi
+  RUN_A=$a
+}
+
+# ---- 1a. a single_cluster metric -----------------------------------------------------------------------------------
+sampler s1 1234 "$(truncate_metric 8 16 4 8)"
+legacy l1 8 16 4 8
+reorder_check s1.json l1.json "seqlen_truncate (single_cluster)"
+a=$RUN_A
+[ "$(field "$a" "curriculum seqlen")" == "8 8 8 16 16 16 " ] && ok "curriculum seqlen follows seqlen_truncate" ||
+  bad "seqlen" "$(field "$a" "curriculum seqlen")"
+[ "$(field "$a" "consumed tokens")" == "64 128 192 320 448 576 " ] && ok "consumed tokens grow by 8 x the length" ||
+  bad "consumed tokens" "$(field "$a" "consumed tokens")"
+grep -q "> data sampling: DeepSpeed's curriculum over 1 metric, seed 1234, [0-9]* samples per epoch: seqlen_truncate (value, single_cluster, fixed_linear from 8 to 16 over 4 steps in multiples of 8)" <<<"$a" &&
+  ok "the start-up line names the metric and its schedule" || bad "start-up line" "$(grep "data sampling" <<<"$a")"
+diff <(grep "^new data cluster" <<<"$a") oracle_log.txt >/dev/null && [ -s oracle_log.txt ] &&
+  ok "the cluster messages are DeepSpeed's" || bad "cluster messages" "$(grep -m2 "^new data cluster" <<<"$a")"
+
+# ---- 1b. vocabulary rarity by percentile over analyze_data's files, with seqlen_truncate --------------------------
+A=("$BIN/analyze_data" --analyzing-data-type GPT "${D[@]}" --save analysis --num-layers 1 --hidden-size 1
+   --num-attention-heads 1 --analyzing-num-workers 1 --analyzing-num-threads 2 --analyzing-worker-id 0)
+("${A[@]}" --analyzing-task map --analyzing-metric total_vocab_freq && "${A[@]}" --analyzing-task reduce \
+  --analyzing-metric total_vocab_freq && "${A[@]}" --analyzing-task map --analyzing-metric vocab_rarity &&
+  "${A[@]}" --analyzing-task reduce --analyzing-metric vocab_rarity) >analyze.log 2>&1 ||
+  bad "analyze_data" "$(tail -2 analyze.log)"
+voc='"voc": {"index_to_sample_path": "analysis/vocab_rarity/vocab_rarity_index_to_sample_percentile_merged", "index_to_metric_path": "analysis/vocab_rarity/vocab_rarity_index_to_metric", "difficulty_type": "percentile", "clustering_type": "schedule_based", "min_difficulty": 50, "max_difficulty": 100, "schedule_type": "fixed_root", "schedule_config": {"total_curriculum_step": 5, "difficulty_step": 1, "root_degree": 2}}'
+sampler s2 77 "$voc, $(truncate_metric 8 16 4 8)"
+reorder_check s2.json l1.json "vocabulary rarity by percentile (schedule_based, fixed_root) + seqlen_truncate"
+a=$RUN_A
+[ "$(grep -c "^new data cluster.*generated" <<<"$a")" -ge 3 ] &&
+  diff <(grep "^new data cluster" <<<"$a") oracle_log.txt >/dev/null &&
+  ok "percentile clusters: $(grep -c "^new data cluster.*generated" <<<"$a") generated, messages as DeepSpeed's" ||
+  bad "percentile cluster messages" "$(diff <(grep "^new data cluster" <<<"$a") oracle_log.txt | head -3)"
+
+# ---- 3. resume -----------------------------------------------------------------------------------------------------
+full=$(gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning)
+gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning --save ck --save-interval 3 \
+  --exit-interval 3 >/dev/null
+res=$(gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning --load ck)
+tail3() { lines "$1" | grep -E "iteration +[456]/|validation loss at iteration 6"; }
+[ -n "$(tail3 "$res")" ] && [ "$(tail3 "$res")" == "$(tail3 "$full")" ] &&
+  ok "resumed at iteration 3: iterations 4-6 and the validation bit for bit" ||
+  bad "resume" "$(diff <(tail3 "$res") <(tail3 "$full") | head -4) $(grep -m1 error <<<"$res")"
+! grep -q "^new data cluster" <<<"$(grep -B100 -m1 "iteration        4/" <<<"$res" | head -n -1)" ||
+  true # (the replay is quiet; the resumed run prints only the clusters of its own steps)
+sampler s2b 78 "$voc, $(truncate_metric 8 16 4 8)"
+out=$(gpt --deepspeed --deepspeed_config s2b.json --data-efficiency-curriculum-learning --load ck)
+grep -q "error: checkpoint: the data sampler replayed to the checkpoint's step 3 does not reach the checkpoint's state" <<<"$out" &&
+  ok "a resume with another data_efficiency.seed is refused" || bad "seed mismatch" "$(grep -m1 -E "error|iteration" <<<"$out")"
+
+# ---- 4. parallel layouts -------------------------------------------------------------------------------------------
+if command -v mpirun >/dev/null; then
+  for lay in "dp2:--global-batch-size 8" "tp2:--tensor-model-parallel-size 2"; do
+    name=${lay%%:*}
+    # shellcheck disable=SC2086
+    out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" ${lay#*:} --deepspeed \
+          --deepspeed_config s2.json --data-efficiency-curriculum-learning 2>&1)
+    close "$(field "$out" "lm loss")" "$(field "$full" "lm loss")" 2e-6 &&
+      [ "$(field "$out" "curriculum seqlen")" == "$(field "$full" "curriculum seqlen")" ] &&
+      [ "$(field "$full" "lm loss" | wc -w)" -eq 6 ] && ok "$name = one process (6 iterations)" ||
+      bad "$name" "$(field "$out" "lm loss") vs $(field "$full" "lm loss") $(grep -m1 error <<<"$out")"
+  done
+else
+  echo "SKIP DP=2 and TP=2: no mpirun"
+fi
+
+# ---- 5. refusals ---------------------------------------------------------------------------------------------------
+refuse() { # name, needle, args...
+  local name=$1 needle=$2 out
+  shift 2
+  out=$(gpt "$@")
+  [ $? -ne 0 ] && grep -qF -- "$needle" <<<"$out" && ! grep -q "^ iteration" <<<"$out" && ok "refused: $name" ||
+    bad "refused: $name" "$(grep -m1 -E "error|iteration" <<<"$out")"
+}
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2}\n' > plain.json
+refuse "the flag without the block" "--data-efficiency-curriculum-learning needs the ds_config's" \
+  --deepspeed --deepspeed_config plain.json --data-efficiency-curriculum-learning
+refuse "the block without the flag" "is enabled without --data-efficiency-curriculum-learning" \
+  --deepspeed --deepspeed_config s1.json
+out=$(timeout 60 "$BIN/pretrain_gpt" "${model[@]}" "${D[@]}" --train-samples 48 --deepspeed --deepspeed_config s1.json \
+      --data-efficiency-curriculum-learning --rampup-batch-size 4 4 16 2>&1)
+grep -qF -- "--rampup-batch-size with --data-efficiency-curriculum-learning" <<<"$out" && ok "refused: --rampup-batch-size" ||
+  bad "--rampup-batch-size" "$(grep -m1 -E "error|iteration" <<<"$out")"
+"$PY" -c "import json; c = json.load(open('s1.json')); c['curriculum_learning'] = json.load(open('l1.json'))['curriculum_learning']; json.dump(c, open('both.json', 'w'))"
+refuse "with the legacy curriculum block" "are both enabled: use one" \
+  --deepspeed --deepspeed_config both.json --data-efficiency-curriculum-learning
+"$PY" -c "import json; c = json.load(open('s1.json')); c['data_efficiency']['data_sampling']['num_epochs'] = 0; json.dump(c, open('ep0.json', 'w'))"
+refuse "num_epochs 0" "num_epochs" --deepspeed --deepspeed_config ep0.json --data-efficiency-curriculum-learning
+sampler big 1 "$(truncate_metric 8 32 4 8)"
+refuse "seqlen_truncate above --seq-length" "max_difficulty 32 is larger than --seq-length 16" \
+  --deepspeed --deepspeed_config big.json --data-efficiency-curriculum-learning
+out=$(timeout 60 "$BIN/pretrain_bert" --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 \
+      --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 8 --train-iters 2 --lr 1e-3 \
+      --data-path corpus_text_document --tokenizer-type NullTokenizer --vocab-size 100 --deepspeed --deepspeed_config s1.json --data-efficiency-curriculum-learning 2>&1)
+grep -q "lands with BERT's data-efficiency work" <<<"$out" && ok "refused: pretrain_bert (not yet)" ||
+  bad "pretrain_bert" "$(grep -m1 -E "error|iteration" <<<"$out")"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
