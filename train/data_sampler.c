@@ -221,10 +221,6 @@ void zt_data_sampler_next(zt_data_sampler *s) {
   free(counts);
 }
 
-const int64_t *zt_data_sampler_micro(const zt_data_sampler *s, int mb, int r) {
-  return s->batch + (int64_t)mb * s->per_micro + (int64_t)r * s->mbs;
-}
-
 int zt_data_sampler_seqlen(const zt_data_sampler *s, int seq_length) {
   if (s->seqlen_metric < 0) return seq_length;
   const int64_t d = s->current[s->seqlen_metric];
@@ -284,14 +280,10 @@ void zt_data_sampler_describe(const zt_data_sampler *s, char *out, size_t n) {
   }
 }
 
-void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int mbs,
-                          int dp, int64_t gbs) {
+void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int64_t gbs) {
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->one_epoch = one_epoch;
-  s->total_samples = one_epoch * cfg->num_epochs;
-  s->mbs = mbs;
-  s->per_micro = (int64_t)mbs * dp;
   s->gbs = gbs;
   s->data_1epoch_size = -1;
   s->seqlen_metric = -1;

@@ -6,8 +6,8 @@
  * every new difficulty adds a cluster of newly admitted samples, shuffled; each global batch draws its samples from
  * the clusters in proportion to their sizes, all with NumPy's default_rng(data_efficiency.seed) draws
  * (data/numpy_generator.h), so the order is DeepSpeed's for the same files and seed. The metric named
- * seqlen_truncate also cuts the batch to its difficulty (Megatron-DeepSpeed's data_post_process). Every rank
- * computes the same global batch (DeepSpeed computes it on rank 0 and broadcasts it); each takes its slice.
+ * seqlen_truncate also cuts the batch to its difficulty (Megatron-DeepSpeed's data_post_process). As DeepSpeed's, the
+ * engine keeps the sampler on rank 0 and broadcasts each global batch; each rank loads its slice.
  * docs/data_efficiency.md, "The data-efficiency library's data sampling". */
 #ifndef ZT_DATA_SAMPLER_H
 #define ZT_DATA_SAMPLER_H
@@ -51,9 +51,7 @@ typedef struct {
 typedef struct {
   const zt_data_sampling_config *cfg;
   int64_t one_epoch;            /* one_epoch_total_samples: the training dataset's length */
-  int64_t total_samples;        /* one_epoch x num_epochs */
-  int64_t gbs, per_micro;       /* the global batch; micro batch x data-parallel size */
-  int mbs;
+  int64_t gbs;                  /* the global batch */
   zt_np_generator rng;          /* np.random.default_rng(seed) */
   int64_t step;                 /* curriculum_step: the global batches drawn */
   zt_curriculum sched[ZT_DATA_SAMPLER_MAX_METRICS];
@@ -67,17 +65,19 @@ typedef struct {
   int quiet;                    /* no cluster messages (replaying to a checkpoint's step) */
 } zt_data_sampler;
 
-/* Builds the sampler for a training dataset of one_epoch samples, micro batch mbs, data-parallel size dp and
- * global batch gbs; reads the metrics' index files and checks them (sample ids inside the dataset, one metric value
- * per index row), dying with the key and the file. */
-void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int mbs,
-                          int dp, int64_t gbs);
+/* Builds the sampler for a training dataset of one_epoch samples and global batches of gbs; reads the metrics'
+ * index files and checks them (sample ids inside the dataset, one metric value per index row), dying with the key
+ * and the file. */
+void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int64_t gbs);
 void zt_data_sampler_free(zt_data_sampler *s);
 /* get_next_global_batch: steps the schedules, adds a cluster when a difficulty changed, draws the global batch.
  * A batch the clusters cannot fill (DeepSpeed would train a short one) dies naming the step and the clusters. */
 void zt_data_sampler_next(zt_data_sampler *s);
-/* The mbs samples of micro batch mb for data-parallel rank r in the current global batch. */
-const int64_t *zt_data_sampler_micro(const zt_data_sampler *s, int mb, int r);
+/* The mbs samples of micro batch mb for data-parallel rank r (of dp) in a global batch (DeepSpeed's __iter__:
+ * entries [(mb x dp + r) x mbs, + mbs)). */
+static inline const int64_t *zt_data_sampler_slice(const int64_t *batch, int mb, int r, int mbs, int dp) {
+  return batch + ((int64_t)mb * dp + r) * mbs;
+}
 /* The sequence length of the current batch: min(seqlen_truncate's difficulty, seq_length), seq_length without that
  * metric. */
 int zt_data_sampler_seqlen(const zt_data_sampler *s, int seq_length);

@@ -168,7 +168,7 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
            "data_efficiency.data_sampling.curriculum_learning are both enabled: use one (both would set the sequence "
            "length)", ds->path);
   zt_check(!a->rampup_batch_size.n, "arguments", "--rampup-batch-size with --data-efficiency-curriculum-learning: "
-           "DeepSpeed's data sampler draws global batches of train_batch_size %d from the first step", 
+           "DeepSpeed's data sampler draws global batches of train_batch_size %d from the first step",
            a->global_batch_size);
   zt_check(a->ds_sequence_parallel_size <= 1, "unsupported argument", "--ds-sequence-parallel-size %d with "
            "--data-efficiency-curriculum-learning: not supported (each rank holds a share of every sequence)",
@@ -188,50 +188,63 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
   }
 }
 
-/* The data sampler over the training split (after the data is built): its index files read and checked, the whole
- * run inside its num_epochs. */
+/* The data sampler over the training split (after the data is built), the whole run inside its num_epochs. As
+ * DeepSpeed's, it lives on world rank 0 (its index files read and checked there, its clusters held there) and each
+ * global batch is broadcast: the other ranks hold only the batch (sampler_msg). */
 static void data_sampler_setup(zt_engine *e) {
   const zt_args *a = e->args;
   e->st.data_sampler_step = -1;
   if (!e->sampler_on) return;
   zt_check(e->data->load_ids && e->data->split_size, "arguments", "--data-efficiency-curriculum-learning: the %s data "
            "provider cannot load samples by index", e->data->kind);
-  const int64_t one_epoch = e->data->split_size(e->data, 0);
-  zt_data_sampler_init(&e->sampler, &e->ds->data_sampling, one_epoch, a->micro_batch_size, a->data_parallel_size,
-                       a->global_batch_size);
-  const int64_t need = (int64_t)a->train_iters * a->global_batch_size;
-  zt_check(need <= e->sampler.total_samples, "ds_config", "%s: data_efficiency.data_sampling: the run draws %lld "
+  const zt_data_sampling_config *d = &e->ds->data_sampling;
+  const int64_t one_epoch = e->data->split_size(e->data, 0), need = (int64_t)a->train_iters * a->global_batch_size;
+  zt_check(need <= one_epoch * d->num_epochs, "ds_config", "%s: data_efficiency.data_sampling: the run draws %lld "
            "samples (--train-iters %lld x %d) but the sampler stops after %lld (%lld samples x num_epochs %lld): "
            "raise num_epochs", e->ds->path, (long long)need, (long long)a->train_iters, a->global_batch_size,
-           (long long)e->sampler.total_samples, (long long)one_epoch, (long long)e->ds->data_sampling.num_epochs);
-  if (e->ds->data_sampling.num_workers > 0)
-    zt_log("> data sampling: num_workers %lld has no effect: the batches are drawn and loaded in the training "
-           "process (docs/data_efficiency.md)\n", (long long)e->ds->data_sampling.num_workers);
-  char line[2048];
-  zt_data_sampler_describe(&e->sampler, line, sizeof line);
-  zt_log("%s\n", line);
+           (long long)(one_epoch * d->num_epochs), (long long)one_epoch, (long long)d->num_epochs);
+  e->sampler_msg = zt_malloc((size_t)(3 + a->global_batch_size) * sizeof(int64_t), "data sampler batch");
+  if (zt_comm_rank() == 0) {
+    zt_data_sampler_init(&e->sampler, d, one_epoch, a->global_batch_size);
+    if (d->num_workers > 0)
+      zt_log("> data sampling: num_workers %lld has no effect: the batches are drawn and loaded in the training "
+             "process (docs/data_efficiency.md)\n", (long long)d->num_workers);
+    char line[2048];
+    zt_data_sampler_describe(&e->sampler, line, sizeof line);
+    zt_log("%s\n", line);
+  }
   e->st.data_sampler_step = 0;
   e->st.data_sampler_digest = 0;
 }
 
 /* Before each training iteration: the sampler's next global batch (a resumed run first replays the checkpoint's
- * steps and checks the state reached), and the sequence length of its seqlen_truncate metric. */
+ * steps and checks the state reached) and the sequence length of its seqlen_truncate metric, drawn on world rank 0
+ * and broadcast as [step, length, digest, ids...]. */
 static void data_sampler_step(zt_engine *e) {
   zt_train_state *st = &e->st;
-  zt_data_sampler *s = &e->sampler;
-  if (s->step < st->data_sampler_step) {
-    s->quiet = 1;
-    while (s->step < st->data_sampler_step) zt_data_sampler_next(s);
-    s->quiet = 0;
-    zt_check(!st->data_sampler_digest || zt_data_sampler_digest(s) == st->data_sampler_digest, "checkpoint",
-             "the data sampler replayed to the checkpoint's step %lld does not reach the checkpoint's state: the "
-             "ds_config's data_efficiency block, the index files, the data or the batch sizes differ from the run "
-             "that saved it", (long long)st->data_sampler_step);
+  int64_t *msg = e->sampler_msg;
+  const int64_t gbs = e->args->global_batch_size;
+  if (zt_comm_rank() == 0) {
+    zt_data_sampler *s = &e->sampler;
+    if (s->step < st->data_sampler_step) {
+      s->quiet = 1;
+      while (s->step < st->data_sampler_step) zt_data_sampler_next(s);
+      s->quiet = 0;
+      zt_check(!st->data_sampler_digest || zt_data_sampler_digest(s) == st->data_sampler_digest, "checkpoint",
+               "the data sampler replayed to the checkpoint's step %lld does not reach the checkpoint's state: the "
+               "ds_config's data_efficiency block, the index files, the data or the batch sizes differ from the run "
+               "that saved it", (long long)st->data_sampler_step);
+    }
+    zt_data_sampler_next(s);
+    msg[0] = s->step;
+    msg[1] = zt_data_sampler_seqlen(s, e->args->seq_length);
+    msg[2] = (int64_t)zt_data_sampler_digest(s);
+    memcpy(msg + 3, s->batch, (size_t)gbs * sizeof *msg);
   }
-  zt_data_sampler_next(s);
-  st->data_sampler_step = s->step;
-  st->data_sampler_digest = zt_data_sampler_digest(s);
-  e->train_T = zt_data_sampler_seqlen(s, e->args->seq_length);
+  zt_broadcast(zt_comm_world(), msg, (size_t)(3 + gbs) * sizeof *msg, 0);
+  st->data_sampler_step = msg[0];
+  e->train_T = (int)msg[1];
+  st->data_sampler_digest = (uint64_t)msg[2];
 }
 
 /* What an encoder-decoder (T5) does not run: the ds_config blocks Megatron-DeepSpeed applies to GPT and BERT only. */
@@ -1036,7 +1049,9 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   build_data(e, tok);
   e->sampler_on = ds && ds->data_sampling.enabled;
   data_sampler_setup(e);
-  if (e->sampler_on && e->sampler.seqlen_metric >= 0) e->curriculum = 1; /* train_T follows seqlen_truncate */
+  if (e->sampler_on) /* train_T follows seqlen_truncate */
+    for (int m = 0; m < ds->data_sampling.n_metrics; m++)
+      if (!strcmp(ds->data_sampling.metric[m].name, "seqlen_truncate")) e->curriculum = 1;
   e->setup_seconds[1] = zt_now() - t_data;
   zt_print_datetime("after dataloaders are built");
   const double t_model = zt_now();
@@ -1160,7 +1175,8 @@ void zt_engine_free(zt_engine *e) {
   e->model = st->model = NULL;
   zt_attn_layout_free(&e->sparse);
   zt_curriculum_batch_free(&e->curr_buf);
-  if (e->sampler_on) zt_data_sampler_free(&e->sampler);
+  if (e->sampler_on && zt_comm_rank() == 0) zt_data_sampler_free(&e->sampler);
+  free(e->sampler_msg);
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
@@ -1172,7 +1188,9 @@ void zt_engine_free(zt_engine *e) {
 void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb) {
   const double t0 = zt_now();
   if (split == 0 && e->sampler_on)
-    e->data->load_ids(e->data, 0, zt_data_sampler_micro(&e->sampler, mb, e->st.dp_rank), &e->batch);
+    e->data->load_ids(e->data, 0, zt_data_sampler_slice(e->sampler_msg + 3, mb, e->st.dp_rank,
+                                                        e->args->micro_batch_size, e->args->data_parallel_size),
+                      &e->batch);
   else
     zt_data_load(e->data, split, first, &e->batch);
   if (split == 0 && e->train_T < e->batch.T) { /* Megatron-DeepSpeed's GPTModel.forward / get_batch_pipe */

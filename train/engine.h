@@ -124,9 +124,11 @@ typedef struct {
   /* DeepSpeed's data-efficiency data sampler (--data-efficiency-curriculum-learning with the ds_config's
    * data_efficiency.data_sampling block, train/data_sampler.h): one global batch of sample ids drawn before each
    * training iteration, each micro batch loading its slice; with a seqlen_truncate metric train_T follows it
-   * (curriculum is set then too). st.data_sampler_step counts its steps for the checkpoint. */
+   * (curriculum is set then too). st.data_sampler_step counts its steps for the checkpoint. The sampler lives on
+   * world rank 0; sampler_msg is the broadcast [step, length, digest, the global batch's ids] every rank loads from. */
   int sampler_on;
   zt_data_sampler sampler;
+  int64_t *sampler_msg;
   /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
    * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
    * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);

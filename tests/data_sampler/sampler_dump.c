@@ -13,18 +13,18 @@
 #include "train/data_sampler.h"
 #include "train/ds_config.h"
 
-static void print_batch(const zt_data_sampler *s, int dp) {
+static void print_batch(const zt_data_sampler *s, int mbs, int dp) {
   printf("step %lld", (long long)s->step);
   for (int m = 0; m < s->cfg->n_metrics; m++) printf(" %lld", (long long)s->current[m]);
   printf(" |");
   for (int64_t i = 0; i < s->gbs; i++) printf(" %lld", (long long)s->batch[i]);
   printf("\n");
-  const int nmb = (int)(s->gbs / s->per_micro);
+  const int nmb = (int)(s->gbs / ((int64_t)mbs * dp));
   for (int mb = 0; mb < nmb; mb++)
     for (int r = 0; r < dp; r++) {
-      const int64_t *ids = zt_data_sampler_micro(s, mb, r);
+      const int64_t *ids = zt_data_sampler_slice(s->batch, mb, r, mbs, dp);
       printf("  mb %d rank %d:", mb, r);
-      for (int i = 0; i < s->mbs; i++) printf(" %lld", (long long)ids[i]);
+      for (int i = 0; i < mbs; i++) printf(" %lld", (long long)ids[i]);
       printf("\n");
     }
 }
@@ -38,19 +38,19 @@ int main(int argc, char **argv) {
   const int mbs = atoi(argv[3]), dp = atoi(argv[4]);
   const int64_t gbs = (int64_t)c.train_batch_size.value;
   zt_data_sampler s;
-  zt_data_sampler_init(&s, &c.data_sampling, one_epoch, mbs, dp, gbs);
+  zt_data_sampler_init(&s, &c.data_sampling, one_epoch, gbs);
   const int64_t resume = argc == 7 ? atoll(argv[6]) : -1;
   uint64_t digest = 0;
   int64_t *next = zt_malloc((size_t)gbs * sizeof *next, "batch");
   for (int64_t t = 0; t < steps; t++) {
     zt_data_sampler_next(&s);
-    print_batch(&s, dp);
+    print_batch(&s, mbs, dp);
     if (s.step == resume) digest = zt_data_sampler_digest(&s);
     if (s.step == resume + 1) memcpy(next, s.batch, (size_t)gbs * sizeof *next);
   }
   if (resume > 0) {
     zt_data_sampler r;
-    zt_data_sampler_init(&r, &c.data_sampling, one_epoch, mbs, dp, gbs);
+    zt_data_sampler_init(&r, &c.data_sampling, one_epoch, gbs);
     r.quiet = 1;
     while (r.step < resume) zt_data_sampler_next(&r);
     const int same_state = zt_data_sampler_digest(&r) == digest;

@@ -9,7 +9,7 @@
 #  2. the log: the start-up line, curriculum seqlen, consumed tokens, evaluation at the full length;
 #  3. a run resumed mid-curriculum continues bit for bit (the sampler replays to the checkpoint's step); a resume with
 #     another data_efficiency.seed is refused;
-#  4. DP=2 and TP=2 give the one-process losses (label mpi; skipped without mpirun);
+#  4. DP=2, TP=2 and PP=2 give the one-process losses (label mpi; skipped without mpirun);
 #  5. refusals before any work.
 # Usage: test_data_sampler_train.sh BIN_DIR PYTHON3
 BIN=$1 PY=$2
@@ -137,7 +137,7 @@ grep -q "error: checkpoint: the data sampler replayed to the checkpoint's step 3
 
 # ---- 4. parallel layouts -------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
-  for lay in "dp2:--global-batch-size 8" "tp2:--tensor-model-parallel-size 2"; do
+  for lay in "dp2:--global-batch-size 8" "tp2:--tensor-model-parallel-size 2" "pp2:--pipeline-model-parallel-size 2"; do
     name=${lay%%:*}
     # shellcheck disable=SC2086
     out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" ${lay#*:} --deepspeed \
