@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "data/numpy_random.h"
 #include "runtime/base/error.h"
 
 /* ---- SeedSequence: entropy -> pool of 4 uint32 -> generate_state ---- */
@@ -104,19 +105,12 @@ double zt_np_generator_double(zt_np_generator *g) {
 
 uint64_t zt_np_generator_interval(zt_np_generator *g, uint64_t max) {
   if (max == 0) return 0;
-  uint64_t mask = max, v;
-  mask |= mask >> 1;
-  mask |= mask >> 2;
-  mask |= mask >> 4;
-  mask |= mask >> 8;
-  mask |= mask >> 16;
-  mask |= mask >> 32;
+  const uint64_t mask = zt_np_interval_mask(max);
+  uint64_t v;
   if (max <= 0xffffffffULL) {
-    while ((v = (zt_np_generator_u32(g) & mask)) > max) {
-    }
+    do v = zt_np_generator_u32(g) & mask; while (v > max);
   } else {
-    while ((v = (zt_np_generator_u64(g) & mask)) > max) {
-    }
+    do v = zt_np_generator_u64(g) & mask; while (v > max);
   }
   return v;
 }

@@ -54,13 +54,7 @@ int64_t zt_np_random_geometric(zt_np_random *r, double p) {
 
 uint64_t zt_np_random_interval(zt_np_random *r, uint64_t max) {
   if (max == 0) return 0;
-  uint64_t mask = max;
-  mask |= mask >> 1;
-  mask |= mask >> 2;
-  mask |= mask >> 4;
-  mask |= mask >> 8;
-  mask |= mask >> 16;
-  mask |= mask >> 32;
+  const uint64_t mask = zt_np_interval_mask(max);
   uint64_t v;
   if (max <= 0xffffffffu) {
     do v = zt_np_random_u32(r) & mask; while (v > max);

@@ -15,6 +15,11 @@ typedef struct {
 void zt_np_random_seed(zt_np_random *r, uint32_t seed);
 uint32_t zt_np_random_u32(zt_np_random *r);
 uint64_t zt_np_random_u64(zt_np_random *r);
+/* random_interval's mask: max with every lower bit set (shared with data/numpy_generator.c). */
+static inline uint64_t zt_np_interval_mask(uint64_t max) {
+  for (int s = 1; s < 64; s *= 2) max |= max >> s;
+  return max;
+}
 /* A uniform integer in [0, max] (NumPy's random_interval). */
 uint64_t zt_np_random_interval(zt_np_random *r, uint64_t max);
 /* RandomState.random_sample(): a double in [0, 1) from two draws (27 and 26 bits). */
