@@ -113,7 +113,8 @@ static void build_member(zt_gpt_dataset *out, const zt_indexed_dataset *d, const
   zt_gpt_dataset_spec sp = {.prefix = prefix, .name = SPLIT_NAMES[k], .doc_begin = begin, .doc_end = end,
                             .num_samples = num_samples, .seq_length = c->seq_length, .seed = c->seed,
                             .split_string = c->split, .cache_path = c->cache_path,
-                            .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0};
+                            .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0,
+                            .sampled = k == 0 && members == 1 && c->train_sampled};
   static const char *const index_flags[4] = {"--train-desc-path", "--train-doc-idx-path", "--train-sample-idx-path",
                                              "--train-shuffle-idx-path"};
   for (int f = 0; k == 0 && f < 4; f++) {

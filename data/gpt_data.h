@@ -25,6 +25,7 @@ typedef struct {
   int seq_length;
   uint64_t seed;
   int64_t train_exact_num_epochs;      /* 0: not given */
+  int train_sampled;                   /* training samples drawn by index: fewer than num_samples[0] are fine */
   int64_t num_samples[3];              /* train, valid, test */
   int mmap_warmup;                     /* --mmap-warmup: read the .bin files once at start */
   int64_t vocab_size;                  /* every token id must be below this (0: not checked) */

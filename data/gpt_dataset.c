@@ -459,7 +459,7 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
     cache_free(&c);
   }
   for (int i = 0; i < ndirs; i++) free(dirs[i]);
-  if (d->num_samples < sp->num_samples) {
+  if (d->num_samples < sp->num_samples && !sp->sampled) {
     if (sp->exact_num_epochs > 0)
       zt_fatal("bad argument value", "--train-data-exact-num-epochs %lld gives %lld training samples, but training "
                "needs %lld", (long long)sp->exact_num_epochs, (long long)d->num_samples, (long long)sp->num_samples);

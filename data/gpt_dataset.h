@@ -41,6 +41,10 @@ typedef struct {
   const char *split_string;       /* --split as given (part of the description) */
   const char *cache_path;         /* --data-cache-path or NULL */
   int64_t exact_num_epochs;       /* --train-data-exact-num-epochs (train only), or 0 */
+  int sampled;                    /* the data sampler draws from it by index: it may hold fewer than num_samples
+                                   * (--train-data-exact-num-epochs, or given index files of fewer samples: Megatron-
+                                   * DeepSpeed builds or loads them as they are, and DeepSpeed's sampler draws within
+                                   * them) */
   /* Megatron-DeepSpeed's --train-desc-path, --train-doc-idx-path, --train-sample-idx-path, --train-shuffle-idx-path
    * (train only): these names replace {md5}.dsc, {md5}_doc_idx.npy, ... joined to each cache directory as
    * os.path.join does (an absolute path is used as it is); NULL entries keep the default names */

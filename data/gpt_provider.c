@@ -100,7 +100,7 @@ zt_data_provider *zt_gpt_provider_create(const zt_data_setup *s) {
         .cache_path = s->cache_path, .seq_length = s->seq_length, .seed = s->seed,
         .train_index_files = {s->train_index_files[0], s->train_index_files[1], s->train_index_files[2],
                               s->train_index_files[3]},
-        .train_exact_num_epochs = s->train_exact_num_epochs,
+        .train_exact_num_epochs = s->train_exact_num_epochs, .train_sampled = s->train_sampled,
         .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
         .vocab_size = s->vocab_size, .tokenizer_name = s->tokenizer_name};
     zt_log("> building train, validation, and test datasets ...\n");

@@ -9,7 +9,8 @@
 #  2. the log: the start-up line, curriculum seqlen, consumed tokens, evaluation at the full length;
 #  3. a run resumed mid-curriculum continues bit for bit (the sampler replays to the checkpoint's step); a resume with
 #     another data_efficiency.seed is refused;
-#  4. DP=2, TP=2 and PP=2 give the one-process losses (label mpi; skipped without mpirun);
+#  4. DP=2, TP=2 and PP=2 give the one-process losses (label mpi; skipped without mpirun); a training split of fewer
+#     samples than the run draws (--train-data-exact-num-epochs 1) runs with the sampler, as in Megatron-DeepSpeed;
 #  5. refusals before any work.
 # Usage: test_data_sampler_train.sh BIN_DIR PYTHON3
 BIN=$1 PY=$2
@@ -48,6 +49,7 @@ truncate_metric() { # min max total step
 legacy() {
   printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "curriculum_learning": {"enabled": true, "curriculum_type": "seqlen", "min_difficulty": %s, "max_difficulty": %s, "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": %s, "difficulty_step": %s}}}\n' "$2" "$3" "$4" "$5" > "$1.json"
 }
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2}\n' > plain.json
 lines() { grep -E "^ iteration |validation loss at" <<<"$1" | sed -E 's/ elapsed time per iteration \(ms\): [0-9.]+ \|//;
   s/ samples per second: .*//'; }
 
@@ -151,6 +153,19 @@ else
   echo "SKIP DP=2 and TP=2: no mpirun"
 fi
 
+# ---- 4b. a training split smaller than the run's samples: the sampler draws within it ------------------------------
+# (the example script's case: its exact one-epoch index files against --train-samples of 300B tokens)
+more=("${model[@]}" "${D[@]}" --train-iters 60 --eval-interval 100 --eval-iters 0)
+out=$(timeout 120 "$BIN/pretrain_gpt" "${more[@]}" --deepspeed --deepspeed_config s2.json \
+      --data-efficiency-curriculum-learning 2>&1)
+n=$(grep -oE "[0-9]+ samples per epoch" <<<"$out" | cut -d' ' -f1)
+grep -q "^ iteration       60/" <<<"$out" && [ -n "$n" ] && [ "$n" -lt 480 ] &&
+  ok "--train-data-exact-num-epochs 1 ($n samples) under 60 x 8 drawn samples: the sampler draws within the epoch" ||
+  bad "exact epoch with the sampler" "$(grep -m1 -E "error" <<<"$out")"
+out=$(timeout 120 "$BIN/pretrain_gpt" "${more[@]}" --deepspeed --deepspeed_config plain.json 2>&1)
+grep -qF "error: bad argument value: --train-data-exact-num-epochs 1 gives $n training samples, but training needs 480" <<<"$out" &&
+  ok "... and without the sampler it is refused as before" || bad "exact epoch without the sampler" "$(grep -m1 error <<<"$out")"
+
 # ---- 5. refusals ---------------------------------------------------------------------------------------------------
 refuse() { # name, needle, args...
   local name=$1 needle=$2 out
@@ -159,7 +174,6 @@ refuse() { # name, needle, args...
   [ $? -ne 0 ] && grep -qF -- "$needle" <<<"$out" && ! grep -q "^ iteration" <<<"$out" && ok "refused: $name" ||
     bad "refused: $name" "$(grep -m1 -E "error|iteration" <<<"$out")"
 }
-printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2}\n' > plain.json
 refuse "the flag without the block" "--data-efficiency-curriculum-learning needs the ds_config's" \
   --deepspeed --deepspeed_config plain.json --data-efficiency-curriculum-learning
 refuse "the block without the flag" "is enabled without --data-efficiency-curriculum-learning" \
