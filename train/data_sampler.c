@@ -280,13 +280,19 @@ void zt_data_sampler_describe(const zt_data_sampler *s, char *out, size_t n) {
   }
 }
 
+int zt_data_sampling_seqlen_metric(const zt_data_sampling_config *cfg) {
+  for (int m = 0; m < cfg->n_metrics; m++)
+    if (!strcmp(cfg->metric[m].name, "seqlen_truncate")) return m;
+  return -1;
+}
+
 void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int64_t gbs) {
   memset(s, 0, sizeof *s);
   s->cfg = cfg;
   s->one_epoch = one_epoch;
   s->gbs = gbs;
   s->data_1epoch_size = -1;
-  s->seqlen_metric = -1;
+  s->seqlen_metric = zt_data_sampling_seqlen_metric(cfg);
   zt_np_generator_seed(&s->rng, cfg->seed);
   zt_check(one_epoch > 0, "ds_config", "data_efficiency.data_sampling: no sample to consume: the training dataset "
            "is empty");
@@ -294,7 +300,6 @@ void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg
   for (int m = 0; m < cfg->n_metrics; m++) {
     const zt_data_metric_config *mt = &cfg->metric[m];
     zt_curriculum_init(&s->sched[m], &mt->schedule);
-    if (!strcmp(mt->name, "seqlen_truncate")) s->seqlen_metric = m;
     if (mt->clustering_type == ZT_CLUSTERING_SINGLE_CLUSTER) continue;
     const int value = mt->difficulty_type == ZT_DIFFICULTY_VALUE;
     zt_ds_index *is = &s->to_sample[m], *im = &s->to_metric[m];

@@ -65,6 +65,8 @@ typedef struct {
   int quiet;                    /* no cluster messages (replaying to a checkpoint's step) */
 } zt_data_sampler;
 
+/* The index of the seqlen_truncate metric (the one that sets the sequence length), -1 without. */
+int zt_data_sampling_seqlen_metric(const zt_data_sampling_config *cfg);
 /* Builds the sampler for a training dataset of one_epoch samples and global batches of gbs; reads the metrics'
  * index files and checks them (sample ids inside the dataset, one metric value per index row), dying with the key
  * and the file. */

@@ -174,9 +174,9 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
   zt_check(a->ds_sequence_parallel_size <= 1, "unsupported argument", "--ds-sequence-parallel-size %d with "
            "--data-efficiency-curriculum-learning: not supported (each rank holds a share of every sequence)",
            a->ds_sequence_parallel_size);
-  for (int m = 0; m < d->n_metrics; m++) {
-    if (strcmp(d->metric[m].name, "seqlen_truncate") != 0) continue;
-    const zt_curriculum_config *cl = &d->metric[m].schedule;
+  const int sm = zt_data_sampling_seqlen_metric(d);
+  if (sm >= 0) {
+    const zt_curriculum_config *cl = &d->metric[sm].schedule;
     zt_check(!ds->sparse_attention, "ds_config", "%s: the seqlen_truncate metric and sparse_attention cannot be "
              "combined: the block-sparse layout is made for --seq-length %d tokens", ds->path, a->seq_length);
     char err[512];
@@ -1050,9 +1050,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   build_data(e, tok);
   e->sampler_on = ds && ds->data_sampling.enabled;
   data_sampler_setup(e);
-  if (e->sampler_on) /* train_T follows seqlen_truncate */
-    for (int m = 0; m < ds->data_sampling.n_metrics; m++)
-      if (!strcmp(ds->data_sampling.metric[m].name, "seqlen_truncate")) e->curriculum = 1;
+  if (e->sampler_on && zt_data_sampling_seqlen_metric(&ds->data_sampling) >= 0)
+    e->curriculum = 1; /* train_T follows seqlen_truncate */
   e->setup_seconds[1] = zt_now() - t_data;
   zt_print_datetime("after dataloaders are built");
   const double t_model = zt_now();
