@@ -23,10 +23,13 @@ static void mlp_register(const zt_ffn *self, zt_param_table *t, const char *pref
   const int parts = cfg->swiglu ? 2 : 1, bias = !cfg->no_bias;
   int64_t w1[2] = {parts * cfg->FFN, cfg->C}, b1[1] = {parts * cfg->FFN}, w2[2] = {cfg->C, cfg->FFN}, b2[1] = {cfg->C};
   snprintf(name, sizeof name, "%s.dense_h_to_4h.weight", prefix);
-  t->params[zt_param_table_add(t, name, 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0, 0)].tp_parts = parts;
+  /* the index first: zt_param_table_add may move t->params (realloc), so t->params[...] must be read after it */
+  int k = zt_param_table_add(t, name, 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0, 0);
+  t->params[k].tp_parts = parts;
   if (bias) {
     snprintf(name, sizeof name, "%s.dense_h_to_4h.bias", prefix);
-    t->params[zt_param_table_add(t, name, 1, b1, ZT_INIT_ZEROS, 0, 1, 0)].tp_parts = parts;
+    k = zt_param_table_add(t, name, 1, b1, ZT_INIT_ZEROS, 0, 1, 0);
+    t->params[k].tp_parts = parts;
   }
   snprintf(name, sizeof name, "%s.dense_4h_to_h.weight", prefix);
   zt_param_table_add(t, name, 2, w2, ZT_INIT_NORMAL, cfg->out_init_std, 0, 1);

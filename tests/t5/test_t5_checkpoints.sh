@@ -92,7 +92,7 @@ out=$(one --load "A_one process" --decoder-num-layers 3 --save R3); rc=$?
 
 # zero_to_fp32 on ZeRO checkpoints (DP=2): BERT's names, the fp32 masters, the saved weights
 for st in 2 3; do
-  run 2 --deepspeed --deepspeed_config z$st.json --save Z$st >/dev/null
+  tr=$(run 2 --deepspeed --deepspeed_config z$st.json --save Z$st); trc=$?
   o=$("$(dirname "$bin")/zero_to_fp32" Z$st F$st 2>&1); rc=$?
   r=$(cd "$(dirname "$oracle")" && "$PY" - "$tmp/Z$st/global_step6" "$tmp/F$st/model.h5" <<'PYEOF' 2>&1
 import sys, h5py, numpy as np, h5_oracle
@@ -121,7 +121,7 @@ PYEOF
 ); prc=$?
   if [ $rc -eq 0 ] && [ $prc -eq 0 ] && grep -q "zero stage $st" <<<"$o" && grep -q "tensors" <<<"$r" && ! grep -q "differ\|names" <<<"$r"; then
     ok "zero_to_fp32 of a T5 ZeRO-$st DP=2 checkpoint: $r, equal to the fp32 masters and the saved weights"
-  else bad "zero_to_fp32 ZeRO-$st" "rc=$rc $r $(tail -2 <<<"$o")"; fi
+  else bad "zero_to_fp32 ZeRO-$st" "training rc=$trc $(grep -m3 -iE 'error|abort|signal' <<<"$tr"); rc=$rc $r $(tail -2 <<<"$o")"; fi
 done
 echo "($(( $(date +%s) - t0 )) s)"
 echo "$pass passed, $fail failed"
