@@ -770,16 +770,22 @@ static void load_checkpoint(zt_train_state *st) {
     zt_check(ct->tp_parts == p->tp_parts, "checkpoint", "%s: %s holds %d blocks in the checkpoint, %d in this model "
              "(--swiglu differs)", r.dir, p->name, ct->tp_parts, p->tp_parts);
   }
-  /* the rotary embedding has no parameters: its flags must agree (the same weights would compute another model) */
-  static const char *const rope_keys[] = {"use_rotary_position_embeddings", "rope_theta", "rotary_percent"};
+  /* flags without parameters of their own must agree where the same weights would compute another model: the
+   * rotary embedding's, the zero-centred LayerNorm weights' and the squared ReLU's (a checkpoint without the key
+   * predates it: skipped) */
+  static const struct { const char *key, *flags; } same_keys[] = {
+    {"use_rotary_position_embeddings", "the rotary embedding flags must match: --use-rotary-position-embeddings, "
+     "--rotary-position-embeddings-theta, --rotary-percent"},
+    {"rope_theta", NULL}, {"rotary_percent", NULL},
+    {"apply_layernorm_1p", "--apply-layernorm-1p must match: its LayerNorm weights are stored as weight - 1"},
+    {"squared_relu", "--squared-relu must match: the MLP's activation"}};
   char *args_text = zt_args_summary(a);
-  for (int i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof same_keys / sizeof same_keys[0]; i++) {
     char saved[64] = "", ours[64] = "";
-    if (!zt_ckpt_arg(r.args_text, rope_keys[i], saved, sizeof saved)) continue;
-    zt_args_summary_value(args_text, rope_keys[i], ours, sizeof ours);
-    zt_check(strcmp(saved, ours) == 0, "checkpoint", "%s: saved with %s %s, this run has %s (the rotary embedding "
-             "flags must match: --use-rotary-position-embeddings, --rotary-position-embeddings-theta, "
-             "--rotary-percent)", r.dir, rope_keys[i], saved, ours);
+    if (!zt_ckpt_arg(r.args_text, same_keys[i].key, saved, sizeof saved)) continue;
+    zt_args_summary_value(args_text, same_keys[i].key, ours, sizeof ours);
+    zt_check(strcmp(saved, ours) == 0, "checkpoint", "%s: saved with %s %s, this run has %s (%s)", r.dir,
+             same_keys[i].key, saved, ours, same_keys[i].flags ? same_keys[i].flags : same_keys[0].flags);
   }
   free(args_text);
   /* nothing of the checkpoint may be left over: the same layers, and without pipeline stages the same tensors

@@ -117,6 +117,11 @@ typedef struct {
   int rmsnorm, swiglu, no_bias_linear, rotary_dims, no_position_embedding;
   float rope_theta;
   int kv_heads;         /* --num-key-value-heads (grouped-query attention); 0: num_heads */
+  /* the MLP's activation unless swiglu (zt_act_kind, runtime/ops/ops.h): GELU_TANH (0: Megatron's fused bias-GELU,
+   * or --openai-gelu), GELU_ERF (F.gelu: --no-bias-gelu-fusion or --disable-bias-linear), SQUARED_RELU
+   * (--squared-relu); head_gelu_tanh: BERT's LM-head GELU in the tanh form (--openai-gelu; else the erf form) */
+  int mlp_act, head_gelu_tanh;
+  int layernorm_1p;     /* --apply-layernorm-1p: the transformer's LayerNorms scale by weight + 1 (weights start at 0) */
   /* DeepSpeed's sparse_attention: the self-attention's block layout for --seq-length (host memory), or NULL for
    * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
   const zt_attn_layout_buf *sparse_attention;

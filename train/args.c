@@ -17,6 +17,7 @@
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/comm/comm.h"
+#include "runtime/ops/ops.h"
 #include "train/args_table.h"
 #include "train/rampup.h"
 
@@ -139,6 +140,11 @@ static const flag k_flags[] = {
   {"--no-query-key-layer-scaling", F_CONST, OFF(apply_query_key_layer_scaling), k_off, SHAPE, "scaling on",
    "Megatron's fp16 overflow guard (scores / layer number, softmax x layer number): the same numbers here, whose "
    "softmax is fp32 either way; recorded."},
+  {"--openai-gelu", F_TRUE, OFF(openai_gelu), NULL, SHAPE, "False",
+   "The MLP's (and BERT's LM head's) GELU in OpenAI's tanh form, unfused (the default fused bias-GELU is that form)."},
+  {"--squared-relu", F_TRUE, OFF(squared_relu), NULL, SHAPE, "False", "The MLP's activation is relu(x)^2."},
+  {"--apply-layernorm-1p", F_TRUE, OFF(apply_layernorm_1p), NULL, SHAPE, "False",
+   "Zero-centred LayerNorm weights: each LayerNorm of the transformer scales by weight + 1, the weight starting at 0."},
   {"--bert-no-binary-head", F_CONST, OFF(bert_binary_head), k_off, SHAPE, "binary head on",
    "pretrain_bert: no sentence-order head (and no pooler, no token types)."},
   {"--seq-length", F_INT, OFF(seq_length), NULL, SHAPE, "None (required)", "Tokens per training sample."},
@@ -400,8 +406,8 @@ static const flag k_flags[] = {
    "Triton FlashAttention: recorded; needs --attention-dropout 0 (Megatron-DeepSpeed's Triton path applies none)."},
   {"--no-masked-softmax-fusion", F_CONST, OFF(masked_softmax_fusion), k_off, NOOP, "fusion on",
    "Megatron's CUDA fused scale-mask-softmax off: no effect (one softmax path per backend, same numbers)."},
-  {"--no-bias-gelu-fusion", F_CONST, OFF(bias_gelu_fusion), k_off, NOOP, "fusion on",
-   "Megatron's fused bias+GeLU off: no effect (same math either way)."},
+  {"--no-bias-gelu-fusion", F_CONST, OFF(bias_gelu_fusion), k_off, SHAPE, "fusion on",
+   "Megatron's fused bias+GeLU (the tanh form) off: the MLP then uses torch's F.gelu, the exact erf form."},
   {"--no-bias-dropout-fusion", F_CONST, OFF(bias_dropout_fusion), k_off, NOOP, "fusion on",
    "Megatron's fused bias+dropout+add off: no effect (same math either way)."},
   {"--no-gradient-accumulation-fusion", F_CONST, OFF(gradient_accumulation_fusion), k_off, NOOP, "fusion on",
@@ -930,6 +936,22 @@ static int rotary_dims(const zt_args *a, int head_dim) {
   return a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
 }
 
+/* The MLP's activation flags: ParallelMLP takes the first of --openai-gelu, --swiglu, --squared-relu. Megatron-DeepSpeed
+ * crashes on --openai-gelu with --swiglu (the doubled dense_h_to_4h output meets dense_4h_to_h) and silently drops the
+ * later of the others; each pair is refused here, naming both. */
+static void check_activation_flags(const zt_args *a) {
+  zt_check(!a->apply_layernorm_1p || !a->normalization, "inconsistent arguments", "--apply-layernorm-1p with "
+           "--normalization rmsnorm: the flag makes LayerNorm weights zero-centred, and Megatron-DeepSpeed's RMSNorm "
+           "has no such form (it ignores the flag); give one");
+  const char *f[3] = {a->openai_gelu ? "--openai-gelu" : NULL, a->swiglu ? "--swiglu" : NULL,
+                      a->squared_relu ? "--squared-relu" : NULL};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      zt_check(!f[i] || !f[j], "inconsistent arguments", "%s with %s: both choose the MLP's activation (Megatron-"
+               "DeepSpeed's ParallelMLP takes %s%s); give one", f[i], f[j], f[i],
+               i == 0 && j == 1 ? " and then fails on the doubled dense_h_to_4h output" : " and ignores the other");
+}
+
 /* The Llama-style variants: what Megatron-DeepSpeed checks, and the combinations not built yet, refused by name. */
 static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_dim) {
   /* Megatron-DeepSpeed's GQA checks (validate_args) */
@@ -1183,6 +1205,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "int(4 x %d x 2 / 3 / 64) x 64 is 0; give --ffn-hidden-size", a->hidden_size);
   }
   check_llama_flags(a, seen, head_dim);
+  check_activation_flags(a);
   zt_check(a->seq_length <= a->max_position_embeddings, "inconsistent arguments",
            "--seq-length %d is larger than --max-position-embeddings %d", a->seq_length, a->max_position_embeddings);
   if (strcmp(zt_args_model, "t5") == 0) {
@@ -1385,6 +1408,13 @@ void zt_args_model_variants(const zt_args *a, zt_model_args *m) {
   m->rope_theta = (float)a->rope_theta;
   m->no_position_embedding = !a->add_position_embedding;
   m->kv_heads = a->num_key_value_heads > 0 ? a->num_key_value_heads : a->num_attention_heads;
+  /* ParallelMLP's choice: openai_gelu, then swiglu, squared_relu, else F.gelu, fused with the bias (the tanh form)
+   * when bias_gelu_fusion holds (Megatron-DeepSpeed clears it without linear biases) */
+  m->mlp_act = a->openai_gelu ? ZT_ACT_GELU_TANH
+               : a->squared_relu ? ZT_ACT_SQUARED_RELU
+               : a->bias_gelu_fusion && a->add_bias_linear ? ZT_ACT_GELU_TANH : ZT_ACT_GELU_ERF;
+  m->head_gelu_tanh = a->openai_gelu;
+  m->layernorm_1p = a->apply_layernorm_1p && !a->normalization;
 }
 
 void zt_args_set_vocab_size(zt_args *a, int vocab_size, const char *tokenizer_name) {
@@ -1518,6 +1548,7 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
     {"add_position_embedding", 1, "--no-position-embedding"}, {"use_rotary_position_embeddings", 1, NULL},
     {"rotary_percent", 1, NULL}, {"add_bias_linear", 1, "--disable-bias-linear"}, {"swiglu", 1, NULL},
     {"untie_embeddings_and_output_weights", 1, NULL}, {"apply_residual_connection_post_layernorm", 1, NULL},
+    {"apply_layernorm_1p", 1, NULL},
     {"decoder_num_layers", 0, NULL}, {"decoder_seq_length", 0, NULL}, {"tokenizer_type", 0, NULL},
     {"vocab_size", 0, NULL}, {"make_vocab_size_divisible_by", 0, NULL}, {"tensor_model_parallel_size", 1, NULL},
     {"pipeline_model_parallel_size", 1, NULL}};
@@ -1735,6 +1766,9 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("apply_residual_connection_post_layernorm", a->apply_residual_connection_post_layernorm);
   STR_LINE("normalization", a->normalization ? "rmsnorm" : "layernorm");
   BOOL_LINE("swiglu", a->swiglu);
+  BOOL_LINE("openai_gelu", a->openai_gelu);
+  BOOL_LINE("squared_relu", a->squared_relu);
+  BOOL_LINE("apply_layernorm_1p", a->apply_layernorm_1p);
   BOOL_LINE("add_bias_linear", a->add_bias_linear);
   BOOL_LINE("use_rotary_position_embeddings", a->use_rotary_position_embeddings);
   INT_LINE("rope_theta", a->rope_theta);

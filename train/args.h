@@ -40,6 +40,9 @@ typedef struct {
   int normalization, swiglu, add_bias_linear, use_rotary_position_embeddings, rope_theta, add_position_embedding;
   int apply_query_key_layer_scaling;
   float rotary_percent;
+  /* the other model variants (docs/gpt.md "Other model variants"): --openai-gelu, --squared-relu (the MLP's
+   * activation), --apply-layernorm-1p (zero-centred LayerNorm weights), --init-method-xavier-uniform */
+  int openai_gelu, squared_relu, apply_layernorm_1p, init_method_xavier_uniform;
   int num_key_value_heads;          /* --num-key-value-heads: grouped-query attention; -1 None (= the heads) */
   int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
   float mask_prob, short_seq_prob;  /* pretrain_bert and pretrain_t5: --mask-prob 0.15, --short-seq-prob 0.1 */

@@ -183,6 +183,9 @@ void zt_bert_init_params(zt_bert *m, uint64_t seed) {
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
+/* BertLMHead's GELU: torch.nn.functional.gelu (the erf form), or openai_gelu (the tanh form) with --openai-gelu */
+static zt_act_kind head_gelu(const zt_lm *lm) { return lm->cfg.head_gelu_tanh ? ZT_ACT_GELU_TANH : ZT_ACT_GELU_ERF; }
+
 /* The pooler on each sample's first token of the final layernorm's output (gathered over the sequence-parallel
  * ranks, as Megatron's Pooler does), the binary head and its cross-entropy: returns the mean over the samples. */
 static float sop_forward(zt_bert *m, const zt_batch *b, double *ft) {
@@ -230,9 +233,10 @@ static void bert_forward(zt_model *mm, int vchunk, const zt_batch *b, const zt_p
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   const float sop = m->binary_head ? sop_forward(m, b, ft) : 0.0f;
   if (ft) t0 = zt_now();
-  /* BertLMHead: dense, GELU (the exact erf form), layernorm, then the tied output layer with its bias */
+  /* BertLMHead: dense, GELU (the exact erf form; --openai-gelu: the tanh form), layernorm, then the tied output layer
+   * with its bias */
   be->matmul_forward(dt, m->h_pre, NULL, lm->lnf, m->hd_w, m->hd_b, N, C, C);
-  be->act_forward(dt, ZT_ACT_GELU_ERF, m->h_act, m->h_pre, (size_t)N * C);
+  be->act_forward(dt, head_gelu(lm), m->h_act, m->h_pre, (size_t)N * C);
   be->layernorm_forward(dt, m->h_ln, m->hln_mean, m->hln_rstd, m->h_act, m->hln_w, m->hln_b, N, C, lm->cfg.ln_eps);
   if (ft) ft[ZT_LM_FT_MODEL] += (t1 = zt_now()) - t0;
   const float lm_loss = zt_lm_output_loss(lm, m->h_ln, m->hbias); /* times itself into the model's latency */
@@ -253,7 +257,7 @@ static void lm_head_backward(zt_bert *m, float grad_scale) {
   void *dh = lm->stack.scratch.tmp;
   zt_lm_output_loss_backward(lm, grad_scale, m->h_ln, m->dhbias, dh);
   be->layernorm_backward(dt, m->hgrad, m->dhln_w, m->dhln_b, dh, m->h_act, m->hln_w, m->hln_mean, m->hln_rstd, N, C);
-  be->act_backward(dt, ZT_ACT_GELU_ERF, m->hgrad, m->h_pre, m->hgrad, (size_t)N * C);
+  be->act_backward(dt, head_gelu(lm), m->hgrad, m->h_pre, m->hgrad, (size_t)N * C);
   be->matmul_backward(dt, lm->dlnf, m->dhd_w, m->dhd_b, m->hgrad, lm->lnf, m->hd_w, NULL, N, C, C);
 }
 

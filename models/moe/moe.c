@@ -323,8 +323,8 @@ static void experts_forward(moe_layer *m, const zt_block_config *cfg, void *y, c
   for (int i = 0; i < n; i++) {
     const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
     if (rows == 0) continue;
-    be->matmul_forward(dt, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
-                       zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
+    zt_ffn_fc(be, dt, cfg->act, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
+              zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
     be->matmul_forward(dt, zt_at(y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
                        m->proj_b[e], rows, FFN, C);
   }
@@ -342,8 +342,9 @@ static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy,
     void *d = zt_at(dy, dt, (size_t)o * C);
     be->matmul_backward(dt, dh, m->dproj_w[e], m->dproj_b[e], d, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
                         NULL, rows, FFN, C);
-    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dh, zt_at(x, dt, (size_t)o * C), m->fc_w[e],
-                        zt_at(m->fc, dt, (size_t)o * FFN), rows, C, FFN);
+    void *pre = zt_ffn_act_backward(be, dt, cfg->act, dh, zt_at(m->fc, dt, (size_t)o * FFN), (size_t)rows * FFN);
+    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dh, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
+                        FFN);
   }
 }
 

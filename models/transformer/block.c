@@ -8,18 +8,18 @@
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
 
-void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms) {
+void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms, int zero_centered) {
   char buf[200];
   int64_t shape[1] = {C};
   snprintf(buf, sizeof buf, "%s.%s.weight", prefix, name);
-  zt_param_table_add(t, buf, 1, shape, ZT_INIT_ONES, 0, 1, -1);
+  zt_param_table_add(t, buf, 1, shape, zero_centered ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0, 1, -1);
   if (rms) return;
   snprintf(buf, sizeof buf, "%s.%s.bias", prefix, name);
   zt_param_table_add(t, buf, 1, shape, ZT_INIT_ZEROS, 0, 1, -1);
 }
 
 static void add_norm(zt_param_table *t, const char *prefix, const char *name, const zt_block_config *cfg) {
-  zt_norm_register(t, prefix, name, cfg->C, cfg->rmsnorm);
+  zt_norm_register(t, prefix, name, cfg->C, cfg->rmsnorm, cfg->ln_1p);
 }
 
 void zt_block_register(zt_param_table *t, const char *prefix, const zt_layer_spec *spec, const zt_block_config *cfg,
@@ -143,10 +143,10 @@ static void layernorm_residual_backward(void *dres, zt_block_scratch *s, void *d
   const size_t NC = (size_t)N * cfg->C;
   if (post) {
     be->accumulate(dt, s->dln, dres, NC);
-    zt_norm_backward(be, dt, cfg->rmsnorm, dres, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+    zt_norm_backward(be, dt, cfg->rmsnorm, cfg->ln1p, dres, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
     return;
   }
-  zt_norm_backward(be, dt, cfg->rmsnorm, s->tmp, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
+  zt_norm_backward(be, dt, cfg->rmsnorm, cfg->ln1p, s->tmp, dw, db, s->dln, inp, w, mean, rstd, N, cfg->C);
   be->accumulate(dt, dres, s->tmp, NC);
 }
 
@@ -159,7 +159,7 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   double *ft = blk->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0;
   a->attn.fwd_time = ft;
   blk->ffn.fwd_time = ft;
-  zt_norm_forward(be, dt, cfg->rmsnorm, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C,
+  zt_norm_forward(be, dt, cfg->rmsnorm, cfg->ln1p, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C,
                   cfg->ln_eps);
   if (ft) ft[ZT_FT_LN1] += (t1 = zt_now()) - t0;
   zt_attn_forward(&blk->attn_p, &a->attn, s->tmp, a->ln1, NULL, cfg, pass, pass->T, blk->spec.self_mask,
@@ -169,7 +169,7 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   zt_dropout d1 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_ATTN_OUT);
   dropout_rows(a->res2, post ? a->ln1 : x, s->tmp, cfg, pass, &d1);
   if (ft) t1 = zt_now();
-  zt_norm_forward(be, dt, cfg->rmsnorm, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N,
+  zt_norm_forward(be, dt, cfg->rmsnorm, cfg->ln1p, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, blk->p.ln2_w, blk->p.ln2_b, N,
                   C, cfg->ln_eps);
   if (ft) ft[ZT_FT_LN2] += zt_now() - t1;
   const void *mlp_in = a->ln2, *mlp_res = a->res2;
@@ -184,7 +184,7 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
     zt_dropout d3 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_INTER_OUT);
     dropout_rows(a->res3, post ? a->ln2 : a->res2, s->tmp, cfg, pass, &d3);
     if (ft) t1 = zt_now();
-    zt_norm_forward(be, dt, cfg->rmsnorm, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N,
+    zt_norm_forward(be, dt, cfg->rmsnorm, cfg->ln1p, a->ln3, a->ln3_mean, a->ln3_rstd, a->res3, blk->p.ln3_w, blk->p.ln3_b, N,
                     C, cfg->ln_eps);
     if (ft) ft[ZT_FT_LN3] += zt_now() - t1;
     mlp_in = a->ln3;

@@ -90,7 +90,7 @@ int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int c
   const char *out = zt_lm_decoder_output(d, n);
   void *rows = lm->stack.scratch.tmp; /* [B, C]: free once the layers ran */
   for (int b = 0; b < B; b++) be->copy((char *)rows + (size_t)b * rowb, out + ((size_t)b * n + n - 1) * rowb, rowb);
-  zt_norm_forward(be, dt, lm->cfg.rmsnorm, lm->lnf, lm->lnf_mean, lm->lnf_rstd, rows, lm->lnf_w, lm->lnf_b, B, C,
+  zt_norm_forward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd, rows, lm->lnf_w, lm->lnf_b, B, C,
                   lm->cfg.ln_eps);
   be->matmul_forward(dt, lm->logits, NULL, lm->lnf, lm->out_w, NULL, B, C, V);
   const size_t BV = (size_t)B * V;

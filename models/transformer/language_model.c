@@ -33,7 +33,7 @@ void zt_lm_head_params(zt_lm *lm, int event) {
 
 /* "<stack_prefix>.final_layernorm.weight" and ".bias" (RMSNorm: the weight only). */
 static void register_final_ln(zt_param_table *t, const char *stack_prefix, const zt_lm_config *c) {
-  zt_norm_register(t, stack_prefix, "final_layernorm", c->hidden_size, c->rmsnorm);
+  zt_norm_register(t, stack_prefix, "final_layernorm", c->hidden_size, c->rmsnorm, c->layernorm_1p);
 }
 
 /* The learned position embeddings' rows: none without them (Megatron's add_position_embedding False). */
@@ -108,7 +108,7 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
                            .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
                            .rmsnorm = cfg->rmsnorm, .swiglu = cfg->swiglu, .no_bias = cfg->no_bias_linear,
                            .rot = cfg->rotary_dims, .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
-                           .ffn_ctx = cfg->ffn_ctx};
+                           .ffn_ctx = cfg->ffn_ctx, .act = cfg->mlp_act, .ln_1p = cfg->layernorm_1p};
 }
 
 void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {
@@ -240,7 +240,8 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
       .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split, .rmsnorm = a->rmsnorm, .swiglu = a->swiglu,
       .no_bias_linear = a->no_bias_linear, .rotary_dims = a->rotary_dims, .rope_theta = a->rope_theta,
-      .no_position_embedding = a->no_position_embedding, .kv_heads = a->kv_heads};
+      .no_position_embedding = a->no_position_embedding, .kv_heads = a->kv_heads, .mlp_act = a->mlp_act,
+      .head_gelu_tanh = a->head_gelu_tanh, .layernorm_1p = a->layernorm_1p};
 }
 
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,
@@ -414,6 +415,12 @@ void zt_lm_plan(zt_lm *lm) {
   /* the rotary embedding's cosines and sines of positions 0 .. T - 1 of the whole sequence (filled by zt_lm_bind) */
   lm->bcfg.rope_cs = lm->bcfg.rot ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)T * P * lm->bcfg.rot) : NULL;
   lm->bcfg.rope_rows = lm->bcfg.rot ? T * P : 0;
+  /* --apply-layernorm-1p: weight + 1 of the norm at hand, and the ones it adds (filled by zt_lm_bind) */
+  if (lm->bcfg.ln_1p) {
+    lm->ln1p.w = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, C * es);
+    lm->ln1p.ones = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, C * es);
+    lm->bcfg.ln1p = &lm->ln1p;
+  }
   lm->pos_buf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
   if (!be->host_visible) { /* the ids and masks of the batch, staged onto the device */
     lm->tokens_dev = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, NF * sizeof(int32_t));
@@ -478,6 +485,16 @@ void zt_lm_bind(zt_lm *lm) {
   lm->h_slice = zt_usp_on(&lm->usp) ? zt_malloc(4 * NF * sizeof(int32_t), "model sequence share") : NULL;
   lm->h_whole = zt_usp_on(&lm->usp) ? zt_malloc(3 * NF * lm->usp.size * sizeof(float), "model whole losses") : NULL;
   lm->h_dec_pos = lm->enc_dec ? zt_malloc(NH * sizeof(int32_t), "model decoder positions") : NULL;
+  if (lm->bcfg.ln1p) {
+    const int C = lm->cfg.hidden_size;
+    const size_t es = zt_dtype_size(mm->dt);
+    float *ones = zt_malloc(C * sizeof(float), "LayerNorm-1p ones");
+    void *half = zt_malloc(C * es, "LayerNorm-1p ones");
+    for (int c = 0; c < C; c++) ones[c] = 1.0f;
+    zt_convert(half, mm->dt, ones, ZT_DTYPE_FP32, (size_t)C);
+    mm->be->from_host((void *)lm->ln1p.ones, half, C * es);
+    free(ones), free(half);
+  }
   if (lm->bcfg.rope_cs) {
     const size_t n = (size_t)lm->bcfg.rope_rows * lm->bcfg.rot;
     float *cs = zt_malloc(n * sizeof(float), "rotary embedding table");
@@ -633,7 +650,7 @@ static void decode(zt_lm *lm, double t_enc) {
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   if (lm->has_enc_lnf) {
     zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-    zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
+    zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
                               lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
     if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
@@ -676,7 +693,7 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   if (ft) t2 = zt_now();
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
   zt_lm_head_params(lm, ZT_PARAM_FETCH);
-  zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
+  zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
                             lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
@@ -776,7 +793,7 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
 void zt_lm_final_ln_backward(zt_lm *lm) {
   const zt_backend *be = lm->model->be;
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
-  zt_norm_backward(be, lm->model->dt, lm->cfg.rmsnorm, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
+  zt_norm_backward(be, lm->model->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
                          lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
 }
 
@@ -805,7 +822,7 @@ static void decode_backward(zt_lm *lm) {
   }
   if (!lm->has_enc_lnf) return;
   zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-  zt_norm_backward(be, dt, lm->cfg.rmsnorm, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
+  zt_norm_backward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
                          lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
   zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_enc_lnf(lm));

@@ -100,6 +100,8 @@ typedef struct {
   int rmsnorm, swiglu, no_bias_linear, rotary_dims, no_position_embedding;
   float rope_theta;
   int kv_heads;              /* --num-key-value-heads (grouped-query attention): 0 or num_heads for none */
+  int mlp_act, head_gelu_tanh; /* zt_model_args's: the MLP's activation unless swiglu, BERT's LM-head GELU form */
+  int layernorm_1p;            /* zt_model_args's: --apply-layernorm-1p */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer
@@ -121,6 +123,7 @@ typedef struct {
   void *gbind;               /* where the backward's parameter gradients go (fp32 grads or the half buffer) */
   zt_tp tp;                  /* tensor-parallel state shared by every layer (bcfg.tp points here) */
   zt_usp usp;                /* DeepSpeed-Ulysses (bcfg.usp points here when on); T is then this rank's share */
+  zt_ln1p ln1p;              /* --apply-layernorm-1p's scratch (bcfg.ln1p points here when on) */
   int32_t *h_slice;          /* Ulysses: host [4 B T]: this rank's share of the ids, labels, positions and types */
   float *h_whole;            /* Ulysses: host [3 B T P]: the whole micro batch's losses (gathered from the ranks), its
                                 loss mask, the gather's room */

@@ -77,7 +77,7 @@ static float mlp_forward(zt_ffn *self, void *out, const void *inp, const zt_bloc
     be->matmul_forward(dt, m->fc, NULL, in, m->fc_w, m->fc_b, NF, cfg->C, 2 * cfg->FFN);
     be->swiglu_forward(dt, m->gelu, m->fc, NF, cfg->FFN);
   } else {
-    be->matmul_forward(dt, m->gelu, m->fc, in, m->fc_w, m->fc_b, NF, cfg->C, cfg->FFN);
+    zt_ffn_fc(be, dt, cfg->act, m->gelu, m->fc, in, m->fc_w, m->fc_b, NF, cfg->C, cfg->FFN);
   }
   if (ft) ft[ZT_FT_FC1] += (t1 = zt_now()) - t0, t0 = t1;
   if (!zt_tp_on(tp)) {
@@ -120,7 +120,8 @@ static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void 
     be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dfc, in, m->fc_w, NULL, NF, cfg->C,
                         2 * cfg->FFN);
   } else {
-    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, in, m->fc_w, m->fc, NF, cfg->C,
+    void *pre = zt_ffn_act_backward(be, dt, cfg->act, dg, m->fc, (size_t)NF * cfg->FFN);
+    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, in, m->fc_w, pre, NF, cfg->C,
                         cfg->FFN);
   }
   zt_tp_reduce(tp, dinp, NULL, N, cfg->C);

@@ -19,6 +19,12 @@
 #include "runtime/ops/backend.h"
 #include "runtime/tensor/param_table.h"
 
+/* --apply-layernorm-1p's scratch (zt_norm_weight below) */
+typedef struct {
+  void *w;          /* [C]: weight + 1 of the norm at hand (backend memory) */
+  const void *ones; /* [C] ones (backend memory) */
+} zt_ln1p;
+
 /* With tensor parallelism (tp with more than one rank) NH and FFN are this rank's share: NH/tp heads (global
  * heads tp->rank * NH ...), FFN/tp MLP columns; C stays the full hidden size. */
 typedef struct {
@@ -42,6 +48,9 @@ typedef struct {
    * rope_rows - 1 (backend memory, runtime/ops/ops.h's zt_rope_table) */
   int rmsnorm, swiglu, no_bias, rot, rope_rows;
   const float *rope_cs;
+  int act; /* the MLP's activation unless swiglu (zt_act_kind): GELU_TANH (0) is the fused bias-GELU; see zt_ffn_fc */
+  int ln_1p;              /* --apply-layernorm-1p: the LayerNorms scale by weight + 1 (zt_norm_weight) */
+  const zt_ln1p *ln1p;    /* its scratch (the language model's), or NULL when off */
   const uint8_t *ltd_layers; /* random-LTD: [layers of the model] host flags by global layer, or NULL (random_ltd.h) */
   /* the MLP slot of global layer l: make_ffn(ffn_ctx, l), or NULL: the layer spec's (the dense MLP). A model whose
    * layers differ (Mixture of Experts: models/moe/moe.h) passes its factory here */
@@ -54,18 +63,48 @@ static inline zt_dtype zt_block_dt(const zt_block_config *c) { return c->tp->dt;
 
 /* ---- norms: LayerNorm (weight and bias), or RMSNorm (weight only; rms) -------------------------------------------
  * "<prefix>.<name>.weight" (and ".bias"); the forward keeps mean (LayerNorm only) and rstd [N]; the backward writes
- * dinp (=) and accumulates the parameters' gradients. */
-void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms);
-static inline void zt_norm_forward(const zt_backend *be, zt_dtype dt, int rms, void *out, float *mean, float *rstd,
-                                   const void *inp, const void *w, const void *b, int N, int C, float eps) {
-  if (rms) be->rmsnorm_forward(dt, out, rstd, inp, w, N, C, eps);
-  else be->layernorm_forward(dt, out, mean, rstd, inp, w, b, N, C, eps);
+ * dinp (=) and accumulates the parameters' gradients. zero_centered (--apply-layernorm-1p, LayerNorm only): the
+ * weight starts at 0 and the norm scales by weight + 1 (Megatron's LayerNorm(apply_layernorm_1p)); the forward and
+ * the backward then take lp, a scratch of C elements where weight + 1 is formed in the element dtype (PyTorch's
+ * `self.weight + 1`) and ones, C elements of 1. NULL lp: the weight as it is. d(weight + 1) = d(weight). */
+void zt_norm_register(zt_param_table *t, const char *prefix, const char *name, int C, int rms, int zero_centered);
+static inline const void *zt_norm_weight(const zt_backend *be, zt_dtype dt, const zt_ln1p *lp, const void *w, int C) {
+  if (!lp) return w;
+  be->copy(lp->w, w, (size_t)C * zt_dtype_size(dt));
+  be->add_bias(dt, lp->w, lp->ones, 1, C);
+  return lp->w;
 }
-static inline void zt_norm_backward(const zt_backend *be, zt_dtype dt, int rms, void *dinp, void *dw, void *db,
-                                    const void *dout, const void *inp, const void *w, const float *mean,
-                                    const float *rstd, int N, int C) {
+static inline void zt_norm_forward(const zt_backend *be, zt_dtype dt, int rms, const zt_ln1p *lp, void *out,
+                                   float *mean, float *rstd, const void *inp, const void *w, const void *b, int N,
+                                   int C, float eps) {
+  if (rms) be->rmsnorm_forward(dt, out, rstd, inp, w, N, C, eps);
+  else be->layernorm_forward(dt, out, mean, rstd, inp, zt_norm_weight(be, dt, lp, w, C), b, N, C, eps);
+}
+static inline void zt_norm_backward(const zt_backend *be, zt_dtype dt, int rms, const zt_ln1p *lp, void *dinp,
+                                    void *dw, void *db, const void *dout, const void *inp, const void *w,
+                                    const float *mean, const float *rstd, int N, int C) {
   if (rms) be->rmsnorm_backward(dt, dinp, dw, dout, inp, w, rstd, N, C);
-  else be->layernorm_backward(dt, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  else be->layernorm_backward(dt, dinp, dw, db, dout, inp, zt_norm_weight(be, dt, lp, w, C), mean, rstd, N, C);
+}
+
+/* The MLP's dense_h_to_4h and activation (Megatron's ParallelMLP.forward, not SwiGLU), shared by the dense MLP and the
+ * MoE experts: act GELU_TANH is the fused bias-GELU (pre = x w^T + b, out = gelu(pre)); any other zt_act_kind
+ * adds the bias, then applies the activation to pre. N rows of C in, F out. */
+static inline void zt_ffn_fc(const zt_backend *be, zt_dtype dt, int act, void *out, void *pre, const void *x,
+                             const void *w, const void *b, int N, int C, int F) {
+  if (act == ZT_ACT_GELU_TANH) {
+    be->matmul_forward(dt, out, pre, x, w, b, N, C, F);
+  } else {
+    be->matmul_forward(dt, pre, NULL, x, w, b, N, C, F);
+    be->act_forward(dt, (zt_act_kind)act, out, pre, (size_t)N * F);
+  }
+}
+/* Its backward through the activation: d (the gradient of out, [n]) becomes the gradient of pre in place, except for
+ * the fused GELU, which matmul_backward applies itself. Returns what matmul_backward takes as pre_gelu. */
+static inline void *zt_ffn_act_backward(const zt_backend *be, zt_dtype dt, int act, void *d, void *pre, size_t n) {
+  if (act == ZT_ACT_GELU_TANH) return pre;
+  be->act_backward(dt, (zt_act_kind)act, d, pre, d, n);
+  return NULL;
 }
 
 /* ---- attention sublayer ------------------------------------------------------------------------

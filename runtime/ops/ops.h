@@ -53,8 +53,10 @@ void zt_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n
  *   (within 1 ulp) and expf: out within 4 eps of |out| + |x| (1 + erf cancels for x < 0, as in PyTorch), the
  *   gradient within 8 eps of |dout| (1 + |x|).
  * TANH: tanh (Megatron's BERT pooler), derivative 1 - tanh(x)^2 recomputed from the input, with glibc's tanhf
- *   (within 2.2 ulp). */
-typedef enum { ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2 } zt_act_kind;
+ *   (within 2.2 ulp).
+ * SQUARED_RELU: Megatron's --squared-relu, torch.pow(F.relu(x), 2): x > 0 ? x x : 0, derivative x > 0 ? 2 x : 0
+ *   (dinp = dout (2 x), one rounding each, as PyTorch's pow and threshold backward). */
+typedef enum { ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2, ZT_ACT_SQUARED_RELU = 3 } zt_act_kind;
 /* out[n] = act(inp[n]); out may alias inp. An unknown kind ends the process (zt_fatal). */
 void zt_act_forward(zt_act_kind k, float *out, const float *inp, size_t n);
 /* dinp[n] = dout[n] * act'(inp[n]), written (=); dinp may alias dout or inp. */

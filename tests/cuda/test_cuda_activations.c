@@ -1,4 +1,4 @@
-/* The CUDA activation family (zt_cuda_act_forward/backward: GELU tanh and erf forms, tanh) against the CPU reference
+/* The CUDA activation family (zt_cuda_act_forward/backward: GELU tanh and erf forms, tanh, squared ReLU) against the CPU reference
  * zt_act_forward/backward, in fp32, bf16 and fp16, over 1 to 100003 elements, buffers shifted off 16-byte alignment
  * (the element-by-element path) and aligned (the 16-byte packs), outputs poisoned before each run and guarded past
  * their end. Also: GELU_TANH is zt_cuda_gelu_forward/backward bit for bit; the packed and unpacked paths, in-place
@@ -13,7 +13,7 @@
 #include "runtime/ops/ops.h"
 #include "tests/cuda/harness.h"
 
-static const zt_act_kind kKinds[3] = {ZT_ACT_GELU_TANH, ZT_ACT_GELU_ERF, ZT_ACT_TANH};
+static const zt_act_kind kKinds[4] = {ZT_ACT_GELU_TANH, ZT_ACT_GELU_ERF, ZT_ACT_TANH, ZT_ACT_SQUARED_RELU};
 enum { kGuard = 8 }; /* poisoned elements after each output, which no call may write */
 
 static const char *fmt(const char *f, ...) {
@@ -160,7 +160,7 @@ static void test_backend_table(void) {
   const zt_backend *be = zt_backend_cuda(0);
   const size_t n = 1001;
   for (int d = 0; d < 3; d++)
-    for (int kk = 0; kk < 3; kk++) {
+    for (int kk = 0; kk < 4; kk++) {
       const zt_dtype dt = h_dtypes[d];
       const zt_act_kind k = kKinds[kk];
       float *x = act_inputs(n, dt, 41), *dy = h_randn(n, 1.0f, dt, 42);
@@ -179,7 +179,7 @@ static void test_backend_table(void) {
 /* Empty calls return without launching (a launch of 0 blocks would end the process with a CUDA error). */
 static void test_empty(void) {
   for (int d = 0; d < 3; d++)
-    for (int kk = 0; kk < 3; kk++) {
+    for (int kk = 0; kk < 4; kk++) {
       zt_cuda_act_forward(h_dtypes[d], kKinds[kk], NULL, NULL, 0);
       zt_cuda_act_backward(h_dtypes[d], kKinds[kk], NULL, NULL, NULL, 0);
     }
@@ -197,7 +197,7 @@ static void test_large(void) {
   zt_cuda_memset(y, 0xBF, bytes); /* bf16 0xBFBF = -1.4921875: dout, then overwritten by dinp = dout */
   const float xv = 0.74609375f, dyv = -1.4921875f;
   const size_t probes[] = {0, ((size_t)1 << 31) - 1, (size_t)1 << 31, n - 1};
-  for (int kk = 0; kk < 3; kk++) {
+  for (int kk = 0; kk < 4; kk++) {
     const zt_act_kind k = kKinds[kk];
     float want_f, want_b, got[4];
     zt_act_forward(k, &want_f, &xv, 1);
@@ -248,7 +248,7 @@ int main(void) {
   test_empty();
   static const size_t sizes[] = {1, 7, 8, 33, 1023, 100003};
   for (int d = 0; d < 3; d++)
-    for (int kk = 0; kk < 3; kk++)
+    for (int kk = 0; kk < 4; kk++)
       for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         test_act(kKinds[kk], h_dtypes[d], sizes[s], 0);
         test_act(kKinds[kk], h_dtypes[d], sizes[s], 1);

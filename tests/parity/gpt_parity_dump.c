@@ -12,8 +12,10 @@
  *   dimension, untied output layer), llama_recompute (the same with full recompute), rope_partial (LayerNorm, GELU,
  *   biases, rotary theta 500 on half of each head, tied), rms_swiglu (RMSNorm, SwiGLU with biases, learned positions),
  *   gqa (llama with 2 key/value heads for the 4 query heads), mqa_bias (LayerNorm, GELU, biases, rotary on half of each
- *   head, tied, 1 key/value head). Also writes llama.npy (<f8 [8]): rmsnorm, swiglu, add_bias_linear, rotary,
- *   rope_theta, rotary_percent, add_position_embedding, key/value heads.
+ *   head, tied, 1 key/value head), sq_relu_ln1p (LayerNorm-1p, squared-ReLU MLP, biases, learned positions, tied),
+ *   erf_nobias (LayerNorm, the erf GELU of F.gelu, no linear biases, learned positions, untied). Also writes llama.npy
+ *   (<f8 [10]): rmsnorm, swiglu, add_bias_linear, rotary, rope_theta, rotary_percent, add_position_embedding,
+ *   key/value heads, the MLP's activation (zt_act_kind: 0 tanh GELU, 1 erf GELU, 3 squared ReLU), LayerNorm-1p.
  *
  * With --moe, also (token order s = t B + b of a micro batch, S = B T):
  *   moe.npy (<f8 [9])             topk, train and eval capacity factors, min capacity, drop tokens, top-2 sampling,
@@ -64,6 +66,7 @@
 #include "models/moe/moe.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
+#include "runtime/ops/ops.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "tests/parity/parity_dump.h"
@@ -130,14 +133,17 @@ typedef struct {
   int rmsnorm, swiglu, bias, rotary;
   float theta, percent;
   int untie, recompute, kv; /* kv: key/value heads (NH: no grouping) */
+  int act, ln1p;            /* the MLP's activation unless swiglu (zt_act_kind), --apply-layernorm-1p */
 } llama_case;
 static const llama_case k_llama[] = {
-    {"llama", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, NH},
-    {"llama_recompute", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 1, NH},
-    {"rope_partial", 0, 0, 1, 1, 500.0f, 0.5f, 0, 0, NH},
-    {"rms_swiglu", 1, 1, 1, 0, 10000.0f, 1.0f, 0, 0, NH},
-    {"gqa", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, 2},
-    {"mqa_bias", 0, 0, 1, 1, 10000.0f, 0.5f, 0, 0, 1},
+    {"llama", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, NH, 0, 0},
+    {"llama_recompute", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 1, NH, 0, 0},
+    {"rope_partial", 0, 0, 1, 1, 500.0f, 0.5f, 0, 0, NH, 0, 0},
+    {"rms_swiglu", 1, 1, 1, 0, 10000.0f, 1.0f, 0, 0, NH, 0, 0},
+    {"gqa", 1, 1, 0, 1, 10000.0f, 1.0f, 1, 0, 2, 0, 0},
+    {"mqa_bias", 0, 0, 1, 1, 10000.0f, 0.5f, 0, 0, 1, 0, 0},
+    {"sq_relu_ln1p", 0, 0, 1, 0, 10000.0f, 1.0f, 0, 0, NH, ZT_ACT_SQUARED_RELU, 1},
+    {"erf_nobias", 0, 0, 0, 0, 10000.0f, 1.0f, 1, 0, NH, ZT_ACT_GELU_ERF, 0},
 };
 
 /* A pass's MoE files: each MoE layer's draws (recomputed with the layer's own function), counts and l_aux. */
@@ -220,6 +226,7 @@ int main(int argc, char **argv) {
     cfg.rotary_dims = lcase->rotary ? (int)((C / NH) * lcase->percent) : 0, cfg.rope_theta = lcase->theta;
     cfg.no_position_embedding = lcase->rotary;
     cfg.kv_heads = lcase->kv;
+    cfg.mlp_act = lcase->act, cfg.layernorm_1p = lcase->ln1p;
   }
   zt_gpt m;
   zt_gpt_build(&m, &cfg, 0);
@@ -247,10 +254,10 @@ int main(int argc, char **argv) {
   }
   save_params(&m.table, m.params, "");
   if (lcase) {
-    const double v[8] = {lcase->rmsnorm, lcase->swiglu, lcase->bias, lcase->rotary, lcase->theta, lcase->percent,
-                         !lcase->rotary, lcase->kv};
-    int64_t n8[1] = {8};
-    save("llama", v, "<f8", 1, n8);
+    const double v[10] = {lcase->rmsnorm, lcase->swiglu, lcase->bias, lcase->rotary, lcase->theta, lcase->percent,
+                          !lcase->rotary, lcase->kv, lcase->act, lcase->ln1p};
+    int64_t n10[1] = {10};
+    save("llama", v, "<f8", 1, n10);
   }
   if (moe) {
     const double v[9] = {mc.topk, mc.train_capacity_factor, mc.eval_capacity_factor, mc.min_capacity, mc.drop_tokens,

@@ -5,7 +5,7 @@
 zerotron GPT against a float64 PyTorch twin of Megatron's model given the same weights and batches.
 
 Usage: test_llama_parity.py GPT_PARITY_DUMP_BINARY
-Runs `gpt_parity_dump OUTDIR --llama NAME` (tests/parity/gpt_parity_dump.c) for six configurations (NH = 4 query
+Runs `gpt_parity_dump OUTDIR --llama NAME` (tests/parity/gpt_parity_dump.c) for eight configurations (NH = 4 query
 heads; NKV key/value heads, 4 unless noted):
   llama            rmsnorm, swiglu, no linear biases, rotary theta 10000 on all head dims, untied output layer,
                    no learned position embedding
@@ -16,6 +16,11 @@ heads; NKV key/value heads, 4 unless noted):
   gqa              as llama with NKV = 2 (grouped-query attention, R = NH / NKV = 2 query heads per group)
   mqa_bias         layernorm, GELU MLP, biases, rotary theta 10000 on half the head dims, tied embeddings, no
                    learned position embedding, NKV = 1 (multi-query attention, R = 4)
+  sq_relu_ln1p     --apply-layernorm-1p (every LayerNorm scales by weight + 1) and --squared-relu (relu(x)^2 MLP),
+                   biases, learned positions, tied embeddings
+  erf_nobias       --disable-bias-linear without SwiGLU: no bias-GELU fusion, so the MLP is F.gelu's exact erf form;
+                   learned positions, untied output layer (a C side with the tanh form fails: gradients 1-2e-5
+                   relative off, against 4e-7 with the erf form, measured)
 and checks, as test_gpt_parity.py does (its Dump, tolerances and the shared parity_lib optimizer are reused), the
 parameter names and shapes the variants imply, the loss, every gradient, and the three steps' losses, grad norms,
 clip coefficients, learning rates, parameters and updates. For every rotary case it also checks that the rotary
@@ -66,15 +71,19 @@ from parity_lib import check, check_step_scalars, clip_and_adamw, lr_at, rel, su
 torch.set_default_dtype(torch.float64)
 
 # The variants each configuration must dump in llama.npy: rmsnorm, swiglu, add_bias_linear, rotary, rope_theta,
-# rotary_percent, add_position_embedding, num_key_value_heads; and config.npy's untie and recompute.
-LLAMA_FIELDS = ["rmsnorm", "swiglu", "add_bias", "rotary", "theta", "percent", "pos_emb", "kv_heads"]
+# rotary_percent, add_position_embedding, num_key_value_heads, the MLP's activation unless swiglu (0 the tanh GELU,
+# 1 the erf GELU, 3 the squared ReLU: runtime/ops/ops.h's zt_act_kind), LayerNorm-1p; and config.npy's untie and
+# recompute.
+LLAMA_FIELDS = ["rmsnorm", "swiglu", "add_bias", "rotary", "theta", "percent", "pos_emb", "kv_heads", "act", "ln1p"]
 CASES = {
-    "llama": ((1, 1, 0, 1, 10000.0, 1.0, 0, 4), 1, 0),
-    "llama_recompute": ((1, 1, 0, 1, 10000.0, 1.0, 0, 4), 1, 1),
-    "rope_partial": ((0, 0, 1, 1, 500.0, 0.5, 0, 4), 0, 0),
-    "rms_swiglu": ((1, 1, 1, 0, 10000.0, 1.0, 1, 4), 0, 0),
-    "gqa": ((1, 1, 0, 1, 10000.0, 1.0, 0, 2), 1, 0),
-    "mqa_bias": ((0, 0, 1, 1, 10000.0, 0.5, 0, 1), 0, 0),
+    "llama": ((1, 1, 0, 1, 10000.0, 1.0, 0, 4, 0, 0), 1, 0),
+    "llama_recompute": ((1, 1, 0, 1, 10000.0, 1.0, 0, 4, 0, 0), 1, 1),
+    "rope_partial": ((0, 0, 1, 1, 500.0, 0.5, 0, 4, 0, 0), 0, 0),
+    "rms_swiglu": ((1, 1, 1, 0, 10000.0, 1.0, 1, 4, 0, 0), 0, 0),
+    "gqa": ((1, 1, 0, 1, 10000.0, 1.0, 0, 2, 0, 0), 1, 0),
+    "mqa_bias": ((0, 0, 1, 1, 10000.0, 0.5, 0, 1, 0, 0), 0, 0),
+    "sq_relu_ln1p": ((0, 0, 1, 0, 10000.0, 1.0, 1, 4, 3, 1), 0, 0),
+    "erf_nobias": ((0, 0, 0, 0, 10000.0, 1.0, 1, 4, 1, 0), 1, 0),
 }
 # Some C gradient tensor must differ from the twin's without rotary by more than this (norm-wise), 100 x TOL_GRAD; a C
 # side that ignored rotary matches that twin to ~1e-6 in every tensor. The loss is no witness: at init std 0.02 the
@@ -116,10 +125,12 @@ def expected_shapes(cfg):
 
 
 def norm(P, name, x, cfg):
-    """The norm `name` (without .weight/.bias): RMSNorm or LayerNorm as the config says."""
+    """The norm `name` (without .weight/.bias): RMSNorm or LayerNorm as the config says; with LayerNorm-1p the weight
+    is zero-centred (fused_layer_norm.py: `weight = self.weight + 1 if self.apply_layernorm_1p`)."""
     if cfg["rmsnorm"]:
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + G.LN_EPS) * P[name + ".weight"]
-    return F.layer_norm(x, (x.shape[-1],), P[name + ".weight"], P[name + ".bias"], G.LN_EPS)
+    w = P[name + ".weight"] + 1 if cfg["ln1p"] else P[name + ".weight"]
+    return F.layer_norm(x, (x.shape[-1],), w, P[name + ".bias"], G.LN_EPS)
 
 
 def linear(P, name, x, cfg):
@@ -168,7 +179,11 @@ def layer(P, l, x, cfg, rope):
     if cfg["swiglu"]:
         g, u = torch.chunk(f, 2, dim=-1)
         f = F.silu(g) * u
-    else:
+    elif cfg["act"] == 3:  # --squared-relu
+        f = torch.pow(F.relu(f), 2)
+    elif cfg["act"] == 1:  # F.gelu without bias-GELU fusion (--no-bias-gelu-fusion, --disable-bias-linear)
+        f = F.gelu(f)
+    else:  # the fused bias-GELU, or --openai-gelu: the tanh form
         f = F.gelu(f, approximate="tanh")
     return x + linear(P, p + "mlp.dense_4h_to_h", f, cfg)
 

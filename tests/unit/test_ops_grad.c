@@ -285,6 +285,10 @@ static double act_ref1(zt_act_kind k, double x, double *grad) {
       y = tanh(x);
       g = 1.0 - y * y;
       break;
+    case ZT_ACT_SQUARED_RELU:
+      y = x > 0 ? x * x : 0.0;
+      g = x > 0 ? 2.0 * x : 0.0;
+      break;
   }
   if (grad) *grad = g;
   return y;
@@ -392,6 +396,23 @@ static void test_activation_saturated(zt_act_kind k) {
   tu_check(ok, name, "x=%g: out %g, dinp %g", xs[bad], os[bad], gs[bad]);
 }
 
+/* The squared ReLU has no saturation; its values are exact where x x is: 0 (and +0, not -0) for x <= 0 with a zero
+ * gradient, x x and dout 2 x above, and torch.pow's overflow to +inf beyond sqrt(FLT_MAX). */
+static void test_squared_relu_exact(void) {
+  enum { ns = 7 };
+  const float xs[ns] = {0.0f, -0.0f, -3.0f, 3.0f, 0.5f, -1e30f, 2e19f}, dy[ns] = {1, 1, 1, -1.5f, 4, 1, 1};
+  const float wo[ns] = {0, 0, 0, 9, 0.25f, 0, INFINITY}, wg[ns] = {0, 0, 0, -9, 4, 0, 4e19f};
+  float os[ns], gs[ns];
+  zt_act_forward(ZT_ACT_SQUARED_RELU, os, xs, ns);
+  zt_act_backward(ZT_ACT_SQUARED_RELU, gs, xs, dy, ns);
+  int bad = -1;
+  for (int i = 0; i < ns && bad < 0; i++)
+    if (os[i] != wo[i] || signbit(os[i]) || gs[i] != wg[i]) bad = i;
+  if (bad < 0) bad = 0;
+  tu_check(os[bad] == wo[bad] && !signbit(os[bad]) && gs[bad] == wg[bad], "act_squared_relu_exact",
+           "x=%g dout=%g: out %g (want %g), dinp %g (want %g)", xs[bad], dy[bad], os[bad], wo[bad], gs[bad], wg[bad]);
+}
+
 static void act_unknown_kind(void *ctx) {
   float x = 1.0f, y;
   (void)ctx;
@@ -428,14 +449,17 @@ static void act_backend_bf16(void *ctx) {
 }
 
 static void test_activations(void) {
-  static const zt_act_kind kinds[] = {ZT_ACT_GELU_TANH, ZT_ACT_GELU_ERF, ZT_ACT_TANH};
+  static const zt_act_kind kinds[] = {ZT_ACT_GELU_TANH, ZT_ACT_GELU_ERF, ZT_ACT_TANH, ZT_ACT_SQUARED_RELU};
   static const size_t sizes[] = {1, 7, 41, 1001};
-  for (size_t kk = 0; kk < 3; kk++) {
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) test_activation(kinds[kk], sizes[s], 1);
+  for (size_t kk = 0; kk < 4; kk++) {
+    /* finite differences straddle the squared ReLU's kink at the special input 0 (h / 2 instead of 0): analytic */
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      test_activation(kinds[kk], sizes[s], kinds[kk] != ZT_ACT_SQUARED_RELU);
     test_activation(kinds[kk], 100003, 0); /* several OpenMP chunks */
-    test_activation_saturated(kinds[kk]);
+    if (kinds[kk] != ZT_ACT_SQUARED_RELU) test_activation_saturated(kinds[kk]);
     test_activation_backend(kinds[kk]);
   }
+  test_squared_relu_exact();
   tu_expect_fatal("act_backend_cpu_refuses_bf16", act_backend_bf16, NULL, "the CPU backend's activation stores fp32");
   tu_expect_fatal("act_unknown_kind_forward", act_unknown_kind, NULL, "unknown activation kind 7");
   tu_expect_fatal("act_unknown_kind_backward", act_unknown_kind_bwd, NULL, "unknown activation kind -1");

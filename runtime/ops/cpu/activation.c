@@ -1,5 +1,6 @@
 /* The elementwise activations of runtime/ops/ops.h (zt_act_kind): the tanh-approximated GELU of gelu.c, the exact
- * erf GELU of torch.nn.functional.gelu (BERT's LM head) and tanh (BERT's pooler). The erf form and tanh use glibc's
+ * erf GELU of torch.nn.functional.gelu (BERT's LM head, the MLP without bias-gelu fusion), tanh (BERT's pooler) and
+ * the squared ReLU (--squared-relu). The erf form and tanh use glibc's
  * erff, expf and tanhf (scalar calls, within 1-2 ulp), written in PyTorch's expression order
  * (aten/src/ATen/native/cpu/GeluKernel.cpp, the scalar path; tanh_backward is dy * (1 - y * y)). */
 #include <math.h>
@@ -15,12 +16,14 @@ const char *zt_act_name(zt_act_kind k) {
     case ZT_ACT_GELU_TANH: return "gelu_tanh";
     case ZT_ACT_GELU_ERF: return "gelu_erf";
     case ZT_ACT_TANH: return "tanh";
+    case ZT_ACT_SQUARED_RELU: return "squared_relu";
   }
   return "unknown";
 }
 
 static void unknown(const char *op, zt_act_kind k) {
-  zt_fatal(op, "unknown activation kind %d (ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2)", (int)k);
+  zt_fatal(op, "unknown activation kind %d (ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2, "
+           "ZT_ACT_SQUARED_RELU = 3)", (int)k);
 }
 
 void zt_act_forward(zt_act_kind k, float *out, const float *inp, size_t n) {
@@ -38,6 +41,13 @@ void zt_act_forward(zt_act_kind k, float *out, const float *inp, size_t n) {
     case ZT_ACT_TANH:
       #pragma omp parallel for schedule(static)
       for (size_t i = 0; i < n; i++) out[i] = tanhf(inp[i]);
+      return;
+    case ZT_ACT_SQUARED_RELU:
+      #pragma omp parallel for schedule(static)
+      for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        out[i] = x > 0.0f ? x * x : 0.0f;
+      }
       return;
   }
   unknown("zt_act_forward", k);
@@ -62,6 +72,13 @@ void zt_act_backward(zt_act_kind k, float *dinp, const float *inp, const float *
       for (size_t i = 0; i < n; i++) {
         const float t = tanhf(inp[i]);
         dinp[i] = dout[i] * (1.0f - t * t);
+      }
+      return;
+    case ZT_ACT_SQUARED_RELU:
+      #pragma omp parallel for schedule(static)
+      for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        dinp[i] = x > 0.0f ? dout[i] * (2.0f * x) : 0.0f;
       }
       return;
   }

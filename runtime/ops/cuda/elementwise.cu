@@ -98,6 +98,12 @@ struct TanhBackward {
     return dy * (1.0f - t * t);
   }
 };
+struct SquaredReluForward {
+  __device__ float operator()(float x, float) const { return x > 0.0f ? x * x : 0.0f; }
+};
+struct SquaredReluBackward {
+  __device__ float operator()(float x, float dy) const { return x > 0.0f ? dy * (2.0f * x) : 0.0f; }
+};
 struct Add {
   __device__ float operator()(float x, float y) const { return x + y; }
 };
@@ -109,13 +115,15 @@ extern "C" void zt_cuda_gelu_backward(zt_dtype dt, void *dinp, const void *inp, 
   map_launch(dt, dinp, inp, dout, n, GeluBackward());
 }
 static void unknown_act(const char *op, zt_act_kind k) {
-  zt_fatal(op, "unknown activation kind %d (ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2)", (int)k);
+  zt_fatal(op, "unknown activation kind %d (ZT_ACT_GELU_TANH = 0, ZT_ACT_GELU_ERF = 1, ZT_ACT_TANH = 2, "
+           "ZT_ACT_SQUARED_RELU = 3)", (int)k);
 }
 extern "C" void zt_cuda_act_forward(zt_dtype dt, zt_act_kind k, void *out, const void *inp, size_t n) {
   switch (k) {
     case ZT_ACT_GELU_TANH: map_launch(dt, out, inp, NULL, n, GeluForward()); return;
     case ZT_ACT_GELU_ERF: map_launch(dt, out, inp, NULL, n, GeluErfForward()); return;
     case ZT_ACT_TANH: map_launch(dt, out, inp, NULL, n, TanhForward()); return;
+    case ZT_ACT_SQUARED_RELU: map_launch(dt, out, inp, NULL, n, SquaredReluForward()); return;
   }
   unknown_act("zt_cuda_act_forward", k);
 }
@@ -125,6 +133,7 @@ extern "C" void zt_cuda_act_backward(zt_dtype dt, zt_act_kind k, void *dinp, con
     case ZT_ACT_GELU_TANH: map_launch(dt, dinp, inp, dout, n, GeluBackward()); return;
     case ZT_ACT_GELU_ERF: map_launch(dt, dinp, inp, dout, n, GeluErfBackward()); return;
     case ZT_ACT_TANH: map_launch(dt, dinp, inp, dout, n, TanhBackward()); return;
+    case ZT_ACT_SQUARED_RELU: map_launch(dt, dinp, inp, dout, n, SquaredReluBackward()); return;
   }
   unknown_act("zt_cuda_act_backward", k);
 }
