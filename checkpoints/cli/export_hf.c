@@ -3,8 +3,9 @@
  * saved weights); linear weights are transposed to Conv1D's [in, out]; the fused query_key_value rows, laid out per
  * head as [head][q|k|v][head_dim] (models/transformer/attention.c), are re-laid into c_attn's [q | k | v] column
  * blocks; the vocabulary padding rows are removed; the output layer stays tied to wte unless the model was trained
- * with --untie-embeddings-and-output-weights (then lm_head.weight and tie_word_embeddings false). Our GELU is the
- * tanh approximation (runtime/ops/cpu/gelu.c): activation_function "gelu_new".
+ * with --untie-embeddings-and-output-weights (then lm_head.weight and tie_word_embeddings false). The MLP's GELU is
+ * the tanh approximation of Megatron's fused bias-GELU (runtime/ops/cpu/gelu.c): activation_function "gelu_new"; or
+ * F.gelu's erf form without the fusion (--no-bias-gelu-fusion, --disable-bias-linear): "gelu" (mlp_gelu below).
  * A BERT checkpoint (recognized by lm_head.dense.weight) becomes a MegatronBertForPreTraining directory (with the
  * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head): Hugging Face's MegatronBert key names, the
  * fused per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary
@@ -73,16 +74,37 @@ static double arg_double(const char *name, double dflt) {
   return zt_ckpt_arg(R->args_text, name, v, sizeof v) ? atof(v) : dflt;
 }
 
+/* A saved True/False argument (a checkpoint older than the argument: dflt). */
+static int arg_bool(const char *name, int dflt) {
+  char v[16];
+  return zt_ckpt_arg(R->args_text, name, v, sizeof v) ? strcmp(v, "True") == 0 : dflt;
+}
+
+/* The MLP's GELU as Hugging Face names it: Megatron's fused bias-GELU and --openai-gelu are the tanh form
+ * ("gelu_new"); without the fusion (--no-bias-gelu-fusion, --disable-bias-linear) ParallelMLP calls F.gelu, the erf
+ * form ("gelu"). The variants Hugging Face's classes cannot express (zero-centred LayerNorm weights, the squared
+ * ReLU) are refused. */
+static const char *mlp_gelu(void) {
+  zt_check(!arg_bool("apply_layernorm_1p", 0), "export_hf", "%s: trained with --apply-layernorm-1p (LayerNorm weights "
+           "stored as weight - 1), which export_hf does not convert yet, so the checkpoint is not exported", R->dir);
+  zt_check(!arg_bool("squared_relu", 0), "export_hf", "%s: trained with --squared-relu, an MLP activation the exported "
+           "classes' configs are not written for here, so the checkpoint is not exported", R->dir);
+  const int erf = !arg_bool("openai_gelu", 0) && (!arg_bool("bias_gelu_fusion", 1) || !arg_bool("add_bias_linear", 1));
+  return erf ? "gelu" : "gelu_new";
+}
+
 /* ---- BERT -> transformers' MegatronBert ------------------------------------------------------------------------
  * Key names of transformers/models/megatron_bert/modeling_megatron_bert.py (the names its conversion script writes).
  * MegatronBert has one activation, config.hidden_act, for the layers' MLP and for the masked-LM head's transform,
  * while Megatron's BERT (and ours) uses the tanh-approximated GELU in the layers' MLP (the fused bias_gelu) and the
  * exact erf GELU in lm_head: "gelu_new" (tanh) makes every layer exact and leaves the head's transform approximate
- * (|tanh GELU - erf GELU| < 5e-4 per element; test_bert_hf_export.py measures the effect on the logits). HF's
+ * (|tanh GELU - erf GELU| < 5e-4 per element; test_bert_hf_export.py measures the effect on the logits). Both
+ * forms agree, and the export is exact, with --openai-gelu (both tanh: "gelu_new") or --no-bias-gelu-fusion (both
+ * erf: "gelu"). HF's
  * MegatronBert has no --apply-residual-connection-post-layernorm: such checkpoints are refused. Without the binary
  * head the directory is MegatronBertForMaskedLM's (no pooler, no cls.seq_relationship) and token_type_embeddings are
  * zeros (HF always adds token type 0; Megatron has no token types then). */
-static void export_bert(const zt_ckpt_reader *r, const char *out) {
+static void export_bert(const zt_ckpt_reader *r, const char *out, const char *act) {
   const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
   const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
   const long VP = (long)r->padded_vocab_size, HD = C / H;
@@ -215,17 +237,17 @@ static void export_bert(const zt_ckpt_reader *r, const char *out) {
   fprintf(f,
           "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"megatron-bert\",\n  \"vocab_size\": %ld,\n"
           "  \"hidden_size\": %ld,\n  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n"
-          "  \"intermediate_size\": %ld,\n  \"hidden_act\": \"gelu_new\",\n  \"hidden_dropout_prob\": %.9g,\n"
+          "  \"intermediate_size\": %ld,\n  \"hidden_act\": \"%s\",\n  \"hidden_dropout_prob\": %.9g,\n"
           "  \"attention_probs_dropout_prob\": %.9g,\n  \"max_position_embeddings\": %ld,\n  \"type_vocab_size\": 2,\n"
           "  \"initializer_range\": %.9g,\n  \"layer_norm_eps\": %.9g,\n  \"pad_token_id\": 0,\n"
           "  \"position_embedding_type\": \"absolute\",\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n"
           "  \"torch_dtype\": \"float32\"\n}\n",
-          arch, VP, C, L, H, F, arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1), P,
+          arch, VP, C, L, H, F, act, arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1), P,
           arg_double("init_method_std", 0.02), arg_double("layernorm_epsilon", 1e-5));
   zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
   printf("exported %s (iteration %lld, %s weights) to %s: %s, %ld layers, hidden %ld, %ld heads, vocabulary %ld "
-         "(padded, kept), %ld positions, hidden_act gelu_new\n", r->dir, (long long)r->iteration,
-         r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, arch, L, C, H, VP, P);
+         "(padded, kept), %ld positions, hidden_act %s\n", r->dir, (long long)r->iteration,
+         r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, arch, L, C, H, VP, P, act);
   free(buf);
   free(tmp);
   free(e);
@@ -401,8 +423,9 @@ int main(int argc, char **argv) {
   zt_ckpt_reader r;
   zt_ckpt_open(&r, root, tag);
   R = &r;
+  const char *act = mlp_gelu(); /* refuses what the exported classes cannot express */
   if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
-    export_bert(&r, out);
+    export_bert(&r, out, act);
     zt_ckpt_close(&r);
     return 0;
   }
@@ -563,14 +586,14 @@ int main(int argc, char **argv) {
   else snprintf(n_inner, sizeof n_inner, "%ld", F);
   fprintf(f,
           "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-          "  \"activation_function\": \"gelu_new\",\n  \"vocab_size\": %ld,\n  \"n_positions\": %ld,\n"
+          "  \"activation_function\": \"%s\",\n  \"vocab_size\": %ld,\n  \"n_positions\": %ld,\n"
           "  \"n_ctx\": %ld,\n  \"n_embd\": %ld,\n  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_inner\": %s,\n"
           "  \"layer_norm_epsilon\": %.9g,\n  \"initializer_range\": %.9g,\n  \"resid_pdrop\": %.9g,\n"
           "  \"embd_pdrop\": %.9g,\n  \"attn_pdrop\": %.9g,\n  \"scale_attn_weights\": true,\n"
           "  \"scale_attn_by_inverse_layer_idx\": false,\n  \"reorder_and_upcast_attn\": false,\n"
           "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %ld,\n  \"eos_token_id\": %ld,\n"
           "  \"use_cache\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
-          V, P, P, C, L, H, n_inner, arg_double("layernorm_epsilon", 1e-5), arg_double("init_method_std", 0.02),
+          act, V, P, P, C, L, H, n_inner, arg_double("layernorm_epsilon", 1e-5), arg_double("init_method_std", 0.02),
           arg_double("hidden_dropout", 0.1), arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1),
           untie ? "false" : "true", V - 1, V - 1);
   fclose(f);

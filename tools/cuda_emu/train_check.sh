@@ -250,6 +250,13 @@ train_case "Llama-style, TP=2 + sequence parallel, rotary on half of each head" 
 TOL=2e-3 train_case "Llama-style, bf16" 1 --bf16 "${llama[@]}"
 train_case "Llama-style with grouped-query attention (gqa_pack), TP=2" 2 "${llama[@]}" --num-key-value-heads 2 \
   --tensor-model-parallel-size 2
+# The other model variants (docs/gpt.md): act_forward/backward after the unfused dense_h_to_4h (the squared ReLU, the
+# erf GELU without linear biases), weight + 1 of the zero-centred LayerNorms (copy, add_bias)
+train_case "--squared-relu, --apply-layernorm-1p, TP=2 + sequence parallel" 2 --squared-relu --apply-layernorm-1p \
+  --tensor-model-parallel-size 2 --sequence-parallel
+TOL=2e-3 train_case "--disable-bias-linear (the erf GELU), --apply-layernorm-1p, bf16" 1 --bf16 --disable-bias-linear \
+  --apply-layernorm-1p
+train_case "MoE: top-2 experts with --squared-relu" 1 --num-experts 4 --topk 2 --squared-relu
 # DeepSpeed-Ulysses (docs/parallelism.md): copy2d packing and the all-to-alls of q, k, v and the context through NCCL
 train_case "DeepSpeed-Ulysses SP=2, dropout 0.1" 2 --ds-sequence-parallel-size 2
 train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA (the groups' all-to-all)" 2 \
@@ -284,6 +291,7 @@ else
   sed 's/"decoder"/"encoder"/' "$(random_ltd_cfg)" >"$OUT/logs/random_ltd_bert.json"
   train_case "BERT random-LTD 8 -> 32 tokens on layer 1 (the kept tokens' padding)" 1 --deepspeed --deepspeed_config \
     "$OUT/logs/random_ltd_bert.json" --random-ltd
+  train_case "BERT --openai-gelu (the LM head's tanh GELU), --apply-layernorm-1p" 1 --openai-gelu --apply-layernorm-1p
   # T5 (pretrain_t5) on the same corpus: 2 encoder and 2 decoder layers, 32 encoder and 16 decoder tokens
   cpu_bin=$ZT_BUILD/bin/pretrain_t5
   emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_t5" || echo "$OUT/bin/pretrain_t5")
@@ -297,6 +305,8 @@ else
     train_case "T5 ZeRO-3, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 3)"
     train_case "T5 PP=2 (split rank 1)" 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1
     TOL=2e-3 train_case "T5 bf16" 1 --bf16
+    train_case "T5 --squared-relu, --apply-layernorm-1p (the decoder's inter-attention LayerNorm)" 1 --squared-relu \
+      --apply-layernorm-1p
   fi
 fi
 
