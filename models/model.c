@@ -138,8 +138,15 @@ static int full_model_index(const zt_model *m, const zt_param_table *full, const
   return i;
 }
 
+/* n draws of parameter (index) i's init stream into dst, elements first .. of the whole matrix: N(0, std) or
+ * U(-bound, bound) */
+static void draw_range(const zt_param *p, float *dst, size_t n, uint64_t first, uint64_t seed, uint64_t i) {
+  if (p->init == ZT_INIT_UNIFORM) zt_param_uniform_fill(dst, n, first, p->init_std, seed, i);
+  else zt_philox_normal_fill(dst, n, first, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+}
+
 /* Parameter k's initial values into dst[numel]. With tensor parallelism each rank draws its slice of the matrix one
- * process draws: the normal draws are keyed by (seed, parameter index, element of the full matrix), and the
+ * process draws: the draws (normal or uniform) are keyed by (seed, parameter index, element of the full matrix), and the
  * parameter indices do not depend on the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous
  * range of the full matrix; split dim 1 (row-parallel columns) a range per row. */
 static void draw_param(const zt_model *m, const zt_param_table *full, int k, uint64_t seed, float *dst) {
@@ -151,23 +158,18 @@ static void draw_param(const zt_model *m, const zt_param_table *full, int k, uin
     return;
   }
   const uint64_t i = full ? (uint64_t)full_model_index(m, full, p->name) : (uint64_t)k;
-  if (p->init == ZT_INIT_UNIFORM) {
-    zt_check(p->tp_split_dim < 0, "internal error", "parameter %s: uniform init of a split parameter", p->name);
-    zt_param_uniform_fill(dst, p->numel, p->init_std, seed, i);
-  } else if (p->tp_split_dim < 0 || tp == 1) {
-    zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, i);
+  if (p->tp_split_dim < 0 || tp == 1) {
+    draw_range(p, dst, p->numel, 0, seed, i);
   } else if (p->tp_split_dim == 0) { /* with tp_parts blocks: this rank's range of each block of the full matrix */
     const size_t part = p->numel / (size_t)p->tp_parts;
     for (int j = 0; j < p->tp_parts; j++)
-      zt_philox_normal_fill(dst + (size_t)j * part, part, (uint64_t)j * part * (uint64_t)tp + (uint64_t)r * part, 0.0f,
-                            p->init_std, seed, ZT_RNG_INIT, i);
+      draw_range(p, dst + (size_t)j * part, part, (uint64_t)j * part * (uint64_t)tp + (uint64_t)r * part, seed, i);
   } else {
     zt_check(p->ndim == 2 && p->tp_split_dim == 1, "internal error", "parameter %s: split dimension %d of %d",
              p->name, p->tp_split_dim, p->ndim);
     const uint64_t cols = (uint64_t)p->shape[1], fullc = cols * (uint64_t)tp;
     for (int64_t row = 0; row < p->shape[0]; row++)
-      zt_philox_normal_fill(dst + (size_t)row * cols, cols, (uint64_t)row * fullc + (uint64_t)r * cols, 0.0f,
-                            p->init_std, seed, ZT_RNG_INIT, i);
+      draw_range(p, dst + (size_t)row * cols, cols, (uint64_t)row * fullc + (uint64_t)r * cols, seed, i);
   }
 }
 

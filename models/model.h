@@ -122,6 +122,7 @@ typedef struct {
    * (--squared-relu); head_gelu_tanh: BERT's LM-head GELU in the tanh form (--openai-gelu; else the erf form) */
   int mlp_act, head_gelu_tanh;
   int layernorm_1p;     /* --apply-layernorm-1p: the transformer's LayerNorms scale by weight + 1 (weights start at 0) */
+  int init_xavier;      /* --init-method-xavier-uniform: zt_param_table_xavier on the model's table */
   /* DeepSpeed's sparse_attention: the self-attention's block layout for --seq-length (host memory), or NULL for
    * dense attention; sparse_as_mask computes densely with the layout as a mask (the reference, same results) */
   const zt_attn_layout_buf *sparse_attention;

@@ -143,6 +143,8 @@ static const flag k_flags[] = {
   {"--openai-gelu", F_TRUE, OFF(openai_gelu), NULL, SHAPE, "False",
    "The MLP's (and BERT's LM head's) GELU in OpenAI's tanh form, unfused (the default fused bias-GELU is that form)."},
   {"--squared-relu", F_TRUE, OFF(squared_relu), NULL, SHAPE, "False", "The MLP's activation is relu(x)^2."},
+  {"--init-method-xavier-uniform", F_TRUE, OFF(init_method_xavier_uniform), NULL, SHAPE, "False",
+   "Every weight matrix drawn from N(0, --init-method-std) starts U(+-sqrt(6 / (fan_in + fan_out))) instead."},
   {"--apply-layernorm-1p", F_TRUE, OFF(apply_layernorm_1p), NULL, SHAPE, "False",
    "Zero-centred LayerNorm weights: each LayerNorm of the transformer scales by weight + 1, the weight starting at 0."},
   {"--bert-no-binary-head", F_CONST, OFF(bert_binary_head), k_off, SHAPE, "binary head on",
@@ -1415,6 +1417,7 @@ void zt_args_model_variants(const zt_args *a, zt_model_args *m) {
                : a->bias_gelu_fusion && a->add_bias_linear ? ZT_ACT_GELU_TANH : ZT_ACT_GELU_ERF;
   m->head_gelu_tanh = a->openai_gelu;
   m->layernorm_1p = a->apply_layernorm_1p && !a->normalization;
+  m->init_xavier = a->init_method_xavier_uniform;
 }
 
 void zt_args_set_vocab_size(zt_args *a, int vocab_size, const char *tokenizer_name) {
@@ -1769,6 +1772,7 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("openai_gelu", a->openai_gelu);
   BOOL_LINE("squared_relu", a->squared_relu);
   BOOL_LINE("apply_layernorm_1p", a->apply_layernorm_1p);
+  BOOL_LINE("init_method_xavier_uniform", a->init_method_xavier_uniform);
   BOOL_LINE("add_bias_linear", a->add_bias_linear);
   BOOL_LINE("use_rotary_position_embeddings", a->use_rotary_position_embeddings);
   INT_LINE("rope_theta", a->rope_theta);

@@ -79,6 +79,7 @@ static void register_params(zt_lm *lm) {
     first[u++] = t->count;
     register_last(t, c, lm->register_head, lm->V, lm->first);
   }
+  if (c->init_xavier) zt_param_table_xavier(t, lm->tp.size); /* every N(0, std) matrix: init_method's */
   mm->nunits = u;
   mm->unit_off = zt_malloc((size_t)(u + 1) * sizeof(size_t), "model units");
   for (int k = 0; k < u; k++) mm->unit_off[k] = t->params[first[k]].offset;
@@ -129,6 +130,7 @@ void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head he
     zt_ffn_destroy(&mlp);
   }
   register_last(t, c, head, c->padded_vocab_size / tp, 1);
+  if (c->init_xavier) zt_param_table_xavier(t, tp);
 }
 
 /* The module of a parameter: its name up to the last dot. */
@@ -241,7 +243,7 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .dec_seq_length = a->dec_seq_length, .pp_split = s->pp_split, .rmsnorm = a->rmsnorm, .swiglu = a->swiglu,
       .no_bias_linear = a->no_bias_linear, .rotary_dims = a->rotary_dims, .rope_theta = a->rope_theta,
       .no_position_embedding = a->no_position_embedding, .kv_heads = a->kv_heads, .mlp_act = a->mlp_act,
-      .head_gelu_tanh = a->head_gelu_tanh, .layernorm_1p = a->layernorm_1p};
+      .head_gelu_tanh = a->head_gelu_tanh, .layernorm_1p = a->layernorm_1p, .init_xavier = a->init_xavier};
 }
 
 void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_table *table, zt_memplan *plan,

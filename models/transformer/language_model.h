@@ -102,6 +102,7 @@ typedef struct {
   int kv_heads;              /* --num-key-value-heads (grouped-query attention): 0 or num_heads for none */
   int mlp_act, head_gelu_tanh; /* zt_model_args's: the MLP's activation unless swiglu, BERT's LM-head GELU form */
   int layernorm_1p;            /* zt_model_args's: --apply-layernorm-1p */
+  int init_xavier;             /* zt_model_args's: --init-method-xavier-uniform */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer

@@ -1,6 +1,7 @@
 /* Parameter table bookkeeping and deterministic initialization. */
 #include "runtime/tensor/param_table.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,9 +70,20 @@ void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *
   return flat ? (char *)flat + p->offset * es : NULL; /* no buffer (a forward-only model's gradients): none */
 }
 
-void zt_param_uniform_fill(float *dst, size_t n, float bound, uint64_t seed, uint64_t index) {
+void zt_param_uniform_fill(float *dst, size_t n, uint64_t first, float bound, uint64_t seed, uint64_t index) {
   for (size_t j = 0; j < n; j++)
-    dst[j] = bound * (2.0f * zt_philox_uniform(seed, ZT_RNG_INIT, index, (uint64_t)j) - 1.0f);
+    dst[j] = bound * (2.0f * zt_philox_uniform(seed, ZT_RNG_INIT, index, first + (uint64_t)j) - 1.0f);
+}
+
+void zt_param_table_xavier(zt_param_table *t, int tp) {
+  for (int i = 0; i < t->count; i++) {
+    zt_param *p = &t->params[i];
+    if (p->init != ZT_INIT_NORMAL || p->ndim != 2) continue;
+    const double out = (double)p->shape[0] * (p->tp_split_dim == 0 ? tp : 1);
+    const double in = (double)p->shape[1] * (p->tp_split_dim == 1 ? tp : 1);
+    p->init = ZT_INIT_UNIFORM;
+    p->init_std = (float)sqrt(6.0 / (in + out));
+  }
 }
 
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed) {
@@ -88,7 +100,7 @@ void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint6
       case ZT_INIT_NORMAL:
         zt_philox_normal_fill(dst, p->numel, 0, 0.0f, p->init_std, seed, ZT_RNG_INIT, (uint64_t)i);
         break;
-      case ZT_INIT_UNIFORM: zt_param_uniform_fill(dst, p->numel, p->init_std, seed, (uint64_t)i); break;
+      case ZT_INIT_UNIFORM: zt_param_uniform_fill(dst, p->numel, 0, p->init_std, seed, (uint64_t)i); break;
       case ZT_INIT_ZEROS: break;
       case ZT_INIT_ONES:
         for (size_t j = 0; j < p->numel; j++) dst[j] = 1.0f;

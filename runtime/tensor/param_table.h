@@ -15,7 +15,7 @@ typedef enum {
   ZT_INIT_ZEROS = 1,
   ZT_INIT_ONES = 2,
   ZT_INIT_UNIFORM = 3, /* U(-init_std, init_std): PyTorch's default nn.Linear init (bound 1/sqrt(fan_in)), which
-                          DeepSpeed's MoE router and residual coefficient keep */
+                          DeepSpeed's MoE router and residual coefficient keep; Xavier's (zt_param_table_xavier) */
 } zt_init_kind;
 
 typedef struct {
@@ -69,8 +69,13 @@ void *zt_param_addr(const zt_param_table *t, void *flat, size_t es, const char *
 void zt_param_table_initialize(const zt_param_table *t, float *flat, uint64_t seed);
 /* The same for the parameters that start in [lo, hi) only (nothing else is written). */
 void zt_param_table_initialize_range(const zt_param_table *t, float *flat, uint64_t seed, size_t lo, size_t hi);
-/* dst[n] = U(-bound, bound) draws of the init stream of parameter `index` (ZT_INIT_UNIFORM; replicated parameters). */
-void zt_param_uniform_fill(float *dst, size_t n, float bound, uint64_t seed, uint64_t index);
+/* dst[n] = U(-bound, bound) draws of the init stream of parameter `index` (ZT_INIT_UNIFORM), elements first ..
+ * first + n - 1 of the whole matrix (a tensor-parallel slice starts past 0). */
+void zt_param_uniform_fill(float *dst, size_t n, uint64_t first, float bound, uint64_t seed, uint64_t index);
+/* --init-method-xavier-uniform: every matrix drawn from N(0, std) (Megatron's init_method and
+ * output_layer_init_method) becomes U(-b, b), b = sqrt(6 / (fan_in + fan_out)) of the whole matrix ([out, in]: the
+ * shape with the split dimension times tp), as torch.nn.init.xavier_uniform_ with gain 1. */
+void zt_param_table_xavier(zt_param_table *t, int tp);
 /* Number of elements that receive weight decay. */
 size_t zt_param_table_decay_numel(const zt_param_table *t);
 

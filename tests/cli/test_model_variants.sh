@@ -4,7 +4,8 @@
 # (each pair of runs that must compute the same model gives the same losses bit for bit, each pair that must not
 # differs), --apply-layernorm-1p (the same first loss as the default, and after training its saved LayerNorm weights
 # are the default run's minus 1), the refused combinations, the checkpoint checks (another --apply-layernorm-1p refused,
-# --use-checkpoint-args restoring it), export_hf's GELU name, MoE experts with --squared-relu, and BERT and T5 with the
+# --use-checkpoint-args restoring it), export_hf's GELU name, --init-method-xavier-uniform (bounds, variance, the same
+# weights at TP=2), MoE experts with --squared-relu, and BERT and T5 with the
 # flags (BERT's LM-head GELU follows --openai-gelu). The twin-level checks (gradients against PyTorch) are
 # tests/parity/test_llama_parity.py.
 # Usage: test_model_variants.sh PRETRAIN_GPT PRETRAIN_BERT PRETRAIN_T5 [PYTHON with h5py]
@@ -100,6 +101,35 @@ grep -q '"activation_function": "gelu_new"' HD/config.json 2>/dev/null \
   && grep -q "trained with --apply-layernorm-1p" <<<"$o3" \
   && ok "export_hf: gelu_new for the fused bias-GELU, gelu for --no-bias-gelu-fusion; a 1p checkpoint refused" \
   || bad "export_hf" "$(tail -1 <<<"$o1") | $(tail -1 <<<"$o2") | rc=$rc3 $(tail -1 <<<"$o3")"
+
+# ---- --init-method-xavier-uniform: every N(0, std) matrix starts U(+-sqrt(6 / (fan_in + fan_out))) of the whole
+# matrix, the same weights in every tensor-parallel layout (lr 0: the saved weights are the initial ones)
+xv=(--init-method-xavier-uniform --lr 0 --train-iters 1 --make-vocab-size-divisible-by 64) # 128 rows at TP=1 and 2
+gpt "${xv[@]}" --save X1 >/dev/null
+timeout 120 "${mpi[@]}" -np 2 "$GPT" "${G[@]}" "${xv[@]}" --tensor-model-parallel-size 2 --save X2 >/dev/null 2>&1
+gpt --lr 0 --train-iters 1 --save N1 >/dev/null
+r=$(cd "$HERE/../checkpoint" && "$PY" - "$tmp/X1/global_step1" "$tmp/X2/global_step1" "$tmp/N1/global_step1" <<'PYEOF' 2>&1
+import sys, numpy as np, h5_oracle
+x1, x2, n1 = (h5_oracle.full_state(d) for d in sys.argv[1:4])
+mats = sorted(k for k in x1 if np.asarray(x1[k]["weights"]).ndim == 2)
+bad = []
+for k in mats:
+    w = np.asarray(x1[k]["weights"], dtype=np.float64)
+    out, inp = w.shape
+    b = (6.0 / (inp + out)) ** 0.5
+    m = np.abs(w).max()
+    if not (m <= b * (1 + 1e-6) and m > 0.95 * b and abs(w.var() / (b * b / 3) - 1) < 0.1):
+        bad.append("%s: max %.4g, bound %.4g, var/(b^2/3) %.3f" % (k, m, b, w.var() / (b * b / 3)))
+    if not np.array_equal(x1[k]["weights"], x2[k]["weights"]):
+        bad.append("%s differs at TP=2" % k)
+    if np.array_equal(x1[k]["weights"], n1[k]["weights"]):
+        bad.append("%s equals the N(0, std) run's" % k)
+if len(mats) != 10 or bad:
+    print("%d matrices; %s" % (len(mats), "; ".join(bad[:4]))); sys.exit(1)
+print("%d weight matrices U(+-sqrt(6/(in+out))) (max/bound and variance checked), equal at TP=2, unlike the default's"
+      % len(mats))
+PYEOF
+) && ok "--init-method-xavier-uniform: $r" || bad "--init-method-xavier-uniform" "$r"
 
 # ---- refusals, before any work
 refuse() { # name, message, flags...
