@@ -1394,9 +1394,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check(!zt_moe_on(&a->moe) || a->ds_sequence_parallel_size == 1, "unsupported argument", "--num-experts with "
            "--ds-sequence-parallel-size %d: MoE layers with DeepSpeed's sequence parallelism land with the MoE "
            "expert-parallel work (issue 18)", a->ds_sequence_parallel_size);
-  zt_check(!zt_moe_on(&a->moe) || (!a->swiglu && a->add_bias_linear), "unsupported argument", "%s with --num-experts: "
-           "the experts' MLPs (Megatron-DeepSpeed's ParallelMLP with moe=True) take it too, which lands with the MoE "
-           "variants work (issue 18)", a->swiglu ? "--swiglu" : "--disable-bias-linear");
   check_kd_flags(a, seen);
   pad_vocab(a);
 }

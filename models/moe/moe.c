@@ -32,7 +32,7 @@ typedef struct {
   zt_ffn mlp;                                  /* residual: the dense branch */
   zt_tp tp1;                                   /* one tensor-parallel rank on the model's backend: the experts' */
   /* activations of up to M = k N slots (this layer's, kept for its backward) */
-  void *fc, *gelu;                             /* [M, FFN] */
+  void *fc, *gelu;                             /* [R, FFN] (fc: [R, 2 FFN] with SwiGLU) */
   void *y;                                     /* [M, C] the experts' outputs */
   int32_t *slot_tok;                           /* [M] backend: each slot's token row */
   float *slot_w;                               /* [M] backend: each slot's combine weight */
@@ -65,7 +65,8 @@ typedef struct {
 
 /* The scratch (shared by the layers) for N rows, carved in this order (R: the rows the local experts process). */
 typedef struct {
-  void *disp, *dyb, *dh, *tmp, *tmp2, *mlp;    /* [M, C], [M, C], [R, FFN], [N, C], [N, C], the dense branch's */
+  void *disp, *dyb, *dh, *tmp, *tmp2, *mlp;    /* [M, C], [M, C], [R, FFN] (SwiGLU: [R, 3 FFN]), [N, C], [N, C],
+                                                  the dense branch's */
   void *xa, *xb;                               /* expert parallelism: [xmax, C] each, the exchange buffers */
   void *wgd;                                   /* [E, C] the router's gradient in a half dtype */
   float *x32, *wg32, *log32, *dwg32, *dx32, *dw32, *c32; /* fp32: [N C], [E C], [N E], [E C], [N C], [M], [2N] */
@@ -97,7 +98,8 @@ static int expert_rows(const moe_layer *m, int N) { return m->P > 1 ? exchange_r
 static size_t carve(moe_scratch *s, void *base, const moe_layer *m, const zt_block_config *cfg, int N) {
   const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C, E = (size_t)m->E;
   const size_t R = (size_t)expert_rows(m, N), X = (size_t)exchange_rows(m, N);
-  const size_t sizes[] = {M * C * es, M * C * es, R * (size_t)cfg->FFN * es, (size_t)N * C * es, (size_t)N * C * es,
+  const size_t sizes[] = {M * C * es, M * C * es, R * (size_t)cfg->FFN * es * (cfg->swiglu ? 3 : 1),
+                          (size_t)N * C * es, (size_t)N * C * es,
                           m->mc->residual ? m->mlp.scratch_bytes(&m->mlp, cfg, N) : 0, X * C * es, X * C * es,
                           E * C * es,
                           (size_t)N * C * 4, E * C * 4, (size_t)N * E * 4, E * C * 4, (size_t)N * C * 4, M * 4,
@@ -131,15 +133,20 @@ static zt_block_config expert_cfg(moe_layer *m, const zt_block_config *cfg) {
 /* The rows the layer computes: every token of the micro batch (with --sequence-parallel N is this rank's share). */
 static int all_rows(const zt_block_config *cfg, int N) { return zt_tp_sp(cfg->tp) ? N * cfg->tp->size : N; }
 
+/* A whole ParallelMLP (an expert, or the residual MoE's dense branch): with --swiglu dense_h_to_4h has 2 ffn rows (the
+ * gate's, then the linear half's), with --disable-bias-linear no biases. */
 static void add_mlp(zt_param_table *t, const char *pre, const zt_block_config *cfg, int64_t ffn) {
   char name[200];
-  const int64_t w1[2] = {ffn, cfg->C}, b1[1] = {ffn}, w2[2] = {cfg->C, ffn}, b2[1] = {cfg->C};
+  const int64_t rows = cfg->swiglu ? 2 * ffn : ffn;
+  const int64_t w1[2] = {rows, cfg->C}, b1[1] = {rows}, w2[2] = {cfg->C, ffn}, b2[1] = {cfg->C};
   zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.weight"), 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0,
                      -1);
-  zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.bias"), 1, b1, ZT_INIT_ZEROS, 0, 1, -1);
+  if (!cfg->no_bias)
+    zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.bias"), 1, b1, ZT_INIT_ZEROS, 0, 1, -1);
   zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.weight"), 2, w2, ZT_INIT_NORMAL,
                      cfg->out_init_std, 0, -1);
-  zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.bias"), 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
+  if (!cfg->no_bias)
+    zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.bias"), 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
 }
 
 static void expert_prefix(char *buf, size_t n, const char *prefix, int e) {
@@ -182,13 +189,13 @@ static void moe_bind(zt_ffn *self, const zt_param_table *t, const char *prefix, 
   for (int e = 0; e < m->E; e++) {
     expert_prefix(pre, sizeof pre, prefix, e);
     m->fc_w[e] = zt_param_addr(t, params, es, pre, "dense_h_to_4h.weight");
-    m->fc_b[e] = zt_param_addr(t, params, es, pre, "dense_h_to_4h.bias");
+    m->fc_b[e] = zt_param_addr_if(t, params, es, pre, "dense_h_to_4h.bias"); /* NULL: --disable-bias-linear */
     m->proj_w[e] = zt_param_addr(t, params, es, pre, "dense_4h_to_h.weight");
-    m->proj_b[e] = zt_param_addr(t, params, es, pre, "dense_4h_to_h.bias");
+    m->proj_b[e] = zt_param_addr_if(t, params, es, pre, "dense_4h_to_h.bias");
     m->dfc_w[e] = zt_param_addr(t, grads, es, pre, "dense_h_to_4h.weight");
-    m->dfc_b[e] = zt_param_addr(t, grads, es, pre, "dense_h_to_4h.bias");
+    m->dfc_b[e] = zt_param_addr_if(t, grads, es, pre, "dense_h_to_4h.bias");
     m->dproj_w[e] = zt_param_addr(t, grads, es, pre, "dense_4h_to_h.weight");
-    m->dproj_b[e] = zt_param_addr(t, grads, es, pre, "dense_4h_to_h.bias");
+    m->dproj_b[e] = zt_param_addr_if(t, grads, es, pre, "dense_4h_to_h.bias");
   }
   if (m->mc->residual) {
     m->mlp.bind(&m->mlp, t, join(pre, sizeof pre, prefix, "mlp"), params, grads, es);
@@ -220,7 +227,7 @@ static void moe_plan_acts(zt_ffn *self, zt_memplan *plan, const zt_block_config 
   const int N = all_rows(tcfg, Nl);
   const size_t es = zt_dtype_size(zt_block_dt(cfg)), M = (size_t)m->k * N, C = (size_t)cfg->C;
   const size_t R = (size_t)expert_rows(m, N), X = (size_t)exchange_rows(m, N);
-  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es);
+  m->fc = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es * (cfg->swiglu ? 2 : 1));
   m->gelu = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, R * cfg->FFN * es);
   if (m->P > 1) {
     m->xr = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, X * C * es);
@@ -319,32 +326,44 @@ static void experts_forward(moe_layer *m, const zt_block_config *cfg, void *y, c
                             int e0, int n) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
-  const int C = cfg->C, FFN = cfg->FFN;
+  const int C = cfg->C, FFN = cfg->FFN, W = cfg->swiglu ? 2 * FFN : FFN; /* W: dense_h_to_4h's outputs */
   for (int i = 0; i < n; i++) {
     const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
     if (rows == 0) continue;
-    zt_ffn_fc(be, dt, cfg->act, zt_at(m->gelu, dt, (size_t)o * FFN), zt_at(m->fc, dt, (size_t)o * FFN),
-              zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
+    void *fc = zt_at(m->fc, dt, (size_t)o * W), *act = zt_at(m->gelu, dt, (size_t)o * FFN);
+    if (cfg->swiglu) {
+      be->matmul_forward(dt, fc, NULL, zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, W);
+      be->swiglu_forward(dt, act, fc, rows, FFN);
+    } else {
+      zt_ffn_fc(be, dt, cfg->act, act, fc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
+    }
     be->matmul_forward(dt, zt_at(y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
                        m->proj_b[e], rows, FFN, C);
   }
 }
 
-/* Their backward: dy (the outputs' gradients at the rows) becomes the inputs' gradients; dh is [rows, FFN] scratch. */
+/* Their backward: dy (the outputs' gradients at the rows) becomes the inputs' gradients; dh is [rows, FFN] scratch
+ * (SwiGLU: [rows, 3 FFN], the gradient of the pre-activation after the activation's). */
 static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy, const void *x, void *dh,
                              const int32_t *off, int e0, int n) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
-  const int C = cfg->C, FFN = cfg->FFN;
+  const int C = cfg->C, FFN = cfg->FFN, W = cfg->swiglu ? 2 * FFN : FFN;
   for (int i = 0; i < n; i++) {
     const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
     if (rows == 0) continue;
-    void *d = zt_at(dy, dt, (size_t)o * C);
+    void *d = zt_at(dy, dt, (size_t)o * C), *fc = zt_at(m->fc, dt, (size_t)o * W);
     be->matmul_backward(dt, dh, m->dproj_w[e], m->dproj_b[e], d, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
                         NULL, rows, FFN, C);
-    void *pre = zt_ffn_act_backward(be, dt, cfg->act, dh, zt_at(m->fc, dt, (size_t)o * FFN), (size_t)rows * FFN);
-    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dh, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
-                        FFN);
+    void *dfc = dh, *pre = NULL;
+    if (cfg->swiglu) {
+      dfc = zt_at(dh, dt, (size_t)rows * FFN);
+      be->swiglu_backward(dt, dfc, dh, fc, rows, FFN);
+    } else {
+      pre = zt_ffn_act_backward(be, dt, cfg->act, dh, fc, (size_t)rows * FFN);
+    }
+    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dfc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
+                        W);
   }
 }
 

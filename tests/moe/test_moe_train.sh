@@ -164,6 +164,10 @@ if command -v mpirun >/dev/null; then
                  --moe-expert-parallel-size 2)" 1e-5
   same "EP=2 x TP=2 with --sequence-parallel (4 ranks) = one process" "$base" \
     "$(mpirun_n 4 "${moe[@]}" --moe-expert-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel)" 1e-5
+  llm=(--swiglu --disable-bias-linear)
+  same "SwiGLU experts without linear biases: EP=2 x TP=2 + SP (4 ranks) = one process" "$(run "${moe[@]}" "${llm[@]}")" \
+    "$(mpirun_n 4 "${moe[@]}" "${llm[@]}" --moe-expert-parallel-size 2 --tensor-model-parallel-size 2 \
+       --sequence-parallel)" 1e-5
   same "EP=2 x PP=2 (4 ranks) = one process" "$base" \
     "$(mpirun_n 4 "${moe[@]}" --moe-expert-parallel-size 2 --pipeline-model-parallel-size 2)" 1e-5
   same "EP=2 with ZeRO-2 at DP=2 = one process" "$ds0" \

@@ -7,7 +7,8 @@
  *   layer 1 runs on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD), drawn for step 0 in the single
  *   forward/backward and step k-1 in training step k; --moe NAME: DeepSpeed MoE layers (test_moe_parity.py), NAME one
  *   of the configurations in k_moe below (top1, top2, top2_argmax, top3, nodrop, residual_pyramid, jitter, rsample,
- *   recompute: top-2 with an untied output layer and full recompute); --llama NAME: the Llama-style variants
+ *   recompute: top-2 with an untied output layer and full recompute; swiglu_nobias: top-2 SwiGLU experts without
+ *   linear biases anywhere; swiglu_residual: Residual MoE with SwiGLU experts and dense branch); --llama NAME: the Llama-style variants
  *   (test_llama_parity.py), NAME one of k_llama below: llama (RMSNorm, SwiGLU, no linear biases, rotary on every head
  *   dimension, untied output layer), llama_recompute (the same with full recompute), rope_partial (LayerNorm, GELU,
  *   biases, rotary theta 500 on half of each head, tied), rms_swiglu (RMSNorm, SwiGLU with biases, learned positions),
@@ -18,8 +19,9 @@
  *   key/value heads, the MLP's activation (zt_act_kind: 0 tanh GELU, 1 erf GELU, 3 squared ReLU), LayerNorm-1p.
  *
  * With --moe, also (token order s = t B + b of a micro batch, S = B T):
- *   moe.npy (<f8 [9])             topk, train and eval capacity factors, min capacity, drop tokens, top-2 sampling,
- *                                 noisy gate policy (0 None, 1 Jitter, 2 RSample), residual, moe loss coefficient
+ *   moe.npy (<f8 [11])            topk, train and eval capacity factors, min capacity, drop tokens, top-2 sampling,
+ *                                 noisy gate policy (0 None, 1 Jitter, 2 RSample), residual, moe loss coefficient,
+ *                                 swiglu (--swiglu: SwiGLU experts), add_bias_linear (0: --disable-bias-linear)
  *   moe_experts.npy (<i4 [L])     experts of each layer (1: the dense MLP)
  *   <P>moe.<l>.{rts,gumbel}.npy   [S, E] the gate's draws where used (zt_moe_draw, the function the layer calls);
  *   <P>moe.<l>.jitter.npy         [S, C]; <P>moe.<l>.counts.npy (<i4 [E]) tokens each expert processed;
@@ -105,7 +107,8 @@ static void make_batch(batch *b, const char *prefix) {
 }
 
 /* The MoE configurations (--moe NAME): name, experts of layers 0 and 1, topk, train/eval capacity factors, min
- * capacity, drop tokens, top-2 sampling, noise, residual, and whether the dense options untie + recompute go along. */
+ * capacity, drop tokens, top-2 sampling, noise, residual, whether the dense options untie + recompute go along, and
+ * the experts' variants: SwiGLU, no linear biases (in the attention too). */
 typedef struct {
   const char *name;
   int experts[L], topk;
@@ -113,17 +116,20 @@ typedef struct {
   int min_cap, drop, sampling;
   zt_moe_noise noise;
   int residual, untie_recompute;
+  int swiglu, no_bias;
 } moe_case;
 static const moe_case k_moe[] = {
-    {"top1", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
-    {"top2", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
-    {"top2_argmax", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 0, ZT_MOE_NOISE_NONE, 0, 0},
-    {"top3", {4, 4}, 3, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0},
-    {"nodrop", {4, 4}, 1, 1.0f, 2.0f, 4, 0, 1, ZT_MOE_NOISE_NONE, 0, 0},
-    {"residual_pyramid", {2, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 1, 0},
-    {"jitter", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_JITTER, 0, 0},
-    {"rsample", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_RSAMPLE, 0, 0},
-    {"recompute", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 1},
+    {"top1", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0, 0, 0},
+    {"top2", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0, 0, 0},
+    {"top2_argmax", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 0, ZT_MOE_NOISE_NONE, 0, 0, 0, 0},
+    {"top3", {4, 4}, 3, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0, 0, 0},
+    {"nodrop", {4, 4}, 1, 1.0f, 2.0f, 4, 0, 1, ZT_MOE_NOISE_NONE, 0, 0, 0, 0},
+    {"residual_pyramid", {2, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 1, 0, 0, 0},
+    {"jitter", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_JITTER, 0, 0, 0, 0},
+    {"rsample", {4, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_RSAMPLE, 0, 0, 0, 0},
+    {"recompute", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 1, 0, 0},
+    {"swiglu_nobias", {4, 4}, 2, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 0, 0, 1, 1},
+    {"swiglu_residual", {2, 4}, 1, 1.0f, 2.0f, 4, 1, 1, ZT_MOE_NOISE_NONE, 1, 0, 1, 0},
 };
 static const float MOE_COEFF = 0.5f;
 
@@ -202,8 +208,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   zt_moe_config mc = {0};
+  int moe_swiglu = 0, moe_no_bias = 0;
   if (mcase) {
     untie_recompute = mcase->untie_recompute;
+    moe_swiglu = mcase->swiglu, moe_no_bias = mcase->no_bias;
     mc = (zt_moe_config){.num_layers = L, .num_experts = mcase->experts, .topk = mcase->topk,
                          .train_capacity_factor = mcase->train_cf, .eval_capacity_factor = mcase->eval_cf,
                          .min_capacity = mcase->min_cap, .drop_tokens = mcase->drop, .top2_sampling = mcase->sampling,
@@ -220,7 +228,8 @@ int main(int argc, char **argv) {
                        .max_positions = MAXPOS, .padded_vocab_size = V, .ln_eps = 1e-5f, .attn_dropout = 0.0f,
                        .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = untie_recompute,
                        .recompute_full = recompute, .micro_batch = B, .seq_length = T,
-                       .random_ltd_layers = ltd ? LTD_LAYERS : NULL, .moe = moe};
+                       .random_ltd_layers = ltd ? LTD_LAYERS : NULL, .moe = moe, .swiglu = moe_swiglu,
+                       .no_bias_linear = moe_no_bias};
   if (lcase) {
     cfg.rmsnorm = lcase->rmsnorm, cfg.swiglu = lcase->swiglu, cfg.no_bias_linear = !lcase->bias;
     cfg.rotary_dims = lcase->rotary ? (int)((C / NH) * lcase->percent) : 0, cfg.rope_theta = lcase->theta;
@@ -260,10 +269,11 @@ int main(int argc, char **argv) {
     save("llama", v, "<f8", 1, n10);
   }
   if (moe) {
-    const double v[9] = {mc.topk, mc.train_capacity_factor, mc.eval_capacity_factor, mc.min_capacity, mc.drop_tokens,
-                         mc.top2_sampling, mc.noise, mc.residual, mc.loss_coeff};
-    int64_t n9[1] = {9}, nl[1] = {L};
-    save("moe", v, "<f8", 1, n9);
+    const double v[11] = {mc.topk, mc.train_capacity_factor, mc.eval_capacity_factor, mc.min_capacity,
+                          mc.drop_tokens, mc.top2_sampling, mc.noise, mc.residual, mc.loss_coeff, mcase->swiglu,
+                          !mcase->no_bias};
+    int64_t n11[1] = {11}, nl[1] = {L};
+    save("moe", v, "<f8", 1, n11);
     save("moe_experts", mcase->experts, "<i4", 1, nl);
   }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch parity of DeepSpeed's Mixture-of-Experts layers in the GPT model: the experts' gating (top-1 with Random
 Token Selection, Jitter or RSample; top-2 with or without the Gumbel-sampled second expert; top-k with the 'probs'
-drop policy; token dropping or not), the experts, the residual MoE, the auxiliary (load-balancing) loss, every
-parameter gradient and three AdamW steps of a tiny zerotron GPT against an independent float64 PyTorch twin.
+drop policy; token dropping or not), the experts (GELU, or SwiGLU with --swiglu; with or without linear biases), the
+residual MoE, the auxiliary (load-balancing) loss, every parameter gradient and three AdamW steps of a tiny zerotron
+GPT against an independent float64 PyTorch twin. Without linear biases the twin runs with zero biases that are not
+trained (the same function).
 
 Usage: test_moe_parity.py GPT_PARITY_DUMP_BINARY
 Runs `GPT_PARITY_DUMP_BINARY OUTDIR --moe NAME` for each configuration below, recomputes everything with torch
@@ -51,13 +53,19 @@ EPS32 = float(np.finfo(np.float32).eps)  # 1.1920929e-07: DeepSpeed clamps the g
 NONE, JITTER, RSAMPLE = 0, 1, 2  # noisy_gate_policy codes of moe.npy
 POLICY = {NONE: "None", JITTER: "Jitter", RSAMPLE: "RSample"}
 DENSE_MLP = ["mlp.dense_h_to_4h.weight", "mlp.dense_h_to_4h.bias", "mlp.dense_4h_to_h.weight", "mlp.dense_4h_to_h.bias"]
-MOE_NAMES = ["top1", "top2", "top2_argmax", "top3", "nodrop", "residual_pyramid", "jitter", "rsample", "recompute"]
+MOE_NAMES = ["top1", "top2", "top2_argmax", "top3", "nodrop", "residual_pyramid", "jitter", "rsample", "recompute",
+             "swiglu_nobias", "swiglu_residual"]
+# the linear biases --disable-bias-linear removes (the attention's and every ParallelMLP's, experts included)
+LINEAR_BIASES = ("query_key_value.bias", "self_attention.dense.bias", "dense_h_to_4h.bias", "dense_4h_to_h.bias")
 
 DENSE_LAYER = G.layer  # the dense twin's transformer layer; G.layer is replaced by moe_layer below
 
 
-def expected_names(L, untie, experts, residual):
-    """The dense GPT's names with each MoE layer's four dense MLP names replaced by the MoE's parameters."""
+def expected_names(L, untie, experts, residual, add_bias=True):
+    """The dense GPT's names with each MoE layer's four dense MLP names replaced by the MoE's parameters (without the
+    linear biases when add_bias is off)."""
+    if not add_bias:
+        return [n for n in expected_names(L, untie, experts, residual) if not n.endswith(LINEAR_BIASES)]
     names = []
     for n in G.expected_names(L, untie):
         hit = [l for l in range(L) if experts[l] > 1 and n.startswith(f"language_model.encoder.layers.{l}.mlp.")]
@@ -79,10 +87,27 @@ def expected_names(L, untie, experts, residual):
     return names
 
 
-def mlp(P, q, x):
-    """Megatron's ParallelMLP (one expert, or the residual MoE's dense branch) with parameter prefix q, x [S, C]."""
-    f = F.gelu(x @ P[q + "dense_h_to_4h.weight"].T + P[q + "dense_h_to_4h.bias"], approximate="tanh")
+def mlp(P, q, x, swiglu=False):
+    """Megatron's ParallelMLP (one expert, or the residual MoE's dense branch) with parameter prefix q, x [S, C]; with
+    swiglu dense_h_to_4h's output is chunked in two, silu(first) * second (no bias: the biases are zeros here)."""
+    f = x @ P[q + "dense_h_to_4h.weight"].T + P[q + "dense_h_to_4h.bias"]
+    if swiglu:
+        g, u = torch.chunk(f, 2, dim=-1)
+        f = F.silu(g) * u
+    else:
+        f = F.gelu(f, approximate="tanh")
     return f @ P[q + "dense_4h_to_h.weight"].T + P[q + "dense_4h_to_h.bias"]
+
+
+def zero_biases(P):
+    """P with a zero bias for every linear weight that has none (--disable-bias-linear): the same function, and as
+    they are not among the trained names they get no gradient and no optimizer step."""
+    Q = dict(P)
+    for n, w in P.items():
+        b = n[:-len("weight")] + "bias"
+        if n.endswith(".weight") and b.endswith(LINEAR_BIASES) and b not in Q:
+            Q[b] = torch.zeros(w.shape[0], dtype=w.dtype)
+    return Q
 
 
 def capacity(S, E, factor, min_capacity):
@@ -214,11 +239,11 @@ def moe_layer(P, l, x, cfg):
     for e in range(E):  # each expert on its kept tokens, scaled by their combine weights
         idx = keep[:, e].nonzero().squeeze(1)
         if idx.numel():
-            y = mlp(P, q + f"deepspeed_moe.experts.deepspeed_experts.{e}.", hs[idx])
+            y = mlp(P, q + f"deepspeed_moe.experts.deepspeed_experts.{e}.", hs[idx], cfg["moe"]["swiglu"])
             out = out.index_add(0, idx, weights[idx, e:e + 1] * y)
     if cfg["moe"]["residual"]:
         coef = torch.softmax(hs @ P[q + "coefficient.weight"].T + P[q + "coefficient.bias"], dim=-1)
-        out = out * coef[:, 0:1] + mlp(P, q + "mlp.", hs) * coef[:, 1:]
+        out = out * coef[:, 0:1] + mlp(P, q + "mlp.", hs, cfg["moe"]["swiglu"]) * coef[:, 1:]
     st.records.append((l, keep.sum(0).numpy().astype(np.int64), l_aux, margin))
     return x + out.view(T, Bb, C).transpose(0, 1)
 
@@ -230,7 +255,7 @@ def forward(P, batch, cfg, st):
     """(lm loss, moe loss = moe_loss_coeff * sum of the layers' l_aux) of one micro batch; st collects records."""
     tokens, targets, mask, _ = batch
     cfg["pass"] = st
-    lm = G.gpt_loss(P, tokens, targets, mask, cfg)
+    lm = G.gpt_loss(P if cfg["moe"]["add_bias"] else zero_biases(P), tokens, targets, mask, cfg)
     aux = [r[2] for r in st.records]
     moe = cfg["moe"]["coeff"] * sum(aux) if aux else torch.zeros(())
     return lm, moe
@@ -329,10 +354,11 @@ def run_config(binary, tag, tmp):
     if cfg.get("ltd_keep", 0):
         raise ValueError("random-LTD together with MoE is not covered by this twin")
     m = d.load("moe", np.float64).tolist()
-    if len(m) != 9:
-        raise ValueError(f"moe.npy has {len(m)} values, expected 9")
+    if len(m) != 11:
+        raise ValueError(f"moe.npy has {len(m)} values, expected 11")
     mc = {"topk": int(m[0]), "train_cf": m[1], "eval_cf": m[2], "min_cap": int(m[3]), "drop": bool(m[4]),
-          "sampling": bool(m[5]), "policy": int(m[6]), "residual": bool(m[7]), "coeff": m[8]}
+          "sampling": bool(m[5]), "policy": int(m[6]), "residual": bool(m[7]), "coeff": m[8], "swiglu": bool(m[9]),
+          "add_bias": bool(m[10])}
     experts = d.load("moe_experts", np.int32).astype(np.int64).tolist()
     if mc["policy"] not in POLICY or len(experts) != cfg["L"] or mc["topk"] < 1:
         raise ValueError(f"moe.npy {m} / moe_experts.npy {experts} malformed")
@@ -341,13 +367,14 @@ def run_config(binary, tag, tmp):
     print(f"# {tag}: " + ", ".join(f"{a}={b}" for a, b in cfg.items() if a not in ("moe", "experts")))
     print(f"# {tag}: experts per layer {experts}, k={k}, capacity factor train {mc['train_cf']} eval {mc['eval_cf']}, "
           f"min capacity {mc['min_cap']}, drop tokens {mc['drop']}, 2nd-expert sampling {mc['sampling']}, noisy gate "
-          f"{POLICY[mc['policy']]}, residual {mc['residual']}, moe_loss_coeff {mc['coeff']}, S={S} tokens")
+          f"{POLICY[mc['policy']]}, residual {mc['residual']}, moe_loss_coeff {mc['coeff']}, swiglu {mc['swiglu']}, "
+          f"linear biases {mc['add_bias']}, S={S} tokens")
     if any(E > 1 and E < k for E in experts) or not any(E > 1 for E in experts):
         raise ValueError(f"experts {experts} cannot route top-{k} (or no MoE layer)")
 
     with open(os.path.join(out, "names.txt")) as f:
         names = [line.strip() for line in f if line.strip()]
-    want = expected_names(cfg["L"], cfg["untie"], experts, mc["residual"])
+    want = expected_names(cfg["L"], cfg["untie"], experts, mc["residual"], mc["add_bias"])
     missing, extra = sorted(set(want) - set(names)), sorted(set(names) - set(want))
     check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
           f"{len(names)} names" + ("" if not (missing or extra) else f"; missing {missing}, extra {extra}"))
@@ -444,7 +471,7 @@ def run_config(binary, tag, tmp):
     check(clipped > 0, f"{tag} clipping exercised", f"clip coefficient < 1 in {clipped} of {cfg['steps']} steps")
     print(f"# {tag}: max parameter rel error {worst_p:.2e}, max update (delta) rel error {worst_d:.2e}")
 
-    for l in range(cfg["L"]):
+    for l in range(cfg["L"] if mc["add_bias"] else 0):  # the key bias's zero gradient (none without biases)
         n = f"language_model.encoder.layers.{l}.self_attention.query_key_value.bias"
         g = d.load("grad." + n).astype(np.float64)
         r = float(np.linalg.norm(g[kb])) / float(np.linalg.norm(g))

@@ -257,6 +257,8 @@ train_case "--squared-relu, --apply-layernorm-1p, TP=2 + sequence parallel" 2 --
 TOL=2e-3 train_case "--disable-bias-linear (the erf GELU), --apply-layernorm-1p, bf16" 1 --bf16 --disable-bias-linear \
   --apply-layernorm-1p
 train_case "MoE: top-2 experts with --squared-relu" 1 --num-experts 4 --topk 2 --squared-relu
+train_case "MoE: SwiGLU experts without linear biases, EP=2 at DP=2" 2 --num-experts 4 --topk 2 --swiglu \
+  --disable-bias-linear --moe-expert-parallel-size 2
 # DeepSpeed-Ulysses (docs/parallelism.md): copy2d packing and the all-to-alls of q, k, v and the context through NCCL
 train_case "DeepSpeed-Ulysses SP=2, dropout 0.1" 2 --ds-sequence-parallel-size 2
 train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA (the groups' all-to-all)" 2 \
