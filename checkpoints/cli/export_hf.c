@@ -425,6 +425,11 @@ int main(int argc, char **argv) {
   R = &r;
   const char *act = mlp_gelu(); /* refuses what the exported classes cannot express */
   if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
+    char norm[32] = "layernorm";
+    zt_ckpt_arg(r.args_text, "normalization", norm, sizeof norm);
+    zt_check(strcmp(norm, "rmsnorm") && !arg_bool("swiglu", 0) && arg_bool("add_bias_linear", 1), "export_hf", "%s: a "
+             "BERT trained with --normalization rmsnorm, --swiglu or --disable-bias-linear, which Hugging Face's "
+             "MegatronBert (LayerNorm, a GELU MLP, biases) cannot express, so the checkpoint is not exported", r.dir);
     export_bert(&r, out, act);
     zt_ckpt_close(&r);
     return 0;

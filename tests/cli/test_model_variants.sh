@@ -6,8 +6,8 @@
 # are the default run's minus 1), the refused combinations, the checkpoint checks (another --apply-layernorm-1p refused,
 # --use-checkpoint-args restoring it), export_hf's GELU name, --init-method-xavier-uniform (bounds, variance, the same
 # weights at TP=2), MoE experts with --squared-relu, and BERT and T5 with the
-# flags (BERT's LM-head GELU follows --openai-gelu). The twin-level checks (gradients against PyTorch) are
-# tests/parity/test_llama_parity.py.
+# flags (BERT's LM-head GELU follows --openai-gelu), BERT and T5 with RMSNorm, SwiGLU and no linear biases in another
+# layout. The twin-level checks (gradients against PyTorch) are tests/parity/test_{llama,bert,t5}_parity.py.
 # Usage: test_model_variants.sh PRETRAIN_GPT PRETRAIN_BERT PRETRAIN_T5 [PYTHON with h5py]
 set -u
 GPT=$(readlink -f "${1:?usage: test_model_variants.sh PRETRAIN_GPT PRETRAIN_BERT PRETRAIN_T5 [python3]}")
@@ -183,6 +183,31 @@ print("all %d LayerNorm weights (incl. the decoder's post_inter_attention) near 
 PYEOF
 ) && ok "T5 --apply-layernorm-1p checkpoint: $r" || bad "T5 1p weights" "$r"
 differ "T5 --squared-relu changes the MLP" "$td" "$(t5run --squared-relu)"
+
+# ---- BERT and T5 with the Llama-style --normalization rmsnorm --swiglu --disable-bias-linear: another layout gives
+# one process's losses (the layer's gradients against PyTorch: test_bert_parity.py, test_t5_parity.py)
+lv=(--normalization rmsnorm --swiglu --disable-bias-linear)
+b1=$(bert "${lv[@]}" --save BL --save-interval 3)
+b2=$(timeout 120 "${mpi[@]}" -np 2 "$BERT" "${bert_tiny[@]}" --micro-batch-size 4 --train-iters 3 --eval-iters 0 \
+     "${lv[@]}" --tensor-model-parallel-size 2 --sequence-parallel 2>&1)
+[ "$(losses "$b1" | wc -w)" = 3 ] && close "$(losses "$b1")" "$(losses "$b2")" 1e-5 \
+  && ok "BERT RMSNorm + SwiGLU + no linear biases: TP=2 + SP = one process ($(losses "$b2"))" \
+  || bad "BERT Llama-style TP=2" "'$(losses "$b1")' vs '$(losses "$b2")' $(grep -m1 error <<<"$b1$b2")"
+t1=$(t5run "${lv[@]}")
+t2=$(timeout 120 "${mpi[@]}" -np 2 "$T5" "${t5[@]}" "${lv[@]}" --pipeline-model-parallel-size 2 \
+     --pipeline-model-parallel-split-rank 1 2>&1)
+[ "$(losses "$t1" | wc -w)" = 3 ] && close "$(losses "$t1")" "$(losses "$t2")" 1e-5 \
+  && ok "T5 RMSNorm + SwiGLU + no linear biases: PP=2 (encoder | decoder) = one process ($(losses "$t2"))" \
+  || bad "T5 Llama-style PP=2" "'$(losses "$t1")' vs '$(losses "$t2")' $(grep -m1 error <<<"$t1$t2")"
+o=$("$EXP" BL HBL 2>&1); rc=$?
+[ $rc -ne 0 ] && [ ! -e HBL ] && grep -q "MegatronBert (LayerNorm, a GELU MLP, biases) cannot express" <<<"$o" \
+  && ok "export_hf refuses a Llama-style BERT" || bad "export_hf Llama-style BERT" "rc=$rc $(tail -1 <<<"$o")"
+rot_refused() { # name, output, rc
+  [ "$3" -ne 0 ] && grep -qF -- "--use-rotary-position-embeddings: rotary or no position embeddings and grouped-query" \
+    <<<"$2" && ok "$1 refuses rotary embeddings (GPT's)" || bad "$1 rotary" "rc=$3 $(grep -m1 error <<<"$2")"
+}
+o=$(bert --use-rotary-position-embeddings); rot_refused pretrain_bert "$o" $?
+o=$(t5run --use-rotary-position-embeddings); rot_refused pretrain_t5 "$o" $?
 
 echo "($(( $(date +%s) - t0 )) s)"
 echo "$pass passed, $fail failed"

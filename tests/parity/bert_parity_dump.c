@@ -1,13 +1,15 @@
 /* Dumps a tiny BERT's weights, inputs, losses, gradients and three AdamW training steps as .npy files for the
  * PyTorch parity test (test_bert_parity.py), which recomputes all of it in float64.
  *
- * Usage: bert_parity_dump OUTDIR [--post-ln] [--no-binary-head] [--recompute] [--random-ltd]
+ * Usage: bert_parity_dump OUTDIR [--post-ln] [--no-binary-head] [--recompute] [--random-ltd] [--llama] [--openai-1p]
  *   default config: L=2, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions, T=16, B=3, pre-LN layers,
  *   the binary head (two token types, the pooler, binary_head); --post-ln: Megatron's
  *   --apply-residual-connection-post-layernorm; --no-binary-head: Megatron's --bert-no-binary-head (no token
  *   types, no pooler, no binary head; one loss); --recompute: full activation recompute; --random-ltd: layer 1 runs
  *   on LTD_KEEP = 10 of the 16 tokens of each row (random-LTD, an encoder: the kept tokens' padding masks them),
- *   drawn for step 0 in the single forward/backward and step k-1 in training step k.
+ *   drawn for step 0 in the single forward/backward and step k-1 in training step k; --llama: --normalization
+ *   rmsnorm --swiglu --disable-bias-linear (every transformer norm RMSNorm, SwiGLU MLP, no attention/MLP biases);
+ *   --openai-1p: --openai-gelu (the LM head's GELU in the tanh form) and --apply-layernorm-1p.
  * The model is built with zt_bert_build on the CPU and driven through the engine's contract (zt_model_forward /
  * zt_model_backward of models/model.h), with the batch a zt_batch as the BERT provider fills it.
  *
@@ -15,7 +17,8 @@
  *   names.txt                     parameter names in table order, one a line
  *   config.npy (<i4)              L, C, NH, FFN, V, max_positions, T, B, binary_head, post_ln, recompute, steps,
  *                                 micro batches per step, warmup samples, decay samples, global batch,
- *                                 random-LTD layers (bit l: layer l), random-LTD kept tokens (0: off)
+ *                                 random-LTD layers (bit l: layer l), random-LTD kept tokens (0: off), rmsnorm,
+ *                                 swiglu, add_bias_linear, the LM head's GELU in the tanh form, LayerNorm-1p
  *   [prefix]ltd_kept.npy (<i4)    with --random-ltd: [L, B, LTD_KEEP] the kept positions (parity_dump.h)
  *   <name>.npy                    initial parameters
  *   tokens, token_types, labels (<i4) [B, T], padding [B, T] (1 = pad; uint8 in the zt_batch), loss_mask [B, T],
@@ -118,7 +121,7 @@ static void make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int post_ln = 0, binary_head = 1, recompute = 0, ltd = 0;
+  int post_ln = 0, binary_head = 1, recompute = 0, ltd = 0, llama = 0, openai_1p = 0;
   if (argc < 2) {
     fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--no-binary-head] [--recompute]\n", argv[0]);
     return 2;
@@ -128,6 +131,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--no-binary-head") == 0) binary_head = 0;
     else if (strcmp(argv[i], "--recompute") == 0) recompute = 1;
     else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
+    else if (strcmp(argv[i], "--llama") == 0) llama = 1;
+    else if (strcmp(argv[i], "--openai-1p") == 0) openai_1p = 1;
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -142,7 +147,9 @@ int main(int argc, char **argv) {
                         .hidden_dropout = 0.0f, .init_std = 0.02f, .untie_embeddings = 0, .bidirectional = 1,
                         .residual_post_ln = post_ln, .num_tokentypes = binary_head ? 2 : 0,
                         .add_pooler = binary_head, .recompute_full = recompute, .micro_batch = B, .seq_length = T,
-                        .backend = NULL, .dtype = ZT_DTYPE_FP32, .random_ltd_layers = ltd ? LTD_LAYERS : NULL};
+                        .backend = NULL, .dtype = ZT_DTYPE_FP32, .random_ltd_layers = ltd ? LTD_LAYERS : NULL,
+                        .rmsnorm = llama, .swiglu = llama, .no_bias_linear = llama, .head_gelu_tanh = openai_1p,
+                        .layernorm_1p = openai_1p};
   zt_bert m;
   zt_bert_build(&m, &cfg, 0);
   zt_bert_init_params(&m, SEED);
@@ -155,9 +162,10 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[18] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0};
-    int64_t shape[1] = {18};
+    int32_t c[23] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0, llama, llama, !llama,
+                     openai_1p, openai_1p};
+    int64_t shape[1] = {23};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);

@@ -1,11 +1,13 @@
 /* Dumps a tiny T5's weights, inputs, lm loss, gradients and three AdamW training steps as .npy files for the PyTorch
  * parity test (test_t5_parity.py), which recomputes all of it in float64.
  *
- * Usage: t5_parity_dump OUTDIR [--post-ln] [--recompute] [--dec-layers N]
+ * Usage: t5_parity_dump OUTDIR [--post-ln] [--recompute] [--dec-layers N] [--llama] [--sq-1p]
  *   default config: encoder L=2, decoder 2 layers, C=48, NH=4 (HD=12), FFN=192, padded vocab 128, 24 positions,
  *   Te=16 encoder and Td=12 decoder tokens, B=3, pre-LN layers; --post-ln: Megatron's
  *   --apply-residual-connection-post-layernorm; --recompute: full activation recompute; --dec-layers N: N decoder
- *   layers (1..8; 3 checks a decoder deeper than the encoder).
+ *   layers (1..8; 3 checks a decoder deeper than the encoder); --llama: --normalization rmsnorm --swiglu
+ *   --disable-bias-linear (every norm RMSNorm, SwiGLU MLPs, no attention/MLP biases, cross-attention's included);
+ *   --sq-1p: --squared-relu and --apply-layernorm-1p (the decoder's post_inter_attention_layernorm too).
  * The model is built with zt_t5_build on the CPU and driven through the engine's contract (zt_model_forward /
  * zt_model_backward of models/model.h), with the batch a zt_batch as the T5 provider fills it (data/t5_provider.c:
  * tokens and padding the encoder's [B, Te], dec_tokens, labels and loss_mask the decoder's [B, Td]). Dropout is off
@@ -15,7 +17,7 @@
  *   names.txt                     parameter names in table order, one a line
  *   config.npy (<i4)              L (encoder), C, NH, FFN, V, max_positions, Te, B, dec_layers, Td, post_ln,
  *                                 recompute, steps, micro batches per step, warmup samples, decay samples,
- *                                 global batch
+ *                                 global batch, rmsnorm, swiglu, add_bias_linear, squared ReLU, LayerNorm-1p
  *   <name>.npy                    initial parameters
  *   tokens, padding (<i4) [B, Te] the encoder's input and padding (1 = pad; uint8 in the zt_batch);
  *   dec_tokens, labels (<i4), loss_mask [B, Td]   the decoder's input, targets and loss weights
@@ -50,6 +52,7 @@
 #include "models/t5/t5.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
+#include "runtime/ops/ops.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "tests/parity/parity_dump.h"
@@ -118,7 +121,7 @@ static void make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int post_ln = 0, recompute = 0, dec_layers = 2;
+  int post_ln = 0, recompute = 0, dec_layers = 2, llama = 0, sq_1p = 0;
   if (argc < 2) {
     fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--recompute] [--dec-layers N]\n", argv[0]);
     return 2;
@@ -126,6 +129,8 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--post-ln") == 0) post_ln = 1;
     else if (strcmp(argv[i], "--recompute") == 0) recompute = 1;
+    else if (strcmp(argv[i], "--llama") == 0) llama = 1;
+    else if (strcmp(argv[i], "--sq-1p") == 0) sq_1p = 1;
     else if (strcmp(argv[i], "--dec-layers") == 0 && i + 1 < argc) {
       char *end;
       const long n = strtol(argv[++i], &end, 10);
@@ -148,7 +153,8 @@ int main(int argc, char **argv) {
                       .ln_eps = 1e-5f, .attn_dropout = 0.0f, .hidden_dropout = 0.0f, .init_std = 0.02f,
                       .untie_embeddings = 0, .bidirectional = 1, .residual_post_ln = post_ln,
                       .recompute_full = recompute, .micro_batch = B, .seq_length = TE, .backend = NULL,
-                      .dtype = ZT_DTYPE_FP32};
+                      .dtype = ZT_DTYPE_FP32, .rmsnorm = llama, .swiglu = llama, .no_bias_linear = llama,
+                      .mlp_act = sq_1p ? ZT_ACT_SQUARED_RELU : ZT_ACT_GELU_TANH, .layernorm_1p = sq_1p};
   zt_t5 m;
   zt_t5_build(&m, &cfg, 0);
   zt_t5_init_params(&m, SEED);
@@ -161,9 +167,9 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[17] = {L, C, NH, FFN, V, MAXPOS, TE, B, dec_layers, TD, post_ln, recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS};
-    int64_t shape[1] = {17};
+    int32_t c[22] = {L, C, NH, FFN, V, MAXPOS, TE, B, dec_layers, TD, post_ln, recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS, llama, llama, !llama, sq_1p, sq_1p};
+    int64_t shape[1] = {22};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);

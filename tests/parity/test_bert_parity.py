@@ -8,7 +8,8 @@ Usage: test_bert_parity.py BERT_PARITY_DUMP_BINARY
 Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary directory for the configurations of CONFIGS
 (the default pre-LN model with the binary head; --apply-residual-connection-post-layernorm; --bert-no-binary-head;
 full activation recompute; random-LTD on layer 1, 10 of 16 tokens, alone and with post-LN and recompute: the layer
-runs on the listed tokens with the padding mask of those tokens, as DeepSpeed's bert_sample_tokens gathers it),
+runs on the listed tokens with the padding mask of those tokens, as DeepSpeed's bert_sample_tokens gathers it; the
+Llama-style --normalization rmsnorm --swiglu --disable-bias-linear; --openai-gelu with --apply-layernorm-1p, post-LN),
 recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
 check, then "N passed, M failed". Exit status 1 on any failure.
 
@@ -77,7 +78,16 @@ class Dump:
                 "sentence": i64("sentence_labels"), "kept": i64("ltd_kept") if ltd else None}
 
 
-def expected_names(L, binary_head):
+def expected_names(L, binary_head, rmsnorm=0, add_bias=1):
+    """Megatron's BertModel names; RMSNorm has no bias (the transformer's norms: not lm_head.layernorm, a LayerNorm
+    in Megatron whatever --normalization says), --disable-bias-linear drops the attention's and the MLP's biases."""
+    names = expected_names_default(L, binary_head)
+    norms = ("input_layernorm.bias", "post_attention_layernorm.bias", "encoder.final_layernorm.bias")
+    linear = ("query_key_value.bias", "self_attention.dense.bias", "dense_h_to_4h.bias", "dense_4h_to_h.bias")
+    return [n for n in names if not (rmsnorm and n.endswith(norms)) and not (not add_bias and n.endswith(linear))]
+
+
+def expected_names_default(L, binary_head):
     emb = "language_model.embedding."
     names = [emb + "word_embeddings.weight", emb + "position_embeddings.weight"]
     if binary_head:
@@ -120,22 +130,39 @@ def bert_forward(P, b, cfg):
         keep = (~padding).double()
         return (keep.unsqueeze(1) * keep.unsqueeze(2)).unsqueeze(1) < 0.5
 
+    rms, swiglu, bias, ln1p = (cfg.get(k, d) for k, d in (("rmsnorm", 0), ("swiglu", 0), ("add_bias", 1), ("ln1p", 0)))
+
+    def norm(name, x):
+        """The transformer's norms: RMSNorm (--normalization rmsnorm) or LayerNorm (weight + 1 with LayerNorm-1p)"""
+        if rms:
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * P[name + ".weight"]
+        w = P[name + ".weight"] + 1 if ln1p else P[name + ".weight"]
+        return F.layer_norm(x, (C,), w, P[name + ".bias"], LN_EPS)
+
+    def linear(name, x):
+        y = x @ P[name + ".weight"].T
+        return y + P[name + ".bias"] if bias else y
+
     def layer(l, x, mask):
         Tl = x.shape[1]
         p = f"language_model.encoder.layers.{l}."
-        ln1 = F.layer_norm(x, (C,), P[p + "input_layernorm.weight"], P[p + "input_layernorm.bias"], LN_EPS)
-        qkv = ln1 @ P[p + "self_attention.query_key_value.weight"].T + P[p + "self_attention.query_key_value.bias"]
+        ln1 = norm(p + "input_layernorm", x)
+        qkv = linear(p + "self_attention.query_key_value", ln1)
         qkv = qkv.view(Bb, Tl, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
         q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
         probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)  # attention_mask_func
         ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, Tl, C)
-        attn = ctx @ P[p + "self_attention.dense.weight"].T + P[p + "self_attention.dense.bias"]
+        attn = linear(p + "self_attention.dense", ctx)
         ln_in = (ln1 if post_ln else x) + attn
-        ln2 = F.layer_norm(ln_in, (C,), P[p + "post_attention_layernorm.weight"], P[p + "post_attention_layernorm.bias"],
-                           LN_EPS)
-        f = F.gelu(ln2 @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
-        return (ln2 if post_ln else ln_in) + f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+        ln2 = norm(p + "post_attention_layernorm", ln_in)
+        f = linear(p + "mlp.dense_h_to_4h", ln2)
+        if swiglu:
+            g, u = torch.chunk(f, 2, dim=-1)
+            f = F.silu(g) * u
+        else:
+            f = F.gelu(f, approximate="tanh")
+        return (ln2 if post_ln else ln_in) + linear(p + "mlp.dense_4h_to_h", f)
 
     mask = extended_mask(b["padding"])
     for l in range(L):
@@ -147,9 +174,10 @@ def bert_forward(P, b, cfg):
         else:
             x = layer(l, x, mask)
     enc = "language_model.encoder."
-    h = F.layer_norm(x, (C,), P[enc + "final_layernorm.weight"], P[enc + "final_layernorm.bias"], LN_EPS)
-    # BertLMHead: dense -> erf GELU -> layernorm -> tied output layer + bias
-    y = F.gelu(h @ P["lm_head.dense.weight"].T + P["lm_head.dense.bias"])
+    h = norm(enc + "final_layernorm", x)
+    # BertLMHead: dense -> erf GELU (tanh with --openai-gelu) -> layernorm -> tied output layer + bias
+    y = F.gelu(h @ P["lm_head.dense.weight"].T + P["lm_head.dense.bias"],
+               approximate="tanh" if cfg.get("head_tanh", 0) else "none")
     y = F.layer_norm(y, (C,), P["lm_head.layernorm.weight"], P["lm_head.layernorm.bias"], LN_EPS)
     logits = y @ P[emb + "word_embeddings.weight"].T + P["lm_head.bias"]
     ce = F.cross_entropy(logits.reshape(-1, V), b["labels"].reshape(-1), reduction="none")
@@ -185,7 +213,8 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
-               "warmup", "decay", "gbs", "ltd_layers", "ltd_keep"]
+               "warmup", "decay", "gbs", "ltd_layers", "ltd_keep", "rmsnorm", "swiglu", "add_bias", "head_tanh",
+               "ln1p"]
 
 
 def read_dump(out):
@@ -205,7 +234,7 @@ def run_config(binary, tag, extra_args, tmp):
     d, cfg, names = read_dump(out)
     print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
 
-    want = expected_names(cfg["L"], cfg["binary_head"])
+    want = expected_names(cfg["L"], cfg["binary_head"], cfg["rmsnorm"], cfg["add_bias"])
     check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
           f"{len(names)} names" + ("" if set(names) == set(want) else
                                    f"; missing {sorted(set(want) - set(names))}, extra {sorted(set(names) - set(want))}"))
@@ -282,7 +311,7 @@ def run_config(binary, tag, extra_args, tmp):
     check(clipped > 0, f"{tag} clipping exercised", f"clip coefficient < 1 in {clipped} of {cfg['steps']} steps")
     print(f"# {tag}: max parameter rel error {worst_p:.2e}, max update (delta) rel error {worst_d:.2e}")
 
-    for l in range(cfg["L"]):
+    for l in range(cfg["L"] if cfg["add_bias"] else 0):  # (no key bias without linear biases)
         n = f"language_model.encoder.layers.{l}.self_attention.query_key_value.bias"
         g = d.load("grad." + n).astype(np.float64)
         r = float(np.linalg.norm(g[kb])) / float(np.linalg.norm(g))
@@ -293,7 +322,8 @@ def run_config(binary, tag, extra_args, tmp):
 CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--no-binary-head"]),
            ("post_ln_no_binary_head_recompute", ["--post-ln", "--no-binary-head", "--recompute"]),
            ("recompute", ["--recompute"]), ("random_ltd", ["--random-ltd"]),
-           ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"])]
+           ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"]),
+           ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"])]
 
 
 def main():

@@ -7,7 +7,8 @@ same weights and batches.
 Usage: test_t5_parity.py T5_PARITY_DUMP_BINARY
 Runs the dump binary (tests/parity/t5_parity_dump.c) into a temporary directory for the configurations of CONFIGS
 (the default pre-LN model with a 2-layer encoder and a 2-layer decoder; --apply-residual-connection-post-layernorm;
-full activation recompute; a 3-layer decoder over the 2-layer encoder; the last three together), recomputes
+full activation recompute; a 3-layer decoder over the 2-layer encoder; the last three together; the Llama-style
+--normalization rmsnorm --swiglu --disable-bias-linear; --squared-relu with --apply-layernorm-1p), recomputes
 everything with torch autograd in float64 and prints a PASS/FAIL line per check, then "N passed, M failed". Exit
 status 1 on any failure.
 
@@ -101,7 +102,17 @@ LAYER_CROSS = ["inter_attention.query.weight", "inter_attention.query.bias",
 LAYER_MLP = ["mlp.dense_h_to_4h.weight", "mlp.dense_h_to_4h.bias", "mlp.dense_4h_to_h.weight", "mlp.dense_4h_to_h.bias"]
 
 
-def expected_names(L, DL):
+def expected_names(L, DL, rmsnorm=0, add_bias=1):
+    """Megatron's T5Model names; RMSNorm has no bias, --disable-bias-linear drops the attention's (the
+    cross-attention's too) and the MLP's biases (lm_head.bias stays)."""
+    norms = ("layernorm.bias",)
+    linear = ("query_key_value.bias", "dense.bias", "query.bias", "key_value.bias", "dense_h_to_4h.bias",
+              "dense_4h_to_h.bias")
+    return [n for n in expected_names_default(L, DL) if not (rmsnorm and n.endswith(norms))
+            and not (not add_bias and n.endswith(linear))]
+
+
+def expected_names_default(L, DL):
     emb = "language_model.embedding."
     names = [emb + "word_embeddings.weight", emb + "position_embeddings.weight"]
     for l in range(L):
@@ -149,8 +160,19 @@ def t5_forward(P, b, cfg):
     dec_mask = ~(make_attention_mask(dec_tokens, dec_tokens) & make_history_mask(dec_tokens))
     enc_dec_mask = ~make_attention_mask(dec_tokens, enc_tokens)
 
+    rms, swiglu, bias, sq, ln1p = (cfg.get(k, d) for k, d in (("rmsnorm", 0), ("swiglu", 0), ("add_bias", 1),
+                                                                ("squared_relu", 0), ("ln1p", 0)))
+
     def ln(x, name):
-        return F.layer_norm(x, (C,), P[name + ".weight"], P[name + ".bias"], LN_EPS)
+        """RMSNorm (--normalization rmsnorm) or LayerNorm (weight + 1 with --apply-layernorm-1p)"""
+        if rms:
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * P[name + ".weight"]
+        w = P[name + ".weight"] + 1 if ln1p else P[name + ".weight"]
+        return F.layer_norm(x, (C,), w, P[name + ".bias"], LN_EPS)
+
+    def linear(name, x):
+        y = x @ P[name + ".weight"].T
+        return y + P[name + ".bias"] if bias else y
 
     def core_attention(q, k, v, mask):
         """q [B, NH, Tq, HD], k/v [B, NH, Tk, HD], mask [B, Tq, Tk] (True = masked) -> context [B, Tq, C]."""
@@ -160,22 +182,29 @@ def t5_forward(P, b, cfg):
 
     def self_attention(p, x, mask):
         Tl = x.shape[1]
-        qkv = x @ P[p + "query_key_value.weight"].T + P[p + "query_key_value.bias"]
+        qkv = linear(p + "query_key_value", x)
         qkv = qkv.view(Bb, Tl, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
         q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))
         ctx = core_attention(q, k, v, mask)
-        return ctx @ P[p + "dense.weight"].T + P[p + "dense.bias"]
+        return linear(p + "dense", ctx)
 
     def inter_attention(p, x, mem, mask):
-        q = (x @ P[p + "query.weight"].T + P[p + "query.bias"]).view(Bb, x.shape[1], NH, HD).permute(0, 2, 1, 3)
-        kv = (mem @ P[p + "key_value.weight"].T + P[p + "key_value.bias"]).view(Bb, mem.shape[1], NH, 2, HD)
+        q = linear(p + "query", x).view(Bb, x.shape[1], NH, HD).permute(0, 2, 1, 3)
+        kv = linear(p + "key_value", mem).view(Bb, mem.shape[1], NH, 2, HD)
         k, v = (kv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(2))  # [.., head, (k, v), d]
         ctx = core_attention(q, k, v, mask)
-        return ctx @ P[p + "dense.weight"].T + P[p + "dense.bias"]
+        return linear(p + "dense", ctx)
 
     def mlp(p, x):
-        f = F.gelu(x @ P[p + "mlp.dense_h_to_4h.weight"].T + P[p + "mlp.dense_h_to_4h.bias"], approximate="tanh")
-        return f @ P[p + "mlp.dense_4h_to_h.weight"].T + P[p + "mlp.dense_4h_to_h.bias"]
+        f = linear(p + "mlp.dense_h_to_4h", x)
+        if swiglu:
+            g, u = torch.chunk(f, 2, dim=-1)
+            f = F.silu(g) * u
+        elif sq:
+            f = torch.pow(F.relu(f), 2)
+        else:
+            f = F.gelu(f, approximate="tanh")
+        return linear(p + "mlp.dense_4h_to_h", f)
 
     def layer(p, x, mask, mem=None, cross_mask=None):
         """ParallelTransformerLayer: LayerType.encoder (mem None) or LayerType.decoder."""
@@ -219,7 +248,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "dec_layers", "Td", "post_ln", "recompute", "steps",
-               "nmb", "warmup", "decay", "gbs"]
+               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "squared_relu", "ln1p"]
 
 
 def read_dump(out):
@@ -262,7 +291,7 @@ def run_config(binary, tag, extra_args, tmp):
     d, cfg, names = read_dump(out)
     print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
 
-    want = expected_names(cfg["L"], cfg["dec_layers"])
+    want = expected_names(cfg["L"], cfg["dec_layers"], cfg["rmsnorm"], cfg["add_bias"])
     check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
           f"{len(names)} names" + ("" if set(names) == set(want) else
                                    f"; missing {sorted(set(want) - set(names))}, extra {sorted(set(names) - set(want))}"))
@@ -351,7 +380,8 @@ def run_config(binary, tag, extra_args, tmp):
 
 CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("recompute", ["--recompute"]),
            ("dec_layers3", ["--dec-layers", "3"]),
-           ("post_ln_recompute_dec_layers3", ["--post-ln", "--recompute", "--dec-layers", "3"])]
+           ("post_ln_recompute_dec_layers3", ["--post-ln", "--recompute", "--dec-layers", "3"]),
+           ("llama", ["--llama"]), ("sq_1p_dec_layers3", ["--sq-1p", "--dec-layers", "3"])]
 
 
 def main():

@@ -169,7 +169,6 @@ refused "--rotary-percent giving an odd count" "gives 1 rotary dimensions" "${ti
   --rotary-percent 0.1
 refused "--rotary-percent 0" "--rotary-percent 0: must be in (0, 1]" "${tiny[@]}" --micro-batch-size 8 \
   --rotary-percent 0
-refused "--swiglu with MoE experts" "--swiglu with --num-experts" "${tiny[@]}" --micro-batch-size 8 --num-experts 2
 refused "--random-ltd with rotary" "--random-ltd with --use-rotary-position-embeddings" "${tiny[@]}" \
   --micro-batch-size 8 --random-ltd
 refused "resuming with another rotary theta" "saved with rope_theta 10000, this run has 500" "${tiny[@]}" \
@@ -191,9 +190,11 @@ for prog in pretrain_bert pretrain_t5; do
   extra=(); [ $prog = pretrain_t5 ] && extra=(--decoder-seq-length 32)
   o=$("$tools/$prog" --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 \
       --max-position-embeddings 64 --micro-batch-size 2 --global-batch-size 2 --train-iters 1 --lr 1e-4 \
-      --data-path /nonexistent/corpus --vocab-file /nonexistent/vocab.txt "${extra[@]}" --swiglu 2>&1); rc=$?
-  [ $rc -ne 0 ] && grep -qF -- "--swiglu: the Llama-style variants are built for GPT (pretrain_gpt)" <<<"$o" \
-    && ok "refused: $prog --swiglu (built for GPT)" || bad "$prog --swiglu" "rc=$rc $(grep -m1 error <<<"$o")"
+      --data-path /nonexistent/corpus --vocab-file /nonexistent/vocab.txt "${extra[@]}" --swiglu \
+      --use-rotary-position-embeddings 2>&1); rc=$?
+  [ $rc -ne 0 ] && grep -qF -- "--use-rotary-position-embeddings: rotary or no position embeddings and grouped-query attention are built for GPT (pretrain_gpt)" <<<"$o" \
+    && ok "refused: $prog --use-rotary-position-embeddings (built for GPT)" \
+    || bad "$prog --use-rotary-position-embeddings" "rc=$rc $(grep -m1 error <<<"$o")"
 done
 # export_hf writes Llama's architecture as LlamaForCausalLM (its logits: tests/parity/test_llama_hf_export.py), and
 # refuses a mix Hugging Face's Llama has not, writing nothing

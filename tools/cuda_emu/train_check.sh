@@ -294,6 +294,8 @@ else
   train_case "BERT random-LTD 8 -> 32 tokens on layer 1 (the kept tokens' padding)" 1 --deepspeed --deepspeed_config \
     "$OUT/logs/random_ltd_bert.json" --random-ltd
   train_case "BERT --openai-gelu (the LM head's tanh GELU), --apply-layernorm-1p" 1 --openai-gelu --apply-layernorm-1p
+  train_case "BERT RMSNorm, SwiGLU, no linear biases, TP=2" 2 --normalization rmsnorm --swiglu --disable-bias-linear \
+    --tensor-model-parallel-size 2
   # T5 (pretrain_t5) on the same corpus: 2 encoder and 2 decoder layers, 32 encoder and 16 decoder tokens
   cpu_bin=$ZT_BUILD/bin/pretrain_t5
   emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_t5" || echo "$OUT/bin/pretrain_t5")
@@ -309,6 +311,8 @@ else
     TOL=2e-3 train_case "T5 bf16" 1 --bf16
     train_case "T5 --squared-relu, --apply-layernorm-1p (the decoder's inter-attention LayerNorm)" 1 --squared-relu \
       --apply-layernorm-1p
+    train_case "T5 RMSNorm, SwiGLU, no linear biases, PP=2 (split rank 1)" 2 --normalization rmsnorm --swiglu \
+      --disable-bias-linear --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1
   fi
 fi
 
