@@ -1,8 +1,8 @@
 """Shared helpers of the PyTorch parity tests (test_gpt_parity.py, test_bert_parity.py, test_moe_parity.py,
 test_t5_parity.py, test_llama_parity.py and the export tests): the PASS/FAIL counter, the norm-wise relative
 difference, Megatron's weight-decay groups, its cosine LR schedule in samples (the dumps' schedule), the clipped AdamW
-step every dump takes and the check of a dumped step's scalars, the key rows of the fused QKV bias; running a tool,
-reading safetensors."""
+step every dump takes and the check of a dumped step's scalars, the key rows of the fused QKV bias; the layer variants
+the twins share (norm, linear, MLP activation); running a tool, reading safetensors."""
 import json
 import math
 import subprocess
@@ -84,6 +84,40 @@ def check_step_scalars(d, tag, k, loss, norm, clip, lr, tol_loss, tol_grad):
     check(e <= tol_grad, f"{tag} step{k} clip", f"zt {zc:.7f} ref {clip:.7f} rel {e:.2e} (tol {tol_grad:.0e})")
     e = abs(zlr - lr) / lr if lr else abs(zlr)
     check(e <= 1e-6, f"{tag} step{k} lr", f"zt {zlr:.6e} ref {lr:.6e} (rel {e:.1e})")
+
+
+
+# ---- the layer variants of Megatron's ParallelTransformerLayer, for the twins (cfg keys: rmsnorm, ln1p, add_bias,
+# swiglu, act = runtime/ops/ops.h's zt_act_kind: 0 the tanh GELU, 1 the erf GELU, 3 the squared ReLU; absent: off)
+def twin_norm(P, name, x, cfg, eps):
+    """The norm `name` (without .weight/.bias): RMSNorm (--normalization rmsnorm), or LayerNorm whose weight is
+    zero-centred with --apply-layernorm-1p (fused_layer_norm.py: `weight = self.weight + 1`)."""
+    import torch
+    import torch.nn.functional as F
+    if cfg.get("rmsnorm", 0):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * P[name + ".weight"]
+    w = P[name + ".weight"] + 1 if cfg.get("ln1p", 0) else P[name + ".weight"]
+    return F.layer_norm(x, (x.shape[-1],), w, P[name + ".bias"], eps)
+
+
+def twin_linear(P, name, x, cfg):
+    """x W^T (+ b unless --disable-bias-linear)."""
+    y = x @ P[name + ".weight"].T
+    return y + P[name + ".bias"] if cfg.get("add_bias", 1) else y
+
+
+def twin_mlp_act(f, cfg):
+    """ParallelMLP's activation of dense_h_to_4h's output: SwiGLU (silu of the first half times the second), the squared
+    ReLU, F.gelu's erf form (no bias-GELU fusion) or the tanh form (the fused bias-GELU, --openai-gelu)."""
+    import torch
+    import torch.nn.functional as F
+    if cfg.get("swiglu", 0):
+        g, u = torch.chunk(f, 2, dim=-1)
+        return F.silu(g) * u
+    act = cfg.get("act", 0)
+    if act == 3:
+        return torch.pow(F.relu(f), 2)
+    return F.gelu(f) if act == 1 else F.gelu(f, approximate="tanh")
 
 
 def run(*cmd, ok=True):

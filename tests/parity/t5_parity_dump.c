@@ -17,7 +17,8 @@
  *   names.txt                     parameter names in table order, one a line
  *   config.npy (<i4)              L (encoder), C, NH, FFN, V, max_positions, Te, B, dec_layers, Td, post_ln,
  *                                 recompute, steps, micro batches per step, warmup samples, decay samples,
- *                                 global batch, rmsnorm, swiglu, add_bias_linear, squared ReLU, LayerNorm-1p
+ *                                 global batch, rmsnorm, swiglu, add_bias_linear, the MLP's activation
+ *                                 (zt_act_kind: 0 the tanh GELU, 3 the squared ReLU), LayerNorm-1p
  *   <name>.npy                    initial parameters
  *   tokens, padding (<i4) [B, Te] the encoder's input and padding (1 = pad; uint8 in the zt_batch);
  *   dec_tokens, labels (<i4), loss_mask [B, Td]   the decoder's input, targets and loss weights
@@ -168,7 +169,8 @@ int main(int argc, char **argv) {
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
     int32_t c[22] = {L, C, NH, FFN, V, MAXPOS, TE, B, dec_layers, TD, post_ln, recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS, llama, llama, !llama, sq_1p, sq_1p};
+                     (int32_t)warmup, (int32_t)decay, GBS, llama, llama, !llama, sq_1p ? ZT_ACT_SQUARED_RELU : 0,
+                     sq_1p};
     int64_t shape[1] = {22};
     save("config", c, "<i4", 1, shape);
     char path[1024];

@@ -39,6 +39,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -130,18 +131,11 @@ def bert_forward(P, b, cfg):
         keep = (~padding).double()
         return (keep.unsqueeze(1) * keep.unsqueeze(2)).unsqueeze(1) < 0.5
 
-    rms, swiglu, bias, ln1p = (cfg.get(k, d) for k, d in (("rmsnorm", 0), ("swiglu", 0), ("add_bias", 1), ("ln1p", 0)))
-
-    def norm(name, x):
-        """The transformer's norms: RMSNorm (--normalization rmsnorm) or LayerNorm (weight + 1 with LayerNorm-1p)"""
-        if rms:
-            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * P[name + ".weight"]
-        w = P[name + ".weight"] + 1 if ln1p else P[name + ".weight"]
-        return F.layer_norm(x, (C,), w, P[name + ".bias"], LN_EPS)
+    def norm(name, x):  # the transformer's norms (not lm_head.layernorm): RMSNorm, LayerNorm or LayerNorm-1p
+        return twin_norm(P, name, x, cfg, LN_EPS)
 
     def linear(name, x):
-        y = x @ P[name + ".weight"].T
-        return y + P[name + ".bias"] if bias else y
+        return twin_linear(P, name, x, cfg)
 
     def layer(l, x, mask):
         Tl = x.shape[1]
@@ -156,12 +150,7 @@ def bert_forward(P, b, cfg):
         attn = linear(p + "self_attention.dense", ctx)
         ln_in = (ln1 if post_ln else x) + attn
         ln2 = norm(p + "post_attention_layernorm", ln_in)
-        f = linear(p + "mlp.dense_h_to_4h", ln2)
-        if swiglu:
-            g, u = torch.chunk(f, 2, dim=-1)
-            f = F.silu(g) * u
-        else:
-            f = F.gelu(f, approximate="tanh")
+        f = twin_mlp_act(linear(p + "mlp.dense_h_to_4h", ln2), cfg)
         return (ln2 if post_ln else ln_in) + linear(p + "mlp.dense_4h_to_h", f)
 
     mask = extended_mask(b["padding"])

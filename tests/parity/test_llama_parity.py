@@ -67,6 +67,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_gpt_parity as G  # noqa: E402  (Dump, tolerances, LN_EPS: the dense GPT test's, unchanged)
 from parity_lib import check, check_step_scalars, clip_and_adamw, lr_at, rel, summary  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -125,17 +126,10 @@ def expected_shapes(cfg):
 
 
 def norm(P, name, x, cfg):
-    """The norm `name` (without .weight/.bias): RMSNorm or LayerNorm as the config says; with LayerNorm-1p the weight
-    is zero-centred (fused_layer_norm.py: `weight = self.weight + 1 if self.apply_layernorm_1p`)."""
-    if cfg["rmsnorm"]:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + G.LN_EPS) * P[name + ".weight"]
-    w = P[name + ".weight"] + 1 if cfg["ln1p"] else P[name + ".weight"]
-    return F.layer_norm(x, (x.shape[-1],), w, P[name + ".bias"], G.LN_EPS)
+    return twin_norm(P, name, x, cfg, G.LN_EPS)
 
 
-def linear(P, name, x, cfg):
-    y = x @ P[name + ".weight"].T
-    return y + P[name + ".bias"] if cfg["add_bias"] else y
+linear = twin_linear
 
 
 def rope_tables(T, cfg):
@@ -175,16 +169,7 @@ def layer(P, l, x, cfg, rope):
     ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)
     x = x + linear(P, p + "self_attention.dense", ctx, cfg)
     h = norm(P, p + "post_attention_layernorm", x, cfg)
-    f = linear(P, p + "mlp.dense_h_to_4h", h, cfg)
-    if cfg["swiglu"]:
-        g, u = torch.chunk(f, 2, dim=-1)
-        f = F.silu(g) * u
-    elif cfg["act"] == 3:  # --squared-relu
-        f = torch.pow(F.relu(f), 2)
-    elif cfg["act"] == 1:  # F.gelu without bias-GELU fusion (--no-bias-gelu-fusion, --disable-bias-linear)
-        f = F.gelu(f)
-    else:  # the fused bias-GELU, or --openai-gelu: the tanh form
-        f = F.gelu(f, approximate="tanh")
+    f = twin_mlp_act(linear(P, p + "mlp.dense_h_to_4h", h, cfg), cfg)
     return x + linear(P, p + "mlp.dense_4h_to_h", f, cfg)
 
 

@@ -45,6 +45,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_gpt_parity as G  # noqa: E402  (the dense GPT twin: layer, gpt_loss, Dump, names, tolerances)
 from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+from parity_lib import twin_mlp_act  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -90,12 +91,7 @@ def expected_names(L, untie, experts, residual, add_bias=True):
 def mlp(P, q, x, swiglu=False):
     """Megatron's ParallelMLP (one expert, or the residual MoE's dense branch) with parameter prefix q, x [S, C]; with
     swiglu dense_h_to_4h's output is chunked in two, silu(first) * second (no bias: the biases are zeros here)."""
-    f = x @ P[q + "dense_h_to_4h.weight"].T + P[q + "dense_h_to_4h.bias"]
-    if swiglu:
-        g, u = torch.chunk(f, 2, dim=-1)
-        f = F.silu(g) * u
-    else:
-        f = F.gelu(f, approximate="tanh")
+    f = twin_mlp_act(x @ P[q + "dense_h_to_4h.weight"].T + P[q + "dense_h_to_4h.bias"], {"swiglu": swiglu})
     return f @ P[q + "dense_4h_to_h.weight"].T + P[q + "dense_4h_to_h.bias"]
 
 

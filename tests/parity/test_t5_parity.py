@@ -51,6 +51,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -160,19 +161,11 @@ def t5_forward(P, b, cfg):
     dec_mask = ~(make_attention_mask(dec_tokens, dec_tokens) & make_history_mask(dec_tokens))
     enc_dec_mask = ~make_attention_mask(dec_tokens, enc_tokens)
 
-    rms, swiglu, bias, sq, ln1p = (cfg.get(k, d) for k, d in (("rmsnorm", 0), ("swiglu", 0), ("add_bias", 1),
-                                                                ("squared_relu", 0), ("ln1p", 0)))
-
-    def ln(x, name):
-        """RMSNorm (--normalization rmsnorm) or LayerNorm (weight + 1 with --apply-layernorm-1p)"""
-        if rms:
-            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + LN_EPS) * P[name + ".weight"]
-        w = P[name + ".weight"] + 1 if ln1p else P[name + ".weight"]
-        return F.layer_norm(x, (C,), w, P[name + ".bias"], LN_EPS)
+    def ln(x, name):  # RMSNorm, LayerNorm or LayerNorm-1p
+        return twin_norm(P, name, x, cfg, LN_EPS)
 
     def linear(name, x):
-        y = x @ P[name + ".weight"].T
-        return y + P[name + ".bias"] if bias else y
+        return twin_linear(P, name, x, cfg)
 
     def core_attention(q, k, v, mask):
         """q [B, NH, Tq, HD], k/v [B, NH, Tk, HD], mask [B, Tq, Tk] (True = masked) -> context [B, Tq, C]."""
@@ -196,15 +189,7 @@ def t5_forward(P, b, cfg):
         return linear(p + "dense", ctx)
 
     def mlp(p, x):
-        f = linear(p + "mlp.dense_h_to_4h", x)
-        if swiglu:
-            g, u = torch.chunk(f, 2, dim=-1)
-            f = F.silu(g) * u
-        elif sq:
-            f = torch.pow(F.relu(f), 2)
-        else:
-            f = F.gelu(f, approximate="tanh")
-        return linear(p + "mlp.dense_4h_to_h", f)
+        return linear(p + "mlp.dense_4h_to_h", twin_mlp_act(linear(p + "mlp.dense_h_to_4h", x), cfg))
 
     def layer(p, x, mask, mem=None, cross_mask=None):
         """ParallelTransformerLayer: LayerType.encoder (mem None) or LayerType.decoder."""
@@ -248,7 +233,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "dec_layers", "Td", "post_ln", "recompute", "steps",
-               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "squared_relu", "ln1p"]
+               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "act", "ln1p"]
 
 
 def read_dump(out):
