@@ -36,7 +36,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
   {"model-variant (LayerNorm-1p, other activations, Xavier init; docs/gpt.md)",
    "--apply-layernorm-1p --openai-gelu --squared-relu --init-method-xavier-uniform"},
-  {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
