@@ -136,6 +136,8 @@ out=$(run --train-iters 8 --lr-decay-iters 6 --load K)
 grep -qF " > keeping 32 for total number of weight decay iterations (checkpoint value 24): a constant weight decay does not depend on it" <<<"$out" &&
   grep -q "^ iteration        8/" <<<"$out" && ok "a longer constant-decay run resumes (the increment's length is not checked)" ||
   bad "longer constant run" "$(grep -m1 error <<<"$out")"
+expect_fail "another constant --weight-decay is refused on resume" "class input value 0.05 and checkpoint value 0.01 for start weight decay do not match" \
+  --weight-decay 0.05 --load K
 # --use-checkpoint-opt_param-scheduler: Megatron's load_state_dict steps (setting every group's weight decay) before
 # it takes the checkpoint's weight-decay keys, so iteration 4 uses the command line's increment (end 0.2 here), as
 # the --override-opt_param-scheduler run does; the checkpoint's end 0.1 applies from iteration 5 on
