@@ -62,6 +62,7 @@ static const char *optimizer_name(const zt_optimizer *o) {
 }
 
 static const char *const k_decay_names[] = {"linear", "cosine", "constant", "inverse-square-root"};
+static const char *const k_wd_names[] = {"constant", "linear", "cosine"}; /* zt_wd_style */
 
 /* Megatron's print_datetime. */
 static void print_datetime(const char *what) {
@@ -261,6 +262,10 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
     if (st->sched.has_warmup_tokens) zt_h5_attr_i64(&f, g, "lr_warmup_tokens", st->sched.warmup_tokens);
     if (st->sched.has_decay_tokens) zt_h5_attr_i64(&f, g, "lr_decay_tokens", st->sched.decay_tokens);
     zt_h5_attr_i64(&f, g, "num_tokens", st->sched.num_tokens);
+    zt_h5_attr_f64(&f, g, "start_wd", st->sched.start_wd);
+    zt_h5_attr_f64(&f, g, "end_wd", st->sched.end_wd);
+    zt_h5_attr_str(&f, g, "wd_incr_style", k_wd_names[st->sched.wd_style]);
+    zt_h5_attr_i64(&f, g, "wd_incr_steps", st->sched.wd_incr_steps);
   }
   H5Gclose(g);
   /* dropout and data order are keyed by (seed, sample index): the seed and the data position are the state */
@@ -562,9 +567,39 @@ static void load_scheduler_tokens(const zt_args *a, const zt_h5 *f, hid_t g, zt_
   sched->num_tokens = zt_h5_has_attr(g, "num_tokens") ? zt_h5_get_i64(f, g, "/lr_scheduler", "num_tokens") : 0;
 }
 
+/* The weight-decay keys of Megatron's state_dict (checkpoints written before them have none: the command line's
+ * schedule is kept, as Megatron's load_state_dict does without 'start_wd'). One deliberate difference: with the
+ * constant style on both sides the increment's length (--train-iters x global batch, or --train-samples) changes no
+ * value, so a longer run resumed with the same --lr-decay-iters is not refused for it, as Megatron would. */
+static void load_scheduler_wd(const zt_args *a, const zt_h5 *f, hid_t g, zt_lr_schedule *sched) {
+  if (!zt_h5_has_attr(g, "start_wd")) return;
+  char *style = zt_h5_get_str(f, g, "/lr_scheduler", "wd_incr_style");
+  int saved = -1;
+  for (int k = 0; k < 3; k++)
+    if (!strcmp(style, k_wd_names[k])) saved = k;
+  zt_check(saved >= 0, "checkpoint", "%s: unknown wd_incr_style \"%s\"", f->path, style);
+  check_real(a, f->path, "start weight decay", &sched->start_wd, zt_h5_get_f64(f, g, "/lr_scheduler", "start_wd"));
+  check_real(a, f->path, "end weight decay", &sched->end_wd, zt_h5_get_f64(f, g, "/lr_scheduler", "end_wd"));
+  const int64_t steps = zt_h5_get_i64(f, g, "/lr_scheduler", "wd_incr_steps");
+  if (saved == ZT_WD_CONSTANT && sched->wd_style == ZT_WD_CONSTANT && steps != sched->wd_incr_steps &&
+      !a->override_opt_param_scheduler && !a->use_checkpoint_opt_param_scheduler)
+    zt_log(" > keeping %lld for total number of weight decay iterations (checkpoint value %lld): a constant weight "
+           "decay does not depend on it\n", (long long)sched->wd_incr_steps, (long long)steps);
+  else
+    check_int(a, f->path, "total number of weight decay iterations", &sched->wd_incr_steps, steps);
+  if (check_and_set(a, f->path, "weight decay incr style", saved == (int)sched->wd_style, k_wd_names[sched->wd_style],
+                    style))
+    sched->wd_style = (zt_wd_style)saved;
+  free(style);
+}
+
 /* The scheduler state to restore: Megatron's (with its hyper-parameter check) into *sched, or DeepSpeed's
- * last_batch_iteration. Nothing of the engine changes here. */
-static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch) {
+ * last_batch_iteration. Nothing of the engine changes here. *wd is the weight decay of the first step after the
+ * load: Megatron's load_state_dict steps to num_steps, which sets every group's weight_decay, before it checks and
+ * sets the weight-decay keys, so that step uses the command line's increment (they differ only with
+ * --use-checkpoint-opt_param-scheduler). */
+static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_schedule *sched, int64_t *last_batch,
+                           double *wd) {
   const zt_args *a = st->args;
   const zt_h5 *f = &r->model[0];
   hid_t g = zt_h5_group_open(f, f->id, "lr_scheduler");
@@ -598,6 +633,8 @@ static void load_scheduler(zt_train_state *st, const zt_ckpt_reader *r, zt_lr_sc
     free(style);
     sched->num_steps = zt_h5_get_i64(f, g, "/lr_scheduler", "num_steps");
     load_scheduler_tokens(a, f, g, sched, sched->num_steps);
+    *wd = zt_wd_get(sched);
+    load_scheduler_wd(a, f, g, sched);
   }
   free(type);
   H5Gclose(g);
@@ -821,8 +858,9 @@ static void load_checkpoint(zt_train_state *st) {
   }
   int64_t last_batch = -1;
   zt_lr_schedule sched = st->sched;
+  double wd = st->opt.cfg.weight_decay;
   const int load_sched = load_optim && !a->no_load_lr_state;
-  if (load_sched) load_scheduler(st, &r, &sched, &last_batch);
+  if (load_sched) load_scheduler(st, &r, &sched, &last_batch, &wd);
   zt_loss_scaler scaler = st->scaler;
   if (load_optim) load_scaler(&r, &scaler);
   int64_t opt_step = 0;
@@ -873,8 +911,12 @@ static void load_checkpoint(zt_train_state *st) {
       if (nst == 3) be->from_host(st->opt.v, stage + 3 * N + lo, len * sizeof(float));
     }
     st->opt.step = opt_step;
-    if (load_sched && st->use_ds_sched) zt_ds_sched_restore(&st->ds_sched, last_batch);
-    else if (load_sched) st->sched = sched;
+    if (load_sched && st->use_ds_sched) {
+      zt_ds_sched_restore(&st->ds_sched, last_batch);
+    } else if (load_sched) {
+      st->sched = sched;
+      st->opt.cfg.weight_decay = (float)wd;
+    }
     st->scaler = scaler;
     st->skipped_iters = r.skipped_steps;
   }

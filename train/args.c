@@ -18,6 +18,7 @@
 #include "runtime/base/pyfmt.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/ops.h"
+#include "runtime/optim/lr_schedule.h"
 #include "train/args_table.h"
 #include "train/rampup.h"
 
@@ -51,6 +52,8 @@ static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM, NULL}, {"sgd",
 static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT, NULL}, {"linear", ZT_LR_DECAY_LINEAR, NULL},
                                         {"cosine", ZT_LR_DECAY_COSINE, NULL},
                                         {"inverse-square-root", ZT_LR_DECAY_INVSQRT, NULL}, {NULL, 0, NULL}};
+static const choice k_wd_styles[] = {{"constant", ZT_WD_CONSTANT, NULL}, {"linear", ZT_WD_LINEAR, NULL},
+                                     {"cosine", ZT_WD_COSINE, NULL}, {NULL, 0, NULL}};
 static const choice k_granularity[] = {
     {"full", ZT_RECOMPUTE_FULL, NULL},
     {"selective", -1, "it lands with the selective-recompute work; use --recompute-granularity full"},
@@ -163,6 +166,13 @@ static const flag k_flags[] = {
   {"--attention-dropout", F_FLOAT, OFF(attention_dropout), NULL, REG, "0.1", "Dropout on attention probabilities."},
   {"--hidden-dropout", F_FLOAT, OFF(hidden_dropout), NULL, REG, "0.1", "Dropout on the residual branches."},
   {"--weight-decay", F_FLOAT, OFF(weight_decay), NULL, REG, "0.01", "Weight-decay coefficient."},
+  {"--start-weight-decay", F_DOUBLE, OFF(start_weight_decay), NULL, REG, "None",
+   "Weight decay of the first step with --weight-decay-incr-style linear or cosine (>= 0)."},
+  {"--end-weight-decay", F_DOUBLE, OFF(end_weight_decay), NULL, REG, "None",
+   "Weight decay reached after --train-iters x global batch (or --train-samples) samples, then kept (>= start)."},
+  {"--weight-decay-incr-style", F_CHOICE, OFF(weight_decay_incr_style), k_wd_styles, REG, "constant",
+   "constant: --weight-decay throughout; linear or cosine: from --start-weight-decay to --end-weight-decay by "
+   "consumed samples (Megatron's OptimizerParamScheduler; docs/schedulers.md)."},
   {"--clip-grad", F_FLOAT, OFF(clip_grad), NULL, REG, "1.0", "Clip the global gradient norm to this; 0 disables."},
   {"--init-method-std", F_FLOAT, OFF(init_method_std), NULL, REG, "0.02",
    "Std of the normal init (output projections use std / sqrt(2 x layers))."},
@@ -1075,6 +1085,35 @@ static void check_kd_flags(zt_args *a, const unsigned char *seen) {
            "ranks)", how, a->teacher_ffn_hidden_size, tp);
 }
 
+/* Megatron's validate_args for the weight-decay increment: the constant style takes --weight-decay for both ends (and
+ * refuses the end flags); linear and cosine need both, and its OptimizerParamScheduler asserts 0 <= start <= end. */
+static void check_weight_decay_schedule(zt_args *a, const unsigned char *seen) {
+  static const char *const ends[] = {"--start-weight-decay", "--end-weight-decay"};
+  const double values[] = {a->start_weight_decay, a->end_weight_decay};
+  const char *style = k_wd_styles[a->weight_decay_incr_style].name;
+  char v[2][40], wd[40];
+  for (int k = 0; k < 2; k++) zt_py_float(v[k], sizeof v[k], values[k], 0);
+  zt_py_float(wd, sizeof wd, a->weight_decay, 1);
+  if (a->weight_decay_incr_style == ZT_WD_CONSTANT) {
+    for (int k = 0; k < 2; k++)
+      zt_check(!given(seen, ends[k]), "inconsistent arguments", "%s %s with --weight-decay-incr-style constant (the "
+               "default): the weight decay is then --weight-decay %s throughout; give --weight-decay-incr-style linear "
+               "or cosine for a schedule from --start-weight-decay to --end-weight-decay (Megatron asserts "
+               "%s_weight_decay is None)", ends[k], v[k], wd, k ? "end" : "start");
+    a->start_weight_decay = a->end_weight_decay = strtod(wd, NULL); /* Python's float of the flag's value */
+    return;
+  }
+  const int have[] = {given(seen, ends[0]), given(seen, ends[1])};
+  zt_check(have[0] && have[1], "missing argument", "--weight-decay-incr-style %s needs --start-weight-decay and "
+           "--end-weight-decay (the weight decay goes from the one to the other over the run); %s", style,
+           !have[0] && !have[1] ? "both are missing" : !have[0] ? "--start-weight-decay is missing"
+                                                                : "--end-weight-decay is missing");
+  check_real(a->start_weight_decay >= 0, "--start-weight-decay", a->start_weight_decay, 0, ">= 0");
+  zt_check(a->end_weight_decay >= a->start_weight_decay, "inconsistent arguments", "--end-weight-decay %s is smaller "
+           "than --start-weight-decay %s: the weight decay only increases (Megatron's OptimizerParamScheduler asserts "
+           "end_wd >= start_wd)", v[1], v[0]);
+}
+
 /* Megatron's validate_args for the encoder-decoder flags: --encoder-num-layers names --num-layers and
  * --encoder-seq-length names --seq-length (never both of a pair); the decoder's flags are pretrain_t5's, its
  * --decoder-num-layers defaulting to --num-layers. */
@@ -1240,6 +1279,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   }
   check_real(a->hidden_dropout >= 0 && a->hidden_dropout < 1, "--hidden-dropout", a->hidden_dropout, 1, "in [0, 1)");
   check_real(a->weight_decay >= 0, "--weight-decay", a->weight_decay, 1, ">= 0");
+  check_weight_decay_schedule(a, seen);
   check_real(a->clip_grad >= 0, "--clip-grad", a->clip_grad, 1, ">= 0 (0 disables clipping)");
   check_real(a->adam_beta1 >= 0 && a->adam_beta1 < 1, "--adam-beta1", a->adam_beta1, 1, "in [0, 1)");
   check_real(a->adam_beta2 >= 0 && a->adam_beta2 < 1, "--adam-beta2", a->adam_beta2, 1, "in [0, 1)");
@@ -1790,6 +1830,9 @@ void zt_args_print(const zt_args *a) {
   FLT_LINE("attention_dropout", a->attention_dropout, 1);
   FLT_LINE("hidden_dropout", a->hidden_dropout, 1);
   FLT_LINE("weight_decay", a->weight_decay, 1);
+  FLT_LINE("start_weight_decay", a->start_weight_decay, 0);
+  FLT_LINE("end_weight_decay", a->end_weight_decay, 0);
+  STR_LINE("weight_decay_incr_style", k_wd_styles[a->weight_decay_incr_style].name);
   FLT_LINE("clip_grad", a->clip_grad, 1);
   FLT_LINE("adam_beta1", a->adam_beta1, 1);
   FLT_LINE("adam_beta2", a->adam_beta2, 1);

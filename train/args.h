@@ -58,6 +58,10 @@ typedef struct {
   float attention_dropout;          /* 0.1 */
   float hidden_dropout;             /* 0.1 */
   float weight_decay;               /* 0.01 */
+  /* Megatron's weight-decay increment: --weight-decay-incr-style (zt_wd_style: constant, linear, cosine) from
+   * --start-weight-decay to --end-weight-decay over the run; after parsing both hold --weight-decay with constant */
+  double start_weight_decay, end_weight_decay;
+  int weight_decay_incr_style;
   float clip_grad;                  /* 1.0; 0 disables */
   float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999, 1e-8 */
   float sgd_momentum;               /* 0.9 */

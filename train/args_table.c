@@ -34,7 +34,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
-  {"weight-decay schedule", "--start-weight-decay --end-weight-decay --weight-decay-incr-style"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "

@@ -346,6 +346,29 @@ static void ds_scheduler(zt_engine *e, const zt_ds_config *ds, double base_lr) {
          ds->path);
 }
 
+/* Megatron's OptimizerParamScheduler sets every parameter group's weight_decay (wd_mult 0 for no_weight_decay
+ * parameters: the optimizer's per-parameter flag) to get_wd() when it is built, then after each applied step. A
+ * ds_config scheduler block replaces it after it was built (DeepSpeed 0.16 prefers the configured scheduler and never
+ * steps the client's): the weight decay then stays at its first value, start_wd. */
+static void weight_decay_setup(zt_engine *e) {
+  zt_train_state *st = &e->st;
+  const zt_lr_schedule *s = &st->sched;
+  st->opt.cfg.weight_decay = (float)zt_wd_get(s);
+  if (s->wd_style == ZT_WD_CONSTANT) return;
+  char from[40], to[40];
+  zt_py_float(from, sizeof from, s->start_wd, 0);
+  zt_py_float(to, sizeof to, s->end_wd, 0);
+  const char *style = s->wd_style == ZT_WD_LINEAR ? "linear" : "cosine";
+  if (st->use_ds_sched)
+    zt_log("> --weight-decay-incr-style %s: the ds_config's scheduler block replaces Megatron's OptimizerParamScheduler, "
+           "which increments the weight decay; it stays at --start-weight-decay %s for the whole run, as in "
+           "Megatron-DeepSpeed\n", style, from);
+  else
+    zt_log("> weight decay: %s increment from %s to %s over %lld samples, then %s%s\n", style, from, to,
+           (long long)s->wd_incr_steps, to,
+           e->ds && e->ds->has_optimizer ? " (it replaces the ds_config's optimizer.params.weight_decay)" : "");
+}
+
 /* The flops profiler's module tree of the model at its current pass length (DeepSpeed's profiler measures the
  * forward it watches: under a curriculum, the profiled iteration's length). */
 static zt_flops_profiler *make_flops_profiler(zt_engine *e) {
@@ -1120,7 +1143,15 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   st->sched = (zt_lr_schedule){.max_lr = a->lr, .min_lr = a->min_lr, .warmup_steps = warmup, .decay_steps = decay,
                                .style = (zt_decay_style)a->lr_decay_style, .num_steps = 0,
                                .has_warmup_tokens = a->lr_warmup_tokens >= 0, .warmup_tokens = a->lr_warmup_tokens,
-                               .has_decay_tokens = a->lr_decay_tokens >= 0, .decay_tokens = a->lr_decay_tokens};
+                               .has_decay_tokens = a->lr_decay_tokens >= 0, .decay_tokens = a->lr_decay_tokens,
+                               .start_wd = a->start_weight_decay, .end_wd = a->end_weight_decay,
+                               .wd_style = (zt_wd_style)a->weight_decay_incr_style,
+                               /* Megatron's wd_incr_steps: train_iters x global batch, or train_samples */
+                               .wd_incr_steps = a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs};
+  /* the constant style keeps the weight decay the optimizer applies: --weight-decay, or the ds_config optimizer
+   * block's (docs/ds_config.md) */
+  if (a->weight_decay_incr_style == ZT_WD_CONSTANT && ds && ds->has_optimizer)
+    st->sched.start_wd = st->sched.end_wd = ds->weight_decay.value;
   /* Megatron-DeepSpeed counts a token decay from the token warmup's end; without --lr-warmup-tokens that end is the
    * tokens consumed when the sample warmup ends exactly (get_lr's side effect). A linear or cosine decay that never
    * gets it fails there with a TypeError (None in a subtraction): refused here instead. */
@@ -1137,6 +1168,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   }
 
   if (ds) ds_engine_init(e, ds);
+  weight_decay_setup(e);
 
   zt_flops_model fm = {.num_layers = a->num_layers, .hidden_size = a->hidden_size,
                        .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
@@ -1513,8 +1545,12 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       zt_zero_allgather_params(&st->zero, m->params);
       e->be->memset(m->grads, 0, st->zero.padded * sizeof(float));
     }
-    if (st->use_ds_sched) zt_ds_sched_step(&st->ds_sched);
-    else zt_lr_step_tokens(&st->sched, gbs, st->consumed_tokens); /* tokens before this iteration */
+    if (st->use_ds_sched) {
+      zt_ds_sched_step(&st->ds_sched);
+    } else {
+      zt_lr_step_tokens(&st->sched, gbs, st->consumed_tokens); /* tokens before this iteration */
+      st->opt.cfg.weight_decay = (float)zt_wd_get(&st->sched); /* the next step's, as Megatron's step() sets it */
+    }
   }
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;

@@ -1,4 +1,5 @@
-/* The schedule's formulas, as Megatron-DeepSpeed's optimizer_param_scheduler.py computes them (tokens included). */
+/* The schedule's formulas, as Megatron-DeepSpeed's optimizer_param_scheduler.py computes them (tokens included), and
+ * its weight-decay increment (get_wd). */
 #include "runtime/optim/lr_schedule.h"
 
 #include <math.h>
@@ -25,6 +26,16 @@ double zt_lr_get(const zt_lr_schedule *s) {
   const double ratio = !s->has_decay_tokens ? (n - w) / (d - w) : (nt - wt) / (dt - wt);
   double coeff = s->style == ZT_DECAY_LINEAR ? 1.0 - ratio : 0.5 * (cos(M_PI * ratio) + 1.0);
   return s->min_lr + coeff * (s->max_lr - s->min_lr);
+}
+
+double zt_wd_get(const zt_lr_schedule *s) {
+  if (s->num_steps > s->wd_incr_steps) return s->end_wd;
+  if (s->wd_style == ZT_WD_CONSTANT) return s->end_wd; /* start_wd == end_wd */
+  const double ratio = (double)s->num_steps / (double)s->wd_incr_steps;
+  const double coeff = s->wd_style == ZT_WD_LINEAR ? ratio : 0.5 * (cos(M_PI * (1.0 - ratio)) + 1.0);
+  /* rounded before the sum, as Python does: -march=native would otherwise fuse the two into one multiply-add */
+  volatile double incr = coeff * (s->end_wd - s->start_wd);
+  return s->start_wd + incr;
 }
 
 double zt_lr_step(zt_lr_schedule *s, int64_t increment) {
