@@ -75,14 +75,18 @@ same "ZeRO-2 at SP=2 (iterations 1-3)" "$(grep -E "^ iteration +[123]/" <<<"$zre
 [ -f ck/global_step3/zero_pp_rank_0_mp_rank_00_optim_states.h5 ] && [ -f ck/global_step3/zero_pp_rank_1_mp_rank_00_optim_states.h5 ] \
   && ok "ZeRO-2 at SP=2: one optimizer partition per rank (zero_pp_rank_0, zero_pp_rank_1)" \
   || bad "ZeRO-2 checkpoint files" "$(ls ck/global_step3 2>&1)"
-want=$(field "$zref" "lm loss" | cut -d' ' -f4-)
+# resumed at SP=2: bit for bit the uninterrupted SP=2 run's iterations 4-6; in one process: the one-process run's to
+# 1e-6 (the SP=2 checkpoint's weights differ from one process's in the last bits, as the losses above do: whether
+# they round to the same printed digits depends on the CPU's BLAS kernels)
+want=$(field "$(np 2 "${tiny[@]}" "${z2[@]}" --ds-sequence-parallel-size 2)" "lm loss" | cut -d' ' -f4-)
 res=$(np 2 "${tiny[@]}" "${z2[@]}" --ds-sequence-parallel-size 2 --load ck)
 [ -n "$want" ] && [ "$(field "$res" "lm loss")" = "$want" ] \
-  && ok "ZeRO-2 saved at SP=2, resumed at SP=2: iterations 4-6 as uninterrupted" \
+  && ok "ZeRO-2 saved at SP=2, resumed at SP=2: iterations 4-6 as uninterrupted, bit for bit" \
   || bad "SP=2 resume" "'$(field "$res" "lm loss")' vs '$want' $(grep -m1 error <<<"$res")"
+want=$(field "$zref" "lm loss" | cut -d' ' -f4-)
 res=$(one "${tiny[@]}" "${z2[@]}" --load ck)
-[ -n "$want" ] && [ "$(field "$res" "lm loss")" = "$want" ] \
-  && ok "ZeRO-2 saved at SP=2, resumed in one process (2 optimizer partitions into 1): iterations 4-6 as uninterrupted" \
+[ -n "$want" ] && close "$want" "$(field "$res" "lm loss")" 1e-6 \
+  && ok "ZeRO-2 saved at SP=2, resumed in one process (2 optimizer partitions into 1): iterations 4-6 = one process's" \
   || bad "SP=2 -> one process resume" "'$(field "$res" "lm loss")' vs '$want' $(grep -m1 error <<<"$res")"
 
 echo '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3},
