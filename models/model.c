@@ -146,8 +146,8 @@ static void draw_range(const zt_param *p, float *dst, size_t n, uint64_t first, 
 }
 
 /* Parameter k's initial values into dst[numel]. With tensor parallelism each rank draws its slice of the matrix one
- * process draws: the draws (normal or uniform) are keyed by (seed, parameter index, element of the full matrix), and the
- * parameter indices do not depend on the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous
+ * process draws: the draws (normal or uniform) are keyed by (seed, parameter index, element of the full matrix), and
+ * the parameter indices do not depend on the layout. Split dim 0 (column-parallel rows, vocab rows) is one contiguous
  * range of the full matrix; split dim 1 (row-parallel columns) a range per row. */
 static void draw_param(const zt_model *m, const zt_param_table *full, int k, uint64_t seed, float *dst) {
   const zt_param *p = &m->table->params[k];

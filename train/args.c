@@ -948,9 +948,9 @@ static int rotary_dims(const zt_args *a, int head_dim) {
   return a->rotary_percent < 1.0f ? (int)(head_dim * a->rotary_percent) : head_dim;
 }
 
-/* The MLP's activation flags: ParallelMLP takes the first of --openai-gelu, --swiglu, --squared-relu. Megatron-DeepSpeed
- * crashes on --openai-gelu with --swiglu (the doubled dense_h_to_4h output meets dense_4h_to_h) and silently drops the
- * later of the others; each pair is refused here, naming both. */
+/* The MLP's activation flags: ParallelMLP takes the first of --openai-gelu, --swiglu, --squared-relu.
+ * Megatron-DeepSpeed crashes on --openai-gelu with --swiglu (the doubled dense_h_to_4h output meets dense_4h_to_h) and
+ * silently drops the later of the others; each pair is refused here, naming both. And LayerNorm-1p with RMSNorm. */
 static void check_activation_flags(const zt_args *a) {
   zt_check(!a->apply_layernorm_1p || !a->normalization, "inconsistent arguments", "--apply-layernorm-1p with "
            "--normalization rmsnorm: the flag makes LayerNorm weights zero-centred, and Megatron-DeepSpeed's RMSNorm "

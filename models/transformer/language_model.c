@@ -652,8 +652,8 @@ static void decode(zt_lm *lm, double t_enc) {
   double *ft = lm->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   if (lm->has_enc_lnf) {
     zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-    zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->enc_out, lm->enc_mean, lm->enc_rstd, zt_stack_output(&lm->stack),
-                              lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
+    zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->enc_out, lm->enc_mean, lm->enc_rstd,
+                    zt_stack_output(&lm->stack), lm->enc_lnf_w, lm->enc_lnf_b, N, C, lm->cfg.ln_eps);
     zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
     if (ft) t1 = zt_now(), ft[ZT_LM_FT_FINAL_LN] += t1 - t0, ft[ZT_LM_FT_ENCODER] += t1 - t_enc, t0 = t1;
   }
@@ -695,8 +695,8 @@ int zt_lm_encode(zt_lm *lm, int vchunk, const zt_pass *pass) {
   if (ft) t2 = zt_now();
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
   zt_lm_head_params(lm, ZT_PARAM_FETCH);
-  zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd, zt_stack_output(top_stack(lm)), lm->lnf_w,
-                            lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
+  zt_norm_forward(mm->be, mm->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd,
+                  zt_stack_output(top_stack(lm)), lm->lnf_w, lm->lnf_b, N, lm->cfg.hidden_size, lm->cfg.ln_eps);
   if (ft) {
     double t3 = zt_now();
     if (lm->enc_dec) { /* the decoder's final layernorm (the encoder's was timed by decode) */
@@ -795,8 +795,8 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
 void zt_lm_final_ln_backward(zt_lm *lm) {
   const zt_backend *be = lm->model->be;
   const int N = zt_tp_local_rows(&lm->tp, lm->B * head_T(lm));
-  zt_norm_backward(be, lm->model->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf, zt_stack_output(top_stack(lm)),
-                         lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
+  zt_norm_backward(be, lm->model->dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, top_dres(lm), lm->dlnf_w, lm->dlnf_b, lm->dlnf,
+                   zt_stack_output(top_stack(lm)), lm->lnf_w, lm->lnf_mean, lm->lnf_rstd, N, lm->cfg.hidden_size);
 }
 
 /* An encoder-decoder's backward down to the encoder's output (dres then holds d(this stage's encoder stream input)):
@@ -824,8 +824,8 @@ static void decode_backward(zt_lm *lm) {
   }
   if (!lm->has_enc_lnf) return;
   zt_model_param_event(mm, ZT_PARAM_FETCH, unit_enc_lnf(lm));
-  zt_norm_backward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc, zt_stack_output(&lm->stack),
-                         lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
+  zt_norm_backward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->dres, lm->denc_lnf_w, lm->denc_lnf_b, lm->denc,
+                   zt_stack_output(&lm->stack), lm->enc_lnf_w, lm->enc_mean, lm->enc_rstd, N, C);
   zt_model_param_event(mm, ZT_PARAM_RELEASE, unit_enc_lnf(lm));
   zt_model_param_event(mm, ZT_PARAM_GRAD_READY, unit_enc_lnf(lm));
 }
