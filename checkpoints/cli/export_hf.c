@@ -32,6 +32,7 @@
 
 static const zt_ckpt_reader *R;
 static float *buf;
+static int ln_1p; /* --apply-layernorm-1p: the transformer's LayerNorm weights are stored as weight - 1 */
 
 /* The index of a checkpoint tensor, its shape checked (fatal otherwise). */
 static int need(const char *name, int ndim, int64_t d0, int64_t d1) {
@@ -44,11 +45,16 @@ static int need(const char *name, int ndim, int64_t d0, int64_t d1) {
   return i;
 }
 
-/* The full fp32 value of a checkpoint tensor, its shape checked. */
+/* The full fp32 value of a checkpoint tensor, its shape checked; a zero-centred LayerNorm weight (--apply-layernorm-1p:
+ * the transformer's norms, not BERT's lm_head.layernorm) comes back as the weight + 1 it scales by, which is what an
+ * ordinary LayerNorm holds. */
 static const float *get(const char *name, int ndim, int64_t d0, int64_t d1) {
   const int i = need(name, ndim, d0, d1);
   if (R->has_optim) zt_ckpt_read_state(R, i, "fp32", buf);
   else zt_ckpt_read_weights(R, i, buf);
+  const size_t n = strlen(name), k = strlen("layernorm.weight");
+  if (ln_1p && n >= k && !strcmp(name + n - k, "layernorm.weight") && strncmp(name, "lm_head.", 8))
+    for (int64_t j = 0; j < d0; j++) buf[j] += 1.0f;
   return buf;
 }
 
@@ -82,11 +88,8 @@ static int arg_bool(const char *name, int dflt) {
 
 /* The MLP's GELU as Hugging Face names it: Megatron's fused bias-GELU and --openai-gelu are the tanh form
  * ("gelu_new"); without the fusion (--no-bias-gelu-fusion, --disable-bias-linear) ParallelMLP calls F.gelu, the erf
- * form ("gelu"). The variants Hugging Face's classes cannot express (zero-centred LayerNorm weights, the squared
- * ReLU) are refused. */
+ * form ("gelu"). The squared ReLU is refused. */
 static const char *mlp_gelu(void) {
-  zt_check(!arg_bool("apply_layernorm_1p", 0), "export_hf", "%s: trained with --apply-layernorm-1p (LayerNorm weights "
-           "stored as weight - 1), which export_hf does not convert yet, so the checkpoint is not exported", R->dir);
   zt_check(!arg_bool("squared_relu", 0), "export_hf", "%s: trained with --squared-relu, an MLP activation the exported "
            "classes' configs are not written for here, so the checkpoint is not exported", R->dir);
   const int erf = !arg_bool("openai_gelu", 0) && (!arg_bool("bias_gelu_fusion", 1) || !arg_bool("add_bias_linear", 1));
@@ -424,6 +427,7 @@ int main(int argc, char **argv) {
   zt_ckpt_open(&r, root, tag);
   R = &r;
   const char *act = mlp_gelu(); /* refuses what the exported classes cannot express */
+  ln_1p = arg_bool("apply_layernorm_1p", 0);
   if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
     char norm[32] = "layernorm";
     zt_ckpt_arg(r.args_text, "normalization", norm, sizeof norm);

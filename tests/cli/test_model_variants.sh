@@ -92,15 +92,32 @@ out=$(gpt --load D --train-iters 4 --squared-relu); rc=$?
   && ok "a checkpoint loaded with another --squared-relu: refused" || bad "squared_relu checkpoint" \
   "rc=$rc $(grep -m1 error <<<"$out")"
 
-# export_hf: the GELU form in config.json; a 1p checkpoint refused
+# export_hf: the GELU form in config.json; a 1p checkpoint's LayerNorm weights + 1 (then the whole exported model is
+# the default run's to rounding: the two trained alike); a squared-ReLU checkpoint refused
 EXP="$(dirname "$GPT")/export_hf"
 gpt --no-bias-gelu-fusion --save E --save-interval 3 >/dev/null
-o1=$("$EXP" D HD 2>&1); o2=$("$EXP" E HE 2>&1); o3=$("$EXP" P HP 2>&1); rc3=$?
+gpt --squared-relu --save S --save-interval 3 >/dev/null
+o1=$("$EXP" D HD 2>&1); o2=$("$EXP" E HE 2>&1); o3=$("$EXP" S HS 2>&1); rc3=$?
 grep -q '"activation_function": "gelu_new"' HD/config.json 2>/dev/null \
-  && grep -q '"activation_function": "gelu"' HE/config.json 2>/dev/null && [ $rc3 -ne 0 ] && [ ! -e HP ] \
-  && grep -q "trained with --apply-layernorm-1p" <<<"$o3" \
-  && ok "export_hf: gelu_new for the fused bias-GELU, gelu for --no-bias-gelu-fusion; a 1p checkpoint refused" \
+  && grep -q '"activation_function": "gelu"' HE/config.json 2>/dev/null && [ $rc3 -ne 0 ] && [ ! -e HS ] \
+  && grep -q "trained with --squared-relu" <<<"$o3" \
+  && ok "export_hf: gelu_new for the fused bias-GELU, gelu for --no-bias-gelu-fusion; a squared-ReLU checkpoint refused" \
   || bad "export_hf" "$(tail -1 <<<"$o1") | $(tail -1 <<<"$o2") | rc=$rc3 $(tail -1 <<<"$o3")"
+o4=$("$EXP" P HP 2>&1)
+r=$(cd "$HERE/../parity" && "$PY" - "$tmp/HD/model.safetensors" "$tmp/HP/model.safetensors" <<'PYEOF' 2>&1
+import sys, numpy as np, parity_lib
+d, p = parity_lib.read_safetensors(sys.argv[1]), parity_lib.read_safetensors(sys.argv[2])
+ln = [k for k in d if k.endswith("ln_1.weight") or k.endswith("ln_2.weight") or k.endswith("ln_f.weight")]
+same = d.keys() == p.keys()
+worst_ln = max(float(np.max(np.abs(d[k] - p[k]))) for k in ln) if same else float("inf")
+# (the other tensors are exported as ever; Adam turns the runs' last-bit differences into visible ones in the
+# near-zero key biases, so they are not compared here)
+if len(ln) != 5 or worst_ln > 1e-6:
+    print("LayerNorm weights %d, names equal %s, worst LayerNorm difference %.3g" % (len(ln), same, worst_ln))
+    sys.exit(1)
+print("its 5 LayerNorm weights within %.1e of the default run's export (weight + 1)" % worst_ln)
+PYEOF
+) && ok "export_hf of a --apply-layernorm-1p checkpoint: weight + 1; $r" || bad "export_hf 1p" "$r $(tail -1 <<<"$o4")"
 
 # ---- --init-method-xavier-uniform: every N(0, std) matrix starts U(+-sqrt(6 / (fan_in + fan_out))) of the whole
 # matrix, the same weights in every tensor-parallel layout (lr 0: the saved weights are the initial ones)
