@@ -261,3 +261,21 @@ void zt_gpt_ltor_masks(const int32_t *tokens, int T, int32_t eod, int eod_mask_l
     if (tokens[t] == eod) doc_begin = t + 1;
   }
 }
+
+int zt_gpt_reshape_rows(int B, int S1, int d1) {
+  const int64_t made = (int64_t)B * (S1 / d1) + B, want = ((int64_t)B * S1 + d1 - 1) / d1;
+  int64_t r = want < made ? want : made;
+  if (r > 1 && r % 2) r--;
+  return (int)r;
+}
+
+void zt_gpt_reshape_source(int i, int B, int S1, int d1, int *src, int *off) {
+  const int k = S1 / d1; /* pieces per sample */
+  if (i < B * k) {
+    *src = i / k;
+    *off = (i % k) * d1;
+  } else { /* the tails: text[:, -(d1):] */
+    *src = i - B * k;
+    *off = S1 - d1;
+  }
+}

@@ -78,4 +78,12 @@ void zt_data_check_token_ids(const zt_indexed_dataset *d, int64_t vocab_size, co
 void zt_gpt_ltor_masks(const int32_t *tokens, int T, int32_t eod, int eod_mask_loss, float *loss_mask,
                        int32_t *pos, int32_t *key_start);
 
+/* Megatron-DeepSpeed's seqlen_reshape (pretrain_gpt.py data_post_process at a difficulty d below --seq-length): B
+ * sample rows of S1 = --seq-length + 1 tokens are re-cut into rows of d1 = d + 1 tokens: every sample's first
+ * floor(S1 / d1) pieces, sample after sample, then every sample's last d1 tokens; the first R rows are kept, R =
+ * ceil(B S1 / d1) but at most the rows made, and one less when odd and above 1. zt_gpt_reshape_rows returns R;
+ * zt_gpt_reshape_source gives row i's sample row (src) and first token (off) in it. */
+int zt_gpt_reshape_rows(int B, int S1, int d1);
+void zt_gpt_reshape_source(int i, int B, int S1, int d1, int *src, int *off);
+
 #endif

@@ -21,6 +21,9 @@ typedef struct {
   float *loss_mask;          /* [mbs, seq] */
   int32_t *positions;        /* [mbs, seq] with --reset-position-ids, else NULL */
   int32_t *key_start;        /* [mbs, seq] with --reset-attention-mask, else NULL */
+  /* seqlen_reshape (load_ids_reshape): the re-cut rows, room for (mbs + 1) x (seq + 1) of each, made when first used */
+  int32_t *rs_tokens, *rs_labels, *rs_positions, *rs_key_start;
+  float *rs_loss_mask;
 } gpt_provider;
 
 /* Row r of the batch from sample i of split: tokens = text[:-1], labels = text[1:], and the masks. */
@@ -57,6 +60,40 @@ static void load_ids(zt_data_provider *dp, int split, const int64_t *ids, zt_bat
   set_batch(p, b);
 }
 
+/* The batch of ids re-cut into rows of T inputs (Megatron-DeepSpeed's data_post_process, then get_batch on its
+ * rows). */
+static int load_ids_reshape(zt_data_provider *dp, int split, const int64_t *ids, int T, zt_batch *b) {
+  gpt_provider *p = dp->impl;
+  const zt_data_setup *s = &p->s;
+  const int B = s->micro_batch, S1 = s->seq_length + 1, T1 = T + 1;
+  zt_check(T >= 1 && T < s->seq_length, "internal error", "seqlen_reshape to %d tokens of %d", T, s->seq_length);
+  load_ids(dp, split, ids, b); /* the sample rows in p->text */
+  const size_t cap = (size_t)(B + 1) * S1; /* R T < B S1 + T (zt_gpt_reshape_rows) */
+  if (!p->rs_tokens) {
+    p->rs_tokens = zt_malloc(cap * sizeof(int32_t), "reshaped tokens");
+    p->rs_labels = zt_malloc(cap * sizeof(int32_t), "reshaped labels");
+    p->rs_loss_mask = zt_malloc(cap * sizeof(float), "reshaped loss mask");
+    if (s->reset_position_ids) p->rs_positions = zt_malloc(cap * sizeof(int32_t), "reshaped position ids");
+    if (s->reset_attention_mask) p->rs_key_start = zt_malloc(cap * sizeof(int32_t), "reshaped attention starts");
+  }
+  const int R = zt_gpt_reshape_rows(B, S1, T1);
+  for (int i = 0; i < R; i++) {
+    int src, off;
+    zt_gpt_reshape_source(i, B, S1, T1, &src, &off);
+    const int32_t *piece = p->text + (size_t)src * S1 + off;
+    const size_t o = (size_t)i * T;
+    memcpy(p->rs_tokens + o, piece, (size_t)T * sizeof(int32_t));
+    memcpy(p->rs_labels + o, piece + 1, (size_t)T * sizeof(int32_t));
+    for (int t = 0; t < T; t++) p->rs_loss_mask[o + t] = 1.0f;
+    if (s->eod_mask_loss || p->rs_positions || p->rs_key_start)
+      zt_gpt_ltor_masks(p->rs_tokens + o, T, p->eod, s->eod_mask_loss, p->rs_loss_mask + o,
+                        p->rs_positions ? p->rs_positions + o : NULL, p->rs_key_start ? p->rs_key_start + o : NULL);
+  }
+  *b = (zt_batch){.B = R, .T = T, .tokens = p->rs_tokens, .positions = p->rs_positions, .labels = p->rs_labels,
+                  .loss_mask = p->rs_loss_mask, .key_start = p->rs_key_start};
+  return R;
+}
+
 /* len(dataset): the split's samples (--mock-data: the samples the trainer asked for). */
 static int64_t split_size(const zt_data_provider *dp, int split) {
   const gpt_provider *p = dp->impl;
@@ -72,13 +109,15 @@ static void provider_free(zt_data_provider *dp) {
   gpt_provider *p = dp->impl;
   if (p->use_gdata) zt_gpt_data_free(&p->gdata);
   free(p->text), free(p->tokens), free(p->labels), free(p->loss_mask), free(p->positions), free(p->key_start);
+  free(p->rs_tokens), free(p->rs_labels), free(p->rs_loss_mask), free(p->rs_positions), free(p->rs_key_start);
   free(p);
 }
 
 zt_data_provider *zt_gpt_provider_create(const zt_data_setup *s) {
   gpt_provider *p = zt_calloc(1, sizeof *p, "GPT data provider");
   p->base = (zt_data_provider){.kind = "GPT", .load = load, .has_split = has_split, .load_ids = load_ids,
-                                .split_size = split_size, .free = provider_free, .impl = p};
+                                .load_ids_reshape = load_ids_reshape, .split_size = split_size, .free = provider_free,
+                                .impl = p};
   p->s = *s;
   p->eod = s->vocab_size - 1; /* the mock stream's separator */
   if (s->mock_data) {

@@ -51,6 +51,11 @@ struct zt_data_provider {
    * ids[0 .. B) of split, each below split_size(split), the length of the split's dataset (Megatron's len(dataset)). */
   void (*load_ids)(zt_data_provider *p, int split, const int64_t *ids, zt_batch *b);
   int64_t (*split_size)(const zt_data_provider *p, int split);
+  /* Optional (GPT; NULL elsewhere): Megatron-DeepSpeed's seqlen_reshape of the batch load_ids fills, at a difficulty
+   * of T < seq_length tokens: its sample rows re-cut into R rows of T inputs (data/gpt_data.h zt_gpt_reshape_rows),
+   * each row's labels, loss mask, positions and attention starts made as for a sample of T tokens; b gets B = R and
+   * always a loss mask. Returns R. */
+  int (*load_ids_reshape)(zt_data_provider *p, int split, const int64_t *ids, int T, zt_batch *b);
   void (*free)(zt_data_provider *p);
   void *impl;
 };

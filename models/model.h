@@ -188,6 +188,7 @@ struct zt_model {
   const char *name;            /* "GPT" for the log lines */
   int n_losses;                /* the named losses every forward of the last stage returns, in order */
   const char *loss_names[ZT_MAX_LOSSES];
+  int micro_batch;             /* the rows of a pass (zt_model_setup.micro_batch) */
   /* where the state lives */
   const zt_backend *be;
   zt_dtype dt;                 /* storage of parameters and activations: fp32 on the CPU; fp32/bf16/fp16 on a GPU */

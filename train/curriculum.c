@@ -177,6 +177,49 @@ void zt_curriculum_truncate(const zt_batch *in, int T, zt_curriculum_batch *buf,
   out->padding = cut(in->padding, (void **)&buf->padding, B, T0, T, 1);
 }
 
+void zt_curriculum_rows(const zt_batch *all, int r0, int P, zt_curriculum_batch *buf, zt_batch *out) {
+  const int T = all->T, have = all->B - r0 < P ? all->B - r0 : P;
+  const size_t o = (size_t)r0 * T;
+  *out = *all;
+  out->B = P;
+  if (have == P) { /* a whole pass: views into all */
+    out->tokens = all->tokens + o;
+    out->labels = all->labels + o;
+    out->loss_mask = all->loss_mask + o;
+    if (all->positions) out->positions = all->positions + o;
+    if (all->key_start) out->key_start = all->key_start + o;
+    return;
+  }
+  const size_t need = (size_t)P * T, n = (size_t)have * T;
+  if (buf->cap < need) {
+    buf->tokens = grow(buf->tokens, need, sizeof(int32_t));
+    buf->positions = grow(buf->positions, need, sizeof(int32_t));
+    buf->token_types = grow(buf->token_types, need, sizeof(int32_t));
+    buf->labels = grow(buf->labels, need, sizeof(int32_t));
+    buf->key_start = grow(buf->key_start, need, sizeof(int32_t));
+    buf->loss_mask = grow(buf->loss_mask, need, sizeof(float));
+    buf->padding = grow(buf->padding, need, 1);
+    buf->cap = need;
+  }
+  memcpy(buf->tokens, all->tokens + o, n * sizeof(int32_t));
+  memcpy(buf->labels, all->labels + o, n * sizeof(int32_t));
+  memcpy(buf->loss_mask, all->loss_mask + o, n * sizeof(float));
+  for (size_t i = n; i < need; i++) buf->tokens[i] = buf->labels[i] = 0, buf->loss_mask[i] = 0.0f;
+  out->tokens = buf->tokens;
+  out->labels = buf->labels;
+  out->loss_mask = buf->loss_mask;
+  if (all->positions) {
+    memcpy(buf->positions, all->positions + o, n * sizeof(int32_t));
+    for (size_t i = n; i < need; i++) buf->positions[i] = (int32_t)(i % (size_t)T);
+    out->positions = buf->positions;
+  }
+  if (all->key_start) {
+    memcpy(buf->key_start, all->key_start + o, n * sizeof(int32_t));
+    for (size_t i = n; i < need; i++) buf->key_start[i] = 0;
+    out->key_start = buf->key_start;
+  }
+}
+
 void zt_curriculum_batch_free(zt_curriculum_batch *buf) {
   free(buf->tokens), free(buf->positions), free(buf->token_types), free(buf->labels), free(buf->key_start);
   free(buf->loss_mask), free(buf->padding);

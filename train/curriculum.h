@@ -56,6 +56,10 @@ typedef struct {
   size_t cap; /* elements of each */
 } zt_curriculum_batch;
 void zt_curriculum_truncate(const zt_batch *in, int T, zt_curriculum_batch *buf, zt_batch *out);
+/* Rows [r0, r0 + P) of a batch of GPT rows (tokens, labels and a loss mask; positions and key_start optional) as a
+ * batch of P rows: views into `all` when it holds them, else a copy in buf whose rows past all->B are padding (token
+ * and label 0, loss mask 0, positions 0.., attention starts 0). seqlen_reshape's passes (train/schedule.c). */
+void zt_curriculum_rows(const zt_batch *all, int r0, int P, zt_curriculum_batch *buf, zt_batch *out);
 void zt_curriculum_batch_free(zt_curriculum_batch *buf);
 
 #endif

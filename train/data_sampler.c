@@ -280,10 +280,17 @@ void zt_data_sampler_describe(const zt_data_sampler *s, char *out, size_t n) {
   }
 }
 
+/* Megatron-DeepSpeed's data_post_process looks for seqlen_truncate first, then seqlen_reshape. */
 int zt_data_sampling_seqlen_metric(const zt_data_sampling_config *cfg) {
-  for (int m = 0; m < cfg->n_metrics; m++)
-    if (!strcmp(cfg->metric[m].name, "seqlen_truncate")) return m;
+  for (int pass = 0; pass < 2; pass++)
+    for (int m = 0; m < cfg->n_metrics; m++)
+      if (!strcmp(cfg->metric[m].name, pass ? "seqlen_reshape" : "seqlen_truncate")) return m;
   return -1;
+}
+
+int zt_data_sampling_reshape(const zt_data_sampling_config *cfg) {
+  const int m = zt_data_sampling_seqlen_metric(cfg);
+  return m >= 0 && !strcmp(cfg->metric[m].name, "seqlen_reshape");
 }
 
 void zt_data_sampler_init(zt_data_sampler *s, const zt_data_sampling_config *cfg, int64_t one_epoch, int64_t gbs) {

@@ -6,8 +6,9 @@
  * every new difficulty adds a cluster of newly admitted samples, shuffled; each global batch draws its samples from
  * the clusters in proportion to their sizes, all with NumPy's default_rng(data_efficiency.seed) draws
  * (data/numpy_generator.h), so the order is DeepSpeed's for the same files and seed. The metric named
- * seqlen_truncate also cuts the batch to its difficulty (Megatron-DeepSpeed's data_post_process). As DeepSpeed's, the
- * engine keeps the sampler on rank 0 and broadcasts each global batch; each rank loads its slice.
+ * seqlen_truncate also cuts the batch to its difficulty, one named seqlen_reshape re-cuts it into rows of that length
+ * (Megatron-DeepSpeed's data_post_process). As DeepSpeed's, the engine keeps the sampler on rank 0 and broadcasts each
+ * global batch; each rank loads its slice.
  * docs/data_efficiency.md, "The data-efficiency library's data sampling". */
 #ifndef ZT_DATA_SAMPLER_H
 #define ZT_DATA_SAMPLER_H
@@ -61,12 +62,15 @@ typedef struct {
   zt_data_cluster *clusters;
   int n_clusters, cap_clusters;
   int64_t *batch;               /* [gbs] the current global batch */
-  int seqlen_metric;            /* the index of seqlen_truncate, -1 without */
+  int seqlen_metric;            /* the index of seqlen_truncate (or seqlen_reshape), -1 without */
   int quiet;                    /* no cluster messages (replaying to a checkpoint's step) */
 } zt_data_sampler;
 
-/* The index of the seqlen_truncate metric (the one that sets the sequence length), -1 without. */
+/* The index of the metric that sets the sequence length, -1 without: seqlen_truncate, else seqlen_reshape (with
+ * both, Megatron-DeepSpeed truncates and the seqlen_reshape metric only draws). */
 int zt_data_sampling_seqlen_metric(const zt_data_sampling_config *cfg);
+/* 1 when that metric is seqlen_reshape: each micro batch is re-cut into rows of its length (data/gpt_data.h). */
+int zt_data_sampling_reshape(const zt_data_sampling_config *cfg);
 /* Builds the sampler for a training dataset of one_epoch samples and global batches of gbs; reads the metrics'
  * index files and checks them (sample ids inside the dataset, one metric value per index row), dying with the key
  * and the file. */
@@ -80,8 +84,8 @@ void zt_data_sampler_next(zt_data_sampler *s);
 static inline const int64_t *zt_data_sampler_slice(const int64_t *batch, int mb, int r, int mbs, int dp) {
   return batch + ((int64_t)mb * dp + r) * mbs;
 }
-/* The sequence length of the current batch: min(seqlen_truncate's difficulty, seq_length), seq_length without that
- * metric. */
+/* The sequence length of the current batch: min(the seqlen metric's difficulty, seq_length), seq_length without
+ * one. */
 int zt_data_sampler_seqlen(const zt_data_sampler *s, int seq_length);
 /* A digest of the sampler's state (step, generator, cluster sizes and positions): a resumed run replays the steps
  * and compares it with the checkpoint's. */

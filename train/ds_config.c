@@ -795,7 +795,7 @@ static void read_curriculum_schedule(zt_ds_config *c, const char *base, zt_curri
 
 /* data_efficiency.data_sampling as DeepSpeed's config.py and DeepSpeedDataSampler read it: curriculum_learning.enabled
  * alone turns it on (the engine reads only it); each metric's keys are read by key (a KeyError there: refused naming
- * the key); seqlen_reshape is refused (its reshaped micro batches have another number of rows). */
+ * the key). */
 static void read_data_sampling(zt_ds_config *c) {
   zt_data_sampling_config *d = &c->data_sampling;
   memset(d, 0, sizeof *d);
@@ -830,10 +830,6 @@ static void read_data_sampling(zt_ds_config *c) {
               sizeof mt->name);
     snprintf(mt->name, sizeof mt->name, "%s", m->string);
     snprintf(base, sizeof base, "%s.curriculum_metrics.%s", cl, m->string);
-    if (!strcmp(m->string, "seqlen_reshape"))
-      ds_fail(c, "%s: the seqlen_reshape metric is not supported: it reshapes each micro batch into another number "
-                 "of rows of the difficulty's length, which the model's plan for --micro-batch-size rows does not "
-                 "hold; use seqlen_truncate", base);
     const char *kt[2] = {"difficulty_type", "clustering_type"};
     for (int k = 0; k < 2; k++) {
       snprintf(path, sizeof path, "%s.%s", base, kt[k]);

@@ -177,16 +177,29 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
   const int sm = zt_data_sampling_seqlen_metric(d);
   if (sm >= 0) {
     const zt_curriculum_config *cl = &d->metric[sm].schedule;
-    zt_check(!ds->sparse_attention, "ds_config", "%s: the seqlen_truncate metric and sparse_attention cannot be "
-             "combined: the block-sparse layout is made for --seq-length %d tokens", ds->path, a->seq_length);
+    const char *name = d->metric[sm].name;
+    zt_check(!ds->sparse_attention, "ds_config", "%s: the %s metric and sparse_attention cannot be combined: the "
+             "block-sparse layout is made for --seq-length %d tokens", ds->path, name, a->seq_length);
     char err[512];
     zt_check(zt_curriculum_check(cl, a->seq_length, a->tensor_model_parallel_size, a->sequence_parallel, 1,
                                  a->train_iters > 0 ? a->train_iters : 1, err, sizeof err),
-             "ds_config", "%s: data_efficiency.data_sampling metric seqlen_truncate (%s, min_difficulty %lld, "
-             "max_difficulty %lld, --seq-length %d%s): %s", ds->path, zt_curriculum_type_name(cl->type),
+             "ds_config", "%s: data_efficiency.data_sampling metric %s (%s, min_difficulty %lld, max_difficulty "
+             "%lld, --seq-length %d%s): %s", ds->path, name, zt_curriculum_type_name(cl->type),
              (long long)cl->min_difficulty, (long long)cl->max_difficulty, a->seq_length,
              a->sequence_parallel ? ", --sequence-parallel" : "", err);
   }
+  if (!zt_data_sampling_reshape(d)) return;
+  /* seqlen_reshape runs each re-cut micro batch as several passes of --micro-batch-size rows (train/schedule.c) */
+  const char *why = a->pipeline_model_parallel_size > 1 ? "--pipeline-model-parallel-size above 1 (the pipeline "
+                                                          "schedule runs one pass per micro batch)"
+                    : zt_moe_on(&a->moe) ? "--num-experts above 1 (the MoE auxiliary loss is a mean over the tokens of "
+                                           "one pass)"
+                    : a->mos || a->kd ? "--mos/--kd (the teacher runs one pass per micro batch)"
+                    : ds->flops_profiler_enabled ? "the flops_profiler (it profiles one pass per micro batch)"
+                                                 : NULL;
+  zt_check(!why, "ds_config", "%s: the seqlen_reshape metric with %s is not supported: each micro batch re-cut into "
+           "rows of the difficulty's length runs as several passes of --micro-batch-size %d rows; use seqlen_truncate",
+           ds->path, why ? why : "", a->micro_batch_size);
 }
 
 /* The data sampler over the training split (after the data is built), the whole run inside its num_epochs. As
@@ -1078,7 +1091,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->sampler_on = ds && ds->data_sampling.enabled;
   data_sampler_setup(e);
   if (e->sampler_on && zt_data_sampling_seqlen_metric(&ds->data_sampling) >= 0)
-    e->curriculum = 1; /* train_T follows seqlen_truncate */
+    e->curriculum = 1; /* train_T follows seqlen_truncate (or seqlen_reshape) */
+  e->reshape = e->sampler_on && zt_data_sampling_reshape(&ds->data_sampling);
+  zt_check(!e->reshape || e->data->load_ids_reshape, "ds_config", "%s: the seqlen_reshape metric: the %s data "
+           "provider cannot re-cut its samples (Megatron-DeepSpeed's pretrain_gpt.py does)", ds ? ds->path : "",
+           e->data->kind);
   e->setup_seconds[1] = zt_now() - t_data;
   zt_print_datetime("after dataloaders are built");
   const double t_model = zt_now();
@@ -1211,6 +1228,7 @@ void zt_engine_free(zt_engine *e) {
   e->model = st->model = NULL;
   zt_attn_layout_free(&e->sparse);
   zt_curriculum_batch_free(&e->curr_buf);
+  zt_curriculum_batch_free(&e->reshape_buf);
   if (e->sampler_on && zt_comm_rank() == 0) zt_data_sampler_free(&e->sampler);
   free(e->sampler_msg);
   free(e->pipe_steps);
@@ -1234,6 +1252,16 @@ void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb)
     zt_curriculum_truncate(&full, e->train_T, &e->curr_buf, &e->batch);
   }
   if (split == 0) e->t_batch += zt_now() - t0; /* Megatron's batch-generator timer */
+}
+
+int zt_engine_load_reshaped(zt_engine *e, int mb) {
+  const double t0 = zt_now();
+  const int rows = e->data->load_ids_reshape(e->data, 0, zt_data_sampler_slice(e->sampler_msg + 3, mb, e->st.dp_rank,
+                                                                                e->args->micro_batch_size,
+                                                                                e->args->data_parallel_size),
+                                             e->train_T, &e->batch);
+  e->t_batch += zt_now() - t0;
+  return rows;
 }
 
 void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what) {
@@ -1468,6 +1496,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     }
   }
   e->actual_T = e->train_T;
+  e->reshape_rows = 0; /* set by a re-cut micro batch (seqlen_reshape below --seq-length) */
   if (e->ltd_on) { /* DeepSpeed's engine.forward: random_ltd_scheduler.update_seq(global_steps) */
     const int64_t r = zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size, &st->random_ltd_layer_tokens);
     e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, r);
@@ -1555,7 +1584,9 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const int64_t samples_before = st->consumed_samples;
   st->iteration++;
   st->consumed_samples += gbs;
-  st->consumed_tokens += gbs * e->actual_T; /* new_samples * args.actual_seq_length (curriculum, random-LTD) */
+  /* new_samples * args.actual_seq_length (curriculum, random-LTD); seqlen_reshape: the re-cut rows of each micro
+   * batch (Megatron-DeepSpeed's act_mbsz = data_efficiency_curriculum_learning_numel / curriculum_seqlen) */
+  st->consumed_tokens += (e->reshape_rows ? (int64_t)a->data_parallel_size * nmb * e->reshape_rows : gbs) * e->actual_T;
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;

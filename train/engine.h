@@ -129,6 +129,11 @@ typedef struct {
   int sampler_on;
   zt_data_sampler sampler;
   int64_t *sampler_msg;
+  /* the sampler's length metric is seqlen_reshape: below --seq-length each training micro batch is re-cut into
+   * reshape_rows rows of train_T tokens (0 at --seq-length), run as passes of --micro-batch-size rows through
+   * reshape_buf (train/schedule.c) */
+  int reshape, reshape_rows;
+  zt_curriculum_batch reshape_buf;
   /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
    * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
    * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);
@@ -197,6 +202,9 @@ void zt_engine_run(zt_engine *e);
 /* Loads the micro batch of samples [first, first + B) of split into e->batch; training micro batch mb of the
  * iteration with the data sampler: this rank's slice of the sampler's global batch (first still keys the draws). */
 void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb);
+/* seqlen_reshape: training micro batch mb of the sampler's global batch re-cut into rows of train_T tokens (into
+ * e->batch); returns the rows. */
+int zt_engine_load_reshaped(zt_engine *e, int mb);
 void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what);
 /* After a micro batch's backward: the half-precision handling of its gradients; 1 on an fp16 overflow. */
 int zt_engine_half_grads_after_backward(zt_engine *e);

@@ -22,6 +22,7 @@
  * overwrite before the exchange sends it. */
 #include "train/schedule.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,11 +78,58 @@ static const void *teacher_forward(zt_engine *e, const zt_pass *student) {
   return e->teacher->out_logits;
 }
 
+/* seqlen_reshape below --seq-length: micro batch mb re-cut into R rows of train_T tokens (Megatron-DeepSpeed's
+ * data_post_process) runs as passes of the model's rows (--micro-batch-size), the last one padded with rows of no
+ * loss. Each pass's
+ * mean loss and its backward are weighted by its share of the loss mask, so that the micro batch's loss and gradient
+ * are those of one pass over the R rows (loss_func: the sum over them all / the mask's sum); a pass with no loss is
+ * skipped. Dropout of pass c > 0 is keyed by a seed of its own (the rows are not samples). */
+static void train_reshaped(zt_engine *e, int mb, uint64_t first, int nmb, zt_loss_sums *sum, int *overflow) {
+  zt_model *m = e->model;
+  const int P = m->micro_batch, R = zt_engine_load_reshaped(e, mb), T = e->train_T;
+  e->reshape_rows = R;
+  const zt_batch all = e->batch;
+  double total = 0;
+  for (size_t i = 0; i < (size_t)R * T; i++) total += all.loss_mask[i];
+  if (total == 0) zt_engine_check_finite_loss(e, NAN, mb, "lm loss (a re-cut micro batch with no token in its loss)");
+  zt_losses acc = {0};
+  for (int c = 0; c * P < R; c++) {
+    zt_batch b;
+    zt_curriculum_rows(&all, c * P, P, &e->reshape_buf, &b);
+    double share = 0;
+    for (size_t i = 0; i < (size_t)P * T; i++) share += b.loss_mask[i];
+    if (share == 0) continue;
+    const double w = share / total, t0 = zt_now();
+    zt_pass pass = make_pass(e, first, 1);
+    pass.B = P;
+    pass.seed ^= (uint64_t)c * 0x9e3779b97f4a7c15ULL;
+    zt_losses l;
+    zt_model_forward(m, 0, &b, &pass, &l);
+    acc.n = l.n;
+    for (int i = 0; i < l.n; i++) {
+      acc.name[i] = l.name[i];
+      acc.value[i] += (float)(w * l.value[i]);
+    }
+    acc.total += (float)(w * l.total);
+    const double t1 = zt_now();
+    zt_model_backward(m, (float)(e->st.scaler.cur_scale / nmb * w));
+    *overflow |= zt_engine_half_grads_after_backward(e);
+    e->t_fwd += t1 - t0;
+    e->t_bwd_inner += zt_now() - t1;
+  }
+  add_losses(e, sum, &acc, mb);
+}
+
 static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, int *overflow) {
   zt_model *m = e->model;
   for (int mb = 0; mb < nmb; mb++) {
     if (e->ds) zt_ds_throughput_start(&e->tput);
     const uint64_t first = first_sample(e, mb);
+    if (e->reshape && e->train_T < e->args->seq_length) {
+      train_reshaped(e, mb, first, nmb, sum, overflow);
+      if (e->ds && mb + 1 < nmb) zt_ds_throughput_stop(&e->tput, 0);
+      continue;
+    }
     zt_engine_load_micro_batch(e, 0, first, mb);
     const double t0 = zt_now(); /* DeepSpeed's fwd timer: the forward pass alone, not the batch loading */
     zt_pass pass = make_pass(e, first, 1);

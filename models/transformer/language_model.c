@@ -288,7 +288,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->has_enc_lnf = lm->enc_dec && pr == S - 1;
   lm->first = pr == 0;
   lm->last = pr == lm->pp - 1;
-  lm->B = cfg->micro_batch;
+  lm->B = mm->micro_batch = cfg->micro_batch;
   lm->T = lm->T_plan = cfg->seq_length / (zt_usp_on(&lm->usp) ? lm->usp.size : 1); /* Ulysses: this rank's share */
   lm->V = cfg->padded_vocab_size / tp;
   lm->v0 = lm->tp.rank * lm->V;

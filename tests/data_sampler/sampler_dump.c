@@ -4,11 +4,15 @@
  * prints, for each of STEPS global batches (train_batch_size of the config), "step <t> <difficulties...> | <ids>"
  * and the micro-batch slices of every data-parallel rank ("  mb <m> rank <r>: <ids>"), after the sampler's own
  * cluster messages. With RESUME_AT, a second sampler replays RESUME_AT steps quietly, and must then reach the first
- * one's digest and draw the same next batch ("resume ok" or a failure). */
+ * one's digest and draw the same next batch ("resume ok" or a failure).
+ *   data_sampler_dump --reshape < lines of "B S1 D1"
+ * prints, for each line, seqlen_reshape's re-cut of B sample rows of S1 tokens into rows of D1 (data/gpt_data.h): the
+ * rows R, then each row's tokens as their flat indices r x S1 + t in the sample rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/gpt_data.h"
 #include "runtime/base/error.h"
 #include "train/data_sampler.h"
 #include "train/ds_config.h"
@@ -29,7 +33,23 @@ static void print_batch(const zt_data_sampler *s, int mbs, int dp) {
     }
 }
 
+static int reshape_dump(void) {
+  int B, S1, d1;
+  while (scanf("%d %d %d", &B, &S1, &d1) == 3) {
+    const int R = zt_gpt_reshape_rows(B, S1, d1);
+    printf("%d\n", R);
+    for (int i = 0; i < R; i++) {
+      int src, off;
+      zt_gpt_reshape_source(i, B, S1, d1, &src, &off);
+      for (int t = 0; t < d1; t++) printf("%s%d", t ? " " : "", src * S1 + off + t);
+      printf("\n");
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--reshape")) return reshape_dump();
   zt_check(argc == 6 || argc == 7, "usage", "data_sampler_dump CONFIG ONE_EPOCH MBS DP STEPS [RESUME_AT]");
   zt_ds_config c;
   zt_ds_config_load(&c, argv[1]);

@@ -2,6 +2,7 @@
 default_rng). Usage: test_data_sampler.py DATA_SAMPLER_DUMP. Every line data_sampler_dump prints (the cluster
 messages, each global batch with its difficulties, each rank's micro-batch slices) must equal the oracle's."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -120,6 +121,37 @@ def refused(tmp, name, metrics, needle, one_epoch=40, gbs=4, mbs=2, dp=2, extra=
     check(ok, f"refused {name}: wants '{needle}', got exit {p.returncode}: {p.stderr.strip()[-400:]}")
 
 
+def post_process_reshape(text, d):
+    """pretrain_gpt.py data_post_process under seqlen_reshape at difficulty d, transcribed (NumPy for torch)."""
+    S1 = text.shape[1]
+    orig_num_token = text.size
+    reshape_len = (S1 // (d + 1)) * (d + 1)
+    out = np.concatenate((text[:, :reshape_len].reshape(-1, d + 1), text[:, -(d + 1):]), 0)
+    num_row = math.ceil(orig_num_token / (d + 1))
+    num_row = min(num_row, out.shape[0])
+    if num_row > 1 and num_row % 2 != 0:
+        num_row -= 1
+    return out[:num_row, :]
+
+
+def reshape_checks():
+    """data/gpt_data.c's re-cut (data_sampler_dump --reshape) equals data_post_process for every difficulty below
+    --seq-length, over several micro-batch sizes and lengths."""
+    triples = [(B, S, d) for B in (1, 2, 3, 4, 8) for S in (1, 2, 7, 16, 31, 64) for d in range(1, S)]
+    out = subprocess.run([TOOL, "--reshape"], input="".join(f"{B} {S + 1} {d + 1}\n" for B, S, d in triples),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    bad, k = [], 0
+    for B, S, d in triples:
+        want = post_process_reshape(np.arange(B * (S + 1)).reshape(B, S + 1), d)
+        R = int(out[k])
+        got = [list(map(int, line.split())) for line in out[k + 1:k + 1 + R]]
+        k += 1 + R
+        if R != want.shape[0] or got != want.tolist():
+            bad.append((B, S, d))
+    check(not bad and len(triples) > 500, f"seqlen_reshape re-cut of {len(triples)} (micro batch, --seq-length, "
+          f"difficulty) triples as data_post_process's: differs at {bad[:5]}")
+
+
 def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,7 +182,9 @@ def main():
                                                    sample=voc + "_index_to_sample_percentile_merged",
                                                    disc=([20, 50, 100], [4, 9]))}, N, 1, 3, 2, 20, seed=0)
         # refusals
-        refused(tmp, "reshape", {"seqlen_reshape": trunc}, "seqlen_reshape metric is not supported")
+        # 6. seqlen_reshape draws as any single-cluster metric; its re-cut of the micro batches is Megatron-DeepSpeed's
+        case(tmp, "seqlen_reshape", {"seqlen_reshape": trunc}, N, 2, 2, 1, 10, seed=5)
+        reshape_checks()
         m = metric("value", "single_cluster", 8, 32)
         del m["difficulty_type"]
         refused(tmp, "no difficulty_type", {"seqlen_truncate": m}, "seqlen_truncate.difficulty_type is missing")

@@ -11,9 +11,11 @@
 #     another data_efficiency.seed is refused;
 #  4. DP=2, TP=2 and PP=2 give the one-process losses (label mpi; skipped without mpirun); a training split of fewer
 #     samples than the run draws (--train-data-exact-num-epochs 1) runs with the sampler, as in Megatron-DeepSpeed;
-#  5. refusals before any work.
-# Usage: test_data_sampler_train.sh BIN_DIR PYTHON3
-BIN=$1 PY=$2
+#  5. refusals before any work;
+#  1c. seqlen_reshape: passes of --micro-batch-size rows = one pass over the re-cut rows, the log's consumed tokens are
+#     Megatron-DeepSpeed's, resume bit for bit, DP=2 and TP=2 + sequence parallel equal one process.
+# Usage: test_data_sampler_train.sh BIN_DIR PYTHON3 ONEPASS_GPT
+BIN=$1 PY=$2 ONEPASS=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 tmp=$(mktemp -d)
@@ -121,6 +123,53 @@ a=$RUN_A
   ok "percentile clusters: $(grep -c "^new data cluster.*generated" <<<"$a") generated, messages as DeepSpeed's" ||
   bad "percentile cluster messages" "$(diff <(grep "^new data cluster" <<<"$a") oracle_log.txt | head -3)"
 
+# ---- 1c. seqlen_reshape -------------------------------------------------------------------------------------------
+# Each micro batch re-cut into R rows of the difficulty's length runs as passes of --micro-batch-size rows weighted by
+# their loss-mask shares; data_sampler_onepass_gpt plans its model for R rows and runs it as one pass: the two train
+# alike (no dropout; evaluation off: the one-pass model holds only re-cut batches). The re-cut itself is checked
+# against data_post_process in test_data_sampler.
+reshape_metric() { # min max total step
+  truncate_metric "$@" | sed 's/seqlen_truncate/seqlen_reshape/'
+}
+reshape_rows() { # B S1 d1: zt_gpt_reshape_rows, from Megatron-DeepSpeed's formula
+  "$PY" -c "import math, sys; B, S1, d1 = map(int, sys.argv[1:]); r = min(math.ceil(B * S1 / d1), B * (S1 // d1) + B); print(r - 1 if r > 1 and r % 2 else r)" "$@"
+}
+sampler rs 1234 "$(reshape_metric 4 12 4 4)"
+sed 's/"train_micro_batch_size_per_gpu": 2/"train_micro_batch_size_per_gpu": 4/' rs.json > rs4.json
+nodrop=(--attention-dropout 0 --hidden-dropout 0 --eval-iters 0 --data-efficiency-curriculum-learning --deepspeed)
+for case in "2::rs.json" "4:--eod-mask-loss --reset-position-ids --reset-attention-mask:rs4.json"; do
+  mbs=${case%%:*} rest=${case#*:}
+  flags=${rest%:*} cfg=${rest##*:}
+  rows=$(reshape_rows "$mbs" 17 5)
+  # shellcheck disable=SC2086
+  a=$(gpt --micro-batch-size "$mbs" $flags "${nodrop[@]}" --deepspeed_config "$cfg")
+  # shellcheck disable=SC2086
+  b=$(ZT_PASS_ROWS=$rows timeout 120 "$ONEPASS" "${tiny[@]}" "${D[@]}" --micro-batch-size "$mbs" $flags "${nodrop[@]}" \
+      --deepspeed_config "$cfg" 2>&1)
+  want=0 tokens=""
+  for d in $(field "$a" "curriculum seqlen"); do # Megatron-DeepSpeed: dp x nmb x act_mbsz x d
+    want=$((want + 8 / mbs * $(reshape_rows "$mbs" 17 $((d + 1))) * d))
+    tokens+="$want "
+  done
+  close "$(field "$a" "lm loss")" "$(field "$b" "lm loss")" 1e-5 && [ "$(field "$a" "lm loss" | wc -w)" -eq 6 ] &&
+    [ "$(field "$a" "grad norm")" == "$(field "$b" "grad norm")" ] &&
+    ok "seqlen_reshape, micro batch $mbs${flags:+ $flags}: passes of $mbs rows = one pass of the $rows re-cut rows (6 iterations)" ||
+    bad "seqlen_reshape mbs $mbs" "$(field "$a" "lm loss") vs $(field "$b" "lm loss") $(grep -m1 error <<<"$a$b")"
+  [ "$(field "$a" "curriculum seqlen")" == "4 8 8 12 12 12 " ] && [ "$(field "$a" "consumed tokens")" == "$tokens" ] &&
+    ok "seqlen_reshape, micro batch $mbs: curriculum seqlen and Megatron-DeepSpeed's consumed tokens ($tokens)" ||
+    bad "seqlen_reshape log" "$(field "$a" "curriculum seqlen") / $(field "$a" "consumed tokens") vs $tokens"
+done
+sampler rs2 1234 "$(reshape_metric 8 16 4 8)"
+full_rs=$(gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning)
+gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning --save ckr --save-interval 2 \
+  --exit-interval 2 >/dev/null
+res=$(gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning --load ckr)
+tail4() { lines "$1" | grep -E "iteration +[3456]/|validation loss at iteration 6"; }
+[ -n "$(tail4 "$res")" ] && [ "$(tail4 "$res")" == "$(tail4 "$full_rs")" ] &&
+  [ "$(field "$full_rs" "curriculum seqlen")" == "8 8 8 16 16 16 " ] &&
+  ok "seqlen_reshape resumed at iteration 2 (re-cut to 8 tokens): iterations 3-6 and the validation bit for bit" ||
+  bad "seqlen_reshape resume" "$(diff <(tail4 "$res") <(tail4 "$full_rs") | head -4) $(grep -m1 error <<<"$res")"
+
 # ---- 3. resume -----------------------------------------------------------------------------------------------------
 full=$(gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning)
 gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning --save ck --save-interval 3 \
@@ -139,15 +188,21 @@ grep -q "error: checkpoint: the data sampler replayed to the checkpoint's step 3
 
 # ---- 4. parallel layouts -------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
-  for lay in "dp2:--global-batch-size 8" "tp2:--tensor-model-parallel-size 2" "pp2:--pipeline-model-parallel-size 2"; do
-    name=${lay%%:*}
+  for lay in "dp2:--global-batch-size 8:s2" "tp2:--tensor-model-parallel-size 2:s2" \
+             "pp2:--pipeline-model-parallel-size 2:s2" "dp2:--global-batch-size 8:rs2" \
+             "tp2:--tensor-model-parallel-size 2 --sequence-parallel:rs2"; do
+    name=${lay%%:*} cfg=${lay##*:} flags=${lay#*:}
+    flags=${flags%:*}
+    one=$full
+    [ "$cfg" == rs2 ] && one=$full_rs && name="$name seqlen_reshape"
     # shellcheck disable=SC2086
-    out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" ${lay#*:} --deepspeed \
-          --deepspeed_config s2.json --data-efficiency-curriculum-learning 2>&1)
-    close "$(field "$out" "lm loss")" "$(field "$full" "lm loss")" 2e-6 &&
-      [ "$(field "$out" "curriculum seqlen")" == "$(field "$full" "curriculum seqlen")" ] &&
-      [ "$(field "$full" "lm loss" | wc -w)" -eq 6 ] && ok "$name = one process (6 iterations)" ||
-      bad "$name" "$(field "$out" "lm loss") vs $(field "$full" "lm loss") $(grep -m1 error <<<"$out")"
+    out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" $flags --deepspeed \
+          --deepspeed_config $cfg.json --data-efficiency-curriculum-learning 2>&1)
+    close "$(field "$out" "lm loss")" "$(field "$one" "lm loss")" 2e-6 &&
+      [ "$(field "$out" "curriculum seqlen")" == "$(field "$one" "curriculum seqlen")" ] &&
+      [ "$(field "$out" "consumed tokens")" == "$(field "$one" "consumed tokens")" ] &&
+      [ "$(field "$one" "lm loss" | wc -w)" -eq 6 ] && ok "$name = one process (6 iterations)" ||
+      bad "$name" "$(field "$out" "lm loss") vs $(field "$one" "lm loss") $(grep -m1 error <<<"$out")"
   done
 else
   echo "SKIP DP=2 and TP=2: no mpirun"
@@ -187,6 +242,14 @@ refuse "with the legacy curriculum block" "are both enabled: use one" \
   --deepspeed --deepspeed_config both.json --data-efficiency-curriculum-learning
 "$PY" -c "import json; c = json.load(open('s1.json')); c['data_efficiency']['data_sampling']['num_epochs'] = 0; json.dump(c, open('ep0.json', 'w'))"
 refuse "num_epochs 0" "num_epochs" --deepspeed --deepspeed_config ep0.json --data-efficiency-curriculum-learning
+refuse "seqlen_reshape with MoE" "the seqlen_reshape metric with --num-experts above 1" \
+  --num-experts 2 --deepspeed --deepspeed_config rs.json --data-efficiency-curriculum-learning
+refuse "seqlen_reshape with --kd" "the seqlen_reshape metric with --mos/--kd" \
+  --kd --num-layers-teacher 2 --hidden-size-teacher 64 --num-attention-heads-teacher 4 --load-teacher none \
+  --deepspeed --deepspeed_config rs.json --data-efficiency-curriculum-learning
+"$PY" -c "import json; c = json.load(open('rs.json')); c['flops_profiler'] = {'enabled': True, 'profile_step': 1}; json.dump(c, open('rsfp.json', 'w'))"
+refuse "seqlen_reshape with the flops profiler" "the seqlen_reshape metric with the flops_profiler" \
+  --deepspeed --deepspeed_config rsfp.json --data-efficiency-curriculum-learning
 sampler big 1 "$(truncate_metric 8 32 4 8)"
 refuse "seqlen_truncate above --seq-length" "max_difficulty 32 is larger than --seq-length 16" \
   --deepspeed --deepspeed_config big.json --data-efficiency-curriculum-learning
