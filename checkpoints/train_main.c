@@ -74,7 +74,7 @@ int zt_train_main(int argc, char **argv, const zt_model_kind *kind, const char *
   zt_args_parse(&args, argc, argv, zt_comm_size());
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_args_print(&args);
-  zt_ds_config *ds = zt_engine_deepspeed_setup(&args);
+  zt_ds_config *ds = zt_engine_deepspeed_setup(&args, kind);
   zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
   if (args.mos || args.kd) check_teacher_checkpoint(&args);
   zt_engine e;

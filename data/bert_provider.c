@@ -55,27 +55,48 @@ void zt_bert_vocab_from_tokenizer(zt_bert_vocab *v, const zt_tokenizer *t, const
   v->subword = sub;
 }
 
-/* Samples [first, first + B) of split: Megatron's get_batch (keys text, types, labels, is_random, loss_mask,
+/* Row r of the batch from sample i of split: Megatron's get_batch (keys text, types, labels, is_random, loss_mask,
  * padding_mask). */
+static void fill_row(bert_provider *p, int split, int r, int64_t i) {
+  const int T = p->s.seq_length;
+  zt_bert_data_get(&p->data, split, i, p->scratch, &p->row);
+  const size_t o = (size_t)r * T;
+  for (int t = 0; t < T; t++) {
+    const int pad = !p->row.padding_mask[t];
+    p->tokens[o + t] = p->row.text[t];
+    p->types[o + t] = pad ? 0 : p->row.types[t];
+    p->labels[o + t] = p->row.labels[t] < 0 ? 0 : p->row.labels[t];
+    p->loss_mask[o + t] = p->row.loss_mask[t] ? 1.0f : 0.0f;
+    p->padding[o + t] = (uint8_t)pad;
+  }
+  p->sentence[r] = p->row.is_random;
+}
+
+static void set_batch(const bert_provider *p, zt_batch *b) {
+  const int head = p->s.binary_head;
+  *b = (zt_batch){.B = p->s.micro_batch, .T = p->s.seq_length, .tokens = p->tokens,
+                  .token_types = head ? p->types : NULL, .labels = p->labels, .loss_mask = p->loss_mask,
+                  .padding = p->padding, .sentence_labels = head ? p->sentence : NULL};
+}
+
+/* Samples [first, first + B) of split. */
 static void load(zt_data_provider *dp, int split, uint64_t first, zt_batch *b) {
   bert_provider *p = dp->impl;
-  const int B = p->s.micro_batch, T = p->s.seq_length;
-  for (int r = 0; r < B; r++) {
-    zt_bert_data_get(&p->data, split, (int64_t)(first + (uint64_t)r), p->scratch, &p->row);
-    const size_t o = (size_t)r * T;
-    for (int t = 0; t < T; t++) {
-      const int pad = !p->row.padding_mask[t];
-      p->tokens[o + t] = p->row.text[t];
-      p->types[o + t] = pad ? 0 : p->row.types[t];
-      p->labels[o + t] = p->row.labels[t] < 0 ? 0 : p->row.labels[t];
-      p->loss_mask[o + t] = p->row.loss_mask[t] ? 1.0f : 0.0f;
-      p->padding[o + t] = (uint8_t)pad;
-    }
-    p->sentence[r] = p->row.is_random;
-  }
-  const int head = p->s.binary_head;
-  *b = (zt_batch){.B = B, .T = T, .tokens = p->tokens, .token_types = head ? p->types : NULL, .labels = p->labels,
-                  .loss_mask = p->loss_mask, .padding = p->padding, .sentence_labels = head ? p->sentence : NULL};
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, (int64_t)(first + (uint64_t)r));
+  set_batch(p, b);
+}
+
+/* Samples ids[0 .. B) of split (the data sampler's order; zt_bert_data_get checks each id). */
+static void load_ids(zt_data_provider *dp, int split, const int64_t *ids, zt_batch *b) {
+  bert_provider *p = dp->impl;
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, ids[r]);
+  set_batch(p, b);
+}
+
+/* len(dataset): the split's samples mapping (through the blend). */
+static int64_t split_size(const zt_data_provider *dp, int split) {
+  const bert_provider *p = dp->impl;
+  return zt_bert_data_has(&p->data, split) ? p->data.split[split].size : 0;
 }
 
 static int has_split(const zt_data_provider *dp, int split) {
@@ -139,7 +160,8 @@ zt_data_provider *zt_bert_provider_create(const zt_data_setup *s) {
   zt_sentence_data_check(s, "BERT", 3, "--seq-length", &mask_prob, &ssp);
 
   bert_provider *p = zt_calloc(1, sizeof *p, "BERT data provider");
-  p->base = (zt_data_provider){.kind = "BERT", .load = load, .has_split = has_split, .free = provider_free, .impl = p};
+  p->base = (zt_data_provider){.kind = "BERT", .load = load, .has_split = has_split, .load_ids = load_ids,
+                                .split_size = split_size, .free = provider_free, .impl = p};
   p->s = *s;
   zt_bert_vocab_from_tokenizer(&p->vocab, s->tokenizer, s->tokenizer_name);
   p->subword = (uint8_t *)p->vocab.subword;

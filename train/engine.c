@@ -79,7 +79,7 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
 
 /* ---- --deepspeed ----------------------------------------------------------------------------- */
 
-zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
+zt_ds_config *zt_engine_deepspeed_setup(zt_args *a, const zt_model_kind *kind) {
   if (!a->deepspeed) return NULL;
   zt_ds_config *c = zt_malloc(sizeof(*c), "ds_config");
   zt_ds_config_load(c, a->deepspeed_config);
@@ -120,9 +120,9 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a) {
     zt_log("> ds_config \"auto\" ZeRO sizes from --hidden-size %d: reduce_bucket_size %.0f, "
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
-  zt_engine_check_curriculum(a, c, NULL);
-  zt_engine_check_data_sampling(a, c, NULL);
-  zt_engine_check_random_ltd(a, c, NULL);
+  zt_engine_check_curriculum(a, c, kind);
+  zt_engine_check_data_sampling(a, c, kind);
+  zt_engine_check_random_ltd(a, c, kind);
   if (c->sparse_attention) { /* DeepSpeed's SparsityConfig checks against the model, before any work */
     char err[512];
     zt_check(zt_sparsity_check(&c->sparse, a->num_attention_heads, a->seq_length, err, sizeof err), "ds_config",
@@ -161,10 +161,19 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
            "data only with the flag (and trains in Megatron's order without it); give both", ds->path);
   zt_check(!kind || !kind->encoder_decoder, "arguments", "--data-efficiency-curriculum-learning with %s: "
            "Megatron-DeepSpeed's data sampling runs GPT and BERT", kind ? kind->name : "");
-  zt_check(!kind || kind->seqlen_curriculum, "arguments", "--data-efficiency-curriculum-learning with %s is not "
-           "supported yet: it lands with BERT's data-efficiency work (pretrain_bert's data_post_process cuts each "
-           "batch to its longest sample rounded up to 8, a length the BERT model does not run yet)",
-           kind ? kind->name : "");
+  zt_check(!kind || kind->seqlen_curriculum || kind->longest_cut, "arguments", "--data-efficiency-curriculum-learning "
+           "with %s: the model kind has no data_post_process", kind ? kind->name : "");
+  if (kind && kind->longest_cut) { /* each micro batch its own length (pretrain_bert's data_post_process) */
+    zt_check(a->pipeline_model_parallel_size <= 1, "arguments", "%s --data-efficiency-curriculum-learning with "
+             "--pipeline-model-parallel-size %d is not supported: each micro batch is cut to its own length, and "
+             "the pipeline's messages have one shape (Megatron's too)", kind->name, a->pipeline_model_parallel_size);
+    zt_check(!a->sequence_parallel || 8 % a->tensor_model_parallel_size == 0, "arguments", "%s "
+             "--data-efficiency-curriculum-learning with --sequence-parallel over %d tensor-parallel ranks: the micro "
+             "batches' lengths (multiples of 8) do not split over them", kind->name, a->tensor_model_parallel_size);
+    zt_check(!ds->flops_profiler_enabled, "ds_config", "%s: the flops_profiler with %s "
+             "--data-efficiency-curriculum-learning is not supported: each micro batch has its own length",
+             ds->path, kind->name);
+  }
   zt_check(!ds->curriculum.enabled, "ds_config", "%s: the legacy curriculum_learning block and "
            "data_efficiency.data_sampling.curriculum_learning are both enabled: use one (both would set the sequence "
            "length)", ds->path);
@@ -188,7 +197,7 @@ void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, con
              (long long)cl->min_difficulty, (long long)cl->max_difficulty, a->seq_length,
              a->sequence_parallel ? ", --sequence-parallel" : "", err);
   }
-  if (!zt_data_sampling_reshape(d)) return;
+  if (!zt_data_sampling_reshape(d) || !kind || !kind->seqlen_curriculum) return; /* (BERT takes the longest) */
   /* seqlen_reshape runs each re-cut micro batch as several passes of --micro-batch-size rows (train/schedule.c) */
   const char *why = a->pipeline_model_parallel_size > 1 ? "--pipeline-model-parallel-size above 1 (the pipeline "
                                                           "schedule runs one pass per micro batch)"
@@ -257,7 +266,7 @@ static void data_sampler_step(zt_engine *e) {
   }
   zt_broadcast(zt_comm_world(), msg, (size_t)(3 + gbs) * sizeof *msg, 0);
   st->data_sampler_step = msg[0];
-  e->train_T = (int)msg[1];
+  e->train_T = e->sampler_T = (int)msg[1];
   st->data_sampler_digest = (uint64_t)msg[2];
 }
 
@@ -1090,9 +1099,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   build_data(e, tok);
   e->sampler_on = ds && ds->data_sampling.enabled;
   data_sampler_setup(e);
-  if (e->sampler_on && zt_data_sampling_seqlen_metric(&ds->data_sampling) >= 0)
-    e->curriculum = 1; /* train_T follows seqlen_truncate (or seqlen_reshape) */
-  e->reshape = e->sampler_on && zt_data_sampling_reshape(&ds->data_sampling);
+  /* train_T follows the sampler (seqlen_truncate, seqlen_reshape, --seq-length without them) or the micro batches
+   * (longest_cut); the log line shows it, as Megatron-DeepSpeed's shows curriculum_seqlen with the flag */
+  if (e->sampler_on) e->curriculum = 1;
+  e->longest_cut = e->sampler_on && kind->longest_cut;
+  e->reshape = e->sampler_on && kind->seqlen_curriculum && zt_data_sampling_reshape(&ds->data_sampling);
   zt_check(!e->reshape || e->data->load_ids_reshape, "ds_config", "%s: the seqlen_reshape metric: the %s data "
            "provider cannot re-cut its samples (Megatron-DeepSpeed's pretrain_gpt.py does)", ds ? ds->path : "",
            e->data->kind);
@@ -1239,6 +1250,30 @@ void zt_engine_free(zt_engine *e) {
   if (e->fprof) zt_flops_profiler_free(e->fprof); /* the run ended before profile_step */
 }
 
+/* pretrain_bert's data_post_process: the seqlen_truncate difficulty, else the longest sample of the micro batch (its
+ * tokens that are not padding) over the data-parallel group, rounded up to a multiple of 8; at most --seq-length. */
+static int longest_cut_length(const zt_engine *e) {
+  const zt_batch *b = &e->batch;
+  const zt_data_sampling_config *d = &e->ds->data_sampling;
+  int len = 0;
+  if (zt_data_sampling_seqlen_metric(d) >= 0 && !zt_data_sampling_reshape(d)) {
+    len = e->sampler_T;
+  } else {
+    for (int r = 0; r < b->B; r++) {
+      int n = 0;
+      for (int t = 0; t < b->T; t++) n += !b->padding[(size_t)r * b->T + t];
+      if (n > len) len = n;
+    }
+    if (zt_group_size(e->dp_group) > 1) {
+      double v = len;
+      zt_allreduce_max_f64(e->dp_group, &v, 1);
+      len = (int)v;
+    }
+  }
+  len = (len + 7) / 8 * 8;
+  return len >= 1 && len < e->args->seq_length ? len : e->args->seq_length;
+}
+
 void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb) {
   const double t0 = zt_now();
   if (split == 0 && e->sampler_on)
@@ -1247,6 +1282,7 @@ void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb)
                       &e->batch);
   else
     zt_data_load(e->data, split, first, &e->batch);
+  if (split == 0 && e->longest_cut) e->train_T = longest_cut_length(e);
   if (split == 0 && e->train_T < e->batch.T) { /* Megatron-DeepSpeed's GPTModel.forward / get_batch_pipe */
     const zt_batch full = e->batch;
     zt_curriculum_truncate(&full, e->train_T, &e->curr_buf, &e->batch);
@@ -1485,7 +1521,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   int overflow = 0; /* fp16: some micro batch's gradient does not fit the half type */
   if (st->zero_stage == 3) zt_zero3_set_training(&st->zero3, 1);
   if (e->sampler_on) data_sampler_step(e); /* DeepSpeed's data loader: the next global batch */
-  if (e->curriculum) {
+  if (e->curriculum && !e->longest_cut) {
     /* Megatron-DeepSpeed: curriculum_scheduler.update_difficulty(args.iteration + 1), or the sampler's length */
     if (!e->sampler_on) e->train_T = (int)zt_curriculum_update(&e->curr, st->iteration + 1);
     zt_model_set_seq_length(m, e->train_T);
@@ -1495,19 +1531,22 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       e->fprof = make_flops_profiler(e);
     }
   }
-  e->actual_T = e->train_T;
   e->reshape_rows = 0; /* set by a re-cut micro batch (seqlen_reshape below --seq-length) */
-  if (e->ltd_on) { /* DeepSpeed's engine.forward: random_ltd_scheduler.update_seq(global_steps) */
-    const int64_t r = zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size, &st->random_ltd_layer_tokens);
-    e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, r);
-  }
+  int64_t reserved = 0;  /* DeepSpeed's engine.forward: random_ltd_scheduler.update_seq(global_steps) */
+  if (e->ltd_on) reserved = zt_random_ltd_update(&e->ltd, st->iteration, a->global_batch_size,
+                                                 &st->random_ltd_layer_tokens);
+  zt_loss_sums sum;
+  zt_schedule_train(e, nmb, profiling, &sum, &overflow);
+  /* Megatron-DeepSpeed's args.actual_seq_length after train_step: the curriculum's length (longest_cut: the last
+   * micro batch's), mixed with random-LTD's reserved length; throughput_calculator's seq_len */
+  e->actual_T = e->train_T;
+  if (e->ltd_on)
+    e->actual_T = (int)zt_random_ltd_actual_seq_length(&e->ds->random_ltd, e->train_T, a->num_layers, reserved);
   if (e->curriculum || e->ltd_on) {
-    zt_flops_model fm = e->flops_model; /* throughput_calculator's seq_len: args.actual_seq_length */
+    zt_flops_model fm = e->flops_model;
     fm.seq_length = e->actual_T;
     e->flops_per_iteration = zt_iteration_flops(&fm, e->args->global_batch_size);
   }
-  zt_loss_sums sum;
-  zt_schedule_train(e, nmb, profiling, &sum, &overflow);
   const double it_fwd = e->t_fwd - fwd0, it_bwd = e->t_bwd_inner - bwd0;
   double t3 = zt_now();
   if (st->zero_stage != 3) /* --sequence-parallel: layernorm/bias grads over TP (stage 3: per unit, zero3_hook) */

@@ -36,6 +36,9 @@ typedef struct {
   int seqlen_curriculum; /* the model truncates to curriculum_seqlen (Megatron-DeepSpeed's GPTModel; its BertModel
                             takes no curriculum_seqlen) */
   int encoder_decoder;   /* T5: the ds_config's sparse_attention and random-LTD are refused */
+  int longest_cut;       /* under the data sampler each training micro batch is cut to its longest sample over the
+                            data-parallel group (or the seqlen_truncate difficulty), rounded up to 8 (Megatron-DeepSpeed's
+                            pretrain_bert data_post_process); else the GPT's seqlen_truncate / seqlen_reshape */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */
@@ -134,6 +137,9 @@ typedef struct {
    * reshape_buf (train/schedule.c) */
   int reshape, reshape_rows;
   zt_curriculum_batch reshape_buf;
+  /* the model kind's longest_cut under the sampler: train_T is set by each training micro batch's load (the last
+   * one's stays for the log, as Megatron-DeepSpeed's args.curriculum_seqlen); sampler_T: the sampler's length */
+  int longest_cut, sampler_T;
   /* random-LTD (ds_config data_efficiency.data_routing.random_ltd with --random-ltd, train/random_ltd.h): the
    * scheduler, stepped with the iteration before each training iteration as DeepSpeed's engine.forward does
    * (a resumed run recomputes the reserved length from the iteration; the consumed layer tokens are checkpointed);
@@ -176,10 +182,10 @@ void zt_engine_init(zt_engine *e, const zt_args *args, const zt_tokenizer *tok, 
  * device buffers when there are several processes. CUDA_VISIBLE_DEVICES= hides the GPUs. Collective. */
 const zt_backend *zt_pick_backend(const char *config_why, int say_cpu);
 
-/* --deepspeed: loads args->deepspeed_config, reconciles it with the Megatron flags (auto values,
+/* --deepspeed: loads args->deepspeed_config, reconciles it with the Megatron flags and the model kind (auto values,
  * contradictions refused), applies DeepSpeed's batch triple and clipping to args, prints the
  * effective configuration. Returns the config (free with zt_ds_config_free + free), or NULL. */
-zt_ds_config *zt_engine_deepspeed_setup(zt_args *args);
+zt_ds_config *zt_engine_deepspeed_setup(zt_args *args, const zt_model_kind *kind);
 void zt_engine_free(zt_engine *e);
 
 /* The teacher of --mos/--kd (Megatron-DeepSpeed's setup_teacher_model): the model kind built forward-only with the

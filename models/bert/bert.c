@@ -307,6 +307,13 @@ static void bert_profile(zt_model *mm, double *slots) {
   zt_stack_profile(&m->lm.stack, slots ? slots + ZT_BERT_FT_SLOTS : NULL);
 }
 
+/* A shorter pass (the data sampler's cut of a micro batch, train/engine.c): the first rows of the buffers. */
+static void bert_set_seq_length(zt_model *mm, int T) {
+  zt_bert *m = mm->impl;
+  zt_lm_set_seq_length(&m->lm, T);
+}
+
 static const zt_model_ops k_bert_ops = {.kind = "bert", .init_range = bert_init_range, .forward = bert_forward,
                                         .backward = bert_backward, .free = bert_free,
-                                        .flops_profiler = bert_flops_profiler, .profile = bert_profile};
+                                        .flops_profiler = bert_flops_profiler, .profile = bert_profile,
+                                        .set_seq_length = bert_set_seq_length};
