@@ -37,8 +37,9 @@ typedef struct {
                             takes no curriculum_seqlen) */
   int encoder_decoder;   /* T5: the ds_config's sparse_attention and random-LTD are refused */
   int longest_cut;       /* under the data sampler each training micro batch is cut to its longest sample over the
-                            data-parallel group (or the seqlen_truncate difficulty), rounded up to 8 (Megatron-DeepSpeed's
-                            pretrain_bert data_post_process); else the GPT's seqlen_truncate / seqlen_reshape */
+                            data-parallel group (or the seqlen_truncate difficulty), rounded up to 8
+                            (Megatron-DeepSpeed's pretrain_bert data_post_process); else the GPT's seqlen_truncate or
+                            seqlen_reshape */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */
