@@ -605,13 +605,14 @@ static int token_equals(const char *name, void *ctx) { return strcmp(name, (cons
 
 typedef struct {
   const char *typed;
-  int best;
+  int best, limit; /* limit: the farthest a suggestion may be */
   char name[96];
 } suggestion;
 
 static int consider(const char *name, void *ctx) {
   suggestion *s = ctx;
-  int d = zt_edit_distance(s->typed, name);
+  const int bound = s->best - 1 < s->limit ? s->best - 1 : s->limit; /* only a nearer name changes the answer */
+  int d = zt_edit_distance_within(s->typed, name, bound);
   if (d < s->best) {
     s->best = d;
     snprintf(s->name, sizeof s->name, "%s", name);
@@ -633,10 +634,10 @@ static void refuse_flag(const char *name) {
                "(it lands with the %s work); remove it", name, g->area);
     }
 
-  suggestion s = {name, INT_MAX, ""};
+  const int len = (int)strlen(name), limit = len / 3 > 2 ? len / 3 : 2;
+  suggestion s = {name, INT_MAX, limit, ""};
   for (int i = 0; i < NFLAGS; i++) consider(k_flags[i].name, &s);
   for (const zt_args_known_group *g = zt_args_known_groups; g->area; g++) each_token(g->flags, consider, &s);
-  int len = (int)strlen(name), limit = len / 3 > 2 ? len / 3 : 2;
   if (s.best <= limit) zt_fatal("unrecognized argument", "%s; did you mean %s?", name, s.name);
   zt_fatal("unrecognized argument", "%s (see --help for the supported flags)", name);
 }

@@ -3,5 +3,8 @@
 #define ZT_EDIT_DISTANCE_H
 
 int zt_edit_distance(const char *a, const char *b);
+/* The distance when it is at most max, else max + 1 (cheaper: strings whose lengths differ by more than max, or whose
+ * table passes max, stop early). */
+int zt_edit_distance_within(const char *a, const char *b, int max);
 
 #endif
