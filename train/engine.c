@@ -668,16 +668,6 @@ static void setup_groups(zt_engine *e) {
            "unsupported argument", "the flops_profiler of %s with MoE layers and --tensor-model-parallel-size %d is not "
            "supported yet: DeepSpeed's MoE splits each expert's tokens over the tensor-parallel ranks, which zerotron's "
            "MoE layer does not (docs/moe.md)", e->ds ? e->ds->path : "", st->tp_size);
-  zt_check(!(e->ds && e->ds->flops_profiler_enabled) || (!a->normalization && !a->swiglu && a->add_bias_linear &&
-           !a->use_rotary_position_embeddings && a->add_position_embedding &&
-           a->num_key_value_heads == a->num_attention_heads), "unsupported argument", "the flops_profiler "
-           "of %s with the Llama-style variants (--normalization rmsnorm, --swiglu, --disable-bias-linear, rotary or no "
-           "position embeddings, --num-key-value-heads) is not supported yet: their modules (RMSNorm, the SwiGLU MLP, the rotary embedding) "
-           "land in the profiler's tree with the variants' profiler work (docs/gpt.md)", e->ds ? e->ds->path : "");
-  zt_check(!(e->ds && e->ds->flops_profiler_enabled) || (!a->openai_gelu && !a->squared_relu), "unsupported "
-           "argument", "the flops_profiler of %s with %s is not supported yet: DeepSpeed's profiler counts that "
-           "activation's torch operations one by one, which the profiler's tree does not model yet (docs/gpt.md)",
-           e->ds ? e->ds->path : "", a->openai_gelu ? "--openai-gelu" : "--squared-relu");
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);

@@ -1,6 +1,7 @@
 /* BERT's flops-profiler module tree (runtime/profile/flops_profiler.h): Megatron-DeepSpeed's BertModel with the MACs
- * and flops of DeepSpeed's counting rules per module (F.linear 2 flops per MAC, F.gelu 1 flop per element, torch.tanh
- * and the vocab-parallel cross-entropy unpatched: 0), and the latency slots its forward records into. */
+ * and flops of DeepSpeed's counting rules per module (F.linear 2 flops per MAC; the head's GELU, the F.gelu BertLMHead
+ * stored before the profiler patched it, torch.tanh and the vocab-parallel cross-entropy: 0), and the latency slots
+ * its forward records into. */
 #include "models/bert/bert.h"
 
 zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profiler_config *cfg) {
@@ -16,8 +17,8 @@ zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profi
     int pool = zt_fp_add(p, lm, "pooler", "Pooler", ZT_BERT_FT_POOLER, 0, 0);
     zt_fp_add_linear(p, pool, "dense", "Linear", -1, B, C, C);
   }
-  /* BertLMHead's own: F.gelu on N x C, and parallel_lm_logits' F.linear with the tied word embeddings */
-  int head = zt_fp_add(p, root, "lm_head", "BertLMHead", ZT_BERT_FT_LM_HEAD, N * C * V, 2 * N * C * V + Nh * C);
+  /* BertLMHead's own: parallel_lm_logits' F.linear with the tied word embeddings */
+  int head = zt_fp_add(p, root, "lm_head", "BertLMHead", ZT_BERT_FT_LM_HEAD, N * C * V, 2 * N * C * V);
   zt_fp_add_linear(p, head, "dense", "Linear", -1, Nh, C, C);
   zt_fp_add_layernorm(p, head, "layernorm", -1, Nh, C, c->ln_eps);
   if (m->binary_head) zt_fp_add_linear(p, root, "binary_head", "Linear", ZT_BERT_FT_BINARY_HEAD, B, C, 2);

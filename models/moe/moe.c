@@ -696,6 +696,8 @@ static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent,
                            const zt_block_config *cfg) {
   const moe_layer *m = self->state;
   const int C = cfg->C, F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1), E = m->E, k = m->k;
+  zt_block_config ecfg = *cfg; /* an expert's MLP: all F columns */
+  ecfg.FFN = F;
   const double S = N;
   double cap = m->N == (int)S ? m->cap_group
                               : m->mc->drop_tokens ? zt_moe_capacity((int)S, E, k, m->mc->train_capacity_factor,
@@ -720,7 +722,7 @@ static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent,
   for (int i = 0; i < m->El; i++) { /* local expert i is global expert r El + i of the parameter names */
     char nm[16];
     snprintf(nm, sizeof nm, "%d", i);
-    const int e = zt_ffn_dense_flops(p, list, nm, -1, -1, -1, (double)m->P * cap, C, F);
+    const int e = zt_ffn_dense_flops(p, list, nm, -1, -1, -1, (double)m->P * cap, &ecfg);
     snprintf(path, sizeof path, "%s.%d", p->mods[list].path, m->r * m->El + i);
     zt_fp_set_path(p, e, path);
   }
@@ -730,7 +732,7 @@ static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent,
       zt_fp_exclude(p, path);
     }
   if (m->mc->residual) {
-    zt_ffn_dense_flops(p, moe, "mlp", slots + ZT_FT_RMLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, S, C, F);
+    zt_ffn_dense_flops(p, moe, "mlp", slots + ZT_FT_RMLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, S, &ecfg);
     const int coef = zt_fp_add_linear(p, moe, "coefficient", "Linear", slots + ZT_FT_COEF, S, C, 2);
     snprintf(extra, sizeof extra, "in_features=%d, out_features=2, bias=True", C);
     zt_fp_set_extra(p, coef, extra);

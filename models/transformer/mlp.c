@@ -128,10 +128,15 @@ static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void 
 }
 
 int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int slot, int fc1_slot, int fc2_slot,
-                       double rows, int C, int F) {
-  /* ParallelMLP's own: F.gelu, 1 flop per element */
-  int mlp = zt_fp_add(p, parent, name, "ParallelMLP", slot, 0, rows * F);
-  zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", fc1_slot, rows, C, F);
+                       double rows, const zt_block_config *cfg) {
+  const int C = cfg->C, F = cfg->FFN;
+  /* ParallelMLP's own: DeepSpeed counts the functionals it patches when they are looked up at the call, 1 flop per
+   * element: SwiGLU's F.silu (of the gate half) and the squared ReLU's F.relu. Every GELU counts 0: the default
+   * bias-GELU and --openai-gelu are TorchScript functions of unpatched operators, and the unfused F.gelu is the
+   * function ParallelMLP stored at construction, before the profiler patched it. */
+  const double act = cfg->swiglu || cfg->act == ZT_ACT_SQUARED_RELU ? rows * F : 0;
+  int mlp = zt_fp_add(p, parent, name, "ParallelMLP", slot, 0, act);
+  zt_fp_add_linear(p, mlp, "dense_h_to_4h", "ColumnParallelLinear", fc1_slot, rows, C, cfg->swiglu ? 2 * F : F);
   zt_fp_add_linear(p, mlp, "dense_4h_to_h", "RowParallelLinear", fc2_slot, rows, F, C);
   return mlp;
 }
@@ -140,7 +145,7 @@ int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int s
 static void mlp_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
                            const zt_block_config *cfg) {
   (void)self;
-  zt_ffn_dense_flops(p, parent, "mlp", slots + ZT_FT_MLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, N, cfg->C, cfg->FFN);
+  zt_ffn_dense_flops(p, parent, "mlp", slots + ZT_FT_MLP, slots + ZT_FT_FC1, slots + ZT_FT_FC2, N, cfg);
 }
 
 zt_ffn zt_ffn_dense_mlp(void) {

@@ -211,9 +211,10 @@ typedef enum { ZT_MLP_DENSE = 0 } zt_mlp_kind;
 /* The dense MLP: dense_h_to_4h [FFN, C] -> GELU -> dense_4h_to_h [C, FFN]. */
 zt_ffn zt_ffn_dense_mlp(void);
 /* Megatron's ParallelMLP in the flops profiler's tree (the dense MLP's, an MoE layer's experts and residual branch):
- * module `name` over `rows` tokens, C -> F -> C, its GELU 1 flop per element, latency slots (-1: none). */
+ * module `name` over `rows` tokens, cfg->C -> cfg->FFN (twice with SwiGLU) -> cfg->C, its activation's flops as
+ * DeepSpeed counts them (docs/flops_profiler.md), latency slots (-1: none). */
 int zt_ffn_dense_flops(zt_flops_profiler *p, int parent, const char *name, int slot, int fc1_slot, int fc2_slot,
-                       double rows, int C, int F);
+                       double rows, const zt_block_config *cfg);
 zt_ffn zt_ffn_make(zt_mlp_kind kind);
 /* Global layer l's MLP slot: cfg->make_ffn's, or the spec's kind. */
 zt_ffn zt_ffn_for_layer(const zt_block_config *cfg, zt_mlp_kind kind, int l);

@@ -149,6 +149,10 @@ int zt_fp_add_layernorm(zt_flops_profiler *p, int parent, const char *name, int 
   return i;
 }
 
+int zt_fp_add_rmsnorm(zt_flops_profiler *p, int parent, const char *name, int slot) {
+  return zt_fp_add(p, parent, name, "RMSNorm", slot, 0, 0);
+}
+
 int zt_fp_add_linear(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double N, int in,
                      int out) {
   /* torch.matmul(input, weight.t()) in Megatron's linear_with_grad_accumulation: N*in*out MACs, 2x flops;

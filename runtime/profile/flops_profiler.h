@@ -56,6 +56,9 @@ int zt_fp_add(zt_flops_profiler *p, int parent, const char *name, const char *cl
               double flops);
 /* F.layer_norm with affine weights over N rows of C: 5 flops per element; extra "(C,), eps=..., ...". */
 int zt_fp_add_layernorm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps);
+/* Megatron-DeepSpeed's RMSNorm (megatron/model/rmsnorm.py: x * torch.rsqrt(x.pow(2).mean(-1) + eps) * weight, all
+ * unpatched operators): a module with 0 flops. */
+int zt_fp_add_rmsnorm(zt_flops_profiler *p, int parent, const char *name, int slot);
 /* A linear layer's matmul over N rows: N*in*out MACs, 2x flops (the bias add is not counted, as DeepSpeed). */
 int zt_fp_add_linear(zt_flops_profiler *p, int parent, const char *name, const char *cls, int slot, double N, int in,
                      int out);

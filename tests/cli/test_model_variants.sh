@@ -161,8 +161,16 @@ refuse "--openai-gelu --squared-relu" "--openai-gelu with --squared-relu" --open
 refuse "--apply-layernorm-1p --normalization rmsnorm" "--apply-layernorm-1p with --normalization rmsnorm" \
   --apply-layernorm-1p --normalization rmsnorm
 printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "flops_profiler": {"enabled": true}}\n' > fp.json
-refuse "the flops profiler with --squared-relu" "the flops_profiler of fp.json with --squared-relu is not supported" \
-  --squared-relu --deepspeed --deepspeed_config fp.json
+# the flops profiler's tree takes the variants (their counts: tests/profiler/test_flops_profiler.c)
+o=$(gpt --squared-relu --deepspeed --deepspeed_config fp.json)
+grep -q "ParallelMLP" <<<"$o" && [ "$(losses "$o" | wc -w)" -eq 3 ] && ok "the flops profiler with --squared-relu" ||
+  bad "flops profiler, squared ReLU" "$(grep -m1 error <<<"$o")"
+o=$(gpt --normalization rmsnorm --swiglu --disable-bias-linear --use-rotary-position-embeddings \
+    --num-key-value-heads 2 --deepspeed --deepspeed_config fp.json)
+grep -q "(final_layernorm): RMSNorm" <<<"$o" && grep -q "(rotary_pos_emb): RotaryEmbedding" <<<"$o" &&
+  ! grep -q "(position_embeddings)" <<<"$o" && [ "$(losses "$o" | wc -w)" -eq 3 ] &&
+  ok "the flops profiler with the Llama-style variants: RMSNorm and RotaryEmbedding modules" ||
+  bad "flops profiler, Llama-style" "$(grep -m1 error <<<"$o")$(grep -m3 -E "final_layernorm|rotary" <<<"$o")"
 
 # ---- MoE experts take the activation (DeepSpeed's experts are ParallelMLPs)
 moe=(--num-experts 2 --moe-expert-parallel-size 1)

@@ -55,7 +55,7 @@ def main():
     layer_m = qkv[1] + dense[1] + fc1[1] + fc2[1] + core_macs
     total_p = V * C + P * C + L * layer_p + 2 * C
     total_m = L * layer_m + N * C * V
-    elementwise = L * (2 * 5 * N * C + 2 * B * NH * T * T + N * F) + 5 * N * C
+    elementwise = L * (2 * 5 * N * C + 2 * B * NH * T * T) + 5 * N * C  # LayerNorms, baddbmm out, softmax
     total_f = 2 * total_m + elementwise
 
     heads = ["-------------------------- DeepSpeed Flops Profiler --------------------------",

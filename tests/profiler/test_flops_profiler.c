@@ -1,6 +1,6 @@
 /* Flops profiler checks on a tiny GPT (2 layers, h=16, 2 heads, ffn 64, T=8, B=2, V=32): parameters,
  * MACs and flops per module against hand-computed values, totals against the parameter table and
- * Megatron's TFLOPs formula, DeepSpeed's number formatting, latencies recorded only while attached, and
+ * Megatron's TFLOPs formula, the Llama-style and activation variants, DeepSpeed's number formatting, latencies recorded only while attached, and
  * bit-identical loss and gradients with the profiler attached. With an argument PATH it also writes the
  * report (profile step 3, world 1, top_modules 2, detailed) to PATH and PATH.depth2 (module_depth 2,
  * not detailed) for check_report.py. */
@@ -61,24 +61,24 @@ static void test_counts(void) {
    *   dense 16*16*16 = 4096 -> attention 20480; h_to_4h = 4h_to_h = 16*16*64 = 16384 -> mlp 32768;
    *   layer 53248; logits 16*16*32 = 8192 at GPTModel level; model 2*53248+8192 = 114688.
    * flops: 2*MACs plus layernorm 5*16*16 = 1280, baddbmm output + softmax 2*(2*2*8*8 = 256) = 512 in core
-   *   attention (8192+512 = 8704), gelu 16*64 = 1024 in the mlp (65536+1024 = 66560);
-   *   attention 24576+8704+8192 = 41472; layer 1280+41472+1280+66560 = 110592;
-   *   model 2*110592 + 1280 + 16384 = 238848. */
-  expect(p, "", 7232, 114688, 238848);
-  expect(p, "language_model", 7232, 106496, 222464);
+   *   attention (8192+512 = 8704), the GELU 0 (DeepSpeed does not see the fused bias-GELU) in the mlp (65536);
+   *   attention 24576+8704+8192 = 41472; layer 1280+41472+1280+65536 = 109568;
+   *   model 2*109568 + 1280 + 16384 = 236800. */
+  expect(p, "", 7232, 114688, 236800);
+  expect(p, "language_model", 7232, 106496, 220416);
   expect(p, "language_model.embedding", 640, 0, 0);
   expect(p, "language_model.embedding.word_embeddings", 512, 0, 0);
   expect(p, "language_model.embedding.position_embeddings", 128, 0, 0);
-  expect(p, "language_model.encoder", 6592, 106496, 222464);
-  expect(p, "language_model.encoder.layers", 6560, 106496, 221184);
-  expect(p, "language_model.encoder.layers.1", 3280, 53248, 110592);
+  expect(p, "language_model.encoder", 6592, 106496, 220416);
+  expect(p, "language_model.encoder.layers", 6560, 106496, 219136);
+  expect(p, "language_model.encoder.layers.1", 3280, 53248, 109568);
   expect(p, "language_model.encoder.layers.0.input_layernorm", 32, 0, 1280);
   expect(p, "language_model.encoder.layers.0.self_attention", 1088, 20480, 41472);
   expect(p, "language_model.encoder.layers.0.self_attention.query_key_value", 816, 12288, 24576);
   expect(p, "language_model.encoder.layers.0.self_attention.core_attention", 0, 4096, 8704);
   expect(p, "language_model.encoder.layers.0.self_attention.dense", 272, 4096, 8192);
   expect(p, "language_model.encoder.layers.1.post_attention_layernorm", 32, 0, 1280);
-  expect(p, "language_model.encoder.layers.1.mlp", 2128, 32768, 66560);
+  expect(p, "language_model.encoder.layers.1.mlp", 2128, 32768, 65536);
   expect(p, "language_model.encoder.layers.1.mlp.dense_h_to_4h", 1088, 16384, 32768);
   expect(p, "language_model.encoder.layers.1.mlp.dense_4h_to_h", 1040, 16384, 32768);
   expect(p, "language_model.encoder.final_layernorm", 32, 0, 1280);
@@ -94,7 +94,7 @@ static void test_counts(void) {
   fm.recompute_full = 1;
   meg = zt_iteration_flops(&fm, B);
   tu_check(meg == 4 * 2 * p->mods[0].macs, "Megatron flops (recompute) = 4 x 2 x fwd MACs", "%.0f", meg);
-  tu_check(p->mods[0].flops - 2 * p->mods[0].macs == 9472, "elementwise flops", "%.0f",
+  tu_check(p->mods[0].flops - 2 * p->mods[0].macs == 7424, "elementwise flops", "%.0f",
            p->mods[0].flops - 2 * p->mods[0].macs);
   zt_flops_profiler_free(p);
 
@@ -104,11 +104,62 @@ static void test_counts(void) {
   c.untie_embeddings = 1;
   zt_gpt_build(&u, &c, 0);
   p = zt_gpt_flops_profiler(&u, &cfg);
-  expect(p, "", 7744, 114688, 238848);
+  expect(p, "", 7744, 114688, 236800);
   expect(p, "language_model.output_layer", 512, 0, 0);
   zt_flops_profiler_free(p);
   zt_gpt_free(&u);
   zt_gpt_free(&m);
+}
+
+/* The variants, as DeepSpeed counts Megatron-DeepSpeed's modules (N = 16 tokens, C = 16, HD = 8, FFN = 64):
+ * RMSNorm (x * torch.rsqrt(...) * weight: unpatched operators) 0 flops; SwiGLU's dense_h_to_4h has 2 FFN columns
+ * (16*16*128 = 32768 MACs) and its F.silu 16*64 = 1024 flops; one key/value head of two: query_key_value has
+ * 16 + 2*8 = 32 columns (8192 MACs) while the core attention repeats them to 2 heads (4096 MACs, 8704 flops); rotary
+ * embeddings: a RotaryEmbedding module of 0 flops and no position_embeddings; no biases. The squared ReLU's F.relu
+ * counts 1024 flops; the erf GELU (the F.gelu ParallelMLP stored before the profiler patched it) and --openai-gelu's
+ * TorchScript count 0. */
+static void test_variants(void) {
+  zt_gpt m;
+  zt_gpt_config c = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN, .max_positions = P,
+                     .padded_vocab_size = V, .ln_eps = 1e-5f, .init_std = 0.02f, .micro_batch = B, .seq_length = T,
+                     .rmsnorm = 1, .swiglu = 1, .no_bias_linear = 1, .rotary_dims = 8, .rope_theta = 10000.0f,
+                     .no_position_embedding = 1, .kv_heads = 1};
+  zt_gpt_build(&m, &c, 0);
+  zt_flops_profiler_config cfg = config(-1, 1, true, NULL);
+  zt_flops_profiler *p = zt_gpt_flops_profiler(&m, &cfg);
+  /* params: qkv 32*16 = 512, dense 256 -> attention 768; mlp 128*16 + 16*64 = 3072; norms 16 each -> layer 3872 */
+  expect(p, "language_model.encoder.layers.0.input_layernorm", 16, 0, 0);
+  expect(p, "language_model.encoder.layers.0.self_attention.query_key_value", 512, 8192, 16384);
+  expect(p, "language_model.encoder.layers.0.self_attention.core_attention", 0, 4096, 8704);
+  expect(p, "language_model.encoder.layers.0.self_attention", 768, 16384, 33280);
+  expect(p, "language_model.encoder.layers.0.mlp.dense_h_to_4h", 2048, 32768, 65536);
+  expect(p, "language_model.encoder.layers.0.mlp", 3072, 49152, 99328);
+  expect(p, "language_model.encoder.layers.1", 3872, 65536, 132608);
+  expect(p, "language_model.encoder.final_layernorm", 16, 0, 0);
+  expect(p, "language_model.rotary_pos_emb", 0, 0, 0);
+  expect(p, "language_model.embedding", 512, 0, 0);
+  tu_check(zt_flops_profiler_find(p, "language_model.embedding.position_embeddings") < 0,
+           "rotary: no position_embeddings module", " ");
+  tu_check(strcmp(p->mods[zt_flops_profiler_find(p, "language_model.encoder.final_layernorm")].cls, "RMSNorm") == 0,
+           "RMSNorm modules", " ");
+  tu_check(p->mods[0].params == (int64_t)zt_gpt_num_params(&m), "variants: params = parameter table", "%lld vs %zu",
+           (long long)p->mods[0].params, zt_gpt_num_params(&m));
+  zt_flops_profiler_free(p);
+  zt_gpt_free(&m);
+  const int acts[3] = {ZT_ACT_SQUARED_RELU, ZT_ACT_GELU_ERF, ZT_ACT_GELU_TANH};
+  const double act_flops[3] = {1024, 0, 0};
+  const char *names[3] = {"squared ReLU: F.relu 1024 flops", "erf GELU: 0", "--openai-gelu: 0"};
+  for (int k = 0; k < 3; k++) {
+    zt_gpt_config a = {.num_layers = L, .hidden_size = C, .num_heads = NH, .ffn_hidden_size = FFN,
+                       .max_positions = P, .padded_vocab_size = V, .ln_eps = 1e-5f, .init_std = 0.02f,
+                       .micro_batch = B, .seq_length = T, .mlp_act = acts[k], .head_gelu_tanh = k == 2};
+    zt_gpt_build(&m, &a, 0);
+    p = zt_gpt_flops_profiler(&m, &cfg);
+    const zt_fp_module *mlp = &p->mods[zt_flops_profiler_find(p, "language_model.encoder.layers.0.mlp")];
+    tu_check(mlp->flops == 65536 + act_flops[k] && mlp->macs == 32768, names[k], "mlp flops %.0f", mlp->flops);
+    zt_flops_profiler_free(p);
+    zt_gpt_free(&m);
+  }
 }
 
 static void test_format(void) {
@@ -195,6 +246,7 @@ static void test_ds_config(void) {
 int main(int argc, char **argv) {
   test_ds_config();
   test_counts();
+  test_variants();
   test_format();
   test_bit_identical(argc > 1 ? argv[1] : NULL);
   return tu_finish();

@@ -26,10 +26,10 @@ N=128 C=64 F=256 V=128 L=2 B=2 T=64 NH=4 HD=16
 layer=$((N * C * 3 * C + 2 * B * NH * T * T * HD + N * C * C + 2 * N * C * F))
 macs1=$((L * layer + N * C * V)) macs2=$(((L * layer + N * C * V) / 2))
 # elementwise flops: LayerNorms 5 per element (2 per layer and the final one), the core attention's baddbmm output
-# and softmax (2 B NH T T), the GELU (N F); each halved where that rank's share is
-ew1=$((L * (2 * 5 * N * C + 2 * B * NH * T * T + N * F) + 5 * N * C))
-ew2=$((L * (2 * 5 * N * C + B * NH * T * T + N * F / 2) + 5 * N * C))
-ews=$((L * (5 * N * C + B * NH * T * T + N * F / 2) + 5 * N * C / 2))
+# and softmax (2 B NH T T), each halved where that rank's share is (the fused bias-GELU counts 0)
+ew1=$((L * (2 * 5 * N * C + 2 * B * NH * T * T) + 5 * N * C))
+ew2=$((L * (2 * 5 * N * C + B * NH * T * T) + 5 * N * C))
+ews=$((L * (5 * N * C + B * NH * T * T) + 5 * N * C / 2))
 fmt() { awk -v n="$1" -v u="${2:-}" 'BEGIN { split("1e12 T 1e9 G 1e6 M 1e3 K", a, " ");
   for (i = 1; i < 8; i += 2) if (n >= a[i] + 0) { s = sprintf("%.2f", n / a[i]); sub(/0+$/, "", s); sub(/\.$/, "", s);
   print s " " a[i + 1] u; exit } print n " " u }'; }
