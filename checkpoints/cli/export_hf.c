@@ -5,7 +5,8 @@
  * blocks; the vocabulary padding rows are removed; the output layer stays tied to wte unless the model was trained
  * with --untie-embeddings-and-output-weights (then lm_head.weight and tie_word_embeddings false). The MLP's GELU is
  * the tanh approximation of Megatron's fused bias-GELU (runtime/ops/cpu/gelu.c): activation_function "gelu_new"; or
- * F.gelu's erf form without the fusion (--no-bias-gelu-fusion, --disable-bias-linear): "gelu" (mlp_gelu below).
+ * F.gelu's erf form without the fusion (--no-bias-gelu-fusion, --disable-bias-linear): "gelu"; --squared-relu:
+ * "relu2" (mlp_gelu below).
  * A BERT checkpoint (recognized by lm_head.dense.weight) becomes a MegatronBertForPreTraining directory (with the
  * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head): Hugging Face's MegatronBert key names, the
  * fused per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary
@@ -86,12 +87,11 @@ static int arg_bool(const char *name, int dflt) {
   return zt_ckpt_arg(R->args_text, name, v, sizeof v) ? strcmp(v, "True") == 0 : dflt;
 }
 
-/* The MLP's GELU as Hugging Face names it: Megatron's fused bias-GELU and --openai-gelu are the tanh form
- * ("gelu_new"); without the fusion (--no-bias-gelu-fusion, --disable-bias-linear) ParallelMLP calls F.gelu, the erf
- * form ("gelu"). The squared ReLU is refused. */
+/* The MLP's activation as Hugging Face names it (transformers' ACT2FN): Megatron's fused bias-GELU and --openai-gelu
+ * are the tanh form ("gelu_new"); without the fusion (--no-bias-gelu-fusion, --disable-bias-linear) ParallelMLP calls
+ * F.gelu, the erf form ("gelu"); --squared-relu is "relu2" (ReLUSquaredActivation: relu(x)^2). */
 static const char *mlp_gelu(void) {
-  zt_check(!arg_bool("squared_relu", 0), "export_hf", "%s: trained with --squared-relu, an MLP activation the exported "
-           "classes' configs are not written for here, so the checkpoint is not exported", R->dir);
+  if (arg_bool("squared_relu", 0)) return "relu2";
   const int erf = !arg_bool("openai_gelu", 0) && (!arg_bool("bias_gelu_fusion", 1) || !arg_bool("add_bias_linear", 1));
   return erf ? "gelu" : "gelu_new";
 }
@@ -431,9 +431,10 @@ int main(int argc, char **argv) {
   if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
     char norm[32] = "layernorm";
     zt_ckpt_arg(r.args_text, "normalization", norm, sizeof norm);
-    zt_check(strcmp(norm, "rmsnorm") && !arg_bool("swiglu", 0) && arg_bool("add_bias_linear", 1), "export_hf", "%s: a "
-             "BERT trained with --normalization rmsnorm, --swiglu or --disable-bias-linear, which Hugging Face's "
-             "MegatronBert (LayerNorm, a GELU MLP, biases) cannot express, so the checkpoint is not exported", r.dir);
+    zt_check(strcmp(norm, "rmsnorm") && !arg_bool("swiglu", 0) && arg_bool("add_bias_linear", 1) &&
+                 strcmp(act, "relu2"), "export_hf", "%s: a BERT trained with --normalization rmsnorm, --swiglu, "
+             "--disable-bias-linear or --squared-relu, which Hugging Face's MegatronBert (LayerNorm, one GELU for the "
+             "MLP and the head, biases) cannot express, so the checkpoint is not exported", r.dir);
     export_bert(&r, out, act);
     zt_ckpt_close(&r);
     return 0;

@@ -2,7 +2,7 @@
  * saved weights through the checkpoint reader and writes the logits of a fixed batch (evaluation mode) as .npy.
  * With LAYOUT.npy (int32 0/1 [heads, T/block, T/block], a block-sparse attention layout the test computed), attention
  * is the dense kernels' with that layout as a mask (the sparse_attention reference path, not the block-sparse
- * kernels). A checkpoint with MoE layers builds them from its saved MoE flags (top-1 in evaluation mode: the tokens of
+ * kernels). A --squared-relu checkpoint runs its MLP with the squared ReLU. A checkpoint with MoE layers builds them from its saved MoE flags (top-1 in evaluation mode: the tokens of
  * the batch share the eval capacity).
  * Usage: ckpt_logits CHECKPOINT_DIR TOKENS.npy (int32 [B, T]) LOGITS.npy (float32 [B, T, padded vocab])
  *        [LAYOUT.npy BLOCK] */
@@ -14,6 +14,7 @@
 #include "models/gpt/gpt.h"
 #include "models/moe/moe_config.h"
 #include "runtime/ops/attn_layout.h"
+#include "runtime/ops/ops.h"
 #include "runtime/base/error.h"
 #include "runtime/base/npy.h"
 
@@ -45,6 +46,9 @@ int main(int argc, char **argv) {
                      .padded_vocab_size = (int)r.padded_vocab_size, .ln_eps = (float)argf(&r, "layernorm_epsilon"),
                      .init_std = 0.02f, .untie_embeddings = strcmp(untie, "True") == 0,
                      .micro_batch = (int)shape[0], .seq_length = (int)shape[1]};
+  char sq[16] = "False"; /* --squared-relu's MLP (exported as "relu2"); else the default fused bias-GELU */
+  zt_ckpt_arg(r.args_text, "squared_relu", sq, sizeof sq);
+  if (strcmp(sq, "True") == 0) c.mlp_act = ZT_ACT_SQUARED_RELU;
   /* MoE layers (docs/moe.md): the saved MoE flags, evaluation mode (the eval capacity factor) */
   char list[256] = "[1]", v[64];
   zt_ckpt_arg(r.args_text, "num_experts", list, sizeof list);

@@ -174,12 +174,13 @@ def gpt2_logits(d, cfg, ids):
     """GPT2LMHeadModel's forward (eval mode) in float64 from the exported files."""
     sd = {k: torch.from_numpy(v.astype(np.float64)) for k, v in d.items()}
     C, H, L, eps = cfg["n_embd"], cfg["n_head"], cfg["n_layer"], cfg["layer_norm_epsilon"]
-    assert cfg["activation_function"] == "gelu_new"
     B, T = ids.shape
     ids = torch.from_numpy(ids.astype(np.int64))
     x = sd["transformer.wte.weight"][ids] + sd["transformer.wpe.weight"][torch.arange(T)]
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    gelu_new = lambda u: 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u ** 3)))
+    acts = {"gelu_new": lambda u: 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u ** 3))),
+            "relu2": lambda u: torch.relu(u) ** 2}  # transformers' NewGELUActivation, ReLUSquaredActivation
+    act = acts[cfg["activation_function"]]
     for l in range(L):
         p = "transformer.h.%d." % l
         h = F.layer_norm(x, (C,), sd[p + "ln_1.weight"], sd[p + "ln_1.bias"], eps)
@@ -191,7 +192,7 @@ def gpt2_logits(d, cfg, ids):
         y = (att @ v).transpose(1, 2).reshape(B, T, C)
         x = x + y @ sd[p + "attn.c_proj.weight"] + sd[p + "attn.c_proj.bias"]
         h = F.layer_norm(x, (C,), sd[p + "ln_2.weight"], sd[p + "ln_2.bias"], eps)
-        x = x + gelu_new(h @ sd[p + "mlp.c_fc.weight"] + sd[p + "mlp.c_fc.bias"]) @ sd[p + "mlp.c_proj.weight"] \
+        x = x + act(h @ sd[p + "mlp.c_fc.weight"] + sd[p + "mlp.c_fc.bias"]) @ sd[p + "mlp.c_proj.weight"] \
             + sd[p + "mlp.c_proj.bias"]
     x = F.layer_norm(x, (C,), sd["transformer.ln_f.weight"], sd["transformer.ln_f.bias"], eps)
     head = sd["transformer.wte.weight"] if cfg["tie_word_embeddings"] else sd["lm_head.weight"]
@@ -201,9 +202,11 @@ def gpt2_logits(d, cfg, ids):
 rng = np.random.default_rng(0)
 ids = rng.integers(0, 100, size=(2, 16)).astype(np.int32)
 np.save("ids.npy", ids)
-for name, extra in (("tied", []), ("untied", ["--untie-embeddings-and-output-weights"])):
-    ck = "ck" if name == "tied" else "cku"
-    if name == "untied":
+for name, extra in (("tied", []), ("untied", ["--untie-embeddings-and-output-weights"]),
+                    ("squared-relu", ["--squared-relu"])):
+    ck = {"tied": "ck", "untied": "cku"}.get(name, "cksq")
+    want_act = "relu2" if name == "squared-relu" else "gelu_new"
+    if name != "tied":
         run(pretrain, *TINY, *extra, "--save", ck)
     out = run(export, ck, "hf_" + name)
     cfg = json.load(open("hf_%s/config.json" % name))
@@ -211,8 +214,8 @@ for name, extra in (("tied", []), ("untied", ["--untie-embeddings-and-output-wei
     want_keys = {"transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight", "transformer.ln_f.bias"}
     check(cfg["model_type"] == "gpt2" and cfg["architectures"] == ["GPT2LMHeadModel"] and cfg["vocab_size"] == 100 and
           cfg["n_positions"] == 16 and cfg["n_embd"] == 32 and cfg["n_layer"] == 2 and cfg["n_head"] == 4 and
-          abs(cfg["layer_norm_epsilon"] - 1e-5) < 1e-12 and cfg["activation_function"] == "gelu_new" and
-          cfg["tie_word_embeddings"] == (name == "tied") and want_keys <= d.keys() and
+          abs(cfg["layer_norm_epsilon"] - 1e-5) < 1e-12 and cfg["activation_function"] == want_act and
+          cfg["tie_word_embeddings"] == (name != "untied") and want_keys <= d.keys() and
           ("lm_head.weight" in d) == (name == "untied") and d["transformer.wte.weight"].shape == (100, 32) and
           d["transformer.h.0.attn.c_attn.weight"].shape == (32, 96),
           "export_hf (%s): config.json and tensor names/shapes (vocabulary padding removed, Conv1D [in, out])" % name,

@@ -92,16 +92,17 @@ out=$(gpt --load D --train-iters 4 --squared-relu); rc=$?
   && ok "a checkpoint loaded with another --squared-relu: refused" || bad "squared_relu checkpoint" \
   "rc=$rc $(grep -m1 error <<<"$out")"
 
-# export_hf: the GELU form in config.json; a 1p checkpoint's LayerNorm weights + 1 (then the whole exported model is
-# the default run's to rounding: the two trained alike); a squared-ReLU checkpoint refused
+# export_hf: the activation in config.json (the squared ReLU's logits: tests/checkpoint/test_tools.py); a 1p
+# checkpoint's LayerNorm weights + 1 (then the whole exported model is the default run's to rounding: the two
+# trained alike)
 EXP="$(dirname "$GPT")/export_hf"
 gpt --no-bias-gelu-fusion --save E --save-interval 3 >/dev/null
 gpt --squared-relu --save S --save-interval 3 >/dev/null
 o1=$("$EXP" D HD 2>&1); o2=$("$EXP" E HE 2>&1); o3=$("$EXP" S HS 2>&1); rc3=$?
 grep -q '"activation_function": "gelu_new"' HD/config.json 2>/dev/null \
-  && grep -q '"activation_function": "gelu"' HE/config.json 2>/dev/null && [ $rc3 -ne 0 ] && [ ! -e HS ] \
-  && grep -q "trained with --squared-relu" <<<"$o3" \
-  && ok "export_hf: gelu_new for the fused bias-GELU, gelu for --no-bias-gelu-fusion; a squared-ReLU checkpoint refused" \
+  && grep -q '"activation_function": "gelu"' HE/config.json 2>/dev/null && [ $rc3 -eq 0 ] \
+  && grep -q '"activation_function": "relu2"' HS/config.json 2>/dev/null \
+  && ok "export_hf: gelu_new for the fused bias-GELU, gelu for --no-bias-gelu-fusion, relu2 for --squared-relu" \
   || bad "export_hf" "$(tail -1 <<<"$o1") | $(tail -1 <<<"$o2") | rc=$rc3 $(tail -1 <<<"$o3")"
 o4=$("$EXP" P HP 2>&1)
 r=$(cd "$HERE/../parity" && "$PY" - "$tmp/HD/model.safetensors" "$tmp/HP/model.safetensors" <<'PYEOF' 2>&1
@@ -225,7 +226,7 @@ t2=$(timeout 120 "${mpi[@]}" -np 2 "$T5" "${t5[@]}" "${lv[@]}" --pipeline-model-
   && ok "T5 RMSNorm + SwiGLU + no linear biases: PP=2 (encoder | decoder) = one process ($(losses "$t2"))" \
   || bad "T5 Llama-style PP=2" "'$(losses "$t1")' vs '$(losses "$t2")' $(grep -m1 error <<<"$t1$t2")"
 o=$("$EXP" BL HBL 2>&1); rc=$?
-[ $rc -ne 0 ] && [ ! -e HBL ] && grep -q "MegatronBert (LayerNorm, a GELU MLP, biases) cannot express" <<<"$o" \
+[ $rc -ne 0 ] && [ ! -e HBL ] && grep -q "MegatronBert (LayerNorm, one GELU for the MLP and the head, biases) cannot express" <<<"$o" \
   && ok "export_hf refuses a Llama-style BERT" || bad "export_hf Llama-style BERT" "rc=$rc $(tail -1 <<<"$o")"
 rot_refused() { # name, output, rc
   [ "$3" -ne 0 ] && grep -qF -- "--use-rotary-position-embeddings: rotary or no position embeddings and grouped-query" \
