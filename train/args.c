@@ -992,15 +992,15 @@ static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_di
     a->add_position_embedding = 0;
   }
   if (!any) return;
-  /* BERT and T5 take RMSNorm, SwiGLU and no linear biases (the shared layer); their positions and key/value heads
-   * stay GPT's only */
+  /* BERT takes every variant (the shared layer); T5 takes RMSNorm, SwiGLU and no linear biases, its positions and
+   * key/value heads stay GPT's and BERT's */
   const int positions = gqa || a->use_rotary_position_embeddings || !a->add_position_embedding;
   const char *which = gqa ? "--num-key-value-heads" : a->use_rotary_position_embeddings
                       ? "--use-rotary-position-embeddings" : "--no-position-embedding";
-  zt_check(!positions || strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "%s: rotary or no position "
-           "embeddings and grouped-query attention are built for GPT (pretrain_gpt); in %s they land with the %s work "
-           "(--normalization rmsnorm, --swiglu and --disable-bias-linear run there: docs/gpt.md)", which,
-           zt_args_model, strcmp(zt_args_model, "bert") == 0 ? "BERT variants" : "T5 variants");
+  zt_check(!positions || strcmp(zt_args_model, "t5") != 0, "unsupported argument", "%s: rotary or no position "
+           "embeddings and grouped-query attention are built for GPT and BERT; in T5 (its decoder's self-attention "
+           "and cross-attention) they land with the T5 variants work (--normalization rmsnorm, --swiglu and "
+           "--disable-bias-linear run there: docs/gpt.md)", which);
   zt_check(!(a->use_rotary_position_embeddings && a->random_ltd), "unsupported argument", "--random-ltd with "
            "--use-rotary-position-embeddings: the positions of a random-LTD layer's kept tokens land with the "
            "data-efficiency work (issue 21)");

@@ -431,10 +431,17 @@ int main(int argc, char **argv) {
   if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
     char norm[32] = "layernorm";
     zt_ckpt_arg(r.args_text, "normalization", norm, sizeof norm);
+    char kv[32] = "", heads[32] = "";
+    zt_ckpt_arg(r.args_text, "num_key_value_heads", kv, sizeof kv);
+    zt_ckpt_arg(r.args_text, "num_attention_heads", heads, sizeof heads);
+    const int gqa = kv[0] && strcmp(kv, "None") && atol(kv) != atol(heads);
     zt_check(strcmp(norm, "rmsnorm") && !arg_bool("swiglu", 0) && arg_bool("add_bias_linear", 1) &&
-                 strcmp(act, "relu2"), "export_hf", "%s: a BERT trained with --normalization rmsnorm, --swiglu, "
-             "--disable-bias-linear or --squared-relu, which Hugging Face's MegatronBert (LayerNorm, one GELU for the "
-             "MLP and the head, biases) cannot express, so the checkpoint is not exported", r.dir);
+                 strcmp(act, "relu2") && !arg_bool("use_rotary_position_embeddings", 0) &&
+                 arg_bool("add_position_embedding", 1) && !gqa, "export_hf", "%s: a BERT trained with "
+             "--normalization rmsnorm, --swiglu, --disable-bias-linear, --squared-relu, rotary or no position "
+             "embeddings or --num-key-value-heads, which Hugging Face's MegatronBert (LayerNorm, one GELU for the MLP "
+             "and the head, biases, learned positions, a key and value per head) cannot express, so the checkpoint is "
+             "not exported", r.dir);
     export_bert(&r, out, act);
     zt_ckpt_close(&r);
     return 0;

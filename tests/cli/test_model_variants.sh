@@ -226,14 +226,25 @@ t2=$(timeout 120 "${mpi[@]}" -np 2 "$T5" "${t5[@]}" "${lv[@]}" --pipeline-model-
   && ok "T5 RMSNorm + SwiGLU + no linear biases: PP=2 (encoder | decoder) = one process ($(losses "$t2"))" \
   || bad "T5 Llama-style PP=2" "'$(losses "$t1")' vs '$(losses "$t2")' $(grep -m1 error <<<"$t1$t2")"
 o=$("$EXP" BL HBL 2>&1); rc=$?
-[ $rc -ne 0 ] && [ ! -e HBL ] && grep -q "MegatronBert (LayerNorm, one GELU for the MLP and the head, biases) cannot express" <<<"$o" \
+[ $rc -ne 0 ] && [ ! -e HBL ] && grep -q "which Hugging Face's MegatronBert (LayerNorm, one GELU" <<<"$o" \
   && ok "export_hf refuses a Llama-style BERT" || bad "export_hf Llama-style BERT" "rc=$rc $(tail -1 <<<"$o")"
-rot_refused() { # name, output, rc
-  [ "$3" -ne 0 ] && grep -qF -- "--use-rotary-position-embeddings: rotary or no position embeddings and grouped-query" \
-    <<<"$2" && ok "$1 refuses rotary embeddings (GPT's)" || bad "$1 rotary" "rc=$3 $(grep -m1 error <<<"$2")"
-}
-o=$(bert --use-rotary-position-embeddings); rot_refused pretrain_bert "$o" $?
-o=$(t5run --use-rotary-position-embeddings); rot_refused pretrain_t5 "$o" $?
+# BERT with rotary embeddings on half of each head and 2 key/value heads of 4: TP=2 + SP = one process (against
+# PyTorch: test_bert_parity.py's rope_gqa); export_hf refuses it; T5 refuses them
+rg=(--use-rotary-position-embeddings --rotary-percent 0.5 --rotary-position-embeddings-theta 500
+    --num-key-value-heads 2)
+b1=$(bert "${rg[@]}" --save BR --save-interval 3)
+b2=$(timeout 120 "${mpi[@]}" -np 2 "$BERT" "${bert_tiny[@]}" --micro-batch-size 4 --train-iters 3 --eval-iters 0 \
+     "${rg[@]}" --tensor-model-parallel-size 2 --sequence-parallel 2>&1)
+[ "$(losses "$b1" | wc -w)" = 3 ] && close "$(losses "$b1")" "$(losses "$b2")" 1e-5 \
+  && ok "BERT rotary (half the head, theta 500) + 2 key/value heads: TP=2 + SP = one process ($(losses "$b2"))" \
+  || bad "BERT rotary + GQA TP=2" "'$(losses "$b1")' vs '$(losses "$b2")' $(grep -m1 error <<<"$b1$b2")"
+differ "BERT rotary + GQA is another model than the default" "$(bert)" "$b1"
+o=$("$EXP" BR HBR 2>&1); rc=$?
+[ $rc -ne 0 ] && [ ! -e HBR ] && grep -q "rotary or no position embeddings or --num-key-value-heads" <<<"$o" \
+  && ok "export_hf refuses a rotary/GQA BERT" || bad "export_hf rotary BERT" "rc=$rc $(tail -1 <<<"$o")"
+o=$(t5run --use-rotary-position-embeddings); rc=$?
+[ $rc -ne 0 ] && grep -qF -- "--use-rotary-position-embeddings: rotary or no position embeddings and grouped-query" \
+  <<<"$o" && ok "pretrain_t5 refuses rotary embeddings" || bad "pretrain_t5 rotary" "rc=$rc $(grep -m1 error <<<"$o")"
 
 echo "($(( $(date +%s) - t0 )) s)"
 echo "$pass passed, $fail failed"

@@ -121,9 +121,10 @@ static void make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int post_ln = 0, binary_head = 1, recompute = 0, ltd = 0, llama = 0, openai_1p = 0;
+  int post_ln = 0, binary_head = 1, recompute = 0, ltd = 0, llama = 0, openai_1p = 0, rope_gqa = 0;
   if (argc < 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--no-binary-head] [--recompute]\n", argv[0]);
+    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--no-binary-head] [--recompute] [--random-ltd] [--llama] "
+                    "[--openai-1p] [--rope-gqa]\n", argv[0]);
     return 2;
   }
   for (int i = 2; i < argc; i++) {
@@ -133,6 +134,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--random-ltd") == 0) ltd = 1;
     else if (strcmp(argv[i], "--llama") == 0) llama = 1;
     else if (strcmp(argv[i], "--openai-1p") == 0) openai_1p = 1;
+    else if (strcmp(argv[i], "--rope-gqa") == 0) rope_gqa = 1; /* rotary on half of each head, 2 key/value heads */
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -148,8 +150,10 @@ int main(int argc, char **argv) {
                         .residual_post_ln = post_ln, .num_tokentypes = binary_head ? 2 : 0,
                         .add_pooler = binary_head, .recompute_full = recompute, .micro_batch = B, .seq_length = T,
                         .backend = NULL, .dtype = ZT_DTYPE_FP32, .random_ltd_layers = ltd ? LTD_LAYERS : NULL,
-                        .rmsnorm = llama, .swiglu = llama, .no_bias_linear = llama, .head_gelu_tanh = openai_1p,
-                        .layernorm_1p = openai_1p};
+                        .rmsnorm = llama, .swiglu = llama, .no_bias_linear = llama || rope_gqa,
+                        .head_gelu_tanh = openai_1p, .layernorm_1p = openai_1p,
+                        .rotary_dims = rope_gqa ? C / NH / 2 : 0, .rope_theta = 500.0f,
+                        .no_position_embedding = rope_gqa, .kv_heads = rope_gqa ? 2 : 0};
   zt_bert m;
   zt_bert_build(&m, &cfg, 0);
   zt_bert_init_params(&m, SEED);
@@ -162,10 +166,11 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[23] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
-                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0, llama, llama, !llama,
-                     openai_1p, openai_1p};
-    int64_t shape[1] = {23};
+    int32_t c[27] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
+                     (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0, llama, llama,
+                     !(llama || rope_gqa), openai_1p, openai_1p, rope_gqa ? C / NH / 2 : 0, 500, !rope_gqa,
+                     rope_gqa ? 2 : NH};
+    int64_t shape[1] = {27};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);

@@ -120,6 +120,40 @@ def twin_mlp_act(f, cfg):
     return F.gelu(f) if act == 1 else F.gelu(f, approximate="tanh")
 
 
+def twin_rope_tables(T, rot, theta):
+    """cos, sin [T, rot] of Megatron's RotaryEmbedding(rot, theta)(T), in float64."""
+    import torch
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    freqs = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def twin_apply_rope(x, cos, sin):
+    """apply_rotary_pos_emb on x [B, NH, T, HD] with tables [T, rot]: the first rot dims turn, the rest pass."""
+    import torch
+    rot = cos.shape[-1]
+    xr, xp = x[..., :rot], x[..., rot:]
+    x1, x2 = xr[..., :rot // 2], xr[..., rot // 2:]
+    out = xr * cos + torch.cat((-x2, x1), dim=-1) * sin
+    return torch.cat((out, xp), dim=-1)
+
+
+def twin_qkv(qkv, NH, NKV, rope=None):
+    """ParallelAttention's query_key_value output [B, T, (NH + 2 NKV) HD] as q, k, v [B, NH, T, HD]: NKV groups of
+    NH/NKV queries, a key and a value (NKV = NH: Megatron's per-head [q | k | v]), rotary on q and k (rope: (cos, sin)
+    or None), then each group's key and value repeated to its heads (repeat_kv)."""
+    B, T = qkv.shape[0], qkv.shape[1]
+    R = NH // NKV
+    HD = qkv.shape[2] // (NH + 2 * NKV)
+    g = qkv.view(B, T, NKV, R + 2, HD)
+    q = g[:, :, :, :R, :].reshape(B, T, NH, HD).permute(0, 2, 1, 3)  # head g R + j
+    k, v = (g[:, :, :, i, :].permute(0, 2, 1, 3) for i in (R, R + 1))  # [B, NKV, T, HD]
+    if rope is not None:
+        q, k = twin_apply_rope(q, *rope), twin_apply_rope(k, *rope)
+    return q, k.repeat_interleave(R, dim=1), v.repeat_interleave(R, dim=1)
+
+
 def run(*cmd, ok=True):
     """Runs a command (its arguments str()-ed), stdout and stderr together; a failure ends the test unless ok=False."""
     p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

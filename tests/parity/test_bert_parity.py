@@ -9,7 +9,8 @@ Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary director
 (the default pre-LN model with the binary head; --apply-residual-connection-post-layernorm; --bert-no-binary-head;
 full activation recompute; random-LTD on layer 1, 10 of 16 tokens, alone and with post-LN and recompute: the layer
 runs on the listed tokens with the padding mask of those tokens, as DeepSpeed's bert_sample_tokens gathers it; the
-Llama-style --normalization rmsnorm --swiglu --disable-bias-linear; --openai-gelu with --apply-layernorm-1p, post-LN),
+Llama-style --normalization rmsnorm --swiglu --disable-bias-linear; --openai-gelu with --apply-layernorm-1p, post-LN;
+rotary embeddings on half of each head (theta 500, no learned positions) with 2 key/value heads of 4 and no biases),
 recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
 check, then "N passed, M failed". Exit status 1 on any failure.
 
@@ -39,7 +40,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
-from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm, twin_qkv, twin_rope_tables  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -79,13 +80,15 @@ class Dump:
                 "sentence": i64("sentence_labels"), "kept": i64("ltd_kept") if ltd else None}
 
 
-def expected_names(L, binary_head, rmsnorm=0, add_bias=1):
+def expected_names(L, binary_head, rmsnorm=0, add_bias=1, pos_emb=1):
     """Megatron's BertModel names; RMSNorm has no bias (the transformer's norms: not lm_head.layernorm, a LayerNorm
-    in Megatron whatever --normalization says), --disable-bias-linear drops the attention's and the MLP's biases."""
+    in Megatron whatever --normalization says), --disable-bias-linear drops the attention's and the MLP's biases,
+    rotary or no position embeddings the learned positions."""
     names = expected_names_default(L, binary_head)
     norms = ("input_layernorm.bias", "post_attention_layernorm.bias", "encoder.final_layernorm.bias")
     linear = ("query_key_value.bias", "self_attention.dense.bias", "dense_h_to_4h.bias", "dense_4h_to_h.bias")
-    return [n for n in names if not (rmsnorm and n.endswith(norms)) and not (not add_bias and n.endswith(linear))]
+    return [n for n in names if not (rmsnorm and n.endswith(norms)) and not (not add_bias and n.endswith(linear))
+            and not (not pos_emb and n.endswith("position_embeddings.weight"))]
 
 
 def expected_names_default(L, binary_head):
@@ -121,8 +124,10 @@ def bert_forward(P, b, cfg):
     tokens = b["tokens"]
     Bb, T = tokens.shape
     emb = "language_model.embedding."
-    # Embedding: word + position (+ tokentype)
-    x = P[emb + "word_embeddings.weight"][tokens] + P[emb + "position_embeddings.weight"][torch.arange(T)]
+    # Embedding: word + position (not with rotary or no position embeddings) (+ tokentype)
+    x = P[emb + "word_embeddings.weight"][tokens]
+    if cfg["pos_emb"]:
+        x = x + P[emb + "position_embeddings.weight"][torch.arange(T)]
     if cfg["binary_head"]:
         x = x + P[emb + "tokentype_embeddings.weight"][b["types"]]
 
@@ -141,9 +146,10 @@ def bert_forward(P, b, cfg):
         Tl = x.shape[1]
         p = f"language_model.encoder.layers.{l}."
         ln1 = norm(p + "input_layernorm", x)
-        qkv = linear(p + "self_attention.query_key_value", ln1)
-        qkv = qkv.view(Bb, Tl, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
-        q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))  # [B, NH, T, HD]
+        # Megatron's layout: per head [q, k, v]; with --num-key-value-heads per group [R queries, k, v]; rotary on
+        # the first rot dims of q and k at positions 0 .. T - 1
+        rope = twin_rope_tables(Tl, cfg["rot"], float(cfg["theta"])) if cfg["rot"] else None
+        q, k, v = twin_qkv(linear(p + "self_attention.query_key_value", ln1), NH, cfg["kv_heads"], rope)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
         probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)  # attention_mask_func
         ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, Tl, C)
@@ -203,7 +209,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
                "warmup", "decay", "gbs", "ltd_layers", "ltd_keep", "rmsnorm", "swiglu", "add_bias", "head_tanh",
-               "ln1p"]
+               "ln1p", "rot", "theta", "pos_emb", "kv_heads"]
 
 
 def read_dump(out):
@@ -223,7 +229,7 @@ def run_config(binary, tag, extra_args, tmp):
     d, cfg, names = read_dump(out)
     print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
 
-    want = expected_names(cfg["L"], cfg["binary_head"], cfg["rmsnorm"], cfg["add_bias"])
+    want = expected_names(cfg["L"], cfg["binary_head"], cfg["rmsnorm"], cfg["add_bias"], cfg["pos_emb"])
     check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
           f"{len(names)} names" + ("" if set(names) == set(want) else
                                    f"; missing {sorted(set(want) - set(names))}, extra {sorted(set(names) - set(want))}"))
@@ -312,7 +318,7 @@ CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--n
            ("post_ln_no_binary_head_recompute", ["--post-ln", "--no-binary-head", "--recompute"]),
            ("recompute", ["--recompute"]), ("random_ltd", ["--random-ltd"]),
            ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"]),
-           ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"])]
+           ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"]), ("rope_gqa", ["--rope-gqa"])]
 
 
 def main():

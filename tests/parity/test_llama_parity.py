@@ -67,7 +67,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_gpt_parity as G  # noqa: E402  (Dump, tolerances, LN_EPS: the dense GPT test's, unchanged)
 from parity_lib import check, check_step_scalars, clip_and_adamw, lr_at, rel, summary  # noqa: E402
-from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm, twin_qkv, twin_rope_tables  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -134,36 +134,18 @@ linear = twin_linear
 
 def rope_tables(T, cfg):
     """cos, sin [T, rot] of RotaryEmbedding(rot, theta)(T), in float64."""
-    rot = rotary_dim(cfg)
-    inv_freq = 1.0 / (cfg["theta"] ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
-    freqs = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin()
-
-
-def apply_rope(x, cos, sin):
-    """apply_rotary_pos_emb on x [B, NH, T, HD] with tables [T, rot]."""
-    rot = cos.shape[-1]
-    xr, xp = x[..., :rot], x[..., rot:]
-    x1, x2 = xr[..., :rot // 2], xr[..., rot // 2:]
-    out = xr * cos + torch.cat((-x2, x1), dim=-1) * sin
-    return torch.cat((out, xp), dim=-1)
+    return twin_rope_tables(T, rotary_dim(cfg), cfg["theta"])
 
 
 def layer(P, l, x, cfg, rope):
     """Megatron's pre-norm ParallelTransformerLayer l over x [B, T, C], causal; rope: (cos, sin) or None."""
     C, NH, NKV = cfg["C"], cfg["NH"], cfg["kv_heads"]
-    HD, R = C // NH, NH // NKV
+    HD = C // NH
     Bb, T = x.shape[0], x.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool).triu(1)
     p = f"language_model.encoder.layers.{l}."
     h = norm(P, p + "input_layernorm", x, cfg)
-    qkv = linear(P, p + "self_attention.query_key_value", h, cfg).view(Bb, T, NKV, R + 2, HD)  # grouped layout
-    q = qkv[:, :, :, :R, :].reshape(Bb, T, NH, HD).permute(0, 2, 1, 3)  # [B, NH, T, HD], head g R + j
-    k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in (R, R + 1))  # [B, NKV, T, HD]
-    if rope is not None:
-        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-    k, v = k.repeat_interleave(R, dim=1), v.repeat_interleave(R, dim=1)  # repeat_kv: head h uses group h // R
+    q, k, v = twin_qkv(linear(P, p + "self_attention.query_key_value", h, cfg), NH, NKV, rope)
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
     probs = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
     ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, T, C)

@@ -296,6 +296,8 @@ else
   train_case "BERT --openai-gelu (the LM head's tanh GELU), --apply-layernorm-1p" 1 --openai-gelu --apply-layernorm-1p
   train_case "BERT RMSNorm, SwiGLU, no linear biases, TP=2" 2 --normalization rmsnorm --swiglu --disable-bias-linear \
     --tensor-model-parallel-size 2
+  train_case "BERT rotary on half the head, 2 key/value heads of 4" 1 --use-rotary-position-embeddings \
+    --rotary-percent 0.5 --num-key-value-heads 2
   # T5 (pretrain_t5) on the same corpus: 2 encoder and 2 decoder layers, 32 encoder and 16 decoder tokens
   cpu_bin=$ZT_BUILD/bin/pretrain_t5
   emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_t5" || echo "$OUT/bin/pretrain_t5")
