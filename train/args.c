@@ -992,15 +992,10 @@ static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_di
     a->add_position_embedding = 0;
   }
   if (!any) return;
-  /* BERT takes every variant (the shared layer); T5 takes RMSNorm, SwiGLU and no linear biases, its positions and
-   * key/value heads stay GPT's and BERT's */
-  const int positions = gqa || a->use_rotary_position_embeddings || !a->add_position_embedding;
-  const char *which = gqa ? "--num-key-value-heads" : a->use_rotary_position_embeddings
-                      ? "--use-rotary-position-embeddings" : "--no-position-embedding";
-  zt_check(!positions || strcmp(zt_args_model, "t5") != 0, "unsupported argument", "%s: rotary or no position "
-           "embeddings and grouped-query attention are built for GPT and BERT; in T5 (its decoder's self-attention "
-           "and cross-attention) they land with the T5 variants work (--normalization rmsnorm, --swiglu and "
-           "--disable-bias-linear run there: docs/gpt.md)", which);
+  /* BERT and T5 take every variant (the shared layer), but T5 no grouped-query attention */
+  zt_check(!gqa || strcmp(zt_args_model, "t5") != 0, "unsupported argument", "--num-key-value-heads %d of %d heads "
+           "in T5: Megatron-DeepSpeed's cross-attention asserts 'GQA + cross-attn not tested yet'",
+           a->num_key_value_heads, a->num_attention_heads);
   zt_check(!(a->use_rotary_position_embeddings && a->random_ltd), "unsupported argument", "--random-ltd with "
            "--use-rotary-position-embeddings: the positions of a random-LTD layer's kept tokens land with the "
            "data-efficiency work (issue 21)");
@@ -1261,6 +1256,10 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
     zt_check(a->decoder_seq_length <= a->max_position_embeddings, "inconsistent arguments", "--decoder-seq-length %d "
              "is larger than --max-position-embeddings %d (the decoder's positions share the table)",
              a->decoder_seq_length, a->max_position_embeddings);
+    zt_check(!a->use_rotary_position_embeddings || a->decoder_seq_length <= a->seq_length, "inconsistent arguments",
+             "--decoder-seq-length %d is above --encoder-seq-length %d with --use-rotary-position-embeddings: "
+             "Megatron-DeepSpeed builds the rotary table for the encoder's length and slices it for the decoder",
+             a->decoder_seq_length, a->seq_length);
   }
 
   /* regularization, optimizer, init */

@@ -217,9 +217,13 @@ static void check_config(const zt_lm_config *c, int tp) {
            "--decoder-seq-length %d is not divisible by --tensor-model-parallel-size %d (--sequence-parallel splits "
            "the decoder's sequence over the tensor-parallel ranks too)", c->dec_seq_length, tp);
   zt_check(!c->sparse_attention && !c->random_ltd_layers && !c->moe && !c->kd && !c->untie_embeddings &&
-           !c->rotary_dims && !c->no_position_embedding && !(c->kv_heads > 0 && c->kv_heads != c->num_heads),
-           "internal error", "model: an encoder-decoder with sparse attention, random-LTD, MoE, KD, untied "
-           "embeddings, rotary embeddings, no position embeddings or grouped-query attention");
+           !(c->kv_heads > 0 && c->kv_heads != c->num_heads), "internal error", "model: an encoder-decoder with "
+           "sparse attention, random-LTD, MoE, KD, untied embeddings or grouped-query attention");
+  /* rotary: the encoder's and the decoder's self-attention turn by positions 0.. of one table of the encoder's length
+   * (Megatron-DeepSpeed's RotaryEmbedding(seq_length), sliced to each sequence; the cross-attention does not turn) */
+  zt_check(!c->rotary_dims || c->dec_seq_length <= c->seq_length, "inconsistent arguments", "--decoder-seq-length %d "
+           "is above --encoder-seq-length %d with rotary embeddings: Megatron-DeepSpeed builds the rotary table for the "
+           "encoder's length and slices it for the decoder", c->dec_seq_length, c->seq_length);
   zt_check(c->dec_seq_length >= 1 && c->dec_seq_length <= c->max_positions, "inconsistent arguments",
            "--decoder-seq-length %d must be in [1, --max-position-embeddings %d] (the decoder's positions share "
            "the position table)", c->dec_seq_length, c->max_positions);

@@ -49,9 +49,11 @@ def no_weight_decay(name):
     return name.endswith(".bias") or "layernorm" in name
 
 
-def key_bias_rows(C, NH):
+def key_bias_rows(C, NH, rot=0):
+    """The key rows of a per-head [q | k | v] query_key_value bias, whose gradient is zero in exact arithmetic (a
+    softmax is shift-invariant); with rotary embeddings only the unrotated dims [rot, HD) of each key."""
     HD = C // NH
-    return np.array([h * 3 * HD + HD + d for h in range(NH) for d in range(HD)])
+    return np.array([h * 3 * HD + HD + d for h in range(NH) for d in range(rot, HD)])
 
 
 def clip_and_adamw(P, m, v, grads, names, k, lr):

@@ -122,9 +122,9 @@ static void make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int post_ln = 0, recompute = 0, dec_layers = 2, llama = 0, sq_1p = 0;
+  int post_ln = 0, recompute = 0, dec_layers = 2, llama = 0, sq_1p = 0, rope = 0;
   if (argc < 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--recompute] [--dec-layers N]\n", argv[0]);
+    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--recompute] [--dec-layers N] [--llama] [--sq-1p] [--rope]\n", argv[0]);
     return 2;
   }
   for (int i = 2; i < argc; i++) {
@@ -132,6 +132,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--recompute") == 0) recompute = 1;
     else if (strcmp(argv[i], "--llama") == 0) llama = 1;
     else if (strcmp(argv[i], "--sq-1p") == 0) sq_1p = 1;
+    else if (strcmp(argv[i], "--rope") == 0) rope = 1; /* rotary on half of each head, theta 500, no positions */
     else if (strcmp(argv[i], "--dec-layers") == 0 && i + 1 < argc) {
       char *end;
       const long n = strtol(argv[++i], &end, 10);
@@ -155,7 +156,8 @@ int main(int argc, char **argv) {
                       .untie_embeddings = 0, .bidirectional = 1, .residual_post_ln = post_ln,
                       .recompute_full = recompute, .micro_batch = B, .seq_length = TE, .backend = NULL,
                       .dtype = ZT_DTYPE_FP32, .rmsnorm = llama, .swiglu = llama, .no_bias_linear = llama,
-                      .mlp_act = sq_1p ? ZT_ACT_SQUARED_RELU : ZT_ACT_GELU_TANH, .layernorm_1p = sq_1p};
+                      .mlp_act = sq_1p ? ZT_ACT_SQUARED_RELU : ZT_ACT_GELU_TANH, .layernorm_1p = sq_1p,
+                      .rotary_dims = rope ? C / NH / 2 : 0, .rope_theta = 500.0f, .no_position_embedding = rope};
   zt_t5 m;
   zt_t5_build(&m, &cfg, 0);
   zt_t5_init_params(&m, SEED);
@@ -168,10 +170,10 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[22] = {L, C, NH, FFN, V, MAXPOS, TE, B, dec_layers, TD, post_ln, recompute, STEPS, NMB,
+    int32_t c[25] = {L, C, NH, FFN, V, MAXPOS, TE, B, dec_layers, TD, post_ln, recompute, STEPS, NMB,
                      (int32_t)warmup, (int32_t)decay, GBS, llama, llama, !llama, sq_1p ? ZT_ACT_SQUARED_RELU : 0,
-                     sq_1p};
-    int64_t shape[1] = {22};
+                     sq_1p, rope ? C / NH / 2 : 0, 500, !rope};
+    int64_t shape[1] = {25};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);

@@ -51,7 +51,7 @@ except ImportError as e:  # the oracle is required: never pass silently without 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity_lib import check, check_step_scalars, clip_and_adamw, key_bias_rows, lr_at, no_weight_decay, rel, summary  # noqa: E402
-from parity_lib import twin_linear, twin_mlp_act, twin_norm  # noqa: E402
+from parity_lib import twin_linear, twin_mlp_act, twin_norm, twin_qkv, twin_rope_tables  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -103,14 +103,14 @@ LAYER_CROSS = ["inter_attention.query.weight", "inter_attention.query.bias",
 LAYER_MLP = ["mlp.dense_h_to_4h.weight", "mlp.dense_h_to_4h.bias", "mlp.dense_4h_to_h.weight", "mlp.dense_4h_to_h.bias"]
 
 
-def expected_names(L, DL, rmsnorm=0, add_bias=1):
+def expected_names(L, DL, rmsnorm=0, add_bias=1, pos_emb=1):
     """Megatron's T5Model names; RMSNorm has no bias, --disable-bias-linear drops the attention's (the
-    cross-attention's too) and the MLP's biases (lm_head.bias stays)."""
+    cross-attention's too) and the MLP's biases (lm_head.bias stays), rotary embeddings the learned positions."""
     norms = ("layernorm.bias",)
     linear = ("query_key_value.bias", "dense.bias", "query.bias", "key_value.bias", "dense_h_to_4h.bias",
               "dense_4h_to_h.bias")
     return [n for n in expected_names_default(L, DL) if not (rmsnorm and n.endswith(norms))
-            and not (not add_bias and n.endswith(linear))]
+            and not (not add_bias and n.endswith(linear)) and not (not pos_emb and n.endswith("position_embeddings.weight"))]
 
 
 def expected_names_default(L, DL):
@@ -154,7 +154,7 @@ def t5_forward(P, b, cfg):
     Td = dec_tokens.shape[1]
     emb = "language_model.embedding."
     W = P[emb + "word_embeddings.weight"]
-    Ppos = P[emb + "position_embeddings.weight"]
+    Ppos = P[emb + "position_embeddings.weight"] if cfg["pos_emb"] else None
 
     # pretrain_t5.py's get_batch: the dataset's masks (1 = attend) turned into "True = masked" (< 0.5)
     enc_mask = ~make_attention_mask(enc_tokens, enc_tokens)
@@ -174,10 +174,10 @@ def t5_forward(P, b, cfg):
         return (probs @ v).permute(0, 2, 1, 3).reshape(q.shape[0], q.shape[2], C)
 
     def self_attention(p, x, mask):
-        Tl = x.shape[1]
-        qkv = linear(p + "query_key_value", x)
-        qkv = qkv.view(Bb, Tl, NH, 3, HD)  # Megatron's per-head layout [.., head, (q, k, v), d]
-        q, k, v = (qkv[:, :, :, i, :].permute(0, 2, 1, 3) for i in range(3))
+        # Megatron's per-head layout [.., head, (q, k, v), d]; rotary (the encoder's and the decoder's self-attention,
+        # positions 0 .. T - 1 of RotaryEmbedding(seq_length) sliced; not the cross-attention)
+        rope = twin_rope_tables(x.shape[1], cfg["rot"], float(cfg["theta"])) if cfg["rot"] else None
+        q, k, v = twin_qkv(linear(p + "query_key_value", x), NH, NH, rope)
         ctx = core_attention(q, k, v, mask)
         return linear(p + "dense", ctx)
 
@@ -202,12 +202,12 @@ def t5_forward(P, b, cfg):
         return (ln_out if post_ln else ln_in) + mlp(p, ln_out)
 
     # the encoder
-    x = W[enc_tokens] + Ppos[torch.arange(Te)]  # t5_position_ids
+    x = W[enc_tokens] + (Ppos[torch.arange(Te)] if Ppos is not None else 0)  # t5_position_ids
     for l in range(L):
         x = layer(f"language_model.encoder.layers.{l}.", x, enc_mask)
     enc_out = ln(x, "language_model.encoder.final_layernorm")
     # the decoder (the same embedding module)
-    y = W[dec_tokens] + Ppos[torch.arange(Td)]
+    y = W[dec_tokens] + (Ppos[torch.arange(Td)] if Ppos is not None else 0)
     for l in range(DL):
         y = layer(f"language_model.decoder.layers.{l}.", y, dec_mask, enc_out, enc_dec_mask)
     h = ln(y, "language_model.decoder.final_layernorm")
@@ -233,7 +233,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "dec_layers", "Td", "post_ln", "recompute", "steps",
-               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "act", "ln1p"]
+               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "act", "ln1p", "rot", "theta", "pos_emb"]
 
 
 def read_dump(out):
@@ -244,10 +244,11 @@ def read_dump(out):
     return d, cfg, names
 
 
-def key_rows_of(name, C, NH):
-    """The rows of a bias whose gradient is zero in exact arithmetic (None for the other parameters)."""
+def key_rows_of(name, C, NH, rot=0):
+    """The rows of a bias whose gradient is zero in exact arithmetic (None for the other parameters); rotary turns
+    the self-attention's first rot dims of each key, whose bias then shifts scores by position."""
     if name.endswith("self_attention.query_key_value.bias"):
-        return key_bias_rows(C, NH)
+        return key_bias_rows(C, NH, rot)
     if name.endswith("inter_attention.key_value.bias"):
         return kv_key_rows(C, NH)
     return None
@@ -276,7 +277,7 @@ def run_config(binary, tag, extra_args, tmp):
     d, cfg, names = read_dump(out)
     print(f"# {tag}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()))
 
-    want = expected_names(cfg["L"], cfg["dec_layers"], cfg["rmsnorm"], cfg["add_bias"])
+    want = expected_names(cfg["L"], cfg["dec_layers"], cfg["rmsnorm"], cfg["add_bias"], cfg["pos_emb"])
     check(sorted(names) == sorted(want) and len(names) == len(set(names)), f"{tag} parameter names",
           f"{len(names)} names" + ("" if set(names) == set(want) else
                                    f"; missing {sorted(set(want) - set(names))}, extra {sorted(set(names) - set(want))}"))
@@ -333,7 +334,7 @@ def run_config(binary, tag, extra_args, tmp):
             ep = rel(zp, rp)
             dz, dr = zp - P0[n].numpy(), rp - P0[n].numpy()
             note = ""
-            kb = key_rows_of(n, C, NH)
+            kb = key_rows_of(n, C, NH, cfg["rot"])
             if kb is not None:
                 keep = np.ones(zp.shape[0], dtype=bool)
                 keep[kb] = False
@@ -354,7 +355,7 @@ def run_config(binary, tag, extra_args, tmp):
     print(f"# {tag}: max parameter rel error {worst_p:.2e}, max update (delta) rel error {worst_d:.2e}")
 
     for n in names:
-        kb = key_rows_of(n, C, NH)
+        kb = key_rows_of(n, C, NH, cfg["rot"])
         if kb is None:
             continue
         g = d.load("grad." + n).astype(np.float64)
@@ -366,7 +367,7 @@ def run_config(binary, tag, extra_args, tmp):
 CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("recompute", ["--recompute"]),
            ("dec_layers3", ["--dec-layers", "3"]),
            ("post_ln_recompute_dec_layers3", ["--post-ln", "--recompute", "--dec-layers", "3"]),
-           ("llama", ["--llama"]), ("sq_1p_dec_layers3", ["--sq-1p", "--dec-layers", "3"])]
+           ("llama", ["--llama"]), ("sq_1p_dec_layers3", ["--sq-1p", "--dec-layers", "3"]), ("rope", ["--rope"])]
 
 
 def main():

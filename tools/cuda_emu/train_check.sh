@@ -315,6 +315,8 @@ else
       --apply-layernorm-1p
     train_case "T5 RMSNorm, SwiGLU, no linear biases, PP=2 (split rank 1)" 2 --normalization rmsnorm --swiglu \
       --disable-bias-linear --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1
+    train_case "T5 rotary on half the head (encoder and decoder self-attention)" 1 --use-rotary-position-embeddings \
+      --rotary-percent 0.5
   fi
 fi
 
