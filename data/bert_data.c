@@ -52,7 +52,8 @@ static void build_member(zt_bert_dataset *out, const zt_indexed_dataset *d, cons
       .prefix = prefix, .name = SPLIT_NAMES[k], .doc_begin = begin, .doc_end = end, .num_samples = num_samples,
       .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0, .max_seq_length = c->max_seq_length, .added_tokens = c->added_tokens,
       .masked_lm_prob = c->masked_lm_prob, .short_seq_prob = c->short_seq_prob, .seed = c->seed,
-      .binary_head = c->binary_head, .cache_path = c->cache_path, .vocab = c->vocab};
+      .binary_head = c->binary_head, .cache_path = c->cache_path,
+      .forced_mapping = k == 0 ? c->train_idx_path : NULL, .vocab = c->vocab};
   zt_bert_dataset_build(out, d, &sp);
 }
 
@@ -92,6 +93,9 @@ static void build_list(zt_bert_data *g, const zt_bert_data_config *c, const char
     present[k] = want[k];
     if (want[k]) g->split[k].members = zt_calloc((size_t)p.n, sizeof(zt_bert_dataset), "datasets");
   }
+  zt_check(!c->train_idx_path || p.n == 1 || !want[0], "inconsistent arguments", "--train-idx-path %s names one "
+           "training samples mapping, but %s blends %d datasets (Megatron-DeepSpeed would give every one that file)",
+           c->train_idx_path, flag, p.n);
   const zt_indexed_dataset *files[ZT_BLEND_MAX_DATASETS];
   for (int i = 0; i < p.n; i++) files[i] = open_file(g, p.prefixes[i], c); /* every file checked before any work */
   for (int i = 0; i < p.n; i++) {

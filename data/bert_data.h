@@ -27,6 +27,7 @@ typedef struct {
   double masked_lm_prob, short_seq_prob;
   int binary_head;
   int64_t train_exact_num_epochs;   /* 0: not given */
+  const char *train_idx_path;       /* --train-idx-path: the training samples mapping's file, or NULL */
   int64_t num_samples[3];           /* train, valid, test */
   int mmap_warmup;
   int64_t vocab_size;               /* every token id must be below this */

@@ -322,8 +322,10 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
   d->sent_begin = zt_indexed_doc(data, sp->doc_begin);
   d->sent_end = zt_indexed_doc(data, sp->doc_end);
 
-  char *megatron_name = zt_bert_mapping_name(sp);
-  char *other = sp->cache_path && sp->cache_path[0] ? cache_candidate(megatron_name, sp->cache_path) : NULL;
+  /* (zt_path_join with no directory: a malloc'd copy of --train-idx-path) */
+  char *megatron_name = sp->forced_mapping ? zt_path_join("", sp->forced_mapping) : zt_bert_mapping_name(sp);
+  char *other = !sp->forced_mapping && sp->cache_path && sp->cache_path[0]
+                    ? cache_candidate(megatron_name, sp->cache_path) : NULL;
   const char *build_file = other ? other : megatron_name;
   const char *hit = zt_file_exists(megatron_name) ? megatron_name : other && zt_file_exists(other) ? other : NULL;
   const int found = hit != NULL;

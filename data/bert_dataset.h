@@ -42,6 +42,8 @@ typedef struct {
   uint64_t seed;              /* --seed, in [1, 2^31 - 2] (helpers.cpp's int32 seed and seed + 1) */
   int binary_head;            /* 2-sentence samples with the sentence-order swap (else 1 segment) */
   const char *cache_path;     /* --data-cache-path or NULL */
+  const char *forced_mapping; /* --train-idx-path (train only): the samples mapping's file instead of Megatron's name
+                                 and --data-cache-path, loaded when there, else built there; NULL: none */
   const zt_bert_vocab *vocab; /* not owned; must outlive the dataset */
 } zt_bert_dataset_spec;
 

@@ -24,6 +24,7 @@ typedef struct {
   int micro_batch, seq_length;
   uint64_t seed;
   int64_t train_exact_num_epochs;      /* 0: not given */
+  const char *train_idx_path;          /* --train-idx-path (BERT, T5: the training samples mapping's file), or NULL */
   int train_sampled;                   /* the data sampler draws the training samples by index (train/data_sampler.h):
                                         * the training split may hold fewer than num_samples[0] */
   int64_t num_samples[3];              /* train, valid, test */

@@ -314,6 +314,12 @@ static const flag k_flags[] = {
    "The training sample_idx .npy to use instead of {md5}_sample_idx.npy."},
   {"--train-shuffle-idx-path", F_STR, OFF(train_shuffle_idx_path), NULL, DATA, "None",
    "The training shuffle_idx .npy to use instead of {md5}_shuffle_idx.npy."},
+  {"--return-data-index", F_TRUE, OFF(return_data_index), NULL, DATA, "False",
+   "Megatron-DeepSpeed's datasets add each sample's index to its dict, which only the data analyzer reads "
+   "(analyze_data); pretraining ignores it there as here."},
+  {"--train-idx-path", F_STR, OFF(train_idx_path), NULL, DATA, "None",
+   "BERT and T5: the training samples mapping (.npy) to use instead of Megatron's {prefix}_train_indexmap_... name "
+   "(built there when missing)."},
   {"--mock-data", F_TRUE, OFF(mock_data), NULL, DATA, "False",
    "Train on a synthetic patterned token stream instead of --data-path."},
   {"--deepspeed", F_TRUE, OFF(deepspeed), NULL, DS, "False", "Enable DeepSpeed: read --deepspeed_config."},
@@ -937,6 +943,10 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
     zt_check(!a->mock_data, "inconsistent arguments", "%s names an index file of a --data-path dataset; --mock-data "
              "has none", idx_flags[i]);
   }
+  /* the training samples mapping (data/bert_dataset.c): BERT's and T5's datasets only */
+  zt_check(!given(seen, "--train-idx-path") || strcmp(zt_args_model, "gpt") != 0, "unsupported argument",
+           "--train-idx-path: Megatron-DeepSpeed reads it for BERT's and T5's samples mapping only (GPT's index files "
+           "are --train-desc-path, --train-doc-idx-path, --train-sample-idx-path, --train-shuffle-idx-path)");
   if (given(seen, "--local-rank") || given(seen, "--local_rank"))
     zt_check(a->local_rank >= 0, "bad argument value", "--local-rank %d: must be >= 0", a->local_rank);
   check_moe_flags(a, seen);

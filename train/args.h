@@ -126,6 +126,7 @@ typedef struct {
   int reset_position_ids, reset_attention_mask, eod_mask_loss;
   int64_t train_data_exact_num_epochs; /* -1 unset */
   int num_workers;                  /* Megatron's 2; any N >= 0: batches are read in the training process */
+  int return_data_index;            /* --return-data-index: recorded (only Megatron's data analyzer reads the index) */
 
   /* DeepSpeed */
   int deepspeed;                    /* --deepspeed */
@@ -152,6 +153,7 @@ typedef struct {
   int distributed_backend;          /* 0 nccl, 1 gloo (recorded: collectives are MPI on CPU, NCCL on GPU) */
   int local_rank;                   /* -1 None; --local_rank from the deepspeed launcher, recorded */
   const char *train_desc_path, *train_doc_idx_path, *train_sample_idx_path, *train_shuffle_idx_path; /* NULL */
+  const char *train_idx_path;       /* --train-idx-path (BERT, T5): the training samples mapping; NULL */
   /* Mixture of Experts (docs/moe.md): a model whose every --num-experts entry is 1 has no MoE layer, so the others
    * change nothing */
   zt_strlist num_experts;           /* --num-experts (nargs '+', ints): empty = Megatron's default [1] */

@@ -65,6 +65,7 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
                             a->train_shuffle_idx_path},
       .seq_length = a->seq_length, .seed = a->seed,
       .train_exact_num_epochs = a->train_data_exact_num_epochs > 0 ? a->train_data_exact_num_epochs : 0,
+      .train_idx_path = a->train_idx_path,
       .train_sampled = a->data_efficiency_curriculum_learning,
       .num_samples = {a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs,
                       (a->train_iters / a->eval_interval + 1) * a->eval_iters * gbs, (int64_t)a->eval_iters * gbs},

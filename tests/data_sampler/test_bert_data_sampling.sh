@@ -10,7 +10,8 @@
 #     driver's truncation, and 4 .. 20 in steps of 4 logged as 8 8 16 16 24 ...;
 #  3. a run resumed at iteration 3 continues bit for bit;
 #  4. TP=2 with sequence parallelism equals one process; DP=2 equals one process, and its lengths are the longest over both ranks (one process at micro batch 4 sees the
-#     same samples in one micro batch) (mpirun; skipped without it); refused: pipelines, the flops profiler.
+#     same samples in one micro batch) (mpirun; skipped without it); refused: pipelines, the flops profiler;
+#  5. --train-idx-path (the example script's): the training samples mapping built at, then loaded from that path.
 # Usage: test_bert_data_sampling.sh PRETRAIN_BERT PYTHON3 BERT_NOCUT
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -108,5 +109,25 @@ fi
 out=$(bert --deepspeed_config fp.json)
 grep -qF "the flops_profiler with BERT --data-efficiency-curriculum-learning is not supported" <<<"$out" &&
   ! grep -q "^ iteration" <<<"$out" && ok "refused: the flops profiler" || bad "flops profiler" "$(grep -m1 error <<<"$out")"
+
+# ---- 5. --train-idx-path (the BERT data-efficiency script's): the training samples mapping built at that path when
+# missing, then loaded from it, the run unchanged; a mapping of other documents, a blend and pretrain_gpt refused
+rm -f idx/train_map.npy; mkdir -p idx
+a=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy)
+b=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy)
+c=$(bert --deepspeed_config voc.json)
+grep -qF "could not find index map file idx/train_map.npy, building" <<<"$a" && [ -s idx/train_map.npy ] &&
+  grep -qF "loading indexed mapping from idx/train_map.npy" <<<"$b" &&
+  [ "$(field "$a" "lm loss")" == "$(field "$c" "lm loss")" ] && [ "$(field "$b" "lm loss")" == "$(field "$c" "lm loss")" ] &&
+  [ -n "$(field "$a" "lm loss")" ] &&
+  ok "--train-idx-path: built there, then loaded from there; the losses are the run's without it" ||
+  bad "--train-idx-path" "$(grep -m1 -E "error|index map" <<<"$a$b")"
+valid=$(ls "$fx"/*_valid_indexmap_*.npy 2>/dev/null | head -1)
+out=$(bert --deepspeed_config voc.json --train-idx-path "$valid")
+[ -n "$valid" ] && grep -qF "is not a sample of the train documents" <<<"$out" && ! grep -q "^ iteration" <<<"$out" &&
+  ok "--train-idx-path naming the validation mapping: refused" || bad "wrong mapping" "$(grep -m1 error <<<"$out")"
+out=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy --data-path 1 "$data" 1 "$data")
+grep -qF "names one training samples mapping, but --data-path blends 2 datasets" <<<"$out" &&
+  ! grep -q "^ iteration" <<<"$out" && ok "--train-idx-path with a blend: refused" || bad "blend" "$(grep -m1 error <<<"$out")"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

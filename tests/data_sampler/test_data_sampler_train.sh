@@ -250,6 +250,8 @@ refuse "seqlen_reshape with --kd" "the seqlen_reshape metric with --mos/--kd" \
 "$PY" -c "import json; c = json.load(open('rs.json')); c['flops_profiler'] = {'enabled': True, 'profile_step': 1}; json.dump(c, open('rsfp.json', 'w'))"
 refuse "seqlen_reshape with the flops profiler" "the seqlen_reshape metric with the flops_profiler" \
   --deepspeed --deepspeed_config rsfp.json --data-efficiency-curriculum-learning
+refuse "--train-idx-path in pretrain_gpt" "Megatron-DeepSpeed reads it for BERT's and T5's samples mapping only" \
+  --train-idx-path map.npy
 sampler big 1 "$(truncate_metric 8 32 4 8)"
 refuse "seqlen_truncate above --seq-length" "max_difficulty 32 is larger than --seq-length 16" \
   --deepspeed --deepspeed_config big.json --data-efficiency-curriculum-learning

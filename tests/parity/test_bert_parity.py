@@ -126,7 +126,7 @@ def bert_forward(P, b, cfg):
     emb = "language_model.embedding."
     # Embedding: word + position (not with rotary or no position embeddings) (+ tokentype)
     x = P[emb + "word_embeddings.weight"][tokens]
-    if cfg["pos_emb"]:
+    if cfg.get("pos_emb", 1):
         x = x + P[emb + "position_embeddings.weight"][torch.arange(T)]
     if cfg["binary_head"]:
         x = x + P[emb + "tokentype_embeddings.weight"][b["types"]]
@@ -148,8 +148,8 @@ def bert_forward(P, b, cfg):
         ln1 = norm(p + "input_layernorm", x)
         # Megatron's layout: per head [q, k, v]; with --num-key-value-heads per group [R queries, k, v]; rotary on
         # the first rot dims of q and k at positions 0 .. T - 1
-        rope = twin_rope_tables(Tl, cfg["rot"], float(cfg["theta"])) if cfg["rot"] else None
-        q, k, v = twin_qkv(linear(p + "self_attention.query_key_value", ln1), NH, cfg["kv_heads"], rope)
+        rope = twin_rope_tables(Tl, cfg["rot"], float(cfg["theta"])) if cfg.get("rot", 0) else None
+        q, k, v = twin_qkv(linear(p + "self_attention.query_key_value", ln1), NH, cfg.get("kv_heads", NH), rope)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
         probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)  # attention_mask_func
         ctx = (probs @ v).permute(0, 2, 1, 3).reshape(Bb, Tl, C)
