@@ -9,7 +9,7 @@
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
-#        data_efficiency_cl,
+#        data_efficiency_cl, data_efficiency_bert,
 #        sequence_parallel, sequence_parallel_30B, llama, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
@@ -1011,6 +1011,117 @@ PYEOF
   tb_written data_efficiency_cl "$tmp/decl_tb" "seqlen/curriculum_seqlen"
 }
 
+# ---- examples_deepspeed/data_efficiency/bert/pretrain/ds_pretrain_bert_336M_base_script.sh, random-LTD + curriculum --
+# The run script's "ltd + CL vocab rarity + seqlen truncation" case: its 24 layers (the template's total_layer_num and
+# layer ids 1-22) at hidden 32 and 64 tokens, the 2-metric BERT template as the script fills it, --random-ltd,
+# --train-idx-path naming the mapping the analysis built and --data-efficiency-curriculum-learning. The analysis comes
+# first, as ds_analyze_bert_data_map.sh / _reduce.sh run it (analyze_data --analyzing-data-type BERT,
+# --train-data-exact-num-epochs 5, --return-data-index) on tests/bert's sentence-split corpus; the training run loads
+# that epoch's samples mapping from the path the script gives. Scaled: vocabulary rarity 50 -> 100 percent over 4
+# steps, seqlen_truncate 32 -> 64 over 4 steps by 8, random-LTD 16 -> 64 over 8 steps.
+data_efficiency_bert() {
+  local seq_len=64 num_layers=24 hidden_size=32 num_attn_heads=4 global_batch_size=8 batch_size=4 lr=1e-4
+  local min_lr=1e-6 init_std=0.02 train_tokens=100000 train_iters=6 lr_warmup_iters=2 lr_decay_tokens=100000
+  local lr_decay_style="cosine" mp_size=1 pp_size=1 no_pp="true" zero_stage=0 log_interval=1 eval_iters=1
+  local eval_interval=100 save_interval=100 num_workers=0 seed=1234 prescale_grad="true" dropout=0.1
+  local ltd_enabled="true" ltd_start=16 ltd_step=8 cl_enabled="true" cl_num_metric=2
+  local fx="$tmp/bert_fx" analysis="$tmp/analysis_pile_bert_5epoch"
+  local cl_1st_metric="voc" cl_1st_index_to_sample_path="$analysis/vocab_rarity/vocab_rarity_index_to_sample_percentile_merged"
+  local cl_1st_index_to_metric_path="$analysis/vocab_rarity/vocab_rarity_index_to_metric"
+  local cl_1st_difficulty_type="percentile" cl_1st_clustering_type="schedule_based" cl_1st_min=50 cl_1st_max=100
+  local cl_1st_total_step=4 cl_1st_difficulty_step=1 cl_1st_root=2 cl_2nd_metric="seqlen_truncate"
+  local cl_2nd_index_to_sample_path="dummy" cl_2nd_index_to_metric_path="dummy" cl_2nd_difficulty_type="value"
+  local cl_2nd_clustering_type="single_cluster" cl_2nd_min=32 cl_2nd_max=64 cl_2nd_total_step=4
+  local cl_2nd_difficulty_step=8 cl_2nd_root=1
+  local tensorboard_path="$tmp/debert_tb" data_cluster_path="$tmp/debert_cluster"
+  mkdir -p "$data_cluster_path"
+  "$PY" "$here/../bert/make_fixture.py" "$fx" >/dev/null || { bad "data_efficiency_bert: fixture" "failed"; return; }
+  "$bindir/preprocess_data" --input "$fx/corpus.jsonl" --output-prefix "$fx/pile_bert_train" --workers 1 \
+    --vocab-file "$fx/vocab.txt" --tokenizer-type BertWordPieceLowerCase --split-sentences >/dev/null \
+    || { bad "data_efficiency_bert: preprocess_data" "failed"; return; }
+  local data_path="$fx/pile_bert_train_text_sentence" vocab_path="$fx/vocab.txt"
+  local train_idx_path="$fx/pile_bert_train_text_sentence_train_indexmap_exact5ep_61msl_0.10ssp_1234s.npy"
+  local an=(--analyzing-data-type BERT --analyzing-num-workers 1 --analyzing-worker-id 0 --analyzing-num-threads 2
+            --vocab-file "$vocab_path" --data-path "$data_path" --data-impl mmap --tokenizer-type BertWordPieceLowerCase
+            --micro-batch-size 100 --global-batch-size 100 --seq-length $seq_len --max-position-embeddings $seq_len
+            --num-layers 1 --hidden-size 1 --num-attention-heads 1 --split 949,50,1 --distributed-backend gloo
+            --train-data-exact-num-epochs 5 --return-data-index --save-interval 1 --save "$analysis")
+  local metric task
+  for metric in total_vocab_freq vocab_rarity; do
+    for task in map reduce; do
+      run 1 analyze_data "${an[@]}" --analyzing-task $task --analyzing-metric $metric
+      [ $rc -eq 0 ] || { bad "data_efficiency_bert: analyze_data $task $metric" "$(grep -m2 error <<<"$out")"; return; }
+    done
+  done
+  [ -s "$train_idx_path" ] || { bad "data_efficiency_bert: the analysis' samples mapping" "no $train_idx_path"; return; }
+  local config_json="$tmp/ds_config_bert_gbs${global_batch_size}_mbs${batch_size}_ltd_cl.json"
+  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_bert_2clmetrics_TEMPLATE.json" \
+    | sed "s/MBSIZE/${batch_size}/" \
+    | sed "s/LOG_INTERVAL/${log_interval}/" \
+    | sed "s/ZERO_STAGE/${zero_stage}/" \
+    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
+    | sed "s/DATA_EFFICIENCY_SEED/${seed}/" \
+    | sed "s/LTD_ENABLED/${ltd_enabled}/" \
+    | sed "s/LTD_MIN/${ltd_start}/" \
+    | sed "s/LTD_MAX/${seq_len}/" \
+    | sed "s/LTD_STEP/${ltd_step}/" \
+    | sed "s/CL_ENABLED/${cl_enabled}/" \
+    | sed "s/DATA_SAMPLING_NUM_WORKERS/${num_workers}/" \
+    | sed "s#CL_CLUSTER_PATH#${data_cluster_path}#" \
+    | sed "s#CL_1st_METRIC_NAME#${cl_1st_metric}#" \
+    | sed "s#CL_1st_SAMPLE_PATH#${cl_1st_index_to_sample_path}#" \
+    | sed "s#CL_1st_METRIC_PATH#${cl_1st_index_to_metric_path}#" \
+    | sed "s#CL_1st_DIFF_TYPE#${cl_1st_difficulty_type}#" \
+    | sed "s#CL_1st_CLUSTER_TYPE#${cl_1st_clustering_type}#" \
+    | sed "s/CL_1st_MIN/${cl_1st_min}/" \
+    | sed "s/CL_1st_MAX/${cl_1st_max}/" \
+    | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
+    | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
+    | sed "s/CL_1st_ROOT/${cl_1st_root}/" \
+    | sed "s#CL_2nd_METRIC_NAME#${cl_2nd_metric}#" \
+    | sed "s#CL_2nd_SAMPLE_PATH#${cl_2nd_index_to_sample_path}#" \
+    | sed "s#CL_2nd_METRIC_PATH#${cl_2nd_index_to_metric_path}#" \
+    | sed "s#CL_2nd_DIFF_TYPE#${cl_2nd_difficulty_type}#" \
+    | sed "s#CL_2nd_CLUSTER_TYPE#${cl_2nd_clustering_type}#" \
+    | sed "s/CL_2nd_MIN/${cl_2nd_min}/" \
+    | sed "s/CL_2nd_MAX/${cl_2nd_max}/" \
+    | sed "s/CL_2nd_TOTAL_STEP/${cl_2nd_total_step}/" \
+    | sed "s/CL_2nd_DIFF_STEP/${cl_2nd_difficulty_step}/" \
+    | sed "s/CL_2nd_ROOT/${cl_2nd_root}/" >"$config_json"
+  local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.999
+    --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
+    --lr-warmup-iters ${lr_warmup_iters} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
+    --global-batch-size ${global_batch_size} --num-layers ${num_layers} --hidden-size ${hidden_size}
+    --num-attention-heads ${num_attn_heads} --seq-length ${seq_len} --max-position-embeddings ${seq_len}
+    --train-tokens ${train_tokens} --train-iters ${train_iters} --lr ${lr} --min-lr ${min_lr}
+    --lr-decay-style ${lr_decay_style} --split 949,50,1 --log-interval ${log_interval} --eval-interval ${eval_interval}
+    --eval-iters ${eval_iters} --save-interval ${save_interval} --weight-decay 1e-2 --clip-grad 1.0
+    --num-workers ${num_workers} --fp16 --seed ${seed} --tensorboard-queue-size 1 --log-timers-to-tensorboard
+    --log-batch-size-to-tensorboard --log-validation-ppl-to-tensorboard --tensorboard-dir ${tensorboard_path}
+    --attention-dropout ${dropout} --hidden-dropout ${dropout} --random-ltd
+    --train-idx-path ${train_idx_path} --data-efficiency-curriculum-learning)
+  local data_options=(--vocab-file "$vocab_path" --data-path "$data_path" --data-impl mmap)
+  local deepspeed_options=(--deepspeed --deepspeed_config ${config_json} --zero-stage ${zero_stage}
+    --pipeline-model-parallel-size ${pp_size} --no-pipeline-parallel)
+  resumes data_efficiency_bert 1 pretrain_bert 3 "${megatron_options[@]}" "${data_options[@]}" "${deepspeed_options[@]}"
+  grep -qF "loading indexed mapping from $train_idx_path" <<<"$last" &&
+    ok "data_efficiency_bert: the training samples mapping is the analysis' (--train-idx-path)" ||
+    bad "data_efficiency_bert: --train-idx-path" "$(grep -m1 "indexmap" <<<"$last")"
+  local lens
+  lens=$(field "$last" "curriculum seqlen")
+  # seqlen_truncate: floor(t / 4 * 32 + 32) down to a multiple of 8 = 40 48 56 64, then 64 (BERT rounds up to 8)
+  [ "$lens" = "40 48 56 64 64 64 " ] && ok "data_efficiency_bert: curriculum seqlen 40 48 56 64 64 64 (seqlen_truncate 32 -> 64)" \
+    || bad "data_efficiency_bert: curriculum seqlen" "got '$lens'"
+  lens=$(grep -E "^ iteration " <<<"$last" | sed -E 's/.*random ltd reserved length: +([0-9]+).*/\1/' | tr '\n' ' ')
+  [ "$lens" = "16 16 16 32 32 32 " ] && ok "data_efficiency_bert: random ltd reserved length 16 16 16 32 32 32" \
+    || bad "data_efficiency_bert: random ltd reserved length" "got '$lens'"
+  local n
+  n=$(grep -c "^new data cluster (previous_difficulties {'voc': .*) with size [0-9]* generated\.$" <<<"$last")
+  [ "$n" -ge 2 ] && ok "data_efficiency_bert: $n vocabulary-rarity clusters as the percentile grows 50 -> 100" \
+    || bad "data_efficiency_bert: clusters" "$(grep -m2 "data cluster" <<<"$last")"
+  tb_written data_efficiency_bert "$tensorboard_path" "seqlen/curriculum_seqlen" "seqlen/random_ltd_reserved_length"
+}
+
 # ---- the families whose flags land with open issues: refused by name, nothing written ----
 refused() {
   local base=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
@@ -1177,7 +1288,7 @@ EOT
 
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | llama | refused) "$family" ;;
+  | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | data_efficiency_bert | llama | refused) "$family" ;;
   sequence_parallel) rebase seq_parallel ;;
   sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;
