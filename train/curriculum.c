@@ -152,20 +152,23 @@ static const void *cut(const void *src, void **dst, int B, int T0, int T, size_t
   return *dst;
 }
 
+/* Room for `need` elements of each array. */
+static void reserve(zt_curriculum_batch *buf, size_t need) {
+  if (buf->cap >= need) return;
+  buf->tokens = grow(buf->tokens, need, sizeof(int32_t));
+  buf->positions = grow(buf->positions, need, sizeof(int32_t));
+  buf->token_types = grow(buf->token_types, need, sizeof(int32_t));
+  buf->labels = grow(buf->labels, need, sizeof(int32_t));
+  buf->key_start = grow(buf->key_start, need, sizeof(int32_t));
+  buf->loss_mask = grow(buf->loss_mask, need, sizeof(float));
+  buf->padding = grow(buf->padding, need, 1);
+  buf->cap = need;
+}
+
 void zt_curriculum_truncate(const zt_batch *in, int T, zt_curriculum_batch *buf, zt_batch *out) {
   *out = *in;
   if (T >= in->T) return;
-  const size_t need = (size_t)in->B * (size_t)in->T;
-  if (buf->cap < need) {
-    buf->tokens = grow(buf->tokens, need, sizeof(int32_t));
-    buf->positions = grow(buf->positions, need, sizeof(int32_t));
-    buf->token_types = grow(buf->token_types, need, sizeof(int32_t));
-    buf->labels = grow(buf->labels, need, sizeof(int32_t));
-    buf->key_start = grow(buf->key_start, need, sizeof(int32_t));
-    buf->loss_mask = grow(buf->loss_mask, need, sizeof(float));
-    buf->padding = grow(buf->padding, need, 1);
-    buf->cap = need;
-  }
+  reserve(buf, (size_t)in->B * (size_t)in->T);
   const int B = in->B, T0 = in->T;
   out->T = T;
   out->tokens = cut(in->tokens, (void **)&buf->tokens, B, T0, T, sizeof(int32_t));
@@ -191,16 +194,7 @@ void zt_curriculum_rows(const zt_batch *all, int r0, int P, zt_curriculum_batch 
     return;
   }
   const size_t need = (size_t)P * T, n = (size_t)have * T;
-  if (buf->cap < need) {
-    buf->tokens = grow(buf->tokens, need, sizeof(int32_t));
-    buf->positions = grow(buf->positions, need, sizeof(int32_t));
-    buf->token_types = grow(buf->token_types, need, sizeof(int32_t));
-    buf->labels = grow(buf->labels, need, sizeof(int32_t));
-    buf->key_start = grow(buf->key_start, need, sizeof(int32_t));
-    buf->loss_mask = grow(buf->loss_mask, need, sizeof(float));
-    buf->padding = grow(buf->padding, need, 1);
-    buf->cap = need;
-  }
+  reserve(buf, need);
   memcpy(buf->tokens, all->tokens + o, n * sizeof(int32_t));
   memcpy(buf->labels, all->labels + o, n * sizeof(int32_t));
   memcpy(buf->loss_mask, all->loss_mask + o, n * sizeof(float));

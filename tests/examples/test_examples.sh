@@ -823,22 +823,10 @@ EOF
   tb_written curriculum_learning "$tmp/cl_tb" "seqlen/curriculum_seqlen"
 }
 
-# ---- examples_deepspeed/data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh with random-LTD ----
-# ltd_enabled=true, cl_enabled=false (the run script's random-LTD-only case): its 24 layers (the template's
-# total_layer_num and layer ids 1-22) at hidden 32, 64 tokens, the 1-metric template as the script fills it
-# (data_sampling disabled, its placeholders filled with the script's 'dummy' defaults), --random-ltd.
-data_efficiency_ltd() {
-  local seq_len=64 num_layers=24 hidden_size=32 num_attn_heads=2 global_batch_size=8 lr=2.0e-4 min_lr=1.0e-6
-  local init_std=0.013 train_tokens=100000 train_samples=48 lr_warmup_tokens=1024 lr_decay_tokens=100000
-  local lr_decay_style="cosine" mp_size=1 pp_size=1 no_pp="true" zero_stage=1 batch_size=8 ltd_enabled="true"
-  local ltd_start=16 ltd_step=8 cl_enabled="false" cl_1st_metric="dummy" cl_1st_index_to_sample_path="dummy"
-  local cl_1st_index_to_metric_path="dummy" cl_1st_difficulty_type="value" cl_1st_clustering_type="single_cluster"
-  local cl_1st_min=2048 cl_1st_max=2048 cl_1st_total_step=1 cl_1st_difficulty_step=1 cl_1st_root=1
-  local log_interval=1 eval_iters=1 eval_interval=100 save_interval=100 seed=1234 num_workers=0
-  local prescale_grad="false" data_cluster_path="" num_workers=0
-  local checkpoint_path="$tmp/de_ckpt" tensorboard_path="$tmp/de_tb"
-  local config_json="$tmp/ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}_seed${seed}_ltd_${ltd_start}_${ltd_step}.json"
-  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_gpt_1clmetric_TEMPLATE.json" \
+# de_template TEMPLATE: a data_efficiency ds_config template filled as the data_efficiency run scripts fill it, from
+# the caller's variables (global_batch_size, batch_size, ..., ltd_*, cl_* and, for the 2-metric templates, cl_2nd_*)
+de_template() {
+  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/$1" \
     | sed "s/MBSIZE/${batch_size}/" \
     | sed "s/LOG_INTERVAL/${log_interval}/" \
     | sed "s/ZERO_STAGE/${zero_stage}/" \
@@ -860,7 +848,35 @@ data_efficiency_ltd() {
     | sed "s/CL_1st_MAX/${cl_1st_max}/" \
     | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
     | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
-    | sed "s/CL_1st_ROOT/${cl_1st_root}/" >"$config_json"
+    | sed "s/CL_1st_ROOT/${cl_1st_root}/" \
+    | sed "s#CL_2nd_METRIC_NAME#${cl_2nd_metric:-}#" \
+    | sed "s#CL_2nd_SAMPLE_PATH#${cl_2nd_index_to_sample_path:-}#" \
+    | sed "s#CL_2nd_METRIC_PATH#${cl_2nd_index_to_metric_path:-}#" \
+    | sed "s#CL_2nd_DIFF_TYPE#${cl_2nd_difficulty_type:-}#" \
+    | sed "s#CL_2nd_CLUSTER_TYPE#${cl_2nd_clustering_type:-}#" \
+    | sed "s/CL_2nd_MIN/${cl_2nd_min:-}/" \
+    | sed "s/CL_2nd_MAX/${cl_2nd_max:-}/" \
+    | sed "s/CL_2nd_TOTAL_STEP/${cl_2nd_total_step:-}/" \
+    | sed "s/CL_2nd_DIFF_STEP/${cl_2nd_difficulty_step:-}/" \
+    | sed "s/CL_2nd_ROOT/${cl_2nd_root:-}/"
+}
+
+# ---- examples_deepspeed/data_efficiency/gpt/pretrain/ds_pretrain_gpt_1.3B_dense_base_script.sh with random-LTD ----
+# ltd_enabled=true, cl_enabled=false (the run script's random-LTD-only case): its 24 layers (the template's
+# total_layer_num and layer ids 1-22) at hidden 32, 64 tokens, the 1-metric template as the script fills it
+# (data_sampling disabled, its placeholders filled with the script's 'dummy' defaults), --random-ltd.
+data_efficiency_ltd() {
+  local seq_len=64 num_layers=24 hidden_size=32 num_attn_heads=2 global_batch_size=8 lr=2.0e-4 min_lr=1.0e-6
+  local init_std=0.013 train_tokens=100000 train_samples=48 lr_warmup_tokens=1024 lr_decay_tokens=100000
+  local lr_decay_style="cosine" mp_size=1 pp_size=1 no_pp="true" zero_stage=1 batch_size=8 ltd_enabled="true"
+  local ltd_start=16 ltd_step=8 cl_enabled="false" cl_1st_metric="dummy" cl_1st_index_to_sample_path="dummy"
+  local cl_1st_index_to_metric_path="dummy" cl_1st_difficulty_type="value" cl_1st_clustering_type="single_cluster"
+  local cl_1st_min=2048 cl_1st_max=2048 cl_1st_total_step=1 cl_1st_difficulty_step=1 cl_1st_root=1
+  local log_interval=1 eval_iters=1 eval_interval=100 save_interval=100 seed=1234 num_workers=0
+  local prescale_grad="false" data_cluster_path="" num_workers=0
+  local checkpoint_path="$tmp/de_ckpt" tensorboard_path="$tmp/de_tb"
+  local config_json="$tmp/ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}_seed${seed}_ltd_${ltd_start}_${ltd_step}.json"
+  de_template "data_efficiency_ds_config_gpt_1clmetric_TEMPLATE.json" >"$config_json"
   local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95
     --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
     --lr-warmup-tokens ${lr_warmup_tokens} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
@@ -938,39 +954,7 @@ PYEOF
     done
   done
   local config_json="$tmp/ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}_seed${seed}_cl_${cl_1st_metric}_${cl_1st_min}_${cl_1st_max}_${cl_1st_total_step}_${cl_1st_root}_${cl_2nd_metric}_${cl_2nd_min}_${cl_2nd_max}_${cl_2nd_total_step}_${cl_2nd_root}.json"
-  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_gpt_2clmetrics_TEMPLATE.json" \
-    | sed "s/MBSIZE/${batch_size}/" \
-    | sed "s/LOG_INTERVAL/${log_interval}/" \
-    | sed "s/ZERO_STAGE/${zero_stage}/" \
-    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
-    | sed "s/DATA_EFFICIENCY_SEED/${seed}/" \
-    | sed "s/LTD_ENABLED/${ltd_enabled}/" \
-    | sed "s/LTD_MIN/${ltd_start}/" \
-    | sed "s/LTD_MAX/${seq_len}/" \
-    | sed "s/LTD_STEP/${ltd_step}/" \
-    | sed "s/CL_ENABLED/${cl_enabled}/" \
-    | sed "s/DATA_SAMPLING_NUM_WORKERS/${num_workers}/" \
-    | sed "s#CL_CLUSTER_PATH#${data_cluster_path}#" \
-    | sed "s#CL_1st_METRIC_NAME#${cl_1st_metric}#" \
-    | sed "s#CL_1st_SAMPLE_PATH#${cl_1st_index_to_sample_path}#" \
-    | sed "s#CL_1st_METRIC_PATH#${cl_1st_index_to_metric_path}#" \
-    | sed "s#CL_1st_DIFF_TYPE#${cl_1st_difficulty_type}#" \
-    | sed "s#CL_1st_CLUSTER_TYPE#${cl_1st_clustering_type}#" \
-    | sed "s/CL_1st_MIN/${cl_1st_min}/" \
-    | sed "s/CL_1st_MAX/${cl_1st_max}/" \
-    | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
-    | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
-    | sed "s/CL_1st_ROOT/${cl_1st_root}/" \
-    | sed "s#CL_2nd_METRIC_NAME#${cl_2nd_metric}#" \
-    | sed "s#CL_2nd_SAMPLE_PATH#${cl_2nd_index_to_sample_path}#" \
-    | sed "s#CL_2nd_METRIC_PATH#${cl_2nd_index_to_metric_path}#" \
-    | sed "s#CL_2nd_DIFF_TYPE#${cl_2nd_difficulty_type}#" \
-    | sed "s#CL_2nd_CLUSTER_TYPE#${cl_2nd_clustering_type}#" \
-    | sed "s/CL_2nd_MIN/${cl_2nd_min}/" \
-    | sed "s/CL_2nd_MAX/${cl_2nd_max}/" \
-    | sed "s/CL_2nd_TOTAL_STEP/${cl_2nd_total_step}/" \
-    | sed "s/CL_2nd_DIFF_STEP/${cl_2nd_difficulty_step}/" \
-    | sed "s/CL_2nd_ROOT/${cl_2nd_root}/" >"$config_json"
+  de_template "data_efficiency_ds_config_gpt_2clmetrics_TEMPLATE.json" >"$config_json"
   local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95
     --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
     --lr-warmup-tokens ${lr_warmup_tokens} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
@@ -1055,39 +1039,7 @@ data_efficiency_bert() {
   done
   [ -s "$train_idx_path" ] || { bad "data_efficiency_bert: the analysis' samples mapping" "no $train_idx_path"; return; }
   local config_json="$tmp/ds_config_bert_gbs${global_batch_size}_mbs${batch_size}_ltd_cl.json"
-  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/data_efficiency_ds_config_bert_2clmetrics_TEMPLATE.json" \
-    | sed "s/MBSIZE/${batch_size}/" \
-    | sed "s/LOG_INTERVAL/${log_interval}/" \
-    | sed "s/ZERO_STAGE/${zero_stage}/" \
-    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
-    | sed "s/DATA_EFFICIENCY_SEED/${seed}/" \
-    | sed "s/LTD_ENABLED/${ltd_enabled}/" \
-    | sed "s/LTD_MIN/${ltd_start}/" \
-    | sed "s/LTD_MAX/${seq_len}/" \
-    | sed "s/LTD_STEP/${ltd_step}/" \
-    | sed "s/CL_ENABLED/${cl_enabled}/" \
-    | sed "s/DATA_SAMPLING_NUM_WORKERS/${num_workers}/" \
-    | sed "s#CL_CLUSTER_PATH#${data_cluster_path}#" \
-    | sed "s#CL_1st_METRIC_NAME#${cl_1st_metric}#" \
-    | sed "s#CL_1st_SAMPLE_PATH#${cl_1st_index_to_sample_path}#" \
-    | sed "s#CL_1st_METRIC_PATH#${cl_1st_index_to_metric_path}#" \
-    | sed "s#CL_1st_DIFF_TYPE#${cl_1st_difficulty_type}#" \
-    | sed "s#CL_1st_CLUSTER_TYPE#${cl_1st_clustering_type}#" \
-    | sed "s/CL_1st_MIN/${cl_1st_min}/" \
-    | sed "s/CL_1st_MAX/${cl_1st_max}/" \
-    | sed "s/CL_1st_TOTAL_STEP/${cl_1st_total_step}/" \
-    | sed "s/CL_1st_DIFF_STEP/${cl_1st_difficulty_step}/" \
-    | sed "s/CL_1st_ROOT/${cl_1st_root}/" \
-    | sed "s#CL_2nd_METRIC_NAME#${cl_2nd_metric}#" \
-    | sed "s#CL_2nd_SAMPLE_PATH#${cl_2nd_index_to_sample_path}#" \
-    | sed "s#CL_2nd_METRIC_PATH#${cl_2nd_index_to_metric_path}#" \
-    | sed "s#CL_2nd_DIFF_TYPE#${cl_2nd_difficulty_type}#" \
-    | sed "s#CL_2nd_CLUSTER_TYPE#${cl_2nd_clustering_type}#" \
-    | sed "s/CL_2nd_MIN/${cl_2nd_min}/" \
-    | sed "s/CL_2nd_MAX/${cl_2nd_max}/" \
-    | sed "s/CL_2nd_TOTAL_STEP/${cl_2nd_total_step}/" \
-    | sed "s/CL_2nd_DIFF_STEP/${cl_2nd_difficulty_step}/" \
-    | sed "s/CL_2nd_ROOT/${cl_2nd_root}/" >"$config_json"
+  de_template "data_efficiency_ds_config_bert_2clmetrics_TEMPLATE.json" >"$config_json"
   local megatron_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.999
     --tensor-model-parallel-size ${mp_size} --init-method-std ${init_std} --lr-decay-tokens ${lr_decay_tokens}
     --lr-warmup-iters ${lr_warmup_iters} --micro-batch-size ${batch_size} --exit-duration-in-mins 30000000
