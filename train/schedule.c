@@ -80,10 +80,9 @@ static const void *teacher_forward(zt_engine *e, const zt_pass *student) {
 
 /* seqlen_reshape below --seq-length: micro batch mb re-cut into R rows of train_T tokens (Megatron-DeepSpeed's
  * data_post_process) runs as passes of the model's rows (--micro-batch-size), the last one padded with rows of no
- * loss. Each pass's
- * mean loss and its backward are weighted by its share of the loss mask, so that the micro batch's loss and gradient
- * are those of one pass over the R rows (loss_func: the sum over them all / the mask's sum); a pass with no loss is
- * skipped. Dropout of pass c > 0 is keyed by a seed of its own (the rows are not samples). */
+ * loss. Each pass's mean loss and its backward are weighted by its share of the loss mask, so that the micro batch's
+ * loss and gradient are those of one pass over the R rows (loss_func: the sum over them all / the mask's sum); a pass
+ * with no loss is skipped. Dropout of pass c > 0 is keyed by a seed of its own (the rows are not samples). */
 static void train_reshaped(zt_engine *e, int mb, uint64_t first, int nmb, zt_loss_sums *sum, int *overflow) {
   zt_model *m = e->model;
   const int P = m->micro_batch, R = zt_engine_load_reshaped(e, mb), T = e->train_T;
