@@ -71,7 +71,9 @@ static const choice k_tokenizers[] = {
 static const choice k_data_impl[] = {{"mmap", 0, NULL}, {"infer", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_dataloader[] = {
     {"single", 0, NULL},
-    {"cyclic", -1, "it lands with the curriculum/data-efficiency work; use --dataloader-type single"},
+    {"cyclic", -1, "Megatron's MegatronPretrainingRandomSampler (a torch.randperm order per epoch) lands with the "
+                   "random-sampler work; use --dataloader-type single (the data-efficiency library's order is "
+                   "--data-efficiency-curriculum-learning's)"},
     {NULL, 0, NULL}};
 static const choice k_recompute_methods[] = {{"uniform", 1, NULL}, {"block", 0, NULL}, {NULL, 0, NULL}};
 static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NULL}};
