@@ -1698,7 +1698,7 @@ static const char *const k_per_rank[] = {"data_path", "train_data_path", "valid_
                                          "deepspeed_config", "save", "load", "tensorboard_dir",
                                          /* the launcher's --local_rank differs by design; index files are paths */
                                          "local_rank", "train_desc_path", "train_doc_idx_path",
-                                         "train_sample_idx_path", "train_shuffle_idx_path", NULL};
+                                         "train_sample_idx_path", "train_shuffle_idx_path", "train_idx_path", NULL};
 
 /* The flag behind a summary name: "lr_decay_iters" -> "--lr-decay-iters"; names without a flag of their own
  * (padded_vocab_size, world_size, ...) are shown as they are. */
@@ -1981,6 +1981,8 @@ void zt_args_print(const zt_args *a) {
   STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");
   STR_LINE("train_sample_idx_path", a->train_sample_idx_path ? a->train_sample_idx_path : "None");
   STR_LINE("train_shuffle_idx_path", a->train_shuffle_idx_path ? a->train_shuffle_idx_path : "None");
+  STR_LINE("train_idx_path", a->train_idx_path ? a->train_idx_path : "None");
+  BOOL_LINE("return_data_index", a->return_data_index);
   lines[n].name = "num_experts";
   if (a->num_experts.n == 0) snprintf(lines[n].value, 256, "[1]");
   for (int i = 0, k = 0; i < a->num_experts.n && k < 250; i++) /* validated: each entry is the integer 1 */

@@ -221,9 +221,9 @@ static void check_config(const zt_lm_config *c, int tp) {
            "sparse attention, random-LTD, MoE, KD, untied embeddings or grouped-query attention");
   /* rotary: the encoder's and the decoder's self-attention turn by positions 0.. of one table of the encoder's length
    * (Megatron-DeepSpeed's RotaryEmbedding(seq_length), sliced to each sequence; the cross-attention does not turn) */
-  zt_check(!c->rotary_dims || c->dec_seq_length <= c->seq_length, "inconsistent arguments", "--decoder-seq-length %d "
-           "is above --encoder-seq-length %d with rotary embeddings: Megatron-DeepSpeed builds the rotary table for the "
-           "encoder's length and slices it for the decoder", c->dec_seq_length, c->seq_length);
+  zt_check(!c->rotary_dims || c->dec_seq_length <= c->seq_length, "internal error", "model: rotary embeddings with a "
+           "decoder of %d tokens over an encoder of %d (the table has the encoder's length; train/args.c refuses it)",
+           c->dec_seq_length, c->seq_length);
   zt_check(c->dec_seq_length >= 1 && c->dec_seq_length <= c->max_positions, "inconsistent arguments",
            "--decoder-seq-length %d must be in [1, --max-position-embeddings %d] (the decoder's positions share "
            "the position table)", c->dec_seq_length, c->max_positions);

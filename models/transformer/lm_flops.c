@@ -15,7 +15,8 @@ static void add_core(zt_flops_profiler *p, int parent, int slot, double B, int N
 }
 
 /* A norm: LayerNorm (F.layer_norm, 5 flops per element) or, with --normalization rmsnorm, RMSNorm (0). */
-static void add_norm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps, int rms) {
+static void add_norm(zt_flops_profiler *p, int parent, const char *name, int slot, double N, int C, double eps,
+                     int rms) {
   if (rms) zt_fp_add_rmsnorm(p, parent, name, slot);
   else zt_fp_add_layernorm(p, parent, name, slot, N, C, eps);
 }

@@ -2,8 +2,8 @@
  * saved weights through the checkpoint reader and writes the logits of a fixed batch (evaluation mode) as .npy.
  * With LAYOUT.npy (int32 0/1 [heads, T/block, T/block], a block-sparse attention layout the test computed), attention
  * is the dense kernels' with that layout as a mask (the sparse_attention reference path, not the block-sparse
- * kernels). A --squared-relu checkpoint runs its MLP with the squared ReLU. A checkpoint with MoE layers builds them from its saved MoE flags (top-1 in evaluation mode: the tokens of
- * the batch share the eval capacity).
+ * kernels). A --squared-relu checkpoint runs its MLP with the squared ReLU. A checkpoint with MoE layers builds them
+ * from its saved MoE flags (top-1 in evaluation mode: the tokens of the batch share the eval capacity).
  * Usage: ckpt_logits CHECKPOINT_DIR TOKENS.npy (int32 [B, T]) LOGITS.npy (float32 [B, T, padded vocab])
  *        [LAYOUT.npy BLOCK] */
 #include <stdio.h>

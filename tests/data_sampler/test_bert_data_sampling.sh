@@ -11,7 +11,8 @@
 #  3. a run resumed at iteration 3 continues bit for bit;
 #  4. TP=2 with sequence parallelism equals one process; DP=2 equals one process, and its lengths are the longest over both ranks (one process at micro batch 4 sees the
 #     same samples in one micro batch) (mpirun; skipped without it); refused: pipelines, the flops profiler;
-#  5. --train-idx-path (the example script's): the training samples mapping built at, then loaded from that path.
+#  5. --train-idx-path (the example script's): the training samples mapping built at, then loaded from that path;
+#     --return-data-index recorded, no loss changed.
 # Usage: test_bert_data_sampling.sh PRETRAIN_BERT PYTHON3 BERT_NOCUT
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -114,7 +115,7 @@ grep -qF "the flops_profiler with BERT --data-efficiency-curriculum-learning is 
 # missing, then loaded from it, the run unchanged; a mapping of other documents, a blend and pretrain_gpt refused
 rm -f idx/train_map.npy; mkdir -p idx
 a=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy)
-b=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy)
+b=$(bert --deepspeed_config voc.json --train-idx-path idx/train_map.npy --return-data-index)
 c=$(bert --deepspeed_config voc.json)
 grep -qF "could not find index map file idx/train_map.npy, building" <<<"$a" && [ -s idx/train_map.npy ] &&
   grep -qF "loading indexed mapping from idx/train_map.npy" <<<"$b" &&
@@ -122,6 +123,10 @@ grep -qF "could not find index map file idx/train_map.npy, building" <<<"$a" && 
   [ -n "$(field "$a" "lm loss")" ] &&
   ok "--train-idx-path: built there, then loaded from there; the losses are the run's without it" ||
   bad "--train-idx-path" "$(grep -m1 -E "error|index map" <<<"$a$b")"
+grep -qE "^  train_idx_path \.+ idx/train_map\.npy$" <<<"$b" && grep -qE "^  return_data_index \.+ True$" <<<"$b" &&
+  grep -qE "^  return_data_index \.+ False$" <<<"$c" &&
+  ok "the argument dump records --train-idx-path and --return-data-index (which changes no loss)" ||
+  bad "argument dump" "$(grep -E "train_idx_path|return_data_index" <<<"$b$c")"
 valid=$(ls "$fx"/*_valid_indexmap_*.npy 2>/dev/null | head -1)
 out=$(bert --deepspeed_config voc.json --train-idx-path "$valid")
 [ -n "$valid" ] && grep -qF "is not a sample of the train documents" <<<"$out" && ! grep -q "^ iteration" <<<"$out" &&

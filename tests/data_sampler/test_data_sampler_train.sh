@@ -160,29 +160,32 @@ for case in "2::rs.json" "4:--eod-mask-loss --reset-position-ids --reset-attenti
     bad "seqlen_reshape log" "$(field "$a" "curriculum seqlen") / $(field "$a" "consumed tokens") vs $tokens"
 done
 sampler rs2 1234 "$(reshape_metric 8 16 4 8)"
-full_rs=$(gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning)
-gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning --save ckr --save-interval 2 \
-  --exit-interval 2 >/dev/null
-res=$(gpt --deepspeed --deepspeed_config rs2.json --data-efficiency-curriculum-learning --load ckr)
-tail4() { lines "$1" | grep -E "iteration +[3456]/|validation loss at iteration 6"; }
-[ -n "$(tail4 "$res")" ] && [ "$(tail4 "$res")" == "$(tail4 "$full_rs")" ] &&
-  [ "$(field "$full_rs" "curriculum seqlen")" == "8 8 8 16 16 16 " ] &&
-  ok "seqlen_reshape resumed at iteration 2 (re-cut to 8 tokens): iterations 3-6 and the validation bit for bit" ||
-  bad "seqlen_reshape resume" "$(diff <(tail4 "$res") <(tail4 "$full_rs") | head -4) $(grep -m1 error <<<"$res")"
+# after OUT STOP: the log lines of iterations STOP+1..6 and the last validation
+after() { lines "$1" | grep -E "iteration +[$(seq -s '' $(($2 + 1)) 6)]/|validation loss at iteration 6"; }
+# resumes CONFIG STOP NAME: a run stopped after STOP iterations and resumed logs the rest bit for bit as the
+# uninterrupted run; they are left in FULL and RES
+resumes() {
+  FULL=$(gpt --deepspeed --deepspeed_config "$1" --data-efficiency-curriculum-learning)
+  rm -rf ck_resume
+  gpt --deepspeed --deepspeed_config "$1" --data-efficiency-curriculum-learning --save ck_resume --save-interval "$2" \
+    --exit-interval "$2" >/dev/null
+  RES=$(gpt --deepspeed --deepspeed_config "$1" --data-efficiency-curriculum-learning --load ck_resume)
+  [ -n "$(after "$RES" "$2")" ] && [ "$(after "$RES" "$2")" == "$(after "$FULL" "$2")" ] &&
+    ok "$3 resumed at iteration $2: iterations $(($2 + 1))-6 and the validation bit for bit" ||
+    bad "$3 resume" "$(diff <(after "$RES" "$2") <(after "$FULL" "$2") | head -4) $(grep -m1 error <<<"$RES")"
+}
+resumes rs2.json 2 "seqlen_reshape (re-cut to 8 tokens)"
+full_rs=$FULL
+[ "$(field "$full_rs" "curriculum seqlen")" == "8 8 8 16 16 16 " ] && ok "seqlen_reshape: curriculum seqlen 8 8 8 16 16 16" ||
+  bad "seqlen_reshape lengths" "$(field "$full_rs" "curriculum seqlen")"
 
 # ---- 3. resume -----------------------------------------------------------------------------------------------------
-full=$(gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning)
-gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning --save ck --save-interval 3 \
-  --exit-interval 3 >/dev/null
-res=$(gpt --deepspeed --deepspeed_config s2.json --data-efficiency-curriculum-learning --load ck)
-tail3() { lines "$1" | grep -E "iteration +[456]/|validation loss at iteration 6"; }
-[ -n "$(tail3 "$res")" ] && [ "$(tail3 "$res")" == "$(tail3 "$full")" ] &&
-  ok "resumed at iteration 3: iterations 4-6 and the validation bit for bit" ||
-  bad "resume" "$(diff <(tail3 "$res") <(tail3 "$full") | head -4) $(grep -m1 error <<<"$res")"
+resumes s2.json 3 "vocabulary rarity + seqlen_truncate"
+full=$FULL res=$RES
 ! grep -q "^new data cluster" <<<"$(grep -B100 -m1 "iteration        4/" <<<"$res" | head -n -1)" ||
   true # (the replay is quiet; the resumed run prints only the clusters of its own steps)
 sampler s2b 78 "$voc, $(truncate_metric 8 16 4 8)"
-out=$(gpt --deepspeed --deepspeed_config s2b.json --data-efficiency-curriculum-learning --load ck)
+out=$(gpt --deepspeed --deepspeed_config s2b.json --data-efficiency-curriculum-learning --load ck_resume)
 grep -q "error: checkpoint: the data sampler replayed to the checkpoint's step 3 does not reach the checkpoint's state" <<<"$out" &&
   ok "a resume with another data_efficiency.seed is refused" || bad "seed mismatch" "$(grep -m1 -E "error|iteration" <<<"$out")"
 

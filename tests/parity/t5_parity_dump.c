@@ -124,7 +124,8 @@ static void make_dir(const char *dir) {
 int main(int argc, char **argv) {
   int post_ln = 0, recompute = 0, dec_layers = 2, llama = 0, sq_1p = 0, rope = 0;
   if (argc < 2) {
-    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--recompute] [--dec-layers N] [--llama] [--sq-1p] [--rope]\n", argv[0]);
+    fprintf(stderr, "usage: %s OUTDIR [--post-ln] [--recompute] [--dec-layers N] [--llama] [--sq-1p] [--rope]\n",
+            argv[0]);
     return 2;
   }
   for (int i = 2; i < argc; i++) {

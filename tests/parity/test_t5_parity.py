@@ -110,7 +110,8 @@ def expected_names(L, DL, rmsnorm=0, add_bias=1, pos_emb=1):
     linear = ("query_key_value.bias", "dense.bias", "query.bias", "key_value.bias", "dense_h_to_4h.bias",
               "dense_4h_to_h.bias")
     return [n for n in expected_names_default(L, DL) if not (rmsnorm and n.endswith(norms))
-            and not (not add_bias and n.endswith(linear)) and not (not pos_emb and n.endswith("position_embeddings.weight"))]
+            and not (not add_bias and n.endswith(linear))
+            and not (not pos_emb and n.endswith("position_embeddings.weight"))]
 
 
 def expected_names_default(L, DL):
@@ -233,7 +234,8 @@ def loss_and_grads(P, names, batches, cfg):
 
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "dec_layers", "Td", "post_ln", "recompute", "steps",
-               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "act", "ln1p", "rot", "theta", "pos_emb"]
+               "nmb", "warmup", "decay", "gbs", "rmsnorm", "swiglu", "add_bias", "act", "ln1p", "rot", "theta",
+               "pos_emb"]
 
 
 def read_dump(out):

@@ -1,9 +1,9 @@
 /* Flops profiler checks on a tiny GPT (2 layers, h=16, 2 heads, ffn 64, T=8, B=2, V=32): parameters,
  * MACs and flops per module against hand-computed values, totals against the parameter table and
- * Megatron's TFLOPs formula, the Llama-style and activation variants, DeepSpeed's number formatting, latencies recorded only while attached, and
- * bit-identical loss and gradients with the profiler attached. With an argument PATH it also writes the
- * report (profile step 3, world 1, top_modules 2, detailed) to PATH and PATH.depth2 (module_depth 2,
- * not detailed) for check_report.py. */
+ * Megatron's TFLOPs formula, the Llama-style and activation variants, DeepSpeed's number formatting, latencies
+ * recorded only while attached, and bit-identical loss and gradients with the profiler attached. With an argument
+ * PATH it also writes the report (profile step 3, world 1, top_modules 2, detailed) to PATH and PATH.depth2
+ * (module_depth 2, not detailed) for check_report.py. */
 #include <math.h>
 #include <string.h>
 
