@@ -47,13 +47,14 @@ static void print_split(const zt_indexed_dataset *d, const char *name, const int
 }
 
 static void build_member(zt_bert_dataset *out, const zt_indexed_dataset *d, const char *prefix, int k, int64_t begin,
-                         int64_t end, int64_t num_samples, const zt_bert_data_config *c) {
+                         int64_t end, int64_t num_samples, const zt_bert_data_config *c, int members) {
   const zt_bert_dataset_spec sp = {
       .prefix = prefix, .name = SPLIT_NAMES[k], .doc_begin = begin, .doc_end = end, .num_samples = num_samples,
       .exact_num_epochs = k == 0 ? c->train_exact_num_epochs : 0, .max_seq_length = c->max_seq_length, .added_tokens = c->added_tokens,
       .masked_lm_prob = c->masked_lm_prob, .short_seq_prob = c->short_seq_prob, .seed = c->seed,
       .binary_head = c->binary_head, .cache_path = c->cache_path,
-      .forced_mapping = k == 0 ? c->train_idx_path : NULL, .vocab = c->vocab};
+      .forced_mapping = k == 0 ? c->train_idx_path : NULL, .sampled = k == 0 && members == 1 && c->train_sampled,
+      .vocab = c->vocab};
   zt_bert_dataset_build(out, d, &sp);
 }
 
@@ -119,7 +120,7 @@ static void build_list(zt_bert_data *g, const zt_bert_data_config *c, const char
         present[k] = 0;
         continue;
       }
-      build_member(&g->split[k].members[i], d, p.prefixes[i], k, b[k], b[k + 1], per[i][k], c);
+      build_member(&g->split[k].members[i], d, p.prefixes[i], k, b[k], b[k + 1], per[i][k], c, p.n);
     }
   }
   for (int k = 0; k < 3; k++) {
@@ -172,7 +173,8 @@ void zt_bert_data_locate(const zt_bert_data *g, int split, int64_t i, int *membe
   const zt_bert_split *s = &g->split[split];
   zt_check(s->num > 0, "dataset", "the %s split has no data", SPLIT_NAMES[split]);
   zt_check(i >= 0 && i < s->size, "dataset",
-           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for)",
+           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for: --repeated-dataloader replays the split from "
+           "the loader's first sample, --dataloader-type cyclic reshuffles it each epoch)",
            SPLIT_NAMES[split], (long long)i, (long long)s->size);
   *member = s->blended ? s->blend.dataset_index[i] : 0;
   *member_index = s->blended ? s->blend.dataset_sample_index[i] : i;

@@ -28,6 +28,7 @@ typedef struct {
   int binary_head;
   int64_t train_exact_num_epochs;   /* 0: not given */
   const char *train_idx_path;       /* --train-idx-path: the training samples mapping's file, or NULL */
+  int train_sampled;                /* the training split may hold fewer than num_samples[0] (zt_data_setup's) */
   int64_t num_samples[3];           /* train, valid, test */
   int mmap_warmup;
   int64_t vocab_size;               /* every token id must be below this */

@@ -361,9 +361,10 @@ void zt_bert_dataset_build(zt_bert_dataset *d, const zt_indexed_dataset *data, c
   strcpy(d->cache_file, hit);
   free(megatron_name);
   free(other);
-  if (d->num_samples < sp->num_samples) {
+  if (d->num_samples < sp->num_samples && !sp->sampled) {
     zt_check(sp->exact_num_epochs == 0, "bad argument value", "--train-data-exact-num-epochs %lld gives %lld training "
-             "samples, but training needs %lld", (long long)sp->exact_num_epochs, (long long)d->num_samples,
+             "samples, but training needs %lld (--dataloader-type cyclic or --repeated-dataloader go round them)",
+             (long long)sp->exact_num_epochs, (long long)d->num_samples,
              (long long)sp->num_samples);
     zt_fatal("dataset", "%s: %lld samples available in %s but %lld requested", sp->name, (long long)d->num_samples,
              d->cache_file, (long long)sp->num_samples);

@@ -44,6 +44,8 @@ typedef struct {
   const char *cache_path;     /* --data-cache-path or NULL */
   const char *forced_mapping; /* --train-idx-path (train only): the samples mapping's file instead of Megatron's name
                                  and --data-cache-path, loaded when there, else built there; NULL: none */
+  int sampled;                /* the samples are drawn by index (a data sampler, or a loader that repeats or cycles):
+                                 fewer than num_samples are allowed */
   const zt_bert_vocab *vocab; /* not owned; must outlive the dataset */
 } zt_bert_dataset_spec;
 

@@ -462,7 +462,8 @@ void zt_gpt_dataset_build(zt_gpt_dataset *d, const zt_indexed_dataset *data, con
   if (d->num_samples < sp->num_samples && !sp->sampled) {
     if (sp->exact_num_epochs > 0)
       zt_fatal("bad argument value", "--train-data-exact-num-epochs %lld gives %lld training samples, but training "
-               "needs %lld", (long long)sp->exact_num_epochs, (long long)d->num_samples, (long long)sp->num_samples);
+               "needs %lld (--dataloader-type cyclic or --repeated-dataloader go round them)",
+               (long long)sp->exact_num_epochs, (long long)d->num_samples, (long long)sp->num_samples);
     zt_fatal("dataset", "%s: %lld samples available but %lld requested", sp->name, (long long)d->num_samples,
              (long long)sp->num_samples);
   }

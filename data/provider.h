@@ -25,7 +25,8 @@ typedef struct {
   uint64_t seed;
   int64_t train_exact_num_epochs;      /* 0: not given */
   const char *train_idx_path;          /* --train-idx-path (BERT, T5: the training samples mapping's file), or NULL */
-  int train_sampled;                   /* the data sampler draws the training samples by index (train/data_sampler.h):
+  int train_sampled;                   /* the training samples are drawn by index (the data sampler of
+                                        * train/data_sampler.h, or data/pretraining_sampler.h's cyclic or repeated one):
                                         * the training split may hold fewer than num_samples[0] */
   int64_t num_samples[3];              /* train, valid, test */
   int mmap_warmup;

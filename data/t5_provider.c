@@ -25,29 +25,49 @@ typedef struct {
   uint8_t *padding;
 } t5_provider;
 
-/* Samples [first, first + B) of split: pretrain_t5.py's get_batch (keys text_enc, text_dec, labels, loss_mask and
- * the masks). */
+/* Row r of the micro batch: sample i of split (pretrain_t5.py's get_batch: keys text_enc, text_dec, labels,
+ * loss_mask and the masks). */
+static void fill_row(t5_provider *p, int split, int r, int64_t i) {
+  const int T = p->s.seq_length, TD = p->s.dec_seq_length;
+  int member;
+  int64_t j;
+  zt_bert_data_locate(&p->data, split, i, &member, &j);
+  zt_t5_dataset_get(&p->data.split[split].members[member], &p->t5, j, p->scratch, &p->row);
+  for (int t = 0; t < T; t++) {
+    p->tokens[(size_t)r * T + t] = p->row.text_enc[t];
+    p->padding[(size_t)r * T + t] = (uint8_t)!p->row.enc_valid[t];
+  }
+  for (int t = 0; t < TD; t++) {
+    const size_t o = (size_t)r * TD + t;
+    p->dec[o] = p->row.text_dec[t];
+    p->labels[o] = p->row.labels[t] < 0 ? 0 : p->row.labels[t];
+    p->loss_mask[o] = p->row.loss_mask[t] ? 1.0f : 0.0f;
+  }
+}
+
+static void set_batch(t5_provider *p, zt_batch *b) {
+  *b = (zt_batch){.B = p->s.micro_batch, .T = p->s.seq_length, .tokens = p->tokens, .labels = p->labels,
+                  .loss_mask = p->loss_mask, .padding = p->padding, .Td = p->s.dec_seq_length, .dec_tokens = p->dec};
+}
+
+/* Samples [first, first + B) of split. */
 static void load(zt_data_provider *dp, int split, uint64_t first, zt_batch *b) {
   t5_provider *p = dp->impl;
-  const int B = p->s.micro_batch, T = p->s.seq_length, TD = p->s.dec_seq_length;
-  for (int r = 0; r < B; r++) {
-    int member;
-    int64_t j;
-    zt_bert_data_locate(&p->data, split, (int64_t)(first + (uint64_t)r), &member, &j);
-    zt_t5_dataset_get(&p->data.split[split].members[member], &p->t5, j, p->scratch, &p->row);
-    for (int t = 0; t < T; t++) {
-      p->tokens[(size_t)r * T + t] = p->row.text_enc[t];
-      p->padding[(size_t)r * T + t] = (uint8_t)!p->row.enc_valid[t];
-    }
-    for (int t = 0; t < TD; t++) {
-      const size_t o = (size_t)r * TD + t;
-      p->dec[o] = p->row.text_dec[t];
-      p->labels[o] = p->row.labels[t] < 0 ? 0 : p->row.labels[t];
-      p->loss_mask[o] = p->row.loss_mask[t] ? 1.0f : 0.0f;
-    }
-  }
-  *b = (zt_batch){.B = B, .T = T, .tokens = p->tokens, .labels = p->labels, .loss_mask = p->loss_mask,
-                  .padding = p->padding, .Td = TD, .dec_tokens = p->dec};
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, (int64_t)(first + (uint64_t)r));
+  set_batch(p, b);
+}
+
+/* Samples ids[0 .. B) of split (--dataloader-type cyclic, --repeated-dataloader). */
+static void load_ids(zt_data_provider *dp, int split, const int64_t *ids, zt_batch *b) {
+  t5_provider *p = dp->impl;
+  for (int r = 0; r < p->s.micro_batch; r++) fill_row(p, split, r, ids[r]);
+  set_batch(p, b);
+}
+
+/* len(dataset): the split's samples mapping (through the blend). */
+static int64_t split_size(const zt_data_provider *dp, int split) {
+  const t5_provider *p = dp->impl;
+  return zt_bert_data_has(&p->data, split) ? p->data.split[split].size : 0;
 }
 
 static int has_split(const zt_data_provider *dp, int split) {
@@ -98,7 +118,8 @@ zt_data_provider *zt_t5_provider_create(const zt_data_setup *s) {
            "and one target (>= 2)", s->dec_seq_length);
 
   t5_provider *p = zt_calloc(1, sizeof *p, "T5 data provider");
-  p->base = (zt_data_provider){.kind = "T5", .load = load, .has_split = has_split, .free = provider_free, .impl = p};
+  p->base = (zt_data_provider){.kind = "T5", .load = load, .has_split = has_split, .load_ids = load_ids,
+                                .split_size = split_size, .free = provider_free, .impl = p};
   p->s = *s;
   zt_bert_vocab_from_tokenizer(&p->vocab, s->tokenizer, s->tokenizer_name);
   t5_vocab(p, s);

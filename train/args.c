@@ -71,9 +71,7 @@ static const choice k_tokenizers[] = {
 static const choice k_data_impl[] = {{"mmap", 0, NULL}, {"infer", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_dataloader[] = {
     {"single", 0, NULL},
-    {"cyclic", -1, "Megatron's MegatronPretrainingRandomSampler (a torch.randperm order per epoch) lands with the "
-                   "random-sampler work; use --dataloader-type single (the data-efficiency library's order is "
-                   "--data-efficiency-curriculum-learning's)"},
+    {"cyclic", 1, NULL},
     {NULL, 0, NULL}};
 static const choice k_recompute_methods[] = {{"uniform", 1, NULL}, {"block", 0, NULL}, {NULL, 0, NULL}};
 static const choice k_full[] = {{"full", ZT_RECOMPUTE_FULL, NULL}, {NULL, 0, NULL}};
@@ -304,7 +302,14 @@ static const flag k_flags[] = {
   {"--train-data-exact-num-epochs", F_I64, OFF(train_data_exact_num_epochs), NULL, DATA, "None",
    "Build the training set from exactly this many epochs."},
   {"--dataloader-type", F_CHOICE, OFF(dataloader_type), k_dataloader, DATA, "single",
-   "single: Megatron's sequential sampler from the consumed samples (cyclic is refused)."},
+   "single: Megatron's sequential sampler from the consumed samples; cyclic: its random sampler, a torch.randperm "
+   "order per epoch (seeded by the epoch) that never runs out (docs/data.md)."},
+  {"--no-data-sharding", F_CONST, OFF(data_sharding), k_off, DATA, "sharding on",
+   "--dataloader-type cyclic: one permutation of the split that the data-parallel ranks stride through, instead of "
+   "each rank shuffling its own contiguous bucket; no effect with single."},
+  {"--repeated-dataloader", F_TRUE, OFF(repeated_dataloader), NULL, DATA, "False",
+   "DeepSpeed's RepeatingLoader: a split that runs out (single sampler) is replayed from the loader's first sample "
+   "(the resume point); no effect with cyclic."},
   {"--num-workers", F_INT, OFF(num_workers), NULL, DATA, "2",
    "Megatron's loader worker processes: any N >= 0 is accepted and has no effect (batches are gathered from the "
    "mmap'd files in the training process in microseconds; bench/loader.sh)."},
@@ -1546,6 +1551,7 @@ static void set_defaults(zt_args *a) {
   a->rope_theta = 10000;
   a->rotary_percent = 1.0f;
   a->num_key_value_heads = -1;
+  a->data_sharding = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -1917,7 +1923,9 @@ void zt_args_print(const zt_args *a) {
   FLT_LINE("mask_prob", a->mask_prob, 1);
   FLT_LINE("short_seq_prob", a->short_seq_prob, 1);
   OPT_LINE("train_data_exact_num_epochs", a->train_data_exact_num_epochs);
-  STR_LINE("dataloader_type", "single");
+  STR_LINE("dataloader_type", a->dataloader_type ? "cyclic" : "single");
+  BOOL_LINE("data_sharding", a->data_sharding);
+  BOOL_LINE("repeated_dataloader", a->repeated_dataloader);
   INT_LINE("num_workers", a->num_workers);
 #undef LIST_LINE
 #undef OPTSTR_LINE

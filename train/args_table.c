@@ -19,8 +19,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Megatron distributed-optimizer", "--use-distributed-optimizer"},
-  {"repeated data loader (Megatron-DeepSpeed's RepeatingLoader: the training data replayed from the sampler's first "
-   "sample once it runs out)", "--repeated-dataloader"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"checkpoint variant (--no-initialization, kill switch)", "--no-initialization --kill-switch-file"},
   {"pipeline-variant (standalone embedding stage, zero-bubble schedule, p2p options)",

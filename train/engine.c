@@ -66,7 +66,7 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
       .seq_length = a->seq_length, .seed = a->seed,
       .train_exact_num_epochs = a->train_data_exact_num_epochs > 0 ? a->train_data_exact_num_epochs : 0,
       .train_idx_path = a->train_idx_path,
-      .train_sampled = a->data_efficiency_curriculum_learning,
+      .train_sampled = a->data_efficiency_curriculum_learning || a->dataloader_type == 1 || a->repeated_dataloader,
       .num_samples = {a->train_samples >= 0 ? a->train_samples : a->train_iters * gbs,
                       (a->train_iters / a->eval_interval + 1) * a->eval_iters * gbs, (int64_t)a->eval_iters * gbs},
       .mmap_warmup = a->mmap_warmup, .vocab_size = a->vocab_size, .tokenizer = tok,
@@ -239,6 +239,27 @@ static void data_sampler_setup(zt_engine *e) {
   }
   e->st.data_sampler_step = 0;
   e->st.data_sampler_digest = 0;
+}
+
+/* --dataloader-type cyclic and --repeated-dataloader: the data loads by id, and the random sampler has a micro batch
+ * on every data-parallel rank in each split it reads (its epoch is len(dataset) less the last partial slice). */
+static void pretraining_sampler_setup(zt_engine *e) {
+  const zt_args *a = e->args;
+  e->psampler_on = a->dataloader_type == 1 || a->repeated_dataloader;
+  if (!e->psampler_on) return;
+  const char *flag = a->dataloader_type == 1 ? "--dataloader-type cyclic" : "--repeated-dataloader";
+  zt_check(e->data->load_ids && e->data->split_size, "arguments", "%s: the %s data provider cannot load samples by "
+           "index", flag, e->data->kind);
+  if (a->dataloader_type != 1) return; /* the repeated sequential sampler checks its split when it starts */
+  static const char *const names[3] = {"training", "validation", "test"};
+  for (int k = 0; k < 3; k++) {
+    if (!zt_data_has_split(e->data, k) || (k == 0 ? a->train_iters == 0 || e->sampler_on : a->eval_iters == 0))
+      continue;
+    const int64_t n = e->data->split_size(e->data, k), step = (int64_t)a->micro_batch_size * a->data_parallel_size;
+    zt_check(n >= step, "dataset", "--dataloader-type cyclic: the %s split holds %lld samples, fewer than one micro "
+             "batch on every data-parallel rank (--micro-batch-size %d x %d ranks): Megatron's random sampler "
+             "would divide by zero", names[k], (long long)n, a->micro_batch_size, a->data_parallel_size);
+  }
 }
 
 /* Before each training iteration: the sampler's next global batch (a resumed run first replays the checkpoint's
@@ -1090,6 +1111,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   build_data(e, tok);
   e->sampler_on = ds && ds->data_sampling.enabled;
   data_sampler_setup(e);
+  pretraining_sampler_setup(e);
   /* train_T follows the sampler (seqlen_truncate, seqlen_reshape, --seq-length without them) or the micro batches
    * (longest_cut); the log line shows it, as Megatron-DeepSpeed's shows curriculum_seqlen with the flag */
   if (e->sampler_on) e->curriculum = 1;
@@ -1233,6 +1255,7 @@ void zt_engine_free(zt_engine *e) {
   zt_curriculum_batch_free(&e->reshape_buf);
   if (e->sampler_on && zt_comm_rank() == 0) zt_data_sampler_free(&e->sampler);
   free(e->sampler_msg);
+  for (int k = 0; k < 3; k++) zt_pretraining_sampler_free(&e->psampler[k]);
   free(e->pipe_steps);
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
@@ -1271,7 +1294,17 @@ void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb)
     e->data->load_ids(e->data, 0, zt_data_sampler_slice(e->sampler_msg + 3, mb, e->st.dp_rank,
                                                         e->args->micro_batch_size, e->args->data_parallel_size),
                       &e->batch);
-  else
+  else if (e->psampler_on) {
+    static const char *const names[3] = {"training", "validation", "test"};
+    const zt_args *a = e->args;
+    zt_pretraining_sampler *ps = &e->psampler[split];
+    const int64_t consumed = (int64_t)first - (int64_t)e->st.dp_rank * a->micro_batch_size;
+    if (!ps->ids)
+      zt_pretraining_sampler_init(ps, a->dataloader_type == 1, a->data_sharding, names[split],
+                                  e->data->split_size(e->data, split), a->micro_batch_size, a->data_parallel_size,
+                                  e->st.dp_rank, consumed);
+    e->data->load_ids(e->data, split, zt_pretraining_sampler_ids(ps, consumed), &e->batch);
+  } else
     zt_data_load(e->data, split, first, &e->batch);
   if (split == 0 && e->longest_cut) e->train_T = longest_cut_length(e);
   if (split == 0 && e->train_T < e->batch.T) { /* Megatron-DeepSpeed's GPTModel.forward / get_batch_pipe */

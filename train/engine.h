@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "data/pretraining_sampler.h"
 #include "data/provider.h"
 #include "data/tokenizer/tokenizer.h"
 #include "models/model.h"
@@ -133,6 +134,11 @@ typedef struct {
   int sampler_on;
   zt_data_sampler sampler;
   int64_t *sampler_msg;
+  /* --dataloader-type cyclic or --repeated-dataloader (data/pretraining_sampler.h): each split's sampler, started by
+   * its first micro batch (the loader's start: Megatron builds it after --load) and loading by id; the data-efficiency
+   * sampler above still feeds training */
+  int psampler_on;
+  zt_pretraining_sampler psampler[3];
   /* the sampler's length metric is seqlen_reshape: below --seq-length each training micro batch is re-cut into
    * reshape_rows rows of train_T tokens (0 at --seq-length), run as passes of --micro-batch-size rows through
    * reshape_buf (train/schedule.c) */
