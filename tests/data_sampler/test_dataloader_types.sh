@@ -3,7 +3,7 @@
 # Megatron-DeepSpeed's samplers over the real torch.randperm (megatron_samplers.py):
 #  1. a cyclic run equals, loss for loss (dropout on), a single-sampler run whose --train-shuffle-idx-path file is
 #     reordered to the order Megatron's random sampler draws: one process, and DP=2 sharded and unsharded (label
-#     mpi; skipped without mpirun);
+#     mpi; skipped without mpirun); PP=2 and TP=2 + sequence parallel equal one process, validations included;
 #  2. over a training split shorter than the run (--train-data-exact-num-epochs 1, refused with the plain single
 #     sampler), with --lr 0, no dropout and one sample per iteration each iteration's losses are a function of the
 #     sample it loads (id_losses.py): the cyclic order through three epochs, the repeated sequential one, a resumed
@@ -82,6 +82,17 @@ single=$(gpt "${tiny[@]}" "${D[@]}")
 if command -v mpirun >/dev/null; then
   reorder_check "cyclic, DP=2 (each rank shuffles its bucket)" 2
   reorder_check "cyclic --no-data-sharding, DP=2 (one permutation, ranks strided)" 2 --no-data-sharding
+  losses() { grep -E "lm loss" <<<"$1" | sed -E 's/.*lm loss( value)?: ([0-9.E+-]+).*/\2/' | tr '\n' ' '; }
+  ev=(--eval-iters 1 --eval-interval 3)
+  one=$(gpt "${tiny[@]}" "${D[@]}" "${ev[@]}" --dataloader-type cyclic)
+  for lay in "--pipeline-model-parallel-size 2" "--tensor-model-parallel-size 2 --sequence-parallel"; do
+    # shellcheck disable=SC2086
+    out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" "${ev[@]}" --dataloader-type cyclic \
+          $lay 2>&1)
+    [ "$(losses "$one" | wc -w)" -eq 9 ] && [ "$(losses "$out")" == "$(losses "$one")" ] &&
+      ok "cyclic, $lay = one process (6 iterations, 3 validations)" ||
+      bad "cyclic $lay" "$(losses "$out") vs $(losses "$one") $(grep -m1 error <<<"$out")"
+  done
 else
   echo "SKIP DP=2: no mpirun"
 fi
