@@ -1013,10 +1013,6 @@ static void check_llama_flags(zt_args *a, const unsigned char *seen, int head_di
   zt_check(!gqa || strcmp(zt_args_model, "t5") != 0, "unsupported argument", "--num-key-value-heads %d of %d heads "
            "in T5: Megatron-DeepSpeed's cross-attention asserts 'GQA + cross-attn not tested yet'",
            a->num_key_value_heads, a->num_attention_heads);
-  zt_check(!(a->use_rotary_position_embeddings && a->random_ltd), "unsupported argument", "--random-ltd with "
-           "--use-rotary-position-embeddings is not supported: Megatron-DeepSpeed turns a random-LTD layer's r kept "
-           "tokens by positions 0 .. r-1 (its rotary table sliced to the kept length), not by their places in the "
-           "sequence; that pairing lands with the rotary random-LTD work");
 }
 
 /* Knowledge distillation and Mixture-of-Students (Megatron-DeepSpeed's _add_distillation_args, setup_teacher_model):

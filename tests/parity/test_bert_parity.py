@@ -10,7 +10,9 @@ Runs the dump binary (tests/parity/bert_parity_dump.c) into a temporary director
 full activation recompute; random-LTD on layer 1, 10 of 16 tokens, alone and with post-LN and recompute: the layer
 runs on the listed tokens with the padding mask of those tokens, as DeepSpeed's bert_sample_tokens gathers it; the
 Llama-style --normalization rmsnorm --swiglu --disable-bias-linear; --openai-gelu with --apply-layernorm-1p, post-LN;
-rotary embeddings on half of each head (theta 500, no learned positions) with 2 key/value heads of 4 and no biases),
+rotary embeddings on half of each head (theta 500, no learned positions) with 2 key/value heads of 4 and no biases,
+alone and with random-LTD, whose kept tokens turn by positions 0 .. r-1 as in Megatron-DeepSpeed's
+apply_rotary_pos_emb, which slices the table to the length of the tensor it is given),
 recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
 check, then "N passed, M failed". Exit status 1 on any failure.
 
@@ -318,7 +320,8 @@ CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--n
            ("post_ln_no_binary_head_recompute", ["--post-ln", "--no-binary-head", "--recompute"]),
            ("recompute", ["--recompute"]), ("random_ltd", ["--random-ltd"]),
            ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"]),
-           ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"]), ("rope_gqa", ["--rope-gqa"])]
+           ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"]), ("rope_gqa", ["--rope-gqa"]),
+           ("rope_gqa_random_ltd", ["--rope-gqa", "--random-ltd"])]
 
 
 def main():

@@ -21,6 +21,10 @@ heads; NKV key/value heads, 4 unless noted):
   erf_nobias       --disable-bias-linear without SwiGLU: no bias-GELU fusion, so the MLP is F.gelu's exact erf form;
                    learned positions, untied output layer (a C side with the tanh form fails: gradients 1-2e-5
                    relative off, against 4e-7 with the erf form, measured)
+  llama_ltd        llama with random-LTD (`--llama llama --random-ltd`): layer 1 runs on 10 kept tokens of the 16 of
+                   each row, which it turns by positions 0..9 (Megatron-DeepSpeed's apply_rotary_pos_emb slices the
+                   table to the length of the tensor it is given: freqs[:r]), not by their places in the row; the
+                   C gradients must also be far (ROTARY_MATTERS) from a twin that turns them by their places
 and checks, as test_gpt_parity.py does (its Dump, tolerances and the shared parity_lib optimizer are reused), the
 parameter names and shapes the variants imply, the loss, every gradient, and the three steps' losses, grad norms,
 clip coefficients, learning rates, parameters and updates. For every rotary case it also checks that the rotary
@@ -85,7 +89,10 @@ CASES = {
     "mqa_bias": ((0, 0, 1, 1, 10000.0, 0.5, 0, 1, 0, 0), 0, 0),
     "sq_relu_ln1p": ((0, 0, 1, 0, 10000.0, 1.0, 1, 4, 3, 1), 0, 0),
     "erf_nobias": ((0, 0, 0, 0, 10000.0, 1.0, 1, 4, 1, 0), 1, 0),
+    "llama_ltd": ((1, 1, 0, 1, 10000.0, 1.0, 0, 4, 0, 0), 1, 0),
 }
+# the dump's arguments of a case, when not `--llama TAG`
+DUMP_ARGS = {"llama_ltd": ["--llama", "llama", "--random-ltd"]}
 # Some C gradient tensor must differ from the twin's without rotary by more than this (norm-wise), 100 x TOL_GRAD; a C
 # side that ignored rotary matches that twin to ~1e-6 in every tensor. The loss is no witness: at init std 0.02 the
 # attention is nearly uniform and the loss moves by only ~1e-5 (llama) or ~1e-6 (rope_partial) relative without
@@ -155,16 +162,33 @@ def layer(P, l, x, cfg, rope):
     return x + linear(P, p + "mlp.dense_4h_to_h", f, cfg)
 
 
-def gpt_loss(P, tokens, targets, mask, cfg, rotary=None):
-    """sum(ce * mask) / sum(mask) of the forward in float64; rotary overrides cfg's (the rotary-matters check)."""
+def gpt_loss(P, tokens, targets, mask, cfg, rotary=None, kept=None, ltd_by_place=False):
+    """sum(ce * mask) / sum(mask) of the forward in float64; rotary overrides cfg's (the rotary-matters check).
+    kept [L, B, r]: random-LTD's kept positions for the layers in cfg["ltd_layers"] (DeepSpeed's GatherTokens, the
+    layer on them turned by positions 0..r-1, ScatterTokens); ltd_by_place turns them by their places instead (the
+    semantics Megatron-DeepSpeed does not have: the witness that the C side follows it)."""
     V = cfg["V"]
     T = tokens.shape[1]
+    C = cfg["C"]
     emb = "language_model.embedding."
     x = P[emb + "word_embeddings.weight"][tokens]
     if cfg["pos_emb"]:
         x = x + P[emb + "position_embeddings.weight"][torch.arange(T)]
-    rope = rope_tables(T, cfg) if (cfg["rotary"] if rotary is None else rotary) else None
+    on = cfg["rotary"] if rotary is None else rotary
+    rope = rope_tables(T, cfg) if on else None
     for l in range(cfg["L"]):
+        if kept is not None and cfg["ltd_layers"] >> l & 1:
+            idx = kept[l][:, :, None].expand(-1, -1, C)  # [B, r, C]
+            r = kept.shape[2]
+            if not on:
+                lrope = None
+            elif ltd_by_place:  # per-row tables: each kept token's own place
+                cos, sin = rope
+                lrope = (cos[kept[l]][:, None], sin[kept[l]][:, None])  # [B, 1, r, rot]: broadcast over heads
+            else:
+                lrope = rope_tables(r, cfg)
+            x = x.scatter(1, idx, layer(P, l, torch.gather(x, 1, idx), cfg, lrope))
+            continue
         x = layer(P, l, x, cfg, rope)
     x = norm(P, "language_model.encoder.final_layernorm", x, cfg)
     w_out = P["language_model.output_layer.weight"] if cfg["untie"] else P[emb + "word_embeddings.weight"]
@@ -174,12 +198,12 @@ def gpt_loss(P, tokens, targets, mask, cfg, rotary=None):
     return (ce * m).sum() / m.sum()
 
 
-def loss_and_grads(P, names, batches, cfg):
+def loss_and_grads(P, names, batches, cfg, ltd_by_place=False):
     """Mean loss over micro batches and the gradients of sum_mb loss_mb / n_mb (the engine's scaling)."""
     leaves = {n: P[n].detach().clone().requires_grad_(True) for n in names}
     total, losses = 0.0, []
-    for tokens, targets, mask, _ in batches:
-        loss = gpt_loss(leaves, tokens, targets, mask, cfg)
+    for tokens, targets, mask, kept in batches:
+        loss = gpt_loss(leaves, tokens, targets, mask, cfg, kept=kept, ltd_by_place=ltd_by_place)
         losses.append(loss.item())
         total = total + loss / len(batches)
     total.backward()
@@ -200,7 +224,7 @@ def zero_grad_key_bias_rows(cfg):
 
 def run_config(binary, tag, tmp):
     out = os.path.join(tmp, tag)
-    proc = subprocess.run([binary, out, "--llama", tag], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run([binary, out] + DUMP_ARGS.get(tag, ["--llama", tag]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if not check(proc.returncode == 0, f"{tag} dump", f"exit status {proc.returncode}"):
         print(proc.stdout)
         return
@@ -210,10 +234,12 @@ def run_config(binary, tag, tmp):
                     "warmup", "decay", "gbs", "ltd_layers", "ltd_keep"], c))
     lv = d.load("llama", np.float64).reshape(-1).tolist()
     want_lv, want_untie, want_recompute = CASES[tag]
+    ltd = "--random-ltd" in DUMP_ARGS.get(tag, [])
     check(len(lv) == len(LLAMA_FIELDS) and all(abs(a - b) <= 1e-12 * max(1.0, abs(b)) for a, b in zip(lv, want_lv))
-          and cfg["untie"] == want_untie and cfg["recompute"] == want_recompute and cfg["ltd_keep"] == 0,
+          and cfg["untie"] == want_untie and cfg["recompute"] == want_recompute and (cfg["ltd_keep"] > 0) == ltd,
           f"{tag} variants", f"llama.npy {lv} (want {list(want_lv)}), untie {cfg['untie']} recompute "
-          f"{cfg['recompute']} (want {want_untie} {want_recompute}), ltd_keep {cfg['ltd_keep']} (want 0)")
+          f"{cfg['recompute']} (want {want_untie} {want_recompute}), ltd_keep {cfg['ltd_keep']} (want "
+          f"{'> 0' if ltd else 0})")
     for k, val in zip(LLAMA_FIELDS, lv):  # the twin follows what the dump says it built
         cfg[k] = val if k in ("theta", "percent") else int(val)
     if len(lv) != len(LLAMA_FIELDS) or cfg["kv_heads"] <= 0 or cfg["NH"] % cfg["kv_heads"]:
@@ -233,7 +259,7 @@ def run_config(binary, tag, tmp):
     names = [n for n in names if n in want]  # a missing parameter raises KeyError in the twin: a FAIL, not a skip
 
     # ---- one forward/backward ----
-    batch0 = d.batch("")
+    batch0 = d.batch("", ltd)
     ref_loss, ref_grads = loss_and_grads(P0, names, [batch0], cfg)
     zt_loss = d.scalar("loss")
     e = abs(zt_loss - ref_loss) / abs(ref_loss)
@@ -245,6 +271,12 @@ def run_config(binary, tag, tmp):
         check(eg > ROTARY_MATTERS, f"{tag} rotary applied",
               f"C gradients vs the twin's without rotary: largest rel {eg:.2e} ({en}; must exceed "
               f"{ROTARY_MATTERS:.0e}); loss zt {zt_loss:.7f} vs {plain_loss:.7f} without rotary, rel {el:.2e} (info)")
+    if ltd:  # the kept tokens turn by 0..r-1: far from a twin that turns them by their places in the row
+        _, place_grads = loss_and_grads(P0, names, [batch0], cfg, ltd_by_place=True)
+        eg, en = max((rel(d.load("grad." + n), place_grads[n].numpy()), n) for n in names)
+        check(eg > ROTARY_MATTERS, f"{tag} kept tokens turned by 0..r-1",
+              f"C gradients vs the twin turning them by their places: largest rel {eg:.2e} ({en}; must exceed "
+              f"{ROTARY_MATTERS:.0e})")
     worst = 0.0
     for n in names:
         g = d.load("grad." + n)
@@ -267,7 +299,7 @@ def run_config(binary, tag, tmp):
     samples, lr_sum, clipped = 0, 0.0, 0
     worst_p = worst_d = 0.0
     for k in range(1, cfg["steps"] + 1):
-        batches = [d.batch(f"step{k}.mb{j}.") for j in range(cfg["nmb"])]
+        batches = [d.batch(f"step{k}.mb{j}.", ltd) for j in range(cfg["nmb"])]
         loss, grads = loss_and_grads(P, names, batches, cfg)
         lr = lr_at(samples, cfg["warmup"], cfg["decay"])
         norm_, clip = clip_and_adamw(P, m, v, grads, names, k, lr)

@@ -5,8 +5,8 @@
 # grad norms over 6 iterations with dropout on; a checkpoint saved at TP=2 resumes in one process to the uninterrupted
 # run's losses, and zero_to_fp32 writes the same tensors from a TP=2 and a one-process checkpoint (SwiGLU's
 # dense_h_to_4h: the gate half, then the linear half, whatever the layout that saved it); grouped-query attention
-# (--num-key-value-heads 2) at TP=2 + SP = one process, its TP=2 checkpoint resumed in one process;
-# --use-checkpoint-args. Also the argument dump, the parameter counts (no biases, no position embeddings, the SwiGLU
+# (--num-key-value-heads 2) at TP=2 + SP = one process, its TP=2 checkpoint resumed in one process; random-LTD with
+# rotary at TP=2 and PP=2 = one process; --use-checkpoint-args. Also the argument dump, the parameter counts (no biases, no position embeddings, the SwiGLU
 # width, the grouped query_key_value), and the refusals.
 # Usage: test_llama.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
@@ -108,6 +108,29 @@ else
   bad "GQA TP=2 -> one process resume" "'$(field "$res" "lm loss")' vs '$(field "$gref" "lm loss" | cut -d' ' -f4-)'"
 fi
 
+# random-LTD with rotary: layer 1 runs on a reserved length of 16 -> 64 of the 64 tokens, its kept tokens turned by
+# positions 0 .. r-1 as Megatron-DeepSpeed's (tests/parity/test_llama_parity.py's llama_ltd checks that against the
+# twin); TP=2 and PP=2 = one process
+cat > ltd.json <<'EOF'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8,
+ "data_efficiency": {"enabled": true, "seed": 1234,
+   "data_routing": {"enabled": true, "random_ltd": {"enabled": true, "total_layer_num": 2, "random_ltd_layer_num": 1,
+     "random_ltd_layer_id": [1], "model_mask_name": "attention_mask", "model_type": "decoder",
+     "hidden_state_order": "seq_batch_dim",
+     "random_ltd_schedule": {"min_value": 16, "max_value": 64, "schedule_type": "fixed_linear",
+       "schedule_config": {"require_steps": 8, "seq_per_step": 16}}}}}}
+EOF
+ltd=(--deepspeed --deepspeed_config ltd.json --random-ltd --micro-batch-size 8)
+lref=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" "${ltd[@]}" 2>&1)
+[ "$(field "$lref" "random ltd reserved length")" = "16 16 16 32 32 32 " ] &&
+  [ "$(field "$lref" "lm loss")" != "$(field "$ref" "lm loss")" ] &&
+  ok "random-LTD with rotary: reserved lengths 16 16 16 32 32 32, other losses than without" ||
+  bad "random-LTD with rotary" "'$(field "$lref" "random ltd reserved length")' $(grep -m1 error <<<"$lref")"
+out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${ltd[@]}" --tensor-model-parallel-size 2 2>&1)
+same "random-LTD with rotary, TP=2" "$lref" "$out" $?
+out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${ltd[@]}" --pipeline-model-parallel-size 2 2>&1)
+same "random-LTD with rotary, PP=2" "$lref" "$out" $?
+
 # saved at TP=2 after 3 iterations, resumed in one process: the uninterrupted run's last 3 iterations
 out=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --micro-batch-size 8 --tensor-model-parallel-size 2 \
       --save ck_tp2 --save-interval 3 --exit-interval 3 2>&1)
@@ -169,8 +192,6 @@ refused "--rotary-percent giving an odd count" "gives 1 rotary dimensions" "${ti
   --rotary-percent 0.1
 refused "--rotary-percent 0" "--rotary-percent 0: must be in (0, 1]" "${tiny[@]}" --micro-batch-size 8 \
   --rotary-percent 0
-refused "--random-ltd with rotary" "--random-ltd with --use-rotary-position-embeddings" "${tiny[@]}" \
-  --micro-batch-size 8 --random-ltd
 refused "resuming with another rotary theta" "saved with rope_theta 10000, this run has 500" "${tiny[@]}" \
   --micro-batch-size 8 --load ck_tp1 --rotary-position-embeddings-theta 500
 refused "resuming without --swiglu" "(a different architecture?)" --num-layers $L --hidden-size $H \

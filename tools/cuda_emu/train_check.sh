@@ -248,6 +248,8 @@ train_case "Llama-style: RMSNorm, SwiGLU, no biases, rotary, dropout 0.1" 1 "${l
 train_case "Llama-style, TP=2 + sequence parallel, rotary on half of each head" 2 "${llama[@]}" --rotary-percent 0.5 \
   --tensor-model-parallel-size 2 --sequence-parallel
 TOL=2e-3 train_case "Llama-style, bf16" 1 --bf16 "${llama[@]}"
+train_case "Llama-style with random-LTD (the kept tokens turn by 0 .. r-1)" 1 "${llama[@]}" --deepspeed \
+  --deepspeed_config "$(random_ltd_cfg)" --random-ltd
 train_case "Llama-style with grouped-query attention (gqa_pack), TP=2" 2 "${llama[@]}" --num-key-value-heads 2 \
   --tensor-model-parallel-size 2
 # The other model variants (docs/gpt.md): act_forward/backward after the unfused dense_h_to_4h (the squared ReLU, the
