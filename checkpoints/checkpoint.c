@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "checkpoints/ckpt_fs.h"
 #include "checkpoints/ckpt_reader.h"
@@ -769,6 +770,9 @@ static void load_checkpoint(zt_train_state *st) {
   if (!discover_everywhere(a, tag, sizeof tag)) {
     zt_check(!a->exit_on_missing_checkpoint, "checkpoint", "--exit-on-missing-checkpoint: no checkpoint in --load "
              "%s (no %s/latest)", a->load, a->load);
+    zt_check(a->perform_initialization, "checkpoint", "--no-initialization: no checkpoint in --load %s (no "
+             "%s/latest) to fill the weights it left uninitialized (Megatron-DeepSpeed would train torch.empty's "
+             "memory); drop --no-initialization to start from random", a->load, a->load);
     zt_log("WARNING: could not find the metadata file %s/latest \n", a->load);
     zt_log("    will not load any checkpoints and will start from random\n");
     return;
@@ -970,6 +974,10 @@ static int any_rank(int flag) {
   return v > 0;
 }
 
+int zt_ckpt_kill_switch(const zt_args *a) {
+  return a->kill_switch_file && any_rank(access(a->kill_switch_file, F_OK) == 0);
+}
+
 int zt_ckpt_after_step(zt_train_state *st) {
   const zt_args *a = st->args;
   const int64_t it = st->iteration;
@@ -999,6 +1007,15 @@ int zt_ckpt_after_step(zt_train_state *st) {
     zt_barrier(zt_comm_world());
     char line[96];
     snprintf(line, sizeof line, "exiting program at iteration %lld", (long long)it);
+    print_datetime(line);
+    return 1;
+  }
+  if (zt_ckpt_kill_switch(a)) { /* Megatron-DeepSpeed's found_kill_switch, after the exit interval */
+    if (a->save && !saved) zt_ckpt_save(st);
+    zt_barrier(zt_comm_world());
+    char line[4200];
+    snprintf(line, sizeof line, "Detected kill switch at %s, iteration=%lld. Exiting", a->kill_switch_file,
+             (long long)it);
     print_datetime(line);
     return 1;
   }

@@ -16,6 +16,8 @@ void zt_ckpt_start(zt_train_state *st);
 /* After each training iteration: SIGTERM, --save-interval, --exit-duration-in-mins, --exit-interval, in
  * Megatron's order. Returns 1 when the program must exit now (the checkpoint, if any, is written). */
 int zt_ckpt_after_step(zt_train_state *st);
+/* --kill-switch-file: whether the file exists on any rank (every rank takes the same decision). */
+int zt_ckpt_kill_switch(const zt_args *a);
 /* After the training loop: saves (with --save) unless this iteration was just saved or is 0. */
 void zt_ckpt_end_of_training(zt_train_state *st);
 /* Megatron-DeepSpeed's load_model_weights_only: the weights of a->load (a->no_load_optim and a->no_load_rng set,

@@ -14,6 +14,7 @@
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
 #include "train/args.h"
+#include "train/progress.h"
 
 /* The per-layer experts of a saved argument summary (its num_experts list over num_layers at expert_interval, as
  * get_num_experts_per_layer reads them) into out[num_layers]; 0 when the summary lacks them. */
@@ -76,6 +77,18 @@ int zt_train_main(int argc, char **argv, const zt_model_kind *kind, const char *
   zt_args_print(&args);
   zt_ds_config *ds = zt_engine_deepspeed_setup(&args, kind);
   zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
+  if (zt_ckpt_kill_switch(&args)) { /* Megatron-DeepSpeed's pretrain(): before anything is built */
+    char line[4200];
+    snprintf(line, sizeof line, "Detected kill switch at %s. Exiting", args.kill_switch_file);
+    zt_print_datetime(line);
+    if (ds) {
+      zt_ds_config_free(ds);
+      free(ds);
+    }
+    if (tok) zt_tokenizer_free(tok);
+    zt_comm_finalize();
+    return 0;
+  }
   if (args.mos || args.kd) check_teacher_checkpoint(&args);
   zt_engine e;
   zt_engine_init(&e, &args, tok, ds, kind);

@@ -361,6 +361,11 @@ static const flag k_flags[] = {
    "Save (with --save) and exit after this many minutes."},
   {"--exit-signal-handler", F_TRUE, OFF(exit_signal_handler), NULL, CKPT, "False",
    "On SIGTERM: save (with --save) after the current iteration and exit."},
+  {"--kill-switch-file", F_STR, OFF(kill_switch_file), NULL, CKPT, "None",
+   "Exit before any work when this file exists, or after the iteration that finds it (saving first, with --save)."},
+  {"--no-initialization", F_CONST, OFF(perform_initialization), k_off, CKPT, "initialization on",
+   "Skip the weights' random initialization (a faster start): the --load checkpoint fills them; a run that loads "
+   "none is refused."},
   {"--no-load-lr-state", F_TRUE, OFF(no_load_lr_state), NULL, CKPT, "False",
    "Load the optimizer states but not the learning-rate scheduler (it starts afresh)."},
   {"--override-opt_param-scheduler", F_TRUE, OFF(override_opt_param_scheduler), NULL, CKPT, "False",
@@ -1192,6 +1197,8 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   /* checkpoints */
   if (given(seen, "--save-interval")) check_positive("--save-interval", a->save_interval);
   if (given(seen, "--exit-interval")) check_positive("--exit-interval", a->exit_interval);
+  zt_check(a->perform_initialization || a->load, "missing argument", "--no-initialization leaves the weights for a "
+           "checkpoint to fill: give --load DIR (Megatron-DeepSpeed would train on torch.empty's memory)");
   if (given(seen, "--exit-duration-in-mins")) check_positive("--exit-duration-in-mins", a->exit_duration_in_mins);
   zt_check(!(a->load_tag && !a->load), "missing argument", "--load-tag %s needs --load DIR", a->load_tag);
   zt_check(!(a->finetune && !a->load), "missing argument", "--finetune needs --load DIR (the checkpoint to start "
@@ -1548,6 +1555,7 @@ static void set_defaults(zt_args *a) {
   a->rotary_percent = 1.0f;
   a->num_key_value_heads = -1;
   a->data_sharding = 1;
+  a->perform_initialization = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -1944,6 +1952,8 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("finetune", a->finetune);
   BOOL_LINE("use_checkpoint_args", a->use_checkpoint_args);
   BOOL_LINE("exit_on_missing_checkpoint", a->exit_on_missing_checkpoint);
+  STR_LINE("kill_switch_file", a->kill_switch_file ? a->kill_switch_file : "None");
+  BOOL_LINE("perform_initialization", a->perform_initialization);
   OPT_LINE("exit_interval", a->exit_interval);
   OPT_LINE("exit_duration_in_mins", a->exit_duration_in_mins);
   BOOL_LINE("exit_signal_handler", a->exit_signal_handler);

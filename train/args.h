@@ -191,6 +191,8 @@ typedef struct {
   int exit_interval;                /* -1 None */
   int exit_duration_in_mins;        /* -1 None */
   int exit_signal_handler;          /* SIGTERM: save (with --save) and exit */
+  const char *kill_switch_file;     /* --kill-switch-file: exit when it exists (at start, after each iteration) */
+  int perform_initialization;       /* 1; --no-initialization 0: the weights wait for the --load checkpoint */
   int no_load_lr_state;             /* load the optimizer but not the learning-rate scheduler */
   int override_opt_param_scheduler, use_checkpoint_opt_param_scheduler; /* Megatron's scheduler check */
 

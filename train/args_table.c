@@ -20,7 +20,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Megatron distributed-optimizer", "--use-distributed-optimizer"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"checkpoint variant (--no-initialization, kill switch)", "--no-initialization --kill-switch-file"},
   {"pipeline-variant (standalone embedding stage, zero-bubble schedule, p2p options)",
    "--standalone-embedding-stage "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "

@@ -650,12 +650,23 @@ static void init_weights(zt_engine *e) {
   zt_model *m = e->model;
   const uint64_t seed = e->args->seed;
   const zt_dtype half = e->st.half_dtype;
-  for (int u = 0; e->st.zero_stage == 3 && u < m->nunits; u++) {
+  if (!e->args->perform_initialization) {
+    /* --no-initialization (Megatron's perform_initialization False): no draws; the --load checkpoint fills every
+     * weight and master (zt_ckpt_start refuses a run that loads none) */
+    zt_log("> --no-initialization: the weights are left for the checkpoint to fill\n");
+    if (e->st.zero_stage == 3) {
+      zt_zero3_reset(&e->st.zero3);
+    } else {
+      e->be->memset(m->params, 0, m->table->numel * zt_dtype_size(m->dt));
+      masters_from_weights(e, e->st.part_lo, e->st.part_hi - e->st.part_lo);
+    }
+  }
+  for (int u = 0; e->args->perform_initialization && e->st.zero_stage == 3 && u < m->nunits; u++) {
     zt_model_init_range(m, seed, m->unit_off[u], m->unit_off[u + 1], half);
     masters_from_weights(e, e->st.zero3.ox[u], e->st.zero3.olen[u]); /* this rank's piece */
     zt_zero3_discard(&e->st.zero3, u);
   }
-  if (e->st.zero_stage != 3) {
+  if (e->args->perform_initialization && e->st.zero_stage != 3) {
     e->be->memset(m->params, 0, m->table->numel * zt_dtype_size(m->dt)); /* the alignment padding stays zero */
     zt_model_init_range(m, seed, 0, m->table->numel, half);
     /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */

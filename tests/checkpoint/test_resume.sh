@@ -5,7 +5,9 @@
 #    schedule + AdamW, SGD, a DeepSpeed scheduler block, and bf16/fp16 when the build has them;
 #  - Megatron's messages; the latest files; --finetune, --no-load-optim, --no-save-optim, --no-load-rng, a seed or
 #    shape mismatch, --load-tag, --use-checkpoint-args, a missing checkpoint and --exit-on-missing-checkpoint,
-#    --exit-signal-handler (SIGTERM), --exit-duration-in-mins.
+#    --exit-signal-handler (SIGTERM), --exit-duration-in-mins, --kill-switch-file (at the start, after a save, and
+#    created during the run), --no-initialization (fp32, bf16, --finetune, --no-load-optim, ZeRO-3 at DP=2; refused with nothing
+#    to load).
 # Usage: test_resume.sh PRETRAIN_GPT PYTHON
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -170,9 +172,68 @@ out=$("$bin" "${tiny[@]}" --train-iters 1 --save-interval 0 --save X 2>&1)
 grep -qF "error: bad argument value: --save-interval 0: must be > 0" <<<"$out" && ok "--save-interval 0 refused" || bad "--save-interval 0" "$out"
 out=$("$bin" "${tiny[@]}" --train-iters 1 --use-checkpoint-args 2>&1)
 grep -qF "error: missing argument: --use-checkpoint-args needs --load DIR" <<<"$out" && ok "--use-checkpoint-args without --load refused" || bad "uca" "$out"
-out=$("$bin" "${tiny[@]}" --train-iters 1 --kill-switch-file ks 2>&1)
-grep -qF "error: unsupported argument: --kill-switch-file is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the checkpoint variant (--no-initialization, kill switch) work)" <<<"$out" &&
-  ok "--kill-switch-file still refused by name (--universal-checkpoint: tests/cli/test_script_flags_extra.sh)" || bad "kill switch" "$out"
+
+# --kill-switch-file (Megatron-DeepSpeed's found_kill_switch): present at the start, the run exits 0 before building
+# anything; found after an iteration, it saves (unless that iteration just did) and exits 0
+touch ks
+out=$("$bin" "${tiny[@]}" --train-iters 4 --save K0 --kill-switch-file ks 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qE "^\[Detected kill switch at ks\. Exiting\] datetime: " <<<"$out" &&
+  ! grep -q "^ iteration\|building GPT model" <<<"$out" && [ ! -e K0 ] &&
+  ok "kill switch at the start: exit 0 before any work, nothing written" || bad "kill switch at start" "rc=$rc $(tail -2 <<<"$out")"
+rm -f ks
+rm -rf K1
+out=$("$bin" "${tiny[@]}" --train-iters 8 --save K1 --save-interval 2 --kill-switch-file K1/latest 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qE "^\[Detected kill switch at K1/latest, iteration=2\. Exiting\] datetime: " <<<"$out" &&
+  [ "$(grep -c "^ iteration" <<<"$out")" -eq 2 ] && [ "$(grep -c "saving checkpoint at iteration" <<<"$out")" -eq 1 ] &&
+  [ "$(cat K1/latest)" == "global_step2" ] &&
+  ok "kill switch found after iteration 2 (the save just made it): that save only, exit 0" ||
+  bad "kill switch after a save" "rc=$rc $(grep -E "kill|saving" <<<"$out" | head -3)"
+rm -rf K2 ks
+"$bin" "${tiny[@]}" --hidden-size 64 --train-iters 100000 --save K2 --kill-switch-file ks --log-interval 1 > ks.log 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do grep -q "^ iteration        3/" ks.log && break; sleep 0.05; done
+touch ks; wait $pid; rc=$?
+it=$(cat K2/latest_checkpointed_iteration.txt 2>/dev/null)
+[ $rc -eq 0 ] && [ -n "$it" ] && [ "$(cat K2/latest)" == "global_step$it" ] &&
+  grep -qE "^\[Detected kill switch at ks, iteration=$it\. Exiting\] datetime: " ks.log &&
+  [ "$(grep "^ iteration" ks.log | tail -1 | awk '{print $2}')" == "$it/" ] &&
+  ok "kill switch created during the run: saved at iteration $it, the last one run, exit 0" ||
+  bad "kill switch during the run" "rc=$rc it=$it $(tail -2 ks.log)"
+rm -f ks
+
+# --no-initialization: the checkpoint fills every weight (the same run as with the initialization), in fp32, bf16
+# and with --finetune; without a checkpoint to load it is refused
+rm -rf N
+"$bin" "${tiny[@]}" --train-iters 6 --save N --exit-interval 3 >/dev/null 2>&1
+for extra in "" "--bf16" "--finetune" "--no-load-optim"; do
+  # shellcheck disable=SC2086
+  a=$("$bin" "${tiny[@]}" --train-iters 6 --load N $extra 2>&1)
+  # shellcheck disable=SC2086
+  b=$("$bin" "${tiny[@]}" --train-iters 6 --load N $extra --no-initialization 2>&1)
+  [ -n "$(losses "$a")" ] && [ "$(losses "$a")" == "$(losses "$b")" ] && [ "$(vals "$a")" == "$(vals "$b")" ] &&
+    grep -q "^> --no-initialization: the weights are left for the checkpoint to fill" <<<"$b" &&
+    grep -qE "^  perform_initialization \.+ False$" <<<"$b" &&
+    ok "--no-initialization ${extra:-(fp32)}: the loaded run's log lines as with the initialization" ||
+    bad "--no-initialization $extra" "'$(losses "$a")' vs '$(losses "$b")' $(grep -m1 error <<<"$b")"
+done
+if command -v mpirun >/dev/null; then # ZeRO-3 at DP=2: every rank's partition and masters come from the checkpoint
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}' > z3.json
+  z3=(--deepspeed --deepspeed_config z3.json --train-iters 6)
+  rm -rf NZ
+  timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${z3[@]}" --save NZ --exit-interval 3 >/dev/null 2>&1
+  a=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${z3[@]}" --load NZ 2>&1)
+  b=$(timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" "${z3[@]}" --load NZ --no-initialization 2>&1)
+  [ -n "$(losses "$a")" ] && [ "$(losses "$a")" == "$(losses "$b")" ] && [ "$(vals "$a")" == "$(vals "$b")" ] &&
+    ok "--no-initialization, ZeRO-3 + bf16 at DP=2: as with the initialization" ||
+    bad "--no-initialization ZeRO-3" "'$(losses "$a")' vs '$(losses "$b")' $(grep -m1 error <<<"$b")"
+fi
+out=$("$bin" "${tiny[@]}" --train-iters 2 --no-initialization 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -qF "error: missing argument: --no-initialization leaves the weights for a checkpoint to fill: give --load DIR" <<<"$out" &&
+  ok "--no-initialization without --load refused" || bad "--no-initialization without --load" "$(tail -1 <<<"$out")"
+out=$("$bin" "${tiny[@]}" --train-iters 2 --no-initialization --load empty --save NS 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -qF "error: checkpoint: --no-initialization: no checkpoint in --load empty (no empty/latest)" <<<"$out" &&
+  ! grep -q "^ iteration" <<<"$out" && [ ! -e NS ] &&
+  ok "--no-initialization with nothing to load refused before training" || bad "--no-initialization, empty" "$(tail -1 <<<"$out")"
 
 # SIGTERM with --exit-signal-handler: saves after the current iteration and exits 0
 rm -rf S
