@@ -173,8 +173,9 @@ void zt_bert_data_locate(const zt_bert_data *g, int split, int64_t i, int *membe
   const zt_bert_split *s = &g->split[split];
   zt_check(s->num > 0, "dataset", "the %s split has no data", SPLIT_NAMES[split]);
   zt_check(i >= 0 && i < s->size, "dataset",
-           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for: --repeated-dataloader replays the split from "
-           "the loader's first sample, --dataloader-type cyclic reshuffles it each epoch)",
+           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for: "
+           "--repeated-dataloader replays the split from the loader's first sample, --dataloader-type cyclic "
+           "reshuffles it each epoch)",
            SPLIT_NAMES[split], (long long)i, (long long)s->size);
   *member = s->blended ? s->blend.dataset_index[i] : 0;
   *member_index = s->blended ? s->blend.dataset_sample_index[i] : i;

@@ -143,7 +143,8 @@ void zt_sentence_data_build(zt_bert_data *g, const zt_data_setup *s, const zt_be
       .cache_path = s->cache_path, .max_seq_length = s->seq_length, .added_tokens = added_tokens, .seed = s->seed,
       .masked_lm_prob = mask_prob, .short_seq_prob = short_seq_prob, .binary_head = binary_head,
       .train_exact_num_epochs = s->train_exact_num_epochs, .train_idx_path = s->train_idx_path,
-      .train_sampled = s->train_sampled, .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]}, .mmap_warmup = s->mmap_warmup,
+      .train_sampled = s->train_sampled, .num_samples = {s->num_samples[0], s->num_samples[1], s->num_samples[2]},
+      .mmap_warmup = s->mmap_warmup,
       .vocab_size = vocab->size, .tokenizer_name = s->tokenizer_name, .vocab = vocab};
   zt_log("> building train, validation, and test datasets for %s ...\n", model);
   zt_bert_data_build(g, &c);

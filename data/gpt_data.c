@@ -242,8 +242,9 @@ void zt_gpt_data_get(const zt_gpt_data *g, int split, int64_t i, int32_t *out) {
   const zt_gpt_split *s = &g->split[split];
   zt_check(s->num > 0, "dataset", "the %s split has no data", SPLIT_NAMES[split]);
   zt_check(i >= 0 && i < s->size, "dataset",
-           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for: --repeated-dataloader replays the split from "
-           "the loader's first sample, --dataloader-type cyclic reshuffles it each epoch)",
+           "%s sample %lld requested but the dataset has %lld (more samples than the run was planned for: "
+           "--repeated-dataloader replays the split from the loader's first sample, --dataloader-type cyclic "
+           "reshuffles it each epoch)",
            SPLIT_NAMES[split], (long long)i, (long long)s->size);
   if (!s->blended) {
     zt_gpt_dataset_get(&s->members[0], i, out);

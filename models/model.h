@@ -141,6 +141,7 @@ typedef struct {
   zt_dtype dtype;              /* storage of parameters and activations (fp32 on the CPU) */
   int micro_batch, seq_length;
   int recompute, partition_activations;
+  int recompute_core_attention; /* selective recompute: the attention's probabilities are recomputed in backward */
   int master_weights;          /* plan fp32 masters (mixed precision) */
   int zero_partitions;         /* pad the flat buffers to this many partitions; the optimizer state holds one */
   int optim_offloaded;         /* the optimizer state lives elsewhere (NVMe offload): none planned */

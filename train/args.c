@@ -56,7 +56,7 @@ static const choice k_wd_styles[] = {{"constant", ZT_WD_CONSTANT, NULL}, {"linea
                                      {"cosine", ZT_WD_COSINE, NULL}, {NULL, 0, NULL}};
 static const choice k_granularity[] = {
     {"full", ZT_RECOMPUTE_FULL, NULL},
-    {"selective", -1, "it lands with the selective-recompute work; use --recompute-granularity full"},
+    {"selective", ZT_RECOMPUTE_SELECTIVE, NULL},
     {NULL, 0, NULL}};
 static const choice k_tokenizers[] = {
     {"GPT2BPETokenizer", ZT_TOK_GPT2BPE, NULL},
@@ -229,7 +229,10 @@ static const flag k_flags[] = {
   {"--checkpoint-activations", F_CONST, OFF(recompute_granularity), k_full, RECOMP, "False",
    "Recompute activations in the backward pass (= --recompute-granularity full)."},
   {"--recompute-granularity", F_CHOICE, OFF(recompute_granularity), k_granularity, RECOMP, "None",
-   "full recomputes whole layers (selective is not supported yet)."},
+   "full recomputes whole layers; selective only the core attention's probabilities (where they are kept: the "
+   "CPU; the GPU's attention keeps none, as Megatron's flash path)."},
+  {"--recompute-activations", F_TRUE, OFF(recompute_activations), NULL, RECOMP, "False",
+   "= --recompute-granularity selective (with --checkpoint-activations: whole layers, which keep nothing more)."},
   {"--recompute-method", F_CHOICE, OFF(recompute_method_uniform), k_recompute_methods, RECOMP, "uniform",
    "uniform: checkpoint chunks of --recompute-num-layers layers (block is not supported yet)."},
   {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1", "Layers per recompute chunk."},
@@ -1353,6 +1356,12 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   check_positive("--recompute-num-layers", a->recompute_num_layers);
   zt_check(a->recompute_num_layers <= a->num_layers, "inconsistent arguments",
            "--recompute-num-layers %d is larger than --num-layers %d", a->recompute_num_layers, a->num_layers);
+  if (a->recompute_activations) /* Megatron: recompute_granularity = 'selective'; its --checkpoint-activations (our
+                                  * full) still checkpoints whole layers, which then keep no probabilities anyway */
+    a->recompute_granularity = given(seen, "--checkpoint-activations") ? ZT_RECOMPUTE_FULL : ZT_RECOMPUTE_SELECTIVE;
+  zt_check(a->recompute_granularity != ZT_RECOMPUTE_SELECTIVE || !given(seen, "--recompute-method"),
+           "inconsistent arguments", "--recompute-method with --recompute-granularity selective: recompute method is "
+           "not yet supported for selective recomputing granularity (Megatron's assert)");
   zt_check(a->recompute_granularity == ZT_RECOMPUTE_NONE || a->recompute_method_uniform, "unsupported argument",
            "--recompute-method block is not supported yet (only uniform recompute is implemented); use "
            "--recompute-method uniform");
@@ -1892,7 +1901,8 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("accumulate_allreduce_grads_in_fp32", a->accumulate_allreduce_grads_in_fp32);
   STR_LINE("params_dtype", a->fp16 ? "torch.float16" : a->bf16 ? "torch.bfloat16" : "torch.float32");
   int recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL;
-  STR_LINE("recompute_granularity", recompute ? "full" : "None");
+  STR_LINE("recompute_granularity", recompute ? "full"
+                                    : a->recompute_granularity == ZT_RECOMPUTE_SELECTIVE ? "selective" : "None");
   STR_LINE("recompute_method", !recompute ? "None" : a->recompute_method_uniform ? "uniform" : "block");
   INT_LINE("recompute_num_layers", a->recompute_num_layers);
   INT_LINE("tensor_model_parallel_size", a->tensor_model_parallel_size);

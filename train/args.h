@@ -12,7 +12,7 @@
 
 typedef enum { ZT_LR_DECAY_LINEAR = 0, ZT_LR_DECAY_COSINE, ZT_LR_DECAY_CONSTANT, ZT_LR_DECAY_INVSQRT } zt_lr_decay_style;
 typedef enum { ZT_OPTIMIZER_ADAM = 0, ZT_OPTIMIZER_SGD } zt_optimizer_kind;
-typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_FULL } zt_recompute_granularity;
+typedef enum { ZT_RECOMPUTE_NONE = 0, ZT_RECOMPUTE_FULL, ZT_RECOMPUTE_SELECTIVE } zt_recompute_granularity;
 
 typedef struct {
   int n;
@@ -97,7 +97,10 @@ typedef struct {
   int accumulate_allreduce_grads_in_fp32; /* forced on by --bf16, as Megatron does */
 
   /* activation recompute */
-  zt_recompute_granularity recompute_granularity; /* --checkpoint-activations or --recompute-granularity full */
+  zt_recompute_granularity recompute_granularity; /* --checkpoint-activations or --recompute-granularity full;
+                                                   * selective: --recompute-granularity selective or
+                                                   * --recompute-activations */
+  int recompute_activations;        /* --recompute-activations (folded into recompute_granularity) */
   int recompute_method_uniform;     /* --recompute-method {uniform, block}: 1 uniform (default), 0 block */
   int recompute_num_layers;         /* 1; --checkpoint-num-layers is its old name */
 

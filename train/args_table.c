@@ -35,7 +35,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
    "--memory-centric-tiled-linear --tile-factor --empty-unused-memory-level"},
-  {"selective-recompute", "--recompute-activations"},
   {"monitoring",
    "--profile --profile_steps --profile-ranks"},
   {"inference", "--ds-inference --inference"},

@@ -1142,6 +1142,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_model_setup s = {
       .backend = e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32, .micro_batch = a->micro_batch_size,
       .seq_length = a->seq_length, .recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL,
+      .recompute_core_attention = a->recompute_granularity == ZT_RECOMPUTE_SELECTIVE,
       .master_weights = st->half_dtype != ZT_DTYPE_FP32,
       .zero_partitions = st->zero_stage > 0 ? a->data_parallel_size * a->ds_sequence_parallel_size : 1,
       .optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme"), .tp_group = e->tp_group,

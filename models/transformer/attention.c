@@ -94,8 +94,15 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
                                .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL,
                                .layout_as_mask = cfg->sparse_as_mask};
-  a->saved = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, zt_block_be(cfg)->attention_saved_floats(&d));
+  /* selective recompute: none kept per layer (the block points saved at the stack's shared buffer) */
+  a->saved = cfg->recompute_core_attention
+                 ? NULL : zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, zt_block_be(cfg)->attention_saved_floats(&d));
   a->ctx = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, N * A * es);
+}
+
+int zt_attn_keeps_probs(const zt_backend *be) {
+  const zt_attention_desc d = {.B = 1, .Tq = 4, .Tk = 4, .NH = 1, .HD = 1};
+  return be->attention_saved_floats(&d) >= (size_t)d.Tq * d.Tk;
 }
 
 /* The strided views of Q, K, V for the attention op (q and kv point at the projections; under Ulysses at this rank's
@@ -249,6 +256,8 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
     zt_usp_seq_to_heads(u, be, dt, u->dctx_heads, dctx, pass->B, pass->T, A);
     zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv_heads, NULL, &q, &k, &v);
     describe(p->kind, cfg, pass, Tk, mask, site, u->dqkv_heads, NULL, &dq_, &dk_, &dv_);
+    if (cfg->recompute_core_attention) /* the same context again (the dense backward above has read it) */
+      be->attention_forward(dt, a->ctx_heads, a->saved, q, k, v, &d);
     be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, u->dctx_heads, a->ctx_heads, a->saved, q, k, v,
                            &d, attn_scratch);
     if (usp_grouped(cfg, p->kind)) { /* back through the rotary turn and the repeat, then the groups to their tokens */
@@ -262,6 +271,8 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   } else {
     zt_attention_desc d = describe(p->kind, cfg, pass, Tk, mask, site, a->qkv, a->kv, &q, &k, &v);
     describe(p->kind, cfg, pass, Tk, mask, site, dqkv, dkv, &dq_, &dk_, &dv_);
+    if (cfg->recompute_core_attention) /* selective: the probabilities again; the context written is the same */
+      be->attention_forward(dt, a->ctx, a->saved, q, k, v, &d);
     be->attention_backward(dt, (void *)dq_, (void *)dk_, (void *)dv_, dctx, a->ctx, a->saved, q, k, v, &d,
                            attn_scratch);
   }

@@ -100,6 +100,16 @@ void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer
     s->dkv = s->dmem = NULL;
   }
   s->attn = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, attn);
+  s->attn_saved = NULL;
+  if (cfg->recompute_core_attention) { /* one layer's probabilities at a time: the self-attention's or the cross's */
+    size_t saved = be->attention_saved_floats(&d);
+    if (spec->cross_attention) {
+      const zt_attention_desc dc = {.B = B, .Tq = T, .Tk = Tk, .NH = cfg->NH, .HD = cfg->HD};
+      const size_t sc = be->attention_saved_floats(&dc);
+      if (sc > saved) saved = sc;
+    }
+    s->attn_saved = zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, saved);
+  }
   size_t ffn = 0;
   for (int i = 0; i < nffn; i++) {
     const size_t b = ffns[i].scratch_bytes(&ffns[i], cfg, (int)N);
@@ -159,6 +169,7 @@ float zt_block_forward(zt_block *blk, void *out, const void *x, const zt_cross_i
   double *ft = blk->fwd_time, t0 = ft ? zt_now() : 0.0, t1 = t0;
   a->attn.fwd_time = ft;
   blk->ffn.fwd_time = ft;
+  if (cfg->recompute_core_attention) a->attn.saved = a->inter.saved = s->attn_saved;
   zt_norm_forward(be, dt, cfg->rmsnorm, cfg->ln1p, a->ln1, a->ln1_mean, a->ln1_rstd, x, blk->p.ln1_w, blk->p.ln1_b, N, C,
                   cfg->ln_eps);
   if (ft) ft[ZT_FT_LN1] += (t1 = zt_now()) - t0;
@@ -208,6 +219,7 @@ void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_
   zt_block_acts *a = &blk->a;
   const int cross = blk->spec.cross_attention;
   const int post = blk->spec.residual_post_ln;
+  if (cfg->recompute_core_attention) a->attn.saved = a->inter.saved = s->attn_saved;
   /* MLP branch: d(fcproj) = dropout'(dres); dres += LN'(ffn'(...)) */
   zt_dropout d2 = hidden_dropout(cfg, pass, blk->layer, ZT_SITE_MLP_OUT);
   dropout_rows(s->tmp, NULL, dres, cfg, pass, &d2);

@@ -109,7 +109,9 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
                            .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
                            .rmsnorm = cfg->rmsnorm, .swiglu = cfg->swiglu, .no_bias = cfg->no_bias_linear,
                            .rot = cfg->rotary_dims, .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
-                           .ffn_ctx = cfg->ffn_ctx, .act = cfg->mlp_act, .ln_1p = cfg->layernorm_1p};
+                           .ffn_ctx = cfg->ffn_ctx, .act = cfg->mlp_act, .ln_1p = cfg->layernorm_1p,
+                           .recompute_core_attention = cfg->recompute_core_attention &&
+                                                       zt_attn_keeps_probs(tp->be ? tp->be : zt_backend_cpu())};
 }
 
 void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {
@@ -236,6 +238,7 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .padded_vocab_size = a->padded_vocab_size, .ln_eps = a->ln_eps, .attn_dropout = a->attn_dropout,
       .hidden_dropout = a->hidden_dropout, .init_std = a->init_std, .untie_embeddings = a->untie_embeddings,
       .residual_post_ln = a->residual_post_ln, .recompute_full = s->recompute,
+      .recompute_core_attention = s->recompute_core_attention,
       .partition_activations = s->partition_activations, .micro_batch = s->micro_batch, .seq_length = s->seq_length,
       .master_weights = s->master_weights, .zero_partitions = s->zero_partitions, .optim_offloaded = s->optim_offloaded,
       .tp_group = s->tp_group, .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,

@@ -37,6 +37,7 @@ typedef struct {
   int add_pooler;            /* Megatron's add_pooler: BERT's pooler on the first token (the model registers and
                                 runs it with its binary head) */
   int recompute_full;        /* 1: keep only each layer's input; recompute the layer in backward */
+  int recompute_core_attention; /* selective recompute (zt_block_config's) */
   int partition_activations; /* with recompute and tensor parallelism (no sequence parallelism): each rank keeps
                                 its 1/tp of every saved layer input, all-gathered before the layer's recompute
                                 (DeepSpeed's activation_checkpointing.partition_activations) */

@@ -52,6 +52,12 @@ typedef struct {
   int ln_1p;              /* --apply-layernorm-1p: the LayerNorms scale by weight + 1 (zt_norm_weight) */
   const zt_ln1p *ln1p;    /* its scratch (the language model's), or NULL when off */
   const uint8_t *ltd_layers; /* random-LTD: [layers of the model] host flags by global layer, or NULL (random_ltd.h) */
+  /* selective recompute (--recompute-granularity selective, Megatron's checkpoint_core_attention): the layers keep
+   * no attention probabilities; each forward writes them into the stack's shared zt_block_scratch.attn_saved and
+   * each backward recomputes them there (the same values: the op is deterministic and its dropout keyed). Set only
+   * where the backend keeps probabilities (zt_attn_keeps_probs: the CPU); a GPU's attention keeps log-sum-exp, as
+   * Megatron's flash path, which never recomputes either */
+  int recompute_core_attention;
   /* the MLP slot of global layer l: make_ffn(ffn_ctx, l), or NULL: the layer spec's (the dense MLP). A model whose
    * layers differ (Mixture of Experts: models/moe/moe.h) passes its factory here */
   struct zt_ffn (*make_ffn)(const void *ctx, int layer);
@@ -145,7 +151,8 @@ typedef struct {
   void *grouped; /* grouped-query attention (KV < NH): the projection [B, T, (NH + 2 KV) HD] before gqa_pack, and in the
                     backward its gradient; else NULL */
   void *kv;      /* cross only: [B, Tk, 2A] */
-  float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp) */
+  float *saved;  /* what the backend's attention keeps (the CPU: probabilities; a GPU: log-sum-exp); with selective
+                    recompute the stack's shared buffer (zt_block_scratch.attn_saved), set by the block */
   void *ctx;     /* [B, T, A] attention output before the projection */
   void *qkv_heads, *ctx_heads; /* DeepSpeed-Ulysses (self-attention): q, k, v [B, T size, 3A/size] and the context
                                   [B, T size, A/size] of this rank's heads over the whole sequence (qkv is then the
@@ -162,6 +169,9 @@ void zt_attn_bind(zt_attn_params *p, zt_attn_params *g, zt_attn_kind kind, const
                   const char *prefix, const char *name, void *params, void *grads, size_t es);
 void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, const zt_block_config *cfg,
                        int B, int T, int Tk);
+/* Whether the backend's attention keeps the probabilities (Tq x Tk per head) for its backward, which selective
+ * recompute then drops. */
+int zt_attn_keeps_probs(const zt_backend *be);
 /* out[B,T,C] = dense(attention(x)); mem[B,Tk,C] is the encoder output for cross-attention (else NULL).
  * `mask` is the causal/none choice, `site` the layer's dropout site of the probabilities. */
 void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const void *x, const void *mem,
@@ -259,6 +269,7 @@ typedef struct {
   void *dkv;       /* cross only: [B*Tk, 2A] */
   void *dmem;      /* cross only: [B*Tk, C] one layer's gradient of the encoder output */
   float *attn;     /* the backend's attention scratch */
+  float *attn_saved; /* selective recompute: the probabilities of the layer at hand (any layer's), or NULL */
   void *ffn;       /* the MLP slot's scratch */
 } zt_block_scratch;
 

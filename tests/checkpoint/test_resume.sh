@@ -6,8 +6,8 @@
 #  - Megatron's messages; the latest files; --finetune, --no-load-optim, --no-save-optim, --no-load-rng, a seed or
 #    shape mismatch, --load-tag, --use-checkpoint-args, a missing checkpoint and --exit-on-missing-checkpoint,
 #    --exit-signal-handler (SIGTERM), --exit-duration-in-mins, --kill-switch-file (at the start, after a save, and
-#    created during the run), --no-initialization (fp32, bf16, --finetune, --no-load-optim, ZeRO-3 at DP=2; refused with nothing
-#    to load).
+#    created during the run), --no-initialization (fp32, bf16, --finetune, --no-load-optim, ZeRO-3 at DP=2;
+#    refused with nothing to load).
 # Usage: test_resume.sh PRETRAIN_GPT PYTHON
 set -u
 . "$(dirname "$0")/../lib/common.sh"
