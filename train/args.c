@@ -83,6 +83,11 @@ static const choice k_backends[] = {
     {"hccl", -1, "Habana HCCL is not one of zerotron's backends (collectives run over MPI for host tensors and NCCL "
                  "for GPU tensors); use --distributed-backend nccl or gloo"},
     {NULL, 0, NULL}};
+static const choice k_ddp[] = {
+    {"local", 0, NULL}, {"torch", 1, NULL},
+    {"FSDP", -1, "PyTorch's FSDP is not one of zerotron's data-parallel implementations (DeepSpeed's ZeRO-3, the "
+                 "ds_config's zero_optimization.stage 3, shards parameters, gradients and optimizer state)"},
+    {NULL, 0, NULL}};
 static const choice k_mlp_types[] = {{"standard", 0, NULL}, {"residual", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_noisy_gate[] = {{"None", ZT_MOE_NOISE_NONE, NULL}, {"Jitter", ZT_MOE_NOISE_JITTER, NULL},
                                       {"RSample", ZT_MOE_NOISE_RSAMPLE, NULL}, {NULL, 0, NULL}};
@@ -455,6 +460,17 @@ static const flag k_flags[] = {
   {"--local-rank", F_INT, OFF(local_rank), NULL, NOOP, "None",
    "The launcher's local rank (deepspeed passes --local_rank=N): recorded; ranks come from MPI."},
   {"--local_rank", F_INT, OFF(local_rank), NULL, NOOP, "None", "Same as --local-rank."},
+  {"--DDP-impl", F_CHOICE, OFF(ddp_impl), k_ddp, NOOP, "local",
+   "Megatron's DistributedDataParallel (local or torch): recorded; the gradients are averaged over the "
+   "data-parallel ranks one way, from one flat buffer (as local DDP's contiguous buffers)."},
+  {"--no-contiguous-buffers-in-local-ddp", F_CONST, OFF(use_contiguous_buffers_in_local_ddp), k_off, NOOP, "on",
+   "Local DDP without its contiguous gradient buffer: recorded (the gradients always live in one flat buffer)."},
+  {"--use-cpu-initialization", F_TRUE, OFF(use_cpu_initialization), NULL, NOOP, "None",
+   "Initialize whole weights, then take this rank's slice: recorded; zerotron always does (the same weights in "
+   "every layout)."},
+  {"--empty-unused-memory-level", F_INT, OFF(empty_unused_memory_level), NULL, NOOP, "0",
+   "torch.cuda.empty_cache() each iteration (1, 2): recorded; zerotron plans its memory once and has no caching "
+   "allocator to empty."},
   {"--num-experts", F_LIST, OFF(num_experts), NULL, MOE, "[1]",
    "Experts per MoE layer: one value for every MoE layer, or one per MoE layer (PR-MoE's pyramid); 1 is the dense "
    "MLP (docs/moe.md)."},
@@ -1339,10 +1355,18 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
 
   /* mixed precision */
   zt_check(!(a->fp16 && a->bf16), "inconsistent arguments", "--fp16 and --bf16 cannot be used together");
+  zt_check(a->empty_unused_memory_level >= 0 && a->empty_unused_memory_level <= 2, "bad argument value",
+           "--empty-unused-memory-level %d: invalid choice (choose from 0, 1, 2)", a->empty_unused_memory_level);
+  if (a->ddp_impl != 0) a->use_contiguous_buffers_in_local_ddp = 0; /* Megatron: only local DDP has them */
   if (a->bf16 && !a->accumulate_allreduce_grads_in_fp32) { /* as Megatron's arguments.py */
     a->accumulate_allreduce_grads_in_fp32 = 1;
     zt_log("accumulate and all-reduce gradients in fp32 for bfloat16 data type.\n");
   }
+  zt_check(!a->accumulate_allreduce_grads_in_fp32 || (a->ddp_impl == 0 && a->use_contiguous_buffers_in_local_ddp),
+           "inconsistent arguments", "%s with %s: Megatron accumulates and all-reduces the gradients in fp32 only in "
+           "its local DDP with contiguous buffers (its assert)", a->bf16 ? "--bf16 (gradients accumulated and "
+           "all-reduced in fp32)" : "--accumulate-allreduce-grads-in-fp32",
+           a->ddp_impl ? "--DDP-impl torch" : "--no-contiguous-buffers-in-local-ddp");
   if (given(seen, "--loss-scale"))
     check_real(a->loss_scale > 0, "--loss-scale", a->loss_scale, 0, "> 0 (leave it out for a dynamic scale)");
   check_real(a->initial_loss_scale > 0, "--initial-loss-scale", a->initial_loss_scale, 0, "> 0");
@@ -1565,6 +1589,7 @@ static void set_defaults(zt_args *a) {
   a->num_key_value_heads = -1;
   a->data_sharding = 1;
   a->perform_initialization = 1;
+  a->use_contiguous_buffers_in_local_ddp = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -2000,6 +2025,10 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("no_persist_layer_norm", a->no_persist_layer_norm);
   BOOL_LINE("async_tensor_model_parallel_allreduce", a->async_tensor_model_parallel_allreduce);
   STR_LINE("distributed_backend", k_backends[a->distributed_backend].name);
+  STR_LINE("DDP_impl", k_ddp[a->ddp_impl].name);
+  BOOL_LINE("use_contiguous_buffers_in_local_ddp", a->use_contiguous_buffers_in_local_ddp);
+  STR_LINE("use_cpu_initialization", a->use_cpu_initialization ? "True" : "None");
+  INT_LINE("empty_unused_memory_level", a->empty_unused_memory_level);
   OPT_LINE("local_rank", a->local_rank);
   STR_LINE("train_desc_path", a->train_desc_path ? a->train_desc_path : "None");
   STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");

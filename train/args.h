@@ -196,6 +196,9 @@ typedef struct {
   int exit_signal_handler;          /* SIGTERM: save (with --save) and exit */
   const char *kill_switch_file;     /* --kill-switch-file: exit when it exists (at start, after each iteration) */
   int perform_initialization;       /* 1; --no-initialization 0: the weights wait for the --load checkpoint */
+  /* recorded implementation knobs (docs/arguments.md): --DDP-impl (0 local, 1 torch), local DDP's contiguous
+   * buffers (1; --no-contiguous-buffers-in-local-ddp 0), --use-cpu-initialization, --empty-unused-memory-level */
+  int ddp_impl, use_contiguous_buffers_in_local_ddp, use_cpu_initialization, empty_unused_memory_level;
   int no_load_lr_state;             /* load the optimizer but not the learning-rate scheduler */
   int override_opt_param_scheduler, use_checkpoint_opt_param_scheduler; /* Megatron's scheduler check */
 

@@ -24,8 +24,9 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--standalone-embedding-stage "
    "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "
    "--use-ring-exchange-p2p --overlap-p2p-communication"},
-  {"data-parallel-variant (DDP implementation, per-rank initialization)",
-   "--DDP-impl --no-contiguous-buffers-in-local-ddp --data-parallel-random-init --use-cpu-initialization"},
+  {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
+   "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
+   "--data-parallel-random-init"},
   {"DeepSpeed FPDT (chunked, offloaded Ulysses attention)",
    "--ds-sequence-parallel-fpdt "
    "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading"},
@@ -34,7 +35,7 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
-   "--memory-centric-tiled-linear --tile-factor --empty-unused-memory-level"},
+   "--memory-centric-tiled-linear --tile-factor"},
   {"monitoring",
    "--profile --profile_steps --profile-ranks"},
   {"inference", "--ds-inference --inference"},

@@ -146,7 +146,8 @@ dump_has "defaults in the dump" "$out" zero_stage=1.0 num_workers=2 distributed_
   masked_softmax_fusion=True bias_gelu_fusion=True bias_dropout_fusion=True gradient_accumulation_fusion=True \
   no_persist_layer_norm=False async_tensor_model_parallel_allreduce=True no_pipeline_parallel=False \
   ds_pipeline_enabled=True train_tokens=None lr_warmup_tokens=None lr_decay_tokens=None \
-  deepspeed_activation_checkpointing=False train_doc_idx_path=None
+  deepspeed_activation_checkpointing=False train_doc_idx_path=None DDP_impl=local use_contiguous_buffers_in_local_ddp=True \
+  use_cpu_initialization=None empty_unused_memory_level=0
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --no-masked-softmax-fusion --no-bias-gelu-fusion --no-bias-dropout-fusion \
       --no-gradient-accumulation-fusion --no-persist-layer-norm --no-async-tensor-model-parallel-allreduce \
       --distributed-backend gloo --local_rank=3 --num-workers 8 --no-pipeline-parallel --pipeline-model-parallel-size 1 \
@@ -159,6 +160,24 @@ dump_has "given knobs in the dump" "$out" masked_softmax_fusion=False bias_gelu_
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --local-rank 0 --deepspeed --deepspeed_config z1.json 2>&1)
 dump_has "--deepspeed turns async_tensor_model_parallel_allreduce off (Megatron-DeepSpeed)" "$out" \
   async_tensor_model_parallel_allreduce=False local_rank=0
+out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --DDP-impl torch --use-cpu-initialization --empty-unused-memory-level 2 \
+      2>&1)
+dump_has "DDP and memory knobs in the dump (torch DDP has no contiguous buffers, as Megatron sets)" "$out" \
+  DDP_impl=torch use_contiguous_buffers_in_local_ddp=False use_cpu_initialization=True empty_unused_memory_level=2
+out2=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 2>&1)
+[ -n "$(grep "lm loss" <<<"$out")" ] && [ "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out")" == "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out2")" ] &&
+  ok "the DDP and memory knobs change no loss" || bad "knobs' loss" "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out$out2")"
+expect_fail "--DDP-impl torch with --bf16 (Megatron's assert)" \
+  "error: inconsistent arguments: --bf16 (gradients accumulated and all-reduced in fp32) with --DDP-impl torch" \
+  "${T[@]}" --train-iters 1 --DDP-impl torch --bf16
+expect_fail "--no-contiguous-buffers-in-local-ddp with --accumulate-allreduce-grads-in-fp32" \
+  "error: inconsistent arguments: --accumulate-allreduce-grads-in-fp32 with --no-contiguous-buffers-in-local-ddp" \
+  "${T[@]}" --train-iters 1 --no-contiguous-buffers-in-local-ddp --accumulate-allreduce-grads-in-fp32
+expect_fail "--DDP-impl FSDP" "error: unsupported argument: --DDP-impl FSDP is not supported: PyTorch's FSDP" \
+  "${T[@]}" --train-iters 1 --DDP-impl FSDP
+expect_fail "--empty-unused-memory-level 3" \
+  "error: bad argument value: --empty-unused-memory-level 3: invalid choice (choose from 0, 1, 2)" \
+  "${T[@]}" --train-iters 1 --empty-unused-memory-level 3
 expect_fail "--distributed-backend mpi" \
   "error: bad argument value: --distributed-backend mpi: invalid choice (choose from nccl, gloo, ccl, hccl)" \
   "${T[@]}" --train-iters 1 --distributed-backend mpi
