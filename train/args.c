@@ -468,6 +468,15 @@ static const flag k_flags[] = {
   {"--use-cpu-initialization", F_TRUE, OFF(use_cpu_initialization), NULL, NOOP, "None",
    "Initialize whole weights, then take this rank's slice: recorded; zerotron always does (the same weights in "
    "every layout)."},
+  {"--attention-softmax-in-fp32", F_TRUE, OFF(attention_softmax_in_fp32), NULL, NOOP, "False",
+   "Megatron's masking and softmax in fp32 (with --no-query-key-layer-scaling): recorded; the attention's softmax "
+   "runs in fp32 on every backend, as Megatron's fused kernel does."},
+  {"--no-scatter-gather-tensors-in-pipeline", F_CONST, OFF(scatter_gather_tensors_in_pipeline), k_off, NOOP, "on",
+   "Megatron's 1/TP pipeline sends with an all-gather after them, off: recorded (the same tensors arrive)."},
+  {"--use-ring-exchange-p2p", F_TRUE, OFF(use_ring_exchange_p2p), NULL, NOOP, "False",
+   "Megatron's custom ring-exchange p2p kernel: recorded (pipeline stages exchange over MPI or NCCL)."},
+  {"--overlap-p2p-communication", F_TRUE, OFF(overlap_p2p_comm), NULL, NOOP, "False",
+   "Megatron's overlap of the interleaved schedule's p2p with compute: recorded (the same sends, synchronous)."},
   {"--empty-unused-memory-level", F_INT, OFF(empty_unused_memory_level), NULL, NOOP, "0",
    "torch.cuda.empty_cache() each iteration (1, 2): recorded; zerotron plans its memory once and has no caching "
    "allocator to empty."},
@@ -1590,6 +1599,7 @@ static void set_defaults(zt_args *a) {
   a->data_sharding = 1;
   a->perform_initialization = 1;
   a->use_contiguous_buffers_in_local_ddp = 1;
+  a->scatter_gather_tensors_in_pipeline = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
   a->mem_efficient_ln = 1;
   a->async_tensor_model_parallel_allreduce = 1;
@@ -2029,6 +2039,10 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("use_contiguous_buffers_in_local_ddp", a->use_contiguous_buffers_in_local_ddp);
   STR_LINE("use_cpu_initialization", a->use_cpu_initialization ? "True" : "None");
   INT_LINE("empty_unused_memory_level", a->empty_unused_memory_level);
+  BOOL_LINE("attention_softmax_in_fp32", a->attention_softmax_in_fp32);
+  BOOL_LINE("scatter_gather_tensors_in_pipeline", a->scatter_gather_tensors_in_pipeline);
+  BOOL_LINE("use_ring_exchange_p2p", a->use_ring_exchange_p2p);
+  BOOL_LINE("overlap_p2p_comm", a->overlap_p2p_comm);
   OPT_LINE("local_rank", a->local_rank);
   STR_LINE("train_desc_path", a->train_desc_path ? a->train_desc_path : "None");
   STR_LINE("train_doc_idx_path", a->train_doc_idx_path ? a->train_doc_idx_path : "None");

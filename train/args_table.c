@@ -8,9 +8,8 @@
 /* Each entry: the work a group of flags lands with (or, after a leading '=', the whole reason they are refused), then
  * its flags separated by single spaces. */
 const zt_args_known_group zt_args_known_groups[] = {
-  {"mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy)",
-   "--fp32-residual-connection --attention-softmax-in-fp32 "
-   "--fp16-lm-cross-entropy --embedding-weights-in-fp32"},
+  {"mixed-precision variant (fp32 residual, fp16 cross-entropy, fp32 embeddings)",
+   "--fp32-residual-connection --fp16-lm-cross-entropy --embedding-weights-in-fp32"},
   {"FP8/Transformer-Engine",
    "--transformer-impl --fp8-e4m3 --fp8-hybrid --no-fp8-wgrad --fp8-margin --fp8-interval "
    "--fp8-amax-history-len --fp8-amax-compute-algo"},
@@ -20,10 +19,8 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Megatron distributed-optimizer", "--use-distributed-optimizer"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"pipeline-variant (standalone embedding stage, zero-bubble schedule, p2p options)",
-   "--standalone-embedding-stage "
-   "--enable-zbh1-pipeline --enable-zbh1-exact-semantics --no-scatter-gather-tensors-in-pipeline "
-   "--use-ring-exchange-p2p --overlap-p2p-communication"},
+  {"pipeline-variant (standalone embedding stage, zero-bubble schedule)",
+   "--standalone-embedding-stage --enable-zbh1-pipeline --enable-zbh1-exact-semantics"},
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
    "--data-parallel-random-init"},

@@ -45,7 +45,7 @@ expect_fail "misspelt flag gets a suggestion" \
   "error: unrecognized argument: --hiden-size; did you mean --hidden-size?" \
   "${BASE[@]}" --hiden-size 64
 expect_fail "known but unsupported flag" \
-  "error: unsupported argument: --fp16-lm-cross-entropy is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the mixed-precision variant (fp32 residual, softmax in fp32, fp16 cross-entropy) work); remove it" \
+  "error: unsupported argument: --fp16-lm-cross-entropy is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the mixed-precision variant (fp32 residual, fp16 cross-entropy, fp32 embeddings) work); remove it" \
   "${BASE[@]}" --fp16 --fp16-lm-cross-entropy
 expect_fail "non-integer value" \
   "error: bad argument value: --num-layers abc: expected an integer" \

@@ -147,7 +147,8 @@ dump_has "defaults in the dump" "$out" zero_stage=1.0 num_workers=2 distributed_
   no_persist_layer_norm=False async_tensor_model_parallel_allreduce=True no_pipeline_parallel=False \
   ds_pipeline_enabled=True train_tokens=None lr_warmup_tokens=None lr_decay_tokens=None \
   deepspeed_activation_checkpointing=False train_doc_idx_path=None DDP_impl=local use_contiguous_buffers_in_local_ddp=True \
-  use_cpu_initialization=None empty_unused_memory_level=0
+  use_cpu_initialization=None empty_unused_memory_level=0 attention_softmax_in_fp32=False \
+  scatter_gather_tensors_in_pipeline=True use_ring_exchange_p2p=False overlap_p2p_comm=False
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --no-masked-softmax-fusion --no-bias-gelu-fusion --no-bias-dropout-fusion \
       --no-gradient-accumulation-fusion --no-persist-layer-norm --no-async-tensor-model-parallel-allreduce \
       --distributed-backend gloo --local_rank=3 --num-workers 8 --no-pipeline-parallel --pipeline-model-parallel-size 1 \
@@ -161,12 +162,15 @@ out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --local-rank 0 --deepspeed --d
 dump_has "--deepspeed turns async_tensor_model_parallel_allreduce off (Megatron-DeepSpeed)" "$out" \
   async_tensor_model_parallel_allreduce=False local_rank=0
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --DDP-impl torch --use-cpu-initialization --empty-unused-memory-level 2 \
-      2>&1)
-dump_has "DDP and memory knobs in the dump (torch DDP has no contiguous buffers, as Megatron sets)" "$out" \
-  DDP_impl=torch use_contiguous_buffers_in_local_ddp=False use_cpu_initialization=True empty_unused_memory_level=2
+      --attention-softmax-in-fp32 --no-scatter-gather-tensors-in-pipeline --use-ring-exchange-p2p \
+      --overlap-p2p-communication 2>&1)
+dump_has "DDP, memory, softmax and p2p knobs in the dump (torch DDP has no contiguous buffers, as Megatron sets)" \
+  "$out" DDP_impl=torch use_contiguous_buffers_in_local_ddp=False use_cpu_initialization=True \
+  empty_unused_memory_level=2 attention_softmax_in_fp32=True scatter_gather_tensors_in_pipeline=False \
+  use_ring_exchange_p2p=True overlap_p2p_comm=True
 out2=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 2>&1)
 [ -n "$(grep "lm loss" <<<"$out")" ] && [ "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out")" == "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out2")" ] &&
-  ok "the DDP and memory knobs change no loss" || bad "knobs' loss" "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out$out2")"
+  ok "the knobs change no loss" || bad "knobs' loss" "$(grep -o "lm loss: [0-9.E+-]*" <<<"$out$out2")"
 expect_fail "--DDP-impl torch with --bf16 (Megatron's assert)" \
   "error: inconsistent arguments: --bf16 (gradients accumulated and all-reduced in fp32) with --DDP-impl torch" \
   "${T[@]}" --train-iters 1 --DDP-impl torch --bf16
