@@ -460,6 +460,10 @@ static const flag k_flags[] = {
   {"--local-rank", F_INT, OFF(local_rank), NULL, NOOP, "None",
    "The launcher's local rank (deepspeed passes --local_rank=N): recorded; ranks come from MPI."},
   {"--local_rank", F_INT, OFF(local_rank), NULL, NOOP, "None", "Same as --local-rank."},
+  {"--use-distributed-optimizer", F_TRUE, OFF(use_distributed_optimizer), NULL, OPT, "False",
+   "Megatron's distributed optimizer (without --deepspeed): the optimizer state and fp32 masters partitioned over "
+   "the data-parallel ranks, the gradients reduced into the partitions, the parameters gathered (ZeRO stage 1; "
+   "docs/zero.md)."},
   {"--DDP-impl", F_CHOICE, OFF(ddp_impl), k_ddp, NOOP, "local",
    "Megatron's DistributedDataParallel (local or torch): recorded; the gradients are averaged over the "
    "data-parallel ranks one way, from one flat buffer (as local DDP's contiguous buffers)."},
@@ -1371,6 +1375,14 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
     a->accumulate_allreduce_grads_in_fp32 = 1;
     zt_log("accumulate and all-reduce gradients in fp32 for bfloat16 data type.\n");
   }
+  zt_check(!a->use_distributed_optimizer || (a->ddp_impl == 0 && a->use_contiguous_buffers_in_local_ddp),
+           "inconsistent arguments", "--use-distributed-optimizer with %s: Megatron's distributed optimizer needs its "
+           "local DDP with contiguous buffers (its assert)",
+           a->ddp_impl ? "--DDP-impl torch" : "--no-contiguous-buffers-in-local-ddp");
+  zt_check(!a->use_distributed_optimizer || !a->deepspeed, "inconsistent arguments", "--use-distributed-optimizer "
+           "with --deepspeed: Megatron-DeepSpeed then hands its distributed optimizer to DeepSpeed as a client "
+           "optimizer; shard the optimizer state with the ds_config's zero_optimization.stage 1 instead "
+           "(docs/zero.md)");
   zt_check(!a->accumulate_allreduce_grads_in_fp32 || (a->ddp_impl == 0 && a->use_contiguous_buffers_in_local_ddp),
            "inconsistent arguments", "%s with %s: Megatron accumulates and all-reduces the gradients in fp32 only in "
            "its local DDP with contiguous buffers (its assert)", a->bf16 ? "--bf16 (gradients accumulated and "
@@ -2036,6 +2048,7 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("async_tensor_model_parallel_allreduce", a->async_tensor_model_parallel_allreduce);
   STR_LINE("distributed_backend", k_backends[a->distributed_backend].name);
   STR_LINE("DDP_impl", k_ddp[a->ddp_impl].name);
+  BOOL_LINE("use_distributed_optimizer", a->use_distributed_optimizer);
   BOOL_LINE("use_contiguous_buffers_in_local_ddp", a->use_contiguous_buffers_in_local_ddp);
   STR_LINE("use_cpu_initialization", a->use_cpu_initialization ? "True" : "None");
   INT_LINE("empty_unused_memory_level", a->empty_unused_memory_level);

@@ -199,6 +199,7 @@ typedef struct {
   /* recorded implementation knobs (docs/arguments.md): --DDP-impl (0 local, 1 torch), local DDP's contiguous
    * buffers (1; --no-contiguous-buffers-in-local-ddp 0), --use-cpu-initialization, --empty-unused-memory-level */
   int ddp_impl, use_contiguous_buffers_in_local_ddp, use_cpu_initialization, empty_unused_memory_level;
+  int use_distributed_optimizer;    /* Megatron's DistributedOptimizer (no --deepspeed): ZeRO stage 1's partitions */
   /* more recorded knobs: --attention-softmax-in-fp32 (the softmax is fp32 anyway), and the pipeline's p2p variants */
   int attention_softmax_in_fp32, scatter_gather_tensors_in_pipeline, use_ring_exchange_p2p, overlap_p2p_comm;
   int no_load_lr_state;             /* load the optimizer but not the learning-rate scheduler */

@@ -17,7 +17,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "zero_optimization block (docs/zero.md)",
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
-  {"Megatron distributed-optimizer", "--use-distributed-optimizer"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"pipeline-variant (standalone embedding stage, zero-bubble schedule)",
    "--standalone-embedding-stage --enable-zbh1-pipeline --enable-zbh1-exact-semantics"},

@@ -837,7 +837,7 @@ static void zero_setup(zt_engine *e) {
   st->part_lo = 0;
   st->part_hi = n;
   if (st->zero_stage == 0) return;
-  const zt_ds_config *ds = e->ds;
+  const zt_ds_config *ds = e->zcfg;
   const zt_args *a = e->args;
   zt_check(st->zero_stage == 1 || a->pipeline_model_parallel_size == 1, "ds_config", "%s: ZeRO-2 and ZeRO-3 are "
            "incompatible with pipeline parallelism (zero_optimization.stage %d with --pipeline-model-parallel-size "
@@ -846,6 +846,13 @@ static void zero_setup(zt_engine *e) {
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter, e->be, e->model->dt);
   st->part_lo = st->zero.lo;
   st->part_hi = st->zero.hi;
+  if (!e->ds) { /* Megatron's DistributedOptimizer: the same partition of the state, none of DeepSpeed's lines */
+    zt_log("> --use-distributed-optimizer: %zu parameters, the optimizer state%s in %d partitions of %zu (%.1f MiB "
+           "per rank), the gradients reduced into them and the updated parameters gathered (ZeRO stage 1)\n", n,
+           st->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "", st->zero.dp_size, st->zero.part,
+           (double)st->zero.part * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
+    return;
+  }
   zt_log("> ZeRO stage %d: %zu parameters in %d partitions of %zu (optimizer state%s per rank: %.1f MiB)\n",
          st->zero_stage, n, st->zero.dp_size, st->zero.part, st->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
          (double)st->zero.part * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
@@ -1135,7 +1142,13 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_print_datetime("after dataloaders are built");
   const double t_model = zt_now();
   mixed_precision_setup(e);
-  st->zero_stage = ds ? ds->zero_stage : 0;
+  e->zcfg = ds;
+  if (!ds && a->use_distributed_optimizer) { /* Megatron's DistributedOptimizer: ZeRO stage 1 at DeepSpeed's defaults */
+    zt_ds_config_load_string(&e->zero_default, "{\"zero_optimization\": {\"stage\": 1}}",
+                             "--use-distributed-optimizer");
+    e->zcfg = &e->zero_default;
+  }
+  st->zero_stage = e->zcfg ? e->zcfg->zero_stage : 0;
   e->be = choose_backend(e);
   cpu_optimizer_check(e);
   const int gpu = !e->be->host_visible;
@@ -1238,6 +1251,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
 
 void zt_engine_free(zt_engine *e) {
   zt_train_state *st = &e->st;
+  if (e->zcfg == &e->zero_default) zt_ds_config_free(&e->zero_default);
   free(e->ltd_layers);
   e->ltd_layers = NULL;
   if (st->swap) {
@@ -1441,9 +1455,11 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
 static void zero_reduce_gradients(zt_engine *e) {
   zt_train_state *st = &e->st;
   const int W = e->args->data_parallel_size;
-  const double f = e->ds->gradient_predivide_factor.value;
-  const float pre = e->ds->prescale_gradients ? (float)(1.0 / W) : (float)(1.0 / f);
-  const float post = e->ds->prescale_gradients ? 1.0f : (float)(f / W);
+  const double f = e->zcfg->gradient_predivide_factor.value;
+  /* Megatron's distributed optimizer (no ds_config): divide by the data-parallel size, then sum, as its DDP */
+  const int prescale = e->zcfg->prescale_gradients || !e->ds;
+  const float pre = prescale ? (float)(1.0 / W) : (float)(1.0 / f);
+  const float post = prescale ? 1.0f : (float)(f / W);
   float *g = e->model->grads;
   const int G = zt_group_size(e->dp_group); /* W, and DeepSpeed-Ulysses' sequence-parallel ranks */
   if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) e->be->round_f32(g, g, st->zero.padded, e->comm_dtype);

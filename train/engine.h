@@ -77,6 +77,10 @@ typedef struct {
   zt_train_hooks hooks;
   /* --deepspeed: the ds_config's optimizer, scheduler, clipping, gradient scaling, logs, monitors */
   const zt_ds_config *ds;        /* NULL without --deepspeed */
+  /* the ZeRO settings: ds, or for Megatron's --use-distributed-optimizer (no --deepspeed) zero_default, DeepSpeed's
+   * defaults at stage 1 (docs/zero.md "Megatron's distributed optimizer") */
+  const zt_ds_config *zcfg;
+  zt_ds_config zero_default;
   double beta_cfg[2];            /* the optimizer's configured betas (OneCycle cycles beta1) */
   float clip_grad;               /* --clip-grad, or gradient_clipping with --deepspeed */
   zt_monitor *monitor;
