@@ -1240,6 +1240,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                        .num_heads = a->num_attention_heads, .ffn_hidden_size = a->ffn_hidden_size,
                        .padded_vocab_size = a->padded_vocab_size, .seq_length = a->seq_length,
                        .recompute_full = a->recompute_granularity == ZT_RECOMPUTE_FULL,
+                       /* Megatron-DeepSpeed's formula adds the attention's MACs under selective recompute */
+                       .recompute_selective = a->recompute_granularity == ZT_RECOMPUTE_SELECTIVE,
                        .topk = a->topk, /* Megatron-DeepSpeed multiplies the MLP by --topk in every layer */
                        .swiglu = a->swiglu, /* its 3 MLP matrices */
                        .kv_heads = a->num_key_value_heads}; /* and GQA's 2 // gqa */
