@@ -88,6 +88,7 @@ static const choice k_ddp[] = {
     {"FSDP", -1, "PyTorch's FSDP is not one of zerotron's data-parallel implementations (DeepSpeed's ZeRO-3, the "
                  "ds_config's zero_optimization.stage 3, shards parameters, gradients and optimizer state)"},
     {NULL, 0, NULL}};
+static const choice k_profile[] = {{"pt", 1, NULL}, {"pt-full", 2, NULL}, {NULL, 0, NULL}};
 static const choice k_mlp_types[] = {{"standard", 0, NULL}, {"residual", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_noisy_gate[] = {{"None", ZT_MOE_NOISE_NONE, NULL}, {"Jitter", ZT_MOE_NOISE_JITTER, NULL},
                                       {"RSample", ZT_MOE_NOISE_RSAMPLE, NULL}, {NULL, 0, NULL}};
@@ -384,6 +385,14 @@ static const flag k_flags[] = {
   {"--eval-interval", F_INT, OFF(eval_interval), NULL, LOG, "1000", "Iterations between evaluations."},
   {"--eval-iters", F_INT, OFF(eval_iters), NULL, LOG, "100", "Iterations per evaluation."},
   {"--skip-train", F_TRUE, OFF(skip_train), NULL, LOG, "False", "Only evaluate."},
+  {"--profile", F_CHOICE, OFF(profile), k_profile, TB, "None",
+   "Trace the --profile_steps steps into --tensorboard-dir (Megatron-DeepSpeed's PyTorch profiler): each step's "
+   "batches, forward and backward, layers, gradient reduction and optimizer as a gzip Chrome trace; pt-full adds "
+   "each event's enclosing events (docs/monitors.md)."},
+  {"--profile_steps", F_STR, OFF(profile_steps), NULL, TB, "2,3",
+   "The first and last training steps of this run to trace: START,END."},
+  {"--profile-ranks", F_LIST, OFF(profile_ranks), NULL, TB, "None",
+   "The ranks that trace (default: all)."},
   {"--tensorboard-dir", F_STR, OFF(tensorboard_dir), NULL, TB, "None",
    "Write TensorBoard event files (Megatron's tags) to this directory, from the last rank."},
   {"--tensorboard-log-interval", F_INT, OFF(tensorboard_log_interval), NULL, TB, "1",
@@ -933,6 +942,24 @@ static void check_moe_flags(zt_args *a, const unsigned char *seen) {
 }
 
 /* Megatron-DeepSpeed's script flags (docs/arguments.md), after the parallel layout is known. */
+/* --profile: Megatron-DeepSpeed's setup_profiler (its step range, its ranks, the trace handler's directory). */
+static void check_profile_flags(zt_args *a, int world_size) {
+  a->profile_start = a->profile_end = 0;
+  if (!a->profile) return;
+  zt_check(a->tensorboard_dir != NULL, "missing argument", "--profile %s writes its trace into --tensorboard-dir "
+           "(PyTorch's tensorboard_trace_handler there): give --tensorboard-dir DIR",
+           a->profile == 2 ? "pt-full" : "pt");
+  char tail = 0;
+  zt_check(sscanf(a->profile_steps, "%d,%d%c", &a->profile_start, &a->profile_end, &tail) == 2 &&
+           a->profile_start >= 1 && a->profile_end >= a->profile_start, "bad argument value", "--profile_steps %s: "
+           "expected START,END with 1 <= START <= END (the training steps of this run, counted from 1)",
+           a->profile_steps);
+  for (int i = 0; i < a->profile_ranks.n; i++) {
+    const long long r = parse_int("--profile-ranks", a->profile_ranks.v[i], 0, INT_MAX);
+    zt_check(r < world_size, "bad argument value", "--profile-ranks %lld: the world has %d ranks", r, world_size);
+  }
+}
+
 static void check_script_flags(zt_args *a, const unsigned char *seen) {
   /* token-based length and schedule (Megatron-DeepSpeed's training loop and OptimizerParamScheduler) */
   if (given(seen, "--train-tokens")) check_positive("--train-tokens", a->train_tokens);
@@ -1504,6 +1531,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
 
   check_counts(a, by_iters);
   check_script_flags(a, seen);
+  check_profile_flags(a, world_size);
   zt_check(!zt_moe_on(&a->moe) || a->data_parallel_size % a->moe_expert_parallel_size == 0, "inconsistent arguments",
            "data-parallel size %d (world size %d / (--tensor-model-parallel-size %d x --pipeline-model-parallel-size "
            "%d)) is not divisible by --moe-expert-parallel-size %d: the expert-parallel groups are carved from the "
@@ -1610,6 +1638,7 @@ static void set_defaults(zt_args *a) {
   a->num_key_value_heads = -1;
   a->data_sharding = 1;
   a->perform_initialization = 1;
+  a->profile_steps = "2,3";
   a->use_contiguous_buffers_in_local_ddp = 1;
   a->scatter_gather_tensors_in_pipeline = 1;
   a->masked_softmax_fusion = a->bias_gelu_fusion = a->bias_dropout_fusion = a->gradient_accumulation_fusion = 1;
@@ -1850,15 +1879,17 @@ typedef struct {
 } summary_line;
 
 /* Python's repr of a list of strings (or None), as Megatron prints nargs='*' arguments. */
-static void py_list(char *out, size_t n, const zt_strlist *l) {
+static void py_list_q(char *out, size_t n, const zt_strlist *l, const char *quote) {
   if (l->n == 0) {
     snprintf(out, n, "None");
     return;
   }
   size_t k = (size_t)snprintf(out, n, "[");
-  for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(out + k, n - k, "%s'%s'", i ? ", " : "", l->v[i]);
+  for (int i = 0; i < l->n && k < n; i++)
+    k += (size_t)snprintf(out + k, n - k, "%s%s%s%s", i ? ", " : "", quote, l->v[i], quote);
   if (k < n) snprintf(out + k, n - k, "]");
 }
+static void py_list(char *out, size_t n, const zt_strlist *l) { py_list_q(out, n, l, "'"); }
 
 /* zt_args_summary: set while zt_args_print collects the lines into a string instead of logging them */
 static char **summary_sink = NULL;
@@ -1969,6 +2000,9 @@ void zt_args_print(const zt_args *a) {
   LIST_LINE("valid_data_path", &a->valid_data_path);
   LIST_LINE("test_data_path", &a->test_data_path);
   LIST_LINE("rampup_batch_size", &a->rampup_batch_size);
+  STR_LINE("profile", a->profile == 2 ? "pt-full" : a->profile ? "pt" : "None");
+  STR_LINE("profile_steps", a->profile_steps);
+  lines[n].name = "profile_ranks", py_list_q(lines[n++].value, 256, &a->profile_ranks, ""); /* nargs '+' ints */
   STR_LINE("split", a->split);
   OPTSTR_LINE("data_cache_path", a->data_cache_path);
   STR_LINE("data_impl", a->data_impl ? "infer" : "mmap");

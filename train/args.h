@@ -213,6 +213,10 @@ typedef struct {
 
   /* Megatron's TensorBoard writer and timers (train/tb_log.c, docs/monitors.md) */
   const char *tensorboard_dir;      /* NULL: no event files */
+  int profile;                      /* --profile: 0 off, 1 pt, 2 pt-full (runtime/profile/trace.h) */
+  const char *profile_steps;        /* --profile_steps "START,END" (default "2,3") */
+  zt_strlist profile_ranks;         /* --profile-ranks: empty = every rank */
+  int profile_start, profile_end;   /* parsed --profile_steps (0 when --profile is off) */
   int tensorboard_log_interval;     /* 1 */
   int tensorboard_queue_size;       /* 1000: events held before a write forces a flush */
   int log_timers_to_tensorboard, log_batch_size_to_tensorboard, log_validation_ppl_to_tensorboard;

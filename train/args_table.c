@@ -32,8 +32,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
    "--memory-centric-tiled-linear --tile-factor"},
-  {"monitoring",
-   "--profile --profile_steps --profile-ranks"},
   {"inference", "--ds-inference --inference"},
   {NULL, NULL},
 };

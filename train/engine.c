@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
@@ -13,7 +14,9 @@
 #include "runtime/comm/comms_logger.h"
 #include "runtime/ops/cuda/cuda_device.h"
 #include "runtime/parallel/parallel_state.h"
+#include "runtime/profile/monitor.h"
 #include "runtime/profile/throughput.h"
+#include "runtime/profile/trace.h"
 #include "runtime/zero/estimate.h"
 #include "train/progress.h"
 #include "train/schedule.h"
@@ -1340,6 +1343,7 @@ void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb)
     zt_curriculum_truncate(&full, e->train_T, &e->curr_buf, &e->batch);
   }
   if (split == 0) e->t_batch += zt_now() - t0; /* Megatron's batch-generator timer */
+  if (split == 0) zt_engine_trace_span(e, "batch", t0);
 }
 
 int zt_engine_load_reshaped(zt_engine *e, int mb) {
@@ -1561,10 +1565,50 @@ static void update_batch(zt_engine *e) {
   e->cur_nmb = (int)(gbs / e->ramp.per_step);
 }
 
+/* --profile: this run's step counts from 1 (Megatron-DeepSpeed's on_step_begin); the chosen ranks trace the range */
+static void profile_step_begin(zt_engine *e) {
+  const zt_args *a = e->args;
+  e->profile_step++;
+  if (!a->profile || e->profile_step != a->profile_start) return;
+  e->profile_me = a->profile_ranks.n == 0;
+  for (int i = 0; i < a->profile_ranks.n; i++) e->profile_me |= atoi(a->profile_ranks.v[i]) == zt_rank();
+  if (e->profile_me) zt_trace_begin(a->profile == 2);
+}
+
+static void profile_step_end(zt_engine *e, double t0) {
+  const zt_args *a = e->args;
+  if (!zt_trace_active()) return;
+  if (e->be->synchronize) e->be->synchronize();
+  char name[48], host[128] = "host", path[4600];
+  snprintf(name, sizeof name, "ProfilerStep#%d", e->profile_step);
+  zt_trace_span(name, t0, zt_now());
+  if (e->profile_step != a->profile_end) return;
+  /* PyTorch's tensorboard_trace_handler: {dir}/{host}_{pid}.{time in ns}.pt.trace.json.gz */
+  gethostname(host, sizeof host - 1);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  zt_monitor_mkdirs(a->tensorboard_dir, "profile");
+  snprintf(path, sizeof path, "%s/%s_%d.%lld.pt.trace.json.gz", a->tensorboard_dir, host, (int)getpid(),
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+  const size_t n = zt_trace_write(path, zt_rank());
+  printf(" > rank %d: the profile of steps %d-%d (%zu events) is in %s\n", zt_rank(), a->profile_start,
+         a->profile_end, n, path);
+  fflush(stdout);
+}
+
+/* A traced span (--profile): from t0 to now, the device's queue drained first so that the span holds its work. */
+void zt_engine_trace_span(const zt_engine *e, const char *name, double t0) {
+  if (!zt_trace_active()) return;
+  if (e->be->synchronize) e->be->synchronize();
+  zt_trace_span(name, t0, zt_now());
+}
+
 float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const zt_args *a = e->args;
   zt_train_state *st = &e->st;
   zt_model *m = e->model;
+  profile_step_begin(e);
+  const double step0 = zt_now();
   update_batch(e);
   const int nmb = e->cur_nmb;
   const int64_t gbs = e->cur_gbs;
@@ -1609,6 +1653,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   if (st->zero_stage == 3) overflow |= zt_zero3_take_grads(&st->zero3); /* reduced during the backward into acc */
   else if (st->zero_stage > 0) zero_reduce_gradients(e);
   else reduce_gradients(e);
+  zt_engine_trace_span(e, "gradients all-reduce", t3);
   double t4 = zt_now();
   const double scale = st->scaler.cur_scale;
   double norm = (st->zero_stage > 0 ? zero_grad_norm(e) : zt_model_grad_norm(m, m->grads)) / scale; /* unscaled */
@@ -1680,6 +1725,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   /* new_samples * args.actual_seq_length (curriculum, random-LTD); seqlen_reshape: the re-cut rows of each micro
    * batch (Megatron-DeepSpeed's act_mbsz = data_efficiency_curriculum_learning_numel / curriculum_seqlen) */
   st->consumed_tokens += (e->reshape_rows ? (int64_t)a->data_parallel_size * nmb * e->reshape_rows : gbs) * e->actual_T;
+  zt_engine_trace_span(e, "optimizer.step", t4);
   const double t5 = zt_now();
   e->t_bwd_allreduce += t4 - t3;
   e->t_step += t5 - t4;
@@ -1696,6 +1742,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
     zt_ds_throughput_stop(&e->tput, 1);
     ds_after_step(e, mean, samples_before);
   }
+  profile_step_end(e, step0);
   return mean;
 }
 

@@ -143,6 +143,8 @@ typedef struct {
    * sampler above still feeds training */
   int psampler_on;
   zt_pretraining_sampler psampler[3];
+  /* --profile (runtime/profile/trace.h): this run's training steps so far, and whether this rank traces */
+  int profile_step, profile_me;
   /* the sampler's length metric is seqlen_reshape: below --seq-length each training micro batch is re-cut into
    * reshape_rows rows of train_T tokens (0 at --seq-length), run as passes of --micro-batch-size rows through
    * reshape_buf (train/schedule.c) */
@@ -222,6 +224,8 @@ void zt_engine_load_micro_batch(zt_engine *e, int split, uint64_t first, int mb)
 /* seqlen_reshape: training micro batch mb of the sampler's global batch re-cut into rows of train_T tokens (into
  * e->batch); returns the rows. */
 int zt_engine_load_reshaped(zt_engine *e, int mb);
+/* --profile: a traced span from t0 (zt_now()) to now, after the device's queue drained; nothing when not tracing. */
+void zt_engine_trace_span(const zt_engine *e, const char *name, double t0);
 void zt_engine_check_finite_loss(const zt_engine *e, float loss, int micro, const char *what);
 /* After a micro batch's backward: the half-precision handling of its gradients; 1 on an fp16 overflow. */
 int zt_engine_half_grads_after_backward(zt_engine *e);

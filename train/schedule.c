@@ -138,9 +138,11 @@ static void train_no_pipelining(zt_engine *e, int nmb, int profiling, zt_loss_su
     zt_model_forward(m, 0, &e->batch, &pass, &l);
     if (profiling) zt_model_profile_detach(m);
     add_losses(e, sum, &l, mb);
+    zt_engine_trace_span(e, "forward", t0);
     const double t1 = zt_now();
     zt_model_backward(m, (float)e->st.scaler.cur_scale / nmb); /* the loss scale is 1 without fp16 */
     *overflow |= zt_engine_half_grads_after_backward(e);
+    zt_engine_trace_span(e, "backward", t1);
     const double t2 = zt_now();
     e->t_fwd += t1 - t0;
     e->t_bwd_inner += t2 - t1;
@@ -157,7 +159,9 @@ static void pipe_run_forward(pipe_state *st, int chunk, int mb, int count) {
   zt_engine_load_micro_batch(e, 0, first, mb);
   const zt_pass pass = make_pass(e, first, 1);
   zt_losses l;
+  const double t0 = zt_now();
   zt_model_forward(e->model, chunk, &e->batch, &pass, &l);
+  zt_engine_trace_span(e, count ? "forward" : "forward (recompute)", t0);
   if (count && l.n) add_losses(e, st->sum, &l, mb);
   st->last_chunk = chunk;
   st->last_mb = mb;
@@ -165,8 +169,10 @@ static void pipe_run_forward(pipe_state *st, int chunk, int mb, int count) {
 
 static void pipe_run_backward(pipe_state *st) {
   zt_engine *e = st->e;
+  const double t0 = zt_now();
   zt_model_backward(e->model, (float)e->st.scaler.cur_scale / st->nmb);
   st->overflow |= zt_engine_half_grads_after_backward(e);
+  zt_engine_trace_span(e, "backward", t0);
 }
 
 /* Sends (send 1) or receives the stage tensors `t` to or from group rank `peer`, one message each. */

@@ -9,6 +9,7 @@
 #include "models/transformer/random_ltd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/profile/trace.h"
 
 static void layer_prefix(const zt_stack *s, char *buf, size_t n, int l) {
   snprintf(buf, n, "%s.layers.%d", s->prefix, l - s->name0);
@@ -204,6 +205,14 @@ static size_t planned_bytes(const zt_stack *s) {
   return (size_t)zt_tp_local_rows(s->cfg->tp, s->B * s->T) * (size_t)s->cfg->C * zt_dtype_size(s->model->dt);
 }
 
+/* --profile's span of one layer (runtime/profile/trace.h): "<prefix>.<layer> <what>" after the device drained. */
+static void trace_layer(const zt_stack *s, const zt_block *b, const char *what, double t0) {
+  if (s->model->be->synchronize) s->model->be->synchronize();
+  char name[96];
+  snprintf(name, sizeof name, "%s.layers.%d %s", s->prefix, b->layer - s->name0, what);
+  zt_trace_span(name, t0, zt_now());
+}
+
 static int unit_of(const zt_stack *s, int l) { return s->unit0 + s->fwd_chunk * s->chunk_layers + l; }
 
 float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cross_input *mem) {
@@ -219,8 +228,9 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
   const int profile = m->ckpt_profile && s->recompute && pass->training;
   const void *cur = s->layer_in;
   float aux = 0.0f;
+  const int trace = zt_trace_active();
   for (int l = 0; l < L; l++) {
-    const double tl = profile ? zt_now() : 0.0;
+    const double tl = profile || trace ? zt_now() : 0.0;
     void *out = !s->part_acts ? (char *)s->layer_in + (size_t)(l + 1) * slot
                 : l == L - 1  ? s->layer_out
                               : (char *)s->act_work + (size_t)(l & 1) * slot;
@@ -232,6 +242,7 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
       be->copy((char *)s->act_parts + (size_t)l * pslot, (char *)out + (size_t)s->cfg->tp->rank * piece, piece);
     cur = out;
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "forward", 1e3 * (zt_now() - tl));
+    if (trace) trace_layer(s, &blocks[l], "forward", tl);
   }
   return aux;
 }
@@ -242,9 +253,9 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
   const size_t es = zt_dtype_size(m->dt), NC = (size_t)N * s->cfg->C * es, piece = NC / (size_t)s->cfg->tp->size;
   const size_t slot = planned_bytes(s), pslot = slot / (size_t)s->cfg->tp->size;
   zt_block *blocks = s->blocks + (size_t)s->fwd_chunk * L;
-  const int profile = m->ckpt_profile && s->recompute;
+  const int profile = m->ckpt_profile && s->recompute, trace = zt_trace_active();
   for (int l = L - 1; l >= 0; l--) {
-    const double tl = profile ? zt_now() : 0.0;
+    const double tl = profile || trace ? zt_now() : 0.0;
     const void *x = (char *)s->layer_in + (size_t)l * slot;
     if (s->part_acts && l > 0) { /* gather the saved pieces of this layer's input */
       zt_allgather(s->cfg->tp->group, m->dt, (char *)s->act_parts + (size_t)(l - 1) * pslot, piece / es, s->act_work);
@@ -260,6 +271,7 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
     zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
     zt_model_param_event(m, ZT_PARAM_GRAD_READY, unit_of(s, l));
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
+    if (trace) trace_layer(s, &blocks[l], s->recompute ? "recompute + backward" : "backward", tl);
   }
 }
 

@@ -302,7 +302,7 @@ def area_errors(tmp):
         (["--tensorboard-dir", ""], "--tensorboard-dir: an empty path"),
         (["--log-optimizer-states-to-tensorboard", "--optimizer", "sgd"],
          "--log-optimizer-states-to-tensorboard writes norms of Adam's exp_avg and exp_avg_sq"),
-        (["--profile"], "--profile is a Megatron-DeepSpeed flag that zerotron does not support yet"),
+        (["--profile", "pt"], "--profile pt writes its trace into --tensorboard-dir"),
     ]
     for extra, msg in cases:
         out = run(TINY + ["--train-iters", "2"] + extra, tmp, expect_rc=1)
