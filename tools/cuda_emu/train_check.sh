@@ -168,6 +168,8 @@ resume_case() {
 }
 
 train_case "one process, fp32, dropout 0.1" 1
+train_case "--profile pt (each traced span waits for the device)" 1 --profile pt --tensorboard-dir "$OUT/logs/profile_tb" \
+  --train-iters 4
 train_case "one process, fp32, no dropout, 2 micro batches" 1 --attention-dropout 0 --hidden-dropout 0 \
   --micro-batch-size 1 --global-batch-size 2
 train_case "DP=2" 2
