@@ -283,6 +283,8 @@ static const flag k_flags[] = {
    "recorded in the argument dump)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
+  {"--aml-data-download-path", F_STR, OFF(aml_data_download_path), NULL, DATA, "None",
+   "Azure ML's mounted dataset folder: every --data-path word becomes DIR/word (Megatron-DeepSpeed's rule)."},
   {"--split", F_STR, OFF(split), NULL, DATA, "969, 30, 1", "Train/valid/test proportions of the documents."},
   {"--train-data-path", F_LIST, OFF(train_data_path), NULL, DATA, "None", "Separate training set(s)."},
   {"--valid-data-path", F_LIST, OFF(valid_data_path), NULL, DATA, "None", "Separate validation set(s)."},
@@ -679,6 +681,16 @@ static int consider(const char *name, void *ctx) {
   return 0;
 }
 
+int zt_args_flag_status(const char *name) {
+  for (int i = 0; i < NFLAGS; i++)
+    if (strcmp(k_flags[i].name, name) == 0) return 1;
+  for (const zt_args_deprecated *d = zt_args_deprecated_flags; d->flag; d++)
+    if (strcmp(d->flag, name) == 0) return 2;
+  for (const zt_args_known_group *g = zt_args_known_groups; g->area; g++)
+    if (each_token(g->flags, token_equals, (void *)name)) return 2;
+  return 0;
+}
+
 /* Refuses `name` (a flag without its "=value"): as deprecated, as known but unsupported, or as unknown
  * with the closest supported or known flag when that one is near enough to be a typo. */
 static void refuse_flag(const char *name) __attribute__((noreturn));
@@ -760,6 +772,18 @@ static void pad_vocab(zt_args *a) {
 /* The data source (exactly one of --mock-data, --data-path, the per-split paths) and the files its
  * tokenizer needs; the files themselves are opened, and checked, before the model is built. */
 static void check_data(zt_args *a, const unsigned char *seen) {
+  if (a->aml_data_download_path) { /* Megatron-DeepSpeed: data_path = [f"{aml}/{path}" for path in data_path] */
+    zt_check(a->data_path.n == 1, "inconsistent arguments", "--aml-data-download-path %s with %d --data-path words: "
+             "Megatron-DeepSpeed prefixes every word, a blend's weights too (which then are no numbers); give one "
+             "dataset prefix%s", a->aml_data_download_path, a->data_path.n,
+             a->data_path.n ? ", or write the folder into the blend's paths yourself" : "");
+    const char **v = zt_malloc(sizeof *v, "--data-path");
+    const size_t n = strlen(a->aml_data_download_path) + strlen(a->data_path.v[0]) + 2;
+    char *p = zt_malloc(n, "--data-path");
+    snprintf(p, n, "%s/%s", a->aml_data_download_path, a->data_path.v[0]);
+    v[0] = p;
+    a->data_path.v = v; /* lives as long as the arguments */
+  }
   const int paths = a->data_path.n > 0, split_paths = a->train_data_path.n > 0 || a->valid_data_path.n > 0 ||
                     a->test_data_path.n > 0;
   static const char *const list_flags[] = {"--data-path", "--train-data-path", "--valid-data-path",
@@ -2005,6 +2029,7 @@ void zt_args_print(const zt_args *a) {
   lines[n].name = "profile_ranks", py_list_q(lines[n++].value, 256, &a->profile_ranks, ""); /* nargs '+' ints */
   STR_LINE("split", a->split);
   OPTSTR_LINE("data_cache_path", a->data_cache_path);
+  OPTSTR_LINE("aml_data_download_path", a->aml_data_download_path);
   STR_LINE("data_impl", a->data_impl ? "infer" : "mmap");
   BOOL_LINE("mmap_warmup", a->mmap_warmup);
   STR_LINE("tokenizer_type", zt_tokenizer_kind_name((zt_tokenizer_kind)a->tokenizer_type));

@@ -115,7 +115,9 @@ typedef struct {
 
   /* data (lists point into argv) */
   int mock_data;                    /* --mock-data: synthetic patterned token stream */
-  zt_strlist data_path;             /* --data-path: prefix, or weight prefix pairs */
+  zt_strlist data_path;             /* --data-path: prefix, or weight prefix pairs (with --aml-data-download-path DIR:
+                                     * DIR/prefix) */
+  const char *aml_data_download_path; /* --aml-data-download-path, or NULL */
   zt_strlist train_data_path, valid_data_path, test_data_path;
   const char *split;                /* "969, 30, 1" */
   const char *data_cache_path;      /* NULL */
@@ -264,6 +266,8 @@ extern char *(*zt_args_checkpoint_reader)(const char *root, const char *tag);
 
 /* 1 if `flag` (e.g. "--clip-grad") was given on the command line. */
 int zt_args_given(const zt_args *args, const char *flag);
+/* Whether a flag is one of the table's (1), refused by name as deprecated or not supported (2), or unknown (0). */
+int zt_args_flag_status(const char *name);
 
 /* Sets the vocabulary size from the tokenizer (named in messages) and recomputes the padded size;
  * a --vocab-size that disagrees is refused with both numbers. */

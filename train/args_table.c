@@ -33,6 +33,30 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
    "--memory-centric-tiled-linear --tile-factor"},
   {"inference", "--ds-inference --inference"},
+  {"=a flag of Megatron-DeepSpeed's vision models (ViT, DINO, Swin), which zerotron does not have",
+   "--num-classes --img-h --img-w --num-channels --patch-dim --classes-fraction --data-per-class-fraction "
+   "--vision-pretraining --vision-pretraining-type --vision-backbone-type --swin-backbone-type --mask-type "
+   "--mask-factor --iter-per-epoch --head-lr-mult --dino-local-img-size --dino-local-crops-number "
+   "--dino-head-hidden-size --dino-bottleneck-size --dino-freeze-last-layer --dino-norm-last-layer "
+   "--dino-warmup-teacher-temp --dino-teacher-temp --dino-warmup-teacher-temp-epochs"},
+  {"=a flag of Megatron's Retro (retrieval-enhanced GPT), which zerotron does not have",
+   "--retro-workdir --retro-add-retriever --retro-cyclic-train-iters --retro-encoder-layers "
+   "--retro-encoder-hidden-dropout --retro-encoder-attention-dropout --retro-num-neighbors "
+   "--retro-num-retrieved-chunks --retro-return-doc-ids"},
+  {"=a flag of Megatron's REALM/ICT retriever and biencoder tasks, which zerotron does not have",
+   "--ict-head-size --biencoder-projection-dim --biencoder-shared-query-context-model --ict-load --bert-load "
+   "--titles-data-path --query-in-block-prob --use-one-sent-docs --evidence-data-path "
+   "--retriever-report-topk-accuracies --retriever-score-scaling --block-data-path --embedding-path "
+   "--indexer-batch-size --indexer-log-interval --retriever-seq-length --bert-embedder-type "
+   "--output-bert-embeddings --sample-rate"},
+  {"=a limit of Megatron's text-generation server, which zerotron does not have (generate_samples takes its "
+   "lengths from its own flags: docs/evaluate.md)",
+   "--inference-batch-times-seqlen-threshold --max-tokens-to-oom"},
+  {"=a hook of NVIDIA's ADLR cluster (automatic resubmission), which zerotron does not have; "
+   "--exit-duration-in-mins and --exit-signal-handler save and stop a run for a scheduler to resubmit",
+   "--adlr-autoresume --adlr-autoresume-interval"},
+  {"=a mode for external trainers and exporters (an uninitialized or dataset-only Megatron, ONNX workarounds), which "
+   "zerotron's programs do not have", "--lazy-mpu-init --use-dataset-only --onnx-safe"},
   {NULL, NULL},
 };
 

@@ -275,6 +275,17 @@ expect_fail "a missing one of the set is refused, nothing rebuilt over the other
   "${TD[@]}" "${D[@]}" "${IDX[@]}"
 cmp -s shuffle.keep shuffle.keep && [ -e mine/train_doc.npy ] && ! [ -e mine/train_shuffle.npy ] &&
   ok "the refused run wrote nothing" || bad "refused run wrote" "$(ls mine)"
+# --aml-data-download-path (examples_deepspeed/azureml): the --data-path prefix is looked up under it
+mkdir -p aml && mv d.bin d.idx aml/
+out=$(timeout 120 "$BIN" "${TD[@]}" --aml-data-download-path aml --data-path d --split 90,10,0 --tokenizer-type \
+      NullTokenizer --vocab-size 100 --train-iters 4 --data-cache-path C2 2>&1)
+got=$(grep -E "^ iteration" <<<"$out" | sed -E 's/.*(lm loss: [0-9.E+-]+).*/\1/')
+[ -n "$got" ] && [ "$got" == "$ref" ] && dump_has "--aml-data-download-path aml: data_path aml/d, the same losses" "$out" \
+  "data_path=\['aml/d'\]" aml_data_download_path=aml || bad "--aml-data-download-path" "$(grep -m1 error <<<"$out")"
+expect_fail "--aml-data-download-path with a blend (its weights would be prefixed too)" \
+  "error: inconsistent arguments: --aml-data-download-path aml with 4 --data-path words" "${TD[@]}" \
+  --aml-data-download-path aml --data-path 0.5 d 0.5 d --tokenizer-type NullTokenizer --vocab-size 100 --train-iters 1
+mv aml/d.bin aml/d.idx .
 expect_fail "--train-doc-idx-path with --mock-data" \
   "error: inconsistent arguments: --train-doc-idx-path names an index file of a --data-path dataset; --mock-data has none" \
   "${T[@]}" --train-iters 1 --train-doc-idx-path x.npy
