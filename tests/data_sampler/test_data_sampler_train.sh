@@ -22,17 +22,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
-# a NullTokenizer corpus of 80 documents (ids 0..99)
-"$PY" - <<'PYEOF'
-import json
-import numpy as np
-rng = np.random.RandomState(5)
-with open("c.jsonl", "w") as f:
-    for n in rng.randint(20, 120, size=80):
-        f.write(json.dumps({"text": " ".join(map(str, rng.randint(0, 100, size=n)))}) + "\n")
-PYEOF
-"$BIN/preprocess_data" --input c.jsonl --output-prefix corpus --tokenizer-type NullTokenizer --vocab-size 100 \
-  --append-eod --workers 1 >/dev/null 2>&1 || { bad "preprocess_data" "failed"; exit 1; }
+source "$HERE/null_corpus.sh" # corpus_text_document: 80 NullTokenizer documents
 D=(--data-path corpus_text_document --split 90,10,0 --tokenizer-type NullTokenizer --vocab-size 100 --seq-length 16
    --train-data-exact-num-epochs 1 --seed 3)
 # (--make-vocab-size-divisible-by 64: the padded vocabulary is 128 at TP=1 and TP=2 alike)

@@ -20,17 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 export OMP_NUM_THREADS=1
 
-# a NullTokenizer corpus of 80 documents (ids 0..99)
-"$PY" - <<'PYEOF'
-import json
-import numpy as np
-rng = np.random.RandomState(5)
-with open("c.jsonl", "w") as f:
-    for n in rng.randint(20, 120, size=80):
-        f.write(json.dumps({"text": " ".join(map(str, rng.randint(0, 100, size=n)))}) + "\n")
-PYEOF
-"$BIN/preprocess_data" --input c.jsonl --output-prefix corpus --tokenizer-type NullTokenizer --vocab-size 100 \
-  --append-eod --workers 1 >/dev/null 2>&1 || { bad "preprocess_data" "failed"; exit 1; }
+source "$HERE/null_corpus.sh" # corpus_text_document: 80 NullTokenizer documents
 D=(--data-path corpus_text_document --split 90,10,0 --tokenizer-type NullTokenizer --vocab-size 100 --seq-length 16
    --seed 3)
 model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 16 --log-interval 1
