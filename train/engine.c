@@ -1254,8 +1254,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_print_datetime("after model, optimizer, and learning rate scheduler are built");
 }
 
+static void profile_write(const zt_engine *e);
+
 void zt_engine_free(zt_engine *e) {
   zt_train_state *st = &e->st;
+  if (zt_trace_active()) profile_write(e); /* the run stopped inside --profile_steps */
   if (e->zcfg == &e->zero_default) zt_ds_config_free(&e->zero_default);
   free(e->ltd_layers);
   e->ltd_layers = NULL;
@@ -1575,15 +1578,10 @@ static void profile_step_begin(zt_engine *e) {
   if (e->profile_me) zt_trace_begin(a->profile == 2);
 }
 
-static void profile_step_end(zt_engine *e, double t0) {
+/* Writes the trace where PyTorch's tensorboard_trace_handler would: {dir}/{host}_{pid}.{time in ns}.pt.trace.json.gz */
+static void profile_write(const zt_engine *e) {
   const zt_args *a = e->args;
-  if (!zt_trace_active()) return;
-  if (e->be->synchronize) e->be->synchronize();
-  char name[48], host[128] = "host", path[4600];
-  snprintf(name, sizeof name, "ProfilerStep#%d", e->profile_step);
-  zt_trace_span(name, t0, zt_now());
-  if (e->profile_step != a->profile_end) return;
-  /* PyTorch's tensorboard_trace_handler: {dir}/{host}_{pid}.{time in ns}.pt.trace.json.gz */
+  char host[128] = "host", path[4600];
   gethostname(host, sizeof host - 1);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -1591,9 +1589,19 @@ static void profile_step_end(zt_engine *e, double t0) {
   snprintf(path, sizeof path, "%s/%s_%d.%lld.pt.trace.json.gz", a->tensorboard_dir, host, (int)getpid(),
            (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
   const size_t n = zt_trace_write(path, zt_rank());
-  printf(" > rank %d: the profile of steps %d-%d (%zu events) is in %s\n", zt_rank(), a->profile_start,
-         a->profile_end, n, path);
+  printf(" > rank %d: the profile of steps %d-%d (%zu events) is in %s%s\n", zt_rank(), a->profile_start,
+         e->profile_step, n, path, e->profile_step < a->profile_end ? " (the run ended before the last step asked)"
+                                                                    : "");
   fflush(stdout);
+}
+
+static void profile_step_end(zt_engine *e, double t0) {
+  if (!zt_trace_active()) return;
+  if (e->be->synchronize) e->be->synchronize();
+  char name[48];
+  snprintf(name, sizeof name, "ProfilerStep#%d", e->profile_step);
+  zt_trace_span(name, t0, zt_now());
+  if (e->profile_step == e->args->profile_end) profile_write(e);
 }
 
 /* A traced span (--profile): from t0 to now, the device's queue drained first so that the span holds its work. */

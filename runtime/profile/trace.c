@@ -56,21 +56,21 @@ size_t zt_trace_write(const char *path, int rank) {
   int ok = gzprintf(f, "{\"schemaVersion\": 1, \"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
                        "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
                        "\"rank %d\"}}", rank, rank) > 0;
-  size_t *open = malloc((g.n + 1) * sizeof *open), depth = 0; /* the events enclosing the current one */
+  size_t *encl = zt_malloc((g.n + 1) * sizeof *encl, "profile trace"), depth = 0; /* the enclosing events */
   for (size_t i = 0; i < g.n && ok; i++) {
     const event *e = &g.ev[i];
-    while (depth && g.ev[open[depth - 1]].t1 <= e->t0) depth--;
+    while (depth && g.ev[encl[depth - 1]].t1 <= e->t0) depth--;
     ok = gzprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": %d, \"tid\": 0, "
                      "\"ts\": %.3f, \"dur\": %.3f", e->name, rank, 1e6 * (e->t0 - base), 1e6 * (e->t1 - e->t0)) > 0;
     if (ok && g.full) {
       ok = gzprintf(f, ", \"args\": {\"stack\": [") > 0;
-      for (size_t d = 0; d < depth && ok; d++) ok = gzprintf(f, "%s\"%s\"", d ? ", " : "", g.ev[open[d]].name) > 0;
+      for (size_t d = 0; d < depth && ok; d++) ok = gzprintf(f, "%s\"%s\"", d ? ", " : "", g.ev[encl[d]].name) > 0;
       ok = ok && gzprintf(f, "]}") > 0;
     }
     ok = ok && gzprintf(f, "}") > 0;
-    open[depth++] = i;
+    encl[depth++] = i;
   }
-  free(open);
+  free(encl);
   ok = ok && gzprintf(f, "\n]}\n") > 0;
   ok = gzclose(f) == Z_OK && ok;
   zt_check(ok, "profile", "writing the trace %s failed (disk full?)", path);

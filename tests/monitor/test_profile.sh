@@ -5,7 +5,7 @@
 #    holding its micro batches' batch, forward and backward, every layer's forward inside a forward and its
 #    backward inside a backward, the gradient all-reduce and the optimizer step; pt-full adds each event's
 #    enclosing events (args.stack), pt none;
-#  - the losses are those of the run without it;
+#  - the losses are those of the run without it; a run that ends inside the range still writes its trace;
 #  - under mpirun: DP=2 traces both ranks, --profile-ranks 1 only rank 1; PP=2's stage 0 traces its layer (and the
 #    stage's forward recomputed before each backward);
 #  - refusals: no --tensorboard-dir, a bad --profile_steps, a rank outside the world.
@@ -88,6 +88,12 @@ for mode in pt pt-full; do
 done
 grep -qE "^  profile \.+ pt-full$" <<<"$out" && grep -qE "^  profile_steps \.+ 2,3$" <<<"$out" &&
   grep -qE "^  profile_ranks \.+ None$" <<<"$out" && ok "the argument dump" || bad "dump" "$(grep profile <<<"$out")"
+
+out=$("$bin" "${tiny[@]}" --train-iters 2 --profile pt --tensorboard-dir tb_short 2>&1)
+grep -qE "^ > rank 0: the profile of steps 2-2 \([0-9]+ events\) is in tb_short/.*\(the run ended before the last step asked\)$" \
+  <<<"$out" && [ "$(ls tb_short/*.pt.trace.json.gz | wc -l)" -eq 1 ] &&
+  ok "a run that ends inside --profile_steps still writes its trace, and says so" ||
+  bad "short run" "$(grep -m1 "profile of" <<<"$out")"
 
 if command -v mpirun >/dev/null; then
   timeout 300 "${mpi[@]}" -np 2 "$bin" "${tiny[@]}" --profile pt --tensorboard-dir tb_dp >/dev/null 2>&1
