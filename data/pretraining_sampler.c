@@ -80,7 +80,6 @@ const int64_t *zt_pretraining_sampler_ids(zt_pretraining_sampler *s, int64_t con
   if (s->perm_epoch != s->epoch) {
     if (!s->perm) s->perm = zt_malloc((size_t)bucket * sizeof(int64_t), "the epoch's permutation");
     zt_torch_randperm((uint64_t)s->epoch, bucket, s->perm);
-    s->perm_n = bucket;
     s->perm_epoch = s->epoch;
   }
   for (int i = 0; i < s->mbs; i++)

@@ -26,7 +26,7 @@ typedef struct {
   int64_t pass_start, pass_batches;
   /* cyclic: the pass's epoch, its offset in it, and that epoch's permutation */
   int64_t epoch, cur;
-  int64_t *perm, perm_n, perm_epoch;
+  int64_t *perm, perm_epoch;
   int64_t *ids;            /* the last micro batch's mbs ids */
 } zt_pretraining_sampler;
 

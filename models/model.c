@@ -231,7 +231,7 @@ void zt_model_check_plan(const zt_memplan *plan, const zt_backend *be, zt_dtype 
   const size_t total = zt_memplan_total(plan);
   if (be->kind == ZT_BACKEND_CPU) {
     zt_memplan_print(plan);
-    zt_memplan_check_fits(plan, mem_limit);
+    zt_memplan_check_fits(plan, mem_limit, recompute);
     return;
   }
   const size_t avail = mem_limit ? mem_limit : be->available();

@@ -59,15 +59,21 @@ size_t zt_host_available_bytes(void) {
   return kb * 1024;
 }
 
-void zt_memplan_check_fits(const zt_memplan *p, size_t limit) {
+void zt_memplan_check_fits(const zt_memplan *p, size_t limit, int recompute) {
   if (limit == 0) limit = zt_host_available_bytes();
   if (limit == 0) return;
   size_t total = zt_memplan_total(p);
+  const size_t states = p->bytes[ZT_MEM_PARAMS] + p->bytes[ZT_MEM_GRADS] + p->bytes[ZT_MEM_OPTIM];
+  const char *remedy = states > limit ? "the model states alone exceed it: shard them with "
+                                        "--tensor-model-parallel-size, --pipeline-model-parallel-size or ZeRO "
+                                        "(zero_optimization.stage, with offload_optimizer to NVMe)"
+                       : recompute ? "reduce --micro-batch-size or --seq-length"
+                                   : "reduce --micro-batch-size or --seq-length, or use --checkpoint-activations";
   zt_check(total <= limit, "memory plan does not fit",
-           "needs %.1f MiB (params %.1f, grads %.1f, optimizer state %.1f, activations %.1f) but only "
-           "%.1f MiB are available; reduce --micro-batch-size or --seq-length, or use --checkpoint-activations",
-           total / 1048576.0, p->bytes[ZT_MEM_PARAMS] / 1048576.0, p->bytes[ZT_MEM_GRADS] / 1048576.0,
-           p->bytes[ZT_MEM_OPTIM] / 1048576.0, p->bytes[ZT_MEM_ACTIVATIONS] / 1048576.0, limit / 1048576.0);
+           "needs %.1f MiB of host memory (params %.1f, grads %.1f, optimizer state %.1f, activations %.1f) but only "
+           "%.1f MiB are available; %s", total / 1048576.0, p->bytes[ZT_MEM_PARAMS] / 1048576.0,
+           p->bytes[ZT_MEM_GRADS] / 1048576.0, p->bytes[ZT_MEM_OPTIM] / 1048576.0,
+           p->bytes[ZT_MEM_ACTIVATIONS] / 1048576.0, limit / 1048576.0, remedy);
 }
 
 /* Anonymous mappings: zero pages, page aligned, and resident only once touched (a region that is never

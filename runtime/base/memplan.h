@@ -41,8 +41,10 @@ void zt_memplan_rewind(zt_memplan *p);
 size_t zt_memplan_total(const zt_memplan *p);
 /* Prints the plan ("memory plan (MiB): params X | grads Y | ...") on rank 0. */
 void zt_memplan_print(const zt_memplan *p);
-/* Dies naming each kind's MiB when the total exceeds limit_bytes (0: MemAvailable of the host). */
-void zt_memplan_check_fits(const zt_memplan *p, size_t limit_bytes);
+/* Dies naming each kind's MiB when the total exceeds limit_bytes (0: MemAvailable of the host), with a remedy that
+ * applies: sharding when the model states alone exceed it, else smaller batches or sequences, and recompute when the
+ * run has none (recompute: it is on already). */
+void zt_memplan_check_fits(const zt_memplan *p, size_t limit_bytes, int recompute);
 /* One zeroed allocation per kind (host: page-aligned mappings whose untouched pages take no memory); then rewinds
  * for the carving pass. */
 void zt_memplan_allocate(zt_memplan *p);

@@ -35,11 +35,20 @@ fi
 out=$("$bin" --num-layers 96 --hidden-size 4096 --num-attention-heads 32 --seq-length 64 \
       --max-position-embeddings 64 --micro-batch-size 1 --lr 1e-4 --train-iters 1 --mock-data 2>&1)
 rc=$?
-if [ $rc -ne 0 ] && grep -qE "error: memory plan does not fit: needs [0-9.]+ MiB \(params [0-9.]+" <<<"$out" \
-   && ! grep -q "training \.\.\." <<<"$out"; then
-  ok "oversized model refused by the memory plan"
+if [ $rc -ne 0 ] && grep -qE "error: memory plan does not fit: needs [0-9.]+ MiB of host memory \(params [0-9.]+" <<<"$out" \
+   && grep -qF "the model states alone exceed it: shard them" <<<"$out" && ! grep -q "training \.\.\." <<<"$out"; then
+  ok "oversized model refused by the memory plan (sharding named: the model states alone exceed the host)"
 else
   bad "memory plan refusal" "rc=$rc"; echo "$out" | tail -3
+fi
+# activations past the host with recompute already on: recompute is not suggested again
+out=$("$bin" --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 8192 \
+      --max-position-embeddings 8192 --micro-batch-size 256 --lr 1e-4 --train-iters 1 --mock-data \
+      --checkpoint-activations 2>&1)
+if grep -qE "error: memory plan does not fit: .* reduce --micro-batch-size or --seq-length$" <<<"$out"; then
+  ok "activations past the host with --checkpoint-activations: it is not suggested again"
+else
+  bad "memory plan remedy" "$(grep -m1 error <<<"$out")"
 fi
 
 # 4. --train-samples derives the iterations (100 samples / 16 = 6); --optimizer sgd trains
