@@ -54,6 +54,9 @@ typedef struct {
    * seq_off .. seq_off + T - 1 of a sequence of seq_total tokens, which the self-attention sees whole; 0: the T
    * tokens are the whole sequence */
   int seq_off, seq_total;
+  /* FPDT's chunked share (ulysses.h): the T tokens are chunks of seq_chunk, chunk k the positions seq_off + k seq_chunk
+   * seq_total / T ..; 0: one chunk */
+  int seq_chunk;
   /* incremental decoding (models/transformer/decode.h), 0 in training and evaluation: with kv_cache the T tokens of
    * each row are positions kv_past .. kv_past+T-1; every self-attention layer appends their keys and values to its
    * cache (zt_attn_acts.cache, kv_tmax positions per row) and attends over the kv_past+T cached positions (T must
@@ -153,6 +156,7 @@ typedef struct {
   int pp_split;                /* an encoder-decoder: its first decoder stage (--pipeline-model-parallel-split-rank) */
   const zt_group *usp_group;   /* DeepSpeed-Ulysses (--ds-sequence-parallel-size): models/transformer/ulysses.h */
   int usp_size, usp_rank;
+  int fpdt_chunk;              /* DeepSpeed FPDT's chunk (--ds-sequence-parallel-fpdt-chunk-size), 0: off */
   size_t mem_limit;            /* 0: the backend's free memory */
 } zt_model_setup;
 

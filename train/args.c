@@ -281,6 +281,16 @@ static const flag k_flags[] = {
   {"--force-ds-sequence-parallel", F_TRUE, OFF(force_ds_sequence_parallel), NULL, NOOP, "False",
    "Megatron-DeepSpeed's distributed attention with one sequence-parallel rank: no effect (it is the identity there; "
    "recorded in the argument dump)."},
+  {"--ds-sequence-parallel-fpdt", F_TRUE, OFF(ds_sequence_parallel_fpdt), NULL, PAR, "False",
+   "DeepSpeed's FPDT (GPT): the sequence dealt to the --ds-sequence-parallel-size ranks in chunks, the "
+   "self-attention computed chunk by chunk keeping only log-sum-exps, the layers without hidden dropout, as "
+   "Megatron-DeepSpeed's (docs/parallelism.md)."},
+  {"--ds-sequence-parallel-fpdt-chunk-size", F_INT, OFF(ds_sequence_parallel_fpdt_chunk_size), NULL, PAR, "65536",
+   "FPDT's chunk of the whole sequence, in tokens: must divide --seq-length and be a multiple of "
+   "--ds-sequence-parallel-size."},
+  {"--ds-sequence-parallel-fpdt-offloading", F_TRUE, OFF(ds_sequence_parallel_fpdt_offloading), NULL, PAR, "False",
+   "FPDT keeps the attention's chunks in host memory: where they already are on a CPU run; a GPU run has no host "
+   "offload path yet and trains on the CPU, saying so (docs/parallelism.md)."},
   {"--data-path", F_LIST, OFF(data_path), NULL, DATA, "None",
    "Dataset prefix (P for P.bin/P.idx), or weight prefix pairs to blend."},
   {"--aml-data-download-path", F_STR, OFF(aml_data_download_path), NULL, DATA, "None",
@@ -754,6 +764,33 @@ static void check_positive(const char *flag, long long v) {
   zt_check(v > 0, "bad argument value", "%s %lld: must be > 0", flag, v);
 }
 
+/* DeepSpeed FPDT (--ds-sequence-parallel-fpdt; models/transformer/ulysses.h): GPT only, with FPDT_InputConstruct's
+ * asserts as refusals naming the numbers. */
+static void fpdt_check(const zt_args *a, const unsigned char *seen) {
+  static const char *const sub[] = {"--ds-sequence-parallel-fpdt-chunk-size", "--ds-sequence-parallel-fpdt-offloading"};
+  if (!a->ds_sequence_parallel_fpdt) {
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
+      if (given(seen, sub[i]))
+        zt_log("WARNING: %s has no effect without --ds-sequence-parallel-fpdt (as in Megatron-DeepSpeed)\n", sub[i]);
+    return;
+  }
+  zt_check(strcmp(zt_args_model, "gpt") == 0, "unsupported argument", "--ds-sequence-parallel-fpdt: DeepSpeed's FPDT "
+           "runs GPT models (Megatron-DeepSpeed's pretrain_gpt, causal attention); this program trains %s",
+           zt_args_model);
+  const int K = a->ds_sequence_parallel_fpdt_chunk_size, S = a->seq_length, P = a->ds_sequence_parallel_size;
+  check_positive("--ds-sequence-parallel-fpdt-chunk-size", K);
+  zt_check(S % K == 0, "inconsistent arguments", "--ds-sequence-parallel-fpdt-chunk-size %d does not divide "
+           "--seq-length %d (FPDT cuts every sequence into chunks of that many tokens)", K, S);
+  zt_check(K % P == 0, "inconsistent arguments", "--ds-sequence-parallel-fpdt-chunk-size %d is not a multiple of "
+           "--ds-sequence-parallel-size %d (each chunk splits evenly over the sequence-parallel ranks)", K, P);
+  zt_check(!a->random_ltd, "unsupported argument", "--random-ltd with --ds-sequence-parallel-fpdt: random-LTD drops "
+           "tokens of the sequences FPDT deals out in chunks (not supported)");
+  if (a->hidden_dropout > 0.0)
+    zt_log("WARNING: --ds-sequence-parallel-fpdt: the layers add their residuals without the hidden dropout "
+           "(--hidden-dropout %g), as Megatron-DeepSpeed's (DeepSpeed's FPDT has no dropout); the embedding dropout "
+           "stays\n", a->hidden_dropout);
+}
+
 static void check_real(int ok, const char *flag, double v, int as_float, const char *rule) {
   if (ok) return;
   char text[40];
@@ -1009,6 +1046,7 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
     zt_check(!a->mos && !a->kd, "unsupported argument", "%s with --ds-sequence-parallel-size %d: the teacher of "
              "knowledge distillation does not run sequence-parallel (not supported)", a->mos ? "--mos" : "--kd", usp);
   }
+  fpdt_check(a, seen);
   zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
            "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
            "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
@@ -1651,6 +1689,7 @@ static void set_defaults(zt_args *a) {
   a->train_tokens = a->lr_warmup_tokens = a->lr_decay_tokens = -1;
   a->zero_stage = 1;  /* Megatron-DeepSpeed's default=1.0 */
   a->ds_sequence_parallel_size = 1;
+  a->ds_sequence_parallel_fpdt_chunk_size = 65536;
   a->mlp_type = 0, a->topk = 1, a->expert_interval = 2, a->moe_expert_parallel_size = 1, a->moe_min_capacity = 4;
   a->moe_train_capacity_factor = a->moe_eval_capacity_factor = 1.0, a->moe_loss_coeff = 0.1;
   a->moe_token_dropping = a->moe_top2_2nd_expert_sampling = 1;
@@ -2086,6 +2125,9 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
   INT_LINE("ds_sequence_parallel_size", a->ds_sequence_parallel_size);
   BOOL_LINE("force_ds_sequence_parallel", a->force_ds_sequence_parallel);
+  BOOL_LINE("ds_sequence_parallel_fpdt", a->ds_sequence_parallel_fpdt);
+  INT_LINE("ds_sequence_parallel_fpdt_chunk_size", a->ds_sequence_parallel_fpdt_chunk_size);
+  BOOL_LINE("ds_sequence_parallel_fpdt_offloading", a->ds_sequence_parallel_fpdt_offloading);
   BOOL_LINE("deepspeed_activation_checkpointing", a->deepspeed_activation_checkpointing);
   BOOL_LINE("partition_activations", a->partition_activations);
   BOOL_LINE("contigious_checkpointing", a->contigious_checkpointing);

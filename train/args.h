@@ -150,6 +150,9 @@ typedef struct {
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
   int ds_sequence_parallel_size;    /* DeepSpeed-Ulysses sequence parallelism over this many ranks (1: off) */
   int force_ds_sequence_parallel;   /* Megatron-DeepSpeed's distributed attention at size 1: recorded (no effect) */
+  int ds_sequence_parallel_fpdt;    /* DeepSpeed FPDT: Ulysses in chunks (models/transformer/ulysses.h) */
+  int ds_sequence_parallel_fpdt_chunk_size; /* FPDT's chunk of the whole sequence (tokens) */
+  int ds_sequence_parallel_fpdt_offloading; /* FPDT's host offload of the attention's chunks (CPU runs: in place) */
   int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */
   int partition_activations, contigious_checkpointing, checkpoint_in_cpu, synchronize_each_layer, profile_backward;
   int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */

@@ -23,9 +23,6 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
    "--data-parallel-random-init"},
-  {"DeepSpeed FPDT (chunked, offloaded Ulysses attention)",
-   "--ds-sequence-parallel-fpdt "
-   "--ds-sequence-parallel-fpdt-chunk-size --ds-sequence-parallel-fpdt-offloading"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
   {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",

@@ -709,6 +709,19 @@ static void setup_groups(zt_engine *e) {
            st->pp_size);
   st->usp_rank = 0;
   st->usp_size = a->ds_sequence_parallel_size;
+  if (a->ds_sequence_parallel_fpdt) { /* DeepSpeed FPDT (models/transformer/ulysses.h) */
+    const zt_ds_config *ds = e->ds;
+    const int K = a->ds_sequence_parallel_fpdt_chunk_size, P = st->usp_size;
+    zt_check(!ds || (!ds->sparse_attention && !ds->curriculum.enabled), "unsupported argument",
+             "--ds-sequence-parallel-fpdt with the %s block of %s: not supported (FPDT deals out and attends over "
+             "whole sequences of --seq-length in chunks of %d tokens)",
+             !ds ? "" : ds->sparse_attention ? "sparse_attention" : "curriculum_learning", ds ? ds->path : "", K);
+    zt_log("> DeepSpeed FPDT: the attention in chunks of %d tokens, keeping log-sum-exps%s; the layers without hidden "
+           "dropout\n", K, P > 1 ? "" : " (one sequence-parallel rank)");
+    if (P > 1)
+      zt_log("> DeepSpeed FPDT: each sequence-parallel rank r holds chunks r, r + %d, ... of %d tokens (%d per rank)"
+             "\n", P, K / P, a->seq_length / P);
+  }
   if (st->usp_size > 1) { /* DeepSpeed-Ulysses (TP = PP = 1): groups of consecutive ranks, as Megatron-DeepSpeed's
                            * parallel_state builds them; the gradients go over the world (sequence-data-parallel) */
     const int P = st->usp_size, W = zt_comm_size(), me = zt_comm_rank();
@@ -1058,6 +1071,9 @@ static const zt_backend *choose_backend(zt_engine *e) {
              ds->offload_optimizer_device);
   else if (ds && strcmp(ds->offload_param_device, "none"))
     snprintf(why, sizeof why, "offload_param %s (ZeRO-Infinity on the GPU path is next)", ds->offload_param_device);
+  else if (a->ds_sequence_parallel_fpdt && a->ds_sequence_parallel_fpdt_offloading)
+    snprintf(why, sizeof why, "--ds-sequence-parallel-fpdt-offloading (FPDT's host offload of the attention's chunks "
+             "has no GPU path yet: issue 22)");
   else if (ds && ds->flops_profiler_enabled) snprintf(why, sizeof why, "the flops profiler");
   else if (ds && ds->ac_profile) snprintf(why, sizeof why, "activation_checkpointing.profile");
   return zt_pick_backend(why, 0);
@@ -1165,7 +1181,8 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .tp_size = a->tensor_model_parallel_size, .tp_rank = st->tp_rank, .sequence_parallel = a->sequence_parallel,
       .pp_group = e->pp_group, .pp_size = st->pp_size, .pp_rank = st->pp_rank, .vpp = e->vpp,
       .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank, .usp_group = e->usp_group,
-      .usp_size = st->usp_size, .usp_rank = st->usp_rank};
+      .usp_size = st->usp_size, .usp_rank = st->usp_rank,
+      .fpdt_chunk = a->ds_sequence_parallel_fpdt ? a->ds_sequence_parallel_fpdt_chunk_size : 0};
   activation_checkpointing_setup(e, &s);
   e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
                          .name = a->mos ? "mos loss" : "kd loss"};

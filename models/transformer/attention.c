@@ -36,6 +36,10 @@ static int usp_grouped(const zt_block_config *cfg, zt_attn_kind kind) {
   const int P = usp_ranks(cfg, kind);
   return P > 1 && grouped(cfg) && cfg->KV % P == 0;
 }
+/* FPDT: the self-attention's chunk of the whole sequence (0: unchunked). */
+static int self_chunk(const zt_block_config *cfg, zt_attn_kind kind) {
+  return kind == ZT_ATTN_SELF ? cfg->fpdt_chunk : 0;
+}
 /* The width of query_key_value on this rank: 3A, or (NH + 2 KV) HD grouped. */
 static int qkv_width(const zt_block_config *cfg) {
   return grouped(cfg) ? (cfg->NH + 2 * cfg->KV) * cfg->HD : 3 * attn_width(cfg);
@@ -93,7 +97,7 @@ void zt_attn_plan_acts(zt_attn_acts *a, zt_memplan *plan, zt_attn_kind kind, con
   const zt_attention_desc d = {.B = B, .Tq = T * P, .Tk = Tk * P, .NH = cfg->NH / P, .HD = cfg->HD,
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0,
                                .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL,
-                               .layout_as_mask = cfg->sparse_as_mask};
+                               .layout_as_mask = cfg->sparse_as_mask, .chunk = self_chunk(cfg, kind)};
   /* selective recompute: none kept per layer (the block points saved at the stack's shared buffer) */
   a->saved = cfg->recompute_core_attention
                  ? NULL : zt_memplan_floats(plan, ZT_MEM_ACTIVATIONS, zt_block_be(cfg)->attention_saved_floats(&d));
@@ -119,7 +123,8 @@ static zt_attention_desc describe(zt_attn_kind kind, const zt_block_config *cfg,
                          .key_padding = pass->key_padding,
                          .key_start = pass->key_start, .scale = 1.0f / sqrtf((float)HD),
                          .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : P > 1 ? cfg->usp->rank * NH : 0,
-                         .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL, .layout_as_mask = cfg->sparse_as_mask};
+                         .layout = kind == ZT_ATTN_SELF ? cfg->sparse : NULL, .layout_as_mask = cfg->sparse_as_mask,
+                         .chunk = self_chunk(cfg, kind)};
   if (kind == ZT_ATTN_SELF) {
     d.ld_q = d.ld_kv = 3 * C;
     d.hs_q = d.hs_k = d.hs_v = 3 * HD;
@@ -203,9 +208,13 @@ void zt_attn_forward(const zt_attn_params *p, zt_attn_acts *a, void *out, const 
       } else {
         be->matmul_forward(dt, a->qkv, NULL, xin, p->qkv_w, p->qkv_b, NF, C, 3 * A);
       }
-      rope_heads(a->qkv, cfg, pass->B, pass->T, cfg->NH, pass->kv_cache ? pass->kv_past : pass->seq_off, 0);
-      if (a->qkv_heads) /* Ulysses: this rank's heads of every token */
+      if (a->qkv_heads) { /* Ulysses: this rank's heads of every token, which turn by their place in the row */
+        const int P = cfg->usp->size;
         zt_usp_seq_to_heads(cfg->usp, be, dt, a->qkv_heads, a->qkv, pass->B, pass->T, 3 * A);
+        rope_heads(a->qkv_heads, cfg, pass->B, pass->T * P, cfg->NH / P, 0, 0);
+      } else {
+        rope_heads(a->qkv, cfg, pass->B, pass->T, cfg->NH, pass->kv_cache ? pass->kv_past : 0, 0);
+      }
     }
     if (ft) ft[ZT_FT_QKV] += (t1 = zt_now()) - t0, t0 = t1;
   } else { /* cross-attention: query, then key_value (timed apart, as Megatron's two modules) */
@@ -266,6 +275,7 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
       be->gqa_pack(dt, u->dqkv_heads, u->qkv_local, pass->B * Tf, cfg->KV / P, cfg->NH / cfg->KV, cfg->HD, 1);
       zt_usp_heads_to_seq(u, be, dt, a->grouped, u->qkv_local, pass->B, pass->T, qkv_width(cfg));
     } else {
+      if (p->kind == ZT_ATTN_SELF) rope_heads(u->dqkv_heads, cfg, pass->B, pass->T * u->size, cfg->NH / u->size, 0, 1);
       zt_usp_heads_to_seq(u, be, dt, dqkv, u->dqkv_heads, pass->B, pass->T, 3 * A);
     }
   } else {
@@ -282,7 +292,7 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   if (usp_grouped(cfg, p->kind)) { /* a->grouped holds the groups' gradients of this rank's tokens already */
     be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, a->grouped, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
   } else if (p->kind == ZT_ATTN_SELF) {
-    rope_heads(dqkv, cfg, pass->B, pass->T, cfg->NH, pass->seq_off, 1);
+    if (!a->qkv_heads) rope_heads(dqkv, cfg, pass->B, pass->T, cfg->NH, 0, 1); /* Ulysses: turned back above */
     void *dproj = dqkv;
     if (a->grouped) { /* each group's key and value gradient: the sum over its heads */
       be->gqa_pack(dt, dqkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 1);

@@ -88,7 +88,7 @@ void zt_block_plan_scratch(zt_block_scratch *s, zt_memplan *plan, const zt_layer
   const int P = zt_usp_on(cfg->usp) ? cfg->usp->size : 1; /* Ulysses: this rank's heads over the whole sequence */
   const zt_attention_desc d = {.B = B, .Tq = T * P, .Tk = T * P, .NH = cfg->NH / P, .HD = cfg->HD,
                                .head0 = zt_tp_on(cfg->tp) ? cfg->tp->rank * cfg->NH : 0, .layout = cfg->sparse,
-                               .layout_as_mask = cfg->sparse_as_mask};
+                               .layout_as_mask = cfg->sparse_as_mask, .chunk = cfg->fpdt_chunk};
   size_t attn = be->attention_scratch_floats(&d);
   if (spec->cross_attention) {
     s->dkv = zt_memplan_bytes(plan, ZT_MEM_ACTIVATIONS, (size_t)B * Tk * 2 * A * es);

@@ -105,12 +105,14 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
   return (zt_block_config){.C = C, .NH = NH / tp->size, .HD = C / NH, .FFN = cfg->ffn_hidden_size / tp->size,
                            .KV = KV / tp->size,
                            .ln_eps = cfg->ln_eps, .attn_dropout = cfg->attn_dropout,
-                           .hidden_dropout = cfg->hidden_dropout, .init_std = cfg->init_std,
+                           /* FPDT: Megatron-DeepSpeed's layers add their residuals without the hidden dropout */
+                           .hidden_dropout = cfg->fpdt_chunk ? 0.0f : cfg->hidden_dropout, .init_std = cfg->init_std,
                            .out_init_std = cfg->init_std / sqrtf(2.0f * cfg->num_layers), .tp = tp,
                            .rmsnorm = cfg->rmsnorm, .swiglu = cfg->swiglu, .no_bias = cfg->no_bias_linear,
                            .rot = cfg->rotary_dims, .ltd_layers = cfg->random_ltd_layers, .make_ffn = cfg->make_ffn,
                            .ffn_ctx = cfg->ffn_ctx, .act = cfg->mlp_act, .ln_1p = cfg->layernorm_1p,
-                           .recompute_core_attention = cfg->recompute_core_attention &&
+                           .fpdt_chunk = cfg->fpdt_chunk,
+                           .recompute_core_attention = cfg->recompute_core_attention && !cfg->fpdt_chunk &&
                                                        zt_attn_keeps_probs(tp->be ? tp->be : zt_backend_cpu())};
 }
 
@@ -244,6 +246,7 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .tp_group = s->tp_group, .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .usp_group = s->usp_group, .usp_size = s->usp_size, .usp_rank = s->usp_rank,
+      .fpdt_chunk = s->fpdt_chunk,
       .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
@@ -270,7 +273,12 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
                    .sp = tp > 1 && cfg->sequence_parallel, .be = be, .dt = cfg->dtype};
   lm->bcfg = block_config(cfg, &lm->tp);
   if (cfg->usp_size > 1) {
-    lm->usp = (zt_usp){.group = cfg->usp_group, .size = cfg->usp_size, .rank = cfg->usp_rank};
+    const int share = cfg->seq_length / cfg->usp_size; /* FPDT: chunks of K/size tokens, else one chunk */
+    lm->usp = (zt_usp){.group = cfg->usp_group, .size = cfg->usp_size, .rank = cfg->usp_rank,
+                       .chunk = cfg->fpdt_chunk ? cfg->fpdt_chunk / cfg->usp_size : share};
+    zt_check(share % lm->usp.chunk == 0 && lm->usp.chunk * cfg->usp_size * (share / lm->usp.chunk) ==
+                 cfg->seq_length, "internal error", "model: FPDT chunks of %d tokens over %d ranks for a sequence of "
+             "%d (train/args.c checks it)", cfg->fpdt_chunk, cfg->usp_size, cfg->seq_length);
     lm->bcfg.usp = &lm->usp;
   }
   if (cfg->sparse_attention) {
@@ -561,10 +569,12 @@ void zt_lm_set_seq_length(zt_lm *lm, int T) {
 }
 
 /* DeepSpeed-Ulysses: this rank's share of every row of a whole [B, T P] batch (Megatron-DeepSpeed's get_batch slices
- * tokens, positions and labels the same way), staged onto the backend; the loss mask's share goes to h_mask. */
+ * tokens, positions and labels the same way; FPDT_InputConstruct deals FPDT's chunks), staged onto the backend; the
+ * loss mask's share goes to h_mask. */
 static zt_pass stage_share(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
   const zt_backend *be = lm->model->be;
-  const int P = lm->usp.size, Tl = lm->T_plan, Tf = Tl * P, off = lm->usp.rank * Tl, B = lm->B;
+  const zt_usp *u = &lm->usp;
+  const int P = u->size, Tl = lm->T_plan, Tf = Tl * P, B = lm->B;
   zt_check(b->T == Tf && in->T == Tf && !b->padding && !b->dec_tokens, "internal error", "DeepSpeed-Ulysses over %d "
            "ranks: a batch of %d tokens per row (pass of %d)%s, planned for %d per row without padding", P, b->T, in->T,
            b->padding || b->dec_tokens ? " with padding or decoder tokens" : "", Tf);
@@ -574,29 +584,31 @@ static zt_pass stage_share(zt_lm *lm, const zt_batch *b, const zt_pass *in) {
   for (int k = 0; k < 4; k++) {
     h[k] = lm->h_slice + k * NF;
     if (src[k])
-      for (int r = 0; r < B; r++) memcpy(h[k] + (size_t)r * Tl, src[k] + (size_t)r * Tf + off, Tl * sizeof(int32_t));
+      for (int r = 0; r < B; r++)
+        for (int t = 0; t < Tl; t += u->chunk)
+          memcpy(h[k] + (size_t)r * Tl + t, src[k] + (size_t)r * Tf + zt_usp_position(u, t),
+                 u->chunk * sizeof(int32_t));
   }
   if (!b->positions) /* the default positions: the index in the whole sequence */
     for (int r = 0; r < B; r++)
-      for (int t = 0; t < Tl; t++) h[2][r * Tl + t] = off + t;
+      for (int t = 0; t < Tl; t++) h[2][r * Tl + t] = zt_usp_position(u, t);
   lm->tokens = zt_backend_stage_in(be, lm->tokens_dev, h[0], NF * sizeof(int32_t));
   lm->targets = zt_backend_stage_in(be, lm->targets_dev, h[1], NF * sizeof(int32_t));
   lm->positions = zt_backend_stage_in(be, lm->pos_buf, h[2], NF * sizeof(int32_t));
   lm->types = NULL;
   zt_pass pass = *in;
   pass.T = Tl;
-  pass.seq_off = off;
+  pass.seq_off = zt_usp_position(u, 0);
   pass.seq_total = Tf;
+  pass.seq_chunk = u->chunk;
   /* the attention sees whole rows: the packed documents' starts of every position */
   pass.key_start = zt_backend_stage_in(be, lm->key_start_dev, b->key_start, (size_t)B * Tf * sizeof(int32_t));
   pass.key_padding = NULL;
   float *whole_mask = lm->h_whole + (size_t)B * Tf; /* the loss's divisor is its sum (zt_lm_output_loss) */
-  for (int r = 0; r < B; r++)
-    for (int t = 0; t < Tf; t++) {
-      const float w = b->loss_mask ? b->loss_mask[(size_t)r * Tf + t] : 1.0f;
-      whole_mask[r * Tf + t] = w;
-      if (t >= off && t < off + Tl) lm->h_mask[r * Tl + t - off] = w;
-    }
+  for (int r = 0; r < B; r++) {
+    for (int t = 0; t < Tf; t++) whole_mask[r * Tf + t] = b->loss_mask ? b->loss_mask[(size_t)r * Tf + t] : 1.0f;
+    for (int t = 0; t < Tl; t++) lm->h_mask[r * Tl + t] = whole_mask[r * Tf + zt_usp_position(u, t)];
+  }
   lm->pass = pass;
   return pass;
 }
@@ -751,12 +763,14 @@ float zt_lm_output_loss(zt_lm *lm, const void *h, const void *bias) {
   int n_all = NF;
   if (zt_usp_on(&lm->usp)) { /* Ulysses: the whole micro batch's losses on every rank, in its order (Megatron-DeepSpeed
                               * gathers the losses over the sequence-parallel group before its masked mean) */
-    const int P = lm->usp.size, B = lm->B, Tl = lm->T;
+    const int P = lm->usp.size, B = lm->B, Tl = lm->T, c = lm->usp.chunk;
     float *whole = lm->h_whole, *gathered = lm->h_whole + 2 * (size_t)B * Tl * P;
     zt_allgather_f32(lm->usp.group, losses, (size_t)NF, gathered);
-    for (int r = 0; r < P; r++) /* rank r's block [B, Tl] holds positions [r Tl, (r+1) Tl) of each row */
+    for (int r = 0; r < P; r++) /* rank r's block [B, Tl]: chunk k holds positions (k P + r) c .. of each row */
       for (int b = 0; b < B; b++)
-        memcpy(whole + ((size_t)b * P + r) * Tl, gathered + ((size_t)r * B + b) * Tl, (size_t)Tl * sizeof(float));
+        for (int k = 0; k < Tl / c; k++)
+          memcpy(whole + (size_t)b * Tl * P + ((size_t)k * P + r) * c, gathered + ((size_t)r * B + b) * Tl + k * c,
+                 (size_t)c * sizeof(float));
     losses = whole;
     mask = lm->h_whole + (size_t)B * Tl * P;
     n_all = NF * P;

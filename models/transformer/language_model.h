@@ -66,6 +66,9 @@ typedef struct {
    * sparse attention, random-LTD, MoE, KD or sequence-length curriculum (the arguments refuse them) */
   const zt_group *usp_group;
   int usp_size, usp_rank;
+  /* DeepSpeed FPDT (--ds-sequence-parallel-fpdt-chunk-size; 0: off): the Ulysses share in FPDT's chunks (ulysses.h),
+   * the self-attention in chunks of fpdt_chunk tokens, the layers without hidden dropout (as Megatron-DeepSpeed's) */
+  int fpdt_chunk;
   /* where it runs: backend NULL is the CPU; dtype is the storage of parameters and activations (fp32 on the
    * CPU; fp32, bf16 or fp16 on a GPU, with fp32 gradient accumulation) */
   const zt_backend *backend;

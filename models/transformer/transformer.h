@@ -40,6 +40,8 @@ typedef struct {
   const zt_usp *usp;        /* DeepSpeed-Ulysses sequence parallelism, or NULL (models/transformer/ulysses.h) */
   const zt_attn_layout *sparse; /* self-attention's block-sparse layout (backend memory), or NULL: dense */
   int sparse_as_mask;       /* compute densely with the layout as a mask (the reference) */
+  int fpdt_chunk;           /* DeepSpeed FPDT (--ds-sequence-parallel-fpdt): the self-attention runs in chunks of this
+                             * many tokens of the whole sequence (zt_attention_desc.chunk); 0: off */
   /* the Llama-style variants (Megatron-DeepSpeed's flags): rmsnorm (--normalization rmsnorm: every norm is RMSNorm,
    * weight only), swiglu (--swiglu: dense_h_to_4h has 2 FFN rows per rank, the gate's then the linear half's, and the
    * MLP's activation is SwiGLU), no_bias (--disable-bias-linear: the attention's and the MLP's linears have no

@@ -166,10 +166,18 @@ typedef struct {
   float scale;                /* usually 1/sqrt(HD) */
   zt_dropout dropout;         /* on the probabilities; element id ((h*Tq)+i)*Tk + j within a sample */
   int head0;                  /* global index of head 0 (tensor parallelism: rank * NH), keys the dropout */
+  int chunk;                  /* 0: the probabilities are kept (dense); > 0 (DeepSpeed FPDT's chunked attention):
+                               * queries and keys in blocks of chunk rows, an online softmax over the key blocks,
+                               * only each row's log-sum-exp kept (B * NH * Tq floats); the backward recomputes
+                               * the probabilities block by block. Requires layout == NULL; Tq and Tk need not be
+                               * multiples of chunk (the last block is shorter) */
 } zt_attention_desc;
 
 /* out[B, Tq, NH*HD] (row stride NH*HD); probs receives the softmax before dropout (kept for backward), of
  * zt_attention_saved_floats(a) floats. Masked positions get probability 0; a row with no visible key is all zeros.
+ * Chunked (chunk > 0): probs receives only the log-sum-exps [B, NH, Tq] of the scaled scores over the visible keys
+ * (-inf for a row with no visible key, whose output is zeros), the output within rounding of the dense kernel's;
+ * one task per (sample, head), per-thread blocks of chunk x chunk floats allocated inside the call.
  * Dense (layout NULL, or layout_as_mask): probs[B, NH, Tq, Tk]. Block-sparse (a layout, not layout_as_mask): only
  * the listed tiles, never Tq x Tk: per sample, per local head h (layout head zt_attn_layout_head(l, head0, h)),
  * per block row in order, the row's n listed tiles as one [block, n * block] row-major matrix (its row ii: query
@@ -182,16 +190,27 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
                           const zt_attention_desc *a);
 /* dq, dk, dv use the same strided layouts as q, k, v and are written (=). When K and V overlap
  * the same rows as Q (fused QKV), the regions are disjoint so "=" is exact. scratch: per-thread
- * work space of zt_attention_scratch_floats(a) floats. */
+ * work space of zt_attention_scratch_floats(a) floats. Dense and block-sparse only (chunk 0; a chunked descriptor
+ * is zt_fatal: its backward needs the forward's output, zt_attention_chunked_backward). */
 void zt_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *probs,
                            const float *q, const float *k, const float *v,
                            const zt_attention_desc *a, float *scratch);
+/* The backward of a chunked forward (chunk > 0): lse is what zt_attention_forward saved, out its output [B, Tq,
+ * NH*HD] (D_i = dO_i . O_i replaces the row sums of P dP, dropout included). The probabilities are recomputed per
+ * (query block, key block) from lse; dq, dk, dv are written (=) as by zt_attention_backward, one task per (sample,
+ * head) summing its blocks in a fixed order (deterministic). Within rounding (about 1e-6 relative) of the dense
+ * kernel with the same descriptor and chunk 0. */
+void zt_attention_chunked_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                   const float *lse, const float *q, const float *k, const float *v,
+                                   const zt_attention_desc *a, float *scratch);
 /* Floats the forward keeps for the backward: B * NH * Tq * Tk dense (also with layout_as_mask); block-sparse
- * B * zt_attn_layout_heads_nnz(layout, head0, NH) * block^2. */
+ * B * zt_attn_layout_heads_nnz(layout, head0, NH) * block^2; chunked (chunk > 0) B * NH * Tq, the rows'
+ * log-sum-exps ([B, NH, Tq]; -inf for a row with no visible key). */
 size_t zt_attention_saved_floats(const zt_attention_desc *a);
 /* The backward's scratch: dense (and layout_as_mask) omp_get_max_threads() * 2 * Tq * Tk floats; block-sparse the
  * dS of the listed tiles, as many floats as zt_attention_saved_floats (per-thread buffers of 2 * Tq * block floats
- * are allocated inside the call). */
+ * are allocated inside the call); chunked omp_get_max_threads() * (2 * bq * bk + bq) with bq = min(chunk, Tq),
+ * bk = min(chunk, Tk) (a block's P and dP, and D of its rows), independent of Tq * Tk. */
 size_t zt_attention_scratch_floats(const zt_attention_desc *a);
 
 /* ---- fused softmax + cross-entropy with a loss mask over V classes --------------------------

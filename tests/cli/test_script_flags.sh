@@ -297,7 +297,8 @@ expect_fail "dead ZeRO flags say Megatron-DeepSpeed ignores them" \
 expect_fail "DeepSpeed-Ulysses in one process names the world it needs" \
   "error: inconsistent arguments: world size (1) is not divisible by tensor parallel size (1) times pipeline parallel size (1) times seqence parallel size (2) (--ds-sequence-parallel-size)" \
   "${T[@]}" --train-iters 1 --ds-sequence-parallel-size 2
-expect_fail "FPDT is named as such" "(it lands with the DeepSpeed FPDT (chunked, offloaded Ulysses attention) work)" \
+expect_fail "FPDT's default chunk names both numbers" \
+  "error: inconsistent arguments: --ds-sequence-parallel-fpdt-chunk-size 65536 does not divide --seq-length" \
   "${T[@]}" --train-iters 1 --ds-sequence-parallel-fpdt
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 --ds-sequence-parallel-size 1 2>&1)
 [ $? -eq 0 ] || bad "--ds-sequence-parallel-size 1" "$(grep -m1 error <<<"$out")"

@@ -4,13 +4,13 @@
 # scripts ship them), then run with pretrain_gpt / pretrain_bert. The scripts always pass --load and --save with
 # the same folder: the first run starts on an empty folder (Megatron's warning), is stopped half-way (an
 # appended --exit-interval, as a preempted job), and the rerun must continue exactly where an uninterrupted run
-# is (losses, learning rate, loss scale of every later iteration). Scripts whose flags land with open work
-# (DeepSpeed's FPDT) must be refused naming that work, before anything is written (family "refused").
+# is (losses, learning rate, loss scale of every later iteration). Scripts run without what they need (the MoS
+# teacher's checkpoint, a ds_config block) must be refused naming it, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
 #        data_efficiency_cl, data_efficiency_bert,
-#        sequence_parallel, sequence_parallel_30B, llama, refused)
+#        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -1074,7 +1074,7 @@ data_efficiency_bert() {
   tb_written data_efficiency_bert "$tensorboard_path" "seqlen/curriculum_seqlen" "seqlen/random_ltd_reserved_length"
 }
 
-# ---- the families whose flags land with open issues: refused by name, nothing written ----
+# ---- scripts run without what they need (a teacher checkpoint, a ds_config block): refused by name, nothing written ----
 refused() {
   local base=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
               --micro-batch-size 2 --global-batch-size 8 --train-iters 2 --lr 1e-4 --mock-data --save "$tmp/never")
@@ -1100,9 +1100,6 @@ refused() {
     shift 2
     refused_with "$name" "$work" "${base[@]}" "$@"
   }
-  # what pretrain_gpt prints for a flag of its table of known but unsupported flags (train/args_table.c)
-  unsupported() { echo "$1 is a Megatron-DeepSpeed flag that zerotron does not support yet (it lands with the $2 work)"; }
-  local ds_sp="DeepSpeed FPDT (chunked, offloaded Ulysses attention)"
   # MoE/ds_pretrain_gpt_350M_PR-MoE32or64_MoS.sh: the student of Mixture-of-Students (PR-MoE, --mos with its teacher
   # flags); it distills from a trained teacher in tests/moe's kd_train. Here its --load-teacher names the script's
   # teacher run, which is not there: refused before any work
@@ -1119,34 +1116,53 @@ refused() {
   # random-LTD runs (tests/random_ltd), with its ds_config block: --random-ltd alone is refused naming the block
   expect "data_efficiency: --random-ltd without its ds_config block" \
     "--random-ltd needs the ds_config's data_efficiency.data_routing.random_ltd block" --random-ltd
-  # sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh: FPDT, each of its flags, then its whole option list
-  expect "fpdt: --ds-sequence-parallel-fpdt" "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" \
-    --ds-sequence-parallel-fpdt
-  expect "fpdt: --ds-sequence-parallel-fpdt-chunk-size" "$(unsupported --ds-sequence-parallel-fpdt-chunk-size "$ds_sp")" \
-    --ds-sequence-parallel-fpdt-chunk-size 16
-  expect "fpdt: --ds-sequence-parallel-fpdt-offloading" "$(unsupported --ds-sequence-parallel-fpdt-offloading "$ds_sp")" \
-    --ds-sequence-parallel-fpdt-offloading
-  local seq_len=64 sp_size=4 zero_stage=3 batch_size=2 global_batch_size=8 prescale_grad="false"
+}
+
+# ---- examples_deepspeed/sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh (DeepSpeed FPDT) ----
+# Its whole option list at tiny sizes: FPDT over 4 sequence-parallel ranks (chunks of 16 of the 64 tokens, offloading:
+# in host memory already on the CPU), fp16, ZeRO-3, rotary on a quarter of each head, the token-based schedule; run
+# straight, then stopped and rerun on its folder; and against plain DeepSpeed-Ulysses with the same options (the
+# script's dropouts are 0, so FPDT's layers without hidden dropout change nothing: the same losses to 1e-3, the
+# chunked attention rounding otherwise in fp16).
+fpdt() {
+  need_mpi
+  local name=fpdt_6.7B seq_len=64 sp_size=4 zero_stage=3 batch_size=2 global_batch_size=8 prescale_grad="false"
   local config_json="ds_config_gbs${global_batch_size}_mbs${batch_size}_log1_zero${zero_stage}.json"
   sed "s/GBSIZE/${global_batch_size}/" "$here/templates/rebase_ds_config_gpt_TEMPLATE.json" | sed "s/MBSIZE/${batch_size}/" \
     | sed "s/LOG_INTERVAL/1/" | sed "s/ZERO_STAGE/${zero_stage}/" | sed "s/PRESCALE_GRAD/${prescale_grad}/" >"$config_json"
-  local fpdt_options=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95 --tensor-model-parallel-size 1
-    --ds-sequence-parallel-fpdt --ds-sequence-parallel-fpdt-chunk-size 16 --ds-sequence-parallel-fpdt-offloading
+  local fpdt_flags=(--ds-sequence-parallel-fpdt --ds-sequence-parallel-fpdt-chunk-size 16 --ds-sequence-parallel-fpdt-offloading)
+  local common=(--override-opt_param-scheduler --adam-beta1 0.9 --adam-beta2 0.95 --tensor-model-parallel-size 1
     --ds-sequence-parallel-size $sp_size --init-method-std 0.009 --lr-decay-tokens 3072 --lr-warmup-tokens 512
     --micro-batch-size $batch_size --exit-duration-in-mins 30000000 --global-batch-size $global_batch_size
     --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length $seq_len --max-position-embeddings $seq_len
     --train-tokens 3072 --train-samples 96 --lr 1.2e-4 --min-lr 1.0e-6 --lr-decay-style cosine --split 949,50,1
     --log-interval 1 --eval-interval 100 --eval-iters 1 --save-interval 100 --weight-decay 0.1 --attention-dropout 0.0
     --hidden-dropout 0.0 --clip-grad 1.0 --hysteresis 2 --num-workers 0 --fp16 --seed 1234
-    --load "$tmp/output/checkpoint/fpdt" --save "$tmp/output/checkpoint/fpdt" --no-async-tensor-model-parallel-allreduce
+    --no-async-tensor-model-parallel-allreduce
     --use-flash-attn-v2 --tensorboard-queue-size 1 --use-rotary-position-embeddings --rotary-percent 0.25
     --rotary-position-embeddings-theta 100000000 --log-timers-to-tensorboard --log-batch-size-to-tensorboard
     --log-validation-ppl-to-tensorboard --tensorboard-dir "$tmp/output/tensorboard/fpdt" --checkpoint-activations
-    --mock-data --data-impl mmap
+    --log-optimizer-states-to-tensorboard --mock-data --data-impl mmap
     --deepspeed --deepspeed_config "$config_json" --zero-stage $zero_stage --pipeline-model-parallel-size 1
     --no-pipeline-parallel --deepspeed-activation-checkpointing --checkpoint-in-cpu)
-  refused_with "sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh (its first refused flag)" \
-    "$(unsupported --ds-sequence-parallel-fpdt "$ds_sp")" "${fpdt_options[@]}"
+  resumes $name 4 pretrain_gpt 3 "${fpdt_flags[@]}" "${common[@]}"
+  local fpdt_run=$last
+  [ "$(grep -cE "^ iteration +[0-9]+/" <<<"$fpdt_run")" -eq 6 ] \
+    && ok "$name: --train-tokens 3072 ends training after 6 iterations of 512 tokens" \
+    || bad "$name: --train-tokens" "$(grep -cE "^ iteration +[0-9]+/" <<<"$fpdt_run") iterations (expected 6)"
+  grep -qE "^  ds_sequence_parallel_fpdt \.+ True$" <<<"$fpdt_run" \
+    && grep -qE "^  ds_sequence_parallel_fpdt_chunk_size \.+ 16$" <<<"$fpdt_run" \
+    && grep -qE "^  ds_sequence_parallel_fpdt_offloading \.+ True$" <<<"$fpdt_run" \
+    && ok "$name: the argument dump has FPDT on, chunks of 16, offloading" \
+    || bad "$name: argument dump" "$(grep -E "^  ds_sequence_parallel" <<<"$fpdt_run")"
+  tb_written $name "$tmp/output/tensorboard/fpdt" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  run 4 pretrain_gpt "${common[@]}" --load "$tmp/ckpt_plain_sp" --save "$tmp/ckpt_plain_sp"
+  if [ $rc -eq 0 ] && [ "$(field "$fpdt_run" "lm loss" | wc -w)" -eq 6 ] \
+     && close "$(field "$fpdt_run" "lm loss")" "$(field "$out" "lm loss")" 1e-3; then
+    ok "$name: FPDT trains plain DeepSpeed-Ulysses's lm losses ($(field "$fpdt_run" "lm loss" | cut -d' ' -f1,6))"
+  else
+    bad "$name: against Ulysses" "exit $rc: FPDT '$(field "$fpdt_run" "lm loss")', Ulysses '$(field "$out" "lm loss")'"
+  fi
 }
 
 # ---- examples_deepspeed/universal_checkpointing/llama/run_llama_bf16.sh, then run_universal_llama_bf16.sh ----
@@ -1241,6 +1257,7 @@ EOT
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
   | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | data_efficiency_bert | llama | refused) "$family" ;;
+  sequence_parallel_fpdt) fpdt ;;
   sequence_parallel) rebase seq_parallel ;;
   sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;

@@ -267,6 +267,9 @@ train_case "MoE: SwiGLU experts without linear biases, EP=2 at DP=2" 2 --num-exp
 train_case "DeepSpeed-Ulysses SP=2, dropout 0.1" 2 --ds-sequence-parallel-size 2
 train_case "DeepSpeed-Ulysses SP=2, Llama-style with rotary and GQA (the groups' all-to-all)" 2 \
   --ds-sequence-parallel-size 2 "${llama[@]}" --num-key-value-heads 2
+# DeepSpeed FPDT: the chunked share (a copy2d per chunk places it), the layers without hidden dropout
+train_case "DeepSpeed FPDT SP=2, chunks of 8, Llama-style with rotary and GQA" 2 --ds-sequence-parallel-size 2 \
+  --ds-sequence-parallel-fpdt --ds-sequence-parallel-fpdt-chunk-size 8 "${llama[@]}" --num-key-value-heads 2
 TOL=2e-3 train_case "bf16, TP=2 x DP=2" 4 --bf16 --tensor-model-parallel-size 2 --micro-batch-size 1
 resume_case "bf16, TP=2" 2 --bf16 --tensor-model-parallel-size 2
 

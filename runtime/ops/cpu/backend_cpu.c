@@ -151,7 +151,8 @@ static void emb_bwd_range(zt_dtype dt, void *dtable, const int32_t *ids, const v
   F32("embedding");
   zt_embedding_backward_range(dtable, ids, dout, N, C, v0, rows);
 }
-/* the CPU keeps the probabilities: [B, NH, Tq, Tk], or a block-sparse layout's listed tiles */
+/* the CPU keeps the probabilities: [B, NH, Tq, Tk], or a block-sparse layout's listed tiles; chunked (FPDT) only the
+ * rows' log-sum-exps, its backward reading the forward's output */
 static size_t attn_saved(const zt_attention_desc *a) { return zt_attention_saved_floats(a); }
 static size_t attn_scratch(const zt_attention_desc *a) { return zt_attention_scratch_floats(a); }
 static void attn_fwd(zt_dtype dt, void *out, float *saved, const void *q, const void *k, const void *v,
@@ -161,9 +162,11 @@ static void attn_fwd(zt_dtype dt, void *out, float *saved, const void *q, const 
 }
 static void attn_bwd(zt_dtype dt, void *dq, void *dk, void *dv, const void *dout, const void *out, const float *saved,
                      const void *q, const void *k, const void *v, const zt_attention_desc *a, float *scratch) {
-  (void)out;
   F32("attention");
-  zt_attention_backward(dq, dk, dv, dout, saved, q, k, v, a, scratch);
+  if (a->chunk > 0)
+    zt_attention_chunked_backward(dq, dk, dv, dout, out, saved, q, k, v, a, scratch);
+  else
+    zt_attention_backward(dq, dk, dv, dout, saved, q, k, v, a, scratch);
 }
 static void ce_fwd(zt_dtype dt, float *losses, float *lse, const void *logits, const int32_t *targets, int N, int V) {
   F32("cross-entropy");
