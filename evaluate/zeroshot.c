@@ -44,6 +44,16 @@ typedef struct {
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
   int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
   const char *output_path;   /* --output-path: the results JSON */
+  /* the lm-evaluation-harness command line of Megatron-DeepSpeed's tasks/eval_harness/evaluate.py (its
+   * ds_evalharness scripts in examples_deepspeed): --task_list, --results_path, --num_fewshot mean --tasks,
+   * --output-path, --num-fewshot; the model arguments come from the checkpoint */
+  int harness_cli;
+  int adaptive;              /* --adaptive_seq_len: each micro batch at its longest request's length */
+  int given_ours;            /* --tasks, --output-path or --num-fewshot given */
+  const char *task_list_arg; /* --task_list as given */
+  char *task_list;           /* --task_list with the old harness's names mapped (lambada: lambada_openai) */
+  char **renamed;            /* the --task-data / --fewshot-data entries it renamed (n_renamed) */
+  int n_renamed;
 } task_flags;
 
 static void usage(void) {
@@ -75,6 +85,15 @@ static void usage(void) {
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
          "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n\n"
+         "Megatron-DeepSpeed's tasks/eval_harness/evaluate.py command line (its ds_evalharness scripts) also runs:\n"
+         "  --task_list a,b --results_path FILE --num_fewshot N   as --tasks, --output-path (default results.json)\n"
+         "                           and --num-fewshot; the old harness's lambada is lambada_openai; the model\n"
+         "                           arguments come from the checkpoint (the scripts' -1 placeholders), as there\n"
+         "  --adaptive_seq_len       each micro batch runs at its longest request's length, the requests longest\n"
+         "                           first (the harness's order): the same scores, less work\n"
+         "  --eval_fp32              the model computes in fp32 (always here; the weights rounded as the run held\n"
+         "                           them); without it the harness computes an fp16 or bf16 run's model in half\n"
+         "  --inference              Megatron-DeepSpeed's no-optimizer mode: what evaluate_zeroshot always does\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
          "--num-attention-heads, --seq-length, --max-position-embeddings, --micro-batch-size, --tokenizer-type,\n"
          "--vocab-file, --merge-file, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
@@ -94,10 +113,54 @@ static int parse_int(const char *flag, const char *v) {
   return (int)x;
 }
 
+/* The old harness's task names (lm-evaluation-harness 0.2, which tasks/eval_harness/evaluate.py ran) as ours. */
+static const char *harness_task_name(const char *name, size_t n) {
+  if (n == strlen("lambada") && !strncmp(name, "lambada", n)) return "lambada_openai";
+  return NULL;
+}
+
+/* evaluate.py's command line: --task_list with its names mapped, --results_path (default ./results.json), the model
+ * arguments from the checkpoint (--use-checkpoint-args with zt_args_checkpoint_overrides); r has room for one more
+ * word. */
+static void harness_cli(task_flags *tf, char **r, int *n) {
+  zt_check(!tf->given_ours, "inconsistent arguments", "--task_list, --results_path, --num_fewshot, --adaptive_seq_len "
+           "and --eval_fp32 (tasks/eval_harness/evaluate.py's command line) go without --tasks, --output-path and "
+           "--num-fewshot (evaluate_zeroshot's): give one or the other");
+  zt_check(tf->tasks != NULL && strcmp(tf->tasks, "all") != 0, "unsupported argument", "--task_list %s: name the "
+           "tasks (evaluate_zeroshot runs piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, "
+           "race, lambada, lambada_openai, lambada_standard, wikitext from --task-data files; it does not download "
+           "the harness's %s tasks)", tf->tasks ? tf->tasks : "all (its default)", tf->tasks ? "every one of the" : "");
+  char *out = zt_malloc(strlen(tf->tasks) * 3 + 16, "task list");
+  size_t k = 0;
+  for (const char *p = tf->tasks; *p;) {
+    const size_t len = strcspn(p, ",");
+    const char *mapped = harness_task_name(p, len);
+    k += (size_t)sprintf(out + k, "%s%.*s", k ? "," : "", mapped ? (int)strlen(mapped) : (int)len, mapped ? mapped : p);
+    p += len + (p[len] == ',');
+  }
+  tf->task_list_arg = tf->tasks;
+  tf->tasks = tf->task_list = out;
+  tf->renamed = zt_malloc(((size_t)tf->n_data + tf->n_fewshot + 1) * sizeof(char *), "task list");
+  for (int i = 0; i < tf->n_data + tf->n_fewshot; i++) { /* lambada=FILE: the mapped name's file */
+    const char **e = i < tf->n_data ? &tf->data[i] : &tf->fewshot[i - tf->n_data];
+    const size_t len = strcspn(*e, "=");
+    const char *mapped = harness_task_name(*e, len);
+    if (!mapped || !(*e)[len]) continue;
+    char *m = zt_malloc(strlen(mapped) + strlen(*e + len) + 1, "task list");
+    sprintf(m, "%s%s", mapped, *e + len);
+    *e = tf->renamed[tf->n_renamed++] = m;
+  }
+  if (!tf->output_path) tf->output_path = "results.json";
+  int given = 0;
+  for (int i = 1; i < *n; i++) given |= !strcmp(r[i], "--use-checkpoint-args");
+  if (!given) r[(*n)++] = "--use-checkpoint-args";
+  zt_args_checkpoint_overrides = 1;
+}
+
 /* Takes the task flags out of argv; the rest (with placeholders for the training-only flags pretrain_gpt's parser
  * requires) goes to *rest. */
 static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char ***rest) {
-  char **r = zt_malloc(((size_t)argc + 8) * sizeof(char *), "arguments");
+  char **r = zt_malloc(((size_t)argc + 9) * sizeof(char *), "arguments");
   int n = 0, lr = 0, iters = 0, data = 0;
   r[n++] = argv[0];
   tf->overlap = 32;
@@ -111,13 +174,28 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
     const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
     const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
-    if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
+    if (IS("--adaptive_seq_len") || IS("--eval_fp32") || IS("--inference")) {
+      zt_check(!inl, "bad argument value", "%.*s takes no value", (int)key, a);
+      if (IS("--adaptive_seq_len")) tf->adaptive = tf->harness_cli = 1;
+      else if (IS("--eval_fp32")) tf->harness_cli = 1; /* the model computes in fp32 here anyway */
+    } else if (IS("--task_list") || IS("--results_path") || IS("--num_fewshot")) {
+      const char *v = inl;
+      if (!v) {
+        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
+        v = argv[++i];
+      }
+      tf->harness_cli = 1;
+      if (IS("--task_list")) tf->tasks = v;
+      else if (IS("--results_path")) tf->output_path = v;
+      else tf->nshot = parse_int("--num_fewshot", v);
+    } else if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
         IS("--bootstrap-iters")) {
       const char *v = inl;
       if (!v) {
         zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
         v = argv[++i];
       }
+      if (IS("--tasks") || IS("--num-fewshot") || IS("--output-path")) tf->given_ours = 1;
       if (IS("--tasks")) tf->tasks = v;
       else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
       else if (IS("--fewshot-seed")) tf->fewshot_seed = parse_int("--fewshot-seed", v);
@@ -182,6 +260,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
     r[n++] = "--data-path";
     r[n++] = "evaluate_zeroshot-reads-no-training-data";
   }
+  if (tf->harness_cli) harness_cli(tf, r, &n);
   r[n] = NULL;
   *rest_n = n;
   *rest = r;
@@ -200,8 +279,8 @@ static void check_harness_flags(const task_flags *tf) {
   if (tf->output_path) {
     FILE *f = fopen(tf->output_path, "rb");
     if (f) fclose(f);
-    zt_check(f == NULL, "bad argument value", "--output-path %s: the file exists; evaluate_zeroshot does not "
-             "overwrite it (give a new path)", tf->output_path);
+    zt_check(f == NULL, "bad argument value", "%s %s: the file exists; evaluate_zeroshot does not overwrite it "
+             "(give a new path)", tf->harness_cli ? "--results_path" : "--output-path", tf->output_path);
   }
 }
 
@@ -605,8 +684,42 @@ static const float *score_rows_to_host(const zt_model *m, const zt_lm *lm, const
 }
 
 static void task_flags_free(task_flags *tf) {
+  free(tf->task_list);
+  for (int i = 0; i < tf->n_renamed; i++) free(tf->renamed[i]);
+  free(tf->renamed);
   free(tf->data);
   free(tf->fewshot);
+}
+
+/* --adaptive_seq_len: the requests in the harness's order (lm-evaluation-harness's Reorderer: the longest context
+ * plus continuation first, equal lengths by their tokens ascending), so a micro batch's requests have like lengths. */
+static const zt_lambada *sort_set;
+static int longer_first(const void *x, const void *y) {
+  const int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+  const int li = sort_set->n_ctx[i] + sort_set->n_label[i], lj = sort_set->n_ctx[j] + sort_set->n_label[j];
+  if (li != lj) return li > lj ? -1 : 1;
+  for (int k = 0; k < li; k++)
+    if (sort_set->tokens[i][k] != sort_set->tokens[j][k])
+      return sort_set->tokens[i][k] < sort_set->tokens[j][k] ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+static int64_t *longest_first(const zt_lambada *set, int64_t n) {
+  int64_t *order = zt_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "request order");
+  for (int64_t i = 0; i < n; i++) order[i] = i;
+  sort_set = set;
+  qsort(order, (size_t)n, sizeof *order, longer_first);
+  return order;
+}
+/* The input length of the micro batch of requests order[at .. at + B): the longest one's context and continuation
+ * but the last token, at most T, rounded up to a multiple of mult. */
+static int batch_length(const zt_lambada *set, const int64_t *order, int64_t at, int64_t n, int B, int T, int mult) {
+  int L = 1;
+  for (int64_t r = at; r < at + B && r < n; r++) {
+    const int len = set->n_ctx[order[r]] + set->n_label[order[r]] - 1;
+    if (len > L) L = len;
+  }
+  L = (L + mult - 1) / mult * mult;
+  return L < T ? L : T;
 }
 
 /* The harness's results: per task acc (and acc_norm) with their standard errors, the markdown table on stdout and
@@ -655,6 +768,7 @@ int zt_zeroshot_main(int argc, char **argv) {
       usage();
       return 0;
     }
+  const double t_start = zt_now();
   zt_blas_setup(argc, argv);
   zt_comm_init(&argc, &argv);
   task_flags tf = {0};
@@ -709,7 +823,8 @@ int zt_zeroshot_main(int argc, char **argv) {
    * scores it, summed over the world after the loop) */
   double *req = d.harness ? zt_malloc((size_t)d.n_examples * 2 * sizeof(double) + 8, "requests") : NULL;
   if (req) memset(req, 0, (size_t)d.n_examples * 2 * sizeof(double));
-  int64_t done = 0;
+  int64_t done = 0, tokens_done = 0;
+  int64_t *order = tf.adaptive ? longest_first(&d.set, d.n_examples) : NULL;
   zt_progress_bar *bar =
       zt_rank() == 0 ? zt_progress_bar_start("evaluate_zeroshot", (double)((nbatch - p.c.dp + dp - 1) / dp), "batches")
                      : NULL;
@@ -717,27 +832,32 @@ int zt_zeroshot_main(int argc, char **argv) {
     const int64_t it = j / dp;
     zt_progress_bar_update(bar, (double)it);
     if (args.log_interval > 0 && it % args.log_interval == 0) zt_log("> working on iteration: %lld\n", (long long)it);
+    /* --adaptive_seq_len: this micro batch at its longest request's input length (a multiple of the tensor-parallel
+     * size with --sequence-parallel), set on every stage before the first receives */
+    const int Tb = order ? batch_length(&d.set, order, j * B, d.n_examples, B, T, args.sequence_parallel ? tp : 1) : T;
+    const int NFb = B * Tb;
+    if (order) zt_lm_set_seq_length(&g->lm, Tb);
     int rows = 0;
     for (int r = 0; r < B; r++) {
-      const int64_t ex = j * B + r;
-      int32_t *tr = text + (size_t)r * (T + 1);
-      float *mr = mask + (size_t)r * T;
-      if (ex >= d.n_examples) { /* drop_last=False: the last micro batch is short; its missing rows score nothing */
-        for (int k = 0; k <= T; k++) tr[k] = pad;
-        for (int k = 0; k < T; k++) mr[k] = 0.0f;
+      const int64_t at = j * B + r, ex = order && at < d.n_examples ? order[at] : at;
+      int32_t *tr = text + (size_t)r * (Tb + 1);
+      float *mr = mask + (size_t)r * Tb;
+      if (at >= d.n_examples) { /* drop_last=False: the last micro batch is short; its missing rows score nothing */
+        for (int k = 0; k <= Tb; k++) tr[k] = pad;
+        for (int k = 0; k < Tb; k++) mr[k] = 0.0f;
         continue;
       }
       rows++;
-      if (d.lambada || d.harness) zt_lambada_item(&d.set, ex, T, pad, tr, mr);
+      if (d.lambada || d.harness) zt_lambada_item(&d.set, ex, Tb, pad, tr, mr);
       else zt_lm_window(&d.win, ex, pad, tr, mr);
     }
     for (int r = 0; r < B; r++)
-      for (int k = 0; k < T; k++) {
-        tokens[r * T + k] = text[(size_t)r * (T + 1) + k];
-        labels[r * T + k] = text[(size_t)r * (T + 1) + k + 1];
+      for (int k = 0; k < Tb; k++) {
+        tokens[r * Tb + k] = text[(size_t)r * (Tb + 1) + k];
+        labels[r * Tb + k] = text[(size_t)r * (Tb + 1) + k + 1];
       }
-    const zt_batch b = {.B = B, .T = T, .tokens = tokens, .labels = labels, .loss_mask = mask};
-    const zt_pass pass = {.B = B, .T = T, .first_sample = (uint64_t)(j * B), .seed = args.seed, .training = 0};
+    const zt_batch b = {.B = B, .T = Tb, .tokens = tokens, .labels = labels, .loss_mask = mask};
+    const zt_pass pass = {.B = B, .T = Tb, .first_sample = (uint64_t)(j * B), .seed = args.seed, .training = 0};
     if (!first)
       for (int i = 0; i < m->n_stage; i++)
         zt_recv(p.pp, m->stage_in[i].dt, m->stage_in[i].buf, m->stage_in[i].n, p.c.pp - 1);
@@ -747,29 +867,31 @@ int zt_zeroshot_main(int argc, char **argv) {
       for (int i = 0; i < m->n_stage; i++)
         zt_send(p.pp, m->stage_out[i].dt, m->stage_out[i].buf, m->stage_out[i].n, p.c.pp + 1);
     done++;
+    tokens_done += NFb;
     if (!last) continue;
-    const float *losses_h, *logits_h = score_rows_to_host(m, lm, mask, NF, need_logits, h_logits, &losses_h);
-    score_tokens(lm, logits_h, losses_h, mask, &p, tp, NF, V_valid, args.padded_vocab_size, labels, want_argmax, &sb,
+    const float *losses_h, *logits_h = score_rows_to_host(m, lm, mask, NFb, need_logits, h_logits, &losses_h);
+    score_tokens(lm, logits_h, losses_h, mask, &p, tp, NFb, V_valid, args.padded_vocab_size, labels, want_argmax, &sb,
                  loss, pred);
     if (d.harness) {
       for (int r = 0; r < rows; r++) {
         double ll = 0.0;
         int greedy = 1;
-        for (int k = 0; k < T; k++)
-          if (mask[r * T + k] != 0.0f) {
-            ll -= loss[r * T + k];
-            greedy &= pred[r * T + k] == labels[r * T + k];
+        for (int k = 0; k < Tb; k++)
+          if (mask[r * Tb + k] != 0.0f) {
+            ll -= loss[r * Tb + k];
+            greedy &= pred[r * Tb + k] == labels[r * Tb + k];
           }
-        req[2 * (j * B + r)] = ll;
-        req[2 * (j * B + r) + 1] = greedy;
+        const int64_t ex = order ? order[j * B + r] : j * B + r;
+        req[2 * ex] = ll;
+        req[2 * ex + 1] = greedy;
       }
     } else if (!d.lambada) {
-      for (int n = 0; n < NF; n++) total += (double)mask[n] * loss[n];
+      for (int n = 0; n < NFb; n++) total += (double)mask[n] * loss[n];
     } else {
       for (int r = 0; r < rows; r++) {
         int ok = 1;
-        for (int k = 0; k < T; k++)
-          if (mask[r * T + k] != 0.0f && pred[r * T + k] != labels[r * T + k]) ok = 0;
+        for (int k = 0; k < Tb; k++)
+          if (mask[r * Tb + k] != 0.0f && pred[r * Tb + k] != labels[r * Tb + k]) ok = 0;
         total += ok;
       }
     }
@@ -784,10 +906,18 @@ int zt_zeroshot_main(int argc, char **argv) {
   double v = last && p.c.tp == 0 ? total : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &v, 1);
   if (zt_comm_rank() == 0 && secs > 0)
-    zt_log("> evaluated %lld micro batches of %d x %d tokens in %.3f s: %.1f tokens/s per model replica (forward "
-           "only)\n", (long long)done, B, T, secs, (double)done * NF / secs);
+    zt_log("> evaluated %lld micro batches of %d x %s%d tokens (%lld in all) in %.3f s: %.1f tokens/s per model "
+           "replica (forward only)\n", (long long)done, B, order ? "up to " : "", T, (long long)tokens_done, secs,
+           (double)tokens_done / secs);
+  free(order);
   if (d.harness && zt_comm_rank() == zt_comm_size() - 1) {
     report_harness(&d, &tf, req);
+    if (tf.harness_cli) { /* evaluate.py's closing line */
+      const double el = zt_now() - t_start;
+      printf("evaluation of %s ends in %.2f sec, or %.2f min, or %.2f hr\n", tf.task_list_arg, el, el / 60.0,
+             el / 3600.0);
+      fflush(stdout);
+    }
   } else if (zt_comm_rank() == zt_comm_size() - 1) {
     zt_zeroshot_result res = {.lambada = d.lambada, .total = v, .num_examples = d.n_examples,
                               .num_tokenized = (int64_t)d.ids.n, .num_original = d.num_original};

@@ -1725,6 +1725,18 @@ static int is_value(const char *s) {
  * the --load checkpoint where the command line leaves it out (always for the ones Megatron forces); the
  * vocabulary (size, padding multiple) and the tokenizer type follow it. */
 char *(*zt_args_checkpoint_reader)(const char *root, const char *tag) = NULL;
+int zt_args_checkpoint_overrides = 0;
+
+/* A saved list argument ("[2, 2]", Python's repr of a list of ints) as the words of an F_LIST flag; the words live as
+ * long as the program (the parsed arguments point at them, as at argv's). */
+static void set_list_from_repr(zt_strlist *list, const char *value) {
+  char *text = strdup(value);
+  const char **words = zt_malloc((strlen(value) / 2 + 2) * sizeof(char *), "checkpoint arguments");
+  int n = 0;
+  for (char *tok = strtok(text, "[], '"); tok; tok = strtok(NULL, "[], '")) words[n++] = tok;
+  list->n = n;
+  list->v = words;
+}
 
 int zt_args_summary_value(const char *text, const char *name, char *buf, size_t n) {
   const size_t len = strlen(name);
@@ -1755,26 +1767,47 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
     return;
   }
   /* flag: where the argument's flag is not --<name> (an F_CONST flag, "--no-x", stores its value when the saved
-   * argument is False, else the default) */
-  static const struct { const char *name; int force; const char *flag; } keys[] = {
-    {"num_layers", 0, NULL}, {"hidden_size", 0, NULL}, {"ffn_hidden_size", 0, NULL}, {"seq_length", 0, NULL},
-    {"num_attention_heads", 0, NULL}, {"num_key_value_heads", 0, NULL}, {"kv_channels", 0, NULL}, {"max_position_embeddings", 0, NULL},
-    {"add_position_embedding", 1, "--no-position-embedding"}, {"use_rotary_position_embeddings", 1, NULL},
-    {"rotary_percent", 1, NULL}, {"add_bias_linear", 1, "--disable-bias-linear"}, {"swiglu", 1, NULL},
-    {"untie_embeddings_and_output_weights", 1, NULL}, {"apply_residual_connection_post_layernorm", 1, NULL},
-    {"apply_layernorm_1p", 1, NULL},
-    {"decoder_num_layers", 0, NULL}, {"decoder_seq_length", 0, NULL}, {"tokenizer_type", 0, NULL},
-    {"vocab_size", 0, NULL}, {"make_vocab_size_divisible_by", 0, NULL}, {"tensor_model_parallel_size", 1, NULL},
-    {"pipeline_model_parallel_size", 1, NULL}};
+   * argument is False, else the default); harness: taken only for the lm-evaluation-harness command line
+   * (zt_args_checkpoint_overrides), whose tasks/eval_harness/evaluate.py takes every model argument from the
+   * checkpoint, the MoE layers and the precision among them */
+  static const struct { const char *name; int force; const char *flag; int harness; } keys[] = {
+    {"num_layers", 0, NULL, 0}, {"hidden_size", 0, NULL, 0}, {"ffn_hidden_size", 0, NULL, 0},
+    {"seq_length", 0, NULL, 0}, {"num_attention_heads", 0, NULL, 0}, {"num_key_value_heads", 0, NULL, 0},
+    {"kv_channels", 0, NULL, 0}, {"max_position_embeddings", 0, NULL, 0},
+    {"add_position_embedding", 1, "--no-position-embedding", 0}, {"use_rotary_position_embeddings", 1, NULL, 0},
+    {"rotary_percent", 1, NULL, 0}, {"add_bias_linear", 1, "--disable-bias-linear", 0}, {"swiglu", 1, NULL, 0},
+    {"untie_embeddings_and_output_weights", 1, NULL, 0}, {"apply_residual_connection_post_layernorm", 1, NULL, 0},
+    {"apply_layernorm_1p", 1, NULL, 0},
+    {"decoder_num_layers", 0, NULL, 0}, {"decoder_seq_length", 0, NULL, 0}, {"tokenizer_type", 0, NULL, 0},
+    {"vocab_size", 0, NULL, 0}, {"make_vocab_size_divisible_by", 0, NULL, 0},
+    {"tensor_model_parallel_size", 1, NULL, 0},
+    {"pipeline_model_parallel_size", 1, NULL, 0},
+    {"normalization", 0, NULL, 1}, {"layernorm_epsilon", 0, NULL, 1}, {"rope_theta", 0,
+    "--rotary-position-embeddings-theta", 1}, {"openai_gelu", 0, NULL, 1}, {"squared_relu", 0, NULL, 1},
+    {"bias_gelu_fusion", 0, "--no-bias-gelu-fusion", 1}, {"apply_query_key_layer_scaling", 0,
+    "--no-query-key-layer-scaling", 1}, {"num_experts", 0, NULL, 1}, {"mlp_type", 0, NULL, 1}, {"topk", 0, NULL, 1},
+    {"expert_interval", 0, NULL, 1}, {"moe_eval_capacity_factor", 0, NULL, 1}, {"moe_min_capacity", 0, NULL, 1},
+    {"moe_top2_2nd_expert_sampling", 0, "--disable-moe-top2-2nd-expert-sampling", 1},
+    {"enable_expert_tensor_parallelism", 0, NULL, 1}, {"fp16", 0, NULL, 1}, {"bf16", 0, NULL, 1}};
+  const int harness = zt_args_checkpoint_overrides > 0;
+  /* the harness's model runs the command line's tensor and pipeline sizes (its skip_keys) */
+  if (harness) zt_log("> lm-evaluation-harness command line: the model arguments come from the checkpoint\n");
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char value[256], flagname[96];
+    if (keys[i].harness && !harness) continue;
+    if (harness && (!strcmp(keys[i].name, "tensor_model_parallel_size") ||
+                    !strcmp(keys[i].name, "pipeline_model_parallel_size")))
+      continue;
     if (!zt_args_summary_value(text, keys[i].name, value, sizeof value) || strcmp(value, "None") == 0) continue;
     snprintf(flagname, sizeof flagname, "--%s", keys[i].name);
     for (char *p = flagname + 2; *p; p++)
       if (*p == '_') *p = '-';
     const flag *f = find_flag(keys[i].flag ? keys[i].flag : flagname);
-    if (!f || (seen[f - k_flags] && !keys[i].force)) continue;
+    /* the harness replaces what the command line gave (its placeholders), but its tokenizer is the command line's */
+    const int force = keys[i].force || (harness && strcmp(keys[i].name, "tokenizer_type") != 0);
+    if (!f || (seen[f - k_flags] && !force)) continue;
     if (f->kind == F_TRUE) *(int *)((char *)a + f->offset) = strcmp(value, "True") == 0;
+    else if (f->kind == F_LIST) set_list_from_repr((zt_strlist *)((char *)a + f->offset), value);
     else if (f->kind == F_CONST) *(int *)((char *)a + f->offset) = strcmp(value, "False") == 0 ? f->choices[0].value : 1;
     else set_value(a, f, value);
     seen[f - k_flags] = 1;

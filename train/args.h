@@ -266,6 +266,11 @@ int zt_args_summary_value(const char *summary, const char *name, char *buf, size
  * for `latest`; a malloc'd summary, or NULL when there is no checkpoint). checkpoints/ sits above train/, so the
  * driver sets it (to zt_ckpt_saved_args) before parsing; left NULL, the flag is refused. */
 extern char *(*zt_args_checkpoint_reader)(const char *root, const char *tag);
+/* evaluate_zeroshot's lm-evaluation-harness command line (Megatron-DeepSpeed's tasks/eval_harness/evaluate.py) sets
+ * this before parsing: 1 makes --use-checkpoint-args take every model argument from the checkpoint, over what the
+ * command line gives (the scripts' -1 placeholders) but for the tokenizer and the parallel sizes, the MoE layers and
+ * the precision (the weights' rounding) included. 0: Megatron's load_args_from_checkpoint. */
+extern int zt_args_checkpoint_overrides;
 
 /* 1 if `flag` (e.g. "--clip-grad") was given on the command line. */
 int zt_args_given(const zt_args *args, const char *flag);

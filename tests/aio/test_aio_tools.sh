@@ -71,11 +71,13 @@ want = {(b, q, s, o, p) for b in ("131072", "262144") for q in ("2", "8") for s 
         for o in ("false", "true") for p in ("1", "2")}
 assert {r[:5] for r in rows} == want, "sweep product differs"
 best = max(rows, key=lambda r: float(r[5]) + float(r[6]))  # perf_generate_param: best read + write
+# the rows within the printed rounding of the best sum: the tool compares the unrounded rates, so any of them may win
+ties = [r for r in rows if abs(float(r[5]) + float(r[6]) - (float(best[5]) + float(best[6]))) < 0.011]
 m = re.search(r"Best performance \(GB/sec\): read = +([\d.]+), write = +([\d.]+)", out)
-assert m and abs(float(m.group(1)) - float(best[5])) < 0.006 and abs(float(m.group(2)) - float(best[6])) < 0.006, m
+assert m and any(abs(float(m.group(1)) - float(r[5])) < 0.006 and abs(float(m.group(2)) - float(r[6])) < 0.006
+                 for r in ties), m
 block = json.loads(out[out.index("{"):])
 aio = block["aio"]
-ties = [r for r in rows if abs(float(r[5]) + float(r[6]) - (float(best[5]) + float(best[6]))) < 0.011]
 assert any((str(aio["block_size"]), str(aio["queue_depth"]), str(aio["single_submit"]).lower(),
             str(aio["overlap_events"]).lower(), str(aio["intra_op_parallelism"])) == r[:5] for r in ties), aio
 assert set(aio) == {"single_submit", "overlap_events", "intra_op_parallelism", "queue_depth", "block_size"}

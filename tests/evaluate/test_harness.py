@@ -428,6 +428,26 @@ def sums_of(out):
                                                                r"log-likelihood (\S+)$", out, re.M)}
 
 
+# 6. Megatron-DeepSpeed's tasks/eval_harness/evaluate.py command line as its ds_evalharness scripts pass it: the model
+# from the checkpoint over the -1 placeholders, the old harness's lambada (lambada_openai), --adaptive_seq_len (the
+# requests longest first, each micro batch at its longest: the same sums), --eval_fp32, --inference, a ds_config
+ds_json = os.path.join(tmp, "ds_eval.json")
+open(ds_json, "w").write(json.dumps({"train_batch_size": 3, "train_micro_batch_size_per_gpu": 3}))
+PLACEHOLDERS = ["--num-layers", "-1", "--hidden-size", "-1", "--num-attention-heads", "-1", "--seq-length", "-1",
+                "--max-position-embeddings", "-1"]
+
+
+def evalharness_sh(load, tasks, results, data_args, tp=1, pp=1, extra=()):
+    """MoE/ds_evalharness.sh's command line (NO_PP=true when pp is 1), with the tasks' files"""
+    return [EVAL, "--load", load, "--tensor-model-parallel-size", str(tp), "--pipeline-model-parallel-size", str(pp),
+            "--moe-expert-parallel-size", "1"] + TOK[2:] + [
+            "--micro-batch-size", "3", "--no-load-optim", "--no-load-rng", "--inference",
+            "--disable-moe-token-dropping", "--tokenizer-type", "GPT2BPETokenizer", "--adaptive_seq_len", "--eval_fp32",
+            "--num_fewshot", "0", "--task_list", tasks, "--results_path", results, "--deepspeed", "--deepspeed_config",
+            ds_json] + PLACEHOLDERS + (["--no-pipeline-parallel"] if pp == 1 else []) + list(extra) + [
+            "--task-data"] + data_args
+
+
 if MPI:
     # 5. layouts: DP=2, TP=2, PP=2 equal one process (sums to 1e-6, every metric exactly)
     MT = ["piqa", "hellaswag", "winogrande"]
@@ -445,6 +465,21 @@ if MPI:
         same = r[0] == 0 and b[0] == 0 and r[2] is not None and set(r[1]) == set(MT) and all(
             abs(r[1][t] - b[1][t]) <= 1e-6 * abs(b[1][t]) for t in MT) and r[2] == b[2]
         check(same, "%s = one process on %s (%s)" % (layout, ",".join(MT), r[1]), r[3][-1500:])
+    # evaluate.py's command line with --adaptive_seq_len: each micro batch's length set on every stage
+    ref = None
+    for layout, tp, pp, extra in (("one process", 1, 1, []), ("PP=2", 1, 2, []),
+                                  ("TP=2 with sequence parallelism", 2, 1, ["--sequence-parallel"])):
+        js = os.path.join(tmp, "adaptive_tp%d_pp%d.json" % (tp, pp))
+        cmd = evalharness_sh(ck, "piqa,hellaswag", js, ["piqa=" + paths["piqa"], "hellaswag=" + paths["hellaswag"]],
+                             tp, pp, extra)
+        rc, out = run(MPIRUN + ["-np", str(tp * pp)] + cmd if tp * pp > 1 else cmd, ok=False)
+        s_ = sums_of(out)
+        if ref is None:
+            ref = s_
+            check(rc == 0 and set(s_) == {"piqa", "hellaswag"}, "--adaptive_seq_len in one process", out[-1500:])
+            continue
+        check(rc == 0 and set(s_) == set(ref) and all(abs(s_[t] - ref[t]) <= 1e-6 * abs(ref[t]) for t in ref),
+              "--adaptive_seq_len, %s = one process (%s)" % (layout, s_), out[-1500:])
     shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(summary())
 
@@ -571,7 +606,51 @@ refused("--tasks with --task", ["piqa"], ["--task", "LAMBADA"], "goes without --
 refused("--task-data naming a task not in --tasks", ["piqa"], ["--task-data", "boolq=" + paths["boolq"]],
         "boolq is not one of --tasks piqa")
 h = run([EVAL, "--help"])[1]
-check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h, "--help lists the harness flags")
+check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task_list" in h,
+      "--help lists the harness flags and evaluate.py's")
+
+# 6. evaluate.py's command line (evalharness_sh above)
+res_json = os.path.join(tmp, "lambada_0shot.json")
+rc, out = run(evalharness_sh(ck, "lambada,piqa", res_json, ["lambada=" + paths["lambada_openai"],
+                                                            "piqa=" + paths["piqa"]]), ok=False)
+rc0, out0 = evaluate(["lambada_openai", "piqa"], ["--bootstrap-iters", "0"])
+s, s0 = sums_of(out), sums_of(out0)
+got = json.load(open(res_json)) if rc == 0 and os.path.exists(res_json) else {"results": {}}
+check(rc == 0 and rc0 == 0 and set(s) == {"lambada_openai", "piqa"} and
+      all(abs(s[t] - s0[t]) <= 1e-5 * abs(s0[t]) for t in s0) and set(got["results"]) == {"lambada_openai", "piqa"}
+      and got["results"]["piqa"]["acc,none"] == json.loads(out0[out0.index("{"):out0.rindex("}") + 1])["results"]
+      ["piqa"]["acc,none"],
+      "ds_evalharness.sh's command line: lambada (lambada_openai) and piqa as --tasks scores them (%s), %s written"
+      % (s, os.path.basename(res_json)), out[-1500:])
+ev = re.search(r"evaluated (\d+) micro batches of 3 x up to 64 tokens \((\d+) in all\)", out)
+check("the model arguments come from the checkpoint" in out and "Setting num_layers to 2 from checkpoint" in out and
+      ev and int(ev.group(2)) < int(ev.group(1)) * 3 * 64 and "evaluation of lambada,piqa ends in" in out,
+      "the model from the checkpoint (the -1 placeholders), adaptive lengths (%s of %s tokens), evaluate.py's closing "
+      "line" % (ev and ev.group(2), ev and int(ev.group(1)) * 3 * 64), out[-1500:])
+# an MoE checkpoint (MoE/ds_evalharness.sh): its experts come from the checkpoint too
+ck_moe = os.path.join(tmp, "ck_moe")
+run([PRETRAIN] + MODEL + ["--num-experts", "2", "--topk", "2", "--micro-batch-size", "4", "--global-batch-size", "8",
+                          "--data-path", os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr",
+                          "3e-3", "--train-iters", "10", "--log-interval", "5", "--eval-iters", "0", "--save", ck_moe])
+moe_json = os.path.join(tmp, "moe.json")
+rc, out = run(evalharness_sh(ck_moe, "piqa", moe_json, ["piqa=" + paths["piqa"]]), ok=False)
+rc0, out0 = run([EVAL, "--tasks", "piqa", "--task-data", "piqa=" + paths["piqa"], "--load", ck_moe,
+                 "--micro-batch-size", "3", "--num-experts", "2", "--topk", "2", "--disable-moe-token-dropping"]
+                + MODEL, ok=False)
+s, s0 = sums_of(out), sums_of(out0)
+check(rc == 0 and rc0 == 0 and "piqa" in s and abs(s["piqa"] - s0["piqa"]) <= 1e-5 * abs(s0["piqa"]) and
+      "Setting num_experts to [2] from checkpoint" in out,
+      "an MoE checkpoint: 2 experts, top-2, from the checkpoint (%s = %s)" % (s.get("piqa"), s0.get("piqa")),
+      out[-1500:])
+rc, out = run(evalharness_sh(ck, "all", os.path.join(tmp, "all.json"), ["piqa=" + paths["piqa"]]), ok=False)
+check(rc == 1 and "--task_list all: name the tasks" in out, "refused: --task_list all (the harness's every task)",
+      out[-400:])
+rc, out = run(evalharness_sh(ck, "piqa", os.path.join(tmp, "x.json"), ["piqa=" + paths["piqa"]]) + ["--tasks", "piqa"],
+              ok=False)
+check(rc == 1 and "give one or the other" in out, "refused: --task_list with --tasks", out[-400:])
+rc, out = run(evalharness_sh(ck, "piqa", res_json, ["piqa=" + paths["piqa"]]), ok=False)
+check(rc == 1 and "--results_path %s: the file exists" % res_json in out, "refused: an existing --results_path",
+      out[-400:])
 
 shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(summary())

@@ -1119,7 +1119,8 @@ refused() {
 }
 
 # ---- examples_deepspeed/sequence_parallel/ds_pretrain_gpt_6.7B_fpdt_32k.sh (DeepSpeed FPDT) ----
-# Its whole option list at tiny sizes: FPDT over 4 sequence-parallel ranks (chunks of 16 of the 64 tokens, offloading:
+# Its whole option list at tiny sizes (validation every 3 iterations, so that each run's TensorBoard file has it, as
+# the rebase families): FPDT over 4 sequence-parallel ranks (chunks of 16 of the 64 tokens, offloading:
 # in host memory already on the CPU), fp16, ZeRO-3, rotary on a quarter of each head, the token-based schedule; run
 # straight, then stopped and rerun on its folder; and against plain DeepSpeed-Ulysses with the same options (the
 # script's dropouts are 0, so FPDT's layers without hidden dropout change nothing: the same losses to 1e-3, the
@@ -1136,7 +1137,7 @@ fpdt() {
     --micro-batch-size $batch_size --exit-duration-in-mins 30000000 --global-batch-size $global_batch_size
     --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length $seq_len --max-position-embeddings $seq_len
     --train-tokens 3072 --train-samples 96 --lr 1.2e-4 --min-lr 1.0e-6 --lr-decay-style cosine --split 949,50,1
-    --log-interval 1 --eval-interval 100 --eval-iters 1 --save-interval 100 --weight-decay 0.1 --attention-dropout 0.0
+    --log-interval 1 --eval-interval 3 --eval-iters 1 --save-interval 100 --weight-decay 0.1 --attention-dropout 0.0
     --hidden-dropout 0.0 --clip-grad 1.0 --hysteresis 2 --num-workers 0 --fp16 --seed 1234
     --no-async-tensor-model-parallel-allreduce
     --use-flash-attn-v2 --tensorboard-queue-size 1 --use-rotary-position-embeddings --rotary-percent 0.25

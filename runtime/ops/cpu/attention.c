@@ -30,6 +30,17 @@ static inline int visible_keys(const zt_attention_desc *a, int i) {
 
 static int sparse(const zt_attention_desc *a) { return a->layout && !a->layout_as_mask; }
 
+/* Where (sample b, head h) starts in the strided q, k, v (and their gradients, in the same layouts) and in a
+ * [B, Tq, NH HD] tensor (the output and its gradient). */
+typedef struct {
+  size_t q, k, v, o;
+} head_at;
+static inline head_at head_offsets(const zt_attention_desc *a, int b, int h) {
+  const size_t kv = (size_t)b * a->Tk * a->ld_kv;
+  return (head_at){(size_t)b * a->Tq * a->ld_q + (size_t)h * a->hs_q, kv + (size_t)h * a->hs_k,
+                   kv + (size_t)h * a->hs_v, ((size_t)b * a->Tq * a->NH + h) * a->HD};
+}
+
 /* Whether the descriptor asks for the chunked path; a negative chunk or one with a layout ends the process. */
 static int chunked(const zt_attention_desc *a) {
   zt_check(a->chunk >= 0, "attention", "chunk %d: 0 (dense) or the rows of a chunked block", a->chunk);
@@ -121,7 +132,7 @@ static void block_scores(float *S, int ld, const float *Q, const float *K, const
  * acts on each block's probabilities with the dense kernel's element ids; the sums use the undropped ones. */
 static void chunked_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                             const zt_attention_desc *a) {
-  const int Tq = a->Tq, Tk = a->Tk, HD = a->HD, C = a->NH * a->HD, bq = qblock(a), bk = kblock(a);
+  const int Tq = a->Tq, HD = a->HD, C = a->NH * a->HD, bq = qblock(a), bk = kblock(a);
   const int drop = a->dropout.p > 0.0f;
   #pragma omp parallel
   {
@@ -131,10 +142,9 @@ static void chunked_forward(float *out, float *lse, const float *q, const float 
     #pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < a->B; b++)
       for (int h = 0; h < a->NH; h++) {
-        const float *Q = q + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-        const float *K = k + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-        const float *V = v + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-        float *O = out + (size_t)b * Tq * C + (size_t)h * HD;
+        const head_at at = head_offsets(a, b, h);
+        const float *Q = q + at.q, *K = k + at.k, *V = v + at.v;
+        float *O = out + at.o;
         float *L = lse + ((size_t)b * a->NH + h) * Tq;
         for (int i0 = 0; i0 < Tq; i0 += bq) {
           const int ni = Tq - i0 < bq ? Tq - i0 : bq;
@@ -193,10 +203,9 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
   for (int b = 0; b < a->B; b++)
     for (int h = 0; h < a->NH; h++) {
       float *P = probs + ((size_t)b * a->NH + h) * Tq * Tk;
-      const float *Q = q + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-      const float *K = k + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-      const float *V = v + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-      float *O = out + (size_t)b * Tq * C + (size_t)h * HD;
+      const head_at at = head_offsets(a, b, h);
+      const float *Q = q + at.q, *K = k + at.k, *V = v + at.v;
+      float *O = out + at.o;
       const uint8_t *pad = a->key_padding ? a->key_padding + (size_t)b * Tk : NULL;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, HD, a->scale, Q, a->ld_q, K, a->ld_kv,
                   0.0f, P, Tk);
@@ -251,13 +260,9 @@ void zt_attention_backward(float *dq, float *dk, float *dv, const float *dout, c
       float *dP = scratch + (size_t)omp_get_thread_num() * 2 * Tq * Tk; /* [Tq, Tk] */
       float *Pd = dP + (size_t)Tq * Tk;                                  /* dropped probs [Tq, Tk] */
       const float *P = probs + ((size_t)b * a->NH + h) * Tq * Tk;
-      const float *Q = q + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-      const float *K = k + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-      const float *V = v + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-      float *dQ = dq + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-      float *dK = dk + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-      float *dV = dv + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-      const float *dO = dout + (size_t)b * Tq * C + (size_t)h * HD;
+      const head_at at = head_offsets(a, b, h);
+      const float *Q = q + at.q, *K = k + at.k, *V = v + at.v, *dO = dout + at.o;
+      float *dQ = dq + at.q, *dK = dk + at.k, *dV = dv + at.v;
       const int drop = a->dropout.p > 0.0f;
       const float *Pused = P;
       if (drop) {
@@ -301,14 +306,10 @@ void zt_attention_chunked_backward(float *dq, float *dk, float *dv, const float 
       float *P = scratch + (size_t)omp_get_thread_num() * (2 * (size_t)bq * bk + bq); /* [bq, bk] */
       float *dP = P + (size_t)bq * bk;                                                  /* [bq, bk] */
       float *D = dP + (size_t)bq * bk;                                                  /* [bq] */
-      const float *Q = q + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-      const float *K = k + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-      const float *V = v + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-      float *dQ = dq + (size_t)b * Tq * a->ld_q + (size_t)h * a->hs_q;
-      float *dK = dk + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_k;
-      float *dV = dv + (size_t)b * Tk * a->ld_kv + (size_t)h * a->hs_v;
-      const float *dO = dout + (size_t)b * Tq * C + (size_t)h * HD;
-      const float *O = out + (size_t)b * Tq * C + (size_t)h * HD;
+      const head_at at = head_offsets(a, b, h);
+      const float *Q = q + at.q, *K = k + at.k, *V = v + at.v, *dO = dout + at.o;
+      float *dQ = dq + at.q, *dK = dk + at.k, *dV = dv + at.v;
+      const float *O = out + at.o;
       const float *L = lse + ((size_t)b * a->NH + h) * Tq;
       /* the blocks accumulate (beta 1) into this head's columns, which no other task touches */
       zero_head_rows(dQ, Tq, a->ld_q, HD);
