@@ -35,6 +35,7 @@ typedef struct {
   int out_seq_length;        /* --out-seq-length (1024) */
   const char *input, *output, *genfile, *dump_logits;
   int num_samples, recompute;
+  int ds_inference; /* --ds-inference: DeepSpeed-Inference's injected kernels; the key/value cache path runs here */
   int temperature_given, top_given;
 } gen_flags;
 
@@ -63,6 +64,8 @@ static void usage(void) {
          "  --recompute                recompute the whole prefix every step instead of the key/value cache\n"
          "  --seed S                   the sampling stream (default 1234; Philox, not torch's generator)\n"
          "  --local_rank N             accepted and ignored (set by launchers)\n"
+         "  --ds-inference             DeepSpeed-Inference's fused fp16 kernels in Megatron-DeepSpeed: here the same\n"
+         "                             forward as without it (fp32 compute, the key/value cache), said in the log\n"
          "  --dump-logits FILE         (testing) every step's logits of each row over the tokenizer's vocabulary as\n"
          "                             float32, a new file\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
@@ -100,10 +103,11 @@ static void split_args(int argc, char **argv, gen_flags *gf, int *rest_n, char *
     const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
     const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
-    if (IS("--greedy") || IS("--recompute")) {
+    if (IS("--greedy") || IS("--recompute") || IS("--ds-inference")) {
       zt_check(!inl, "bad argument value", "%.*s takes no value", (int)key, a);
       if (IS("--greedy")) gf->s.greedy = 1;
-      else gf->recompute = 1;
+      else if (IS("--recompute")) gf->recompute = 1;
+      else gf->ds_inference = 1;
     } else if (IS("--temperature") || IS("--top_p") || IS("--top_k") || IS("--out-seq-length") ||
                IS("--sample-input-file") || IS("--sample-output-file") || IS("--num-samples") || IS("--genfile") ||
                IS("--local_rank") || IS("--dump-logits")) {
@@ -177,8 +181,9 @@ static void check_flags(gen_flags *gf, const zt_args *a, int vocab) {
     zt_check(!exists(gf->genfile), "bad argument value", "--genfile %s: the file exists; generate_samples does not "
              "overwrite it (give a new path)", gf->genfile);
   } else {
-    zt_check(!gf->genfile, "inconsistent arguments", "--genfile %s is written with --num-samples N > 0 (unconditional "
-             "samples); without it generate_samples reads contexts", gf->genfile);
+    if (gf->genfile) /* examples_deepspeed/generate_text.sh passes --genfile with --num-samples 0 */
+      zt_log("WARNING: --genfile %s is not written: with --num-samples 0 generate_samples reads contexts (from "
+             "--sample-input-file or stdin), as Megatron-DeepSpeed does\n", gf->genfile);
     zt_check(!gf->output || gf->input, "inconsistent arguments", "--sample-output-file %s goes with "
              "--sample-input-file (without it the contexts come from stdin)", gf->output);
   }
@@ -617,6 +622,10 @@ int zt_generate_main(int argc, char **argv) {
   g.V_tok = zt_tokenizer_vocab_size(tok);
   zt_log("> key/value cache: %.1f MiB on this rank (%s)\n", (double)zt_lm_decoder_cache_bytes(&g.dec) / 1048576.0,
          gf.recompute ? "not used: --recompute" : "used");
+  if (gf.ds_inference) /* Megatron-DeepSpeed's deepspeed.init_inference(dtype=torch.half, replace_with_kernel_inject) */
+    zt_log("> --ds-inference: DeepSpeed-Inference's injected fp16 kernels are DeepSpeed's; generate_samples runs its own "
+           "forward (the %s, fp32 compute, the weights rounded as the run held them)\n",
+           gf.recompute ? "whole prefix each step" : "key/value cache");
   if (m->last) {
     g.logits = zt_malloc((size_t)g.B * g.V_full * sizeof(float), "logits");
     g.order = zt_malloc((size_t)g.V_full * sizeof(int), "sampling");

@@ -29,7 +29,9 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--distribute-checkpointed-activations "
    "--distribute-saved-activations --scattered-embeddings --split-transformers "
    "--memory-centric-tiled-linear --tile-factor"},
-  {"inference", "--ds-inference --inference"},
+  {"=a flag of Megatron-DeepSpeed's evaluation and generation tools, not of training: evaluate_zeroshot takes "
+   "--inference (tasks/eval_harness/evaluate.py's command line) and generate_samples --ds-inference "
+   "(docs/evaluate.md, docs/generate.md)", "--ds-inference --inference"},
   {"=a flag of Megatron-DeepSpeed's vision models (ViT, DINO, Swin), which zerotron does not have",
    "--num-classes --img-h --img-w --num-channels --patch-dim --classes-fraction --data-per-class-fraction "
    "--vision-pretraining --vision-pretraining-type --vision-backbone-type --swin-backbone-type --mask-type "

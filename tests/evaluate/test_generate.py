@@ -201,6 +201,12 @@ if not MPI:
     err = float(np.max(np.abs(lk - lr) / scale)) if lk.shape == lr.shape else 1.0
     check(err < 2e-6, "kv cache: every step's logits equal --recompute's to fp32 rounding", "max rel err %g" % err)
     check(read(o_kv) == read(o_re), "kv cache: the greedy output file equals --recompute's")
+    o_ds = new("ds.out")
+    _, so_ds, _ = gen(["--sample-input-file", inp, "--sample-output-file", o_ds, "--greedy", "--out-seq-length", OUT,
+                       "--ds-inference"])
+    check(read(o_ds) == read(o_kv) and "> --ds-inference: DeepSpeed-Inference's injected fp16 kernels are DeepSpeed's" in
+          so_ds, "--ds-inference (generate_text.sh's): the same greedy output, and the log says which forward ran",
+          so_ds[-600:])
     # a checkpoint with MoE layers (docs/moe.md: 4 experts in layers 2 and 4, top-1, an eval capacity factor that
     # keeps every token): each cached step routes its new tokens as the whole prefix's pass routes them
     ck_moe = os.path.join(tmp, "ck_moe")
@@ -365,7 +371,16 @@ if not MPI:
     refused("--top_p 1.5", ["--sample-input-file", inp, "--top_p", "1.5"], "--top_p 1.5")
     refused("--top_k past the vocabulary", ["--sample-input-file", inp, "--top_k", "1000"], "--top_k 1000")
     refused("--num-samples without --genfile", ["--num-samples", "2"], "--genfile FILE is required")
-    refused("--genfile without --num-samples", ["--genfile", new("g")], "--genfile")
+    # examples_deepspeed/generate_text.sh's options (the model's sizes the test's): --num-samples 0 with --genfile is
+    # the interactive mode, as in Megatron, the file not written; --ds-inference (its ds_inference=...) and --use-tutel
+    g0 = new("g")
+    rc, o0, e0 = gen(["--tensor-model-parallel-size", "1", "--tokenizer-type", "GPT2BPETokenizer", "--fp16",
+                      "--num-experts", "1", "--mlp-type", "standard", "--micro-batch-size", "8", "--out-seq-length",
+                      "1024", "--temperature", "1.0", "--genfile", g0, "--top_p", "0.9", "--log-interval", "1",
+                      "--num-samples", "0", "--use-tutel", "--ds-inference"], ok=False, stdin=b"the fox\nstop\n")
+    check(rc == 0 and "WARNING: --genfile %s is not written" % g0 in o0 + e0 and not os.path.exists(g0) and
+          "Megatron-LM:" in o0, "generate_text.sh's options: interactive as in Megatron (--num-samples 0), --genfile "
+          "not written (a warning), --ds-inference and --use-tutel accepted", (o0 + e0)[-600:])
     refused("--genfile exists", ["--num-samples", "1", "--genfile", existing], "the file exists")
     refused("--sample-output-file exists", ["--sample-input-file", inp, "--sample-output-file", existing],
             "the file exists")
