@@ -5,7 +5,9 @@
 # all-to-alls in the forward and two in the backward of each MoE layer). The runs alternate EP=1, EP=2 (ROUNDS pairs of
 # ITERS iterations); each run's time per iteration is the median of its logged iterations after the first two, and the
 # figure is the median of the pairs' ratios EP=2 / EP=1 (the same losses: tests/moe). Also the bytes of one
-# all_to_all_single (DeepSpeed's comms logger).
+# all_to_all_single (DeepSpeed's comms logger), and each run's memory plan: at EP=2 a rank holds only its 4 experts
+# of each MoE layer (docs/moe.md), against the bound of the parameters the other 4 take (their weights, fp32
+# gradients and Adam moments: 4 x 4 bytes each).
 #   bench/moe_ep_step.sh [ROUNDS] [ITERS]        (default 3 pairs of 8 iterations; needs mpirun)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +34,16 @@ for r in $(seq "$rounds"); do
 done
 echo "EP=1: $(med "${one_ms[@]}") ms/iteration; EP=2: $(med "${two_ms[@]}") ms/iteration; EP=2 / EP=1 $(med "${ratios[@]}")" \
      "(pairs: ${ratios[*]})"
+plan() { grep -m1 "memory plan (MiB)" "$1" | sed 's/^> memory plan (MiB): //'; }
+echo "memory plan per rank (MiB), EP=1: $(plan "$tmp/ep1.log")"
+echo "memory plan per rank (MiB), EP=2: $(plan "$tmp/ep2.log")"
+held=$(grep -m1 -oE "\(([0-9]+) of the ([0-9]+) expert parameter elements\)" "$tmp/ep2.log" | grep -oE "[0-9]+" | head -2 | tr '\n' ' ')
+read -r mine all <<<"$held"
+awk -v m="$mine" -v a="$all" -v p1="$(plan "$tmp/ep1.log")" -v p2="$(plan "$tmp/ep2.log")" 'BEGIN {
+  split(p1, x, " "); split(p2, y, " ")        # params X | grads X | optimizer state X | activations X | total X
+  saved = (x[2] - y[2]) + (x[5] - y[5]) + (x[9] - y[9]); bound = (a - m) * 16 / 1048576
+  printf "EP=2 holds %d of the %d expert parameter elements: params + grads + optimizer state %.1f MiB smaller per rank;" \
+         " the other experts'"'"' weights, gradients and moments are %.1f MiB (saved / bound %.2f)\n", m, a, saved, bound, saved / bound }'
 printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "comms_logger": {"enabled": true, "prof_ops": ["all_to_all_single"]}}\n' \
   >"$tmp/cl.json"
 "${mpi[@]}" ./build/bin/pretrain_gpt "${shape[@]}" --moe-expert-parallel-size 2 --deepspeed \

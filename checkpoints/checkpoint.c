@@ -32,6 +32,7 @@ static void on_sigterm(int sig) {
 
 typedef struct {
   int tp_rank, tp_size, pp_rank, pp_size, dp_rank, dp_size, mp_rank;
+  int local_experts, ep_dp_rank, ep_dp_size; /* this rank holds only its experts, shared by ep_dp_size ranks */
 } layout;
 
 /* Where this rank sits: model-parallel rank pp_rank x TP + tp_rank (one model-state file each, written by its
@@ -41,7 +42,8 @@ static layout rank_layout(const zt_train_state *st) {
   const int P = st->usp_size > 1 ? st->usp_size : 1; /* DeepSpeed-Ulysses: its ranks hold optimizer partitions too */
   layout l = {.tp_rank = st->tp_rank, .tp_size = a->tensor_model_parallel_size, .pp_rank = st->pp_rank,
               .pp_size = st->pp_size > 1 ? st->pp_size : 1, .dp_rank = st->dp_rank * P + (P > 1 ? st->usp_rank : 0),
-              .dp_size = a->data_parallel_size * P};
+              .dp_size = a->data_parallel_size * P, .local_experts = st->local_experts, .ep_dp_rank = st->ep_dp_rank,
+              .ep_dp_size = st->ep_dp_size > 1 ? st->ep_dp_size : 1};
   l.mp_rank = l.pp_rank * l.tp_size + l.tp_rank;
   return l;
 }
@@ -152,7 +154,8 @@ static size_t largest_param(const zt_param_table *t) {
 /* DeepSpeed's MoE layout (_save_moe_checkpoint): each expert's parameters in a file of its own,
  * layer_<moe layer>_expert_<expert>_mp_rank_<mp>_model_states.h5, the MoE layers numbered from 0 in the order of this
  * model-parallel rank's modules and the experts by their global ids; the routers stay in the model states. Written by
- * the data-parallel rank 0 of each model-parallel rank (every rank holds every expert: docs/moe.md). */
+ * the data-parallel rank 0 of each model-parallel rank when every rank holds every expert (ZeRO), else, as DeepSpeed,
+ * by the expert-data-parallel rank 0 of each expert-parallel rank, its own experts (docs/moe.md). */
 static void write_expert_files(const zt_train_state *st, const layout *l, const char *dir, int deflate) {
   const zt_param_table *t = st->model->table;
   const zt_dtype wdt = st->master ? st->half_dtype : ZT_DTYPE_FP32;
@@ -284,12 +287,24 @@ static void write_model_file(const zt_train_state *st, const layout *l, const ch
 
 /* What this rank writes of the optimizer state. Without ZeRO every rank holds all of it, and rank r writes the
  * r-th of DP equal parts of the compact flat space (the parameters in table order without the buffer's alignment
- * gaps, padded to a multiple of 2 x DP as DeepSpeed pads), so the ranks share the writing; with ZeRO 1/2 a rank
- * writes the partition it owns, [part_lo, part_hi) of the flat buffer. */
+ * gaps, padded to a multiple of 2 x DP as DeepSpeed pads), so the ranks share the writing; when a rank holds only its
+ * own experts, the dense parameters' compact space is shared so and the experts' over the ranks holding the same
+ * experts (x: the second space). With ZeRO 1/2 a rank writes the partition it owns, [part_lo, part_hi) of the flat
+ * buffer. */
 typedef struct {
   size_t flat, padded, part, lo, hi; /* in the compact space (ZeRO: the flat buffer) */
-  int zero;
+  size_t xflat, xpart, xlo, xhi;     /* the experts' compact space (local experts) */
+  int zero, split;
 } partition;
+
+static void share(size_t flat, int rank, int size, size_t *padded, size_t *part, size_t *lo, size_t *hi) {
+  const size_t align = 2 * (size_t)size;
+  *padded = (flat + align - 1) / align * align;
+  *part = *padded / (size_t)size;
+  *lo = (size_t)rank * *part;
+  *hi = *lo + *part < flat ? *lo + *part : flat;
+  if (*hi < *lo) *hi = *lo;
+}
 
 static partition make_partition(const zt_train_state *st, const layout *l) {
   const zt_param_table *t = st->model->table;
@@ -299,20 +314,23 @@ static partition make_partition(const zt_train_state *st, const layout *l) {
                     .hi = st->part_hi, .zero = 1};
     return p;
   }
-  for (int i = 0; i < t->count; i++) p.flat += t->params[i].numel;
-  const size_t align = 2 * (size_t)l->dp_size;
-  p.padded = (p.flat + align - 1) / align * align;
-  p.part = p.padded / (size_t)l->dp_size;
-  p.lo = (size_t)l->dp_rank * p.part;
-  p.hi = p.lo + p.part < p.flat ? p.lo + p.part : p.flat;
-  if (p.hi < p.lo) p.hi = p.lo;
+  p.split = l->local_experts;
+  for (int i = 0; i < t->count; i++) {
+    if (p.split && t->params[i].expert_id >= 0) p.xflat += t->params[i].numel;
+    else p.flat += t->params[i].numel;
+  }
+  share(p.flat, l->dp_rank, l->dp_size, &p.padded, &p.part, &p.lo, &p.hi);
+  size_t xpadded;
+  if (p.split) share(p.xflat, l->ep_dp_rank, l->ep_dp_size, &xpadded, &p.xpart, &p.xlo, &p.xhi);
   return p;
 }
 
-/* The elements [*a, *b) of parameter p (compact offset c) this rank writes; 0 when none. */
+/* The elements [*a, *b) of parameter p (compact offset c in its space) this rank writes; 0 when none. */
 static int fragment(const partition *pt, const zt_param *p, size_t c, size_t *a, size_t *b) {
   const size_t start = pt->zero ? p->offset : c;
-  const size_t lo = start > pt->lo ? start : pt->lo, hi = start + p->numel < pt->hi ? start + p->numel : pt->hi;
+  const int x = pt->split && p->expert_id >= 0;
+  const size_t plo = x ? pt->xlo : pt->lo, phi = x ? pt->xhi : pt->hi;
+  const size_t lo = start > plo ? start : plo, hi = start + p->numel < phi ? start + p->numel : phi;
   if (lo >= hi) return 0;
   *a = lo - start;
   *b = hi - start;
@@ -323,7 +341,7 @@ static void write_optim_file(const zt_train_state *st, const layout *l, const ch
   const zt_param_table *t = st->model->table;
   const zt_optimizer *o = &st->opt;
   const partition pt = make_partition(st, l);
-  const size_t n = pt.hi - pt.lo;
+  const size_t n = pt.hi - pt.lo + (pt.xhi - pt.xlo);
   const int sgd = o->cfg.kind == ZT_OPT_SGD;
   /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO); with
    * offload_optimizer nvme they are read back from the swap files */
@@ -366,16 +384,22 @@ static void write_optim_file(const zt_train_state *st, const layout *l, const ch
   zt_h5_attr_i64(&f, f.id, "partition_numel", (int64_t)pt.part);
   zt_h5_attr_i64(&f, f.id, "partition_start", (int64_t)pt.lo);
   zt_h5_attr_i64(&f, f.id, "group_padding", l->dp_rank == l->dp_size - 1 ? (int64_t)(pt.padded - pt.flat) : 0);
+  if (pt.split) { /* this rank's experts' compact space, shared by the ranks holding them */
+    zt_h5_attr_i64(&f, f.id, "expert_flat_numel", (int64_t)pt.xflat);
+    zt_h5_attr_i64(&f, f.id, "expert_partition_numel", (int64_t)pt.xpart);
+    zt_h5_attr_i64(&f, f.id, "expert_partition_start", (int64_t)pt.xlo);
+  }
   zt_h5_attr_str(&f, f.id, "half_dtype", zt_dtype_name(st->half_dtype));
   zt_h5_attr_str(&f, f.id, "fp32_source", st->master ? "fp32 master weights" : "fp32 weights (no mixed precision)");
 
   hid_t g = zt_h5_group_create(&f, f.id, "state");
   for (int s = 0; s < nstates; s++) {
-    size_t c = 0, k = 0;
+    size_t c = 0, cx = 0, k = 0; /* the compact offsets of the dense parameters and (split) of the experts */
     for (int i = 0; i < t->count; i++) {
       const zt_param *p = &t->params[i];
+      const int x = pt.split && p->expert_id >= 0;
       size_t a, b;
-      if (fragment(&pt, p, c, &a, &b)) {
+      if (fragment(&pt, p, x ? cx : c, &a, &b)) {
         be->to_host(buf + k, srcs[s] + p->offset + a - base, (b - a) * sizeof(float)); /* swap: host (CPU) */
         if (s == 0) {
           names[nmap] = p->name;
@@ -386,7 +410,8 @@ static void write_optim_file(const zt_train_state *st, const layout *l, const ch
         }
         k += b - a;
       }
-      c += p->numel;
+      if (x) cx += p->numel;
+      else c += p->numel;
     }
     zt_check(k <= n, "internal error", "checkpoint partition: %zu elements in a partition of %zu", k, n);
     int64_t shape[1] = {(int64_t)k};
@@ -458,10 +483,11 @@ void zt_ckpt_save(zt_train_state *st) {
     char *ds_text = st->ds_config_path[0] ? read_file_text(st->ds_config_path) : strdup("");
     snprintf(path, sizeof path, "%s/mp_rank_%02d_model_states.h5", tmp, l.mp_rank);
     write_model_file(st, &l, path, args_text, ds_text, deflate);
-    write_expert_files(st, &l, tmp, deflate);
+    if (!l.local_experts) write_expert_files(st, &l, tmp, deflate);
     free(args_text);
     free(ds_text);
   }
+  if (l.local_experts && l.ep_dp_rank == 0) write_expert_files(st, &l, tmp, deflate); /* this rank's experts */
   if (!a->no_save_optim) { /* every data-parallel rank writes its partition */
     snprintf(path, sizeof path, "%s/%szero_pp_rank_%d_mp_rank_%02d_optim_states.h5", tmp,
              st->half_dtype == ZT_DTYPE_BF16 ? "bf16_" : "", l.dp_rank, l.mp_rank);
@@ -836,9 +862,12 @@ static void load_checkpoint(zt_train_state *st) {
   zt_check(atoi(saved_layers) == a->num_layers, "checkpoint", "%s: saved with --num-layers %s, this model has %d "
            "(--use-checkpoint-args takes the saved shape)", r.dir, saved_layers, a->num_layers);
   if (l.pp_size == 1) {
-    const int extra = zt_ckpt_find(&r, ZT_HEAD_COPY) >= 0 && zt_param_table_find(t, ZT_HEAD_COPY) < 0;
-    zt_check(r.n_tensors - extra == t->count, "checkpoint", "%s: the checkpoint holds %d tensors, this model %d",
-             r.dir, r.n_tensors - extra, t->count);
+    int extra = zt_ckpt_find(&r, ZT_HEAD_COPY) >= 0 && zt_param_table_find(t, ZT_HEAD_COPY) < 0;
+    for (int i = 0; l.local_experts && i < r.n_tensors; i++) /* the other expert-parallel ranks' experts */
+      extra += strstr(r.tensors[i].name, ".deepspeed_moe.experts.deepspeed_experts.") != NULL &&
+               zt_param_table_find(t, r.tensors[i].name) < 0;
+    zt_check(r.n_tensors - extra == t->count, "checkpoint", "%s: the checkpoint holds %d tensors%s, this model %d",
+             r.dir, r.n_tensors - extra, l.local_experts ? " for this rank's experts" : "", t->count);
   }
   if (load_optim) {
     zt_check(r.has_optim, "checkpoint", "Unable to load optimizer from checkpoint %s. Specify --no-load-optim or "

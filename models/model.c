@@ -65,17 +65,19 @@ void zt_model_sync_shared(zt_model *m, const zt_group *emb_group, zt_dtype comm_
 
 double zt_model_grad_norm(const zt_model *m, const float *grads) {
   const zt_param_table *t = m->table;
-  if (m->tp_size <= 1 && m->pp_size <= 1) return m->be->norm2(grads, t->numel);
-  double split = 0.0, replicated = 0.0;
+  if (m->tp_size <= 1 && m->pp_size <= 1 && !m->expert_group) return m->be->norm2(grads, t->numel);
+  double split = 0.0, replicated = 0.0, experts = 0.0;
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     if (p->shared) continue; /* a copy of another stage's parameter: counted there */
     const double n = m->be->norm2(grads + p->offset, p->numel);
-    if (p->tp_split_dim >= 0) split += n * n;
+    if (m->expert_group && p->expert_id >= 0) experts += n * n; /* replicated over TP, spread over EP */
+    else if (p->tp_split_dim >= 0) split += n * n;
     else replicated += n * n;
   }
   if (m->tp_size > 1) zt_allreduce_sum_f64(m->tp_group, &split, 1);
-  double total = split + replicated;
+  if (m->expert_group) zt_allreduce_sum_f64(m->expert_group, &experts, 1);
+  double total = split + replicated + experts;
   if (m->pp_size > 1) zt_allreduce_sum_f64(m->pp_group, &total, 1); /* over the stages */
   return sqrt(total);
 }

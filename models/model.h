@@ -211,6 +211,8 @@ struct zt_model {
   int tp_size, tp_rank, sequence_parallel;
   const zt_group *pp_group;    /* this rank's pipeline, NULL without stages */
   int pp_size, pp_rank, vpp, first, last;
+  const zt_group *expert_group; /* the expert-parallel group when this rank holds only its own experts (each held
+                                   by one member of it, so their squared norms add over it), else NULL */
   int shared_grad;             /* parameter whose gradient is summed over the embedding group (first and last stage
                                   of a pipeline with tied embeddings), or -1 */
   float *sp_buf;               /* [sp_numel]: sequence-parallel gradients packed for their all-reduce */

@@ -694,7 +694,7 @@ static void setup_groups(zt_engine *e) {
   e->dp_group = zt_comm_world();
   st->dp_rank = zt_group_rank(e->dp_group);
   st->dp_size = a->data_parallel_size;
-  e->tp_group = e->pp_group = e->emb_group = e->ep_group = e->usp_group = e->loss_group = NULL;
+  e->tp_group = e->pp_group = e->emb_group = e->ep_group = e->ep_dp_group = e->usp_group = e->loss_group = NULL;
   st->tp_rank = st->pp_rank = 0;
   e->moe = a->moe;
   const int ep = zt_moe_on(&a->moe) ? a->moe_expert_parallel_size : 1;
@@ -760,11 +760,13 @@ static void setup_groups(zt_engine *e) {
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   /* the model-parallel groups (none with one tensor and one pipeline rank: the data group is the world), then
    * DeepSpeed's expert-parallel groups */
-  const zt_group_kind kinds[5] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING,
-                                  ZT_GROUP_EXPERT};
+  const zt_group_kind kinds[6] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE, ZT_GROUP_EMBEDDING,
+                                  ZT_GROUP_EXPERT, ZT_GROUP_EXPERT_DATA};
   const int model_parallel = a->tensor_model_parallel_size > 1 || st->pp_size > 1;
-  for (int k = 0; k < 5; k++) {
-    if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k == 4 && ep == 1)) continue;
+  for (int k = 0; k < 6; k++) {
+    if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k >= 4 && ep == 1) ||
+        (k == 5 && l.dp == ep))
+      continue;
     int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
     if (kinds[k] == ZT_GROUP_EXPERT) { /* DeepSpeed's line (groups.py, log_dist on rank 0), then the groups */
       if (e->ds)
@@ -783,6 +785,7 @@ static void setup_groups(zt_engine *e) {
       if (grp && kinds[k] == ZT_GROUP_PIPELINE) e->pp_group = grp;
       if (grp && kinds[k] == ZT_GROUP_EMBEDDING) e->emb_group = grp;
       if (grp && kinds[k] == ZT_GROUP_EXPERT) e->ep_group = grp;
+      if (grp && kinds[k] == ZT_GROUP_EXPERT_DATA) e->ep_dp_group = grp;
     }
   }
   free(members);
@@ -844,6 +847,39 @@ static void checkpoint_profile_line(void *ctx, const char *name, double ms) {
   (void)ctx;
   const char *names[1] = {name};
   zt_ds_timers_log(names, &ms, 1);
+}
+
+/* Expert parallelism: which experts this rank holds, and with only its own the runs of the flat buffer whose
+ * gradients are averaged over the expert-data-parallel group (the experts') or the data-parallel group. */
+static void expert_runs_setup(zt_engine *e) {
+  const zt_moe_config *mc = &e->moe;
+  if (mc->ep_size <= 1 || !zt_moe_on(mc)) return;
+  const zt_param_table *t = e->model->table;
+  size_t held = 0;
+  for (int i = 0; i < t->count; i++)
+    if (t->params[i].expert_id >= 0) held += t->params[i].numel;
+  if (!mc->local_experts) {
+    zt_log("> expert parallelism: every rank holds all experts' parameters (%zu elements), partitioned with the others "
+           "over the data-parallel group by ZeRO stage %d; each runs only its own (docs/moe.md)\n", held,
+           e->st.zero_stage);
+    return;
+  }
+  e->exp_runs = zt_malloc(sizeof(size_t) * (size_t)(2 * t->count + 2), "expert runs");
+  int n = 0, expert = 0; /* the table is in offset order; run i is an expert run for odd i */
+  e->exp_runs[n++] = 0;
+  for (int i = 0; i < t->count; i++) {
+    const int x = t->params[i].expert_id >= 0;
+    if (x != expert) {
+      e->exp_runs[n++] = t->params[i].offset;
+      expert = x;
+    }
+  }
+  e->exp_runs[n] = e->model->flat;
+  e->n_exp_runs = n;
+  const int dp = e->ep_dp_group ? zt_group_size(e->ep_dp_group) : 1;
+  zt_log("> expert parallelism: expert-parallel rank %d of %d holds only its own 1/%d of each MoE layer's experts "
+         "(%zu of the %zu expert parameter elements); their gradients are averaged over the %d rank%s holding them\n",
+         mc->ep_rank, mc->ep_size, mc->ep_size, held, held * (size_t)mc->ep_size, dp, dp > 1 ? "s" : "");
 }
 
 /* ZeRO stages 1-3 over the data-parallel group: this rank's partition of the flat buffers. */
@@ -1168,6 +1204,12 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     e->zcfg = &e->zero_default;
   }
   st->zero_stage = e->zcfg ? e->zcfg->zero_stage : 0;
+  /* DeepSpeed's expert parallelism holds each rank's experts only; ZeRO-1/2/3 here partition the one flat buffer over
+   * the data-parallel group, so they keep every expert (docs/moe.md) */
+  e->moe.local_experts = e->moe.ep_size > 1 && st->zero_stage == 0;
+  st->local_experts = e->moe.local_experts;
+  st->ep_dp_rank = e->ep_dp_group ? zt_group_rank(e->ep_dp_group) : 0;
+  st->ep_dp_size = e->ep_dp_group ? zt_group_size(e->ep_dp_group) : 1;
   e->be = choose_backend(e);
   cpu_optimizer_check(e);
   const int gpu = !e->be->host_visible;
@@ -1195,6 +1237,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     e->model->ckpt_profile = checkpoint_profile_line;
     e->model->ckpt_profile_ctx = e;
   }
+  expert_runs_setup(e);
   zero_setup(e);
   zero3_setup(e);
   init_weights(e);
@@ -1278,6 +1321,7 @@ void zt_engine_free(zt_engine *e) {
   if (zt_trace_active()) profile_write(e); /* the run stopped inside --profile_steps */
   if (e->zcfg == &e->zero_default) zt_ds_config_free(&e->zero_default);
   free(e->ltd_layers);
+  free(e->exp_runs);
   e->ltd_layers = NULL;
   if (st->swap) {
     zt_log("> offload_optimizer nvme: %.1f GiB read, %.1f GiB written in %.2f s of optimizer steps; swap files "
@@ -1396,7 +1440,15 @@ static void scale_floats(zt_engine *e, float *x, float f, size_t n) { e->be->sca
  * to it, as a half-precision NCCL reduction delivers them). */
 static void allreduce_grads(zt_engine *e, float *g, size_t n) {
   if (e->comm_dtype != ZT_DTYPE_FP32) e->be->round_f32(g, g, n, e->comm_dtype);
-  zt_allreduce_sum_f32(e->dp_group, g, n);
+  if (!e->exp_runs) {
+    zt_allreduce_sum_f32(e->dp_group, g, n);
+  } else { /* the dense runs over the data-parallel group, the experts' over their expert-data-parallel group */
+    for (int i = 0; i < e->n_exp_runs; i++) {
+      const zt_group *grp = i % 2 ? e->ep_dp_group : e->dp_group;
+      const size_t a = e->exp_runs[i], b = e->exp_runs[i + 1];
+      if (grp && b > a) zt_allreduce_sum_f32(grp, g + a, b - a);
+    }
+  }
   if (e->comm_dtype != ZT_DTYPE_FP32) e->be->round_f32(g, g, n, e->comm_dtype);
 }
 

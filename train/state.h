@@ -37,6 +37,9 @@ typedef struct {
    * the checkpoint's optimizer files go over all usp_size x dp_size ranks (DeepSpeed's sequence-data-parallel group,
    * rank dp_rank usp_size + usp_rank) */
   int usp_rank, usp_size;
+  /* expert parallelism holding only this rank's experts (1), and its place among the data-parallel ranks holding the
+   * same experts (rank ep_dp_rank of ep_dp_size): they share the writing of those experts' files and states */
+  int local_experts, ep_dp_rank, ep_dp_size;
   /* mixed precision: the half type of the weights (fp32: none) and the fp32 masters of the partition */
   zt_dtype half_dtype;
   float *master;                 /* [part_hi - part_lo] in the model's backend memory, or NULL */

@@ -121,13 +121,15 @@ enum { CHUNK = 1 << 20 };
  * parameters. With `once`, each parameter counts on one rank of the model-parallel group: not the last stage's tied
  * copy, and a tensor-parallel replica only on tensor-parallel rank 0 (Megatron's param_is_not_shared and
  * param_is_not_tensor_parallel_duplicate). */
-static void scan(const zt_engine *e, const float *dev, size_t base, size_t lo, size_t hi, int once, stats *s) {
+static void scan_some(const zt_engine *e, const float *dev, size_t base, size_t lo, size_t hi, int once, int experts,
+                      stats *s) {
   const zt_model *m = e->model;
   const zt_param_table *tab = m->table;
   float *host = zt_malloc(CHUNK * sizeof(float), "tensorboard statistics");
   for (int i = 0; i < tab->count; i++) {
     const zt_param *p = &tab->params[i];
     if (once && (p->shared || (p->tp_split_dim < 0 && e->st.tp_rank != 0))) continue;
+    if (experts >= 0 && (p->expert_id >= 0) != experts) continue;
     const size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
     for (size_t c = a; c < b; c += CHUNK) {
       const size_t n = b - c < CHUNK ? b - c : CHUNK;
@@ -144,6 +146,25 @@ static void sum_over(const zt_group *g, double *v, size_t n) {
 }
 static void max_over(const zt_group *g, double *v, size_t n) {
   if (g && zt_group_size(g) > 1) zt_allreduce_max_f64(g, v, n);
+}
+
+/* The same over every parameter; when this rank holds only its own experts, theirs gathered over the expert-parallel
+ * group (each expert held by one member of it), so the figures are those of a rank holding all experts. */
+static void scan(const zt_engine *e, const float *dev, size_t base, size_t lo, size_t hi, int once, stats *s) {
+  const zt_group *g = e->model->expert_group;
+  if (!g) {
+    scan_some(e, dev, base, lo, hi, once, -1, s);
+    return;
+  }
+  stats x = {.want_sqrt = s->want_sqrt};
+  scan_some(e, dev, base, lo, hi, once, 0, s);
+  scan_some(e, dev, base, lo, hi, once, 1, &x);
+  double sums[5] = {x.sumsq, x.sumabs, x.zeros, x.sqrt_sumsq, x.sqrt_sum}, maxes[2] = {x.maxabs, x.sqrt_max};
+  sum_over(g, sums, 5);
+  max_over(g, maxes, 2);
+  s->sumsq += sums[0], s->sumabs += sums[1], s->zeros += sums[2], s->sqrt_sumsq += sums[3], s->sqrt_sum += sums[4];
+  if (maxes[0] > s->maxabs) s->maxabs = maxes[0];
+  if (maxes[1] > s->sqrt_max) s->sqrt_max = maxes[1];
 }
 
 /* The partition's gradients as the optimizer sees them (ZeRO-3 accumulates them apart). */

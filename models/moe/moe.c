@@ -153,8 +153,17 @@ static void expert_prefix(char *buf, size_t n, const char *prefix, int e) {
   snprintf(buf, n, "%s.deepspeed_moe.experts.deepspeed_experts.%d", prefix, e);
 }
 
+/* The experts this process holds: [*e0, *e1) of the layer's global ids (its own E / P with local_experts). */
+static void held_experts(const moe_layer *m, int *e0, int *e1) {
+  const int local = m->P > 1 && m->mc->local_experts;
+  *e0 = local ? m->r * m->El : 0;
+  *e1 = local ? *e0 + m->El : m->E;
+}
+
 static void moe_register(const zt_ffn *self, zt_param_table *t, const char *prefix, const zt_block_config *tcfg) {
   moe_layer *m = self->state;
+  int e0, e1;
+  held_experts(m, &e0, &e1);
   const zt_block_config ecfg = expert_cfg(m, tcfg), *cfg = &ecfg;
   const int first_param = t->count;
   char name[200];
@@ -162,7 +171,7 @@ static void moe_register(const zt_ffn *self, zt_param_table *t, const char *pref
   const int64_t wg[2] = {m->E, cfg->C};
   zt_param_table_add(t, join(name, sizeof name, prefix, "deepspeed_moe.gate.wg.weight"), 2, wg, ZT_INIT_UNIFORM, bound,
                      0, -1);
-  for (int e = 0; e < m->E; e++) {
+  for (int e = e0; e < e1; e++) {
     char pre[180];
     expert_prefix(pre, sizeof pre, prefix, e);
     const int first = t->count;
@@ -186,7 +195,9 @@ static void moe_bind(zt_ffn *self, const zt_param_table *t, const char *prefix, 
   char pre[180];
   m->wg = zt_param_addr(t, params, es, prefix, "deepspeed_moe.gate.wg.weight");
   m->dwg = zt_param_addr(t, grads, es, prefix, "deepspeed_moe.gate.wg.weight");
-  for (int e = 0; e < m->E; e++) {
+  int e0, e1;
+  held_experts(m, &e0, &e1);
+  for (int e = e0; e < e1; e++) {
     expert_prefix(pre, sizeof pre, prefix, e);
     m->fc_w[e] = zt_param_addr(t, params, es, pre, "dense_h_to_4h.weight");
     m->fc_b[e] = zt_param_addr_if(t, params, es, pre, "dense_h_to_4h.bias"); /* NULL: --disable-bias-linear */

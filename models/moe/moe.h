@@ -12,10 +12,10 @@
  * draws keyed by (seed, global sample, position, layer), so they do not depend on the micro batch layout or backend.
  *
  * With expert parallelism (zt_moe_config.ep_size > 1) each member of the expert-parallel group runs E / ep_size of
- * the experts over the rows every member sends it (all-to-all there and back); the parameters of all experts stay in
- * every process (the others' gradients stay zero, so the data-parallel average is DeepSpeed's expert-data-parallel
- * one). With tensor parallelism every rank computes the whole layer; with pipeline stages the aux losses' sum travels
- * with the hidden state (language_model.c). docs/moe.md. */
+ * the experts over the rows every member sends it (all-to-all there and back); with zt_moe_config.local_experts it
+ * registers only those (DeepSpeed's layout), else every expert (the others' gradients stay zero, so the data-parallel
+ * average is DeepSpeed's expert-data-parallel one). With tensor parallelism every rank computes the whole layer; with
+ * pipeline stages the aux losses' sum travels with the hidden state (language_model.c). docs/moe.md. */
 #ifndef ZT_MOE_H
 #define ZT_MOE_H
 

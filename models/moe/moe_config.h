@@ -29,6 +29,9 @@ typedef struct {
    * groups (the training engine); the gate's flags above come from the arguments. */
   const struct zt_group *ep_group;
   int ep_size, ep_rank;
+  /* With ep_size > 1: 1 registers only this member's experts (their global ids in the names), as DeepSpeed holds
+   * them; 0 registers every expert (ZeRO-3 partitions them all over the data-parallel group). Set by the engine. */
+  int local_experts;
 } zt_moe_config;
 
 /* Megatron-DeepSpeed's get_num_experts_per_layer: out[l] = experts of layer l of num_layers, from the --num-experts

@@ -116,7 +116,16 @@ static zt_block_config block_config(const zt_lm_config *cfg, const zt_tp *tp) {
                                                        zt_attn_keeps_probs(tp->be ? tp->be : zt_backend_cpu())};
 }
 
-void zt_lm_one_stage_table(const zt_lm_config *c, int tp, zt_lm_register_head head, zt_param_table *t) {
+void zt_lm_one_stage_table(const zt_lm_config *cfg, int tp, zt_lm_register_head head, zt_param_table *t) {
+  zt_lm_config cc = *cfg; /* one process holds every expert (a rank of an expert-parallel run only its own) */
+  zt_moe_config all;
+  if (cfg->moe && cfg->moe->local_experts) {
+    all = *cfg->moe;
+    all.local_experts = 0;
+    if (cc.ffn_ctx == (const void *)cfg->moe) cc.ffn_ctx = &all;
+    cc.moe = &all;
+  }
+  const zt_lm_config *c = &cc;
   const zt_tp one = {.size = tp};
   const zt_block_config bcfg = block_config(c, &one);
   const zt_layer_spec spec = layer_spec(c);
@@ -317,6 +326,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   mm->tp_rank = lm->tp.rank;
   mm->sequence_parallel = lm->tp.sp;
   mm->pp_group = lm->pp > 1 ? cfg->pp_group : NULL;
+  mm->expert_group = cfg->moe && cfg->moe->local_experts ? cfg->moe->ep_group : NULL;
   mm->pp_size = lm->pp;
   mm->pp_rank = pr;
   mm->vpp = lm->vpp;
@@ -541,10 +551,12 @@ void zt_lm_free_host(zt_lm *lm) {
 }
 
 void zt_lm_init_range(zt_lm *lm, uint64_t seed, size_t lo, size_t hi, zt_dtype value_dt) {
-  zt_param_table full; /* with pipeline stages: draws keyed by the one-stage model's parameter indices */
-  if (lm->pp > 1) zt_lm_one_stage_table(&lm->cfg, lm->tp.size, lm->register_head, &full);
-  zt_model_init_params(lm->model, lm->pp > 1 ? &full : NULL, seed, lo, hi, value_dt);
-  if (lm->pp > 1) zt_param_table_free(&full);
+  /* with pipeline stages, or only this rank's experts: draws keyed by the one-stage model's parameter indices */
+  const int keyed = lm->pp > 1 || (lm->cfg.moe && lm->cfg.moe->local_experts);
+  zt_param_table full;
+  if (keyed) zt_lm_one_stage_table(&lm->cfg, lm->tp.size, lm->register_head, &full);
+  zt_model_init_params(lm->model, keyed ? &full : NULL, seed, lo, hi, value_dt);
+  if (keyed) zt_param_table_free(&full);
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
