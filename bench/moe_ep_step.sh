@@ -7,7 +7,7 @@
 # figure is the median of the pairs' ratios EP=2 / EP=1 (the same losses: tests/moe). Also the bytes of one
 # all_to_all_single (DeepSpeed's comms logger), and each run's memory plan: at EP=2 a rank holds only its 4 experts
 # of each MoE layer (docs/moe.md), against the bound of the parameters the other 4 take (their weights, fp32
-# gradients and Adam moments: 4 x 4 bytes each).
+# gradients and Adam moments: 4 x 4 bytes each); and the plans under ZeRO-2 at EP=1 and EP=2.
 #   bench/moe_ep_step.sh [ROUNDS] [ITERS]        (default 3 pairs of 8 iterations; needs mpirun)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +44,12 @@ awk -v m="$mine" -v a="$all" -v p1="$(plan "$tmp/ep1.log")" -v p2="$(plan "$tmp/
   saved = (x[2] - y[2]) + (x[5] - y[5]) + (x[9] - y[9]); bound = (a - m) * 16 / 1048576
   printf "EP=2 holds %d of the %d expert parameter elements: params + grads + optimizer state %.1f MiB smaller per rank;" \
          " the other experts'"'"' weights, gradients and moments are %.1f MiB (saved / bound %.2f)\n", m, a, saved, bound, saved / bound }'
+printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2}}\n' >"$tmp/z2.json"
+for ep in 1 2; do # ZeRO-2: the experts' state partitioned over the ranks holding them (at EP=2 one rank each)
+  "${mpi[@]}" ./build/bin/pretrain_gpt "${shape[@]}" --train-iters 1 --moe-expert-parallel-size $ep --deepspeed \
+    --deepspeed_config "$tmp/z2.json" >"$tmp/z2_$ep.log" 2>&1
+  echo "memory plan per rank (MiB), ZeRO-2, EP=$ep: $(plan "$tmp/z2_$ep.log")"
+done
 printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "comms_logger": {"enabled": true, "prof_ops": ["all_to_all_single"]}}\n' \
   >"$tmp/cl.json"
 "${mpi[@]}" ./build/bin/pretrain_gpt "${shape[@]}" --moe-expert-parallel-size 2 --deepspeed \

@@ -310,8 +310,10 @@ static partition make_partition(const zt_train_state *st, const layout *l) {
   const zt_param_table *t = st->model->table;
   partition p = {0};
   if (st->zero_stage > 0) {
-    p = (partition){.flat = t->numel, .padded = st->zero.padded, .part = st->zero.part, .lo = st->part_lo,
+    p = (partition){.flat = st->zero.numel, .padded = st->zero.padded, .part = st->zero.part, .lo = st->part_lo,
                     .hi = st->part_hi, .zero = 1};
+    if (l->local_experts) /* the experts' partition, over the ranks holding them */
+      p.split = 1, p.xflat = st->zero_x.numel, p.xpart = st->zero_x.part, p.xlo = st->xpart_lo, p.xhi = st->xpart_hi;
     return p;
   }
   p.split = l->local_experts;
@@ -325,7 +327,8 @@ static partition make_partition(const zt_train_state *st, const layout *l) {
   return p;
 }
 
-/* The elements [*a, *b) of parameter p (compact offset c in its space) this rank writes; 0 when none. */
+/* The elements [*a, *b) of parameter p (compact offset c in its space; ZeRO: its offset) this rank writes; 0 when
+ * none. */
 static int fragment(const partition *pt, const zt_param *p, size_t c, size_t *a, size_t *b) {
   const size_t start = pt->zero ? p->offset : c;
   const int x = pt->split && p->expert_id >= 0;
@@ -343,11 +346,12 @@ static void write_optim_file(const zt_train_state *st, const layout *l, const ch
   const partition pt = make_partition(st, l);
   const size_t n = pt.hi - pt.lo + (pt.xhi - pt.xlo);
   const int sgd = o->cfg.kind == ZT_OPT_SGD;
-  /* the optimizer's arrays (and the masters) are indexed from this rank's part_lo (0 without ZeRO); with
-   * offload_optimizer nvme they are read back from the swap files */
+  /* the optimizer's arrays (and the masters) are indexed as the optimizer's ranges lay them out (from this rank's
+   * part_lo; all of the flat buffer without ZeRO); with offload_optimizer nvme they are read back from the swap files
+   * (one range); without masters the fp32 weights are the parameters themselves */
   const size_t base = st->part_lo, plen = st->part_hi - st->part_lo;
   float *swapped = NULL;
-  const float *srcs[3] = {st->master ? st->master : (const float *)st->model->params + base, o->m, o->v};
+  const float *srcs[3] = {st->master, o->m, o->v};
   const zt_backend *be = st->model->be; /* the state lives in the model's backend memory (swap files: the CPU's) */
   if (st->swap) {
     const int with_master = st->half_dtype != ZT_DTYPE_FP32;
@@ -400,7 +404,10 @@ static void write_optim_file(const zt_train_state *st, const layout *l, const ch
       const int x = pt.split && p->expert_id >= 0;
       size_t a, b;
       if (fragment(&pt, p, x ? cx : c, &a, &b)) {
-        be->to_host(buf + k, srcs[s] + p->offset + a - base, (b - a) * sizeof(float)); /* swap: host (CPU) */
+        const size_t e = p->offset + a; /* the flat element */
+        const float *src = srcs[s] ? srcs[s] + (st->swap ? e - base : zt_optimizer_index(o, e))
+                                   : (const float *)st->model->params + e;
+        be->to_host(buf + k, src, (b - a) * sizeof(float)); /* swap: host (CPU) */
         if (s == 0) {
           names[nmap] = p->name;
           start[nmap] = (int64_t)k;
@@ -931,7 +938,9 @@ static void load_checkpoint(zt_train_state *st) {
   if (st->half_dtype != ZT_DTYPE_FP32) zt_round_f32(stage, stage, N, st->half_dtype);
   zt_model_set_params(st->model, stage, 0, N, ZT_DTYPE_FP32);
   /* masters: the saved fp32 partition, or (optimizer not loaded) refreshed from the weights as DeepSpeed does */
+  const size_t xlo = st->xpart_lo, xlen = st->xpart_hi - st->xpart_lo, xat = st->xpart_at; /* the experts' */
   if (st->master) be->from_host(st->master, (load_optim ? stage + N : stage) + lo, len * sizeof(float));
+  if (st->master && xlen) be->from_host(st->master + xat, (load_optim ? stage + N : stage) + xlo, xlen * sizeof(float));
   if (st->swap) { /* offload_optimizer nvme: the partition's state goes into the swap files */
     const float *mst = st->half_dtype != ZT_DTYPE_FP32 ? (load_optim ? stage + N : stage) + lo : NULL;
     zt_opt_swapper_write_all(st->swap, load_optim ? stage + 2 * N + lo : NULL,
@@ -942,6 +951,8 @@ static void load_checkpoint(zt_train_state *st) {
     if (!st->swap) {
       be->from_host(st->opt.m, stage + 2 * N + lo, len * sizeof(float));
       if (nst == 3) be->from_host(st->opt.v, stage + 3 * N + lo, len * sizeof(float));
+      if (xlen) be->from_host(st->opt.m + xat, stage + 2 * N + xlo, xlen * sizeof(float));
+      if (xlen && nst == 3) be->from_host(st->opt.v + xat, stage + 3 * N + xlo, xlen * sizeof(float));
     }
     st->opt.step = opt_step;
     if (load_sched && st->use_ds_sched) {

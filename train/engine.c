@@ -634,16 +634,28 @@ zt_model *zt_engine_build_teacher(const zt_engine *e) {
 static void masters_from_weights(zt_engine *e, size_t lo, size_t n) {
   const zt_model *m = e->model;
   if (!e->st.master || !n) return;
-  e->be->convert(e->st.master + (lo - e->st.part_lo), ZT_DTYPE_FP32, zt_at(m->params, m->dt, lo), m->dt, n);
+  const size_t at = lo >= e->st.xpart_lo && lo < e->st.xpart_hi ? e->st.xpart_at + (lo - e->st.xpart_lo)
+                                                                 : lo - e->st.part_lo;
+  e->be->convert(e->st.master + at, ZT_DTYPE_FP32, zt_at(m->params, m->dt, lo), m->dt, n);
+}
+
+/* ... of this rank's whole partition (both of its ranges with the experts partitioned apart) */
+static void masters_from_partition(zt_engine *e) {
+  masters_from_weights(e, e->st.part_lo, e->st.part_hi - e->st.part_lo);
+  masters_from_weights(e, e->st.xpart_lo, e->st.xpart_hi - e->st.xpart_lo);
 }
 
 /* ... and the partition's weights from its updated masters: rounded to the half type in fp32 slots (the CPU) or
  * converted to the storage type (a GPU). */
 static void weights_from_masters(zt_engine *e) {
   const zt_model *m = e->model;
-  const size_t lo = e->st.part_lo, len = e->st.part_hi - e->st.part_lo;
-  if (m->dt == ZT_DTYPE_FP32) e->be->round_f32((float *)m->params + lo, e->st.master, len, e->st.half_dtype);
-  else e->be->convert(zt_at(m->params, m->dt, lo), m->dt, e->st.master, ZT_DTYPE_FP32, len);
+  for (int r = 0; r < 2; r++) { /* the partition, and the experts' (when partitioned apart) */
+    const size_t lo = r ? e->st.xpart_lo : e->st.part_lo, len = r ? e->st.xpart_hi - lo : e->st.part_hi - lo;
+    const float *src = e->st.master + (r ? e->st.xpart_at : 0);
+    if (!len) continue;
+    if (m->dt == ZT_DTYPE_FP32) e->be->round_f32((float *)m->params + lo, src, len, e->st.half_dtype);
+    else e->be->convert(zt_at(m->params, m->dt, lo), m->dt, src, ZT_DTYPE_FP32, len);
+  }
 }
 
 /* The model's fp32 initialization; the weights then become half values and the masters copy them (as DeepSpeed
@@ -661,7 +673,7 @@ static void init_weights(zt_engine *e) {
       zt_zero3_reset(&e->st.zero3);
     } else {
       e->be->memset(m->params, 0, m->table->numel * zt_dtype_size(m->dt));
-      masters_from_weights(e, e->st.part_lo, e->st.part_hi - e->st.part_lo);
+      masters_from_partition(e);
     }
   }
   for (int u = 0; e->args->perform_initialization && e->st.zero_stage == 3 && u < m->nunits; u++) {
@@ -673,7 +685,7 @@ static void init_weights(zt_engine *e) {
     e->be->memset(m->params, 0, m->table->numel * zt_dtype_size(m->dt)); /* the alignment padding stays zero */
     zt_model_init_range(m, seed, 0, m->table->numel, half);
     /* the masters of this rank's partition (all of them without ZeRO; on NVMe with optimizer offload) */
-    masters_from_weights(e, e->st.part_lo, e->st.part_hi - e->st.part_lo);
+    masters_from_partition(e);
   }
   if (half == ZT_DTYPE_FP32) return;
   char scale[40] = "1";
@@ -764,9 +776,7 @@ static void setup_groups(zt_engine *e) {
                                   ZT_GROUP_EXPERT, ZT_GROUP_EXPERT_DATA};
   const int model_parallel = a->tensor_model_parallel_size > 1 || st->pp_size > 1;
   for (int k = 0; k < 6; k++) {
-    if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k >= 4 && ep == 1) ||
-        (k == 5 && l.dp == ep))
-      continue;
+    if ((k < 2 && !model_parallel) || ((k == 2 || k == 3) && st->pp_size == 1) || (k >= 4 && ep == 1)) continue;
     int size, count = zt_layout_all_groups(&l, kinds[k], members, &size);
     if (kinds[k] == ZT_GROUP_EXPERT) { /* DeepSpeed's line (groups.py, log_dist on rank 0), then the groups */
       if (e->ds)
@@ -860,22 +870,13 @@ static void expert_runs_setup(zt_engine *e) {
     if (t->params[i].expert_id >= 0) held += t->params[i].numel;
   if (!mc->local_experts) {
     zt_log("> expert parallelism: every rank holds all experts' parameters (%zu elements), partitioned with the others "
-           "over the data-parallel group by ZeRO stage %d; each runs only its own (docs/moe.md)\n", held,
-           e->st.zero_stage);
+           "over the data-parallel group (%s); each runs only its own (docs/moe.md)\n", held,
+           e->st.zero_stage == 3 ? "ZeRO stage 3" : "offload_optimizer nvme swaps one partition");
     return;
   }
-  e->exp_runs = zt_malloc(sizeof(size_t) * (size_t)(2 * t->count + 2), "expert runs");
-  int n = 0, expert = 0; /* the table is in offset order; run i is an expert run for odd i */
-  e->exp_runs[n++] = 0;
-  for (int i = 0; i < t->count; i++) {
-    const int x = t->params[i].expert_id >= 0;
-    if (x != expert) {
-      e->exp_runs[n++] = t->params[i].offset;
-      expert = x;
-    }
-  }
-  e->exp_runs[n] = e->model->flat;
-  e->n_exp_runs = n;
+  e->exp_runs = zt_malloc(3 * sizeof(size_t), "expert runs"); /* the experts are laid out last */
+  e->exp_runs[0] = 0, e->exp_runs[1] = t->expert_lo, e->exp_runs[2] = e->model->flat;
+  e->n_exp_runs = 2;
   const int dp = e->ep_dp_group ? zt_group_size(e->ep_dp_group) : 1;
   zt_log("> expert parallelism: expert-parallel rank %d of %d holds only its own 1/%d of each MoE layer's experts "
          "(%zu of the %zu expert parameter elements); their gradients are averaged over the %d rank%s holding them\n",
@@ -894,20 +895,35 @@ static void zero_setup(zt_engine *e) {
   zt_check(st->zero_stage == 1 || a->pipeline_model_parallel_size == 1, "ds_config", "%s: ZeRO-2 and ZeRO-3 are "
            "incompatible with pipeline parallelism (zero_optimization.stage %d with --pipeline-model-parallel-size "
            "%d; stage 1 runs there)", ds->path, st->zero_stage, a->pipeline_model_parallel_size);
-  zt_zero_init(&st->zero, st->zero_stage, e->dp_group, n, (size_t)ds->zero_reduce_bucket_size,
+  const zt_param_table *t = e->model->table;
+  const int split = st->local_experts && t->expert_lo > 0; /* this rank's experts, laid out last, partitioned apart */
+  zt_zero_init(&st->zero, st->zero_stage, e->dp_group, split ? t->dense_numel : n, (size_t)ds->zero_reduce_bucket_size,
                (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter, e->be, e->model->dt);
   st->part_lo = st->zero.lo;
   st->part_hi = st->zero.hi;
+  if (split) { /* DeepSpeed's expert-data-parallel partitioning of the experts' parameter group */
+    zt_zero_init(&st->zero_x, st->zero_stage, e->ep_dp_group, n - t->expert_lo, (size_t)ds->zero_reduce_bucket_size,
+                 (size_t)ds->zero_allgather_bucket_size, ds->zero_reduce_scatter, e->be, e->model->dt);
+    st->zero_x.base = t->expert_lo;
+    st->xpart_lo = t->expert_lo + st->zero_x.lo;
+    st->xpart_hi = t->expert_lo + st->zero_x.hi;
+    st->xpart_at = st->zero.part;
+    zt_log("> ZeRO stage %d with expert parallelism: the dense parameters (%zu) over the %d data-parallel ranks, this "
+           "rank's experts (%zu) over the %d rank%s holding them: partitions of %zu and %zu elements\n", st->zero_stage,
+           t->dense_numel, st->zero.dp_size, n - t->expert_lo, st->zero_x.dp_size, st->zero_x.dp_size > 1 ? "s" : "",
+           st->zero.part, st->zero_x.part);
+  }
   if (!e->ds) { /* Megatron's DistributedOptimizer: the same partition of the state, none of DeepSpeed's lines */
     zt_log("> --use-distributed-optimizer: %zu parameters, the optimizer state%s in %d partitions of %zu (%.1f MiB "
            "per rank), the gradients reduced into them and the updated parameters gathered (ZeRO stage 1)\n", n,
            st->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "", st->zero.dp_size, st->zero.part,
-           (double)st->zero.part * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
+           (double)(st->zero.part + st->zero_x.part) * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
     return;
   }
   zt_log("> ZeRO stage %d: %zu parameters in %d partitions of %zu (optimizer state%s per rank: %.1f MiB)\n",
-         st->zero_stage, n, st->zero.dp_size, st->zero.part, st->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
-         (double)st->zero.part * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
+         st->zero_stage, split ? t->dense_numel : n, st->zero.dp_size, st->zero.part,
+         st->half_dtype != ZT_DTYPE_FP32 ? " and fp32 masters" : "",
+         (double)(st->zero.part + st->zero_x.part) * 4 * (st->half_dtype != ZT_DTYPE_FP32 ? 3 : 2) / (1 << 20));
   /* DeepSpeed's estimator for the same model and data-parallel size, next to this rank's plan */
   int64_t total, largest;
   const zt_model_args margs = model_args(e);
@@ -1204,9 +1220,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     e->zcfg = &e->zero_default;
   }
   st->zero_stage = e->zcfg ? e->zcfg->zero_stage : 0;
-  /* DeepSpeed's expert parallelism holds each rank's experts only; ZeRO-1/2/3 here partition the one flat buffer over
-   * the data-parallel group, so they keep every expert (docs/moe.md) */
-  e->moe.local_experts = e->moe.ep_size > 1 && st->zero_stage == 0;
+  /* DeepSpeed's expert parallelism holds each rank's experts only (ZeRO 1/2 partitioning them over the ranks holding
+   * them); ZeRO-3 (which DeepSpeed refuses with MoE) and the NVMe optimizer swap keep every expert, partitioned with
+   * the other parameters over the data-parallel group (docs/moe.md) */
+  const int nvme_optim = e->zcfg && !strcmp(e->zcfg->offload_optimizer_device, "nvme");
+  e->moe.local_experts = e->moe.ep_size > 1 && st->zero_stage < 3 && !nvme_optim;
   st->local_experts = e->moe.local_experts;
   st->ep_dp_rank = e->ep_dp_group ? zt_group_rank(e->ep_dp_group) : 0;
   st->ep_dp_size = e->ep_dp_group ? zt_group_size(e->ep_dp_group) : 1;
@@ -1251,7 +1269,10 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                       .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
                       .momentum = a->sgd_momentum, .weight_decay = a->weight_decay};
   if (ds && ds->has_optimizer) ds_optimizer(ds, &oc);
-  if (st->zero_stage > 0)
+  if (st->xpart_hi > st->xpart_lo)
+    zt_optimizer_init_ranges(&st->opt, &oc, e->model->table, e->model->optim_state, st->part_lo, st->part_hi,
+                             st->xpart_lo, st->xpart_hi, st->xpart_at);
+  else if (st->zero_stage > 0)
     zt_optimizer_init_range(&st->opt, &oc, e->model->table, e->model->optim_state, st->part_lo, st->part_hi);
   else
     zt_optimizer_init(&st->opt, &oc, e->model->table, e->model->optim_state);
@@ -1340,6 +1361,7 @@ void zt_engine_free(zt_engine *e) {
     zt_zero3_free(&st->zero3);
   }
   if (st->zero_stage > 0) zt_zero_free(&st->zero);
+  if (st->xpart_hi > st->xpart_lo) zt_zero_free(&st->zero_x);
   zt_optimizer_free(&st->opt);
   zt_model_free(e->model);
   if (e->teacher) zt_model_free(e->teacher);
@@ -1446,7 +1468,7 @@ static void allreduce_grads(zt_engine *e, float *g, size_t n) {
     for (int i = 0; i < e->n_exp_runs; i++) {
       const zt_group *grp = i % 2 ? e->ep_dp_group : e->dp_group;
       const size_t a = e->exp_runs[i], b = e->exp_runs[i + 1];
-      if (grp && b > a) zt_allreduce_sum_f32(grp, g + a, b - a);
+      if (zt_group_size(grp) > 1 && b > a) zt_allreduce_sum_f32(grp, g + a, b - a);
     }
   }
   if (e->comm_dtype != ZT_DTYPE_FP32) e->be->round_f32(g, g, n, e->comm_dtype);
@@ -1540,10 +1562,15 @@ static void zero_reduce_gradients(zt_engine *e) {
   const float post = prescale ? 1.0f : (float)(f / W);
   float *g = e->model->grads;
   const int G = zt_group_size(e->dp_group); /* W, and DeepSpeed-Ulysses' sequence-parallel ranks */
-  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) e->be->round_f32(g, g, st->zero.padded, e->comm_dtype);
+  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) e->be->round_f32(g, g, e->model->flat, e->comm_dtype);
   zt_zero_reduce_gradients(&st->zero, g, pre, post);
-  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1)
+  /* the experts over the ranks holding them, divided by the data-parallel size (DeepSpeed's
+   * _reduce_expert_gradients) */
+  if (st->xpart_hi > st->xpart_lo) zt_zero_reduce_gradients(&st->zero_x, g + st->zero_x.base, pre, post);
+  if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) {
     e->be->round_f32(g + st->part_lo, g + st->part_lo, st->part_hi - st->part_lo, e->comm_dtype);
+    e->be->round_f32(g + st->xpart_lo, g + st->xpart_lo, st->xpart_hi - st->xpart_lo, e->comm_dtype);
+  }
 }
 
 /* This rank's partition of the gradients (element part_lo first): stage 3 accumulates it apart. */
@@ -1559,6 +1586,8 @@ static double zero_grad_norm(zt_engine *e) {
   for (int i = 0; i < e->model->table->count; i++)
     if (e->model->table->params[i].shared) copy = i;
   double s = zt_zero_partition_sumsq(&st->zero, e->model->table, partition_grads(e), st->tp_rank == 0, copy);
+  if (st->xpart_hi > st->xpart_lo) /* each expert element in one partition of one rank of the data-parallel group */
+    s += zt_zero_partition_sumsq(&st->zero_x, e->model->table, e->model->grads + st->xpart_lo, st->tp_rank == 0, copy);
   zt_allreduce_sum_f64(e->dp_group, &s, 1);
   if (e->tp_group) zt_allreduce_sum_f64(e->tp_group, &s, 1);
   if (e->pp_group) zt_allreduce_sum_f64(e->pp_group, &s, 1);
@@ -1780,14 +1809,17 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
                           st->half_dtype);
     } else {
       float *weights = st->master ? st->master : (float *)m->params + lo;
-      zt_optimizer_step(&st->opt, weights, partition_grads(e), current_lr(e), factor);
+      float *weights2 = st->master ? st->master + st->xpart_at : (float *)m->params + st->xpart_lo;
+      zt_optimizer_step2(&st->opt, weights, partition_grads(e), weights2, m->grads + st->xpart_lo, current_lr(e),
+                         factor);
       if (st->master) weights_from_masters(e);
     }
     if (st->zero_stage == 3) {
       zt_zero3_after_step(&st->zero3, 1); /* the gathered copies are stale; persistent parameters re-gathered */
     } else if (st->zero_stage > 0) {
       zt_zero_allgather_params(&st->zero, m->params);
-      e->be->memset(m->grads, 0, st->zero.padded * sizeof(float));
+      if (st->xpart_hi > st->xpart_lo) zt_zero_allgather_params(&st->zero_x, zt_at(m->params, m->dt, st->zero_x.base));
+      e->be->memset(m->grads, 0, m->flat * sizeof(float));
     }
     if (st->use_ds_sched) {
       zt_ds_sched_step(&st->ds_sched);

@@ -176,9 +176,22 @@ static const float *partition_weights(const zt_engine *e) {
   return e->st.master ? e->st.master : (const float *)e->model->params + e->st.part_lo;
 }
 
+/* The statistics of an array laid out as this rank's optimizer partition: a holds its first range's elements, a2 the
+ * second's (the experts', with ZeRO partitioning them apart); the caller sums them over the data-parallel group.
+ * Without ZeRO the partition is this rank's whole model (scan adds the experts over the expert-parallel group). */
+static void scan_partition(const zt_engine *e, const float *a, const float *a2, int once, stats *s) {
+  const zt_train_state *st = &e->st;
+  if (st->zero_stage == 0) {
+    scan(e, a, 0, 0, e->model->table->numel, once, s);
+    return;
+  }
+  scan_some(e, a, st->part_lo, st->part_lo, st->part_hi, once, -1, s);
+  if (st->xpart_hi > st->xpart_lo) scan_some(e, a2, st->xpart_lo, st->xpart_lo, st->xpart_hi, once, -1, s);
+}
+
 double zt_tb_count_zeros(const zt_engine *e) {
   stats s = {0};
-  scan(e, partition_grads(e), e->st.part_lo, e->st.part_lo, e->st.part_hi, 1, &s);
+  scan_partition(e, partition_grads(e), e->model->grads + e->st.xpart_lo, 1, &s);
   if (e->st.zero_stage > 0) sum_over(e->dp_group, &s.zeros, 1);
   sum_over(e->tp_group, &s.zeros, 1);
   sum_over(e->pp_group, &s.zeros, 1);
@@ -205,11 +218,12 @@ static double params_norm(const zt_engine *e) {
  * does (every parameter of every rank, replicas included). */
 static void optimizer_states(zt_tb_log *t, const zt_engine *e) {
   const zt_train_state *st = &e->st;
-  const size_t lo = st->part_lo, hi = st->part_hi;
+  const size_t at = st->xpart_at; /* the experts' range of the state (ZeRO partitioning them apart) */
   stats v = {.want_sqrt = 1}, mo = {0}, w = {0};
-  scan(e, st->opt.v, lo, lo, hi, 0, &v);
-  scan(e, st->opt.m, lo, lo, hi, 0, &mo);
-  scan(e, partition_weights(e), lo, lo, hi, 0, &w);
+  scan_partition(e, st->opt.v, st->opt.v + at, 0, &v);
+  scan_partition(e, st->opt.m, st->opt.m + at, 0, &mo);
+  scan_partition(e, partition_weights(e), st->master ? st->master + at : (const float *)e->model->params + st->xpart_lo,
+                 0, &w);
   double sums[8] = {v.sumsq, v.sqrt_sumsq, mo.sumsq, w.sumsq, v.sumabs, v.sqrt_sum, mo.sumabs, w.sumabs};
   double maxes[4] = {v.maxabs, v.sqrt_max, mo.maxabs, w.maxabs};
   if (st->zero_stage > 0) {

@@ -356,6 +356,8 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
     lm->dec.name0 = L;
   }
   register_params(lm);
+  if (cfg->moe && cfg->moe->local_experts) /* this rank's experts after the dense parameters (ZeRO: two partitions) */
+    zt_param_table_experts_last(table, cfg->zero_partitions > 1 ? (size_t)cfg->zero_partitions : 1);
   if (zt_tp_sp(&lm->tp))
     for (int i = 0; i < table->count; i++)
       if (table->params[i].seq_parallel) mm->sp_numel += table->params[i].numel;
@@ -382,9 +384,17 @@ void zt_lm_plan(zt_lm *lm) {
   /* N: the residual stream's tokens on this rank (all B*T, or B*T/tp with --sequence-parallel); NF: all */
   const size_t NF = (size_t)B * T, N = (size_t)zt_tp_local_rows(&lm->tp, B * T);
   const size_t V = (size_t)lm->V, NH = (size_t)B * (lm->enc_dec ? lm->Td : T); /* NH: the tokens the head scores */
-  /* ZeRO: flat buffers padded to whole partitions; optimizer state and masters for one partition */
+  /* ZeRO: flat buffers padded to whole partitions; optimizer state and masters for one partition (with this rank's
+   * experts laid out last, one of the dense parameters over the data-parallel ranks and one of the experts over the
+   * ranks holding them) */
+  const zt_param_table *tb = lm->table;
   const size_t zp = lm->cfg.zero_partitions > 1 ? (size_t)lm->cfg.zero_partitions : 1;
-  const size_t flat = (lm->table->numel + zp - 1) / zp * zp, part = flat / zp;
+  size_t flat = (tb->numel + zp - 1) / zp * zp, part = flat / zp;
+  if (tb->expert_lo > 0 && zp > 1) {
+    const size_t zx = zp / (size_t)lm->cfg.moe->ep_size, xpad = (tb->numel - tb->expert_lo + zx - 1) / zx * zx;
+    flat = tb->expert_lo + xpad;
+    part = (tb->dense_numel + zp - 1) / zp + xpad / zx;
+  }
   const int train = !lm->cfg.forward_only;
   mm->flat = flat;
   mm->params = zt_memplan_bytes(p, ZT_MEM_PARAMS, flat * es);

@@ -17,7 +17,7 @@ void zt_optimizer_init(zt_optimizer *o, const zt_opt_config *cfg, const zt_param
   o->m = state;
   o->v = state + table->numel;
   o->lo = 0;
-  o->hi = table->numel;
+  o->hi = o->n = table->numel;
 }
 
 void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state,
@@ -34,6 +34,24 @@ void zt_optimizer_init_range(zt_optimizer *o, const zt_opt_config *cfg, const zt
   o->v = state ? state + (hi - lo) : NULL;
   o->lo = lo;
   o->hi = hi;
+  o->n = hi - lo;
+}
+
+void zt_optimizer_init_ranges(zt_optimizer *o, const zt_opt_config *cfg, const zt_param_table *table, float *state,
+                              size_t lo, size_t hi, size_t lo2, size_t hi2, size_t off2) {
+  zt_check(hi <= lo2 && lo2 <= hi2 && hi2 <= table->numel && off2 >= hi - lo, "internal error", "optimizer ranges "
+           "[%zu, %zu) and [%zu, %zu) (state from %zu) in %zu parameters", lo, hi, lo2, hi2, off2, table->numel);
+  zt_optimizer_init_range(o, cfg, table, NULL, lo, hi);
+  o->lo2 = lo2, o->hi2 = hi2, o->off2 = off2;
+  o->n = off2 + (hi2 - lo2);
+  o->m = state;
+  o->v = state ? state + o->n : NULL;
+}
+
+size_t zt_optimizer_index(const zt_optimizer *o, size_t x) {
+  if (x >= o->lo && x < o->hi) return x - o->lo;
+  zt_check(x >= o->lo2 && x < o->hi2, "internal error", "optimizer: element %zu outside its ranges", x);
+  return o->off2 + (x - o->lo2);
 }
 
 double zt_grad_global_norm(const float *grads, size_t n) {
@@ -205,19 +223,24 @@ void zt_optimizer_set_backend(zt_optimizer *o, const zt_backend *be) {
            o->cfg.kind == ZT_OPT_SGD ? "SGD" : "Lamb", be->name);
   const zt_param_table *t = o->table;
   o->be = be;
-  o->r_off = zt_malloc(sizeof(size_t) * (size_t)(t->count + 1), "optimizer ranges");
-  o->r_len = zt_malloc(sizeof(size_t) * (size_t)(t->count + 1), "optimizer ranges");
-  o->r_wd = zt_malloc(2 * sizeof(float) * (size_t)(t->count + 1), "optimizer ranges"); /* decay mask | values */
-  o->nranges = 0;
-  for (int i = 0; i < t->count; i++) { /* the part of each parameter inside [lo, hi), indexed from lo */
-    const zt_param *pp = &t->params[i];
-    size_t a = pp->offset > o->lo ? pp->offset : o->lo, b = pp->offset + pp->numel < o->hi ? pp->offset + pp->numel
-                                                                                           : o->hi;
-    if (a >= b) continue;
-    o->r_off[o->nranges] = a - o->lo;
-    o->r_len[o->nranges] = b - a;
-    o->r_wd[o->nranges++] = pp->no_weight_decay ? 0.0f : 1.0f;
+  const size_t cap = 2 * (size_t)t->count + 2;
+  o->r_off = zt_malloc(sizeof(size_t) * cap, "optimizer ranges");
+  o->r_len = zt_malloc(sizeof(size_t) * cap, "optimizer ranges");
+  o->r_wd = zt_malloc(2 * sizeof(float) * cap, "optimizer ranges"); /* decay mask | values */
+  int n = 0;
+  for (int r = 0; r < 2; r++) {
+    const size_t lo = r ? o->lo2 : o->lo, hi = r ? o->hi2 : o->hi;
+    for (int i = 0; i < t->count; i++) { /* the part of each parameter inside the range, indexed from its start */
+      const zt_param *pp = &t->params[i];
+      size_t a = pp->offset > lo ? pp->offset : lo, b = pp->offset + pp->numel < hi ? pp->offset + pp->numel : hi;
+      if (a >= b) continue;
+      o->r_off[n] = a - lo;
+      o->r_len[n] = b - a;
+      o->r_wd[n++] = pp->no_weight_decay ? 0.0f : 1.0f;
+    }
+    if (r == 0) o->nranges = n;
   }
+  o->nranges2 = n - o->nranges;
 }
 
 void zt_optimizer_free(zt_optimizer *o) {
@@ -227,7 +250,13 @@ void zt_optimizer_free(zt_optimizer *o) {
 }
 
 void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, float grad_scale) {
+  zt_optimizer_step2(o, params, grads, NULL, NULL, lr, grad_scale);
+}
+
+void zt_optimizer_step2(zt_optimizer *o, float *params, float *grads, float *params2, float *grads2, double lr,
+                        float grad_scale) {
   const zt_opt_config *c = &o->cfg;
+  zt_check(o->lo2 == o->hi2 || (params2 && grads2), "internal error", "optimizer: the second range's buffers missing");
   o->step++;
   if (c->kind == ZT_OPT_LAMB) {
     lamb_step(o, params, grads, lr, grad_scale);
@@ -235,27 +264,34 @@ void zt_optimizer_step(zt_optimizer *o, float *params, float *grads, double lr, 
   }
   float bc1 = 1.0f - powf(c->beta1, (float)o->step), bc2 = 1.0f - powf(c->beta2, (float)o->step);
   if (o->be) { /* weight decay as configured now, on the ranges whose parameters decay */
-    float *wd = o->r_wd + o->nranges;
-    for (int r = 0; r < o->nranges; r++) wd[r] = o->r_wd[r] * c->weight_decay;
+    const int all = o->nranges + o->nranges2;
+    float *wd = o->r_wd + all;
+    for (int r = 0; r < all; r++) wd[r] = o->r_wd[r] * c->weight_decay;
     const zt_adam_args a = {.lr = (float)lr, .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
                             .inv_bc1 = 1.0f / bc1, .inv_sqrt_bc2 = 1.0f / sqrtf(bc2), .grad_scale = grad_scale,
                             .adam_w_mode = c->adam_w_mode};
     o->be->adam_step(params, grads, o->m, o->v, NULL, ZT_DTYPE_FP32, o->r_off, o->r_len, wd, o->nranges, &a);
+    if (o->nranges2)
+      o->be->adam_step(params2, grads2, o->m + o->off2, o->v + o->off2, NULL, ZT_DTYPE_FP32, o->r_off + o->nranges,
+                       o->r_len + o->nranges, wd + o->nranges, o->nranges2, &a);
     return;
   }
-  for (int i = 0; i < o->table->count; i++) {
-    const zt_param *pp = &o->table->params[i];
-    /* the part of this parameter inside [lo, hi), indexed from lo */
-    size_t a = pp->offset > o->lo ? pp->offset : o->lo, b = pp->offset + pp->numel < o->hi ? pp->offset + pp->numel
-                                                                                           : o->hi;
-    if (a >= b) continue;
-    size_t off = a - o->lo, n = b - a;
-    float wd = pp->no_weight_decay ? 0.0f : c->weight_decay;
-    if (c->kind == ZT_OPT_ADAM)
-      adam_range(params + off, grads + off, o->m + off, o->v + off, n, (float)lr, c->beta1, c->beta2, c->eps, wd,
-                 c->adam_w_mode, 1.0f / bc1, 1.0f / sqrtf(bc2), grad_scale);
-    else
-      sgd_range(params + off, grads + off, o->m + off, n, (float)lr, c->momentum, wd, o->step == 1, grad_scale);
+  for (int r = 0; r < 2; r++) {
+    const size_t lo = r ? o->lo2 : o->lo, hi = r ? o->hi2 : o->hi, base = r ? o->off2 : 0;
+    float *p = r ? params2 : params, *g = r ? grads2 : grads, *m = o->m + base, *v = o->v ? o->v + base : NULL;
+    for (int i = 0; i < o->table->count; i++) {
+      const zt_param *pp = &o->table->params[i];
+      /* the part of this parameter inside the range, indexed from its start */
+      size_t a = pp->offset > lo ? pp->offset : lo, b = pp->offset + pp->numel < hi ? pp->offset + pp->numel : hi;
+      if (a >= b) continue;
+      size_t off = a - lo, n = b - a;
+      float wd = pp->no_weight_decay ? 0.0f : c->weight_decay;
+      if (c->kind == ZT_OPT_ADAM)
+        adam_range(p + off, g + off, m + off, v + off, n, (float)lr, c->beta1, c->beta2, c->eps, wd, c->adam_w_mode,
+                   1.0f / bc1, 1.0f / sqrtf(bc2), grad_scale);
+      else
+        sgd_range(p + off, g + off, m + off, n, (float)lr, c->momentum, wd, o->step == 1, grad_scale);
+    }
   }
 }
 

@@ -44,6 +44,26 @@ int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int6
   return t->count++;
 }
 
+void zt_param_table_experts_last(zt_param_table *t, size_t dense_multiple) {
+  const size_t m = dense_multiple > 0 ? dense_multiple : 1;
+  size_t off = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      t->dense_numel = off;
+      off = (off + m - 1) / m * m;
+      off = (off + 15) / 16 * 16;
+      t->expert_lo = off;
+    }
+    for (int i = 0; i < t->count; i++) {
+      zt_param *p = &t->params[i];
+      if ((p->expert_id >= 0) != pass) continue;
+      p->offset = off;
+      off += (p->numel + 15) / 16 * 16;
+    }
+  }
+  t->numel = off;
+}
+
 int zt_param_table_find(const zt_param_table *t, const char *name) {
   for (int i = 0; i < t->count; i++)
     if (strcmp(t->params[i].name, name) == 0) return i;

@@ -48,6 +48,9 @@ typedef struct {
   int count;
   int capacity;
   size_t numel;         /* total elements; offsets are 16-element (64-byte) aligned */
+  /* zt_param_table_experts_last: the dense parameters end at dense_numel and the experts' region starts at expert_lo
+   * (both 0 when the table is in registration order) */
+  size_t dense_numel, expert_lo;
 } zt_param_table;
 
 void zt_param_table_init(zt_param_table *t);
@@ -55,6 +58,11 @@ void zt_param_table_free(zt_param_table *t);
 /* Registers a parameter and returns its index; shapes are [out, in] for linear weights. */
 int zt_param_table_add(zt_param_table *t, const char *name, int ndim, const int64_t *shape,
                        zt_init_kind init, float init_std, int no_weight_decay, int tp_split_dim);
+/* Lays the flat buffer out as [the dense parameters | the experts' (expert_id >= 0)], each group in registration
+ * order: expert parallelism holds only a rank's experts, and ZeRO partitions the two regions over two groups (the
+ * data-parallel group, the ranks holding the same experts). The experts' region starts past the dense parameters
+ * padded to a multiple of dense_multiple (the dense partitions' padding stays clear of it), 16-aligned. */
+void zt_param_table_experts_last(zt_param_table *t, size_t dense_multiple);
 /* Index of the parameter with this name, or -1. */
 int zt_param_table_find(const zt_param_table *t, const char *name);
 /* The parameter "<prefix>.<suffix>"; dies naming it when absent. */

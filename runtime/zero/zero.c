@@ -107,13 +107,14 @@ void zt_zero_allgather_params(zt_zero *z, void *params) {
 double zt_zero_partition_sumsq(const zt_zero *z, const zt_param_table *t, const float *part, int count_replicated,
                                int exclude) {
   double total = 0.0;
+  const size_t lo = z->base + z->lo, hi = z->base + z->hi;
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     if ((p->tp_split_dim < 0 && !count_replicated) || i == exclude) continue;
-    size_t a = p->offset > z->lo ? p->offset : z->lo;
-    size_t b = p->offset + p->numel < z->hi ? p->offset + p->numel : z->hi;
+    size_t a = p->offset > lo ? p->offset : lo;
+    size_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
     if (a >= b) continue;
-    const double norm = z->be->norm2(part + (a - z->lo), b - a); /* fixed-order blocks: the same bits every run */
+    const double norm = z->be->norm2(part + (a - lo), b - a); /* fixed-order blocks: the same bits every run */
     total += norm * norm;
   }
   return total;

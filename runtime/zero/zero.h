@@ -24,6 +24,8 @@ typedef struct {
   size_t padded;               /* numel rounded up to a multiple of dp_size */
   size_t part;                 /* padded / dp_size: elements per partition */
   size_t lo, hi;               /* this rank's partition [lo, lo + part), clipped: hi <= numel */
+  size_t base;                 /* where element 0 of the buffers it is given sits in the parameter table's flat space
+                                  (0; the experts' region when they are partitioned apart) */
   size_t reduce_bucket;        /* elements per reduce-scatter (all ranks' pieces together) */
   size_t allgather_bucket;     /* elements per all-gather (all ranks' pieces together) */
   int reduce_scatter;          /* stage 2: reduce-scatter (1) or all-reduce (0) */

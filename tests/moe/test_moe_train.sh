@@ -9,9 +9,10 @@
 #   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel,
 #      PP=2 and PP=4 interleaved with recompute = one process (1e-5), a TP=2 checkpoint resumed in one process;
 #      expert parallelism: EP=2 and EP=4 (dropping and no dropping), EP x TP with --sequence-parallel, EP x PP, EP with
-#      ZeRO-2 = one process (1e-5), bf16 to its precision, the all-to-all in the comms log; without ZeRO each rank
-#      holds only its experts (the memory plan shrinks), under ZeRO all; checkpoints resumed across expert-parallel
-#      sizes and from EP=2 x DP=4 (each expert's state shared by two ranks) into EP=4 and ZeRO-2;
+#      ZeRO-1/2/3 = one process (1e-5), bf16 to its precision, the all-to-all in the comms log; without ZeRO and
+#      under ZeRO-1/2 each rank holds only its experts (the memory plan shrinks), under ZeRO-3 all; checkpoints
+#      resumed across expert-parallel sizes, and from EP=2 x DP=4 (each expert's state shared by two ranks, without
+#      ZeRO and under ZeRO-2) into EP=4, ZeRO-2 and one process;
 #   4. refusals before any work, naming the flag and the numbers.
 # The gate, experts and gradients against PyTorch are tests/parity's moe_parity.
 # Usage: test_moe_train.sh PRETRAIN_GPT PRETRAIN_BERT INSPECT_CHECKPOINT
@@ -197,18 +198,33 @@ if command -v mpirun >/dev/null; then
   b=$(losses "$r2")
   [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a one-process checkpoint at 6 resumed at EP=2 x DP=2 to 12 = the uninterrupted run" \
     || bad "one-process checkpoint resumed at EP=2" "'$a' vs '$b'"
-  # where the experts live: without ZeRO each rank holds its own (DeepSpeed's layout), so the plan's parameters,
-  # gradients and optimizer state shrink by the other experts'; under ZeRO every rank holds all of them
+  # where the experts live: without ZeRO and with ZeRO-1/2 each rank holds its own (DeepSpeed's layout), so the
+  # plan's parameters, gradients (and without ZeRO the optimizer state) shrink by the other experts'; ZeRO-3 keeps all
   mib() { grep -m1 "memory plan (MiB)" <<<"$1" | sed -E "s/.*$2 ([0-9.]+).*/\1/"; }
+  less() { awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { exit !(a - b > d) }'; }
+  zr=(--deepspeed --deepspeed_config)
   e1=$(mpirun_n 2 "${moe[@]}" --train-iters 1) e2=$(mpirun_n 2 "${moe[@]}" --train-iters 1 --moe-expert-parallel-size 2)
-  z2=$(mpirun_n 2 "${moe[@]}" --train-iters 1 --moe-expert-parallel-size 2 --deepspeed --deepspeed_config "$tmp/z2.json")
+  z1=$(mpirun_n 2 "${moe[@]}" --train-iters 1 "${zr[@]}" "$tmp/z2.json")
+  z2=$(mpirun_n 2 "${moe[@]}" --train-iters 1 --moe-expert-parallel-size 2 "${zr[@]}" "$tmp/z2.json")
+  z3=$(mpirun_n 2 "${moe[@]}" --train-iters 1 --moe-expert-parallel-size 2 "${zr[@]}" "$tmp/z3.json")
   held="expert-parallel rank 0 of 2 holds only its own 1/2 of each MoE layer's experts (132352 of the 264704 expert"
-  if grep -qF "$held" <<<"$e2" && grep -qF "every rank holds all experts' parameters (264704 elements)" <<<"$z2" \
-     && awk -v a="$(mib "$e1" params)" -v b="$(mib "$e2" params)" -v c="$(mib "$e1" "optimizer state")" \
-            -v d="$(mib "$e2" "optimizer state")" 'BEGIN { exit !(b < a && d < c && a - b > 0.4 && c - d > 0.9) }'; then
-    ok "EP=2 without ZeRO holds 2 of 4 experts per layer: params $(mib "$e1" params) -> $(mib "$e2" params) MiB, \
-optimizer state $(mib "$e1" "optimizer state") -> $(mib "$e2" "optimizer state") MiB; ZeRO-2 holds all"
-  else bad "local experts at EP=2" "$(grep -h 'expert parallelism\|memory plan' <<<"$e1$e2$z2")"; fi
+  split="ZeRO stage 2 with expert parallelism: the dense parameters (146688) over the 2 data-parallel ranks, this rank's \
+experts (132352) over the 1 rank holding them"
+  if grep -qF "$held" <<<"$e2" && grep -qF "$held" <<<"$z2" && grep -qF "$split" <<<"$z2" \
+     && grep -qF "every rank holds all experts' parameters (264704 elements), partitioned with the others" <<<"$z3" \
+     && less "$(mib "$e1" params)" "$(mib "$e2" params)" 0.4 && less "$(mib "$e1" grads)" "$(mib "$e2" grads)" 0.4 \
+     && less "$(mib "$e1" "optimizer state")" "$(mib "$e2" "optimizer state")" 0.9 \
+     && less "$(mib "$z1" params)" "$(mib "$z2" params)" 0.4 && less "$(mib "$z1" grads)" "$(mib "$z2" grads)" 0.4; then
+    ok "EP=2 holds 2 of 4 experts per layer: params $(mib "$e1" params) -> $(mib "$e2" params) MiB, optimizer state \
+$(mib "$e1" "optimizer state") -> $(mib "$e2" "optimizer state") MiB; with ZeRO-2 params $(mib "$z1" params) -> \
+$(mib "$z2" params) MiB (the experts partitioned over their own group); ZeRO-3 holds all"
+  else bad "local experts at EP=2" "$(grep -h 'expert parallelism\|memory plan\|ZeRO stage' <<<"$e1$e2$z1$z2$z3")"; fi
+  same "EP=2 with ZeRO-3 at DP=2 (every expert registered, partitioned over the data-parallel group) = one process" \
+    "$ds0" "$(mpirun_n 2 "${moe[@]}" --moe-expert-parallel-size 2 "${zr[@]}" "$tmp/z3.json")" 1e-5
+  printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}\n' >"$tmp/z1mb1.json"
+  same "EP=2 with ZeRO-1 at DP=4 (each expert's state partitioned over its 2 holders) = one process" \
+    "$(run "${top1[@]}" --deepspeed --deepspeed_config "$tmp/mb1.json")" \
+    "$(mpirun_n 4 "${top1[@]}" --moe-expert-parallel-size 2 "${zr[@]}" "$tmp/z1mb1.json")" 1e-5
   # a checkpoint of EP=2 at DP=4 (each expert's state shared by its two holders, the expert files written by the
   # expert-data-parallel ranks 0) resumed at EP=4 and under ZeRO-2 at EP=1 = the uninterrupted DP=4 run
   mkdir -p "$tmp/ep24"
@@ -224,6 +240,13 @@ optimizer state $(mib "$e1" "optimizer state") -> $(mib "$e2" "optimizer state")
      && [ -n "$c" ] && close "$a" "$c" 1e-5; then
     ok "an EP=2 x DP=4 checkpoint at 6 (8 expert files) resumed at EP=4 and under ZeRO-2 to 12 = the uninterrupted run"
   else bad "EP=2 x DP=4 checkpoint resumed at EP=4 / ZeRO-2" "'$a' vs '$b' / '$c'; $(ls "$tmp/ep24/global_step6" | tr '\n' ' ')"; fi
+  # the same from ZeRO-2's partitions (the experts' over their two holders), resumed in one process without ZeRO
+  mkdir -p "$tmp/ez24"
+  mpirun_n 4 "${top1[@]}" --moe-expert-parallel-size 2 --save "$tmp/ez24" --save-interval 6 --exit-interval 6 \
+    "${zr[@]}" "$tmp/z2mb1.json" >/dev/null
+  b=$(losses "$(run "${top1[@]}" "${ds4[@]}" --load "$tmp/ez24")")
+  [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "an EP=2 x DP=4 ZeRO-2 checkpoint at 6 resumed in one process to 12 = the uninterrupted run" \
+    || bad "EP=2 x DP=4 ZeRO-2 checkpoint resumed in one process" "'$a' vs '$b'"
   # the flops profiler (DeepSpeed's per-GPU view): at EP=2 each rank holds 2 of each MoE layer's 4 experts, each over
   # the rows of both members (twice EP=1's); a full tree's counts are tests/profiler's test_moe_flops
   printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "flops_profiler": {"enabled": true, "profile_step": 2}}\n' \

@@ -233,6 +233,8 @@ train_case "MoE: top-2, expert parallelism EP=2 at DP=2 (the all-to-all through 
   --moe-expert-parallel-size 2 --micro-batch-size 1
 resume_case "MoE: EP=2 at DP=2, each rank holding only its experts (their gradients over their own group)" 2 \
   --num-experts 4 --topk 2 --moe-expert-parallel-size 2 --micro-batch-size 1
+train_case "MoE: EP=2 with ZeRO-2 at DP=2 (the experts partitioned apart: Adam over two ranges)" 2 --num-experts 4 \
+  --topk 2 --moe-expert-parallel-size 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg 2)"
 # Mixture-of-Students: a teacher saved by the CPU build, distilled into a student of its shape (the KL term and its
 # gradient computed where the logits live: kd_rows on the GPU)
 rm -rf "$OUT/teacher"
