@@ -712,10 +712,6 @@ static void setup_groups(zt_engine *e) {
   const int ep = zt_moe_on(&a->moe) ? a->moe_expert_parallel_size : 1;
   st->tp_size = a->tensor_model_parallel_size;
   st->pp_size = a->pipeline_model_parallel_size;
-  zt_check(!zt_moe_on(&e->args->moe) || st->tp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled),
-           "unsupported argument", "the flops_profiler of %s with MoE layers and --tensor-model-parallel-size %d is not "
-           "supported yet: DeepSpeed's MoE splits each expert's tokens over the tensor-parallel ranks, which zerotron's "
-           "MoE layer does not (docs/moe.md)", e->ds ? e->ds->path : "", st->tp_size);
   zt_check(st->pp_size == 1 || !(e->ds && e->ds->flops_profiler_enabled), "unsupported argument", "the "
            "flops_profiler of %s with --pipeline-model-parallel-size %d is not supported yet", e->ds ? e->ds->path : "",
            st->pp_size);
@@ -1269,7 +1265,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
                       .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps, .adam_w_mode = 1,
                       .momentum = a->sgd_momentum, .weight_decay = a->weight_decay};
   if (ds && ds->has_optimizer) ds_optimizer(ds, &oc);
-  if (st->xpart_hi > st->xpart_lo)
+  if (st->zero_x.dp) /* the experts partitioned apart (this rank's share of them may be empty) */
     zt_optimizer_init_ranges(&st->opt, &oc, e->model->table, e->model->optim_state, st->part_lo, st->part_hi,
                              st->xpart_lo, st->xpart_hi, st->xpart_at);
   else if (st->zero_stage > 0)
@@ -1361,7 +1357,7 @@ void zt_engine_free(zt_engine *e) {
     zt_zero3_free(&st->zero3);
   }
   if (st->zero_stage > 0) zt_zero_free(&st->zero);
-  if (st->xpart_hi > st->xpart_lo) zt_zero_free(&st->zero_x);
+  if (st->zero_x.dp) zt_zero_free(&st->zero_x);
   zt_optimizer_free(&st->opt);
   zt_model_free(e->model);
   if (e->teacher) zt_model_free(e->teacher);
@@ -1566,7 +1562,7 @@ static void zero_reduce_gradients(zt_engine *e) {
   zt_zero_reduce_gradients(&st->zero, g, pre, post);
   /* the experts over the ranks holding them, divided by the data-parallel size (DeepSpeed's
    * _reduce_expert_gradients) */
-  if (st->xpart_hi > st->xpart_lo) zt_zero_reduce_gradients(&st->zero_x, g + st->zero_x.base, pre, post);
+  if (st->zero_x.dp) zt_zero_reduce_gradients(&st->zero_x, g + st->zero_x.base, pre, post);
   if (e->comm_dtype != ZT_DTYPE_FP32 && G > 1) {
     e->be->round_f32(g + st->part_lo, g + st->part_lo, st->part_hi - st->part_lo, e->comm_dtype);
     e->be->round_f32(g + st->xpart_lo, g + st->xpart_lo, st->xpart_hi - st->xpart_lo, e->comm_dtype);
@@ -1586,7 +1582,7 @@ static double zero_grad_norm(zt_engine *e) {
   for (int i = 0; i < e->model->table->count; i++)
     if (e->model->table->params[i].shared) copy = i;
   double s = zt_zero_partition_sumsq(&st->zero, e->model->table, partition_grads(e), st->tp_rank == 0, copy);
-  if (st->xpart_hi > st->xpart_lo) /* each expert element in one partition of one rank of the data-parallel group */
+  if (st->zero_x.dp) /* each expert element in one partition of one rank of the data-parallel group */
     s += zt_zero_partition_sumsq(&st->zero_x, e->model->table, e->model->grads + st->xpart_lo, st->tp_rank == 0, copy);
   zt_allreduce_sum_f64(e->dp_group, &s, 1);
   if (e->tp_group) zt_allreduce_sum_f64(e->tp_group, &s, 1);
@@ -1818,7 +1814,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
       zt_zero3_after_step(&st->zero3, 1); /* the gathered copies are stale; persistent parameters re-gathered */
     } else if (st->zero_stage > 0) {
       zt_zero_allgather_params(&st->zero, m->params);
-      if (st->xpart_hi > st->xpart_lo) zt_zero_allgather_params(&st->zero_x, zt_at(m->params, m->dt, st->zero_x.base));
+      if (st->zero_x.dp) zt_zero_allgather_params(&st->zero_x, zt_at(m->params, m->dt, st->zero_x.base));
       e->be->memset(m->grads, 0, m->flat * sizeof(float));
     }
     if (st->use_ds_sched) {

@@ -50,7 +50,7 @@ typedef struct {
   size_t part_lo, part_hi;
   /* ZeRO 1/2 with local experts (the experts laid out last, partitioned over the ranks holding them): the second
    * partition [xpart_lo, xpart_hi) of the flat buffers, its optimizer state and masters from element xpart_at (the
-   * optimizer's two ranges); xpart_lo == xpart_hi: none */
+   * optimizer's two ranges); zero_x.dp is NULL when the experts are not partitioned apart */
   zt_zero zero_x;
   size_t xpart_lo, xpart_hi, xpart_at;
   zt_opt_swapper *swap;          /* offload_optimizer nvme: the partition's state on NVMe, or NULL */

@@ -265,10 +265,17 @@ $(mib "$z2" params) MiB (the experts partitioned over their own group); ZeRO-3 h
   else
     bad "flops profiler with MoE" "$(grep -h 'params per GPU' <<<"$fp1$fp2") $(grep -A1 'x ParallelMLP' <<<"$fp1$fp2")"
   fi
-  out=$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2 --deepspeed --deepspeed_config "$tmp/fp.json")
-  grep -qF "with MoE layers and --tensor-model-parallel-size 2 is not supported yet" <<<"$out" \
-    && ! grep -q "^ iteration" <<<"$out" && ok "refused: the flops profiler with MoE at TP=2" \
-    || bad "refused: the flops profiler with MoE at TP=2" "$(grep -m2 -i error <<<"$out")"
+  # with TP every rank computes the whole MoE layer: its MACs stay TP=1's while the dense layers' halve
+  moe_macs() { grep -m1 -A1 "(mlp): MoE(" <<<"$1" | tail -1 | grep -oE "[0-9.]+ [KMG]?MACs" | head -1; }
+  macs() { grep -m1 "^fwd MACs per GPU" <<<"$1" | grep -oE "[0-9.]+ [KMG]?MACs"; }
+  for sp in "" --sequence-parallel; do
+    out=$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2 $sp --deepspeed --deepspeed_config "$tmp/fp.json")
+    if [ -n "$(moe_macs "$fp1")" ] && [ "$(moe_macs "$out")" = "$(moe_macs "$fp1")" ] \
+       && [ "$(macs "$out")" != "$(macs "$fp1")" ] && [ "$(losses "$out" | wc -w)" -eq 12 ] \
+       && close "$(losses "$fp1")" "$(losses "$out")" 1e-5; then
+      ok "flops profiler with MoE at TP=2${sp:+ $sp}: the MoE layer $(moe_macs "$out") as at TP=1, the model $(macs "$fp1") -> $(macs "$out") per GPU"
+    else bad "flops profiler with MoE at TP=2${sp:+ $sp}" "MoE $(moe_macs "$fp1") vs $(moe_macs "$out"); $(macs "$fp1") vs $(macs "$out"); $(grep -m2 -i error <<<"$out")"; fi
+  done
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
