@@ -855,9 +855,8 @@ static void checkpoint_profile_line(void *ctx, const char *name, double ms) {
   zt_ds_timers_log(names, &ms, 1);
 }
 
-/* Expert parallelism: which experts this rank holds, and with only its own the runs of the flat buffer whose
- * gradients are averaged over the expert-data-parallel group (the experts') or the data-parallel group. */
-static void expert_runs_setup(zt_engine *e) {
+/* Expert parallelism: says which experts this rank holds. */
+static void expert_setup_log(const zt_engine *e) {
   const zt_moe_config *mc = &e->moe;
   if (mc->ep_size <= 1 || !zt_moe_on(mc)) return;
   const zt_param_table *t = e->model->table;
@@ -870,10 +869,7 @@ static void expert_runs_setup(zt_engine *e) {
            e->st.zero_stage == 3 ? "ZeRO stage 3" : "offload_optimizer nvme swaps one partition");
     return;
   }
-  e->exp_runs = zt_malloc(3 * sizeof(size_t), "expert runs"); /* the experts are laid out last */
-  e->exp_runs[0] = 0, e->exp_runs[1] = t->expert_lo, e->exp_runs[2] = e->model->flat;
-  e->n_exp_runs = 2;
-  const int dp = e->ep_dp_group ? zt_group_size(e->ep_dp_group) : 1;
+  const int dp = zt_group_size(e->ep_dp_group);
   zt_log("> expert parallelism: expert-parallel rank %d of %d holds only its own 1/%d of each MoE layer's experts "
          "(%zu of the %zu expert parameter elements); their gradients are averaged over the %d rank%s holding them\n",
          mc->ep_rank, mc->ep_size, mc->ep_size, held, held * (size_t)mc->ep_size, dp, dp > 1 ? "s" : "");
@@ -1251,7 +1247,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
     e->model->ckpt_profile = checkpoint_profile_line;
     e->model->ckpt_profile_ctx = e;
   }
-  expert_runs_setup(e);
+  expert_setup_log(e);
   zero_setup(e);
   zero3_setup(e);
   init_weights(e);
@@ -1338,7 +1334,6 @@ void zt_engine_free(zt_engine *e) {
   if (zt_trace_active()) profile_write(e); /* the run stopped inside --profile_steps */
   if (e->zcfg == &e->zero_default) zt_ds_config_free(&e->zero_default);
   free(e->ltd_layers);
-  free(e->exp_runs);
   e->ltd_layers = NULL;
   if (st->swap) {
     zt_log("> offload_optimizer nvme: %.1f GiB read, %.1f GiB written in %.2f s of optimizer steps; swap files "
@@ -1458,14 +1453,13 @@ static void scale_floats(zt_engine *e, float *x, float f, size_t n) { e->be->sca
  * to it, as a half-precision NCCL reduction delivers them). */
 static void allreduce_grads(zt_engine *e, float *g, size_t n) {
   if (e->comm_dtype != ZT_DTYPE_FP32) e->be->round_f32(g, g, n, e->comm_dtype);
-  if (!e->exp_runs) {
+  if (!e->st.local_experts) {
     zt_allreduce_sum_f32(e->dp_group, g, n);
-  } else { /* the dense runs over the data-parallel group, the experts' over their expert-data-parallel group */
-    for (int i = 0; i < e->n_exp_runs; i++) {
-      const zt_group *grp = i % 2 ? e->ep_dp_group : e->dp_group;
-      const size_t a = e->exp_runs[i], b = e->exp_runs[i + 1];
-      if (zt_group_size(grp) > 1 && b > a) zt_allreduce_sum_f32(grp, g + a, b - a);
-    }
+  } else { /* the dense parameters over the data-parallel group, this rank's experts (laid out last) over the ranks
+            * holding them */
+    const size_t x0 = e->model->table->expert_lo;
+    zt_allreduce_sum_f32(e->dp_group, g, x0);
+    if (zt_group_size(e->ep_dp_group) > 1) zt_allreduce_sum_f32(e->ep_dp_group, g + x0, n - x0);
   }
   if (e->comm_dtype != ZT_DTYPE_FP32) e->be->round_f32(g, g, n, e->comm_dtype);
 }

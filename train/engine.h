@@ -99,9 +99,6 @@ typedef struct {
   const zt_group *ep_group;  /* --moe-expert-parallel-size > 1 with MoE layers: this rank's expert-parallel group */
   const zt_group *ep_dp_group; /* and its expert-data-parallel group (the ranks holding the same experts; NULL when
                                   it is this rank alone) */
-  size_t *exp_runs;          /* experts held locally (moe.local_experts): the flat buffer's runs of dense and of expert
-                                parameters, [exp_runs[i], exp_runs[i + 1]) an expert run for odd i (n_exp_runs runs) */
-  int n_exp_runs;
   zt_moe_config moe;         /* the arguments' MoE flags with the expert-parallel group (the model keeps a pointer) */
   /* the pipeline schedule (train/schedule.c): vpp virtual chunks per stage (1 without interleaving), the
    * interleaved schedule's steps on this stage, the stage-sized buffers the schedule keeps in the model */
