@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoints/h5io.h"
 #include "runtime/base/crc32c.h"
 #include "runtime/base/error.h"
 
@@ -112,7 +113,8 @@ void zt_ckpt_install_dir(const char *tmp, const char *final) {
 
 /* ---- manifest ------------------------------------------------------------------------------------ */
 
-int zt_ckpt_file_crc(const char *path, uint32_t *crc, uint64_t *size) {
+/* zt_ckpt_file_crc, each buffer also given to the heap scan when there is one. */
+static int file_crc_scan(const char *path, uint32_t *crc, uint64_t *size, zt_h5_heap_scan *scan) {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   static char buf[1 << 20];
@@ -121,6 +123,7 @@ int zt_ckpt_file_crc(const char *path, uint32_t *crc, uint64_t *size) {
   size_t k;
   while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
     c = zt_crc32c(c, buf, k);
+    if (scan) zt_h5_heap_scan_bytes(scan, (const uint8_t *)buf, k);
     total += k;
   }
   int ok = !ferror(f);
@@ -129,6 +132,8 @@ int zt_ckpt_file_crc(const char *path, uint32_t *crc, uint64_t *size) {
   *size = total;
   return ok;
 }
+
+int zt_ckpt_file_crc(const char *path, uint32_t *crc, uint64_t *size) { return file_crc_scan(path, crc, size, NULL); }
 
 static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -204,13 +209,16 @@ int zt_ckpt_manifest_check(const char *dir, char ***names_out, int check_crc) {
     uint32_t got = crc;
     uint64_t got_size;
     int readable = 1;
-    if (check_crc) readable = zt_ckpt_file_crc(fp, &got, &got_size);
+    zt_h5_heap_scan scan = {0}; /* .h5 files: their global heaps, checked once the bytes are the manifest's */
+    if (check_crc) readable = file_crc_scan(fp, &got, &got_size, ends_with(name, ".h5") ? &scan : NULL);
     else got_size = file_size(fp, &readable);
+    if (!readable || got_size != size || got != crc) free(scan.found); /* refused below */
     zt_check(readable, "checkpoint", "%s: missing (listed in %s line %d)", fp, path, lineno);
     zt_check(got_size == size, "checkpoint", "%s: %llu bytes, the manifest records %llu: the file is truncated or "
              "was replaced; refusing to load it", fp, (unsigned long long)got_size, size);
     zt_check(got == crc, "checkpoint", "%s: crc32c %08x, the manifest records %08x: the file is corrupted; refusing "
              "to load it", fp, got, crc);
+    zt_h5_heap_scan_check(&scan, fp, got_size);
     if (n == cap) names = realloc(names, (size_t)(cap *= 2) * sizeof(char *));
     names[n++] = strdup(name);
   }

@@ -328,11 +328,14 @@ static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, 
 
 /* In a child process (zt_h5_in_child): the reader's metadata reads of the tag r->dir (open, tensor table, slice
  * maps, every tensor's slice in every model file, every optimizer state's shape, dtype and crc32c) and a walk of
- * every file; the data of contiguous datasets (plain reads at a checked offset and size) are left out. */
+ * every file; the data of contiguous datasets (plain reads at a checked offset and size) are left out. A refusal
+ * anywhere here is the parent's (zt_h5_child_forward_refusals), also for a part of the files that the parent's
+ * tool would not read (zero_to_fp32 and the optimizer's moments, say): those files are damaged. */
 static void dry_run(void *arg) {
   const zt_ckpt_reader *p = arg;
   zt_ckpt_reader r; /* first exactly the parent's sequence of reads (HDF5's caches then match), then the rest */
   memset(&r, 0, sizeof r);
+  zt_h5_child_forward_refusals(1); /* a refusal here is the parent's: the files are damaged or inconsistent */
   open_tag(&r, p->root, p->tag, 0);
   for (int i = 0; i < r.n_tensors; i++)
     for (int m = 0; m < r.mp_size; m++) {

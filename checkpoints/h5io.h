@@ -19,18 +19,45 @@ typedef struct {
 /* Library set-up, once (every function here calls it): HDF5's error printing off, no file locking unless the
  * user set HDF5_USE_FILE_LOCKING, no library shutdown at exit. */
 void zt_h5_init(void);
-/* Runs fn(arg) in a child process (its output discarded, a zt_fatal there only ends it); fatal, naming path,
+/* Runs fn(arg) in a child process (its output discarded; a zt_fatal there ends it, and is the parent's own when
+ * forwarded, see zt_h5_child_forward_refusals) whose address space may grow by ZT_CKPT_PROBE_MEMORY_MB, or by
+ * 256 MiB and twice the bytes of path (a file, or a directory's files): an allocation past that fails there, as
+ * HDF5's for what damaged metadata claims do; fatal, naming path,
  * when the child crashes (a signal or a sanitizer's exit) or runs past ZT_CKPT_PROBE_TIMEOUT seconds (default
  * 300), naming the last file the child noted (zt_h5_child_note; path when none): HDF5 itself is not safe on
  * damaged files, so the readers try their reads there first. h5_probe.c. */
 void zt_h5_in_child(const char *path, void (*fn)(void *), void *arg);
-/* Opens path and reads every object, attribute and string dataset, and the data of chunked datasets (what a
- * child of zt_h5_in_child does for the readers that list attributes, e.g. inspect_checkpoint). */
+/* Opens path and reads every object, attribute and string dataset, and the data of chunked datasets in slabs
+ * of about 1M elements (what a child of zt_h5_in_child does for the readers, e.g. inspect_checkpoint, which lists
+ * attributes); a read that fails is a refusal naming the object, which the parent adopts. */
 void zt_h5_walk(const char *path);
 /* In such a child: tells the parent the file now being read (the one a crash or hang is blamed on). */
 void zt_h5_child_note(const char *path);
+/* In such a child: on (1) while a refusal means the files are damaged (the reader's own reads, zt_h5_walk), so
+ * that a zt_fatal there ends the child and the parent refuses with the same words at once, without the reads;
+ * off (0, the start): a refusal is left to the parent, which goes on. */
+void zt_h5_child_forward_refusals(int on);
+/* fn runs in every such child just before it exits normally or after a refusal (the checkpoint fuzzer hands the
+ * child's coverage counters to the parent with it); none by default. */
+void zt_h5_set_child_exit_hook(void (*fn)(void));
 /* zt_h5_walk(path) in a child process. */
 void zt_h5_probe(const char *path);
+
+/* The global heap collections of a file (where HDF5 keeps variable-length strings), found in its bytes as they
+ * stream past (the manifest's crc32c pass) and then checked before HDF5 reads them: HDF5 1.10 decodes a damaged
+ * collection forever (a free-space object of 0 bytes) or out of bounds (an object past the collection's end). */
+typedef struct {
+  uint64_t at;       /* bytes seen so far */
+  uint8_t tail[7];   /* the last of them, for a signature across two buffers */
+  size_t ntail;
+  uint64_t *found;   /* offsets of the collections' signatures */
+  int n, cap;
+} zt_h5_heap_scan;
+/* The next n bytes of the file (start from a zeroed zt_h5_heap_scan). */
+void zt_h5_heap_scan_bytes(zt_h5_heap_scan *s, const uint8_t *buf, size_t n);
+/* Fatal, naming the file, the collection's byte offset and what is wrong, for a collection past the end of the
+ * file or whose objects do not tile it; then frees what the scan holds (s is zeroed). */
+void zt_h5_heap_scan_check(zt_h5_heap_scan *s, const char *path, uint64_t file_bytes);
 /* Creates (truncating) a file for writing; fatal on failure. */
 void zt_h5_create(zt_h5 *f, const char *path);
 /* Opens read-only; fatal (naming the file) when it is not a readable HDF5 file. */

@@ -7,11 +7,14 @@
 static int g_rank = 0;
 static int g_world = 1;
 static void (*g_fatal_hook)(int exit_code) = NULL;
+static char g_fatal_what[128], g_fatal_detail[8192]; /* the last zt_fatal's words, for a hook to pass on */
 
 void zt_set_rank(int rank, int world_size) { g_rank = rank; g_world = world_size; }
 int zt_rank(void) { return g_rank; }
 int zt_world_size(void) { return g_world; }
 void zt_set_fatal_hook(void (*hook)(int exit_code)) { g_fatal_hook = hook; }
+const char *zt_last_fatal_what(void) { return g_fatal_what; }
+const char *zt_last_fatal_detail(void) { return g_fatal_detail; }
 
 /* Writes prefix + formatted message + newline to stderr in one write: stderr is unbuffered, so piece-wise fprintf
  * calls reach mpirun's forwarding as separate chunks, and a job that aborts right after could interleave its banner
@@ -49,6 +52,10 @@ void zt_fatal(const char *what, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   write_line(prefix, fmt, ap);
+  va_end(ap);
+  snprintf(g_fatal_what, sizeof g_fatal_what, "%s", what);
+  va_start(ap, fmt);
+  vsnprintf(g_fatal_detail, sizeof g_fatal_detail, fmt, ap);
   va_end(ap);
   if (g_fatal_hook) {
     void (*hook)(int) = g_fatal_hook;

@@ -16,6 +16,10 @@ int zt_world_size(void);
 /* Called by zt_fatal after the message is printed, instead of exit(1) (runtime/comm installs one that calls
  * MPI_Abort so a failing rank ends every rank of the job). The hook should not return; if it does, exit(1). */
 void zt_set_fatal_hook(void (*hook)(int exit_code));
+/* The <what> and <detail> of the last zt_fatal in this process ("" before any; the detail cut at 8 KiB), for a
+ * hook that passes the refusal on (a checkpoint reader's child process tells its parent). */
+const char *zt_last_fatal_what(void);
+const char *zt_last_fatal_detail(void);
 
 /* Prints "error: <what>: <formatted detail>" to stderr and exits with status 1 (see zt_set_fatal_hook). */
 void zt_fatal(const char *what, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));

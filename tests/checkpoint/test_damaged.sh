@@ -3,8 +3,8 @@
 # findings (tests/fuzz/regress/checkpoint/: files on which HDF5 itself segfaults or spins) are unpacked into
 # checkpoint directories and given to --load, inspect_checkpoint, zero_to_fp32 and export_hf: each must end with
 # exit status 1 and a checkpoint error naming the file, within the probe's time limit (ZT_CKPT_PROBE_TIMEOUT=10
-# here), never a signal or a hang; and a dataset whose header claims more elements than it stores is refused
-# before anything is allocated for it.
+# here), never a signal or a hang; a global heap HDF5 would decode forever is refused at once, naming it; and a
+# dataset whose header claims more elements than it stores is refused before anything is allocated for it.
 # Usage: test_damaged.sh PRETRAIN_GPT INSPECT_CHECKPOINT ZERO_TO_FP32 EXPORT_HF PYTHON
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -38,6 +38,16 @@ for input in "$regress"/*; do
 done
 [ $n -ge 16 ] && [ -z "$bad_list" ] && ok "$n runs on $(ls "$regress" | wc -l) damaged checkpoints (--load, inspect_checkpoint, zero_to_fp32, export_hf): exit 1 naming the file" ||
   bad "damaged files" "$n runs:$bad_list"
+
+# hang_1 (a global heap collection with a free-space object of 0 bytes, on which HDF5 1.10 loops forever) is refused
+# by the check of the heaps in the manifest's crc32c pass, before HDF5 or the probe's time limit is involved
+rm -rf D; "$py" "$here/fuzz_input_to_dir.py" "$regress/hang_1" D
+t0=$(date +%s%N)
+out=$(ZT_CKPT_PROBE_TIMEOUT=300 timeout 60 "$inspect" D 2>&1); rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc -eq 1 ] && [ $ms -lt 5000 ] && grep -qE "^error: checkpoint: D/t/mp_rank_00_model_states.h5: the global heap collection at byte [0-9]+ \([0-9]+ bytes\) holds a free-space object of 0 bytes \(HDF5 1.10 would decode it forever\) at byte [0-9]+: the file is corrupted" <<<"$out" &&
+  ok "a global heap HDF5 would decode forever is refused in $ms ms, naming the collection" ||
+  bad "global heap check" "rc=$rc ${ms} ms: $(head -2 <<<"$out")"
 
 # a dataset header edited to claim 2^30 elements (its storage unchanged), manifest recomputed
 "$bin" "${seedmodel[@]}" --save S > s.log 2>&1 || { bad "seed model save" "$(tail -2 s.log)"; }

@@ -8,15 +8,41 @@
  *   as after a user "repaired" a manifest, so the HDF5 parsing is what gets fuzzed).
  * The files go to <scratch>/ck/t/ (so a `latest` of "t" names them); then the tracker is resolved, the tag
  * opened (manifest check, metadata, tensor table, slice maps) and every tensor's weights and optimizer states
- * read. HDF5 objects a refusal leaves open are closed after each input. */
+ * read. HDF5 objects a refusal leaves open are closed after each input.
+ * The reader tries its HDF5 reads in a child process first (h5_probe.c), and a refusal there is the parent's
+ * without the parent repeating the reads: the child's coverage counters (libFuzzer's inline 8-bit counters,
+ * section __sancov_cntrs) are handed back through shared memory as it exits and merged into the parent's, so the
+ * fuzzer is guided by what the child covered as well. The child's memory budget (h5_probe.c: 256 MiB over these
+ * small files) and a 1 s time limit keep HDF5's own blow-ups on damaged files cheap. */
 #include <dirent.h>
 #include <hdf5.h>
+#include <sys/mman.h>
 
 #include "checkpoints/ckpt_reader.h"
+#include "checkpoints/h5io.h"
 #include "runtime/base/crc32c.h"
 #include "tests/fuzz/fuzz.h"
 
 static const char k_sep[8] = {'Z', 'T', 'F', 'Z', 'S', 'E', 'C', 1};
+
+/* g_cov: the coverage counters; g_child_cov: as many shared bytes, the maximum of the counters of this input's
+ * children, merged into this process's counters after the input. */
+uint8_t *zt_fuzz_cov_counters(size_t *n); /* tests/fuzz/cov_bounds.c */
+static uint8_t *g_cov, *g_child_cov;
+static size_t g_cov_n;
+
+static void child_cov_out(void) { /* in the child, at its exit */
+  for (size_t i = 0; i < g_cov_n; i++)
+    if (g_cov[i] > g_child_cov[i]) g_child_cov[i] = g_cov[i];
+}
+
+static void child_cov_in(void) { /* in the parent, after the input */
+  uint8_t *c = g_cov;
+  for (size_t i = 0; i < g_cov_n; i++) {
+    if (g_child_cov[i] > c[i]) c[i] = g_child_cov[i];
+    g_child_cov[i] = 0;
+  }
+}
 
 static void put(const char *dir, const char *name, const uint8_t *data, size_t size) {
   char path[600];
@@ -123,14 +149,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(buf);
   close_all_h5();
+  child_cov_in();
   return 0;
 }
+
+/* ASan's defaults for this harness: an allocation the child's address-space limit (h5_probe.c) refuses returns
+ * NULL (HDF5 then fails the read) instead of ending the child with a report; a 16 MiB quarantine of freed memory
+ * (256 by default) keeps this process small, and so each fork cheap (73 -> 104 executions a second) */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1:quarantine_size_mb=16"; }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
   /* the child that walks a file's HDF5 structures: a sanitizer report there (stack symbolization) takes seconds;
    * the limit turns it and a real hang into a refusal well inside libFuzzer's -timeout */
-  setenv("ZT_CKPT_PROBE_TIMEOUT", "3", 0);
+  setenv("ZT_CKPT_PROBE_TIMEOUT", "1", 0);
+  g_cov = zt_fuzz_cov_counters(&g_cov_n);
+  g_child_cov = mmap(NULL, g_cov_n + 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (g_child_cov == MAP_FAILED) abort();
+  zt_h5_set_child_exit_hook(child_cov_out);
   return 0;
 }
