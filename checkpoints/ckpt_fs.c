@@ -193,17 +193,40 @@ int zt_ckpt_manifest_check(const char *dir, char ***names_out, int check_crc) {
     zt_fatal("checkpoint", "%s: no manifest (%s): the checkpoint is incomplete or not a zerotron checkpoint", dir,
              ZT_CKPT_MANIFEST);
   }
-  char line[4400];
+  /* the whole manifest first, and the file closed: nothing below leaves a descriptor (or its memory) behind when
+   * it refuses, which a process that catches refusals (the fuzzer) would otherwise collect */
+  enum { k_max_manifest = 64 << 20 };
+  struct stat st;
+  const size_t want = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
+  char *text = zt_malloc((want < k_max_manifest ? want : k_max_manifest) + 2, "checkpoint manifest");
+  const size_t len = fread(text, 1, (want < k_max_manifest ? want : k_max_manifest) + 1, f);
+  const int bad_read = ferror(f);
+  fclose(f);
   int n = 0, cap = 16, lineno = 0;
   char **names = zt_malloc((size_t)cap * sizeof(char *), "manifest names");
-  while (fgets(line, sizeof line, f)) {
+#define REFUSE_IF(cond, ...)                   \
+  do {                                         \
+    if (cond) {                                \
+      for (int i_ = 0; i_ < n; i_++) free(names[i_]); \
+      free(names);                             \
+      free(text);                              \
+      zt_fatal("checkpoint", __VA_ARGS__);     \
+    }                                          \
+  } while (0)
+  REFUSE_IF(bad_read, "%s: cannot be read", path);
+  REFUSE_IF(len > k_max_manifest, "%s: over %d MiB, not a manifest zerotron wrote", path, k_max_manifest >> 20);
+  text[len] = '\0';
+  for (char *line = text, *next; line < text + len; line = next) {
+    char *nl = memchr(line, '\n', (size_t)(text + len - line));
+    next = nl ? nl + 1 : text + len;
+    if (nl) *nl = '\0';
     lineno++;
-    if (line[0] == '#' || line[0] == '\n') continue;
+    if (line[0] == '#' || line[0] == '\0') continue;
     unsigned crc;
     unsigned long long size;
     char name[4096];
-    zt_check(sscanf(line, "%8x %llu %4095s", &crc, &size, name) == 3 && !strchr(name, '/'), "checkpoint",
-             "%s line %d: malformed manifest line", path, lineno);
+    REFUSE_IF(strlen(line) > 4400 || sscanf(line, "%8x %llu %4095s", &crc, &size, name) != 3 || strchr(name, '/'),
+              "%s line %d: malformed manifest line", path, lineno);
     char fp[8200];
     snprintf(fp, sizeof fp, "%s/%s", dir, name);
     uint32_t got = crc;
@@ -213,27 +236,32 @@ int zt_ckpt_manifest_check(const char *dir, char ***names_out, int check_crc) {
     if (check_crc) readable = file_crc_scan(fp, &got, &got_size, ends_with(name, ".h5") ? &scan : NULL);
     else got_size = file_size(fp, &readable);
     if (!readable || got_size != size || got != crc) free(scan.found); /* refused below */
-    zt_check(readable, "checkpoint", "%s: missing (listed in %s line %d)", fp, path, lineno);
-    zt_check(got_size == size, "checkpoint", "%s: %llu bytes, the manifest records %llu: the file is truncated or "
-             "was replaced; refusing to load it", fp, (unsigned long long)got_size, size);
-    zt_check(got == crc, "checkpoint", "%s: crc32c %08x, the manifest records %08x: the file is corrupted; refusing "
-             "to load it", fp, got, crc);
-    zt_h5_heap_scan_check(&scan, fp, got_size);
+    REFUSE_IF(!readable, "%s: missing (listed in %s line %d)", fp, path, lineno);
+    REFUSE_IF(got_size != size, "%s: %llu bytes, the manifest records %llu: the file is truncated or was replaced; "
+              "refusing to load it", fp, (unsigned long long)got_size, size);
+    REFUSE_IF(got != crc, "%s: crc32c %08x, the manifest records %08x: the file is corrupted; refusing to load it",
+              fp, got, crc);
+    char why[600];
+    REFUSE_IF(!zt_h5_heap_scan_check(&scan, fp, got_size, why, sizeof why), "%s: %s: the file is corrupted; "
+              "refusing to load it", fp, why);
     if (n == cap) names = realloc(names, (size_t)(cap *= 2) * sizeof(char *));
     names[n++] = strdup(name);
   }
-  fclose(f);
   DIR *d = opendir(dir);
-  zt_check(d, "checkpoint", "%s: cannot list: %s", dir, strerror(errno));
+  REFUSE_IF(!d, "%s: cannot list: %s", dir, strerror(errno));
   struct dirent *e;
-  while ((e = readdir(d))) {
+  char unlisted[300] = "";
+  while (!unlisted[0] && (e = readdir(d))) {
     if (!ends_with(e->d_name, ".h5")) continue;
     int listed = 0;
     for (int i = 0; i < n && !listed; i++) listed = strcmp(names[i], e->d_name) == 0;
-    zt_check(listed, "checkpoint", "%s/%s is not in the manifest %s: the directory holds files of another save",
-             dir, e->d_name, path);
+    if (!listed) snprintf(unlisted, sizeof unlisted, "%s", e->d_name);
   }
   closedir(d);
+  REFUSE_IF(unlisted[0], "%s/%s is not in the manifest %s: the directory holds files of another save", dir, unlisted,
+            path);
+#undef REFUSE_IF
+  free(text);
   qsort(names, (size_t)n, sizeof(char *), by_str);
   *names_out = names;
   return n;

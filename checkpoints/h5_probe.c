@@ -391,15 +391,15 @@ static int read_at(int fd, uint64_t off, void *buf, size_t n) {
   return 1;
 }
 
-void zt_h5_heap_scan_check(zt_h5_heap_scan *s, const char *path, uint64_t file_bytes) {
+int zt_h5_heap_scan_check(zt_h5_heap_scan *s, const char *path, uint64_t file_bytes, char *why, size_t whyn) {
   const int fd = s->n ? open(path, O_RDONLY) : -1;
   uint8_t sb[16];
   /* the superblock (at byte 0 in the files zerotron writes) gives the size of lengths: byte 14 (version 0, 1)
    * or 10 (version 2, 3) */
-  int len_size = 0;
+  int len_size = 0, ok = 1;
   if (fd >= 0 && read_at(fd, 0, sb, sizeof sb) && memcmp(sb, "\211HDF\r\n\032\n", 8) == 0)
     len_size = sb[8] < 2 ? sb[14] : sb[10];
-  for (int c = 0; fd >= 0 && (len_size == 2 || len_size == 4 || len_size == 8) && c < s->n; c++) {
+  for (int c = 0; ok && fd >= 0 && (len_size == 2 || len_size == 4 || len_size == 8) && c < s->n; c++) {
     const uint64_t at = s->found[c];
     uint8_t h[16];
     if (!read_at(fd, at + 8, h, (size_t)len_size)) break;
@@ -407,27 +407,26 @@ void zt_h5_heap_scan_check(zt_h5_heap_scan *s, const char *path, uint64_t file_b
     for (int b = len_size - 1; b >= 0; b--) size = size << 8 | h[b];
     const uint64_t hdr = (8 + (uint64_t)len_size + 7) / 8 * 8, objhdr = 8 + (uint64_t)len_size;
     if (size > file_bytes - at) {
-      close(fd);
-      zt_fatal("checkpoint", "%s: the global heap collection at byte %llu claims %llu bytes, past the end of the "
-               "file (%llu bytes): the file is corrupted; refusing to load it", path, (unsigned long long)at,
-               (unsigned long long)size, (unsigned long long)file_bytes);
+      snprintf(why, whyn, "the global heap collection at byte %llu claims %llu bytes, past the end of the file (%llu "
+               "bytes)", (unsigned long long)at, (unsigned long long)size, (unsigned long long)file_bytes);
+      ok = 0;
     }
     /* HDF5 1.10's decoding of the collection's objects (H5HG__cache_heap_deserialize): a free-space object (index
      * 0) of 0 bytes never advances (HDF5 loops forever), and an object past the collection's end makes it read
      * out of bounds */
-    for (uint64_t p = hdr; p < size && p + objhdr <= size;) {
+    for (uint64_t p = hdr; ok && p < size && p + objhdr <= size;) {
       if (!read_at(fd, at + p, h, (size_t)objhdr)) break;
       const unsigned idx = (unsigned)h[0] | (unsigned)h[1] << 8;
       uint64_t osize = 0;
       for (int b = len_size - 1; b >= 0; b--) osize = osize << 8 | h[8 + b];
       const uint64_t need = idx == 0 ? osize : osize > size ? UINT64_MAX : objhdr + (osize + 7) / 8 * 8;
       if (need == 0 || need > size - p) {
-        close(fd);
-        zt_fatal("checkpoint", "%s: the global heap collection at byte %llu (%llu bytes) holds %s at byte %llu: the "
-                 "file is corrupted; refusing to load it", path, (unsigned long long)at, (unsigned long long)size,
+        snprintf(why, whyn, "the global heap collection at byte %llu (%llu bytes) holds %s at byte %llu",
+                 (unsigned long long)at, (unsigned long long)size,
                  need == 0 ? "a free-space object of 0 bytes (HDF5 1.10 would decode it forever)"
                            : "an object running past the collection's end",
                  (unsigned long long)(at + p));
+        ok = 0;
       }
       p += need;
     }
@@ -435,4 +434,5 @@ void zt_h5_heap_scan_check(zt_h5_heap_scan *s, const char *path, uint64_t file_b
   if (fd >= 0) close(fd);
   free(s->found);
   memset(s, 0, sizeof *s);
+  return ok;
 }

@@ -67,7 +67,11 @@ for n in "${names[@]}"; do
     echo "fuzz $n: ok, ${#regress[@]} regression inputs, $execs executions, corpus $(ls "$scratch" | wc -l) inputs"
   else
     echo "fuzz $n: FINDING: see $log"; grep -E "^(==[0-9]+==ERROR|SUMMARY|.*runtime error|.*Test unit written)" "$log" | head -8
-    for a in "$findings"/*; do [ -f "$a" ] && echo "  reproduce: $exe $a"; done
+    # the artifacts the log names (the checkpoint reader's probe children also leave crash-* files there for the
+    # HDF5 faults they contain, which are refusals, not findings)
+    grep -oE "Test unit written to [^ ]+" "$log" | awk '{print $5}' | sort -u | while read -r a; do
+      echo "  reproduce: $exe $a"
+    done
     status=1
   fi
 done
