@@ -196,22 +196,27 @@ int zt_ckpt_manifest_check(const char *dir, char ***names_out, int check_crc) {
   /* the whole manifest first, and the file closed: nothing below leaves a descriptor (or its memory) behind when
    * it refuses, which a process that catches refusals (the fuzzer) would otherwise collect */
   enum { k_max_manifest = 64 << 20 };
-  struct stat st;
-  const size_t want = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
-  char *text = zt_malloc((want < k_max_manifest ? want : k_max_manifest) + 2, "checkpoint manifest");
-  const size_t len = fread(text, 1, (want < k_max_manifest ? want : k_max_manifest) + 1, f);
-  const int bad_read = ferror(f);
+  size_t len = 0, room = 4096;
+  char *text = zt_malloc(room + 1, "checkpoint manifest");
+  for (size_t k; len <= k_max_manifest && (k = fread(text + len, 1, room - len, f)) > 0;)
+    if ((len += k) == room && room <= k_max_manifest) {
+      room *= 2;
+      char *grown = realloc(text, room + 1);
+      if (!grown) break; /* refused below as over-long or unreadable */
+      text = grown;
+    }
+  const int bad_read = ferror(f) || (len == room && !feof(f) && len <= k_max_manifest);
   fclose(f);
   int n = 0, cap = 16, lineno = 0;
   char **names = zt_malloc((size_t)cap * sizeof(char *), "manifest names");
-#define REFUSE_IF(cond, ...)                   \
-  do {                                         \
-    if (cond) {                                \
+#define REFUSE_IF(cond, ...)                          \
+  do {                                                \
+    if (cond) {                                       \
       for (int i_ = 0; i_ < n; i_++) free(names[i_]); \
-      free(names);                             \
-      free(text);                              \
-      zt_fatal("checkpoint", __VA_ARGS__);     \
-    }                                          \
+      free(names);                                    \
+      free(text);                                     \
+      zt_fatal("checkpoint", __VA_ARGS__);            \
+    }                                                 \
   } while (0)
   REFUSE_IF(bad_read, "%s: cannot be read", path);
   REFUSE_IF(len > k_max_manifest, "%s: over %d MiB, not a manifest zerotron wrote", path, k_max_manifest >> 20);
