@@ -269,7 +269,7 @@ void zt_h5_in_child(const char *path, void (*fn)(void *), void *arg) {
     close(refusefd[0]);
     g_note_fd = pipefd[1];
     g_refuse_fd = refusefd[1];
-    g_forward = 0; /* until fn says it repeats the parent's reads */
+    g_forward = 0; /* until fn turns it on (zt_h5_child_forward_refusals) */
     const int null = open("/dev/null", O_WRONLY); /* the parent prints what there is to say */
     if (null >= 0) {
       dup2(null, 1);
