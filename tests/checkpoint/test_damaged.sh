@@ -49,6 +49,20 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   ok "a global heap HDF5 would decode forever is refused in $ms ms, naming the collection" ||
   bad "global heap check" "rc=$rc ${ms} ms: $(head -2 <<<"$out")"
 
+# slow_vlen_attr_1 (a damaged string length in the SGD momentum state's dtype attribute: zero_to_fp32 took 16.7 GB
+# and 17.8 s before the probe child had a memory budget) is refused at once; a bad ZT_CKPT_PROBE_MEMORY_MB is refused
+rm -rf D out_z; "$py" "$here/fuzz_input_to_dir.py" "$regress/slow_vlen_attr_1" D
+t0=$(date +%s%N)
+out=$(timeout 60 "$z2f" D out_z 2>&1); rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc -eq 1 ] && [ $ms -lt 5000 ] && [ ! -e out_z/model.h5 ] &&
+  grep -qE "^error: checkpoint: D/t/zero_pp_rank_0_mp_rank_00_optim_states.h5: cannot read attribute dtype of momentum_buffer" <<<"$out" &&
+  ok "a string claiming gigabytes is refused by the probe's memory budget in $ms ms" ||
+  bad "probe memory budget" "rc=$rc ${ms} ms: $(head -2 <<<"$out")"
+out=$(ZT_CKPT_PROBE_MEMORY_MB=12x timeout 60 "$inspect" D 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -qF "error: checkpoint: ZT_CKPT_PROBE_MEMORY_MB='12x': wants a whole number of MiB, 1 to 1073741824" <<<"$out" &&
+  ok "ZT_CKPT_PROBE_MEMORY_MB=12x refused naming the variable" || bad "ZT_CKPT_PROBE_MEMORY_MB check" "rc=$rc $(head -2 <<<"$out")"
+
 # a dataset header edited to claim 2^30 elements (its storage unchanged), manifest recomputed
 "$bin" "${seedmodel[@]}" --save S > s.log 2>&1 || { bad "seed model save" "$(tail -2 s.log)"; }
 "$py" - <<'PY'
