@@ -15,18 +15,9 @@
 #include "data/gpt_dataset.h"
 #include "data/indexed_dataset.h"
 #include "runtime/base/error.h"
+#include "runtime/base/memplan.h"
 #include "runtime/base/timer.h"
 
-static long status_kib(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long v = -1;
-  size_t n = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, field, n) == 0 && line[n] == ':') v = atol(line + n + 1);
-  if (f) fclose(f);
-  return v;
-}
 
 static void write_all(int fd, const void *p, size_t n, const char *path) {
   const char *c = p;
@@ -115,11 +106,11 @@ int main(int argc, char **argv) {
   ds.seq_length = seq;
   snprintf(ds.name, sizeof ds.name, "train");
   ds.num_epochs = zt_gpt_num_epochs(tpe, seq, num_samples);
-  long anon0 = status_kib("RssAnon"), hwm0 = status_kib("VmHWM");
+  long anon0 = zt_proc_status_kib("RssAnon"), hwm0 = zt_proc_status_kib("VmHWM");
   t0 = zt_now();
   zt_gpt_build_indices(&ds, &d, &sp, tpe);
   double t_build = zt_now() - t0;
-  long anon1 = status_kib("RssAnon"), hwm1 = status_kib("VmHWM");
+  long anon1 = zt_proc_status_kib("RssAnon"), hwm1 = zt_proc_status_kib("VmHWM");
 
   const double arrays = 4.0 * (double)ds.doc_idx_len + 16.0 * (double)(ds.total_samples + 1) +
                         4.0 * (double)ds.num_samples; /* Megatron's dtypes */

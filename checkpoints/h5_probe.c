@@ -26,6 +26,7 @@
 
 #include "checkpoints/h5io.h"
 #include "runtime/base/error.h"
+#include "runtime/base/memplan.h"
 
 static int g_note_fd = -1;   /* in a child of zt_h5_in_child: the pipe to the parent */
 static int g_refuse_fd = -1; /* ... and the one for a refusal the parent adopts */
@@ -217,15 +218,10 @@ static uint64_t bytes_of(const char *path) {
  * read with it, instead of taking the memory (the parent then never does that read). */
 static void limit_memory(uint64_t budget) {
   g_budget_mb = budget >> 20;
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  unsigned long long kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmSize: %llu kB", &kb) == 1) break;
-  if (f) fclose(f);
+  const long kb = zt_proc_status_kib("VmSize");
   struct rlimit r;
-  if (kb == 0 || getrlimit(RLIMIT_AS, &r) != 0) return;
-  const rlim_t want = (rlim_t)((kb << 10) + budget);
+  if (kb <= 0 || getrlimit(RLIMIT_AS, &r) != 0) return;
+  const rlim_t want = (rlim_t)(((uint64_t)kb << 10) + budget);
   if (r.rlim_cur == RLIM_INFINITY || want < r.rlim_cur) {
     r.rlim_cur = r.rlim_max != RLIM_INFINITY && want > r.rlim_max ? r.rlim_max : want;
     setrlimit(RLIMIT_AS, &r);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/memplan.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
 
@@ -67,14 +68,9 @@ void zt_ds_timers_log(const char *const *names, const double *ms, int n) {
 
 /* VmRSS and VmHWM of this process, in GiB rounded to 2 digits as DeepSpeed rounds them. */
 static void memory_gib(double *rss, double *peak) {
-  *rss = *peak = 0;
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  while (f && fgets(line, sizeof line, f)) {
-    if (strncmp(line, "VmRSS:", 6) == 0) *rss = atof(line + 6) / 1048576.0;
-    if (strncmp(line, "VmHWM:", 6) == 0) *peak = atof(line + 6) / 1048576.0;
-  }
-  if (f) fclose(f);
+  const long r = zt_proc_status_kib("VmRSS"), p = zt_proc_status_kib("VmHWM");
+  *rss = r > 0 ? (double)r / 1048576.0 : 0;
+  *peak = p > 0 ? (double)p / 1048576.0 : 0;
   *rss = round(*rss * 100) / 100;
   *peak = round(*peak * 100) / 100;
 }

@@ -104,3 +104,17 @@ void zt_memplan_free(zt_memplan *p) {
   }
   memset(p, 0, sizeof(*p));
 }
+
+long zt_proc_status_kib(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  const size_t n = strlen(field);
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, field, n) == 0 && line[n] == ':') {
+      v = atol(line + n + 1);
+      break;
+    }
+  if (f) fclose(f);
+  return v;
+}

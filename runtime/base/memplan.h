@@ -52,4 +52,7 @@ void zt_memplan_free(zt_memplan *p);
 /* Host memory available to us (MemAvailable from /proc/meminfo), in bytes; 0 if unknown. */
 size_t zt_host_available_bytes(void);
 
+/* A field of this process's /proc/self/status in KiB ("VmRSS", "VmHWM", "VmSize", "RssAnon"); -1 when absent. */
+long zt_proc_status_kib(const char *field);
+
 #endif
