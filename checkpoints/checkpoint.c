@@ -841,8 +841,11 @@ static void load_checkpoint(zt_train_state *st) {
     zt_check(same, "checkpoint", "%s: %s has shape [%s] in the checkpoint, [%s] in this model (--num-layers, "
              "--hidden-size, --seq-length/--max-position-embeddings or the vocabulary differ; "
              "--use-checkpoint-args takes the saved shape)", r.dir, p->name, got, want);
-    zt_check(ct->tp_parts == p->tp_parts, "checkpoint", "%s: %s holds %d blocks in the checkpoint, %d in this model "
-             "(--swiglu differs)", r.dir, p->name, ct->tp_parts, p->tp_parts);
+    /* (the blocks only tell how a split tensor is sliced: an expert's dense_h_to_4h is whole in one checkpoint and
+     * split with --enable-expert-tensor-parallelism in another, the same full tensor) */
+    zt_check(ct->tp_parts == p->tp_parts || ct->tp_split_dim < 0 || p->tp_split_dim < 0, "checkpoint", "%s: %s "
+             "holds %d blocks in the checkpoint, %d in this model (--swiglu differs)", r.dir, p->name, ct->tp_parts,
+             p->tp_parts);
   }
   /* flags without parameters of their own must agree where the same weights would compute another model: the
    * rotary embedding's, the zero-centred LayerNorm weights' and the squared ReLU's (a checkpoint without the key

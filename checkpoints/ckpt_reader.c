@@ -181,10 +181,9 @@ static int parse_model_name(const char *s, int *mp) {
   return sscanf(s, "mp_rank_%d_%63s", mp, tail) == 2 && strcmp(tail, "model_states.h5") == 0;
 }
 
-static int parse_expert_name(const char *s, int *mp) {
-  int layer, expert;
+static int parse_expert_name(const char *s, int *mp, int *layer, int *expert) {
   char tail[64];
-  return sscanf(s, "layer_%d_expert_%d_mp_rank_%d_%63s", &layer, &expert, mp, tail) == 4 &&
+  return sscanf(s, "layer_%d_expert_%d_mp_rank_%d_%63s", layer, expert, mp, tail) == 4 &&
          strcmp(tail, "model_states.h5") == 0;
 }
 
@@ -440,17 +439,20 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
     same_iteration(r, &r->model[m]);
   for (int m = 0; m < r->mp_size; m++) collect_tensors(r, &r->model[m], -1);
   for (int i = 0; i < r->n_files; i++) { /* the experts' own files (an MoE checkpoint: DeepSpeed's layout) */
-    int mp;
-    if (!parse_expert_name(r->files[i], &mp)) continue;
+    int mp, layer, expert;
+    if (!parse_expert_name(r->files[i], &mp, &layer, &expert)) continue;
     zt_check(mp >= 0 && mp < r->mp_size, "checkpoint", "%s/%s: model-parallel rank %d of %d", r->dir, r->files[i], mp,
              r->mp_size);
     r->experts = realloc(r->experts, (size_t)(r->n_experts + 1) * sizeof(zt_h5));
     r->expert_mp = realloc(r->expert_mp, (size_t)(r->n_experts + 1) * sizeof(int));
-    zt_check(r->experts && r->expert_mp, "checkpoint", "out of memory for %d expert files", r->n_experts + 1);
+    r->expert_key = realloc(r->expert_key, (size_t)(r->n_experts + 1) * 2 * sizeof(int));
+    zt_check(r->experts && r->expert_mp && r->expert_key, "checkpoint", "out of memory for %d expert files",
+             r->n_experts + 1);
     char path[8800];
     snprintf(path, sizeof path, "%s/%s", r->dir, r->files[i]);
     zt_h5 *f = &r->experts[r->n_experts];
     zt_h5_open(f, path);
+    r->expert_key[2 * r->n_experts] = layer, r->expert_key[2 * r->n_experts + 1] = expert;
     r->expert_mp[r->n_experts++] = mp;
     check_format(f, "expert_states");
     same_iteration(r, f);
@@ -487,7 +489,7 @@ static void open_tag(zt_ckpt_reader *r, const char *root, const char *tag, int v
 void zt_ckpt_close(zt_ckpt_reader *r) {
   for (int m = 0; m < r->mp_size; m++) zt_h5_close(&r->model[m]);
   for (int k = 0; k < r->n_experts; k++) zt_h5_close(&r->experts[k]);
-  free(r->experts), free(r->expert_mp);
+  free(r->experts), free(r->expert_mp), free(r->expert_key);
   if (r->has_optim)
     for (int i = 0; i < r->mp_size * r->dp_size; i++) {
       zt_h5_close(&r->optim[i]);
@@ -543,15 +545,21 @@ void zt_ckpt_slice_copy(float *dst, const float *src, int ndim, const int64_t *f
   }
 }
 
-/* Where model file m holds tensor t: its local shape along the split dimension (len) and offset. Returns 0
- * when the file does not hold it. */
-/* The file of model-parallel rank m that holds tensor t: its model-state file, or for an expert's tensor its expert
- * file (of the rank it was found in); NULL where m holds none. */
+/* The file of model-parallel rank m that may hold tensor t: its model-state file, or for an expert's tensor rank m's
+ * file of the same MoE layer and expert as the file it was found in (each tensor-parallel rank writes one; with
+ * --enable-expert-tensor-parallelism each holds its slice); NULL where m has none. */
 static const zt_h5 *tensor_file(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t) {
   if (t->efile < 0) return &r->model[m];
-  return r->expert_mp[t->efile] == m ? &r->experts[t->efile] : NULL;
+  if (r->expert_mp[t->efile] == m) return &r->experts[t->efile];
+  const int *key = r->expert_key + 2 * t->efile;
+  for (int k = 0; k < r->n_experts; k++)
+    if (r->expert_mp[k] == m && r->expert_key[2 * k] == key[0] && r->expert_key[2 * k + 1] == key[1])
+      return &r->experts[k];
+  return NULL;
 }
 
+/* Where model-parallel rank m's file holds tensor t: its local shape along the split dimension (len) and offset.
+ * Returns 0 when the file does not hold it. */
 static int local_slice(const zt_ckpt_reader *r, int m, const zt_ckpt_tensor *t, int64_t *offset, int64_t *len,
                        size_t *numel) {
   const zt_h5 *f = tensor_file(r, m, t);

@@ -45,6 +45,7 @@ typedef struct {
   int n_experts;               /* DeepSpeed's per-expert files (layer_<l>_expert_<e>_mp_rank_<mp>_model_states) */
   zt_h5 *experts;              /* [n_experts] */
   int *expert_mp;              /* [n_experts] the model-parallel rank of each */
+  int *expert_key;             /* [n_experts] 2 each: the file's MoE layer and expert ids (its name's <l> and <e>) */
   int has_optim;               /* optimizer partitions present (not --no-save-optim) */
   zt_h5 *optim;                /* [mp_size * dp_size]: mp * dp_size + dp */
   zt_ckpt_slice_map *maps;     /* same indexing */

@@ -66,18 +66,22 @@ void zt_model_sync_shared(zt_model *m, const zt_group *emb_group, zt_dtype comm_
 double zt_model_grad_norm(const zt_model *m, const float *grads) {
   const zt_param_table *t = m->table;
   if (m->tp_size <= 1 && m->pp_size <= 1 && !m->expert_group) return m->be->norm2(grads, t->numel);
-  double split = 0.0, replicated = 0.0, experts = 0.0;
+  /* [0] split over TP, [1] replicated; the experts' ([2], [3]) are spread over EP besides */
+  double sums[4] = {0.0, 0.0, 0.0, 0.0};
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     if (p->shared) continue; /* a copy of another stage's parameter: counted there */
     const double n = m->be->norm2(grads + p->offset, p->numel);
-    if (m->expert_group && p->expert_id >= 0) experts += n * n; /* replicated over TP, spread over EP */
-    else if (p->tp_split_dim >= 0) split += n * n;
-    else replicated += n * n;
+    sums[(m->expert_group && p->expert_id >= 0 ? 2 : 0) + (p->tp_split_dim >= 0 ? 0 : 1)] += n * n;
   }
-  if (m->tp_size > 1) zt_allreduce_sum_f64(m->tp_group, &split, 1);
+  if (m->tp_size > 1) { /* the split sums over TP, in one reduction */
+    double s2[2] = {sums[0], sums[2]};
+    zt_allreduce_sum_f64(m->tp_group, s2, 2);
+    sums[0] = s2[0], sums[2] = s2[1];
+  }
+  double experts = sums[2] + sums[3];
   if (m->expert_group) zt_allreduce_sum_f64(m->expert_group, &experts, 1);
-  double total = split + replicated + experts;
+  double total = sums[0] + sums[1] + experts;
   if (m->pp_size > 1) zt_allreduce_sum_f64(m->pp_group, &total, 1); /* over the stages */
   return sqrt(total);
 }

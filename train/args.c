@@ -537,8 +537,8 @@ static const flag k_flags[] = {
   {"--use-tutel", F_TRUE, OFF(use_tutel), NULL, MOE, "False",
    "Tutel's top-1 dispatch kernels: recorded (DeepSpeed falls back to its own dispatch without tutel; same results)."},
   {"--enable-expert-tensor-parallelism", F_TRUE, OFF(enable_expert_tensor_parallelism), NULL, MOE, "False",
-   "Tensor parallelism inside experts: recorded (every tensor-parallel rank computes the whole MoE layer, DeepSpeed's "
-   "results either way)."},
+   "Tensor parallelism inside experts: each expert's MLP (and Residual MoE's dense branch) split over the "
+   "tensor-parallel ranks as the dense MLP is; without it every tensor-parallel rank holds whole experts."},
   {"--num-layers-teacher", F_INT, OFF(num_layers_teacher), NULL, KD, "None",
    "Number of the teacher's transformer layers (required with --mos/--kd)."},
   {"--num-experts-teacher", F_LIST, OFF(num_experts_teacher), NULL, KD, "[1]",
@@ -982,7 +982,8 @@ static void check_moe_flags(zt_args *a, const unsigned char *seen) {
                            .eval_capacity_factor = (float)a->moe_eval_capacity_factor,
                            .min_capacity = a->moe_min_capacity, .drop_tokens = a->moe_token_dropping,
                            .top2_sampling = a->moe_top2_2nd_expert_sampling, .noise = a->noisy_gate_policy,
-                           .residual = a->mlp_type == 1, .loss_coeff = (float)a->moe_loss_coeff};
+                           .residual = a->mlp_type == 1, .loss_coeff = (float)a->moe_loss_coeff,
+                           .expert_tp = a->enable_expert_tensor_parallelism};
   if (max_e <= 1) { /* the dense model: the MoE flags change nothing (Megatron-DeepSpeed reads them in MoE layers) */
     if (a->mlp_type == 1)
       zt_log("WARNING: --mlp-type residual has no effect without MoE layers (--num-experts > 1), as in "

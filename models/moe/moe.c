@@ -30,7 +30,7 @@ typedef struct {
   void **dfc_w, **dfc_b, **dproj_w, **dproj_b;
   void *coef_w, *coef_b, *dcoef_w, *dcoef_b;   /* residual */
   zt_ffn mlp;                                  /* residual: the dense branch */
-  zt_tp tp1;                                   /* one tensor-parallel rank on the model's backend: the experts' */
+  zt_tp etp;                                   /* the experts' tensor-parallel ranks (expert_cfg) */
   /* activations of up to M = k N slots (this layer's, kept for its backward) */
   void *fc, *gelu;                             /* [R, FFN] (fc: [R, 2 FFN] with SwiGLU) */
   void *y;                                     /* [M, C] the experts' outputs */
@@ -120,31 +120,45 @@ static char *join(char *buf, size_t n, const char *prefix, const char *what) {
   return buf;
 }
 
-/* With tensor parallelism the MoE layer runs whole on every rank (DeepSpeed's experts are not sliced without
- * --enable-expert-tensor-parallelism): the experts' configuration has the full FFN and one tensor-parallel rank. */
+/* With tensor parallelism every rank runs the MoE layer over all the micro batch's tokens. Its experts (and Residual
+ * MoE's dense branch) are whole on each rank, as DeepSpeed's without --enable-expert-tensor-parallelism: the experts'
+ * configuration has the full FFN and one tensor-parallel rank. With it they are split as the dense MLP (this rank's
+ * FFN share, the tensor-parallel group without sequence parallelism: the rows are already all the tokens). */
 static zt_block_config expert_cfg(moe_layer *m, const zt_block_config *cfg) {
   zt_block_config e = *cfg;
-  m->tp1 = (zt_tp){.size = 1, .be = cfg->tp->be, .dt = cfg->tp->dt};
-  e.FFN = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1);
-  e.tp = &m->tp1;
+  if (m->mc->expert_tp && zt_tp_on(cfg->tp)) {
+    m->etp = *cfg->tp;
+    m->etp.sp = 0, m->etp.gather = m->etp.partial = NULL;
+  } else {
+    m->etp = (zt_tp){.size = 1, .be = cfg->tp->be, .dt = cfg->tp->dt};
+    e.FFN = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1);
+  }
+  e.tp = &m->etp;
   return e;
 }
 
 /* The rows the layer computes: every token of the micro batch (with --sequence-parallel N is this rank's share). */
 static int all_rows(const zt_block_config *cfg, int N) { return zt_tp_sp(cfg->tp) ? N * cfg->tp->size : N; }
 
-/* A whole ParallelMLP (an expert, or the residual MoE's dense branch): with --swiglu dense_h_to_4h has 2 ffn rows (the
- * gate's, then the linear half's), with --disable-bias-linear no biases. */
-static void add_mlp(zt_param_table *t, const char *pre, const zt_block_config *cfg, int64_t ffn) {
+/* An expert's ParallelMLP (or the residual MoE's dense branch) of the experts' configuration: whole, or split over
+ * the tensor-parallel ranks as the dense MLP's (dense_h_to_4h by rows, dense_4h_to_h by columns, its bias
+ * replicated); with --swiglu dense_h_to_4h has 2 ffn rows (the gate's, then the linear half's: per rank its share of
+ * each), with --disable-bias-linear no biases. */
+static void add_mlp(zt_param_table *t, const char *pre, const zt_block_config *cfg) {
   char name[200];
-  const int64_t rows = cfg->swiglu ? 2 * ffn : ffn;
+  const int64_t ffn = cfg->FFN, rows = cfg->swiglu ? 2 * ffn : ffn;
   const int64_t w1[2] = {rows, cfg->C}, b1[1] = {rows}, w2[2] = {cfg->C, ffn}, b2[1] = {cfg->C};
-  zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.weight"), 2, w1, ZT_INIT_NORMAL, cfg->init_std, 0,
-                     -1);
-  if (!cfg->no_bias)
-    zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.bias"), 1, b1, ZT_INIT_ZEROS, 0, 1, -1);
+  const int split = zt_tp_on(cfg->tp), parts = split && cfg->swiglu ? 2 : 1;
+  int k = zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.weight"), 2, w1, ZT_INIT_NORMAL,
+                             cfg->init_std, 0, split ? 0 : -1);
+  t->params[k].tp_parts = parts;
+  if (!cfg->no_bias) {
+    k = zt_param_table_add(t, join(name, sizeof name, pre, "dense_h_to_4h.bias"), 1, b1, ZT_INIT_ZEROS, 0, 1,
+                           split ? 0 : -1);
+    t->params[k].tp_parts = parts;
+  }
   zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.weight"), 2, w2, ZT_INIT_NORMAL,
-                     cfg->out_init_std, 0, -1);
+                     cfg->out_init_std, 0, split ? 1 : -1);
   if (!cfg->no_bias)
     zt_param_table_add(t, join(name, sizeof name, pre, "dense_4h_to_h.bias"), 1, b2, ZT_INIT_ZEROS, 0, 1, -1);
 }
@@ -175,18 +189,19 @@ static void moe_register(const zt_ffn *self, zt_param_table *t, const char *pref
     char pre[180];
     expert_prefix(pre, sizeof pre, prefix, e);
     const int first = t->count;
-    add_mlp(t, pre, cfg, cfg->FFN);
+    add_mlp(t, pre, cfg);
     for (int i = first; i < t->count; i++) t->params[i].expert_id = e;
   }
   if (m->mc->residual) {
     char pre[180];
-    add_mlp(t, join(pre, sizeof pre, prefix, "mlp"), cfg, cfg->FFN);
+    add_mlp(t, join(pre, sizeof pre, prefix, "mlp"), cfg);
     const int64_t cw[2] = {2, cfg->C}, cb[1] = {2};
     zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.weight"), 2, cw, ZT_INIT_UNIFORM, bound, 0, -1);
     zt_param_table_add(t, join(name, sizeof name, prefix, "coefficient.bias"), 1, cb, ZT_INIT_UNIFORM, bound, 1, -1);
   }
   /* every rank computes the layer over all tokens (gathered under --sequence-parallel): the gradients are whole on
-   * each tensor-parallel rank, not partial sums to add over the group */
+   * each tensor-parallel rank (or its exact slice, with --enable-expert-tensor-parallelism), not partial sums to add
+   * over the group */
   for (int i = first_param; i < t->count; i++) t->params[i].seq_parallel = 0;
 }
 
@@ -331,13 +346,15 @@ static const float *router_weight(moe_layer *m, moe_scratch *sc, const zt_block_
   return sc->wg32;
 }
 
-/* Experts e0 .. e0 + n - 1 over their rows of x (expert i's rows [off[i], off[i + 1])), into y at the same rows; the
- * intermediate activations stay in m->fc and m->gelu for the backward. */
+/* Experts e0 .. e0 + n - 1 over their rows of x (expert i's rows [off[i], off[i + 1]), off[0] = 0), into y at the same
+ * rows; the intermediate activations stay in m->fc and m->gelu for the backward. Split experts: each rank's partial
+ * outputs, summed over the tensor-parallel group in one all-reduce of all the rows, then each expert's bias. */
 static void experts_forward(moe_layer *m, const zt_block_config *cfg, void *y, const void *x, const int32_t *off,
                             int e0, int n) {
   const zt_backend *be = zt_block_be(cfg);
   const zt_dtype dt = zt_block_dt(cfg);
   const int C = cfg->C, FFN = cfg->FFN, W = cfg->swiglu ? 2 * FFN : FFN; /* W: dense_h_to_4h's outputs */
+  const int split = zt_tp_on(cfg->tp);
   for (int i = 0; i < n; i++) {
     const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
     if (rows == 0) continue;
@@ -349,12 +366,18 @@ static void experts_forward(moe_layer *m, const zt_block_config *cfg, void *y, c
       zt_ffn_fc(be, dt, cfg->act, act, fc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], m->fc_b[e], rows, C, FFN);
     }
     be->matmul_forward(dt, zt_at(y, dt, (size_t)o * C), NULL, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
-                       m->proj_b[e], rows, FFN, C);
+                       split ? NULL : m->proj_b[e], rows, FFN, C);
   }
+  if (!split || off[n] == 0) return;
+  zt_tp_reduce(cfg->tp, y, NULL, off[n], C);
+  for (int i = 0; i < n; i++)
+    if (m->proj_b[e0 + i] && off[i + 1] > off[i])
+      be->add_bias(dt, zt_at(y, dt, (size_t)off[i] * C), m->proj_b[e0 + i], off[i + 1] - off[i], C);
 }
 
-/* Their backward: dy (the outputs' gradients at the rows) becomes the inputs' gradients; dh is [rows, FFN] scratch
- * (SwiGLU: [rows, 3 FFN], the gradient of the pre-activation after the activation's). */
+/* Their backward: dy (the outputs' gradients at the rows) becomes the inputs' gradients (split experts: summed over
+ * the tensor-parallel group); dh is [rows, FFN] scratch (SwiGLU: [rows, 3 FFN], the gradient of the pre-activation
+ * after the activation's). */
 static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy, const void *x, void *dh,
                              const int32_t *off, int e0, int n) {
   const zt_backend *be = zt_block_be(cfg);
@@ -376,6 +399,7 @@ static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy,
     be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dfc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
                         W);
   }
+  if (zt_tp_on(cfg->tp) && off[n] > 0) zt_tp_reduce(cfg->tp, dy, NULL, off[n], C);
 }
 
 /* Expert parallelism, after the slots are laid out: every member's kept count per expert (one all-gather of E values
@@ -706,9 +730,9 @@ static double einsum_flops(double size, int summed) {
 static void moe_flops_tree(const zt_ffn *self, zt_flops_profiler *p, int parent, int slots, double N,
                            const zt_block_config *cfg) {
   const moe_layer *m = self->state;
-  const int C = cfg->C, F = cfg->FFN * (zt_tp_on(cfg->tp) ? cfg->tp->size : 1), E = m->E, k = m->k;
-  zt_block_config ecfg = *cfg; /* an expert's MLP: all F columns */
-  ecfg.FFN = F;
+  const int C = cfg->C, E = m->E, k = m->k;
+  zt_block_config ecfg = *cfg; /* an expert's MLP: all F columns, or this rank's share with expert tensor parallelism */
+  ecfg.FFN = cfg->FFN * (zt_tp_on(cfg->tp) && !m->mc->expert_tp ? cfg->tp->size : 1);
   const double S = N;
   double cap = m->N == (int)S ? m->cap_group
                               : m->mc->drop_tokens ? zt_moe_capacity((int)S, E, k, m->mc->train_capacity_factor,

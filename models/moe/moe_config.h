@@ -32,6 +32,10 @@ typedef struct {
   /* With ep_size > 1: 1 registers only this member's experts (their global ids in the names), as DeepSpeed holds
    * them; 0 registers every expert (ZeRO-3 partitions them all over the data-parallel group). Set by the engine. */
   int local_experts;
+  /* --enable-expert-tensor-parallelism: with tensor parallelism each expert's MLP (and Residual MoE's dense branch) is
+   * split over the tensor-parallel ranks as the dense MLP is (dense_h_to_4h column-parallel, dense_4h_to_h
+   * row-parallel, its partial outputs summed over the group); 0: every tensor-parallel rank holds whole experts. */
+  int expert_tp;
 } zt_moe_config;
 
 /* Megatron-DeepSpeed's get_num_experts_per_layer: out[l] = experts of layer l of num_layers, from the --num-experts

@@ -8,6 +8,8 @@
 #      its own file as DeepSpeed's _save_moe_checkpoint lays them out;
 #   3. full recompute = without; under mpirun DP=2, ZeRO-2 / ZeRO-3 at DP=2, TP=2 and TP=2 with --sequence-parallel,
 #      PP=2 and PP=4 interleaved with recompute = one process (1e-5), a TP=2 checkpoint resumed in one process;
+#      --enable-expert-tensor-parallelism (with SP, Residual MoE, SwiGLU x EP=2) = one process, the rank's parameters
+#      fewer by half the experts', its checkpoints resumed whole and whole ones resumed split;
 #      expert parallelism: EP=2 and EP=4 (dropping and no dropping), EP x TP with --sequence-parallel, EP x PP, EP with
 #      ZeRO-1/2/3 = one process (1e-5), bf16 to its precision, the all-to-all in the comms log; without ZeRO and
 #      under ZeRO-1/2 each rank holds only its experts (the memory plan shrinks), under ZeRO-3 all; checkpoints
@@ -134,6 +136,50 @@ if command -v mpirun >/dev/null; then
   a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$r1")
   [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "a TP=2 checkpoint at 6 resumed in one process to 12 = the uninterrupted run (1e-5)" \
     || bad "TP=2 checkpoint resumed in one process" "'$a' vs '$b'"
+  # --enable-expert-tensor-parallelism: each expert's MLP split over the tensor-parallel ranks as the dense MLP's
+  etp=(--tensor-model-parallel-size 2 --enable-expert-tensor-parallelism)
+  whole=$(mpirun_n 2 "${moe[@]}" --tensor-model-parallel-size 2) split=$(mpirun_n 2 "${moe[@]}" "${etp[@]}")
+  same "TP=2 with --enable-expert-tensor-parallelism (each expert's FFN split) = one process" "$base" "$split" 1e-5
+  same "TP=2 + --sequence-parallel with --enable-expert-tensor-parallelism = one process" "$base" \
+    "$(mpirun_n 2 "${moe[@]}" "${etp[@]}" --sequence-parallel)" 1e-5
+  res=(--num-experts 2 4 --mlp-type residual)
+  same "Residual MoE (its dense branch split too) at TP=2 with --enable-expert-tensor-parallelism = one process" \
+    "$(run "${res[@]}" --moe-loss-coeff 0.01)" "$(mpirun_n 2 "${res[@]}" --moe-loss-coeff 0.01 "${etp[@]}")" 1e-5
+  same "SwiGLU experts without linear biases: EP=2 x TP=2 + SP, experts split over TP (4 ranks) = one process" \
+    "$(run "${moe[@]}" --swiglu --disable-bias-linear)" "$(mpirun_n 4 "${moe[@]}" --swiglu --disable-bias-linear \
+       --moe-expert-parallel-size 2 "${etp[@]}" --sequence-parallel)" 1e-5
+  np() { grep -oE "model parallel rank \(1, 0\): [0-9]+" <<<"$1" | grep -oE "[0-9]+$"; }
+  # 2 MoE layers x 4 experts, each giving up half of dense_h_to_4h (weight and bias) and of dense_4h_to_h's weight
+  [ -n "$(np "$whole")" ] && [ "$(np "$split")" = $(($(np "$whole") - 8 * (64 * 128 + 128 + 64 * 128))) ] \
+    && ok "--enable-expert-tensor-parallelism: a tensor-parallel rank holds $(np "$split") parameters, not $(np "$whole")" \
+    || bad "the experts' parameters split over TP" "$(np "$whole") -> $(np "$split")"
+  mkdir -p "$tmp/etp" "$tmp/etp1"
+  mpirun_n 2 "${moe[@]}" "${etp[@]}" --save "$tmp/etp" --save-interval 6 --exit-interval 6 >/dev/null
+  run "${moe[@]}" --save "$tmp/etp1" --save-interval 6 --exit-interval 6 >/dev/null
+  a=$(losses "$base" | cut -d' ' -f7-12) b=$(losses "$(run "${moe[@]}" --load "$tmp/etp")")
+  c=$(losses "$(mpirun_n 2 "${moe[@]}" "${etp[@]}" --load "$tmp/etp1")")
+  if [ "$(ls "$tmp"/etp/global_step6/layer_*_expert_*_mp_rank_0[01]_* | wc -l)" -eq 16 ] && [ -n "$b" ] \
+     && close "$a" "$b" 1e-5 && [ -n "$c" ] && close "$a" "$c" 1e-5; then
+    ok "a checkpoint with split experts (16 expert files, a slice each) resumed in one process, and a one-process one \
+resumed with split experts, to 12 = the uninterrupted run"
+  else bad "split-expert checkpoints" "'$a' vs '$b' / '$c'; $(ls "$tmp/etp/global_step6" | tr '\n' ' ')"; fi
+  # with ZeRO-2 and EP=2 over DP=2 x TP=2 (each rank: half of 2 experts' MLPs), saved at 6 and resumed in one process
+  for z in 0 2 3; do
+    printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": %d}}\n' "$z" \
+      >"$tmp/e$z.json"
+  done
+  mkdir -p "$tmp/ez"
+  one=$(run "${moe[@]}" --micro-batch-size 1 --deepspeed --deepspeed_config "$tmp/e0.json")
+  same "ZeRO-3 at DP=2 x TP=2 with split experts (4 ranks) = one process" "$one" \
+    "$(mpirun_n 4 "${moe[@]}" --micro-batch-size 1 "${etp[@]}" --deepspeed --deepspeed_config "$tmp/e3.json")" 1e-5
+  z=$(mpirun_n 4 "${moe[@]}" --micro-batch-size 1 "${etp[@]}" --moe-expert-parallel-size 2 --deepspeed \
+      --deepspeed_config "$tmp/e2.json" --save "$tmp/ez" --save-interval 6)
+  same "ZeRO-2, EP=2 at DP=2 x TP=2 with split experts (4 ranks) = one process" "$one" "$z" 1e-5
+  a=$(losses "$one" | cut -d' ' -f7-12)
+  b=$(losses "$(run "${moe[@]}" --micro-batch-size 1 --deepspeed --deepspeed_config "$tmp/e0.json" --load "$tmp/ez" \
+      --load-tag global_step6)")
+  [ -n "$b" ] && close "$a" "$b" 1e-5 && ok "its checkpoint at 6 (the experts' optimizer state in ZeRO-2 partitions of \
+slices) resumed in one process to 12 = the uninterrupted run" || bad "ZeRO-2 split-expert checkpoint" "'$a' vs '$b'"
   same "PP=2 (the aux losses' sum travels with the hidden state) = one process" "$base" \
     "$(mpirun_n 2 "${moe[@]}" --pipeline-model-parallel-size 2)" 1e-5
   # the interleaved schedule over 4 stages of 2 chunks (8 layers, MoE in every second), recompute
@@ -276,6 +322,11 @@ $(mib "$z2" params) MiB (the experts partitioned over their own group); ZeRO-3 h
       ok "flops profiler with MoE at TP=2${sp:+ $sp}: the MoE layer $(moe_macs "$out") as at TP=1, the model $(macs "$fp1") -> $(macs "$out") per GPU"
     else bad "flops profiler with MoE at TP=2${sp:+ $sp}" "MoE $(moe_macs "$fp1") vs $(moe_macs "$out"); $(macs "$fp1") vs $(macs "$out"); $(grep -m2 -i error <<<"$out")"; fi
   done
+  out=$(mpirun_n 2 "${moe[@]}" "${etp[@]}" --deepspeed --deepspeed_config "$tmp/fp.json")
+  ex() { grep -A1 "4 x ParallelMLP" <<<"$1" | grep -oE "[0-9.]+ [KMG]?MACs" | head -1; }
+  if [ "$(ex "$fp1")" = "2.1 MMACs" ] && [ "$(ex "$out")" = "1.05 MMACs" ] \
+     && close "$(losses "$fp1")" "$(losses "$out")" 1e-5; then ok "flops profiler with split experts at TP=2: each expert $(ex "$fp1") -> $(ex "$out") per GPU"
+  else bad "flops profiler with split experts" "$(ex "$fp1") vs $(ex "$out"); $(grep -m2 -i error <<<"$out")"; fi
 else
   echo "SKIP the data-parallel layouts: mpirun not found"
 fi
