@@ -244,6 +244,12 @@ static const flag k_flags[] = {
   {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1", "Layers per recompute chunk."},
   {"--checkpoint-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
    "Old name of --recompute-num-layers."},
+  {"--distribute-checkpointed-activations", F_TRUE, OFF(distribute_checkpointed_activations), NULL, RECOMP, "False",
+   "With --checkpoint-activations: each tensor-parallel rank keeps 1/TP of every checkpointed layer input, "
+   "all-gathered before the layer's recompute (Megatron's CheckpointFunction; the same results, less memory)."},
+  {"--distribute-saved-activations", F_TRUE, OFF(distribute_saved_activations), NULL, RECOMP, "False",
+   "The same for --recompute-granularity full with a --recompute-method and tensor parallelism (Megatron's "
+   "asserts); off with --sequence-parallel, whose layer inputs are split over the ranks already."},
   {"--deepspeed-activation-checkpointing", F_TRUE, OFF(deepspeed_activation_checkpointing), NULL, RECOMP, "False",
    "With --deepspeed and --checkpoint-activations: DeepSpeed's checkpointing, configured by the five flags below "
    "(they replace the ds_config's activation_checkpointing block, as deepspeed.checkpointing.configure does)."},
@@ -1065,6 +1071,30 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   zt_check(!ac_active || !a->contigious_checkpointing || a->partition_activations, "inconsistent arguments",
            "--contigious-checkpointing needs --partition-activations (DeepSpeed: Contiguous Checkpointing is only "
            "available with partitioned activations)");
+  /* Megatron's CheckpointFunction(distribute_saved_activations): validate_args' asserts, in its order */
+  zt_check(!a->distribute_checkpointed_activations || given(seen, "--checkpoint-activations"), "inconsistent "
+           "arguments", "--distribute-checkpointed-activations: for distribute-checkpointed-activations to work you "
+           "need to enable checkpoint-activations (--checkpoint-activations)");
+  if (a->distribute_saved_activations) {
+    zt_check(a->tensor_model_parallel_size > 1, "inconsistent arguments", "--distribute-saved-activations with "
+             "--tensor-model-parallel-size %d: can distribute recomputed activations only across tensor model "
+             "parallel groups", a->tensor_model_parallel_size);
+    zt_check(given(seen, "--recompute-granularity") && a->recompute_granularity == ZT_RECOMPUTE_FULL,
+             "inconsistent arguments", "--distribute-saved-activations: distributed recompute activations is only "
+             "application to full recompute granularity (--recompute-granularity full)");
+    zt_check(given(seen, "--recompute-method"), "inconsistent arguments", "--distribute-saved-activations: for "
+             "distributed recompute activations to work you need to use a recompute method (--recompute-method)");
+  }
+  const char *dflag = a->distribute_saved_activations ? "--distribute-saved-activations"
+                      : a->distribute_checkpointed_activations ? "--distribute-checkpointed-activations" : NULL;
+  if (dflag && ac_active)
+    zt_log("WARNING: %s has no effect with --deepspeed-activation-checkpointing: DeepSpeed's checkpointing "
+           "(--partition-activations) runs the checkpointed layers instead, as in Megatron-DeepSpeed\n", dflag);
+  else if (dflag && a->pipeline_model_parallel_size > 1)
+    zt_log("WARNING: %s has no effect with --pipeline-model-parallel-size %d: a pipeline stage keeps only its input "
+           "for each micro batch in flight and recomputes its layers from it before the backward (Megatron-"
+           "DeepSpeed's pipeline checkpoints through DeepSpeed's checkpointing, which does not read it either)\n",
+           dflag, a->pipeline_model_parallel_size);
   /* recorded knobs: Megatron-DeepSpeed's own adjustments of what it prints */
   if (a->sequence_parallel || a->deepspeed) a->async_tensor_model_parallel_allreduce = 0;
   /* the training index files (data/gpt_dataset.c): GPT's datasets only */
@@ -2168,6 +2198,8 @@ void zt_args_print(const zt_args *a) {
   BOOL_LINE("checkpoint_in_cpu", a->checkpoint_in_cpu);
   BOOL_LINE("synchronize_each_layer", a->synchronize_each_layer);
   BOOL_LINE("profile_backward", a->profile_backward);
+  BOOL_LINE("distribute_checkpointed_activations", a->distribute_checkpointed_activations);
+  BOOL_LINE("distribute_saved_activations", a->distribute_saved_activations);
   BOOL_LINE("mem_efficient_ln", a->mem_efficient_ln);
   BOOL_LINE("use_flash_attn", a->use_flash_attn_v1 || a->use_flash_attn_v2 || a->use_flash_attn_triton ||
                                   a->use_flash_attn_builder);

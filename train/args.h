@@ -155,6 +155,9 @@ typedef struct {
   int ds_sequence_parallel_fpdt_offloading; /* FPDT's host offload of the attention's chunks (CPU runs: in place) */
   int deepspeed_activation_checkpointing; /* with --deepspeed: the flags below replace the ds_config's block */
   int partition_activations, contigious_checkpointing, checkpoint_in_cpu, synchronize_each_layer, profile_backward;
+  /* Megatron's CheckpointFunction with distribute_saved_activations: each tensor-parallel rank keeps 1/TP of every
+   * checkpointed layer input (the old flag with --checkpoint-activations, the new with --recompute-granularity full) */
+  int distribute_checkpointed_activations, distribute_saved_activations;
   int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */
   int use_flash_attn_v1, use_flash_attn_v2, use_flash_attn_triton, use_flash_attn_builder; /* recorded (exact attention) */
   int mem_efficient_ln;             /* 1; --disable-mem-efficient-ln 0 (recorded) */

@@ -25,10 +25,8 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--data-parallel-random-init"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
-  {"activation-memory variant (distributed saved activations, scattered embeddings, tiled linear)",
-   "--distribute-checkpointed-activations "
-   "--distribute-saved-activations --scattered-embeddings --split-transformers "
-   "--memory-centric-tiled-linear --tile-factor"},
+  {"activation-memory variant (scattered embeddings, tiled linear)",
+   "--scattered-embeddings --split-transformers --memory-centric-tiled-linear --tile-factor"},
   {"=a flag of Megatron-DeepSpeed's evaluation and generation tools, not of training: evaluate_zeroshot takes "
    "--inference (tasks/eval_harness/evaluate.py's command line) and generate_samples --ds-inference "
    "(docs/evaluate.md, docs/generate.md)", "--ds-inference --inference"},

@@ -819,6 +819,16 @@ static void setup_groups(zt_engine *e) {
 static void activation_checkpointing_setup(zt_engine *e, zt_model_setup *s) {
   const zt_ds_config *ds = e->ds;
   const zt_args *a = e->args;
+  /* Megatron's own CheckpointFunction (not DeepSpeed's checkpointing) with distribute_saved_activations: the same
+   * split of the saved layer inputs; Megatron-DeepSpeed turns it off under --sequence-parallel */
+  const char *dflag = a->distribute_saved_activations ? "--distribute-saved-activations"
+                      : a->distribute_checkpointed_activations ? "--distribute-checkpointed-activations" : NULL;
+  if (dflag && !(a->deepspeed && a->deepspeed_activation_checkpointing) && a->pipeline_model_parallel_size == 1) {
+    s->partition_activations = 1;
+    if (a->tensor_model_parallel_size > 1 && !a->sequence_parallel)
+      zt_log("> %s: each tensor-parallel rank keeps 1/%d of every checkpointed layer input\n", dflag,
+             a->tensor_model_parallel_size);
+  }
   if (!ds) return;
   const int any = ds->ac_partition || ds->ac_cpu || ds->ac_contiguous || ds->ac_synchronize || ds->ac_profile ||
                   ds->ac_number_checkpoints >= 0;
@@ -833,7 +843,7 @@ static void activation_checkpointing_setup(zt_engine *e, zt_model_setup *s) {
   zt_check(!ds->ac_partition || a->pipeline_model_parallel_size == 1, "ds_config", "%s: "
            "activation_checkpointing.partition_activations with --pipeline-model-parallel-size %d is not supported yet",
            ds->path, a->pipeline_model_parallel_size);
-  s->partition_activations = ds->ac_partition;
+  s->partition_activations = s->partition_activations || ds->ac_partition;
   char nl[24] = "None";
   if (ds->ac_number_checkpoints >= 0) snprintf(nl, sizeof nl, "%d", ds->ac_number_checkpoints);
   static const char *const tf[2] = {"False", "True"};

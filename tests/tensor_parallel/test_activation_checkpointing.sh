@@ -3,7 +3,8 @@
 # over TP=2 (each rank keeps half of every saved layer input and all-gathers it before the layer's recompute)
 # gives the unpartitioned run's losses bit for bit and a smaller activation plan; DeepSpeed's information
 # lines and profile timer lines (one forward and one backward line per checkpointed layer and micro batch);
-# the configuration errors.
+# Megatron's --distribute-checkpointed-activations / --distribute-saved-activations (the same split without
+# DeepSpeed's checkpointing) likewise; the configuration errors, Megatron's asserts.
 # Usage: test_activation_checkpointing.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -52,15 +53,48 @@ out=$(run 1 prof)
 nf=$(grep -c "\[Rank 0\] time (ms) | forward: [0-9.]*$" <<<"$out") nb=$(grep -c "\[Rank 0\] time (ms) | backward: [0-9.]*$" <<<"$out")
 [ "$nf" = 64 ] && [ "$nb" = 64 ] && ok "profile: 64 forward and 64 backward timer lines" || bad "profile lines" "forward $nf backward $nb"
 
+# Megatron's own CheckpointFunction with distribute_saved_activations (without DeepSpeed's checkpointing): the old
+# flag with --checkpoint-activations, the new one with --recompute-granularity full and a --recompute-method
+noreco=(); for x in "${net[@]}"; do [ "$x" = --checkpoint-activations ] || noreco+=("$x"); done
+meg() { local np="$1"; shift; timeout 300 "${mpi[@]}" -np "$np" "$bin" "${noreco[@]}" "$@" 2>&1; }
+full=(--recompute-granularity full --recompute-method uniform)
+plain=$(meg 2 --tensor-model-parallel-size 2 --checkpoint-activations)
+for f in "--checkpoint-activations --distribute-checkpointed-activations" "${full[*]} --distribute-saved-activations"
+do
+  out=$(meg 2 --tensor-model-parallel-size 2 $f)
+  flag=${f##* }
+  if [ -n "$(field "$plain" "lm loss")" ] && [ "$(field "$plain" "lm loss")" = "$(field "$out" "lm loss")" ] \
+     && [ "$(field "$plain" "grad norm")" = "$(field "$out" "grad norm")" ] \
+     && grep -qF "> $flag: each tensor-parallel rank keeps 1/2 of every checkpointed layer input" <<<"$out" \
+     && awk -v a="$(acts "$plain")" -v b="$(acts "$out")" 'BEGIN { exit !(b > 0 && b < a) }'; then
+    ok "$flag over TP=2 = undistributed, bit for bit; activation plan $(acts "$plain") -> $(acts "$out") MiB"
+  else
+    bad "$flag" "'$(field "$plain" "lm loss")' vs '$(field "$out" "lm loss")'; $(acts "$plain") -> $(acts "$out"); \
+$(grep -m1 error <<<"$out")"
+  fi
+done
+out=$(meg 2 --pipeline-model-parallel-size 2 --checkpoint-activations --distribute-checkpointed-activations)
+grep -qF "WARNING: --distribute-checkpointed-activations has no effect with --pipeline-model-parallel-size 2" <<<"$out" \
+  && [ "$(field "$out" "lm loss" | wc -w)" -eq 4 ] && ok "--distribute-checkpointed-activations at PP=2: a WARNING, trains" \
+  || bad "--distribute-checkpointed-activations at PP=2" "$(grep -m1 -iE 'warning|error' <<<"$out")"
+
 expect() { # name, message, output
   if grep -qF -- "$2" <<<"$3" && ! grep -q "^ iteration " <<<"$3"; then ok "refused: $1"; else bad "refused: $1" "$(grep -m1 error <<<"$3")"; fi
 }
-noreco=(); for x in "${net[@]}"; do [ "$x" = --checkpoint-activations ] || noreco+=("$x"); done
 expect "without recompute" "activation_checkpointing applies to checkpointed (recomputed) layers: add --checkpoint-activations" \
   "$(OMP_NUM_THREADS=1 "$bin" "${noreco[@]}" --deepspeed --deepspeed_config "$tmp/part.json" 2>&1)"
 cfg contig ', "activation_checkpointing": {"contiguous_memory_optimization": true}'
 expect "contiguous without partitioning" "Contiguous Checkpointing is only available with partitioned activations" "$(run 1 contig)"
 cfg few ', "activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": 3}'
 expect "too few number_checkpoints" "contiguous_memory_optimization needs number_checkpoints >= 8 (the checkpointed layers), got 3" "$(run 1 few)"
+expect "--distribute-checkpointed-activations without --checkpoint-activations" "for distribute-checkpointed-activations \
+to work you need to enable checkpoint-activations" "$(meg 1 "${full[@]}" --distribute-checkpointed-activations)"
+expect "--distribute-saved-activations at TP=1" "can distribute recomputed activations only across tensor model parallel \
+groups" "$(meg 1 "${full[@]}" --distribute-saved-activations)"
+expect "--distribute-saved-activations with --checkpoint-activations" "distributed recompute activations is only \
+application to full recompute granularity" "$(meg 2 --tensor-model-parallel-size 2 --checkpoint-activations \
+  --distribute-saved-activations)"
+expect "--distribute-saved-activations without --recompute-method" "you need to use a recompute method" \
+  "$(meg 2 --tensor-model-parallel-size 2 --recompute-granularity full --distribute-saved-activations)"
 echo "activation checkpointing: $pass passed, $fail failed"
 [ $fail -eq 0 ]
