@@ -1087,6 +1087,7 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   }
   const char *dflag = a->distribute_saved_activations ? "--distribute-saved-activations"
                       : a->distribute_checkpointed_activations ? "--distribute-checkpointed-activations" : NULL;
+  a->distribute_activations = 0;
   if (dflag && ac_active)
     zt_log("WARNING: %s has no effect with --deepspeed-activation-checkpointing: DeepSpeed's checkpointing "
            "(--partition-activations) runs the checkpointed layers instead, as in Megatron-DeepSpeed\n", dflag);
@@ -1095,6 +1096,12 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
            "for each micro batch in flight and recomputes its layers from it before the backward (Megatron-"
            "DeepSpeed's pipeline checkpoints through DeepSpeed's checkpointing, which does not read it either)\n",
            dflag, a->pipeline_model_parallel_size);
+  else if (dflag) { /* the stack's partitioned activations (models/transformer/stack.c) */
+    a->distribute_activations = 1;
+    if (a->tensor_model_parallel_size > 1 && !a->sequence_parallel)
+      zt_log("> %s: each tensor-parallel rank keeps 1/%d of every checkpointed layer input\n", dflag,
+             a->tensor_model_parallel_size);
+  }
   /* recorded knobs: Megatron-DeepSpeed's own adjustments of what it prints */
   if (a->sequence_parallel || a->deepspeed) a->async_tensor_model_parallel_allreduce = 0;
   /* the training index files (data/gpt_dataset.c): GPT's datasets only */

@@ -158,6 +158,7 @@ typedef struct {
   /* Megatron's CheckpointFunction with distribute_saved_activations: each tensor-parallel rank keeps 1/TP of every
    * checkpointed layer input (the old flag with --checkpoint-activations, the new with --recompute-granularity full) */
   int distribute_checkpointed_activations, distribute_saved_activations;
+  int distribute_activations;       /* derived: one of them takes effect (no DeepSpeed checkpointing, one stage) */
   int masked_softmax_fusion, bias_gelu_fusion, bias_dropout_fusion, gradient_accumulation_fusion; /* 1; --no-* 0 */
   int use_flash_attn_v1, use_flash_attn_v2, use_flash_attn_triton, use_flash_attn_builder; /* recorded (exact attention) */
   int mem_efficient_ln;             /* 1; --disable-mem-efficient-ln 0 (recorded) */

@@ -819,16 +819,9 @@ static void setup_groups(zt_engine *e) {
 static void activation_checkpointing_setup(zt_engine *e, zt_model_setup *s) {
   const zt_ds_config *ds = e->ds;
   const zt_args *a = e->args;
-  /* Megatron's own CheckpointFunction (not DeepSpeed's checkpointing) with distribute_saved_activations: the same
-   * split of the saved layer inputs; Megatron-DeepSpeed turns it off under --sequence-parallel */
-  const char *dflag = a->distribute_saved_activations ? "--distribute-saved-activations"
-                      : a->distribute_checkpointed_activations ? "--distribute-checkpointed-activations" : NULL;
-  if (dflag && !(a->deepspeed && a->deepspeed_activation_checkpointing) && a->pipeline_model_parallel_size == 1) {
-    s->partition_activations = 1;
-    if (a->tensor_model_parallel_size > 1 && !a->sequence_parallel)
-      zt_log("> %s: each tensor-parallel rank keeps 1/%d of every checkpointed layer input\n", dflag,
-             a->tensor_model_parallel_size);
-  }
+  /* Megatron's own CheckpointFunction with distribute_saved_activations (train/args.c): the same split of the saved
+   * layer inputs (the stack leaves it off under --sequence-parallel, as Megatron-DeepSpeed does) */
+  s->partition_activations = a->distribute_activations;
   if (!ds) return;
   const int any = ds->ac_partition || ds->ac_cpu || ds->ac_contiguous || ds->ac_synchronize || ds->ac_profile ||
                   ds->ac_number_checkpoints >= 0;

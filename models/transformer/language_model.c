@@ -192,8 +192,7 @@ static void check_config(const zt_lm_config *c, int tp) {
   zt_check(!(c->partition_activations && tp > 1) || ((size_t)c->micro_batch * c->seq_length *
            c->hidden_size) % (size_t)tp == 0, "inconsistent arguments", "partition_activations (or --distribute-"
            "checkpointed-activations): a layer input of %d x %d x %d elements does not split over %d tensor-parallel "
-           "ranks", c->micro_batch, c->seq_length,
-           c->hidden_size, tp);
+           "ranks", c->micro_batch, c->seq_length, c->hidden_size, tp);
   const int pp = c->pp_size > 1 ? c->pp_size : 1;
   zt_check(c->dec_layers > 0 || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible "
            "by --pipeline-model-parallel-size %d", c->num_layers, pp);
