@@ -22,8 +22,10 @@ zt_eval_placement zt_eval_place(const zt_args *a) {
     p.c.dp = zt_comm_rank();
     return p;
   }
+  int *ds_stages = zt_args_ds_pipe_stages(a); /* --deepspeed: GPTModelPipe's stages need not divide the layers */
   zt_layout l;
-  zt_layout_init(&l, zt_comm_size(), tp, pp, 1, 1, a->num_layers);
+  zt_layout_init(&l, zt_comm_size(), tp, pp, 1, 1, ds_stages ? 0 : a->num_layers);
+  free(ds_stages);
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   const zt_group_kind kinds[3] = {ZT_GROUP_DATA, ZT_GROUP_TENSOR, ZT_GROUP_PIPELINE};
   for (int k = 0; k < (pp > 1 ? 3 : 2); k++) {
@@ -182,6 +184,8 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                       .forward_only = 1, .zero_partitions = 1, .tp_group = pl.tp, .tp_size = tp, .tp_rank = pl.c.tp,
                       .sequence_parallel = sequence_parallel, .pp_group = pl.pp, .pp_size = pp,
                       .pp_rank = pl.c.pp, .vpp = 1, .pp_buffers = 1};
+  int *ds_stages = zt_args_ds_pipe_stages(args);
+  s.stage_first = ds_stages;
   zt_model_args margs = {.num_layers = args->num_layers, .hidden_size = args->hidden_size,
                                .num_heads = args->num_attention_heads, .ffn_hidden_size = args->ffn_hidden_size,
                                .max_positions = args->max_position_embeddings,
@@ -193,6 +197,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
   zt_args_model_variants(args, &margs);
   zt_log("building GPT model ...\n");
   zt_model *m = zt_gpt_create(&margs, &s);
+  free(ds_stages); /* read at build only */
   zt_ckpt_load_weights(m, args, pl.c.tp, tp, pl.c.pp, pp, pl.c.dp, dp); /* resharded to this layout */
   return m;
 }

@@ -154,6 +154,10 @@ typedef struct {
   const zt_group *pp_group;
   int pp_size, pp_rank, vpp, pp_buffers;
   int pp_split;                /* an encoder-decoder: its first decoder stage (--pipeline-model-parallel-split-rank) */
+  /* the stages' layers when they are not num_layers / pp each (one chunk a stage, no encoder-decoder): stage s
+   * holds layers [stage_first[s], stage_first[s + 1]) (DeepSpeed's partition of GPTModelPipe,
+   * zt_layout_ds_partition); NULL: the even split */
+  const int *stage_first;
   const zt_group *usp_group;   /* DeepSpeed-Ulysses (--ds-sequence-parallel-size): models/transformer/ulysses.h */
   int usp_size, usp_rank;
   int fpdt_chunk;              /* DeepSpeed FPDT's chunk (--ds-sequence-parallel-fpdt-chunk-size), 0: off */

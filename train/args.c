@@ -19,6 +19,7 @@
 #include "runtime/comm/comm.h"
 #include "runtime/ops/ops.h"
 #include "runtime/optim/lr_schedule.h"
+#include "runtime/parallel/parallel_state.h"
 #include "train/args_table.h"
 #include "train/rampup.h"
 
@@ -267,7 +268,8 @@ static const flag k_flags[] = {
   {"--sequence-parallel", F_TRUE, OFF(sequence_parallel), NULL, PAR, "False",
    "Megatron's sequence parallelism: layernorm/dropout regions split over the sequence (off with TP 1)."},
   {"--pipeline-model-parallel-size", F_INT, OFF(pipeline_model_parallel_size), NULL, PAR, "1",
-   "Pipeline-parallel degree (layers split evenly over the stages, Megatron's 1F1B schedule)."},
+   "Pipeline-parallel degree (layers split evenly over the stages, Megatron's 1F1B schedule; pretrain_gpt with "
+   "--deepspeed: as DeepSpeed partitions GPTModelPipe, which need not divide them)."},
   {"--pipeline-model-parallel-split-rank", F_INT, OFF(pipeline_model_parallel_split_rank), NULL, PAR, "None",
    "pretrain_t5 with pipeline stages: the first decoder stage (stages before it hold the encoder)."},
   {"--num-layers-per-virtual-pipeline-stage", F_INT, OFF(num_layers_per_virtual_pipeline_stage), NULL, PAR, "None",
@@ -281,6 +283,13 @@ static const flag k_flags[] = {
    "block train on a random subset of each sample's tokens (docs/data_efficiency.md); both must be given."},
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
+  {"--enable-zbh1-pipeline", F_TRUE, OFF(enable_zbh1_pipeline), NULL, PAR, "False",
+   "The zero-bubble H1 pipeline schedule (needs --deepspeed): the stages after the first split a micro batch's "
+   "backward into B (input gradients, sent upstream at once) and W (the linear layers' weight gradients, run later) "
+   "to fill the pipeline's bubble; without --enable-zbh1-exact-semantics the first micro batches' W run last, so "
+   "their weight gradients add up in another order (docs/parallelism.md)."},
+  {"--enable-zbh1-exact-semantics", F_TRUE, OFF(enable_zbh1_exact_semantics), NULL, PAR, "False",
+   "With --enable-zbh1-pipeline: every W in micro-batch order, so training is bit for bit the 1F1B schedule's."},
   {"--ds-sequence-parallel-size", F_INT, OFF(ds_sequence_parallel_size), NULL, PAR, "1",
    "DeepSpeed-Ulysses sequence parallelism: each of this many consecutive ranks holds 1/size of every sequence and "
    "the attention all-to-alls its heads (GPT, without tensor or pipeline parallelism; docs/parallelism.md)."},
@@ -1057,6 +1066,22 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
            "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
            "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
+  /* the zero-bubble schedule: Megatron-DeepSpeed's validate_args asserts, as refusals */
+  zt_check(!a->enable_zbh1_exact_semantics || a->enable_zbh1_pipeline, "inconsistent arguments",
+           "--enable-zbh1-exact-semantics without --enable-zbh1-pipeline: exact semantics require the ZB-H1 pipeline "
+           "enabled (as Megatron-DeepSpeed asserts)");
+  if (a->enable_zbh1_pipeline) {
+    zt_check(a->deepspeed, "inconsistent arguments", "--enable-zbh1-pipeline without --deepspeed: the zero-bubble "
+             "H1 schedule replaces DeepSpeed's pipeline schedule (Megatron-DeepSpeed asserts \"Use DeepSpeed to use "
+             "zero-bubble H1 pipeline\")");
+    zt_check(!given(seen, "--sequence-parallel"), "unsupported argument", "--enable-zbh1-pipeline with "
+             "--sequence-parallel: Megatron-DeepSpeed asserts \"Sequence Parallel not tested\" for the zero-bubble "
+             "schedule; drop one of them");
+    zt_check(!given(seen, "--num-layers-per-virtual-pipeline-stage"), "unsupported argument",
+             "--enable-zbh1-pipeline with --num-layers-per-virtual-pipeline-stage %d: the zero-bubble H1 schedule "
+             "replaces DeepSpeed's pipeline schedule, which has no interleaving; drop one of them",
+             a->num_layers_per_virtual_pipeline_stage);
+  }
   /* DeepSpeed activation checkpointing: the flags replace the ds_config's block (train/ds_config.c) */
   static const char *const ac_flags[] = {"--partition-activations", "--contigious-checkpointing",
                                          "--checkpoint-in-cpu", "--synchronize-each-layer", "--profile-backward"};
@@ -1317,6 +1342,19 @@ static void encoder_decoder_flags(zt_args *a, const unsigned char *seen) {
   if (!given(seen, "--decoder-num-layers")) a->decoder_num_layers = a->num_layers;
 }
 
+int *zt_args_ds_pipe_stages(const zt_args *a) {
+  const int pp = a->pipeline_model_parallel_size;
+  if (pp <= 1 || !a->deepspeed || strcmp(zt_args_model, "gpt") != 0 || a->num_layers_per_virtual_pipeline_stage > 0)
+    return NULL;
+  int *first = zt_malloc(sizeof(int) * (size_t)(pp + 1), "pipeline stages");
+  zt_layout_ds_partition(a->num_layers, pp, 2, zt_moe_on(&a->moe) + 2 + (a->fp16 || a->bf16), first);
+  for (int s = 0; s < pp; s++)
+    zt_check(first[s + 1] > first[s], "inconsistent arguments", "--num-layers %d over --pipeline-model-parallel-size "
+             "%d: DeepSpeed's partition of GPTModelPipe's layers (type:transformer) leaves stage %d without a "
+             "transformer layer; use at least as many layers as stages", a->num_layers, pp, s);
+  return first;
+}
+
 static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   encoder_decoder_flags(a, seen);
   static const char *const required[] = {"--hidden-size", "--num-attention-heads", "--max-position-embeddings",
@@ -1567,8 +1605,16 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
     zt_check(split < 0, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d needs "
              "--pipeline-model-parallel-size > 1 (one stage holds the whole encoder and decoder)", split);
   }
-  zt_check(pp == 1 || t5 || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible by "
-           "--pipeline-model-parallel-size %d", a->num_layers, pp);
+  /* pretrain_gpt under --deepspeed builds GPTModelPipe, whose stages DeepSpeed cuts by transformer layers: they need
+   * not divide (train/engine.c ds_pipe_partition), but every stage needs one; Megatron's own pipeline model (without
+   * --deepspeed, or interleaved) asserts that they divide */
+  int *ds_stages = zt_args_ds_pipe_stages(a);
+  const int ds_pipe = ds_stages != NULL;
+  free(ds_stages);
+  zt_check(pp == 1 || t5 || ds_pipe || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not "
+           "divisible by --pipeline-model-parallel-size %d%s", a->num_layers, pp, strcmp(zt_args_model, "gpt") == 0 &&
+           !a->deepspeed ? " (with --deepspeed, pretrain_gpt's stages are DeepSpeed's, which need not divide them)"
+           : "");
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   const int usp = a->ds_sequence_parallel_size;
@@ -2194,6 +2240,8 @@ void zt_args_print(const zt_args *a) {
   else STR_LINE("zero_stage", "1.0");
   BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
+  BOOL_LINE("enable_zbh1_pipeline", a->enable_zbh1_pipeline);
+  BOOL_LINE("enable_zbh1_exact_semantics", a->enable_zbh1_exact_semantics);
   INT_LINE("ds_sequence_parallel_size", a->ds_sequence_parallel_size);
   BOOL_LINE("force_ds_sequence_parallel", a->force_ds_sequence_parallel);
   BOOL_LINE("ds_sequence_parallel_fpdt", a->ds_sequence_parallel_fpdt);

@@ -148,6 +148,8 @@ typedef struct {
   int data_efficiency_curriculum_learning; /* --data-efficiency-curriculum-learning: the data sampler (train/data_sampler.h) */
   int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
+  int enable_zbh1_pipeline;         /* the zero-bubble H1 schedule (train/schedule.c, runtime/ops/wgrad_store.h) */
+  int enable_zbh1_exact_semantics;  /* ZB-H1 with every weight pass in micro-batch order (bitwise 1F1B) */
   int ds_sequence_parallel_size;    /* DeepSpeed-Ulysses sequence parallelism over this many ranks (1: off) */
   int force_ds_sequence_parallel;   /* Megatron-DeepSpeed's distributed attention at size 1: recorded (no effect) */
   int ds_sequence_parallel_fpdt;    /* DeepSpeed FPDT: Ulysses in chunks (models/transformer/ulysses.h) */
@@ -247,6 +249,13 @@ typedef struct {
 /* The model family of the program parsing the flags ("gpt" by default, "bert" for pretrain_bert; set before
  * zt_args_parse): BERT's default tokenizer is BertWordPieceLowerCase, and its data flags are refused elsewhere. */
 extern const char *zt_args_model;
+/* GPTModelPipe's stages: under --deepspeed, with pipeline stages and no interleaved schedule, pretrain_gpt (and the
+ * evaluation programs) build Megatron-DeepSpeed's GPTModelPipe, whose layers DeepSpeed partitions by type:transformer
+ * (zt_layout_ds_partition: 2 items before the layers, the MoE loss with MoE layers, the final norm, the output layer
+ * and float16_to_fp32 with --fp16/--bf16 after them), so they need not divide over the stages. A malloc'ed [pp + 1]
+ * (stage s holds layers [first[s], first[s + 1])), or NULL where Megatron's even split applies; refuses a partition
+ * that leaves a stage without a layer. */
+int *zt_args_ds_pipe_stages(const zt_args *a);
 
 /* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
  * derives values for a world of `world_size` processes. Any error (unknown flag, with the closest

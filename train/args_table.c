@@ -18,8 +18,7 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"pipeline-variant (standalone embedding stage, zero-bubble schedule)",
-   "--standalone-embedding-stage --enable-zbh1-pipeline --enable-zbh1-exact-semantics"},
+  {"pipeline-variant (standalone embedding stage)", "--standalone-embedding-stage"},
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
    "--data-parallel-random-init"},

@@ -13,6 +13,7 @@
 #include "runtime/comm/comm.h"
 #include "runtime/comm/comms_logger.h"
 #include "runtime/ops/cuda/cuda_device.h"
+#include "runtime/ops/wgrad_store.h"
 #include "runtime/parallel/parallel_state.h"
 #include "runtime/profile/monitor.h"
 #include "runtime/profile/throughput.h"
@@ -698,6 +699,34 @@ static void init_weights(zt_engine *e) {
          kinds[e->st.scaler.kind]);
 }
 
+/* DeepSpeed's print of the partition (PipelineModule._partition_layers, global rank 0) under --deepspeed with pipeline
+ * stages, before the model is built: each stage's items with their index, then the loss function. */
+static void ds_pipe_partition_log(const zt_engine *e) {
+  const zt_args *a = e->args;
+  if (!e->stage_first || zt_comm_rank() != 0) return;
+  const int pp = e->st.pp_size, L = a->num_layers, moe = zt_moe_on(&a->moe), half = a->fp16 || a->bf16;
+  const int gpu = !e->be->host_visible;
+  const char *norm = a->normalization == 1 ? (gpu ? "MixedFusedRMSNorm" : "RMSNorm")
+                     : gpu ? "MixedFusedLayerNorm" : "LayerNorm";
+  const char *tail[4];
+  int nt = 0;
+  if (moe) tail[nt++] = "_calculate_moe_loss";
+  tail[nt++] = norm;
+  tail[nt++] = a->untie_embeddings_and_output_weights ? "LMHeadPipe" : "EmbeddingPipe";
+  if (half) tail[nt++] = "float16_to_fp32";
+  zt_ds_logger_info("module.py:_partition_layers", "Partitioning pipeline stages with method type:transformer");
+  const int n = 2 + L + nt;
+  for (int s = 0; s < pp; s++) { /* items [lo, hi): stage 0 from the front, the last to the end */
+    const int lo = s == 0 ? 0 : 2 + e->stage_first[s], hi = s == pp - 1 ? n : 2 + e->stage_first[s + 1];
+    printf("stage=%d layers=%d\n", s, hi - lo);
+    for (int i = lo; i < hi; i++)
+      printf("    %2d: %s\n", i, i == 0 ? "_to_float16" : i == 1 ? "EmbeddingPipe" : i < 2 + L
+             ? "ParallelTransformerLayerPipe" : tail[i - 2 - L]);
+  }
+  printf("  loss: loss_func\n");
+  fflush(stdout);
+}
+
 /* Megatron's process groups (runtime/parallel): with tensor parallelism every rank creates the data groups then
  * the tensor groups, all of them in Megatron's order, and keeps its own; without it the data group is the world. */
 static void setup_groups(zt_engine *e) {
@@ -760,10 +789,11 @@ static void setup_groups(zt_engine *e) {
     return;
   }
   if (a->tensor_model_parallel_size == 1 && st->pp_size == 1 && ep == 1) return;
-  zt_layout l;
-  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep,
-                 a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1,
-                 e->kind->encoder_decoder ? 0 : a->num_layers); /* T5's layers split at the split rank */
+  const int vpp = a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1;
+  if (e->kind->ds_pipe) e->stage_first = zt_args_ds_pipe_stages(a); /* GPTModelPipe's stages, or NULL */
+  zt_layout l; /* T5's layers split at the split rank; GPTModelPipe's as DeepSpeed partitions them */
+  zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep, vpp,
+                 e->kind->encoder_decoder || e->stage_first ? 0 : a->num_layers);
   l.ep_data_first = e->ds && e->ds->use_data_before_expert_parallelism; /* DeepSpeed's D + E expert groups */
   int *members = zt_malloc((size_t)l.world * sizeof(int), "process groups");
   /* the model-parallel groups (none with one tensor and one pipeline rank: the data group is the world), then
@@ -1226,8 +1256,11 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   e->be = choose_backend(e);
   cpu_optimizer_check(e);
   const int gpu = !e->be->host_visible;
+  /* the zero-bubble schedule's weight passes: the model runs on the store's copy of the backend */
+  if (a->enable_zbh1_pipeline && st->pp_size > 1) e->wgrad = zt_wgrad_store_create(e->be);
   zt_model_setup s = {
-      .backend = e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32, .micro_batch = a->micro_batch_size,
+      .backend = e->wgrad ? zt_wgrad_store_backend(e->wgrad) : e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32,
+      .micro_batch = a->micro_batch_size,
       .seq_length = a->seq_length, .recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL,
       .recompute_core_attention = a->recompute_granularity == ZT_RECOMPUTE_SELECTIVE,
       .master_weights = st->half_dtype != ZT_DTYPE_FP32,
@@ -1235,13 +1268,15 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .optim_offloaded = ds && !strcmp(ds->offload_optimizer_device, "nvme"), .tp_group = e->tp_group,
       .tp_size = a->tensor_model_parallel_size, .tp_rank = st->tp_rank, .sequence_parallel = a->sequence_parallel,
       .pp_group = e->pp_group, .pp_size = st->pp_size, .pp_rank = st->pp_rank, .vpp = e->vpp,
-      .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank, .usp_group = e->usp_group,
+      .pp_buffers = e->pp_buffers, .pp_split = a->pipeline_model_parallel_split_rank, .stage_first = e->stage_first,
+      .usp_group = e->usp_group,
       .usp_size = st->usp_size, .usp_rank = st->usp_rank,
       .fpdt_chunk = a->ds_sequence_parallel_fpdt ? a->ds_sequence_parallel_fpdt_chunk_size : 0};
   activation_checkpointing_setup(e, &s);
   e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
                          .name = a->mos ? "mos loss" : "kd loss"};
   zt_log("building %s model ...\n", kind->name);
+  ds_pipe_partition_log(e);
   sparse_setup(e);
   const zt_model_args margs = model_args(e);
   e->model = st->model = kind->build_model(&margs, &s);
@@ -1358,6 +1393,8 @@ void zt_engine_free(zt_engine *e) {
   if (st->zero_x.dp) zt_zero_free(&st->zero_x);
   zt_optimizer_free(&st->opt);
   zt_model_free(e->model);
+  zt_wgrad_store_destroy(e->wgrad);
+  e->wgrad = NULL;
   if (e->teacher) zt_model_free(e->teacher);
   e->teacher = NULL;
   e->model = st->model = NULL;
@@ -1368,6 +1405,8 @@ void zt_engine_free(zt_engine *e) {
   free(e->sampler_msg);
   for (int k = 0; k < 3; k++) zt_pretraining_sampler_free(&e->psampler[k]);
   free(e->pipe_steps);
+  free(e->stage_first);
+  e->stage_first = NULL;
   zt_data_free(e->data);
   zt_monitor_close(e->monitor);
   zt_tb_log_close(e->tb);

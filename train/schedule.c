@@ -7,6 +7,9 @@
  * their gradients go to the neighbouring stages with blocking point-to-point messages, paired (sendrecv) where
  * Megatron pairs them.
  *
+ * DeepSpeed's zero-bubble H1 schedule (--enable-zbh1-pipeline): 1F1B with the backwards of the stages after the first
+ * split into B and W passes (below).
+ *
  * The interleaved schedule (forward_backward_pipelining_with_interleaving): each stage holds vpp chunks, and the
  * output of the last stage's chunk c feeds chunk c+1 of the first stage, so the chunks form a pipeline of P vpp
  * virtual stages with 1/vpp of the work each. The stage runs the steps of runtime/parallel/pipeline_schedule (at
@@ -23,11 +26,14 @@
 #include "train/schedule.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/ops/wgrad_store.h"
+#include "runtime/parallel/pipeline_schedule.h"
 
 typedef struct {
   zt_engine *e;
@@ -190,7 +196,7 @@ static void stage_sendrecv(const zt_engine *e, const zt_stage_tensor *out, int d
     zt_sendrecv(e->pp_group, out[i].dt, out[i].buf, out[i].n, dst, in[i].buf, in[i].n, src);
 }
 
-/* ---- 1F1B ---------------------------------------------------------------------------------------------- */
+/* ---- 1F1B and zero-bubble H1 ---------------------------------------------------------------------------- */
 
 static void pipe_forward(pipe_state *st, int mb) {
   zt_model *m = st->e->model;
@@ -207,32 +213,76 @@ static void pipe_backward(pipe_state *st, int mb) {
   pipe_run_backward(st);
 }
 
+/* DeepSpeed's ZeroBubbleH1Pipeline as Megatron-DeepSpeed installs it (--enable-zbh1-pipeline): the computations of
+ * runtime/parallel/pipeline_schedule's zt_pipe_zbh1, 1F1B's forwards and backwards with the backwards of the stages
+ * after the first split where it says so into B (the input and bias gradients, which the previous stage waits for)
+ * and W (the linear layers' weight gradients, runtime/ops/wgrad_store.h). The exchanges are 1F1B's. A steady step's
+ * W runs before the step's exchange, while the previous stage computes the forward that the exchange waits for; the
+ * last steady step's and the cool-down's after their gradient has left (tests/parallel/test_zbh1_schedule.py
+ * simulates this placement: it reaches the zero-bubble paper's bound at unit costs). The Ws run first in, first
+ * out: with exact semantics each weight's gradient adds its micro batches in 1F1B's order (bit for bit 1F1B's
+ * step); without, the first s micro batches' weight gradients on stage s come after the others'. */
+static void zb_backward(pipe_state *st, int mb, int split) {
+  zt_wgrad_store *w = st->e->wgrad;
+  if (!split) {
+    pipe_backward(st, mb);
+    return;
+  }
+  zt_wgrad_store_defer(w, 1);
+  pipe_backward(st, mb);
+  zt_wgrad_store_flush(w);
+  zt_wgrad_store_defer(w, 0);
+}
+
+static void zb_weight(pipe_state *st) {
+  zt_engine *e = st->e;
+  const double t0 = zt_now();
+  zt_wgrad_store_pop(e->wgrad);
+  st->overflow |= zt_engine_half_grads_after_backward(e);
+  zt_engine_trace_span(e, "weight pass", t0);
+}
+
+/* 1F1B (ops "F" x warm-up, "FB" x steady, "B" x warm-up) or ZB-H1 (zt_pipe_zbh1), with 1F1B's exchanges: the
+ * warm-up forwards receive and send alone, a steady forward sends its output while receiving the output gradient
+ * of the step's backward, which sends its input gradient while receiving the next forward's input (the last one
+ * sends alone), and the cool-down backwards receive and send alone. */
 static void train_1f1b(pipe_state *st) {
   zt_engine *e = st->e;
   zt_model *m = e->model;
   const int s = e->st.pp_rank, P = e->st.pp_size, first = s == 0, last = s == P - 1, nmb = st->nmb;
   const zt_stage_tensor *in = m->stage_in, *out = m->stage_out, *grad = m->stage_grad;
-  const int warmup = P - s - 1 < nmb ? P - s - 1 : nmb, remaining = nmb - warmup;
+  const int warmup = P - s - 1 < nmb ? P - s - 1 : nmb, steady = nmb - warmup;
+  char *ops = zt_malloc((size_t)3 * nmb + 1, "pipeline schedule");
+  if (e->wgrad) zt_pipe_zbh1(P, s, nmb, e->args->enable_zbh1_exact_semantics, ops);
+  else zt_pipe_1f1b(P, s, nmb, ops);
   int fwd = 0, bwd = 0;
-  for (int i = 0; i < warmup; i++) {
-    if (!first) stage_p2p(e, in, s - 1, 0);
-    pipe_forward(st, fwd++);
-    if (!last) stage_p2p(e, out, s + 1, 1);
+  for (const char *op = ops; *op; op++) {
+    if (*op == 'W') {
+      zb_weight(st);
+    } else if (*op == 'F' && fwd < warmup) { /* the exchanges of 1F1B's phases */
+      if (!first) stage_p2p(e, in, s - 1, 0);
+      pipe_forward(st, fwd++);
+      if (!last) stage_p2p(e, out, s + 1, 1);
+    } else if (*op == 'F') {
+      if (fwd == warmup && !first) stage_p2p(e, in, s - 1, 0);
+      pipe_forward(st, fwd++);
+      if (!last) stage_sendrecv(e, out, s + 1, grad, s + 1); /* send forward, receive backward */
+    } else if (bwd < steady) {
+      zb_backward(st, bwd++, *op == 'b');
+      if (op[1] == 'W' && bwd < steady) { /* before the exchange, which waits for the previous stage's forward */
+        zb_weight(st);
+        op++;
+      }
+      if (first) continue;
+      if (bwd == steady) stage_p2p(e, grad, s - 1, 1);
+      else stage_sendrecv(e, grad, s - 1, in, s - 1); /* send backward, receive forward */
+    } else {
+      if (!last) stage_p2p(e, grad, s + 1, 0);
+      zb_backward(st, bwd++, *op == 'b');
+      if (!first) stage_p2p(e, grad, s - 1, 1);
+    }
   }
-  if (remaining > 0 && !first) stage_p2p(e, in, s - 1, 0);
-  for (int i = 0; i < remaining; i++) {
-    pipe_forward(st, fwd++);
-    if (!last) stage_sendrecv(e, out, s + 1, grad, s + 1); /* send forward, receive backward */
-    pipe_backward(st, bwd++);
-    if (first) continue;
-    if (i == remaining - 1) stage_p2p(e, grad, s - 1, 1);
-    else stage_sendrecv(e, grad, s - 1, in, s - 1); /* send backward, receive forward */
-  }
-  for (int i = 0; i < warmup; i++) {
-    if (!last) stage_p2p(e, grad, s + 1, 0);
-    pipe_backward(st, bwd++);
-    if (!first) stage_p2p(e, grad, s - 1, 1);
-  }
+  free(ops);
 }
 
 /* ---- interleaved --------------------------------------------------------------------------------------- */
@@ -299,6 +349,12 @@ void zt_schedule_setup(zt_engine *e) {
   e->vpp = e->interleaved ? a->virtual_pipeline_model_parallel_size : 1;
   if (!e->interleaved) { /* 1F1B: middle stages stash the inputs of their micro batches in flight */
     e->pp_buffers = P > 1 && s > 0 && s < P - 1 ? P : 0;
+    if (a->enable_zbh1_pipeline && P == 1)
+      zt_log("> --enable-zbh1-pipeline: no effect without pipeline stages (--pipeline-model-parallel-size 1)\n");
+    else if (a->enable_zbh1_pipeline)
+      zt_log("> zero-bubble H1 pipeline schedule%s: stages 1 to %d split their backwards into B and W passes (stage s "
+             "holds the W passes of up to s + 1 micro batches)\n", a->enable_zbh1_exact_semantics ?
+             " with exact semantics (weight gradients in 1F1B's order)" : "", P - 1);
     return;
   }
   zt_check(nmb % P == 0, "inconsistent arguments", "number of microbatches (%d) is not divisible by "
@@ -360,6 +416,13 @@ void zt_schedule_train(zt_engine *e, int nmb, int profiling, zt_loss_sums *sum, 
   }
   if (e->interleaved) train_interleaved(&st);
   else train_1f1b(&st);
+  if (e->wgrad && !e->wgrad_said && e->st.pp_rank > 0 && e->st.tp_rank == 0 && e->st.dp_rank == 0) {
+    printf("> zero-bubble H1 pipeline, stage %d: at most %d micro batches' weight passes waited at once, their "
+           "copies of the linear layers' inputs and output gradients %.2f MiB\n", e->st.pp_rank,
+           zt_wgrad_store_peak_pending(e->wgrad), (double)zt_wgrad_store_peak_bytes(e->wgrad) / (1 << 20));
+    fflush(stdout);
+  }
+  e->wgrad_said = e->wgrad != NULL;
   e->t_bwd_inner += zt_now() - t0;
   *overflow = st.overflow;
   zt_schedule_from_last(e, sum);

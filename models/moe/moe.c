@@ -20,6 +20,7 @@
 #include "models/moe/moe.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/ops/wgrad_store.h"
 
 typedef struct {
   const zt_moe_config *mc;
@@ -387,8 +388,8 @@ static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy,
     const int e = e0 + i, o = off[i], rows = off[i + 1] - o;
     if (rows == 0) continue;
     void *d = zt_at(dy, dt, (size_t)o * C), *fc = zt_at(m->fc, dt, (size_t)o * W);
-    be->matmul_backward(dt, dh, m->dproj_w[e], m->dproj_b[e], d, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
-                        NULL, rows, FFN, C);
+    zt_linear_backward(be, dt, dh, m->dproj_w[e], m->dproj_b[e], d, zt_at(m->gelu, dt, (size_t)o * FFN), m->proj_w[e],
+                           NULL, rows, FFN, C);
     void *dfc = dh, *pre = NULL;
     if (cfg->swiglu) {
       dfc = zt_at(dh, dt, (size_t)rows * FFN);
@@ -396,8 +397,8 @@ static void experts_backward(moe_layer *m, const zt_block_config *cfg, void *dy,
     } else {
       pre = zt_ffn_act_backward(be, dt, cfg->act, dh, fc, (size_t)rows * FFN);
     }
-    be->matmul_backward(dt, d, m->dfc_w[e], m->dfc_b[e], dfc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
-                        W);
+    zt_linear_backward(be, dt, d, m->dfc_w[e], m->dfc_b[e], dfc, zt_at(x, dt, (size_t)o * C), m->fc_w[e], pre, rows, C,
+                           W);
   }
   if (zt_tp_on(cfg->tp) && off[n] > 0) zt_tp_reduce(cfg->tp, dy, NULL, off[n], C);
 }

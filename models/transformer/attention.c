@@ -8,6 +8,7 @@
 #include "models/transformer/transformer.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/ops/wgrad_store.h"
 
 static void add_linear(zt_param_table *t, const char *prefix, const char *name, const char *lin,
                        int64_t out, int64_t in, float std, int split_dim, int bias) {
@@ -253,11 +254,11 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   const zt_tp *tp = cfg->tp;
   const int N = zt_tp_local_rows(tp, NF);
   if (!zt_tp_on(tp)) {
-    be->matmul_backward(dt, dctx, g->proj_w, g->proj_b, (void *)dout, a->ctx, p->proj_w, NULL, NF, C, C);
+    zt_linear_backward(be, dt, dctx, g->proj_w, g->proj_b, (void *)dout, a->ctx, p->proj_w, NULL, NF, C, C);
   } else { /* row-parallel: the bias grad from this rank's rows; the GEMMs over the whole sequence */
     if (g->proj_b) be->bias_grad(dt, g->proj_b, dout, N, C);
     const void *dfull = zt_tp_gather(tp, dout, N, C);
-    be->matmul_backward(dt, dctx, g->proj_w, NULL, (void *)dfull, a->ctx, p->proj_w, NULL, NF, A, C);
+    zt_linear_backward(be, dt, dctx, g->proj_w, NULL, (void *)dfull, a->ctx, p->proj_w, NULL, NF, A, C);
   }
   const void *q, *k, *v, *dq_, *dk_, *dv_;
   if (a->qkv_heads) { /* Ulysses: d(context) of this rank's heads over the sequence; d(q, k, v) back to its tokens */
@@ -290,7 +291,7 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
   const void *xin = zt_tp_gather(tp, x, N, C);
   void *dxp = zt_tp_partial_buffer(tp, dx);
   if (usp_grouped(cfg, p->kind)) { /* a->grouped holds the groups' gradients of this rank's tokens already */
-    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, a->grouped, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
+    zt_linear_backward(be, dt, dxp, g->qkv_w, g->qkv_b, a->grouped, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
   } else if (p->kind == ZT_ATTN_SELF) {
     if (!a->qkv_heads) rope_heads(dqkv, cfg, pass->B, pass->T, cfg->NH, 0, 1); /* Ulysses: turned back above */
     void *dproj = dqkv;
@@ -298,12 +299,12 @@ void zt_attn_backward(const zt_attn_params *p, const zt_attn_params *g, zt_attn_
       be->gqa_pack(dt, dqkv, a->grouped, NF, cfg->KV, cfg->NH / cfg->KV, cfg->HD, 1);
       dproj = a->grouped;
     }
-    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dproj, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
+    zt_linear_backward(be, dt, dxp, g->qkv_w, g->qkv_b, dproj, xin, p->qkv_w, NULL, NF, C, qkv_width(cfg));
   } else {
-    be->matmul_backward(dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, A);
+    zt_linear_backward(be, dt, dxp, g->qkv_w, g->qkv_b, dqkv, xin, p->qkv_w, NULL, NF, C, A);
     /* the encoder output is whole on every rank: with tensor parallelism its gradient is this rank's heads' part,
      * which the encoder output's owner sums over the ranks once for all layers (zt_cross_input.grad) */
-    be->matmul_backward(dt, dmem, g->kv_w, g->kv_b, dkv, mem, p->kv_w, NULL, pass->B * Tk, C, 2 * A);
+    zt_linear_backward(be, dt, dmem, g->kv_w, g->kv_b, dkv, mem, p->kv_w, NULL, pass->B * Tk, C, 2 * A);
   }
   zt_tp_reduce(tp, dx, NULL, N, C);
 }

@@ -11,6 +11,7 @@
 #include "models/transformer/kd.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/ops/wgrad_store.h"
 #include "runtime/parallel/parallel_state.h"
 
 /* ZeRO-3 fetch units: the embedding (first stage), the layers, the head (last stage); an encoder-decoder's encoder
@@ -194,8 +195,12 @@ static void check_config(const zt_lm_config *c, int tp) {
            "checkpointed-activations): a layer input of %d x %d x %d elements does not split over %d tensor-parallel "
            "ranks", c->micro_batch, c->seq_length, c->hidden_size, tp);
   const int pp = c->pp_size > 1 ? c->pp_size : 1;
-  zt_check(c->dec_layers > 0 || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not divisible "
-           "by --pipeline-model-parallel-size %d", c->num_layers, pp);
+  zt_check(c->dec_layers > 0 || c->stage_first || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d "
+           "is not divisible by --pipeline-model-parallel-size %d", c->num_layers, pp);
+  for (int s = 0; c->stage_first && s < pp; s++) /* DeepSpeed's partition (the arguments refuse an empty stage) */
+    zt_check(c->stage_first[0] == 0 && c->stage_first[pp] == c->num_layers && c->stage_first[s + 1] > c->stage_first[s],
+             "internal error", "model: stage %d of %d holds layers [%d, %d) of %d", s, pp, c->stage_first[s],
+             c->stage_first[s + 1], c->num_layers);
   zt_check(pp == 1 || c->pp_group != NULL, "internal error", "model: pipeline size %d without a group", pp);
   if (c->usp_size > 1) { /* the arguments refuse what DeepSpeed-Ulysses does not run with; these are the model's own */
     zt_check(c->usp_group && tp == 1 && pp == 1 && c->dec_layers <= 0 && !c->sparse_attention &&
@@ -255,7 +260,7 @@ zt_lm_config zt_lm_config_from(const zt_model_args *a, const zt_model_setup *s) 
       .tp_group = s->tp_group, .tp_size = s->tp_size, .tp_rank = s->tp_rank, .sequence_parallel = s->sequence_parallel,
       .pp_size = s->pp_size, .pp_rank = s->pp_rank, .vpp = s->vpp, .pp_buffers = s->pp_buffers,
       .pp_group = s->pp_group, .usp_group = s->usp_group, .usp_size = s->usp_size, .usp_rank = s->usp_rank,
-      .fpdt_chunk = s->fpdt_chunk,
+      .fpdt_chunk = s->fpdt_chunk, .stage_first = s->stage_first,
       .backend = s->backend, .dtype = s->dtype, .forward_only = s->forward_only,
       .sparse_attention = a->sparse_attention, .sparse_as_mask = a->sparse_as_mask,
       .random_ltd_layers = a->random_ltd_layers, .moe = a->moe, .kd = a->kd, .dec_layers = a->dec_layers,
@@ -307,7 +312,9 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->enc_dec = cfg->dec_layers > 0;
   /* an encoder-decoder's stages: [0, S) the encoder's layers, [S, pp) the decoder's (one stage: all of both) */
   const int S = lm->enc_dec && lm->pp > 1 ? cfg->pp_split : lm->pp, Ld = lm->enc_dec ? cfg->dec_layers : 0;
-  lm->chunk_layers = !lm->enc_dec ? L / (lm->pp * lm->vpp) : pr < S ? L / S : 0;
+  const int uneven = cfg->stage_first && lm->pp > 1 && lm->vpp == 1 && !lm->enc_dec;
+  lm->chunk_layers = uneven ? cfg->stage_first[pr + 1] - cfg->stage_first[pr]
+                     : !lm->enc_dec ? L / (lm->pp * lm->vpp) : pr < S ? L / S : 0;
   lm->nlayers = lm->chunk_layers * lm->vpp;
   lm->has_enc_lnf = lm->enc_dec && pr == S - 1;
   lm->first = pr == 0;
@@ -340,6 +347,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   for (int c = 0; c < lm->vpp; c++) {
     int n;
     if (lm->enc_dec) chunk_first[c] = pr < S ? pr * lm->chunk_layers : L;
+    else if (uneven) chunk_first[c] = cfg->stage_first[pr];
     else zt_layout_stage_layers(&stages, L, pr, c, &chunk_first[c], &n);
   }
   zt_stack_init(&lm->stack, mm, &lm->bcfg, &lm->spec, ZT_LM_ENC_PREFIX, L, lm->vpp, chunk_first, lm->chunk_layers,
@@ -825,12 +833,12 @@ void zt_lm_output_loss_backward(zt_lm *lm, float grad_scale, const void *h, void
   if (!zt_tp_on(&lm->tp)) {
     be->cross_entropy_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, N, V);
     if (lm->kd) zt_kd_backward(lm->kd, dt, lm->logits, grad_scale);
-    be->matmul_backward(dt, dh, lm->dout_w, dbias, lm->logits, h, lm->out_w, NULL, N, C, V);
+    zt_linear_backward(be, dt, dh, lm->dout_w, dbias, lm->logits, h, lm->out_w, NULL, N, C, V);
   } else { /* the input gradient of the column-parallel output layer is partial over the vocabulary slices */
     be->cross_entropy_vp_backward(dt, lm->logits, lm->logits, lm->lse, lm->targets, lm->dloss, NF, V, lm->v0);
     if (lm->kd) zt_kd_backward(lm->kd, dt, lm->logits, grad_scale); /* the slice's KD gradient */
-    be->matmul_backward(dt, zt_tp_partial_buffer(&lm->tp, dh), lm->dout_w, dbias, lm->logits,
-                        zt_tp_gather(&lm->tp, h, N, C), lm->out_w, NULL, NF, C, V);
+    zt_linear_backward(be, dt, zt_tp_partial_buffer(&lm->tp, dh), lm->dout_w, dbias, lm->logits,
+                           zt_tp_gather(&lm->tp, h, N, C), lm->out_w, NULL, NF, C, V);
     zt_tp_reduce(&lm->tp, dh, NULL, N, C);
   }
 }

@@ -98,6 +98,7 @@ typedef struct {
    * decoder's (the first stage embeds the decoder's tokens too and the encoder stages pass that on). No virtual
    * chunks, sparse attention, random-LTD or curriculum (refused) */
   int dec_layers, dec_seq_length, pp_split;
+  const int *stage_first;    /* zt_model_setup's: the stages' layers when uneven (one chunk a stage), or NULL */
   /* the Llama-style variants (zt_block_config's): --normalization rmsnorm (also the final norm), --swiglu,
    * --disable-bias-linear, --use-rotary-position-embeddings on rotary_dims of each head with --rotary-position-
    * embeddings-theta, and no learned position embeddings (--no-position-embedding, implied by rotary) */

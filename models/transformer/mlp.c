@@ -9,6 +9,7 @@
 #include "models/transformer/transformer.h"
 #include "runtime/base/error.h"
 #include "runtime/base/timer.h"
+#include "runtime/ops/wgrad_store.h"
 
 typedef struct {
   void *fc_w, *fc_b, *proj_w, *proj_b;          /* parameters */
@@ -106,23 +107,23 @@ static void mlp_backward(zt_ffn *self, void *dinp, const void *dout, const void 
   const int NF = full_rows(cfg, N);
   void *dg = scratch; /* d(gelu out), then d(fc) in place; SwiGLU: d(fc) after it */
   if (!zt_tp_on(tp)) {
-    be->matmul_backward(dt, dg, m->dproj_w, m->dproj_b, (void *)dout, m->gelu, m->proj_w, NULL, N, cfg->FFN, cfg->C);
+    zt_linear_backward(be, dt, dg, m->dproj_w, m->dproj_b, (void *)dout, m->gelu, m->proj_w, NULL, N, cfg->FFN, cfg->C);
   } else {
     if (m->dproj_b) be->bias_grad(dt, m->dproj_b, dout, N, cfg->C);
-    be->matmul_backward(dt, dg, m->dproj_w, NULL, (void *)zt_tp_gather(tp, dout, N, cfg->C), m->gelu, m->proj_w,
-                        NULL, NF, cfg->FFN, cfg->C);
+    zt_linear_backward(be, dt, dg, m->dproj_w, NULL, (void *)zt_tp_gather(tp, dout, N, cfg->C), m->gelu, m->proj_w,
+                           NULL, NF, cfg->FFN, cfg->C);
   }
   /* column-parallel dense_h_to_4h (through the GELU): the input gradient is partial over the ranks */
   const void *in = zt_tp_gather(tp, inp, N, cfg->C);
   if (cfg->swiglu) {
     void *dfc = zt_at(scratch, dt, (size_t)NF * cfg->FFN);
     be->swiglu_backward(dt, dfc, dg, m->fc, NF, cfg->FFN);
-    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dfc, in, m->fc_w, NULL, NF, cfg->C,
-                        2 * cfg->FFN);
+    zt_linear_backward(be, dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dfc, in, m->fc_w, NULL, NF, cfg->C,
+                           2 * cfg->FFN);
   } else {
     void *pre = zt_ffn_act_backward(be, dt, cfg->act, dg, m->fc, (size_t)NF * cfg->FFN);
-    be->matmul_backward(dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, in, m->fc_w, pre, NF, cfg->C,
-                        cfg->FFN);
+    zt_linear_backward(be, dt, zt_tp_partial_buffer(tp, dinp), m->dfc_w, m->dfc_b, dg, in, m->fc_w, pre, NF, cfg->C,
+                           cfg->FFN);
   }
   zt_tp_reduce(tp, dinp, NULL, N, cfg->C);
 }

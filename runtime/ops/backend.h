@@ -31,6 +31,9 @@ typedef struct zt_backend {
   zt_backend_kind kind;
   const char *name;        /* "CPU", "GPU 0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB)" */
   int host_visible;        /* the backend's memory is host memory (the CPU): no staging needed */
+  /* the zero-bubble schedule's store of deferred weight gradients (runtime/ops/wgrad_store.h), set only in the copy
+   * of a backend that store hands the model; NULL otherwise */
+  struct zt_wgrad_store *wgrad;
 
   /* ---- memory --------------------------------------------------------------------------------------------- */
   size_t (*available)(void);                              /* bytes free for a plan (host MemAvailable, device free) */
@@ -49,7 +52,8 @@ typedef struct zt_backend {
   /* out = inp @ w^T + b; with pre_gelu, pre_gelu = that and out = gelu(pre_gelu) (the MLP's first linear) */
   void (*matmul_forward)(zt_dtype dt, void *out, void *pre_gelu, const void *inp, const void *w, const void *b, int N,
                          int IC, int OC);
-  /* with pre_gelu, dout is first multiplied by gelu'(pre_gelu) in place */
+  /* with pre_gelu, dout is first multiplied by gelu'(pre_gelu) in place; dinp, db or dw may be NULL (not computed):
+   * dw NULL is the zero-bubble schedule's B pass, dinp and db NULL its W pass (zt_linear_backward) */
   void (*matmul_backward)(zt_dtype dt, void *dinp, void *dw, void *db, void *dout, const void *inp, const void *w,
                           const void *pre_gelu, int N, int IC, int OC);
   void (*layernorm_forward)(zt_dtype dt, void *out, float *mean, float *rstd, const void *inp, const void *w,

@@ -14,8 +14,8 @@
 /* ---- matmul: out[N,OC] = inp[N,IC] @ weight[OC,IC]^T + bias[OC] (bias may be NULL) ---------- */
 void zt_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                        int N, int IC, int OC);
-/* dinp[N,IC] = dout @ weight (skipped when dinp is NULL); dweight[OC,IC] += dout^T @ inp;
- * dbias[OC] += sum_n dout (skipped when dbias is NULL). */
+/* dinp[N,IC] = dout @ weight (skipped when dinp is NULL); dweight[OC,IC] += dout^T @ inp (skipped when dweight is
+ * NULL); dbias[OC] += sum_n dout (skipped when dbias is NULL). */
 void zt_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, int N, int IC, int OC);
 

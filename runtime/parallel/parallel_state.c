@@ -3,6 +3,9 @@
  * _get_expert_parallel_ranks, so zt_layout_all_groups lists groups in the order they are created there. */
 #include "runtime/parallel/parallel_state.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "runtime/base/error.h"
 
 #define ZT_BAD_ARGS "inconsistent arguments"
@@ -210,6 +213,45 @@ void zt_layout_stage_layers(const zt_layout *l, int num_layers, int pp_rank, int
   int n = num_layers / (l->pp * l->vpp);
   *first = (chunk * l->pp + pp_rank) * n;
   *count = n;
+}
+
+void zt_layout_ds_partition(int num_layers, int pp, int front, int back, int *first) {
+  const int n = front + num_layers + back, m = pp;
+  int *cut = zt_calloc((size_t)m + 1, sizeof(int), "pipeline partition"); /* item boundaries of the stages */
+  if (n <= m) { /* partition_uniform: one item a stage, the rest empty */
+    for (int s = 0; s <= m; s++) cut[s] = s < n ? s : n;
+  } else {
+    const size_t W = (size_t)m + 1;
+    double *mx = zt_malloc(sizeof(double) * (size_t)(n + 1) * W, "pipeline partition");
+    double *mn = zt_malloc(sizeof(double) * (size_t)(n + 1) * W, "pipeline partition");
+    double *cost = zt_malloc(sizeof(double) * (size_t)(n + 1) * W, "pipeline partition");
+    int *pos = zt_calloc((size_t)(n + 1) * W, sizeof(int), "pipeline partition");
+    double *sum = zt_malloc(sizeof(double) * (size_t)(n + 1), "pipeline partition"); /* transformer layers in [0, i) */
+    for (size_t k = 0; k < (size_t)(n + 1) * W; k++) mx[k] = mn[k] = cost[k] = INFINITY;
+    sum[0] = 0;
+    for (int i = 1; i <= n; i++) sum[i] = sum[i - 1] + (i - 1 >= front && i - 1 < front + num_layers);
+    mx[0] = 0;
+    cost[0] = 0;
+    for (int i = 1; i <= n; i++)
+      for (int j = 1; j <= (i < m ? i : m); j++)
+        for (int k = 0; k < i; k++) { /* the last stage of j holds items [k, i) */
+          const double w = sum[i] - sum[k], hi = fmax(mx[k * W + j - 1], w), lo = fmin(mn[k * W + j - 1], w);
+          if (cost[i * W + j] >= hi - lo) {
+            cost[i * W + j] = hi - lo;
+            mx[i * W + j] = hi;
+            mn[i * W + j] = lo;
+            pos[i * W + j] = k;
+          }
+        }
+    cut[m] = n;
+    for (int j = m; j >= 1; j--) cut[j - 1] = pos[(size_t)cut[j] * W + j];
+    free(mx), free(mn), free(cost), free(pos), free(sum);
+  }
+  for (int s = 0; s <= m; s++) { /* items to transformer layers */
+    const int c = cut[s] - front;
+    first[s] = c < 0 ? 0 : c > num_layers ? num_layers : c;
+  }
+  free(cut);
 }
 
 uint64_t zt_layout_seed(const zt_layout *l, uint64_t seed, int rank, int data_parallel_random_init) {

@@ -61,6 +61,14 @@ int zt_layout_all_groups(const zt_layout *l, zt_group_kind kind, int *members, i
  * (pp * vpp), chunk c of stage s holds layers [(c * pp + s) * n, (c * pp + s + 1) * n). */
 void zt_layout_stage_layers(const zt_layout *l, int num_layers, int pp_rank, int chunk, int *first, int *count);
 
+/* DeepSpeed's PipelineModule partition_method 'type:transformer' (Megatron-DeepSpeed's GPTModelPipe): the stages of
+ * a list of front + num_layers + back items whose num_layers middle ones are transformer layers (weight 1, the others
+ * 0), as deepspeed.runtime.utils.partition_balanced cuts it (a dynamic program over the prefix sums keeping, for the
+ * first i items in j stages, the cut of least max - min stage weight, the last such cut on ties; at most as many
+ * items as stages: partition_uniform). Writes first[0..pp] (first[s]: the first transformer layer of stage s, 0-based,
+ * first[pp] = num_layers: stage s holds layers [first[s], first[s+1])). */
+void zt_layout_ds_partition(int num_layers, int pp, int front, int back, int *first);
+
 /* Megatron's per-rank seed: seed + 100 * pp_rank (+ 10 * dp_rank with --data-parallel-random-init).
  * Dies when seed is 0 (Megatron: "Seed (0) should be a positive integer."). */
 uint64_t zt_layout_seed(const zt_layout *l, uint64_t seed, int rank, int data_parallel_random_init);

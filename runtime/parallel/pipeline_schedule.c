@@ -143,3 +143,33 @@ int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps, int *
   *slots = b.slots;
   return b.n;
 }
+
+int zt_pipe_1f1b(int p, int s, int nmb, char *ops) {
+  const int warmup = p - s - 1 < nmb ? p - s - 1 : nmb;
+  int n = 0;
+  for (int i = 0; i < warmup; i++) ops[n++] = 'F';
+  for (int i = warmup; i < nmb; i++) ops[n++] = 'F', ops[n++] = 'B';
+  for (int i = 0; i < warmup; i++) ops[n++] = 'B';
+  ops[n] = '\0';
+  return n;
+}
+
+int zt_pipe_zbh1(int p, int s, int nmb, int exact, char *ops) {
+  const int warmup = p - s - 1 < nmb ? p - s - 1 : nmb, steady = nmb - warmup, first = s == 0;
+  int n = 0, waiting = 0;
+  for (int i = 0; i < warmup; i++) ops[n++] = 'F';
+  for (int i = 0; i < steady; i++) {
+    ops[n++] = 'F';
+    const int split = !first && (i < s || exact || i == steady - 1);
+    ops[n++] = split ? 'b' : 'B';
+    waiting += split;
+    if (split && i >= s) ops[n++] = 'W', waiting--;
+  }
+  for (int i = 0; i < warmup; i++) {
+    ops[n++] = first ? 'B' : 'b';
+    if (!first) ops[n++] = 'W';
+  }
+  for (; waiting > 0; waiting--) ops[n++] = 'W';
+  ops[n] = '\0';
+  return n;
+}

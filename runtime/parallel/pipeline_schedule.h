@@ -1,7 +1,9 @@
-/* Megatron's interleaved pipeline schedule (schedules.py::forward_backward_pipelining_with_interleaving, the
- * batched point-to-point path without overlap) as pure arithmetic: the steps one pipeline rank runs, each at most
- * one forward and one backward of a (model chunk, micro batch) followed by one batched exchange with the
- * neighbouring stages. No MPI here; train/pipeline.c runs the steps. */
+/* Pipeline schedules as pure arithmetic (no MPI here; train/schedule.c runs them).
+ * Megatron's interleaved pipeline schedule (schedules.py::forward_backward_pipelining_with_interleaving, the
+ * batched point-to-point path without overlap): the steps one pipeline rank runs, each at most one forward and one
+ * backward of a (model chunk, micro batch) followed by one batched exchange with the neighbouring stages.
+ * 1F1B and the zero-bubble H1 schedule (DeepSpeed's ZeroBubbleH1Pipeline, --enable-zbh1-pipeline): the
+ * computations one stage runs, in order. */
 #ifndef ZT_PIPELINE_SCHEDULE_H
 #define ZT_PIPELINE_SCHEDULE_H
 
@@ -34,5 +36,18 @@ int zt_pipe_max_steps(int v, int nmb);
  * chunk c of stage s-1 (chunk c-1 of stage p-1 when s = 0); every (chunk, micro batch) runs its forward once and
  * its backward once, micro batches in order within a chunk. */
 int zt_pipe_interleaved(int p, int s, int v, int nmb, zt_pipe_step *steps, int *slots);
+
+/* Megatron's 1F1B (forward_backward_pipelining_without_interleaving) on stage s of p over nmb micro batches, written
+ * to ops (room for 2 nmb + 1) as a string of 'F' (a forward) and 'B' (a backward): min(p - s - 1, nmb) warm-up
+ * forwards, then one forward and one backward in turn, then the remaining backwards. Returns its length. */
+int zt_pipe_1f1b(int p, int s, int nmb, char *ops);
+/* ZB-H1 on stage s of p over nmb micro batches, written to ops (room for 3 nmb + 1) as a string: 'F' a forward, 'B'
+ * a whole backward, 'b' a backward's B pass (input and bias gradients; its weight gradients wait), 'W' the oldest
+ * waiting weight pass. Forwards and backwards come in 1F1B's order (min(p - s - 1, nmb) warm-up forwards, then
+ * one forward and one backward, then the remaining backwards). Stage 0 runs whole backwards; stage s > 0 runs the
+ * first s steady backwards as 'b', then 'B' except the last steady one, which is 'b' 'W' (with exact semantics
+ * every steady backward from the (s+1)-th is 'b' 'W'), each cool-down backward as 'b' 'W', and the waiting Ws at
+ * the end. Returns the string's length. */
+int zt_pipe_zbh1(int p, int s, int nmb, int exact, char *ops);
 
 #endif

@@ -48,6 +48,28 @@ same() {
 }
 one() { timeout 300 "$bin" "${tiny[@]}" "$@" 2>&1; }
 run() { timeout 300 "${mpi[@]}" -np "$1" "$bin" "${tiny[@]}" "${@:2}" 2>&1; }
+# zbh1 NAME NP FLAGS...: the zero-bubble H1 schedule (FLAGS: --deepspeed and pipeline stages) against 1F1B: with
+# --enable-zbh1-exact-semantics the same log lines bit for bit, without it the lm losses within 1e-5
+zbh1() {
+  local name="$1" np="$2" a b c ra rb rc la lb
+  shift 2
+  a=$(run "$np" "$@"); ra=$?
+  b=$(run "$np" "$@" --enable-zbh1-pipeline --enable-zbh1-exact-semantics); rb=$?
+  c=$(run "$np" "$@" --enable-zbh1-pipeline); rc=$?
+  la=$(grep -E "^ iteration |^ validation loss at" <<<"$a" | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second.*//')
+  lb=$(grep -E "^ iteration |^ validation loss at" <<<"$b" | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second.*//')
+  if [ $ra -eq 0 ] && [ $rb -eq 0 ] && [ "$(field "$a" "lm loss" | wc -w)" -eq 6 ] && [ "$la" = "$lb" ] \
+     && grep -qF "> zero-bubble H1 pipeline schedule with exact semantics" <<<"$b"; then
+    ok "$name: ZB-H1 with exact semantics = 1F1B bit for bit ($(grep -c . <<<"$la") log lines)"
+  else
+    bad "$name: ZB-H1 exact" "rc=$ra/$rb: $(diff <(echo "$la") <(echo "$lb") | head -3) $(grep -m2 -i error <<<"$a$b")"
+  fi
+  if [ $rc -eq 0 ] && close_abs "$(field "$a" "lm loss")" "$(field "$c" "lm loss")" 1e-5 1e-12; then
+    ok "$name: ZB-H1 = 1F1B's lm losses within 1e-5 (worst $(worst "$(field "$c" "lm loss")" "$(field "$a" "lm loss")"))"
+  else
+    bad "$name: ZB-H1" "rc=$rc: 1F1B '$(field "$a" "lm loss")' ZB-H1 '$(field "$c" "lm loss")' $(grep -m2 -i error <<<"$c")"
+  fi
+}
 # refused NAME PROGRAM MESSAGE FLAGS...: PROGRAM with the tiny flags and FLAGS stops before any iteration with a
 # non-zero exit and MESSAGE, leaving no checkpoint ($tmp/ckpt) and no samples-mapping cache behind
 refused() { # name, program, message, flags...

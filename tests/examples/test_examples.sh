@@ -10,7 +10,7 @@
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
 #        data_efficiency_cl, data_efficiency_bert,
-#        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, refused)
+#        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, zero_bubble, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -78,6 +78,10 @@ tb_written() {
 # --use-flash-attn-triton, global batch 2 of micro batches of 1; with "seq_parallel_30B": ds_pretrain_gpt_30B_seq_
 # parallel_32k.sh, the same with ZeRO-3, which must also train the losses of its options at
 # --ds-sequence-parallel-size 1 in one process (to 1e-3: fp16 gradients summed in parts over the ranks round otherwise).
+# With "zbh1": zero_bubble_pp/zbh1_pretrain_gpt_1.3b.sh, the same script shape (it reads ../rebase's template) with
+# TP 1, ZeRO 0, micro batches of 1, no activation checkpointing, --enable-zbh1-pipeline --enable-zbh1-exact-semantics
+# and pipeline stages (8 there, 4 here): it must train the losses of the same script without the two flags (1F1B)
+# bit for bit.
 rebase() {
   local variant="${1:-}" name=rebase_125M flash_attn="" sp_option=""
   if [ "$variant" = flashattn ]; then name=rebase_125M_flashattn flash_attn="--use-flash-attn"; fi
@@ -91,10 +95,16 @@ rebase() {
     sp_size=4 sp_option="--ds-sequence-parallel-size ${sp_size}" flash_attn="--use-flash-attn-triton"
     if [ "$variant" = seq_parallel_30B ]; then zero_stage=3; fi
   fi
+  zbh1_options=""
+  if [ "$variant" = zbh1 ]; then
+    name=zbh1_1.3b mp_size=1 pp_size=4 zero_stage=0 batch_size=1
+    zbh1_options="--enable-zbh1-pipeline --enable-zbh1-exact-semantics"
+  fi
   train_tokens=$((global_batch_size * 64 * 6)) train_samples=$((global_batch_size * 64 * 6 * 2 / 64))
   exit_duration=30000000 lr_warmup_tokens=$((global_batch_size * 64 * 2)) lr_decay_tokens=$train_tokens
   lr_decay_style="cosine"
   save_interval=100 activation_checkpoint="true" log_optimizer_state="true" seed=1234 num_workers=0
+  if [ "$variant" = zbh1 ]; then activation_checkpoint="false"; fi
   prescale_grad="true"
   if [[ $zero_stage -gt 0 ]]; then prescale_grad="false"; fi
   tensorboard_path="$tmp/tensorboard/$name"
@@ -150,7 +160,7 @@ rebase() {
   deepspeed_options=" \
     --deepspeed \
     --deepspeed_config ${config_json} \
-    --zero-stage ${zero_stage} \
+    --zero-stage ${zero_stage} ${zbh1_options} \
     --pipeline-model-parallel-size ${pp_size}"
   if [[ "${no_pp}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
   if [ "${activation_checkpoint}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
@@ -179,6 +189,22 @@ rebase() {
     grep -qE "^  ds_sequence_parallel_size \.+ 4$" <<<"$last" && grep -qE "^  data_parallel_size \.+ 1$" <<<"$last" \
       && ok "$name: the argument dump has ds_sequence_parallel_size 4, data_parallel_size 1" \
       || bad "$name: argument dump" "$(grep -E "^  (ds_sequence_parallel_size|data_parallel_size)" <<<"$last")"
+  fi
+  if [ "$variant" = zbh1 ]; then
+    grep -qE "^  enable_zbh1_pipeline \.+ True$" <<<"$last" && grep -qE "^  enable_zbh1_exact_semantics \.+ True$" <<<"$last" \
+      && grep -qF "> zero-bubble H1 pipeline schedule with exact semantics" <<<"$last" \
+      && ok "$name: the argument dump has enable_zbh1_pipeline and enable_zbh1_exact_semantics True; the schedule line" \
+      || bad "$name: argument dump" "$(grep -E "zbh1|zero-bubble" <<<"$last")"
+    local zb_run=$last a b
+    rm -rf "$tmp/ckpt_1f1b"
+    # shellcheck disable=SC2086
+    run 4 pretrain_gpt ${megatron_options} ${data_options} ${deepspeed_options/${zbh1_options}/} --load "$tmp/ckpt_1f1b" \
+      --save "$tmp/ckpt_1f1b"
+    a=$(tail_from 1 "$zb_run") b=$(tail_from 1 "$out")
+    [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ! grep -qF "zero-bubble" <<<"$out" \
+      && ok "$name: the losses of the same script without the zero-bubble flags (1F1B), bit for bit ($(wc -l <<<"$a") iterations)" \
+      || bad "$name: against 1F1B" "exit $rc:"$'\n'"$(diff <(echo "$a") <(echo "$b") | head -6)"
+    return
   fi
   if [ "$variant" = rope ]; then
     grep -qE "^  use_rotary_position_embeddings \.+ True$" <<<"$last" && grep -qE "^  rotary_percent \.+ 0.25$" <<<"$last" \
@@ -1263,6 +1289,7 @@ case "$family" in
   sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;
   rebase_rope) rebase rope ;;
+  zero_bubble) rebase zbh1 ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
 echo "examples $family: $pass passed, $fail failed"

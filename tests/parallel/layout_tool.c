@@ -3,6 +3,8 @@
  * Megatron's and DeepSpeed's group loops.
  *   layout_tool                          read "world tp pp ep vpp num_layers" lines from stdin
  *   layout_tool world tp pp ep vpp layers  one layout (used for the refusal messages)
+ *   layout_tool partition                read "num_layers pp front back" lines and print
+ *                                        "P first[0] .. first[pp]" (zt_layout_ds_partition, DeepSpeed's partition)
  * With ZT_LAYOUT_DATA_FIRST=1 in the environment the expert groups follow DeepSpeed's use_data_before_expert_parallelism.
  * Output per layout:
  *   L world tp pp dp ep vpp
@@ -13,6 +15,7 @@
  *   E */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/base/error.h"
 #include "runtime/parallel/parallel_state.h"
@@ -54,7 +57,21 @@ static void dump(int world, int tp, int pp, int ep, int vpp, int layers) {
   free(m);
 }
 
+static int partition(void) {
+  int n, pp, front, back;
+  while (scanf("%d %d %d %d", &n, &pp, &front, &back) == 4) {
+    int *first = zt_malloc(sizeof(int) * (size_t)(pp + 1), "layout_tool partition");
+    zt_layout_ds_partition(n, pp, front, back, first);
+    printf("P");
+    for (int s = 0; s <= pp; s++) printf(" %d", first[s]);
+    printf("\n");
+    free(first);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "partition")) return partition();
   if (argc == 7) {
     dump(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
     return 0;

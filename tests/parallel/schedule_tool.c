@@ -6,14 +6,32 @@
  *   T stage nsteps warmup slots
  *   X fwd_chunk fwd_mb fwd_slot bwd_chunk bwd_mb bwd_in_slot bwd_grad_slot send_next send_prev
  *     recv_prev_chunk recv_prev_mb recv_prev_slot recv_next_chunk recv_next_mb recv_next_slot
- *   E */
+ *   E
+ * With the argument "zbh1": reads "p nmb exact" lines and prints, per stage, "Z stage ops": zt_pipe_zbh1's string,
+ * or zt_pipe_1f1b's where exact is -1, for test_zbh1_schedule.py. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/base/error.h"
 #include "runtime/parallel/pipeline_schedule.h"
 
-int main(void) {
+static int zbh1(void) {
+  int p, nmb, exact;
+  while (scanf("%d %d %d", &p, &nmb, &exact) == 3) {
+    char *ops = zt_malloc((size_t)3 * nmb + 1, "schedule_tool");
+    for (int s = 0; s < p; s++) {
+      if (exact < 0) zt_pipe_1f1b(p, s, nmb, ops);
+      else zt_pipe_zbh1(p, s, nmb, exact, ops);
+      printf("Z %d %s\n", s, ops);
+    }
+    free(ops);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "zbh1")) return zbh1();
   int p, v, nmb;
   while (scanf("%d %d %d", &p, &v, &nmb) == 3) {
     printf("P %d %d %d\n", p, v, nmb);

@@ -9,6 +9,9 @@
    D + E topologies), plus
    properties: partitions, round trips, model group = same dp rank.
 3. Every refusal message verbatim.
+4. DeepSpeed's 'type:transformer' pipeline partition (zt_layout_ds_partition, GPTModelPipe's stages under
+   --deepspeed) against a transcription of deepspeed.runtime.utils.partition_balanced over the binary weights of
+   front + num_layers + back items, for num_layers 1..40, pp 1..9, front 0..2, back 0..4; and hand-checked cases.
 Usage: test_parallel_state.py <layout_tool>
 """
 import os
@@ -236,5 +239,61 @@ for args, msg in refusals:
     r = subprocess.run([TOOL] + [str(a) for a in args], capture_output=True, text=True)
     check(r.returncode == 1 and r.stderr.strip() == msg,
           "refusal %s: rc %d stderr %r, expected %r" % (args, r.returncode, r.stderr.strip(), msg))
+
+
+# ---- 4. DeepSpeed's pipeline partition ----------------------------------------------------------------------
+def ds_partition_balanced(weights, num_parts):
+    """deepspeed.runtime.utils.partition_balanced (and partition_uniform when there are no more items than parts),
+    in plain Python floats."""
+    n, m = len(weights), num_parts
+    if n <= m:
+        return [min(p, n) for p in range(m + 1)]
+    inf = float("inf")
+    dp_max = [[inf] * (m + 1) for _ in range(n + 1)]
+    dp_min = [[inf] * (m + 1) for _ in range(n + 1)]
+    dp_cost = [[inf] * (m + 1) for _ in range(n + 1)]
+    position = [[0] * (m + 1) for _ in range(n + 1)]
+    prefix = [0.0] * (n + 1)
+    for i, w in enumerate(weights):
+        prefix[i + 1] = prefix[i] + w
+    dp_max[0][0] = 0
+    dp_cost[0][0] = 0
+    for i in range(1, n + 1):
+        for j in range(1, min(i, m) + 1):
+            for k in range(i):
+                max_sum = max(dp_max[k][j - 1], prefix[i] - prefix[k])
+                min_sum = min(dp_min[k][j - 1], prefix[i] - prefix[k])
+                cost = max_sum - min_sum
+                if dp_cost[i][j] >= cost:
+                    dp_cost[i][j] = cost
+                    dp_max[i][j] = max_sum
+                    dp_min[i][j] = min_sum
+                    position[i][j] = k
+    parts = [n]
+    for i in reversed(range(1, m + 1)):
+        parts.append(position[parts[-1]][i])
+    parts.reverse()
+    return parts
+
+
+cases = [(L, pp, f, b) for L in range(1, 41) for pp in range(1, 10) for f in range(0, 3) for b in range(0, 5)
+         if (L + f + b) * pp <= 400 or L in (24, 30, 40)]
+r = subprocess.run([TOOL, "partition"], input="".join("%d %d %d %d\n" % c for c in cases), capture_output=True,
+                   text=True)
+lines = r.stdout.split("\n")
+check(r.returncode == 0 and len(lines) >= len(cases), "layout_tool partition: rc %d, %d lines" % (r.returncode,
+                                                                                                 len(lines)))
+for (L, pp, f, b), line in zip(cases, lines):
+    parts = ds_partition_balanced([0] * f + [1] * L + [0] * b, pp)
+    want = [min(max(c - f, 0), L) for c in parts]
+    check(line == "P " + " ".join(map(str, want)), "partition of %d layers (+%d, +%d items) over %d stages: %s, "
+          "DeepSpeed's %s" % (L, f, b, pp, line, want))
+# hand-checked: ties keep the last cut, so the last stages are the smallest and the extra layers go to the first
+# ones: 30 layers over 4 stages with GPTModelPipe's 2 front and 3 back items (fp16) are 8, 8, 7, 7
+hand = {(30, 4, 2, 3): "P 0 8 16 23 30", (24, 4, 2, 2): "P 0 6 12 18 24", (6, 4, 2, 3): "P 0 2 4 5 6"}
+r = subprocess.run([TOOL, "partition"], input="".join("%d %d %d %d\n" % c for c in hand), capture_output=True,
+                   text=True)
+for c, line in zip(hand, r.stdout.split("\n")):
+    check(line == hand[c], "partition %s: %s, hand-checked %s" % (c, line, hand[c]))
 
 finish()

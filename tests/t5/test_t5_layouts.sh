@@ -62,6 +62,9 @@ printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_c
 out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-model-parallel-split-rank 1 --deepspeed \
       --deepspeed_config "$tmp/z1pp.json")
 same "ZeRO-1 PP=2 x DP=2" "$ref2" "$out" $?
+printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/zb.json"
+zbh1 "PP=2 split rank 1, 4 micro batches" 2 --micro-batch-size 2 --pipeline-model-parallel-size 2 \
+  --pipeline-model-parallel-split-rank 1 --deepspeed --deepspeed_config "$tmp/zb.json"
 cfg zc '"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}'
 out=$(run 2 --micro-batch-size 4 --deepspeed --deepspeed_config "$tmp/zc.json"); same "ZeRO-2 DP=2 offload_optimizer cpu" "$ref" "$out" $?
 

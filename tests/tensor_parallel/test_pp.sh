@@ -6,7 +6,10 @@
 # stage's and their gradients are summed over the embedding group). The interleaved schedule
 # (--num-layers-per-virtual-pipeline-stage) the same way at PP=4 and PP=3, with TP, SP, DP, untied, bf16, fp16.
 # Per-stage parameter counts are checked against the shapes; an uneven layer split and the interleaved schedule's
-# bad arguments are refused (mixed precision with 1F1B: tests/mixed_precision).
+# bad arguments are refused (mixed precision with 1F1B: tests/mixed_precision). Under --deepspeed the stages are
+# DeepSpeed's partition of GPTModelPipe (need not divide the layers): 6 layers over PP=4 (2, 2, 1, 1) and 8 over
+# PP=3 (3, 3, 2) give one process's losses, with DeepSpeed's partition print; a checkpoint saved at PP=4 over 6
+# layers resumes in one process as the straight run continues; a stage left without a layer is refused.
 # Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -95,6 +98,27 @@ ref6=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" "${gbs12[@]}" 2>&1)
 out=$(run 3 "${gbs12[@]}" --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1)
 same "interleaved PP=3 x 2 chunks, 6 micro batches" "$ref6" "$out" $?
 
+# DeepSpeed's partition of GPTModelPipe under --deepspeed (ZeRO-1, 4 micro batches of 4)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/ds.json"
+ds=(--deepspeed --deepspeed_config "$tmp/ds.json" --micro-batch-size 4)
+one6=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 6 "${ds[@]}" 2>&1)
+out=$(run 4 --num-layers 6 "${ds[@]}" --pipeline-model-parallel-size 4); rc=$?
+same "--deepspeed: 6 layers over PP=4 (DeepSpeed's partition 2, 2, 1, 1)" "$one6" "$out" $rc
+parts=$(grep -E "^stage=[0-9]+ layers=" <<<"$out" | tr '\n' ' ')
+[ "$parts" = "stage=0 layers=4 stage=1 layers=2 stage=2 layers=1 stage=3 layers=3 " ] \
+  && grep -qF "Partitioning pipeline stages with method type:transformer" <<<"$out" && grep -qE "^     8: LayerNorm$" <<<"$out" \
+  && ok "--deepspeed: DeepSpeed's partition print ($parts)" || bad "partition print" "'$parts'"
+one8=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 8 "${ds[@]}" 2>&1)
+out=$(run 3 --num-layers 8 "${ds[@]}" --pipeline-model-parallel-size 3)
+same "--deepspeed: 8 layers over PP=3 (3, 3, 2)" "$one8" "$out" $?
+run 4 --num-layers 6 "${ds[@]}" --pipeline-model-parallel-size 4 --save "$tmp/ck" --save-interval 5 --exit-interval 5 >/dev/null
+res=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 6 "${ds[@]}" --load "$tmp/ck" 2>&1)
+if [ "$(field "$res" "lm loss")" = "$(field "$one6" "lm loss" | cut -d' ' -f6-10) " ] && [ -n "$(field "$res" "lm loss")" ]; then
+  ok "--deepspeed: saved at PP=4 over 6 layers (iteration 5), resumed in one process: the straight run's losses"
+else bad "uneven checkpoint resumed in one process" "'$(field "$res" "lm loss")' against '$(field "$one6" "lm loss")' $(grep -m1 error <<<"$res")"; fi
+
 refused() { # name expected-message np args...
   local name="$1" msg="$2" np="$3"; shift 3
   local o rc
@@ -102,7 +126,11 @@ refused() { # name expected-message np args...
   if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$msg" <<<"$o"; then ok "refused: $name"
   else bad "refusal: $name" "rc=$rc $(grep -m2 error <<<"$o")"; fi
 }
-refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" 3 --pipeline-model-parallel-size 3
+refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3 (with --deepspeed" 3 --pipeline-model-parallel-size 3
+refused "--deepspeed: a stage without a layer" "--num-layers 3 over --pipeline-model-parallel-size 4: DeepSpeed's partition of GPTModelPipe's layers (type:transformer) leaves stage" \
+  4 --pipeline-model-parallel-size 4 --num-layers 3 --deepspeed --deepspeed_config "$tmp/ds.json"
+refused "--deepspeed, interleaved: Megatron's even split" "--num-layers 6 is not divisible by --pipeline-model-parallel-size 4" \
+  4 --pipeline-model-parallel-size 4 --num-layers 6 --num-layers-per-virtual-pipeline-stage 1 --deepspeed --deepspeed_config "$tmp/ds.json"
 refused "interleaved with PP=2" "--pipeline-model-parallel-size 2 must be greater than 2 with the interleaved schedule (--num-layers-per-virtual-pipeline-stage 1)" \
   2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
 refused "interleaved, micro batches not a multiple of the stages" "number of microbatches (2) is not divisible by pipeline-model-parallel-size (4) when using interleaved schedule" \

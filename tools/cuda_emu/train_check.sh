@@ -13,8 +13,8 @@
 # the emulated one with ZT_EMU_DEVICES=NP: one emulated GPU per rank, as on a node with NP GPUs), FLAGS added to the
 # tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
 # The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
-# (1F1B and interleaved), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse attention
-# (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
+# (1F1B, interleaved and zero-bubble H1), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse
+# attention (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
 # random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16,
 # EP=2), knowledge distillation (MoS from a teacher checkpoint), DeepSpeed-Ulysses sequence parallelism (SP=2),
 # and checkpoints: a GPU run
@@ -187,6 +187,10 @@ zero_cfg() { # a ds_config of ZeRO stage $1 with small buckets (several collecti
 for stage in 1 2 3; do
   train_case "ZeRO-$stage, DP=2" 2 --micro-batch-size 1 --deepspeed --deepspeed_config "$(zero_cfg "$stage")"
 done
+# the zero-bubble H1 schedule: the B passes' matmul_backward without the weight gradient, the W passes' without the
+# input gradient, on copies in device memory (4 micro batches of 1 over 2 stages)
+train_case "PP=2 zero-bubble H1 (--enable-zbh1-pipeline)" 2 --pipeline-model-parallel-size 2 --micro-batch-size 1 \
+  --deepspeed --deepspeed_config "$(zero_cfg 1)" --enable-zbh1-pipeline
 sparse_cfg() { # a ds_config with the sparse_attention block $2 (issue 20), named $1
   printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "sparse_attention": %s}' "$2" \
     >"$OUT/logs/sparse_$1.json"

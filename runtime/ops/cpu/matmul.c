@@ -19,6 +19,7 @@ void zt_matmul_backward(float *dinp, float *dweight, float *dbias, const float *
                         const float *inp, const float *weight, int N, int IC, int OC) {
   if (dinp)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 0.0f, dinp, IC);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+  if (dweight)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
   if (dbias) zt_bias_grad(dbias, dout, N, OC); /* column sums in a fixed order: deterministic */
 }
