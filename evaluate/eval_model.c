@@ -22,7 +22,7 @@ zt_eval_placement zt_eval_place(const zt_args *a) {
     p.c.dp = zt_comm_rank();
     return p;
   }
-  int *ds_stages = zt_args_ds_pipe_stages(a); /* --deepspeed: GPTModelPipe's stages need not divide the layers */
+  int *ds_stages = zt_args_pipe_stages(a); /* --deepspeed: GPTModelPipe's stages need not divide the layers */
   zt_layout l;
   zt_layout_init(&l, zt_comm_size(), tp, pp, 1, 1, ds_stages ? 0 : a->num_layers);
   free(ds_stages);
@@ -184,7 +184,7 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
                       .forward_only = 1, .zero_partitions = 1, .tp_group = pl.tp, .tp_size = tp, .tp_rank = pl.c.tp,
                       .sequence_parallel = sequence_parallel, .pp_group = pl.pp, .pp_size = pp,
                       .pp_rank = pl.c.pp, .vpp = 1, .pp_buffers = 1};
-  int *ds_stages = zt_args_ds_pipe_stages(args);
+  int *ds_stages = zt_args_pipe_stages(args);
   s.stage_first = ds_stages;
   zt_model_args margs = {.num_layers = args->num_layers, .hidden_size = args->hidden_size,
                                .num_heads = args->num_attention_heads, .ffn_hidden_size = args->ffn_hidden_size,

@@ -283,6 +283,10 @@ static const flag k_flags[] = {
    "block train on a random subset of each sample's tokens (docs/data_efficiency.md); both must be given."},
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
+  {"--standalone-embedding-stage", F_TRUE, OFF(standalone_embedding_stage), NULL, PAR, "False",
+   "Megatron's embedding-only first pipeline stage: stage 0 holds the input embedding alone and the layers are split "
+   "over the other stages (T5: the encoder's over stages 1 to split rank - 1); no effect with pretrain_gpt --deepspeed "
+   "(DeepSpeed's stages)."},
   {"--enable-zbh1-pipeline", F_TRUE, OFF(enable_zbh1_pipeline), NULL, PAR, "False",
    "The zero-bubble H1 pipeline schedule (needs --deepspeed): the stages after the first split a micro batch's "
    "backward into B (input gradients, sent upstream at once) and W (the linear layers' weight gradients, run later) "
@@ -1342,16 +1346,25 @@ static void encoder_decoder_flags(zt_args *a, const unsigned char *seen) {
   if (!given(seen, "--decoder-num-layers")) a->decoder_num_layers = a->num_layers;
 }
 
-int *zt_args_ds_pipe_stages(const zt_args *a) {
-  const int pp = a->pipeline_model_parallel_size;
-  if (pp <= 1 || !a->deepspeed || strcmp(zt_args_model, "gpt") != 0 || a->num_layers_per_virtual_pipeline_stage > 0)
-    return NULL;
+int *zt_args_pipe_stages(const zt_args *a) {
+  const int pp = a->pipeline_model_parallel_size, L = a->num_layers;
+  if (pp <= 1 || a->num_layers_per_virtual_pipeline_stage > 0) return NULL;
+  const int gpt = strcmp(zt_args_model, "gpt") == 0, t5 = strcmp(zt_args_model, "t5") == 0;
+  if (!(gpt && a->deepspeed) && !a->standalone_embedding_stage) return NULL;
   int *first = zt_malloc(sizeof(int) * (size_t)(pp + 1), "pipeline stages");
-  zt_layout_ds_partition(a->num_layers, pp, 2, zt_moe_on(&a->moe) + 2 + (a->fp16 || a->bf16), first);
-  for (int s = 0; s < pp; s++)
-    zt_check(first[s + 1] > first[s], "inconsistent arguments", "--num-layers %d over --pipeline-model-parallel-size "
-             "%d: DeepSpeed's partition of GPTModelPipe's layers (type:transformer) leaves stage %d without a "
-             "transformer layer; use at least as many layers as stages", a->num_layers, pp, s);
+  if (gpt && a->deepspeed) {
+    zt_layout_ds_partition(L, pp, 2, zt_moe_on(&a->moe) + 2 + (a->fp16 || a->bf16), first);
+    for (int s = 0; s < pp; s++)
+      zt_check(first[s + 1] > first[s], "inconsistent arguments", "--num-layers %d over --pipeline-model-parallel-size "
+               "%d: DeepSpeed's partition of GPTModelPipe's layers (type:transformer) leaves stage %d without a "
+               "transformer layer; use at least as many layers as stages", L, pp, s);
+    return first;
+  }
+  /* the standalone embedding stage: the (encoder's) layers over stages 1 .. enc - 1, none on the decoder's */
+  const int enc = t5 ? a->pipeline_model_parallel_split_rank : pp, n = enc > 1 ? L / (enc - 1) : 0;
+  zt_check(enc > 1 && n * (enc - 1) == L, "internal error", "args: %d layers over stages 1 to %d", L, enc - 1);
+  first[0] = 0;
+  for (int s = 1; s <= pp; s++) first[s] = s <= enc ? (s - 1) * n : L;
   return first;
 }
 
@@ -1591,10 +1604,13 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "--pipeline-model-parallel-size %d: the stages before it hold the encoder, the others the decoder", pp);
     zt_check(split < pp, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: split rank needs to be "
              "less than pipeline model parallel size (%d)", split, pp);
-    zt_check(split >= 1, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: the encoder needs at "
-             "least one stage (a split rank in [1, %d])", split, pp - 1);
-    zt_check(a->num_layers % split == 0, "inconsistent arguments", "encoder_num_layers (%d) must be divisible by "
-             "number of ranks given to encoder (%d) (--pipeline-model-parallel-split-rank)", a->num_layers, split);
+    const int sa = a->standalone_embedding_stage; /* Megatron: the embedding's stage is taken from the encoder's */
+    zt_check(split >= 1 + sa, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: the encoder needs at "
+             "least one stage of layers (a split rank in [%d, %d]%s)", split, 1 + sa, pp - 1,
+             sa ? "; --standalone-embedding-stage takes stage 0 for the embedding" : "");
+    zt_check(a->num_layers % (split - sa) == 0, "inconsistent arguments", "encoder_num_layers (%d) must be divisible "
+             "by number of ranks given to encoder (%d) (--pipeline-model-parallel-split-rank%s)", a->num_layers,
+             split - sa, sa ? " - 1: --standalone-embedding-stage" : "");
     zt_check(a->decoder_num_layers % (pp - split) == 0, "inconsistent arguments", "decoder_num_layers (%d) must be "
              "divisible by number of ranks given to decoder (%d) (--pipeline-model-parallel-size %d - split rank %d)",
              a->decoder_num_layers, pp - split, pp, split);
@@ -1605,16 +1621,31 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
     zt_check(split < 0, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d needs "
              "--pipeline-model-parallel-size > 1 (one stage holds the whole encoder and decoder)", split);
   }
+  /* --standalone-embedding-stage (Megatron's transformer_pipeline_model_parallel_size = pp - 1): stage 0 holds the
+   * embedding alone; not with the interleaved schedule (Megatron's virtual chunks of stage 0 would hold no layers),
+   * no effect without stages or where GPTModelPipe's DeepSpeed partition applies (pretrain_gpt --deepspeed) */
+  const int gpt = strcmp(zt_args_model, "gpt") == 0, ds_gpt = gpt && a->deepspeed;
+  if (a->standalone_embedding_stage) {
+    zt_check(!given(seen, "--num-layers-per-virtual-pipeline-stage"), "unsupported argument", "--standalone-embedding-"
+             "stage with --num-layers-per-virtual-pipeline-stage %d: the interleaved schedule with an embedding-only "
+             "stage is not supported (drop one of them)", a->num_layers_per_virtual_pipeline_stage);
+    if (pp == 1 || ds_gpt)
+      zt_log("> --standalone-embedding-stage: no effect %s\n", pp == 1 ? "without pipeline stages (--pipeline-model-"
+             "parallel-size 1)" : "with --deepspeed (pretrain_gpt's stages are DeepSpeed's partition of GPTModelPipe, "
+             "which Megatron-DeepSpeed builds there and which does not read the flag)");
+    else if (!t5)
+      zt_check(pp > 1 && a->num_layers % (pp - 1) == 0, "inconsistent arguments", "--num-layers %d must be divisible "
+               "by transformer_pipeline_model_parallel_size %d (--pipeline-model-parallel-size %d - 1: "
+               "--standalone-embedding-stage takes stage 0 for the embedding)", a->num_layers, pp - 1, pp);
+  }
   /* pretrain_gpt under --deepspeed builds GPTModelPipe, whose stages DeepSpeed cuts by transformer layers: they need
-   * not divide (train/engine.c ds_pipe_partition), but every stage needs one; Megatron's own pipeline model (without
-   * --deepspeed, or interleaved) asserts that they divide */
-  int *ds_stages = zt_args_ds_pipe_stages(a);
-  const int ds_pipe = ds_stages != NULL;
-  free(ds_stages);
-  zt_check(pp == 1 || t5 || ds_pipe || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not "
-           "divisible by --pipeline-model-parallel-size %d%s", a->num_layers, pp, strcmp(zt_args_model, "gpt") == 0 &&
-           !a->deepspeed ? " (with --deepspeed, pretrain_gpt's stages are DeepSpeed's, which need not divide them)"
-           : "");
+   * not divide (zt_args_pipe_stages), but every stage needs one; Megatron's own pipeline model (without --deepspeed,
+   * or interleaved) asserts that they divide */
+  int *stages = zt_args_pipe_stages(a);
+  free(stages);
+  zt_check(pp == 1 || t5 || stages || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not "
+           "divisible by --pipeline-model-parallel-size %d%s", a->num_layers, pp, gpt && !a->deepspeed ? " (with "
+           "--deepspeed, pretrain_gpt's stages are DeepSpeed's, which need not divide them)" : "");
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "
            "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d", world_size, tp, pp, tp * pp);
   const int usp = a->ds_sequence_parallel_size;
@@ -2240,6 +2271,9 @@ void zt_args_print(const zt_args *a) {
   else STR_LINE("zero_stage", "1.0");
   BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
+  BOOL_LINE("standalone_embedding_stage", a->standalone_embedding_stage);
+  INT_LINE("transformer_pipeline_model_parallel_size",
+           a->pipeline_model_parallel_size - (a->standalone_embedding_stage ? 1 : 0));
   BOOL_LINE("enable_zbh1_pipeline", a->enable_zbh1_pipeline);
   BOOL_LINE("enable_zbh1_exact_semantics", a->enable_zbh1_exact_semantics);
   INT_LINE("ds_sequence_parallel_size", a->ds_sequence_parallel_size);

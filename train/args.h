@@ -148,6 +148,7 @@ typedef struct {
   int data_efficiency_curriculum_learning; /* --data-efficiency-curriculum-learning: the data sampler (train/data_sampler.h) */
   int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
+  int standalone_embedding_stage;   /* Megatron's embedding-only stage 0 (zt_args_pipe_stages) */
   int enable_zbh1_pipeline;         /* the zero-bubble H1 schedule (train/schedule.c, runtime/ops/wgrad_store.h) */
   int enable_zbh1_exact_semantics;  /* ZB-H1 with every weight pass in micro-batch order (bitwise 1F1B) */
   int ds_sequence_parallel_size;    /* DeepSpeed-Ulysses sequence parallelism over this many ranks (1: off) */
@@ -249,13 +250,15 @@ typedef struct {
 /* The model family of the program parsing the flags ("gpt" by default, "bert" for pretrain_bert; set before
  * zt_args_parse): BERT's default tokenizer is BertWordPieceLowerCase, and its data flags are refused elsewhere. */
 extern const char *zt_args_model;
-/* GPTModelPipe's stages: under --deepspeed, with pipeline stages and no interleaved schedule, pretrain_gpt (and the
- * evaluation programs) build Megatron-DeepSpeed's GPTModelPipe, whose layers DeepSpeed partitions by type:transformer
- * (zt_layout_ds_partition: 2 items before the layers, the MoE loss with MoE layers, the final norm, the output layer
- * and float16_to_fp32 with --fp16/--bf16 after them), so they need not divide over the stages. A malloc'ed [pp + 1]
- * (stage s holds layers [first[s], first[s + 1])), or NULL where Megatron's even split applies; refuses a partition
- * that leaves a stage without a layer. */
-int *zt_args_ds_pipe_stages(const zt_args *a);
+/* The pipeline stages' layers where they are not Megatron's even split (with stages and no interleaved schedule), as
+ * a malloc'ed [pp + 1], stage s holding layers [first[s], first[s + 1]) (an encoder-decoder: its encoder's), or NULL:
+ * - GPTModelPipe's: under --deepspeed pretrain_gpt (and the evaluation programs) build Megatron-DeepSpeed's
+ *   GPTModelPipe, whose layers DeepSpeed partitions by type:transformer (zt_layout_ds_partition: 2 items before the
+ *   layers, the MoE loss with MoE layers, the final norm, the output layer and float16_to_fp32 with --fp16/--bf16
+ *   after them), so they need not divide over the stages; refuses a partition that leaves a stage without a layer;
+ * - --standalone-embedding-stage: stage 0 holds the embedding alone, the (encoder's) layers are split evenly over
+ *   stages 1 .. pp - 1 (T5: 1 .. split rank - 1; the argument checks made them divide). */
+int *zt_args_pipe_stages(const zt_args *a);
 
 /* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
  * derives values for a world of `world_size` processes. Any error (unknown flag, with the closest

@@ -18,13 +18,14 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
   {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
-  {"pipeline-variant (standalone embedding stage)", "--standalone-embedding-stage"},
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
    "--data-parallel-random-init"},
   {"=Megatron-LM's switch-MLP MoE layer, which zerotron does not support (DeepSpeed's MoE layers, --num-experts, are "
    "what Megatron-DeepSpeed's MoE scripts use: docs/moe.md)", "--num-experts-switch"},
-  {"activation-memory variant (scattered embeddings, tiled linear)",
+  {"=Megatron-DeepSpeed parses it but never does what it says: --scattered-embeddings, --memory-centric-tiled-linear "
+   "and --tile-factor are never read, and --split-transformers only doubles the num_checkpoints it passes to "
+   "deepspeed.checkpointing.configure; no layer is split or tiled and no memory is saved",
    "--scattered-embeddings --split-transformers --memory-centric-tiled-linear --tile-factor"},
   {"=a flag of Megatron-DeepSpeed's evaluation and generation tools, not of training: evaluate_zeroshot takes "
    "--inference (tasks/eval_harness/evaluate.py's command line) and generate_samples --ds-inference "

@@ -703,7 +703,7 @@ static void init_weights(zt_engine *e) {
  * stages, before the model is built: each stage's items with their index, then the loss function. */
 static void ds_pipe_partition_log(const zt_engine *e) {
   const zt_args *a = e->args;
-  if (!e->stage_first || zt_comm_rank() != 0) return;
+  if (!e->stage_first || !a->deepspeed || strcmp(zt_args_model, "gpt") != 0 || zt_comm_rank() != 0) return;
   const int pp = e->st.pp_size, L = a->num_layers, moe = zt_moe_on(&a->moe), half = a->fp16 || a->bf16;
   const int gpu = !e->be->host_visible;
   const char *norm = a->normalization == 1 ? (gpu ? "MixedFusedRMSNorm" : "RMSNorm")
@@ -790,7 +790,7 @@ static void setup_groups(zt_engine *e) {
   }
   if (a->tensor_model_parallel_size == 1 && st->pp_size == 1 && ep == 1) return;
   const int vpp = a->virtual_pipeline_model_parallel_size > 0 ? a->virtual_pipeline_model_parallel_size : 1;
-  if (e->kind->ds_pipe) e->stage_first = zt_args_ds_pipe_stages(a); /* GPTModelPipe's stages, or NULL */
+  e->stage_first = zt_args_pipe_stages(a); /* GPTModelPipe's or the standalone embedding stage's, or NULL */
   zt_layout l; /* T5's layers split at the split rank; GPTModelPipe's as DeepSpeed partitions them */
   zt_layout_init(&l, zt_comm_size(), a->tensor_model_parallel_size, st->pp_size, ep, vpp,
                  e->kind->encoder_decoder || e->stage_first ? 0 : a->num_layers);

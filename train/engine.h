@@ -37,9 +37,6 @@ typedef struct {
   int seqlen_curriculum; /* the model truncates to curriculum_seqlen (Megatron-DeepSpeed's GPTModel; its BertModel
                             takes no curriculum_seqlen) */
   int encoder_decoder;   /* T5: the ds_config's sparse_attention and random-LTD are refused */
-  int ds_pipe;           /* GPT: under --deepspeed Megatron-DeepSpeed builds GPTModelPipe, whose stages DeepSpeed cuts
-                            by transformer layers (partition_method type:transformer): the layers need not divide
-                            over the stages (zt_layout_ds_partition) */
   int longest_cut;       /* under the data sampler each training micro batch is cut to its longest sample over the
                             data-parallel group (or the seqlen_truncate difficulty), rounded up to 8
                             (Megatron-DeepSpeed's pretrain_bert data_post_process); else the GPT's seqlen_truncate or
@@ -110,8 +107,8 @@ typedef struct {
   /* --enable-zbh1-pipeline with pipeline stages: the store of deferred weight gradients, whose backend the model
    * runs on (runtime/ops/wgrad_store.h); NULL otherwise */
   struct zt_wgrad_store *wgrad;
-  /* GPTModelPipe's stages (kind->ds_pipe, --deepspeed, pipeline stages, no interleaving): stage s holds layers
-   * [stage_first[s], stage_first[s + 1]); NULL: Megatron's even split */
+  /* the stages' layers where they are not Megatron's even split (zt_args_pipe_stages: GPTModelPipe's under --deepspeed,
+   * or the standalone embedding stage): stage s holds layers [stage_first[s], stage_first[s + 1]); else NULL */
   int *stage_first;
   int wgrad_said;            /* its memory line was printed (after the first step) */
   /* mixed precision (--fp16/--bf16 or the ds_config blocks): st.half_dtype, the masters in st.master */

@@ -4,7 +4,7 @@
 #include "data/gpt_provider.h"
 #include "models/gpt/gpt.h"
 
-static const zt_model_kind k_gpt = {.name = "GPT", .ds_pipe = 1, .build_model = zt_gpt_create,
+static const zt_model_kind k_gpt = {.name = "GPT", .build_model = zt_gpt_create,
                                     .build_data = zt_gpt_provider_create, .count_params = zt_gpt_count,
                                     .causal = 1, .seqlen_curriculum = 1};
 

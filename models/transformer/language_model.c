@@ -197,8 +197,8 @@ static void check_config(const zt_lm_config *c, int tp) {
   const int pp = c->pp_size > 1 ? c->pp_size : 1;
   zt_check(c->dec_layers > 0 || c->stage_first || c->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d "
            "is not divisible by --pipeline-model-parallel-size %d", c->num_layers, pp);
-  for (int s = 0; c->stage_first && s < pp; s++) /* DeepSpeed's partition (the arguments refuse an empty stage) */
-    zt_check(c->stage_first[0] == 0 && c->stage_first[pp] == c->num_layers && c->stage_first[s + 1] > c->stage_first[s],
+  for (int s = 0; c->stage_first && s < pp; s++) /* zt_args_pipe_stages' (stage 0 may hold no layer) */
+    zt_check(c->stage_first[0] == 0 && c->stage_first[pp] == c->num_layers && c->stage_first[s + 1] >= c->stage_first[s],
              "internal error", "model: stage %d of %d holds layers [%d, %d) of %d", s, pp, c->stage_first[s],
              c->stage_first[s + 1], c->num_layers);
   zt_check(pp == 1 || c->pp_group != NULL, "internal error", "model: pipeline size %d without a group", pp);
@@ -312,7 +312,8 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   lm->enc_dec = cfg->dec_layers > 0;
   /* an encoder-decoder's stages: [0, S) the encoder's layers, [S, pp) the decoder's (one stage: all of both) */
   const int S = lm->enc_dec && lm->pp > 1 ? cfg->pp_split : lm->pp, Ld = lm->enc_dec ? cfg->dec_layers : 0;
-  const int uneven = cfg->stage_first && lm->pp > 1 && lm->vpp == 1 && !lm->enc_dec;
+  /* zt_args_pipe_stages' split (DeepSpeed's partition, the standalone embedding stage; an encoder-decoder's encoder) */
+  const int uneven = cfg->stage_first && lm->pp > 1 && lm->vpp == 1;
   lm->chunk_layers = uneven ? cfg->stage_first[pr + 1] - cfg->stage_first[pr]
                      : !lm->enc_dec ? L / (lm->pp * lm->vpp) : pr < S ? L / S : 0;
   lm->nlayers = lm->chunk_layers * lm->vpp;
@@ -346,8 +347,8 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   int *chunk_first = zt_malloc((size_t)lm->vpp * sizeof(int), "model chunks");
   for (int c = 0; c < lm->vpp; c++) {
     int n;
-    if (lm->enc_dec) chunk_first[c] = pr < S ? pr * lm->chunk_layers : L;
-    else if (uneven) chunk_first[c] = cfg->stage_first[pr];
+    if (uneven) chunk_first[c] = cfg->stage_first[pr];
+    else if (lm->enc_dec) chunk_first[c] = pr < S ? pr * lm->chunk_layers : L;
     else zt_layout_stage_layers(&stages, L, pr, c, &chunk_first[c], &n);
   }
   zt_stack_init(&lm->stack, mm, &lm->bcfg, &lm->spec, ZT_LM_ENC_PREFIX, L, lm->vpp, chunk_first, lm->chunk_layers,

@@ -27,6 +27,8 @@ out=$(run 2 --micro-batch-size 4 --tensor-model-parallel-size 2 --sequence-paral
 grep -q "sequence_parallel \.* True" <<<"$out" || bad "sequence_parallel in the summary" "$(grep sequence_parallel <<<"$out")"
 out=$(run 2 --micro-batch-size 4 --pipeline-model-parallel-size 2); same "PP=2" "$ref" "$out" $?
 printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/zb.json"
+out=$(run 3 --micro-batch-size 4 --pipeline-model-parallel-size 3 --standalone-embedding-stage)
+same "PP=3 --standalone-embedding-stage (stage 0 the embeddings alone)" "$ref" "$out" $?
 zbh1 "PP=2, 4 micro batches" 2 --micro-batch-size 2 --pipeline-model-parallel-size 2 --deepspeed --deepspeed_config "$tmp/zb.json"
 out=$(one --micro-batch-size 4 --recompute-granularity full); same "--recompute-granularity full" "$ref" "$out" $?
 out=$(run 4 --micro-batch-size 4 --tensor-model-parallel-size 2 --checkpoint-activations)

@@ -63,6 +63,13 @@ out=$(run 4 --micro-batch-size 2 --pipeline-model-parallel-size 2 --pipeline-mod
       --deepspeed_config "$tmp/z1pp.json")
 same "ZeRO-1 PP=2 x DP=2" "$ref2" "$out" $?
 printf '{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/zb.json"
+out=$(run 3 --micro-batch-size 2 --pipeline-model-parallel-size 3 --pipeline-model-parallel-split-rank 2 \
+      --standalone-embedding-stage)
+same "PP=3 split rank 2 --standalone-embedding-stage (embeddings, encoder, decoder: a stage each)" "$ref2" "$out" $?
+o=$(run 3 --micro-batch-size 2 --pipeline-model-parallel-size 3 --pipeline-model-parallel-split-rank 1 --standalone-embedding-stage)
+grep -qF -- "--pipeline-model-parallel-split-rank 1: the encoder needs at least one stage of layers (a split rank in [2, 2]; --standalone-embedding-stage takes stage 0 for the embedding)" <<<"$o" \
+  && ! grep -q "^ iteration" <<<"$o" && ok "refused: split rank 1 with --standalone-embedding-stage" \
+  || bad "split rank 1 with --standalone-embedding-stage" "$(grep -m2 error <<<"$o")"
 zbh1 "PP=2 split rank 1, 4 micro batches" 2 --micro-batch-size 2 --pipeline-model-parallel-size 2 \
   --pipeline-model-parallel-split-rank 1 --deepspeed --deepspeed_config "$tmp/zb.json"
 cfg zc '"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}'

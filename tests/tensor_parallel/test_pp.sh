@@ -10,6 +10,8 @@
 # DeepSpeed's partition of GPTModelPipe (need not divide the layers): 6 layers over PP=4 (2, 2, 1, 1) and 8 over
 # PP=3 (3, 3, 2) give one process's losses, with DeepSpeed's partition print; a checkpoint saved at PP=4 over 6
 # layers resumes in one process as the straight run continues; a stage left without a layer is refused.
+# --standalone-embedding-stage (Megatron's embedding-only stage 0): PP=3 and TP=2 x PP=2 give one process's losses,
+# stage 0 counting the embeddings' parameters alone; its refusals and its no-effect line under --deepspeed.
 # Usage: test_pp.sh PRETRAIN_GPT   (SKIP, exit 77, without mpirun)
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -119,6 +121,21 @@ if [ "$(field "$res" "lm loss")" = "$(field "$one6" "lm loss" | cut -d' ' -f6-10
   ok "--deepspeed: saved at PP=4 over 6 layers (iteration 5), resumed in one process: the straight run's losses"
 else bad "uneven checkpoint resumed in one process" "'$(field "$res" "lm loss")' against '$(field "$one6" "lm loss")' $(grep -m1 error <<<"$res")"; fi
 
+# the standalone embedding stage (no --deepspeed: Megatron's pipeline model)
+out=$(run 3 --micro-batch-size 4 --pipeline-model-parallel-size 3 --standalone-embedding-stage)
+same "--standalone-embedding-stage PP=3 (stage 0 the embedding, 2 layers on each other stage)" "$ref" "$out" $?
+want=" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): $(( V * H + S * H ))"
+ends_line "$want" "$out" && grep -qE "^  transformer_pipeline_model_parallel_size \.+ 2$" <<<"$out" \
+  && ok "--standalone-embedding-stage: stage 0 holds the embeddings alone;$want" \
+  || bad "standalone parameter count" "want '$want', got '$(grep 'number of parameters' <<<"$out")'"
+out=$(run 4 --micro-batch-size 4 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 2 --standalone-embedding-stage)
+same "--standalone-embedding-stage TP=2 x PP=2 (all 4 layers on stage 1)" "$ref" "$out" $?
+out=$(run 4 --num-layers 6 "${ds[@]}" --pipeline-model-parallel-size 4 --standalone-embedding-stage)
+grep -qF "> --standalone-embedding-stage: no effect with --deepspeed" <<<"$out" \
+  && [ "$(grep -E "^stage=[0-9]+ layers=" <<<"$out" | tr '\n' ' ')" = "stage=0 layers=4 stage=1 layers=2 stage=2 layers=1 stage=3 layers=3 " ] \
+  && ok "--standalone-embedding-stage with --deepspeed: no effect (said), DeepSpeed's partition" \
+  || bad "standalone with --deepspeed" "$(grep -E "standalone|^stage=|error" <<<"$out" | head -5)"
+
 refused() { # name expected-message np args...
   local name="$1" msg="$2" np="$3"; shift 3
   local o rc
@@ -129,6 +146,10 @@ refused() { # name expected-message np args...
 refused "uneven layers" "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3 (with --deepspeed" 3 --pipeline-model-parallel-size 3
 refused "--deepspeed: a stage without a layer" "--num-layers 3 over --pipeline-model-parallel-size 4: DeepSpeed's partition of GPTModelPipe's layers (type:transformer) leaves stage" \
   4 --pipeline-model-parallel-size 4 --num-layers 3 --deepspeed --deepspeed_config "$tmp/ds.json"
+refused "--standalone-embedding-stage, layers not divisible over the other stages" "--num-layers 4 must be divisible by transformer_pipeline_model_parallel_size 3 (--pipeline-model-parallel-size 4 - 1" \
+  4 --pipeline-model-parallel-size 4 --standalone-embedding-stage
+refused "--standalone-embedding-stage with the interleaved schedule" "--standalone-embedding-stage with --num-layers-per-virtual-pipeline-stage 1" \
+  4 "${il[@]}" --standalone-embedding-stage
 refused "--deepspeed, interleaved: Megatron's even split" "--num-layers 6 is not divisible by --pipeline-model-parallel-size 4" \
   4 --pipeline-model-parallel-size 4 --num-layers 6 --num-layers-per-virtual-pipeline-stage 1 --deepspeed --deepspeed_config "$tmp/ds.json"
 refused "interleaved with PP=2" "--pipeline-model-parallel-size 2 must be greater than 2 with the interleaved schedule (--num-layers-per-virtual-pipeline-stage 1)" \
