@@ -49,6 +49,7 @@ typedef struct {
 } flag;
 
 static const choice k_norms[] = {{"layernorm", 0, NULL}, {"rmsnorm", 1, NULL}, {NULL, 0, NULL}};
+static const choice k_remote_devices[] = {{"none", 0, NULL}, {"cpu", 1, NULL}, {"nvme", 2, NULL}, {NULL, 0, NULL}};
 static const choice k_optimizers[] = {{"adam", ZT_OPTIMIZER_ADAM, NULL}, {"sgd", ZT_OPTIMIZER_SGD, NULL}, {NULL, 0, NULL}};
 static const choice k_decay_styles[] = {{"constant", ZT_LR_DECAY_CONSTANT, NULL}, {"linear", ZT_LR_DECAY_LINEAR, NULL},
                                         {"cosine", ZT_LR_DECAY_COSINE, NULL},
@@ -283,6 +284,9 @@ static const flag k_flags[] = {
    "block train on a random subset of each sample's tokens (docs/data_efficiency.md); both must be given."},
   {"--no-pipeline-parallel", F_TRUE, OFF(no_pipeline_parallel), NULL, PAR, "False",
    "Megatron-DeepSpeed's non-pipeline model class; --pipeline-model-parallel-size must then be 1."},
+  {"--remote-device", F_CHOICE, OFF(remote_device), k_remote_devices, DS, "none",
+   "Where deepspeed.zero.Init builds the ZeRO-3 partitions (with --zero-stage 3): none, cpu or nvme; a ds_config "
+   "offload_param block replaces it, and nvme needs that block (DeepSpeed's asserts; docs/zero.md)."},
   {"--standalone-embedding-stage", F_TRUE, OFF(standalone_embedding_stage), NULL, PAR, "False",
    "Megatron's embedding-only first pipeline stage: stage 0 holds the input embedding alone and the layers are split "
    "over the other stages (T5: the encoder's over stages 1 to split rank - 1); no effect with pretrain_gpt --deepspeed "
@@ -1070,6 +1074,9 @@ static void check_script_flags(zt_args *a, const unsigned char *seen) {
   zt_check(!a->no_pipeline_parallel || a->pipeline_model_parallel_size == 1, "inconsistent arguments",
            "--no-pipeline-parallel contradicts --pipeline-model-parallel-size %d (pipeline parallelism disabled needs "
            "size 1, as Megatron-DeepSpeed asserts)", a->pipeline_model_parallel_size);
+  if (a->remote_device && !a->deepspeed) /* with --deepspeed: train/engine.c remote_device_check */
+    zt_log("> --remote-device: no effect without --deepspeed (deepspeed.zero.Init is enabled by --zero-stage 3, which "
+           "needs it)\n");
   /* the zero-bubble schedule: Megatron-DeepSpeed's validate_args asserts, as refusals */
   zt_check(!a->enable_zbh1_exact_semantics || a->enable_zbh1_pipeline, "inconsistent arguments",
            "--enable-zbh1-exact-semantics without --enable-zbh1-pipeline: exact semantics require the ZB-H1 pipeline "
@@ -2271,6 +2278,7 @@ void zt_args_print(const zt_args *a) {
   else STR_LINE("zero_stage", "1.0");
   BOOL_LINE("no_pipeline_parallel", a->no_pipeline_parallel);
   BOOL_LINE("ds_pipeline_enabled", !a->no_pipeline_parallel);
+  STR_LINE("remote_device", a->remote_device == 2 ? "nvme" : a->remote_device == 1 ? "cpu" : "none");
   BOOL_LINE("standalone_embedding_stage", a->standalone_embedding_stage);
   INT_LINE("transformer_pipeline_model_parallel_size",
            a->pipeline_model_parallel_size - (a->standalone_embedding_stage ? 1 : 0));

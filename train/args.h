@@ -148,6 +148,7 @@ typedef struct {
   int data_efficiency_curriculum_learning; /* --data-efficiency-curriculum-learning: the data sampler (train/data_sampler.h) */
   int random_ltd;                   /* --random-ltd: the ds_config's random_ltd block applies (train/random_ltd.h) */
   int no_pipeline_parallel;         /* DeepSpeed's pipeline engine off: --pipeline-model-parallel-size must be 1 */
+  int remote_device;                /* --remote-device: 0 none, 1 cpu, 2 nvme (deepspeed.zero.Init's remote_device) */
   int standalone_embedding_stage;   /* Megatron's embedding-only stage 0 (zt_args_pipe_stages) */
   int enable_zbh1_pipeline;         /* the zero-bubble H1 schedule (train/schedule.c, runtime/ops/wgrad_store.h) */
   int enable_zbh1_exact_semantics;  /* ZB-H1 with every weight pass in micro-batch order (bitwise 1F1B) */

@@ -16,7 +16,8 @@ const zt_args_known_group zt_args_known_groups[] = {
   {"=Megatron-DeepSpeed parses it but never reads it; ZeRO's buckets and reduce-scatter are set in the ds_config's "
    "zero_optimization block (docs/zero.md)",
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
-  {"ZeRO-3 remote-device initialization", "--remote-device --use-pin-memory"},
+  {"=Megatron-DeepSpeed parses it but never reads it (its zero.Init call passes no pin_memory); the ds_config's "
+   "offload_param.pin_memory sets pinned memory (docs/zero.md)", "--use-pin-memory"},
   {"Hugging Face tokenizer", "--trust-remote-code"},
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",

@@ -1013,8 +1013,11 @@ static void fill_fields(zt_ds_config *c) {
   c->zero_max_reuse_distance = get_num(c, "zero_optimization.max_reuse_distance").value;
   snprintf(c->offload_param_device, sizeof c->offload_param_device, "none");
   get_str(c, "zero_optimization.offload_param.device", c->offload_param_device, sizeof c->offload_param_device);
-  if (cJSON_IsTrue(get_path(c, "zero_optimization.cpu_offload_param")))
+  c->offload_param_block = get_path(c, "zero_optimization.offload_param") != NULL;
+  if (cJSON_IsTrue(get_path(c, "zero_optimization.cpu_offload_param"))) {
     snprintf(c->offload_param_device, sizeof c->offload_param_device, "cpu");
+    c->offload_param_block = 1;
+  }
   if (strcmp(c->offload_param_device, "none") && c->zero_stage != 3)
     ds_fail(c, "zero_optimization.offload_param.device \"%s\" needs zero_optimization.stage 3 (DeepSpeed offloads "
             "parameters only in stage 3), got stage %d", c->offload_param_device, c->zero_stage);

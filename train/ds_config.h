@@ -79,6 +79,7 @@ typedef struct zt_ds_config {
   bool zero_auto_reduce_bucket, zero_auto_prefetch, zero_auto_persistence; /* "auto": the hidden size decides */
   char offload_param_device[8];        /* "none", "cpu" or "nvme" (stage 3; the legacy cpu_offload_param true is "cpu") */
   char offload_param_nvme_path[512];
+  int offload_param_block;             /* an offload_param block (or the legacy cpu_offload_param) is there */
   int offload_param_buffer_count;
   double offload_param_buffer_size, offload_param_max_in_cpu; /* elements */
   bool offload_param_pin_memory;

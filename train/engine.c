@@ -84,6 +84,30 @@ static void build_data(zt_engine *e, const zt_tokenizer *tok) {
 
 /* ---- --deepspeed ----------------------------------------------------------------------------- */
 
+/* --remote-device: Megatron-DeepSpeed passes it to deepspeed.zero.Init, which it enables with --zero-stage 3 only;
+ * a ds_config offload_param block replaces it there (zero.Init takes the block's device), and nvme without that block
+ * fails DeepSpeed's assert. What remains is where zero.Init first builds the partitions: zerotron initializes each
+ * parameter straight into its partition where the run keeps it, so nothing is built whole anywhere. */
+static void remote_device_check(const zt_args *a, const zt_ds_config *c) {
+  if (!a->remote_device) return;
+  const char *rd = a->remote_device == 2 ? "nvme" : "cpu";
+  if (a->zero_stage != 3) {
+    zt_log("> --remote-device %s: no effect without --zero-stage 3 (Megatron-DeepSpeed enables deepspeed.zero.Init "
+           "with it only)\n", rd);
+    return;
+  }
+  if (c->offload_param_block) {
+    zt_log("> --remote-device %s: replaced by zero_optimization.offload_param.device \"%s\" of %s, as "
+           "deepspeed.zero.Init does\n", rd, c->offload_param_device, c->path);
+    return;
+  }
+  zt_check(a->remote_device != 2, "inconsistent arguments", "--remote-device nvme: \"offload_param\" must be defined in "
+           "DeepSpeed Config if remote device is nvme (DeepSpeed's assert; %s has no zero_optimization.offload_param "
+           "block with an nvme_path)", c->path);
+  zt_log("> --remote-device cpu: the ZeRO-3 partitions are initialized where the run keeps them, each parameter "
+         "straight into its partition (deepspeed.zero.Init builds them in host memory first)\n");
+}
+
 zt_ds_config *zt_engine_deepspeed_setup(zt_args *a, const zt_model_kind *kind) {
   if (!a->deepspeed) return NULL;
   zt_ds_config *c = zt_malloc(sizeof(*c), "ds_config");
@@ -125,6 +149,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a, const zt_model_kind *kind) {
     zt_log("> ds_config \"auto\" ZeRO sizes from --hidden-size %d: reduce_bucket_size %.0f, "
            "stage3_prefetch_bucket_size %.0f, stage3_param_persistence_threshold %.0f\n", a->hidden_size,
            c->zero_reduce_bucket_size, c->zero_prefetch_bucket_size, c->zero_param_persistence_threshold);
+  remote_device_check(a, c);
   zt_engine_check_curriculum(a, c, kind);
   zt_engine_check_data_sampling(a, c, kind);
   zt_engine_check_random_ltd(a, c, kind);

@@ -134,6 +134,30 @@ out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 2 --deepspeed --deepspeed_confi
 [ $? -eq 0 ] && grep -qE "^  zero_stage \.+ 1$" <<<"$out" && grep -q "^ iteration        2/" <<<"$out" &&
   ok "--zero-stage 1 agreeing with the ds_config trains" || bad "--zero-stage 1" "$(grep -m1 error <<<"$out")"
 
+# --remote-device (deepspeed.zero.Init's, enabled by --zero-stage 3): where the ZeRO-3 partitions start; replaced by
+# an offload_param block; nvme without one fails DeepSpeed's assert; without --zero-stage 3 no effect
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}}' > z3.json
+printf '{"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}' > z3o.json
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 2 --deepspeed --deepspeed_config z3.json --zero-stage 3 --remote-device cpu 2>&1)
+[ $? -eq 0 ] && grep -qE "^  remote_device \.+ cpu$" <<<"$out" && grep -q "^ iteration        2/" <<<"$out" \
+  && grep -qF "> --remote-device cpu: the ZeRO-3 partitions are initialized where the run keeps them" <<<"$out" \
+  && ok "--remote-device cpu with --zero-stage 3 trains and says where the partitions start" \
+  || bad "--remote-device cpu" "$(grep -m1 -E "error|remote" <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 1 --deepspeed --deepspeed_config z3o.json --zero-stage 3 --remote-device nvme 2>&1)
+[ $? -eq 0 ] && grep -qF "> --remote-device nvme: replaced by zero_optimization.offload_param.device \"cpu\" of z3o.json" <<<"$out" \
+  && ok "--remote-device nvme is replaced by the ds_config's offload_param device, as zero.Init does" \
+  || bad "--remote-device with offload_param" "$(grep -m1 -E "error|remote" <<<"$out")"
+out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 1 --deepspeed --deepspeed_config z3.json --remote-device cpu 2>&1)
+grep -qF "> --remote-device cpu: no effect without --zero-stage 3" <<<"$out" \
+  && ok "--remote-device without --zero-stage 3: no effect, said" || bad "--remote-device without --zero-stage 3" "$(grep -m1 -E "error|remote" <<<"$out")"
+expect_fail "--remote-device nvme without an offload_param block (DeepSpeed's assert)" \
+  "error: inconsistent arguments: --remote-device nvme: \"offload_param\" must be defined in DeepSpeed Config if remote device is nvme" \
+  "${T[@]}" --train-iters 1 --deepspeed --deepspeed_config z3.json --zero-stage 3 --remote-device nvme
+expect_fail "--remote-device gpu" "error: bad argument value: --remote-device gpu: invalid choice (choose from none, cpu, nvme)" \
+  "${T[@]}" --train-iters 1 --remote-device gpu
+expect_fail "--use-pin-memory (never read by Megatron-DeepSpeed)" "error: unsupported argument: --use-pin-memory: Megatron-DeepSpeed parses it but never reads it" \
+  "${T[@]}" --train-iters 1 --use-pin-memory
+
 # 4. the argument dump: Megatron-DeepSpeed's names and values for the recorded flags
 dump_has() { # dump_has NAME OUTPUT name=value...
   local name=$1 out=$2 missing=""
@@ -144,7 +168,7 @@ dump_has() { # dump_has NAME OUTPUT name=value...
 out=$(timeout 60 "$BIN" "${T[@]}" --train-iters 1 2>&1)
 dump_has "defaults in the dump" "$out" zero_stage=1.0 num_workers=2 distributed_backend=nccl local_rank=None \
   masked_softmax_fusion=True bias_gelu_fusion=True bias_dropout_fusion=True gradient_accumulation_fusion=True \
-  no_persist_layer_norm=False async_tensor_model_parallel_allreduce=True no_pipeline_parallel=False \
+  no_persist_layer_norm=False async_tensor_model_parallel_allreduce=True no_pipeline_parallel=False remote_device=none \
   ds_pipeline_enabled=True train_tokens=None lr_warmup_tokens=None lr_decay_tokens=None \
   deepspeed_activation_checkpointing=False train_doc_idx_path=None DDP_impl=local use_contiguous_buffers_in_local_ddp=True \
   use_cpu_initialization=None empty_unused_memory_level=0 attention_softmax_in_fp32=False \
