@@ -2,7 +2,7 @@
 # GPT under mpirun. With --enable-zbh1-exact-semantics the step is bit for bit 1F1B's: the same log lines and
 # byte-identical optimizer states (fp32 masters and Adam moments) after 6 iterations of 8 micro batches, with dropout
 # on: PP=2, PP=4, TP=2 x PP=2, PP=2 x DP=2, bf16, fp16 with its dynamic loss scale, --recompute-granularity full,
-# SwiGLU without biases. Without exact semantics, the first micro batches' weight gradients add up last on each
+# SwiGLU without biases, MoE layers, uneven stages (6 layers over PP=4). Without exact semantics, the first micro batches' weight gradients add up last on each
 # stage after the first: the losses equal 1F1B's within 1e-5 and the optimizer states are not byte-identical (the
 # test fails if the weight passes stop being deferred). Megatron-DeepSpeed's asserts are refused before work;
 # without pipeline stages the flag is said to have no effect. The schedule's order and its bubble:
@@ -113,6 +113,9 @@ exact 2 "PP=2 bf16 (ZeRO-1)" --pipeline-model-parallel-size 2 --bf16 --deepspeed
 exact 2 "PP=2 fp16 (dynamic loss scale)" --pipeline-model-parallel-size 2 --fp16 --deepspeed_config fp16.json
 exact 2 "PP=2 --recompute-granularity full" --pipeline-model-parallel-size 2 --recompute-granularity full
 exact 2 "PP=2 --swiglu --disable-bias-linear" --pipeline-model-parallel-size 2 --swiglu --disable-bias-linear
+exact 2 "PP=2 MoE (4 experts, top-2: the experts' linears deferred)" --pipeline-model-parallel-size 2 --num-experts 4 \
+  --topk 2 --moe-loss-coeff 0.01
+exact 4 "PP=4 over 6 layers (DeepSpeed's partition 2, 2, 1, 1)" --pipeline-model-parallel-size 4 --num-layers 6
 
 out=$(timeout 120 "$BIN" "${T[@]}" --train-iters 1 "${ZB[@]}" 2>&1)
 [ $? -eq 0 ] && grep -qF "> --enable-zbh1-pipeline: no effect without pipeline stages" <<<"$out" \
