@@ -1360,6 +1360,9 @@ int *zt_args_pipe_stages(const zt_args *a) {
   if (!(gpt && a->deepspeed) && !a->standalone_embedding_stage) return NULL;
   int *first = zt_malloc(sizeof(int) * (size_t)(pp + 1), "pipeline stages");
   if (gpt && a->deepspeed) {
+    zt_check(L <= 16384, "unsupported argument", "--num-layers %d over --pipeline-model-parallel-size %d with "
+             "--deepspeed: DeepSpeed's partition of GPTModelPipe's layers is a dynamic program quadratic in the layers "
+             "(seconds at 10000); more than 16384 layers are not supported", L, pp);
     zt_layout_ds_partition(L, pp, 2, zt_moe_on(&a->moe) + 2 + (a->fp16 || a->bf16), first);
     for (int s = 0; s < pp; s++)
       zt_check(first[s + 1] > first[s], "inconsistent arguments", "--num-layers %d over --pipeline-model-parallel-size "
