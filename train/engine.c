@@ -1604,6 +1604,20 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
     zt_ds_timers_log(names, ms, 5);
     e->t_fwd = e->t_bwd_inner = e->t_bwd_allreduce = e->t_step = 0;
   }
+  /* DeepSpeed's PipelineEngine.train_batch (pretrain_gpt with pipeline stages builds GPTModelPipe under --deepspeed):
+   * on global rank 0 every steps_per_print batches, the mean loss of the batch (micro batches and data-parallel
+   * ranks), GPTModelPipe's additional losses with MoE layers, and the batch time over those batches */
+  if (report && e->st.pp_size > 1 && !strcmp(zt_args_model, "gpt") && zt_comm_rank() == 0) {
+    const double iter_time = e->pipe_batch_time / (double)every;
+    char extra[160] = "";
+    const zt_loss_sums *l = &e->last_losses;
+    if (l->n > 1 && !strcmp(l->name[0], "lm loss") && !strcmp(l->name[1], "moe loss"))
+      snprintf(extra, sizeof extra, "lm loss: %.4f moe loss: %.4f ", l->value[0], l->value[1]);
+    printf("steps: %lld loss: %.4f %siter time (s): %.3f samples/sec: %.3f\n", (long long)e->st.iteration, train_loss,
+           extra, iter_time, (double)e->args->global_batch_size / iter_time);
+    fflush(stdout);
+  }
+  if (report || every == 0) e->pipe_batch_time = 0;
 }
 
 
@@ -1906,6 +1920,7 @@ float zt_engine_train_step(zt_engine *e, double *grad_norm) {
   const float mean = (float)sum.total;
   if (e->ds) {
     zt_ds_throughput_stop(&e->tput, 1);
+    e->pipe_batch_time += zt_now() - step0;
     ds_after_step(e, mean, samples_before);
   }
   profile_step_end(e, step0);

@@ -111,6 +111,7 @@ typedef struct {
    * or the standalone embedding stage): stage s holds layers [stage_first[s], stage_first[s + 1]); else NULL */
   int *stage_first;
   int wgrad_said;            /* its memory line was printed (after the first step) */
+  double pipe_batch_time;    /* --deepspeed: the steps' seconds since the last steps_per_print line */
   /* mixed precision (--fp16/--bf16 or the ds_config blocks): st.half_dtype, the masters in st.master */
   int grads_half;                /* gradients are stored (accumulated) in the half type, else fp32 */
   zt_dtype comm_dtype;           /* data type of the data-parallel gradient all-reduce */

@@ -103,11 +103,16 @@ same "interleaved PP=3 x 2 chunks, 6 micro batches" "$ref6" "$out" $?
 # DeepSpeed's partition of GPTModelPipe under --deepspeed (ZeRO-1, 4 micro batches of 4)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "zero_optimization": {"stage": 1}}\n' > "$tmp/ds.json"
+printf '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "steps_per_print": 5, "zero_optimization": {"stage": 1}}\n' > "$tmp/ds.json"
 ds=(--deepspeed --deepspeed_config "$tmp/ds.json" --micro-batch-size 4)
 one6=$(OMP_NUM_THREADS=1 "$bin" "${tiny[@]}" --num-layers 6 "${ds[@]}" 2>&1)
 out=$(run 4 --num-layers 6 "${ds[@]}" --pipeline-model-parallel-size 4); rc=$?
 same "--deepspeed: 6 layers over PP=4 (DeepSpeed's partition 2, 2, 1, 1)" "$one6" "$out" $rc
+# DeepSpeed's PipelineEngine line every steps_per_print batches: the batch's mean loss (the log line's, 4 decimals)
+steps=$(grep -E "^steps: [0-9]+ loss: [0-9.]+ iter time \(s\): [0-9.]+ samples/sec: [0-9.]+$" <<<"$out" | sed -E 's/^steps: ([0-9]+) loss: ([0-9.]+) .*/\1 \2/' | tr '\n' ' ')
+want=$(field "$out" "lm loss" | awk '{ printf "5 %.4f 10 %.4f ", $5, $10 }')
+[ -n "$steps" ] && [ "$steps" = "$want" ] && ok "--deepspeed PP: DeepSpeed's pipeline line at steps 5 and 10 with the batch loss ($steps)" \
+  || bad "DeepSpeed's pipeline line" "'$steps' against '$want'"
 parts=$(grep -E "^stage=[0-9]+ layers=" <<<"$out" | tr '\n' ' ')
 [ "$parts" = "stage=0 layers=4 stage=1 layers=2 stage=2 layers=1 stage=3 layers=3 " ] \
   && grep -qF "Partitioning pipeline stages with method type:transformer" <<<"$out" && grep -qE "^     8: LayerNorm$" <<<"$out" \
