@@ -1616,7 +1616,7 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
              "less than pipeline model parallel size (%d)", split, pp);
     const int sa = a->standalone_embedding_stage; /* Megatron: the embedding's stage is taken from the encoder's */
     zt_check(split >= 1 + sa, "inconsistent arguments", "--pipeline-model-parallel-split-rank %d: the encoder needs at "
-             "least one stage of layers (a split rank in [%d, %d]%s)", split, 1 + sa, pp - 1,
+             "least one stage%s (a split rank in [%d, %d]%s)", split, sa ? " of layers" : "", 1 + sa, pp - 1,
              sa ? "; --standalone-embedding-stage takes stage 0 for the embedding" : "");
     zt_check(a->num_layers % (split - sa) == 0, "inconsistent arguments", "encoder_num_layers (%d) must be divisible "
              "by number of ranks given to encoder (%d) (--pipeline-model-parallel-split-rank%s)", a->num_layers,
