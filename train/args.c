@@ -1353,13 +1353,17 @@ static void encoder_decoder_flags(zt_args *a, const unsigned char *seen) {
   if (!given(seen, "--decoder-num-layers")) a->decoder_num_layers = a->num_layers;
 }
 
+int zt_args_gpt_model_pipe(const zt_args *a) {
+  return a->pipeline_model_parallel_size > 1 && a->deepspeed && strcmp(zt_args_model, "gpt") == 0;
+}
+
 int *zt_args_pipe_stages(const zt_args *a) {
   const int pp = a->pipeline_model_parallel_size, L = a->num_layers;
   if (pp <= 1 || a->num_layers_per_virtual_pipeline_stage > 0) return NULL;
-  const int gpt = strcmp(zt_args_model, "gpt") == 0, t5 = strcmp(zt_args_model, "t5") == 0;
-  if (!(gpt && a->deepspeed) && !a->standalone_embedding_stage) return NULL;
+  const int model_pipe = zt_args_gpt_model_pipe(a), t5 = strcmp(zt_args_model, "t5") == 0;
+  if (!model_pipe && !a->standalone_embedding_stage) return NULL;
   int *first = zt_malloc(sizeof(int) * (size_t)(pp + 1), "pipeline stages");
-  if (gpt && a->deepspeed) {
+  if (model_pipe) {
     zt_check(L <= 16384, "unsupported argument", "--num-layers %d over --pipeline-model-parallel-size %d with "
              "--deepspeed: DeepSpeed's partition of GPTModelPipe's layers is a dynamic program quadratic in the layers "
              "(seconds at 10000); more than 16384 layers are not supported", L, pp);
@@ -1652,8 +1656,9 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
    * not divide (zt_args_pipe_stages), but every stage needs one; Megatron's own pipeline model (without --deepspeed,
    * or interleaved) asserts that they divide */
   int *stages = zt_args_pipe_stages(a);
+  const int own_stages = stages != NULL;
   free(stages);
-  zt_check(pp == 1 || t5 || stages || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not "
+  zt_check(pp == 1 || t5 || own_stages || a->num_layers % pp == 0, "inconsistent arguments", "--num-layers %d is not "
            "divisible by --pipeline-model-parallel-size %d%s", a->num_layers, pp, gpt && !a->deepspeed ? " (with "
            "--deepspeed, pretrain_gpt's stages are DeepSpeed's, which need not divide them)" : "");
   zt_check(world_size % (tp * pp) == 0, "inconsistent arguments", "world size %d is not divisible by "

@@ -260,6 +260,9 @@ extern const char *zt_args_model;
  * - --standalone-embedding-stage: stage 0 holds the embedding alone, the (encoder's) layers are split evenly over
  *   stages 1 .. pp - 1 (T5: 1 .. split rank - 1; the argument checks made them divide). */
 int *zt_args_pipe_stages(const zt_args *a);
+/* Whether the run is Megatron-DeepSpeed's GPTModelPipe under DeepSpeed's PipelineEngine: pretrain_gpt with --deepspeed
+ * and pipeline stages (its partition print and pipeline log line; the partition itself without interleaving). */
+int zt_args_gpt_model_pipe(const zt_args *a);
 
 /* Parses argv (argv[0] is the program name) into args with Megatron's defaults, then validates and
  * derives values for a world of `world_size` processes. Any error (unknown flag, with the closest

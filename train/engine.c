@@ -728,7 +728,7 @@ static void init_weights(zt_engine *e) {
  * stages, before the model is built: each stage's items with their index, then the loss function. */
 static void ds_pipe_partition_log(const zt_engine *e) {
   const zt_args *a = e->args;
-  if (!e->stage_first || !a->deepspeed || strcmp(zt_args_model, "gpt") != 0 || zt_comm_rank() != 0) return;
+  if (!e->stage_first || !zt_args_gpt_model_pipe(a) || zt_comm_rank() != 0) return;
   const int pp = e->st.pp_size, L = a->num_layers, moe = zt_moe_on(&a->moe), half = a->fp16 || a->bf16;
   const int gpu = !e->be->host_visible;
   const char *norm = a->normalization == 1 ? (gpu ? "MixedFusedRMSNorm" : "RMSNorm")
@@ -1607,7 +1607,7 @@ static void ds_after_step(zt_engine *e, double train_loss, int64_t samples_befor
   /* DeepSpeed's PipelineEngine.train_batch (pretrain_gpt with pipeline stages builds GPTModelPipe under --deepspeed):
    * on global rank 0 every steps_per_print batches, the mean loss of the batch (micro batches and data-parallel
    * ranks), GPTModelPipe's additional losses with MoE layers, and the batch time over those batches */
-  if (report && e->st.pp_size > 1 && !strcmp(zt_args_model, "gpt") && zt_comm_rank() == 0) {
+  if (report && zt_args_gpt_model_pipe(e->args) && zt_comm_rank() == 0) {
     const double iter_time = e->pipe_batch_time / (double)every;
     char extra[160] = "";
     const zt_loss_sums *l = &e->last_losses;
