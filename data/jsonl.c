@@ -187,7 +187,16 @@ typedef struct {
   size_t first, n;       /* strings[first .. first+n): the string, or a list's string elements */
   int bad_elem;          /* a list: index of the first element that is not a string, or -1 */
   int bad_type;
+  size_t first_elem, n_elem; /* a list: its elements' records elems[first_elem .. first_elem+n_elem) */
 } jmember;
+
+/* One element of a member's list: a string, or an inner list whose strings are kept (a list of lists). */
+typedef struct {
+  int type;
+  size_t first, n;       /* strings[first .. first+n) */
+  int bad_sub;           /* an inner list: index of its first element that is not a string, or -1 */
+  int bad_sub_type;
+} jelem;
 
 struct zt_jsonl_doc {
   const char *s;
@@ -198,6 +207,8 @@ struct zt_jsonl_doc {
   size_t n_str, cap_str;
   jmember *m;
   size_t n_m, cap_m;
+  jelem *e;
+  size_t n_e, cap_e;
   int collect;           /* decode strings into the arena (top level and top-level lists) */
   char *err;
   size_t err_cap;
@@ -213,6 +224,7 @@ void zt_jsonl_doc_free(zt_jsonl_doc *d) {
   free(d->str_off);
   free(d->str_len);
   free(d->m);
+  free(d->e);
   free(d);
 }
 
@@ -405,8 +417,9 @@ static int jnumber(zt_jsonl_doc *d) {
 
 /* What a value is to the extraction: the line itself (an object's members are recorded), a member of the
  * line's object (a string is kept; a list's elements are ELEM), an element of such a list (a string is
- * kept), or anything deeper (only checked). */
-enum { ROLE_LINE, ROLE_MEMBER, ROLE_ELEM, ROLE_SKIP };
+ * kept; an inner list's elements are SUB), an element of an inner list (a string is kept), or anything
+ * deeper (only checked). */
+enum { ROLE_LINE, ROLE_MEMBER, ROLE_ELEM, ROLE_SUB, ROLE_SKIP };
 
 /* One value at d->pos; *type gets its kind. Kept strings go to the string table. */
 static int jvalue(zt_jsonl_doc *d, int depth, int role, int *type) {
@@ -417,7 +430,7 @@ static int jvalue(zt_jsonl_doc *d, int depth, int role, int *type) {
   if (c == '"') {
     *type = JV_STRING;
     size_t off = 0, n = 0;
-    int keep = role == ROLE_MEMBER || role == ROLE_ELEM;
+    int keep = role == ROLE_MEMBER || role == ROLE_ELEM || role == ROLE_SUB;
     if (jstring(d, keep, &off, &n) != 0) return -1;
     if (keep) push_str(d, off, n);
     return 0;
@@ -447,7 +460,7 @@ static int jvalue(zt_jsonl_doc *d, int depth, int role, int *type) {
           zt_check(d->m, "out of memory", "jsonl members (%zu)", d->cap_m);
         }
         jmember *m = &d->m[d->n_m++];
-        *m = (jmember){.key = koff, .key_len = klen, .first = first, .bad_elem = -1};
+        *m = (jmember){.key = koff, .key_len = klen, .first = first, .bad_elem = -1, .first_elem = d->n_e};
       }
       if (jvalue(d, depth + 1, role == ROLE_LINE ? ROLE_MEMBER : ROLE_SKIP, &vt) != 0) return -1;
       if (role == ROLE_LINE) {
@@ -475,9 +488,29 @@ static int jvalue(zt_jsonl_doc *d, int depth, int role, int *type) {
       d->pos++;
       return 0;
     }
+    const size_t elem = role == ROLE_ELEM ? d->n_e - 1 : 0; /* an inner list: its record (pushed by the outer list) */
     for (int i = 0;; i++) {
       int et;
-      if (jvalue(d, depth + 1, role == ROLE_MEMBER ? ROLE_ELEM : ROLE_SKIP, &et) != 0) return -1;
+      if (role == ROLE_MEMBER) {
+        if (d->n_e == d->cap_e) {
+          d->cap_e = d->cap_e ? 2 * d->cap_e : 64;
+          d->e = realloc(d->e, d->cap_e * sizeof(jelem));
+          zt_check(d->e, "out of memory", "jsonl list elements (%zu)", d->cap_e);
+        }
+        d->e[d->n_e++] = (jelem){.first = d->n_str, .bad_sub = -1};
+      }
+      const int sub = role == ROLE_MEMBER ? ROLE_ELEM : role == ROLE_ELEM ? ROLE_SUB : ROLE_SKIP;
+      if (jvalue(d, depth + 1, sub, &et) != 0) return -1;
+      if (role == ROLE_MEMBER) {
+        jmember *m = &d->m[d->n_m - 1];
+        jelem *e = &d->e[m->first_elem + m->n_elem++];
+        e->type = et;
+        e->n = d->n_str - e->first;
+      }
+      if (role == ROLE_ELEM && et != JV_STRING && d->e[elem].bad_sub < 0) {
+        d->e[elem].bad_sub = i;
+        d->e[elem].bad_sub_type = et;
+      }
       if (role == ROLE_MEMBER && et != JV_STRING && d->m[d->n_m - 1].bad_elem < 0) {
         d->m[d->n_m - 1].bad_elem = i;
         d->m[d->n_m - 1].bad_type = et;
@@ -508,7 +541,7 @@ static int jvalue(zt_jsonl_doc *d, int depth, int role, int *type) {
 }
 
 int zt_jsonl_parse(zt_jsonl_doc *d, const char *line, size_t len, char *err, size_t err_cap) {
-  d->n_m = d->n_str = 0;
+  d->n_m = d->n_str = d->n_e = 0;
   d->arena_len = 0;
   size_t bad;
   if (!zt_utf8_valid((const uint8_t *)line, len, &bad)) {
@@ -555,12 +588,65 @@ int zt_jsonl_parse(zt_jsonl_doc *d, const char *line, size_t len, char *err, siz
   return 0;
 }
 
-int zt_jsonl_get(zt_jsonl_doc *d, const char *key, zt_jsonl_texts *out, char *err, size_t err_cap) {
-  out->n = 0;
-  size_t klen = strlen(key);
+static const jmember *find_member(const zt_jsonl_doc *d, const char *key) {
+  const size_t klen = strlen(key);
   const jmember *v = NULL;
   for (size_t i = 0; i < d->n_m; i++)
     if (d->m[i].key_len == klen && memcmp(d->arena + d->m[i].key, key, klen) == 0) v = &d->m[i]; /* last wins */
+  return v;
+}
+
+int zt_jsonl_kind(const zt_jsonl_doc *d, const char *key) {
+  const jmember *v = find_member(d, key);
+  return !v ? ZT_JSONL_MISSING : v->type == JV_STRING ? ZT_JSONL_STRING : v->type == JV_LIST ? ZT_JSONL_LIST
+                                                                                             : ZT_JSONL_OTHER;
+}
+
+void zt_jsonl_lists_free(zt_jsonl_lists *l) {
+  zt_jsonl_texts_free(&l->texts);
+  free(l->count);
+  memset(l, 0, sizeof *l);
+}
+
+int zt_jsonl_get_lists(zt_jsonl_doc *d, const char *key, zt_jsonl_lists *out, char *err, size_t err_cap) {
+  out->texts.n = 0;
+  out->n = 0;
+  const jmember *v = find_member(d, key);
+  if (!v) {
+    snprintf(err, err_cap, "missing key \"%s\"", key);
+    return -1;
+  }
+  if (v->type != JV_LIST) {
+    snprintf(err, err_cap, "key \"%s\" is %s, expected a list of lists of strings", key, type_name(v->type));
+    return -1;
+  }
+  for (size_t i = 0; i < v->n_elem; i++) {
+    const jelem *e = &d->e[v->first_elem + i];
+    if (e->type != JV_LIST) {
+      snprintf(err, err_cap, "key \"%s\": element %zu of the list is %s, expected a list of strings", key, i,
+               type_name(e->type));
+      return -1;
+    }
+    if (e->bad_sub >= 0) {
+      snprintf(err, err_cap, "key \"%s\": element %d of list %zu is %s, expected a string", key, e->bad_sub, i,
+               type_name(e->bad_sub_type));
+      return -1;
+    }
+    if (out->n == out->cap) {
+      out->cap = out->cap ? 2 * out->cap : 16;
+      out->count = realloc(out->count, out->cap * sizeof(size_t));
+      zt_check(out->count, "out of memory", "jsonl lists (%zu)", out->cap);
+    }
+    out->count[out->n++] = e->n;
+    for (size_t k = e->first; k < e->first + e->n; k++)
+      push_text(&out->texts, d->arena + d->str_off[k], d->str_len[k]);
+  }
+  return 0;
+}
+
+int zt_jsonl_get(zt_jsonl_doc *d, const char *key, zt_jsonl_texts *out, char *err, size_t err_cap) {
+  out->n = 0;
+  const jmember *v = find_member(d, key);
   if (!v) {
     char keys[200];
     size_t k = 0;

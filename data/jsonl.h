@@ -1,7 +1,8 @@
 /* Loose JSON lines (Megatron's preprocess_data input): a streaming reader of plain or gzip files
  * (zlib reads both; gzip is recognized by its magic, not by the name) that hands out chunks of whole
  * lines, and the extraction of one key's text from a line (a length-counted JSON reader with Python's
- * json.loads grammar, so a "\u0000" escape stays a character of the text).
+ * json.loads grammar, so a "\u0000" escape stays a character of the text): a string, a list of strings, or a list
+ * of lists of strings (RACE's "options", data/finetune_data.c).
  *
  * Line rules follow Python's text-mode iteration: lines end at '\n', a trailing '\r' is dropped, the
  * last line may lack its '\n'. Line numbers are 1-based. A line longer than the reader's bound (default
@@ -63,5 +64,22 @@ int zt_jsonl_parse(zt_jsonl_doc *d, const char *line, size_t len, char *err, siz
  * message naming the key (missing key; not a string or list of strings) into err. */
 int zt_jsonl_get(zt_jsonl_doc *d, const char *key, zt_jsonl_texts *out, char *err, size_t err_cap);
 void zt_jsonl_texts_free(zt_jsonl_texts *t);
+
+/* The kind of key's value (the last occurrence when a key repeats): a caller that needs exactly a string, or
+ * exactly a list, checks it before zt_jsonl_get (which takes either). */
+enum { ZT_JSONL_MISSING = -1, ZT_JSONL_STRING = 0, ZT_JSONL_LIST = 1, ZT_JSONL_OTHER = 2 };
+int zt_jsonl_kind(const zt_jsonl_doc *d, const char *key);
+
+/* A list of lists of strings (RACE's "options"): the strings of inner list i are texts.text[c_i ..
+ * c_i + count[i]) with c_i the sum of the counts before it. */
+typedef struct {
+  zt_jsonl_texts texts;
+  size_t *count;
+  size_t n, cap;
+} zt_jsonl_lists;
+/* The texts of key when its value is a list of lists of strings. Returns -1 with a message naming the key
+ * (missing; not a list; an element not a list; an inner element not a string) into err. */
+int zt_jsonl_get_lists(zt_jsonl_doc *d, const char *key, zt_jsonl_lists *out, char *err, size_t err_cap);
+void zt_jsonl_lists_free(zt_jsonl_lists *l);
 
 #endif

@@ -412,6 +412,8 @@ void zt_tokenizer_free(zt_tokenizer *t) {
 int zt_tokenizer_vocab_size(const zt_tokenizer *t) { return t->vocab_size; }
 int32_t zt_tokenizer_eod(const zt_tokenizer *t) { return t->eod; }
 
+zt_tokenizer_kind zt_tokenizer_kind_of(const zt_tokenizer *t) { return t->kind; }
+
 int32_t zt_tokenizer_token_to_id(const zt_tokenizer *t, const char *token) {
   return t->wp ? zt_wordpiece_token_id(t->wp, token) : -1;
 }

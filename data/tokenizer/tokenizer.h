@@ -47,6 +47,9 @@ const char *zt_tokenizer_kind_name(zt_tokenizer_kind kind);
 zt_tokenizer *zt_tokenizer_create(const zt_tokenizer_spec *spec);
 void zt_tokenizer_free(zt_tokenizer *t);
 
+/* The kind t was created as (for messages naming its --tokenizer-type). */
+zt_tokenizer_kind zt_tokenizer_kind_of(const zt_tokenizer *t);
+
 /* Megatron's tokenizer.vocab_size: the number of ids the model must embed (before padding). */
 int zt_tokenizer_vocab_size(const zt_tokenizer *t);
 /* Megatron's tokenizer.eod (GPT-2: <|endoftext|>); -1 when the kind has none. */
