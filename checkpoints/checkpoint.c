@@ -796,6 +796,14 @@ static int discover_everywhere(const zt_args *a, char *tag, size_t n) {
   return me.status;
 }
 
+/* zt_ckpt_load_pretrained's: the name prefix of this model's parameters the checkpoint may lack (they keep their
+ * initialization); while set, the checkpoint may also hold tensors this model has not. NULL outside that load. */
+static const char *g_optional_prefix;
+
+static int optional_param(const char *name) {
+  return g_optional_prefix && strncmp(name, g_optional_prefix, strlen(g_optional_prefix)) == 0;
+}
+
 static void load_checkpoint(zt_train_state *st) {
   const zt_args *a = st->args;
   const layout l = rank_layout(st);
@@ -821,9 +829,14 @@ static void load_checkpoint(zt_train_state *st) {
   const int load_optim = !a->finetune && !a->no_load_optim, load_rng = !a->finetune && !a->no_load_rng;
 
   /* 1. the model must match tensor for tensor */
+  int n_missing = 0;
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     const int k = find_tensor(&r, p->name);
+    if (k < 0 && optional_param(p->name)) {
+      n_missing++;
+      continue;
+    }
     zt_check(k >= 0, "checkpoint", "%s: parameter %s of this model is not in the checkpoint (a different "
              "architecture?)", r.dir, p->name);
     const zt_ckpt_tensor *ct = &r.tensors[k];
@@ -871,7 +884,7 @@ static void load_checkpoint(zt_train_state *st) {
   zt_ckpt_arg(r.args_text, "num_layers", saved_layers, sizeof saved_layers);
   zt_check(atoi(saved_layers) == a->num_layers, "checkpoint", "%s: saved with --num-layers %s, this model has %d "
            "(--use-checkpoint-args takes the saved shape)", r.dir, saved_layers, a->num_layers);
-  if (l.pp_size == 1) {
+  if (l.pp_size == 1 && !g_optional_prefix) {
     int extra = zt_ckpt_find(&r, ZT_HEAD_COPY) >= 0 && zt_param_table_find(t, ZT_HEAD_COPY) < 0;
     for (int i = 0; l.local_experts && i < r.n_tensors; i++) /* the other expert-parallel ranks' experts */
       extra += strstr(r.tensors[i].name, ".deepspeed_moe.experts.deepspeed_experts.") != NULL &&
@@ -924,6 +937,11 @@ static void load_checkpoint(zt_train_state *st) {
   for (int i = 0; i < t->count; i++) {
     const zt_param *p = &t->params[i];
     const int k = find_tensor(&r, p->name);
+    if (k < 0) { /* an optional parameter: its initialization (the draws the model started from) */
+      st->model->ops->init_range(st->model, a->seed, p->offset, p->offset + p->numel, st->half_dtype);
+      zt_model_get_params(st->model, stage + p->offset, p->offset, p->offset + p->numel);
+      continue;
+    }
     zt_ckpt_read_weights(&r, k, full);
     take_slice(p, &l, full, &r.tensors[k], scratch, stage + p->offset);
     for (int s = 0; s < nst; s++) {
@@ -989,6 +1007,8 @@ static void load_checkpoint(zt_train_state *st) {
   }
   const int64_t it = r.iteration;
   zt_ckpt_close(&r);
+  if (n_missing) /* Megatron's Classification.load_state_dict */
+    zt_log("***WARNING*** could not find %s in the checkpoint, initializing to random\n", g_optional_prefix);
   if (a->finetune) zt_log(" > --finetune: iteration, consumed samples, optimizer and rng start afresh\n");
   else if (a->reset_iteration)
     zt_log(" > --reset-iteration: the checkpoint's iteration %lld, consumed samples and tokens reset to 0\n",
@@ -1008,6 +1028,20 @@ void zt_ckpt_start(zt_train_state *st) {
     sigaction(SIGTERM, &sa, NULL);
   }
   if (a->load) load_checkpoint(st);
+}
+
+void zt_ckpt_load_pretrained(zt_train_state *st, const char *dir, const char *optional_prefix) {
+  zt_args a = *st->args;
+  const zt_args *saved = st->args;
+  a.load = dir;
+  a.load_tag = NULL;
+  a.finetune = 1, a.no_load_optim = 1, a.no_load_rng = 1, a.exit_on_missing_checkpoint = 1;
+  a.load_universal = 0;
+  st->args = &a;
+  g_optional_prefix = optional_prefix;
+  load_checkpoint(st);
+  g_optional_prefix = NULL;
+  st->args = saved;
 }
 
 /* Whether any rank says so (Megatron all-reduces these decisions). */

@@ -26,6 +26,12 @@ void zt_ckpt_end_of_training(zt_train_state *st);
  * Collective over the world. */
 void zt_ckpt_load_weights(zt_model *m, const zt_args *a, int tp_rank, int tp_size, int pp_rank, int pp_size,
                           int dp_rank, int dp_size);
+/* finetune_bert's --pretrained-checkpoint (Megatron's finetune(): load_checkpoint of the pretrained directory with
+ * --finetune and no rng): the weights of the checkpoint in dir, saved in any layout, into st's model, its masters
+ * refreshed; iteration, consumed samples, optimizer and scheduler untouched. Parameters whose names start with
+ * optional_prefix may be missing (they keep their initialization, with Megatron's warning); the checkpoint's
+ * tensors this model lacks (the pretraining heads) are left out. A missing checkpoint is refused. Collective. */
+void zt_ckpt_load_pretrained(zt_train_state *st, const char *dir, const char *optional_prefix);
 /* Writes the checkpoint of the current iteration under args->save. Collective over the world. */
 void zt_ckpt_save(zt_train_state *st);
 

@@ -292,7 +292,8 @@ static void check_task_flags(task_flags *tf, const zt_args *a) {
            "--fewshot-data, --num-fewshot and --output-path go with --tasks (lm-evaluation-harness tasks), not --task");
   zt_check(tf->task != NULL, "missing argument", "--task is required (LAMBADA or WIKITEXT103)");
   zt_check(!strcmp(tf->task, "LAMBADA") || !strcmp(tf->task, "WIKITEXT103"), "unsupported argument",
-           "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks)", tf->task);
+           "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks; finetune_bert runs "
+           "the GLUE tasks and RACE)", tf->task);
   zt_check(tf->valid_data != NULL, "missing argument", "--valid-data FILE is required (the %s file)", tf->task);
   zt_check(!tf->strict || !strcmp(tf->task, "LAMBADA"), "inconsistent arguments",
            "--strict-lambada applies to --task LAMBADA, not %s", tf->task);

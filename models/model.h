@@ -113,6 +113,10 @@ typedef struct {
   int untie_embeddings;
   int residual_post_ln; /* --apply-residual-connection-post-layernorm */
   int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
+  /* BERT fine-tuned on a task (finetune_bert; Megatron's Classification and MultipleChoice): cls_classes > 0 replaces
+   * the pretraining heads with the pooler, dropout and a linear of cls_classes outputs, whose rows' logits are scored
+   * in groups of cls_choices (RACE: 4 rows of one logit make a sample); 0: the pretraining heads */
+  int cls_classes, cls_choices;
   int dec_layers, dec_seq_length; /* T5: --decoder-num-layers and --decoder-seq-length (num_layers is the encoder's) */
   /* the Llama-style variants: --normalization rmsnorm, --swiglu, --disable-bias-linear, --use-rotary-position-
    * embeddings on rotary_dims of each head (0: off; --rotary-percent of the head size) with rope_theta
@@ -238,6 +242,10 @@ struct zt_model {
   /* the output layer's logits [B, T, V/tp] of dt after a forward of the last stage (a teacher's, read by the engine
    * for the student's KD term), or NULL */
   const void *out_logits;
+  /* a classifier (BERT fine-tuned on a task) after a forward of the last stage: each sample's predicted class, host
+   * [n_predictions], or NULL */
+  const int32_t *predictions;
+  int n_predictions;
 };
 
 /* ---- the operations, dispatched --------------------------------------------------------------------------- */

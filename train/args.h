@@ -45,6 +45,9 @@ typedef struct {
   int openai_gelu, squared_relu, apply_layernorm_1p, init_method_xavier_uniform;
   int num_key_value_heads;          /* --num-key-value-heads: grouped-query attention; -1 None (= the heads) */
   int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
+  /* finetune_bert (not flags: the task sets them): the classification head's outputs and the rows a sample spans
+   * (zt_model_args' cls_classes, cls_choices); 0 for pretraining */
+  int finetune_classes, finetune_choices;
   float mask_prob, short_seq_prob;  /* pretrain_bert and pretrain_t5: --mask-prob 0.15, --short-seq-prob 0.1 */
   int seq_length;
   /* Megatron's encoder-decoder flags: --encoder-num-layers and --encoder-seq-length are other names of --num-layers and

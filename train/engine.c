@@ -597,7 +597,8 @@ static zt_model_args args_model(const zt_args *a) {
                          .hidden_dropout = a->hidden_dropout, .init_std = a->init_method_std,
                          .untie_embeddings = a->untie_embeddings_and_output_weights,
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
-                         .binary_head = a->bert_binary_head, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
+                         .binary_head = a->bert_binary_head, .cls_classes = a->finetune_classes,
+                         .cls_choices = a->finetune_choices, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
                          .dec_layers = a->decoder_num_layers, .dec_seq_length = a->decoder_seq_length};
   zt_args_model_variants(a, &m);
   return m;
@@ -2078,7 +2079,7 @@ void zt_engine_run(zt_engine *e) {
   } else {
     zt_log("skipping training (--skip-train is on) ...\n");
   }
-  if (a->eval_iters > 0) {
+  if (a->eval_iters > 0 && !e->final_eval_off) {
     if (zt_data_has_split(e->data, 1)) {
       zt_watchdog_arm(wd, "evaluation", e->st.iteration);
       const zt_loss_sums v = zt_engine_evaluate(e, 1);

@@ -177,6 +177,9 @@ typedef struct {
    * (zt_pass.kd_teacher_logits); NULL without. The engine frees it. */
   zt_model *teacher;
   zt_kd_config kd;               /* the student's KD term (--kd-temp, --kd-beta-ce, --seq-length, the loss name) */
+  /* finetune_bert (tasks/finetune.h): no validation after the loop (Megatron's finetune() validates at
+   * --eval-interval only; its accuracy pass runs at each epoch's end from the hooks); 0 otherwise */
+  int final_eval_off;
 } zt_engine;
 
 /* The ds_config's curriculum_learning checked against the model flags (and the model kind: NULL to leave it out),

@@ -6,7 +6,14 @@
  * pooler (language_model.pooler.dense + tanh on the first token) and the sentence-order head binary_head [2, C]
  * with its cross-entropy over the samples. Loss = lm loss + sop loss. Built on the shared language model
  * (models/transformer/language_model.h), so every layout GPT trains in (TP with sequence parallelism, PP with
- * virtual chunks, DP, ZeRO 1-3, mixed precision, recompute) and both backends apply unchanged. */
+ * virtual chunks, DP, ZeRO 1-3, mixed precision, recompute) and both backends apply unchanged.
+ *
+ * Fine-tuned on a task (finetune_bert, cfg.cls_classes > 0): Megatron's Classification (GLUE) or MultipleChoice
+ * (RACE) instead of the pretraining heads: the pooler, dropout (--hidden-dropout) and classification_head
+ * [cls_classes, C] (multichoice_head [1, C] for RACE), no output layer; the logits of cls_choices consecutive rows
+ * form one sample's scores, whose cross-entropy against the sample's label (zt_batch.sentence_labels) is "lm loss"
+ * (Megatron's cross_entropy_loss_func), the mean over the samples. Each forward of the last stage leaves the samples'
+ * predicted classes (argmax, first of ties as torch.argmax) in pred. */
 #ifndef ZT_BERT_H
 #define ZT_BERT_H
 
@@ -26,6 +33,11 @@ typedef struct {
   zt_memplan plan;
   zt_lm lm;
   int binary_head;
+  int cls;                   /* the classification heads (cfg.cls_classes > 0) */
+  void *cls_w, *cls_b, *dcls_w, *dcls_b;     /* classification_head or multichoice_head */
+  void *cls_in;                              /* [B, C] the pooled output after dropout */
+  float *h_logits;                           /* host [B * cls_classes] */
+  int32_t *pred;                             /* host [B / cls_choices]: zt_model.predictions */
   /* the head's parameters and gradients (last stage) */
   void *pool_w, *pool_b, *dpool_w, *dpool_b; /* language_model.pooler.dense */
   void *hd_w, *hd_b, *dhd_w, *dhd_b;         /* lm_head.dense */
@@ -59,6 +71,9 @@ void zt_bert_free(zt_bert *m);
 void zt_bert_init_params(zt_bert *m, uint64_t seed);
 /* The one-process model's parameter table. */
 void zt_bert_single_table(const zt_bert_config *cfg, zt_param_table *t);
+/* The name of the classification head's parameters: "classification_head" or, for one logit per row (RACE),
+ * Megatron's MultipleChoice "multichoice_head"; NULL for the pretraining heads. */
+const char *zt_bert_cls_head_name(const zt_bert_config *cfg);
 
 /* The flops profiler's module tree (models/bert/bert_flops.c; one pipeline stage). */
 zt_flops_profiler *zt_bert_flops_profiler(const zt_bert *m, const zt_flops_profiler_config *cfg);

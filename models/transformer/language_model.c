@@ -26,7 +26,9 @@ static zt_stack *top_stack(zt_lm *lm) { return lm->enc_dec ? &lm->dec : &lm->sta
 static void *top_dres(const zt_lm *lm) { return lm->enc_dec ? lm->ddec : lm->dres; }
 /* The tokens of one row the head scores: the decoder's in an encoder-decoder. */
 static int head_T(const zt_lm *lm) { return lm->enc_dec ? lm->Td : lm->T; }
-static int head_uses_embedding(const zt_lm *lm) { return lm->last && lm->first && !lm->cfg.untie_embeddings; }
+static int head_uses_embedding(const zt_lm *lm) {
+  return lm->last && lm->first && !lm->cfg.untie_embeddings && !lm->cfg.no_output_layer;
+}
 void zt_lm_head_params(zt_lm *lm, int event) {
   zt_model_param_event(lm->model, event, zt_lm_unit_head(lm));
   if (head_uses_embedding(lm)) zt_model_param_event(lm->model, event, zt_lm_unit_emb(lm));
@@ -45,6 +47,7 @@ static int position_rows(const zt_lm_config *c) { return c->no_position_embeddin
 static void register_last(zt_param_table *t, const zt_lm_config *c, zt_lm_register_head head, int V, int first) {
   register_final_ln(t, c->dec_layers > 0 ? ZT_LM_DEC_PREFIX : ZT_LM_ENC_PREFIX, c);
   if (head) head(t, c, V);
+  if (c->no_output_layer) return;
   if (c->untie_embeddings) {
     int64_t w[2] = {V, c->hidden_size};
     zt_param_table_add(t, "language_model.output_layer.weight", 2, w, ZT_INIT_NORMAL, c->init_std, 0, 0);
@@ -370,7 +373,7 @@ void zt_lm_setup(zt_lm *lm, const zt_lm_config *cfg, zt_model *mm, zt_param_tabl
   if (zt_tp_sp(&lm->tp))
     for (int i = 0; i < table->count; i++)
       if (table->params[i].seq_parallel) mm->sp_numel += table->params[i].numel;
-  if (lm->pp > 1 && !cfg->untie_embeddings && (lm->first || lm->last))
+  if (lm->pp > 1 && !cfg->untie_embeddings && !cfg->no_output_layer && (lm->first || lm->last))
     mm->shared_grad = zt_param_table_find(table, lm->first ? ZT_WORD_EMBEDDING : ZT_SHARED_EMBEDDING);
 }
 
@@ -449,14 +452,15 @@ void zt_lm_plan(zt_lm *lm) {
   mm->stash = mm->pp_buffers > 0 ? zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)mm->pp_buffers * mm->stage_bytes)
                                  : NULL;
   const size_t head = lm->last ? 1 : 0; /* the final layernorm, logits and loss live on the last stage */
+  const size_t vocab_head = lm->cfg.no_output_layer ? 0 : head;
   const size_t NL = (size_t)zt_tp_local_rows(&lm->tp, (int)NH); /* the final layernorm's rows (this rank's) */
   lm->lnf = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NL * C * es);
   lm->lnf_mean = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NL);
   lm->lnf_rstd = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NL);
-  lm->logits = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, head * NH * V * es);
-  lm->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
-  lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
-  lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, head * NH);
+  lm->logits = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, vocab_head * NH * V * es);
+  lm->losses = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, vocab_head * NH);
+  lm->lse = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, vocab_head * NH);
+  lm->dloss = zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, vocab_head * NH);
   lm->dres = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, N * C * es);
   /* the rotary embedding's cosines and sines of positions 0 .. T - 1 of the whole sequence (filled by zt_lm_bind) */
   lm->bcfg.rope_cs = lm->bcfg.rot ? zt_memplan_floats(p, ZT_MEM_ACTIVATIONS, (size_t)T * P * lm->bcfg.rot) : NULL;
@@ -554,6 +558,7 @@ void zt_lm_bind(zt_lm *lm) {
   lm->lnf_b = zt_param_addr_if(t, mm->params, es, last, "final_layernorm.bias");
   lm->dlnf_w = zt_param_addr(t, gbind, es, last, "final_layernorm.weight");
   lm->dlnf_b = zt_param_addr_if(t, gbind, es, last, "final_layernorm.bias");
+  if (lm->cfg.no_output_layer) return;
   const char *out = lm->cfg.untie_embeddings ? "language_model.output_layer.weight"
                     : lm->first              ? ZT_WORD_EMBEDDING
                                              : ZT_SHARED_EMBEDDING;

@@ -108,6 +108,10 @@ typedef struct {
   int mlp_act, head_gelu_tanh; /* zt_model_args's: the MLP's activation unless swiglu, BERT's LM-head GELU form */
   int layernorm_1p;            /* zt_model_args's: --apply-layernorm-1p */
   int init_xavier;             /* zt_model_args's: --init-method-xavier-uniform */
+  /* a model whose head is not a language model (BERT's classification heads): no output layer (tied or not), no
+   * logits over the vocabulary; the head reads lm->lnf and writes lm->dlnf */
+  int no_output_layer;
+  int cls_classes, cls_choices; /* zt_model_args's (BERT's classification heads) */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer

@@ -323,6 +323,7 @@ void zt_block_backward(zt_block *blk, void *dres, const void *x, const zt_cross_
  * probabilities and output; the embedding's. */
 static inline uint64_t zt_dropout_site(int layer, int slot) { return (uint64_t)layer * 16 + (uint64_t)slot + 1; }
 enum { ZT_SITE_ATTN_PROBS = 0, ZT_SITE_ATTN_OUT = 1, ZT_SITE_MLP_OUT = 2, ZT_SITE_INTER_PROBS = 3,
-       ZT_SITE_INTER_OUT = 4, ZT_SITE_EMBEDDING = 15 };
+       ZT_SITE_INTER_OUT = 4, ZT_SITE_HEAD = 5 /* a model head's dropout (BERT's classification dropout), at layer
+       num_layers */, ZT_SITE_EMBEDDING = 15 };
 
 #endif

@@ -9,7 +9,7 @@
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
-#        data_efficiency_cl, data_efficiency_bert,
+#        data_efficiency_cl, data_efficiency_bert, bert_finetune,
 #        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, zero_bubble, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
@@ -1281,9 +1281,79 @@ EOT
     || bad "llama: pretrain_llama2_distributed" "exit $rc: $(grep -E "^ iteration|error|num_key_value" <<<"$out" | head -4)"
 }
 
+# data_efficiency/bert/finetune/ds_finetune_bert_{mnli,qqp,race}.sh: finetune_bert (tasks/main.py) with the scripts'
+# options and ds_config template (fp16 with DeepSpeed's dynamic loss scaler, ZeRO 0, prescaled gradients,
+# --finetune, --no-pipeline-parallel) from a pretrain_bert checkpoint, on tests/finetune/make_tasks.py's files;
+# a rerun of the script (which passes --save, not --load) trains the same again
+bert_finetune() {
+  local seq_len=32 num_layers=2 hidden_size=32 num_attn_heads=4 mp_size=1 pp_size=1 no_pp="true" zero_stage=0
+  local log_interval=2 eval_iters=1 eval_interval=6 save_interval=500000 seed=1234 activation_checkpoint="false"
+  local fx="$tmp/ft_fx" tasks="$tmp/ft_tasks" pretrained_checkpoint="$tmp/bert-pile-tiny"
+  "$PY" "$here/../bert/make_fixture.py" "$fx" >/dev/null || { bad "bert_finetune: fixture" "failed"; return; }
+  "$PY" "$here/../finetune/make_tasks.py" "$tasks" >/dev/null || { bad "bert_finetune: tasks" "failed"; return; }
+  "$bindir/preprocess_data" --input "$fx/corpus.jsonl" --output-prefix "$fx/pile_bert_train" --workers 1 \
+    --vocab-file "$fx/vocab.txt" --tokenizer-type BertWordPieceLowerCase --split-sentences >/dev/null \
+    || { bad "bert_finetune: preprocess_data" "failed"; return; }
+  local vocab_file="$fx/vocab.txt"
+  run 1 pretrain_bert --num-layers $num_layers --hidden-size $hidden_size --num-attention-heads $num_attn_heads \
+    --seq-length $seq_len --max-position-embeddings $seq_len --micro-batch-size 8 --global-batch-size 8 --lr 1e-3 \
+    --train-iters 20 --log-interval 10 --eval-interval 20 --eval-iters 1 --split 949,50,1 \
+    --data-path "$fx/pile_bert_train_text_sentence" --vocab-file "$vocab_file" --save "$pretrained_checkpoint"
+  [ $rc -eq 0 ] || { bad "bert_finetune: the pretrained checkpoint" "$(grep -m2 error <<<"$out")"; return; }
+  local task global_batch_size batch_size lr epochs train_data valid_data
+  for task in MNLI QQP RACE; do
+    case $task in
+      MNLI) global_batch_size=8 batch_size=8 lr=2e-3 epochs=4 train_data="$tasks/MNLI/train.tsv"
+            valid_data="$tasks/MNLI/dev_matched.tsv $tasks/MNLI/dev_mismatched.tsv" ;;
+      QQP) global_batch_size=8 batch_size=8 lr=2e-3 epochs=3 train_data="$tasks/QQP/train.tsv"
+           valid_data="$tasks/QQP/dev.tsv" ;;
+      RACE) global_batch_size=2 batch_size=2 lr=1e-3 epochs=2 train_data="$tasks/RACE/train/middle"
+            valid_data="$tasks/RACE/dev/middle" ;;
+    esac
+    local jobname="${task}-bsz${global_batch_size}-lr${lr}-epochs${epochs}-seed${seed}"
+    local checkpoint_path="${pretrained_checkpoint}-finetune/${jobname}"
+    mkdir -p "${checkpoint_path}"
+    local config_json="$tmp/ds_config_bert_bsz${global_batch_size}_mbsz${batch_size}_log${log_interval}_zero${zero_stage}.json"
+    sed "s/CONFIG_BATCH_SIZE/${global_batch_size}/" "$here/templates/data_efficiency_finetune_ds_config_bert_TEMPLATE.json" \
+      | sed "s/CONFIG_MBSIZE/${batch_size}/" \
+      | sed "s/LOG_INTERVAL/${log_interval}/" \
+      | sed "s/ZERO_STAGE/${zero_stage}/" \
+      | sed "s/PRESCALE_GRAD/true/" \
+      | sed "s/CONFIG_FP16_ENABLED/true/" \
+      | sed "s/CONFIG_BF16_ENABLED/false/" \
+      > ${config_json}
+    # shellcheck disable=SC2206
+    local options=(--finetune --deepspeed --deepspeed_config ${config_json} --zero-stage ${zero_stage} --task ${task}
+      --seed ${seed} --train-data ${train_data} --valid-data ${valid_data} --tokenizer-type BertWordPieceLowerCase
+      --vocab-file ${vocab_file} --epochs ${epochs} --pretrained-checkpoint ${pretrained_checkpoint}
+      --tensor-model-parallel-size ${mp_size} --pipeline-model-parallel-size ${pp_size} --num-layers ${num_layers}
+      --hidden-size ${hidden_size} --num-attention-heads ${num_attn_heads} --global-batch-size ${global_batch_size}
+      --micro-batch-size ${batch_size} --lr ${lr} --lr-decay-style linear --lr-warmup-fraction 0.065
+      --seq-length ${seq_len} --max-position-embeddings ${seq_len} --save-interval ${save_interval}
+      --save ${checkpoint_path} --log-interval ${log_interval} --eval-interval ${eval_interval}
+      --eval-iters ${eval_iters} --weight-decay 1.0e-1 --fp16)
+    [ "${activation_checkpoint}" = "true" ] && options+=(--checkpoint-activations --deepspeed-activation-checkpointing)
+    [ "${no_pp}" = "true" ] && options+=(--no-pipeline-parallel)
+    run 1 finetune_bert "${options[@]}"
+    local first_out="$out" first_rc=$rc
+    run 1 finetune_bert "${options[@]}"
+    local acc
+    acc=$(grep -F "| overall:" <<<"$first_out" | sed -E 's/.*= ([0-9.]+) %$/\1/' | tr '\n' ' ')
+    if [ $first_rc -eq 0 ] && [ "$(wc -w <<<"$acc")" -eq $epochs ] && grep -qE "^ iteration .* loss scale: 2048\.0 \|" <<<"$first_out" \
+       && [ -d "${checkpoint_path}/global_step$(grep -E "^ iteration " <<<"$first_out" | tail -1 | sed -E 's/^ iteration +([0-9]+)\/.*/\1/')" ] \
+       && [ "$(grep -E "^ iteration |overall" <<<"$first_out" | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second.*//')" \
+          = "$(grep -E "^ iteration |overall" <<<"$out" | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second.*//')" ]; then
+      ok "bert_finetune: ds_finetune_bert_${task,,}.sh (fp16, loss scale 2048) trained $epochs epochs, accuracy by epoch: $acc%; its rerun the same"
+    else
+      bad "bert_finetune: ds_finetune_bert_${task,,}.sh" "rc=$first_rc/$rc acc '$acc' $(grep -m3 -E "error|loss scale" <<<"$first_out")"
+    fi
+  done
+}
+
 case "$family" in
   rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
-  | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | data_efficiency_bert | llama | refused) "$family" ;;
+  | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | data_efficiency_bert | bert_finetune | llama \
+  | refused) "$family" ;;
   sequence_parallel_fpdt) fpdt ;;
   sequence_parallel) rebase seq_parallel ;;
   sequence_parallel_30B) rebase seq_parallel_30B ;;

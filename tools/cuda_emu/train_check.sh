@@ -67,7 +67,7 @@ else
   emu_bin=$OUT/bin/pretrain_gpt
   t0=$(date +%s.%N)
   python3 "$ROOT/tools/cuda_emu/emu_build.py" --root "$ROOT" --zt-build "$ZT_BUILD" --out "$OUT" >/dev/null || exit 1
-  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" "$OUT/bin/pretrain_bert" "$OUT/bin/pretrain_t5" \
+  if ! make -C "$OUT" -j"$JOBS" --no-print-directory "$emu_bin" "$OUT/bin/pretrain_bert" "$OUT/bin/pretrain_t5" "$OUT/bin/finetune_bert" \
        >"$OUT/logs/train_check_build.log" 2>&1; then
     grep -E "error|warning: .* does not compile" "$OUT/logs/train_check_build.log" | head -n 20
     echo "FAIL: the emulated pretrain_gpt does not build (see $OUT/logs/train_check_build.log)"
@@ -138,6 +138,11 @@ train_case() {
     else
       bad "$name: sop loss / validation" "CPU '$c', emulated GPU '$g'"
     fi
+  fi
+  if grep -q "| overall:" "$cpu_log"; then # finetune_bert: the accuracy lines
+    c=$(grep -E "metrics for|overall" "$cpu_log" | sed 's/, elapsed time.*//') g=$(grep -E "metrics for|overall" "$emu_log" | sed 's/, elapsed time.*//')
+    [ "$c" = "$g" ] && ok "$name: the accuracy lines as the CPU's ($(grep -c . <<<"$g"))" \
+      || bad "$name: accuracy lines" "CPU '$c', emulated GPU '$g'"
   fi
   # the emulator's speed, for the README: the mean time of the iterations after the first
   ms=$(grep -E "^ iteration " "$emu_log" | sed -E 's/.*elapsed time per iteration \(ms\): *([0-9.]+).*/\1/' |
@@ -313,6 +318,28 @@ else
     --tensor-model-parallel-size 2
   train_case "BERT rotary on half the head, 2 key/value heads of 4" 1 --use-rotary-position-embeddings \
     --rotary-percent 0.5 --num-key-value-heads 2
+  # finetune_bert (docs/finetune.md) from a CPU-pretrained checkpoint: MNLI's classification head on one GPU, RACE's
+  # multiple-choice head (four rows a question) at TP=2
+  cpu_bin=$ZT_BUILD/bin/finetune_bert
+  emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/finetune_bert" || echo "$OUT/bin/finetune_bert")
+  bert_tiny=("${tiny[@]}")
+  if [ ! -x "$cpu_bin" ] || [ ! -x "$emu_bin" ]; then
+    echo "SKIP finetune_bert cases: $cpu_bin or $emu_bin not built"; skipped=$((skipped + 1))
+  elif ! { CUDA_VISIBLE_DEVICES= "$ZT_BUILD/bin/pretrain_bert" "${tiny[@]}" --save "$bfx/pre" >"$OUT/logs/ft_pre.log" 2>&1 \
+           && python3 "$ROOT/tests/finetune/make_tasks.py" "$bfx/tasks"; }; then
+    bad "finetune_bert fixture" "pretrain_bert --save or make_tasks.py failed: $(tail -n 2 "$OUT/logs/ft_pre.log")"
+  else
+    tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32
+          --vocab-file "$bfx/vocab.txt" --lr 2e-3 --log-interval 1 --eval-interval 6 --eval-iters 1 --seed 1
+          --pretrained-checkpoint "$bfx/pre" --epochs 1)
+    train_case "finetune_bert MNLI (classification head), dropout 0.1" 1 --task MNLI --micro-batch-size 8 \
+      --global-batch-size 8 --train-data "$bfx/tasks/MNLI/train.tsv" --valid-data "$bfx/tasks/MNLI/dev_matched.tsv" \
+      "$bfx/tasks/MNLI/dev_mismatched.tsv"
+    train_case "finetune_bert RACE (multiple choice), TP=2" 2 --task RACE --micro-batch-size 2 --global-batch-size 2 \
+      --train-data "$bfx/tasks/RACE/train/middle" --valid-data "$bfx/tasks/RACE/dev/middle" \
+      --tensor-model-parallel-size 2
+  fi
+  tiny=("${bert_tiny[@]}")
   # T5 (pretrain_t5) on the same corpus: 2 encoder and 2 decoder layers, 32 encoder and 16 decoder tokens
   cpu_bin=$ZT_BUILD/bin/pretrain_t5
   emu_bin=$([ -n "$GPU_BIN" ] && echo "$(dirname "$GPU_BIN")/pretrain_t5" || echo "$OUT/bin/pretrain_t5")
