@@ -4,9 +4,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "data/finetune_text.h"
 #include "data/jsonl.h"
@@ -21,7 +23,7 @@
 
 /* ---- tasks ----------------------------------------------------------------------------------------------------- */
 
-static const char *const TASK_NAMES[] = {"MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE", "RACE"};
+static const char *const TASK_NAMES[] = {"MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE", "RACE", "STS-B"};
 #define N_TASKS ((int)(sizeof TASK_NAMES / sizeof TASK_NAMES[0]))
 
 int zt_ft_task_parse(const char *name, zt_ft_task *out) {
@@ -34,7 +36,9 @@ int zt_ft_task_parse(const char *name, zt_ft_task *out) {
 }
 
 const char *zt_ft_task_name(zt_ft_task task) { return (int)task >= 0 && (int)task < N_TASKS ? TASK_NAMES[task] : "?"; }
-int zt_ft_task_classes(zt_ft_task task) { return task == ZT_FT_MNLI ? 3 : task == ZT_FT_RACE ? 1 : 2; }
+int zt_ft_task_classes(zt_ft_task task) {
+  return task == ZT_FT_MNLI ? 3 : task == ZT_FT_RACE || task == ZT_FT_STSB ? 1 : 2;
+}
 int zt_ft_task_choices(zt_ft_task task) { return task == ZT_FT_RACE ? RACE_CHOICES : 1; }
 
 /* str.split(sep)[-1]: what follows the last of the non-overlapping occurrences found left to right. */
@@ -339,6 +343,89 @@ static void glue_row(builder *B, glue_ctx *c, const zt_ftrow *r) {
   if (c->total % 50000 == 0) zt_log("  > processed %lld so far ...\n", (long long)c->total);
 }
 
+/* Python's float() of a stripped column: an optional sign, digits with single underscores between them, a point, an
+ * exponent; or inf, infinity, nan in any case. 0 when it would raise ValueError. */
+static int py_float(zt_span s, double *out) {
+  char buf[128];
+  size_t k = 0;
+  if (s.n == 0 || s.n >= sizeof buf) return 0;
+  for (size_t i = 0; i < s.n; i++) {
+    const char ch = s.p[i];
+    if (ch == '_') { /* between two digits only */
+      const int before = i > 0 && s.p[i - 1] >= '0' && s.p[i - 1] <= '9';
+      const int after = i + 1 < s.n && s.p[i + 1] >= '0' && s.p[i + 1] <= '9';
+      if (!before || !after) return 0;
+      continue;
+    }
+    buf[k++] = ch;
+  }
+  buf[k] = 0;
+  const char *w = buf + (buf[0] == '+' || buf[0] == '-');
+  if (!strcasecmp(w, "inf") || !strcasecmp(w, "infinity") || !strcasecmp(w, "nan")) {
+    *out = strtod(buf, NULL);
+    return 1;
+  }
+  for (const char *q = buf; *q; q++)
+    if (!strchr("0123456789+-.eE", *q)) return 0;
+  char *end;
+  *out = strtod(buf, &end);
+  return end != buf && *end == 0;
+}
+
+/* STS-B (tasks/glue/stsb.py): train and dev files of 10 columns, test files of 9 (the header tells them apart);
+ * sentence1 and sentence2 are columns 7 and 8, the score the last column. */
+static int stsb_header(glue_ctx *c, const zt_ftrow *r) {
+  if (r->n == 9) {
+    c->is_test = 1;
+    zt_log("   reading %.*s, %.*s, and %.*s columns and setting labels to 0.0\n", COL(r, 0), COL(r, 7), COL(r, 8));
+  } else {
+    assert_columns(c, r, 10);
+    zt_log("    reading %.*s, %.*s, %.*s, and %.*s columns ...\n", COL(r, 0), COL(r, 7), COL(r, 8), COL(r, -1));
+  }
+  return 1;
+}
+
+static void stsb_row(builder *B, glue_ctx *c, const zt_ftrow *r) {
+  if (c->is_test) {
+    assert_columns(c, r, 9);
+  } else if (r->n != 10) {
+    warn_skip(B, c, r, "index error");
+    return;
+  }
+  const zt_pyint uid = int_column(B, c, r, 0, "uid");
+  zt_ft_clean_text(col(r, 7), &B->ca);
+  zt_ft_clean_text(col(r, 8), &B->cb);
+  double score = 0.0;
+  if (!c->is_test && !py_float(col(r, -1), &score)) {
+    B->msg.n = 0;
+    zt_py_repr_str(col(r, -1), &B->msg);
+    zt_fatal(WHAT, "%s:%ld: the score column is %s, not a number (Megatron's float() fails with ValueError)", c->file,
+             c->line, B->msg.p);
+  }
+  if (c->is_test) {
+    zt_check(B->ca.n > 0 && B->cb.n > 0, WHAT, "%s:%ld: empty text %s (column %d) where Megatron's STS-B reader "
+             "asserts a text", c->file, c->line, B->ca.n ? "b" : "a", B->ca.n ? 8 : 7);
+  } else if (B->ca.n == 0 || B->cb.n == 0) {
+    warn_skip(B, c, r, B->ca.n == 0 ? "zero length a" : "zero length b");
+    return;
+  }
+  zt_check(!uid.overflow && uid.v >= 0, WHAT, "%s:%ld: uid %.*s is %s", c->file, c->line, COL(r, 0),
+           uid.overflow ? "outside int64 (Megatron's batches carry uids as int64)"
+                        : "negative (Megatron's reader asserts uid >= 0)");
+  zt_check(!isnan(score), WHAT, "%s:%ld: score %.*s: Megatron's build_sample takes int() of it and fails with "
+           "ValueError", c->file, c->line, COL(r, -1));
+  zt_check(fabs(score) < 2147483648.0, WHAT, "%s:%ld: score %.*s: int() of it %s", c->file, c->line, COL(r, -1),
+           isinf(score) ? "fails with OverflowError (Megatron's build_sample)"
+                        : "does not fit zerotron's int32 labels");
+  reserve_sample(B);
+  encode(B, &B->ca, &B->a);
+  encode(B, &B->cb, &B->b);
+  build_sequence(B, 0, &B->a, &B->b);
+  push_sample(B, (int)score, uid.v); /* build_sample's int(label): truncated toward zero */
+  c->total++;
+  if (c->total % 50000 == 0) zt_log("  > processed %lld so far ...\n", (long long)c->total);
+}
+
 static void glue_file(builder *B, zt_ft_task task, const char *file) {
   zt_log(" > Processing %s ...\n", file);
   zt_ftlines L;
@@ -351,9 +438,10 @@ static void glue_file(builder *B, zt_ft_task task, const char *file) {
     zt_ft_split_tab(zt_py_strip(line), &B->row);
     if (first) {
       first = 0;
-      if (glue_header(&c, &B->row)) continue;
+      if (task == ZT_FT_STSB ? stsb_header(&c, &B->row) : glue_header(&c, &B->row)) continue;
     }
-    glue_row(B, &c, &B->row);
+    if (task == ZT_FT_STSB) stsb_row(B, &c, &B->row);
+    else glue_row(B, &c, &B->row);
   }
   zt_ftlines_close(&L);
   zt_log(" >> processed %lld samples.\n", (long long)c.total);

@@ -29,14 +29,15 @@
 #include "data/tokenizer/tokenizer.h"
 
 typedef enum {
-  ZT_FT_MNLI, ZT_FT_QQP, ZT_FT_QNLI, ZT_FT_SST2, ZT_FT_COLA, ZT_FT_MRPC, ZT_FT_RTE, ZT_FT_RACE
+  ZT_FT_MNLI, ZT_FT_QQP, ZT_FT_QNLI, ZT_FT_SST2, ZT_FT_COLA, ZT_FT_MRPC, ZT_FT_RTE, ZT_FT_RACE, ZT_FT_STSB
 } zt_ft_task;
 
-/* Megatron's --task names: "MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE", "RACE". Returns 0 and sets *out,
+/* Megatron's --task names: "MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE", "RACE", "STS-B". Returns 0 and sets
+ * *out,
  * or -1 for any other name. */
 int zt_ft_task_parse(const char *name, zt_ft_task *out);
 const char *zt_ft_task_name(zt_ft_task task);
-/* The classification head's outputs: MNLI 3, RACE 1 (one logit per choice), the others 2. */
+/* The classification head's outputs: MNLI 3, RACE 1 (one logit per choice), STS-B 1 (a regression), the others 2. */
 int zt_ft_task_classes(zt_ft_task task);
 /* Sequences per sample: RACE 4 (Megatron's sample_multiplier), the others 1. */
 int zt_ft_task_choices(zt_ft_task task);
@@ -53,7 +54,8 @@ typedef struct {
   int32_t *ids;
   int64_t *off;           /* [n * choices + 1] */
   int32_t *b_start;       /* [n * choices] */
-  int32_t *labels;        /* [n] */
+  int32_t *labels;        /* [n]; STS-B: int() of its score (Megatron's build_sample truncates every label to an int,
+                              so its regression learns and is scored against the truncated scores) */
   int64_t *uids;          /* [n] */
 } zt_ft_dataset;
 

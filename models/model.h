@@ -115,8 +115,9 @@ typedef struct {
   int binary_head;      /* BERT: the sentence-order head (and the pooler and token types); 0: --bert-no-binary-head */
   /* BERT fine-tuned on a task (finetune_bert; Megatron's Classification and MultipleChoice): cls_classes > 0 replaces
    * the pretraining heads with the pooler, dropout and a linear of cls_classes outputs, whose rows' logits are scored
-   * in groups of cls_choices (RACE: 4 rows of one logit make a sample); 0: the pretraining heads */
-  int cls_classes, cls_choices;
+   * in groups of cls_choices (RACE: 4 rows of one logit make a sample); 0: the pretraining heads. cls_regression (STS-B,
+   * one output): the loss is the mean squared error against the sample labels (Megatron's mse_loss_func) */
+  int cls_classes, cls_choices, cls_regression;
   int dec_layers, dec_seq_length; /* T5: --decoder-num-layers and --decoder-seq-length (num_layers is the encoder's) */
   /* the Llama-style variants: --normalization rmsnorm, --swiglu, --disable-bias-linear, --use-rotary-position-
    * embeddings on rotary_dims of each head (0: off; --rotary-percent of the head size) with rope_theta
@@ -243,8 +244,9 @@ struct zt_model {
    * for the student's KD term), or NULL */
   const void *out_logits;
   /* a classifier (BERT fine-tuned on a task) after a forward of the last stage: each sample's predicted class, host
-   * [n_predictions], or NULL */
+   * [n_predictions], and its scores (the head's outputs, [n_predictions x the scores of a sample]), or NULL */
   const int32_t *predictions;
+  const float *prediction_scores;
   int n_predictions;
 };
 

@@ -18,6 +18,7 @@
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
 #include "runtime/comm/comm.h"
+#include "tasks/metrics.h"
 #include "train/args.h"
 #include "train/engine.h"
 #include "train/schedule.h"
@@ -43,7 +44,7 @@ static ft_run g_run;
 static zt_ft_provider_setup g_data; /* what the model kind's build_data hands the engine */
 
 static void usage(void) {
-  printf("usage: finetune_bert --task {MNLI,QQP,QNLI,SST-2,CoLA,MRPC,RTE,RACE} --epochs N\n"
+  printf("usage: finetune_bert --task {MNLI,QQP,QNLI,SST-2,CoLA,STS-B,MRPC,RTE,RACE} --epochs N\n"
          "                     --train-data PATH... --valid-data PATH... [--pretrained-checkpoint DIR]\n"
          "                     [--keep-last] MEGATRON_FLAGS...\n\n"
          "Fine-tunes BERT on a GLUE task or RACE as Megatron-DeepSpeed's tasks/main.py does: the task's files\n"
@@ -55,7 +56,9 @@ static void usage(void) {
          "the validation loss every --eval-interval iterations; at each epoch's end a checkpoint (--save) and the\n"
          "accuracy over each --valid-data file. Every parallel layout, ZeRO, mixed precision and --deepspeed apply.\n\n"
          "task flags:\n"
-         "  --task NAME                 MNLI (3 classes), QQP, QNLI, SST-2, CoLA, MRPC, RTE (2), RACE (4 choices)\n"
+         "  --task NAME                 MNLI (3 classes), QQP, QNLI, SST-2, CoLA, MRPC, RTE (2), RACE (4 choices),\n"
+         "                              STS-B (a regression: mean squared error; with --finetune the Pearson and\n"
+         "                              Spearman correlations; CoLA with --finetune: the Matthews correlation)\n"
          "  --epochs N                  passes over --train-data; 0 evaluates only (epoch -1)\n"
          "  --train-data PATH...        the training files (RACE: directories)\n"
          "  --valid-data PATH...        the validation files; each gets its own accuracy line\n"
@@ -148,16 +151,13 @@ static void split_args(int argc, char **argv, ft_flags *f, int *rest_n, char ***
 }
 
 static void check_flags(const ft_flags *f, const zt_args *a, zt_ft_task *task) {
-  zt_check(f->task != NULL, "missing argument", "--task is required (MNLI, QQP, QNLI, SST-2, CoLA, MRPC, RTE or "
-           "RACE)");
+  zt_check(f->task != NULL, "missing argument", "--task is required (MNLI, QQP, QNLI, SST-2, CoLA, STS-B, MRPC, RTE "
+           "or RACE)");
   if (zt_ft_task_parse(f->task, task) != 0) {
     zt_check(strcmp(f->task, "LAMBADA") && strcmp(f->task, "WIKITEXT103"), "unsupported argument", "--task %s: a "
              "zero-shot GPT task; evaluate_zeroshot runs it", f->task);
-    zt_check(strcmp(f->task, "STS-B") != 0, "unsupported argument", "--task STS-B: Megatron's regression task (one "
-             "output, MSE loss, Pearson and Spearman correlations) is not built; the classification tasks are MNLI, "
-             "QQP, QNLI, SST-2, CoLA, MRPC, RTE and RACE");
     zt_fatal("unsupported argument", "--task %s: Task %s is not implemented (finetune_bert runs MNLI, QQP, QNLI, "
-             "SST-2, CoLA, MRPC, RTE and RACE)", f->task, f->task);
+             "SST-2, CoLA, STS-B, MRPC, RTE and RACE)", f->task, f->task);
   }
   zt_check(f->epochs_given, "missing argument", "--epochs is required (Megatron's default None fails in finetune; 0 "
            "evaluates only)");
@@ -166,13 +166,28 @@ static void check_flags(const ft_flags *f, const zt_args *a, zt_ft_task *task) {
            "is computed over each of them (and the validation loss over all)");
   zt_check(f->epochs == 0 || f->n_train >= 1, "missing argument", "--train-data PATH... is required with --epochs %d",
            f->epochs);
-  zt_check(!a->rampup_batch_size.v, "unsupported argument", "--rampup-batch-size: batch size scaling is not supported for "
-           "finetuning (Megatron's finetune asserts it)");
+  zt_check(!a->rampup_batch_size.v, "unsupported argument", "--rampup-batch-size: batch size scaling is not supported "
+           "for finetuning (Megatron's finetune asserts it)");
   const int64_t per_step = (int64_t)a->micro_batch_size * a->data_parallel_size;
   zt_check(a->global_batch_size == per_step, "inconsistent arguments", "--global-batch-size %lld is not --micro-batch-"
            "size %d x %d data-parallel ranks = %lld: finetuning with gradient accumulation doesn't currently work "
            "(Megatron's finetune asserts one micro batch per step)", (long long)a->global_batch_size,
            a->micro_batch_size, a->data_parallel_size, (long long)per_step);
+}
+
+/* STS-B with --finetune (eval_utils.py): the predictions and labels of every data-parallel rank gathered, Pearson's
+ * and Spearman's correlations and their mean. */
+static void print_correlations(int epoch, const char *name, const double *pred, const double *label, int64_t n,
+                               double secs) {
+  double *rp = zt_malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double), "ranks"), *rl = rp + n;
+  zt_rankdata(pred, n, rp);
+  zt_rankdata(label, n, rl);
+  const double pr = zt_pearson(pred, label, n), sr = zt_pearson(rp, rl, n);
+  free(rp);
+  char a[64], b[64], c[64];
+  zt_py_float(a, sizeof a, pr, 0), zt_py_float(b, sizeof b, sr, 0), zt_py_float(c, sizeof c, (pr + sr) / 2, 0);
+  zt_log(" > |epoch: %d| metrics for %s: pearson = %s spearmanr = %s corr = %s elapsed time (sec): %.3f\n", epoch,
+         name, a, b, c, secs);
 }
 
 /* Megatron's accuracy_func_provider's metrics_func: the accuracy (CoLA with --finetune: the Matthews correlation)
@@ -185,14 +200,17 @@ static void metrics(ft_run *run, int epoch) {
   zt_model *m = e->model;
   const int B = a->micro_batch_size / run->choices, W = a->data_parallel_size;
   const int mcc = a->finetune && run->task == ZT_FT_COLA; /* eval_utils.py: CoLA's metric under --finetune */
+  const int corr = a->finetune && run->task == ZT_FT_STSB; /* and STS-B's */
   zt_log("calculating metrics ...\n");
   if (e->st.zero_stage == 3) zt_zero3_set_training(&e->st.zero3, 0);
   double all[2] = {0, 0};
   for (int d = 0; d < run->n_metric; d++) {
     const int split = ZT_FT_SPLIT_METRIC + d;
     const double t0 = zt_now();
-    const int64_t nb = zt_ft_provider_batches(e->data, split);
+    const int64_t nb = zt_ft_provider_batches(e->data, split), slots = nb * B * W;
     double c[6] = {0, 0, 0, 0, 0, 0}; /* correct, total; CoLA: tp, tn, fp, fn */
+    /* STS-B: [prediction | label | present] of every rank's slots, summed over the world (an all-gather) */
+    double *pl = corr ? zt_calloc((size_t)slots * 3 + 1, sizeof(double), "predictions") : NULL;
     for (int64_t q = 0; q < nb; q++) {
       const uint64_t first = ((uint64_t)q * (uint64_t)B * (uint64_t)W + (uint64_t)e->st.dp_rank * (uint64_t)B) *
                              (uint64_t)run->choices;
@@ -205,6 +223,10 @@ static void metrics(ft_run *run, int epoch) {
       if (!m->last || e->st.tp_rank != 0) continue;
       zt_check(m->predictions && m->n_predictions == B, "internal error", "finetune: %d predictions for %d samples",
                m->predictions ? m->n_predictions : 0, B);
+      for (int j = 0; j < real && pl; j++) {
+        const int64_t at = ((int64_t)e->st.dp_rank * nb + q) * B + j;
+        pl[at] = m->prediction_scores[j], pl[slots + at] = e->batch.sentence_labels[j], pl[2 * slots + at] = 1;
+      }
       for (int j = 0; j < real; j++) {
         const int p = m->predictions[j], y = e->batch.sentence_labels[j];
         c[0] += p == y;
@@ -213,11 +235,19 @@ static void metrics(ft_run *run, int epoch) {
       }
     }
     if (zt_world_size() > 1) zt_allreduce_sum_f64(zt_comm_world(), c, 6);
+    if (pl && zt_world_size() > 1) zt_allreduce_sum_f64(zt_comm_world(), pl, (size_t)slots * 3);
     const double secs = zt_now() - t0;
+    if (pl) {
+      int64_t n = 0;
+      for (int64_t i = 0; i < slots; i++)
+        if (pl[2 * slots + i] > 0) pl[n] = pl[i], pl[slots + n] = pl[slots + i], n++;
+      print_correlations(epoch, run->metric[d]->name, pl, pl + slots, n, secs);
+      free(pl);
+      continue; /* Megatron's calculate_correct_answers returns 0, 0 then */
+    }
     if (mcc) { /* sklearn's matthews_corrcoef of the gathered labels and predictions */
-      const double den = sqrt((c[2] + c[4]) * (c[2] + c[5]) * (c[3] + c[4]) * (c[3] + c[5]));
       char v[64];
-      zt_py_float(v, sizeof v, den > 0 ? (c[2] * c[3] - c[4] * c[5]) / den : 0.0, 1);
+      zt_py_float(v, sizeof v, zt_matthews(c[2], c[3], c[4], c[5]), 0);
       zt_log(" > |epoch: %d| metrics for %s: mcc = %s , elapsed time (sec): %.3f\n", epoch,
              run->metric[d]->name, v, secs);
       continue; /* Megatron's calculate_correct_answers returns 0, 0 then */
@@ -314,8 +344,8 @@ int zt_finetune_main(int argc, char **argv) {
              "micro batch of %d on each of %d data-parallel ranks (the validation loss needs one; --eval-iters 0 "
              "turns it off)", (long long)valid.n, B, W);
     zt_check(!f.keep_last || l.per_rank % B == 0, "unsupported argument", "--keep-last: each data-parallel rank's "
-             "%lld validation samples end in an incomplete micro batch (of %d); drop --keep-last", (long long)l.per_rank,
-             B);
+             "%lld validation samples end in an incomplete micro batch (of %d); drop --keep-last",
+             (long long)l.per_rank, B);
     zt_ft_loader_free(&l);
   }
   for (int d = 0; d < f.n_valid; d++)
@@ -330,8 +360,12 @@ int zt_finetune_main(int argc, char **argv) {
   args.global_batch_size *= choices;
   args.finetune_classes = zt_ft_task_classes(task);
   args.finetune_choices = choices;
+  args.finetune_regression = task == ZT_FT_STSB; /* Megatron's mse_forward_step */
   zt_log("building %s model for %s ...\n", task == ZT_FT_RACE ? "multichoice" : "classification",
          task == ZT_FT_RACE ? "RACE" : f.task);
+  if (task == ZT_FT_STSB && !f.finetune)
+    zt_log("> STS-B without --finetune: the end-of-epoch metric is Megatron's accuracy of argmax over the one output "
+           "(always 0) against the truncated scores; --finetune gives its Pearson and Spearman correlations\n");
 
   zt_engine e;
   zt_engine_init(&e, &args, tok, ds, &kind);

@@ -47,7 +47,7 @@ typedef struct {
   int bert_binary_head;             /* pretrain_bert: 1 (default), 0 with --bert-no-binary-head */
   /* finetune_bert (not flags: the task sets them): the classification head's outputs and the rows a sample spans
    * (zt_model_args' cls_classes, cls_choices); 0 for pretraining */
-  int finetune_classes, finetune_choices;
+  int finetune_classes, finetune_choices, finetune_regression;
   float mask_prob, short_seq_prob;  /* pretrain_bert and pretrain_t5: --mask-prob 0.15, --short-seq-prob 0.1 */
   int seq_length;
   /* Megatron's encoder-decoder flags: --encoder-num-layers and --encoder-seq-length are other names of --num-layers and

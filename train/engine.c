@@ -598,7 +598,7 @@ static zt_model_args args_model(const zt_args *a) {
                          .untie_embeddings = a->untie_embeddings_and_output_weights,
                          .residual_post_ln = a->apply_residual_connection_post_layernorm,
                          .binary_head = a->bert_binary_head, .cls_classes = a->finetune_classes,
-                         .cls_choices = a->finetune_choices, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
+                         .cls_choices = a->finetune_choices, .cls_regression = a->finetune_regression, .moe = zt_moe_on(&a->moe) ? &a->moe : NULL,
                          .dec_layers = a->decoder_num_layers, .dec_seq_length = a->decoder_seq_length};
   zt_args_model_variants(a, &m);
   return m;

@@ -149,14 +149,16 @@ void zt_bert_build(zt_bert *m, const zt_bert_config *cfg, size_t mem_limit) {
   m->h_sop = zt_malloc((size_t)m->lm.B * sizeof(float), "bert sop losses");
   if (m->cls) {
     m->h_logits = zt_malloc((size_t)m->lm.B * (size_t)cfg->cls_classes * sizeof(float), "bert classification logits");
+    m->h_target = zt_malloc((size_t)m->lm.B * sizeof(float), "bert regression targets");
     m->pred = zt_malloc((size_t)m->lm.B * sizeof(int32_t), "bert predictions");
     m->model.predictions = m->pred;
+    m->model.prediction_scores = m->h_logits;
   }
   if (m->lm.last) bind_head(m);
 }
 
 void zt_bert_free(zt_bert *m) {
-  free(m->h_first), free(m->h_sop), free(m->h_logits), free(m->pred);
+  free(m->h_first), free(m->h_sop), free(m->h_logits), free(m->pred), free(m->h_target);
   zt_lm_free_host(&m->lm);
   zt_lm_teardown(&m->lm);
   zt_memplan_free(&m->plan);
@@ -176,6 +178,7 @@ zt_bert_config zt_bert_config_of(const zt_model_args *a, const zt_model_setup *s
   c.add_pooler = a->binary_head || a->cls_classes > 0;
   c.cls_classes = a->cls_classes;
   c.cls_choices = a->cls_classes > 0 ? (a->cls_choices > 0 ? a->cls_choices : 1) : 0;
+  c.cls_regression = a->cls_classes == 1 && a->cls_regression;
   c.no_output_layer = a->cls_classes > 0;
   c.moe = NULL, c.kd = NULL; /* the arguments refuse both for BERT */
   c.dec_layers = c.dec_seq_length = 0;
@@ -269,8 +272,9 @@ static float cls_forward(zt_bert *m, const zt_batch *b, const zt_pass *pass, dou
   const zt_dtype dt = m->model.dt;
   const int B = lm->B, C = lm->cfg.hidden_size;
   const int K = lm->cfg.cls_classes, G = B / lm->cfg.cls_choices, W = B * K / G;
+  const int reg = lm->cfg.cls_regression;
   zt_check(b->sentence_labels != NULL, "internal error", "bert: a classification head without labels");
-  for (int g = 0; g < G; g++)
+  for (int g = 0; g < G && !reg; g++)
     zt_check(b->sentence_labels[g] >= 0 && b->sentence_labels[g] < W, "internal error", "bert: label %d of sample "
              "%d outside the %d classes", b->sentence_labels[g], g, W);
   double t0 = ft ? zt_now() : 0.0, t1 = 0.0;
@@ -279,20 +283,28 @@ static float cls_forward(zt_bert *m, const zt_batch *b, const zt_pass *pass, dou
   const zt_dropout d = cls_dropout(m, pass);
   be->dropout_forward(dt, m->cls_in, m->pooled, B, (size_t)C, &d);
   be->matmul_forward(dt, m->bin_logits, NULL, m->cls_in, m->cls_w, m->cls_b, B, C, K);
-  be->cross_entropy_forward(dt, m->sop_losses, m->sop_lse, m->bin_logits, m->sop_tgt, G, W);
-  const float *losses = m->sop_losses;
-  if (!be->host_visible) {
-    be->to_host(m->h_sop, m->sop_losses, (size_t)G * sizeof(float));
-    losses = m->h_sop;
-  }
-  double sum = 0.0;
-  for (int g = 0; g < G; g++) sum += losses[g];
-  /* the predictions: torch.argmax over each sample's scores (the first of equal maxima) */
   const size_t es = zt_dtype_size(dt), nl = (size_t)B * K;
   void *raw = zt_malloc(nl * es, "bert logits");
   be->to_host(raw, m->bin_logits, nl * es);
   zt_convert(m->h_logits, ZT_DTYPE_FP32, raw, dt, nl);
   free(raw);
+  double sum = 0.0;
+  if (reg) { /* MSELoss(logits.view(-1), labels.float()): the mean over the samples, on the host (B values) */
+    for (int g = 0; g < G; g++) {
+      const double e = (double)m->h_logits[g] - (double)(float)b->sentence_labels[g];
+      m->h_target[g] = (float)b->sentence_labels[g];
+      sum += e * e;
+    }
+  } else {
+    be->cross_entropy_forward(dt, m->sop_losses, m->sop_lse, m->bin_logits, m->sop_tgt, G, W);
+    const float *losses = m->sop_losses;
+    if (!be->host_visible) {
+      be->to_host(m->h_sop, m->sop_losses, (size_t)G * sizeof(float));
+      losses = m->h_sop;
+    }
+    for (int g = 0; g < G; g++) sum += losses[g];
+  }
+  /* the predictions: torch.argmax over each sample's scores (the first of equal maxima) */
   for (int g = 0; g < G; g++) {
     const float *s = m->h_logits + (size_t)g * W;
     int best = 0;
@@ -394,10 +406,19 @@ static void cls_backward(zt_bert *m, float grad_scale) {
   const zt_dtype dt = m->model.dt;
   const int B = lm->B, T = lm->T, C = lm->cfg.hidden_size, NF = B * T, N = zt_tp_local_rows(&lm->tp, NF);
   const int K = lm->cfg.cls_classes, G = B / lm->cfg.cls_choices, W = B * K / G;
-  float *dloss = zt_backend_host_view(be, m->sop_dloss, m->h_sop);
-  for (int g = 0; g < G; g++) dloss[g] = grad_scale / (float)G;
-  zt_backend_commit(be, m->sop_dloss, dloss, (size_t)G * sizeof(float));
-  be->cross_entropy_backward(dt, m->bin_logits, m->bin_logits, m->sop_lse, m->sop_tgt, m->sop_dloss, G, W);
+  if (lm->cfg.cls_regression) { /* d(mean of (x - y)^2) / dx = 2 (x - y) / G, scaled */
+    float *d = zt_malloc((size_t)G * sizeof(float), "bert regression gradient");
+    void *raw = zt_malloc((size_t)G * zt_dtype_size(dt), "bert regression gradient");
+    for (int g = 0; g < G; g++) d[g] = grad_scale * 2.0f * (m->h_logits[g] - m->h_target[g]) / (float)G;
+    zt_convert(raw, dt, d, ZT_DTYPE_FP32, (size_t)G);
+    be->from_host(m->bin_logits, raw, (size_t)G * zt_dtype_size(dt));
+    free(d), free(raw);
+  } else {
+    float *dloss = zt_backend_host_view(be, m->sop_dloss, m->h_sop);
+    for (int g = 0; g < G; g++) dloss[g] = grad_scale / (float)G;
+    zt_backend_commit(be, m->sop_dloss, dloss, (size_t)G * sizeof(float));
+    be->cross_entropy_backward(dt, m->bin_logits, m->bin_logits, m->sop_lse, m->sop_tgt, m->sop_dloss, G, W);
+  }
   be->matmul_backward(dt, m->dpool, m->dcls_w, m->dcls_b, m->bin_logits, m->cls_in, m->cls_w, NULL, B, C, K);
   const zt_dropout d = cls_dropout(m, &lm->pass);
   be->dropout_backward(dt, m->dpool, m->dpool, B, (size_t)C, &d);

@@ -12,7 +12,8 @@
  * (RACE) instead of the pretraining heads: the pooler, dropout (--hidden-dropout) and classification_head
  * [cls_classes, C] (multichoice_head [1, C] for RACE), no output layer; the logits of cls_choices consecutive rows
  * form one sample's scores, whose cross-entropy against the sample's label (zt_batch.sentence_labels) is "lm loss"
- * (Megatron's cross_entropy_loss_func), the mean over the samples. Each forward of the last stage leaves the samples'
+ * (Megatron's cross_entropy_loss_func), the mean over the samples; with cls_regression (STS-B) one output a sample
+ * and the mean squared error against the label (mse_loss_func). Each forward of the last stage leaves the samples'
  * predicted classes (argmax, first of ties as torch.argmax) in pred. */
 #ifndef ZT_BERT_H
 #define ZT_BERT_H
@@ -37,6 +38,7 @@ typedef struct {
   void *cls_w, *cls_b, *dcls_w, *dcls_b;     /* classification_head or multichoice_head */
   void *cls_in;                              /* [B, C] the pooled output after dropout */
   float *h_logits;                           /* host [B * cls_classes] */
+  float *h_target;                           /* host [B]: the regression's targets (cls_regression) */
   int32_t *pred;                             /* host [B / cls_choices]: zt_model.predictions */
   /* the head's parameters and gradients (last stage) */
   void *pool_w, *pool_b, *dpool_w, *dpool_b; /* language_model.pooler.dense */

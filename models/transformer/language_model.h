@@ -111,7 +111,7 @@ typedef struct {
   /* a model whose head is not a language model (BERT's classification heads): no output layer (tied or not), no
    * logits over the vocabulary; the head reads lm->lnf and writes lm->dlnf */
   int no_output_layer;
-  int cls_classes, cls_choices; /* zt_model_args's (BERT's classification heads) */
+  int cls_classes, cls_choices, cls_regression; /* zt_model_args's (BERT's classification heads) */
 } zt_lm_config;
 
 /* Registers a model's head parameters on the last stage, after the final layernorm and before the output layer

@@ -147,6 +147,16 @@ def glue_file_(task, filename, log):
                             log.append("   reading {} and {} columns and setting labels to {}".format(
                                 row[0].strip(), row[1].strip(), TEST_LABEL[task]))
                             continue
+                    if task == "STS-B":
+                        if len(row) == 9:
+                            is_test = True
+                            log.append("   reading {}, {}, and {} columns and setting labels to {}".format(
+                                row[0].strip(), row[7].strip(), row[8].strip(), 0.0))
+                        else:
+                            assert len(row) == 10
+                            log.append("    reading {}, {}, {}, and {} columns ...".format(
+                                row[0].strip(), row[7].strip(), row[8].strip(), row[-1].strip()))
+                        continue
                     if task == "MRPC":
                         if row[0].strip() == "index":
                             is_test = True
@@ -158,7 +168,7 @@ def glue_file_(task, filename, log):
                                 row[0].strip(), row[3].strip(), row[4].strip()))
                         continue
                 s = glue_row(task, row, is_test, total, log, where)
-            except (AssertionError, IndexError, ValueError) as e:
+            except (AssertionError, IndexError, ValueError, OverflowError) as e:
                 raise Fail("%s: %s %s" % (where, type(e).__name__, e))
             if s is None:
                 continue
@@ -174,6 +184,25 @@ def glue_row(task, row, is_test, total, log, where):
     def skip(why):
         log.append("***WARNING*** {}, skipping: {} ({})".format(why, row, where))
 
+    if task == "STS-B":  # tasks/glue/stsb.py, then build_sample's int(label)
+        if is_test:
+            assert len(row) == 9
+            uid, a, b, label = int(row[0].strip()), clean_text(row[7].strip()), clean_text(row[8].strip()), 0.0
+            assert len(a) > 0 and len(b) > 0
+        else:
+            if len(row) != 10:
+                skip("index error")
+                return None
+            uid, a, b = int(row[0].strip()), clean_text(row[7].strip()), clean_text(row[8].strip())
+            label = float(row[-1].strip())
+            if len(a) == 0:
+                skip("zero length a")
+                return None
+            if len(b) == 0:
+                skip("zero length b")
+                return None
+        assert uid >= 0
+        return dict(a=a, b=b, label=int(label), uid=uid)
     if task == "MNLI":
         a, b = clean_text(row[8].strip()), clean_text(row[9].strip())
         uid = int(row[0].strip())
@@ -379,7 +408,7 @@ def glue_fixtures(d, rng):
     """{task: [(label, name, [paths], seq)]}"""
     fx = {}
     g = os.path.join(d, "glue")
-    for t in ("MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE"):
+    for t in ("MNLI", "QQP", "QNLI", "SST-2", "CoLA", "MRPC", "RTE", "STS-B"):
         os.makedirs(os.path.join(g, t), exist_ok=True)
     P = lambda t, n: os.path.join(g, t, n)  # noqa: E731
     # MNLI: train 12 columns, dev 16, test 10
@@ -475,6 +504,20 @@ def glue_fixtures(d, rng):
     rows = ["index\tsentence1\tsentence2"] + ["%d\t%s\t%s" % (i, rtext(rng), rtext(rng)) for i in range(7)]
     test = write(P("RTE", "test.tsv"), rows)
     fx["RTE"] = [("RTE train", "training", [train], 24), ("RTE train + test", "validation", [train, test], 24)]
+    # STS-B: train and dev with 10 columns (float scores, truncated by build_sample's int()), test with 9
+    sh = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
+    scores = ["3.800", " 0.5 ", "-1.5", "5", "1_0.25", "4e-1", "2.", ".75", "+2.999", "INF"[:0] + "1.0E+0"]
+    rows = [sh + "\tscore"]
+    rows += ["%d\tmain-news\tf\t2012\t%d\tnone\tnone\t%s\t%s\t%s" % (i, i, rtext(rng), rtext(rng),
+                                                                   scores[i % len(scores)]) for i in range(24)]
+    rows.insert(3, "70\tg\tf\t2012\t1\ts\ts\tonly nine")            # index error
+    rows.insert(6, "71\tg\tf\t2012\t1\ts\ts\t \u3000\tb\t1.0")     # zero length a
+    rows.insert(9, "72\tg\tf\t2012\t1\ts\ts\ta\t\u00a0\t2.0")     # zero length b
+    train = write(P("STS-B", "train.tsv"), rows)
+    rows = [sh] + ["%d\tg\tf\t2012\t%d\ts\ts\t%s\t%s" % (i, i, rtext(rng), rtext(rng)) for i in range(6)]
+    test = write(P("STS-B", "test.tsv"), rows)
+    fx["STS-B"] = [("STS-B train", "training", [train], 24), ("STS-B test", name_from_datapath("STS-B", test),
+                                                               [test], 32)]
     return fx
 
 
@@ -629,7 +672,11 @@ def check_refusals(d, rng, vocab):
                               "sentence2", "label1", "gold_label"]),
            "QQP": "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate", "QNLI": "index\tquestion\tsentence\tlabel",
            "SST-2": "sentence\tlabel", "MRPC": "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String",
-           "RTE": "index\tsentence1\tsentence2\tlabel"}
+           "RTE": "index\tsentence1\tsentence2\tlabel",
+           "STS-B": "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"}
+
+    def stsb(uid, a, b, score):
+        return "\t".join([uid, "g", "f", "2012", "1", "s", "s", a, b, score])
 
     def mnli(uid, a, b, lab):
         return "\t".join([uid, "p", "q", "g", "", "", "", "", a, b, "neutral", lab])
@@ -656,6 +703,14 @@ def check_refusals(d, rng, vocab):
         ("MRPC header of 4 columns", "MRPC", ["Quality\t#1 ID\t#2 ID\t#1 String"], 1, "asserts 5"),
         ("MRPC test header of 3 columns", "MRPC", ["index\ta\tb"], 1, "IndexError"),
         ("RTE test row of whitespace text b", "RTE", ["index\tsentence1\tsentence2", "0\ta\t "], 2, "asserts 3"),
+        ("STS-B score not a number", "STS-B", [hdr["STS-B"], stsb("1", "a", "b", "1.5"), stsb("2", "a", "b", "high")],
+         3, "'high'"),
+        ("STS-B score '1__0'", "STS-B", [hdr["STS-B"], stsb("1", "a", "b", "1__0")], 2, "'1__0'"),
+        ("STS-B score nan (int() fails)", "STS-B", [hdr["STS-B"], stsb("1", "a", "b", "nan")], 2, "ValueError"),
+        ("STS-B score inf (int() overflows)", "STS-B", [hdr["STS-B"], stsb("1", "a", "b", "-inf")], 2, "Overflow"),
+        ("STS-B header of 9 columns is a test file: data of 10", "STS-B", [hdr["STS-B"][:-6], "1\tg\tf\ty\to\ts\ts\ta\tb\t3"],
+         2, "asserts 9"),
+        ("STS-B header of 8 columns", "STS-B", ["a\tb\tc\td\te\tf\tg\th"], 1, "asserts 10"),
         ("invalid UTF-8", "QNLI", [hdr["QNLI"], "1\ta\tb\tentailment", "2\ta\xff\tb\tentailment"], 3, "UTF-8"),
     ]
     for k, (label, task, lines, line, needle) in enumerate(cases):

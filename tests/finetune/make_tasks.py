@@ -6,7 +6,8 @@ test fixture's vocabulary (tests/bert/make_fixture.py), with labels a tiny BERT 
 
 MNLI: the label is decided by a keyword of sentence2 ("good" entailment, "bad" contradiction, "blue" neutral), the
 rest random words; train.tsv with the 12 columns of GLUE's MNLI train file, dev_matched.tsv and dev_mismatched.tsv
-with the 16 of its dev files. QQP: is_duplicate = question2 repeats question1's first word. CoLA: acceptable when the sentence has "good". RACE: directories
+with the 16 of its dev files. QQP: is_duplicate = question2 repeats question1's first word. CoLA: acceptable when the sentence has "good". STS-B: the
+score is twice the "good"s of sentence2 plus a fraction. RACE: directories
 train/ and dev/ of *.txt JSON lines, each article with questions whose answer is the option repeating the
 article's first word."""
 import json
@@ -69,6 +70,21 @@ def cola(out, rng):
                 f.write("src%d\t%d\t\t%s\n" % (i % 3, ok, sentence(rng, rng.randint(3, 7), "good" if ok else "bad")))
 
 
+def stsb(out, rng):
+    d = os.path.join(out, "STS-B")
+    os.makedirs(d, exist_ok=True)
+    head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    for name, n in (("train.tsv", 64), ("dev.tsv", 20)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(head + "\n")
+            for i in range(n):
+                k = rng.randint(0, 2)  # the score grows with the "good"s of sentence2
+                s2 = " ".join(["good"] * k + [rng.choice(WORDS) for _ in range(rng.randint(2, 5))]).capitalize() + "."
+                score = 2.0 * k + rng.uniform(0, 0.99)
+                f.write("%d\tmain-news\tf\t2012\t%d\tnone\tnone\t%s\t%s\t%.3f\n"
+                        % (i, i, sentence(rng, rng.randint(3, 7)), s2, score))
+
+
 def race(out, rng):
     for split, files, per in (("train", 2, 6), ("dev", 1, 5)):
         d = os.path.join(out, "RACE", split, "middle")
@@ -96,6 +112,7 @@ def main():
     qqp(out, rng)
     race(out, rng)
     cola(out, rng)
+    stsb(out, rng)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,25 @@ else
   bad "CoLA --finetune" "rc=$rc $(grep -E "metrics|overall|error" <<<"$o" | head -3)"
 fi
 
-# 7. refusals before any work, nothing written
+# 7. STS-B: the regression (mean squared error on Megatron's int() of the scores); with --finetune the Pearson and
+# Spearman lines, which rise as it learns; without it Megatron's accuracy of the one output's argmax
+o=$(ft --task STS-B --finetune --pretrained-checkpoint "$tmp/pre" --train-data "$tmp/t/STS-B/train.tsv" \
+    --valid-data "$tmp/t/STS-B/dev.tsv" --epochs 12 --micro-batch-size 8 --global-batch-size 8 --lr 2e-3); rc=$?
+corr=$(grep -E "metrics for de: pearson" <<<"$o" | sed -E 's/.* corr = ([-0-9.e]+) .*/\1/' | tr '\n' ' ')
+if [ $rc -eq 0 ] && [ "$(grep -cE '^ > \|epoch: [0-9]+\| metrics for de: pearson = [-0-9.e]+ spearmanr = [-0-9.e]+ corr = [-0-9.e]+ elapsed time \(sec\): [0-9.]+$' <<<"$o")" -eq 12 ] \
+   && awk -v c="$corr" 'BEGIN { n = split(c, x, " "); exit !(n == 12 && x[12] > 0.8 && x[12] > x[1]) }'; then
+  ok "STS-B --finetune learns: corr by epoch $corr"
+else
+  bad "STS-B --finetune" "rc=$rc corr '$corr' $(grep -m2 -E "error|metrics" <<<"$o")"
+fi
+e=$(ft --task STS-B --epochs 0 --pretrained-checkpoint "$tmp/pre" --valid-data "$tmp/t/STS-B/dev.tsv" \
+    --micro-batch-size 8 --global-batch-size 8 --lr 2e-3); rc=$?
+zeros=$(awk -F'\t' 'NR > 1 && int($10) == 0' "$tmp/t/STS-B/dev.tsv" | wc -l)
+grep -qF " >> |epoch: -1| overall: correct / total = $zeros / 20 = " <<<"$e" && [ $rc -eq 0 ] \
+  && ok "STS-B without --finetune: Megatron's accuracy of argmax (0) against the truncated scores ($zeros of 20 are 0)" \
+  || bad "STS-B accuracy" "rc=$rc $(grep -E "overall|error" <<<"$e" | head -2)"
+
+# 8. refusals before any work, nothing written
 refuse() { # name message flags...
   local name="$1" msg="$2" o rc; shift 2
   o=$(timeout 60 "$bin" "${model[@]}" "$@" 2>&1); rc=$?
@@ -155,7 +173,7 @@ refuse() { # name message flags...
 }
 base=(--micro-batch-size 8 --global-batch-size 8 --lr 1e-3 --save "$tmp/none")
 refuse "no --task" "--task is required" "${base[@]}" --epochs 1 --train-data "$tmp/t/MNLI/train.tsv" --valid-data "$tmp/t/MNLI/dev_matched.tsv"
-refuse "STS-B" "--task STS-B: Megatron's regression task" "${base[@]}" --task STS-B --epochs 1 --valid-data x.tsv
+refuse "an unknown task" "--task BoolQ: Task BoolQ is not implemented" "${base[@]}" --task BoolQ --epochs 1 --valid-data x.tsv
 refuse "LAMBADA" "evaluate_zeroshot runs it" "${base[@]}" --task LAMBADA --epochs 1 --valid-data x.tsv
 refuse "no --epochs" "--epochs is required" "${base[@]}" --task MNLI --train-data "$tmp/t/MNLI/train.tsv" --valid-data "$tmp/t/MNLI/dev_matched.tsv"
 refuse "--train-iters" "--train-iters: fine-tuning runs --epochs passes" "${base[@]}" "${mnli[@]}" --epochs 1 --train-iters 5

@@ -14,7 +14,8 @@
  *   with Megatron's Classification head of K classes (cls_classes = K: two token types, the pooler, dropout off,
  *   classification_head [K, C], no lm_head, binary head or output layer), the batch's labels one a sample;
  *   --choices CH (with --cls 1): RACE's MultipleChoice, multichoice_head [1, C], B = 2 CH rows (2 samples of CH
- *   choices, consecutive rows), labels in [0, CH).
+ *   choices, consecutive rows), labels in [0, CH); --regression (with --cls 1): STS-B's one output a sample and the
+ *   mean squared error against labels in [0, 5] (the truncated scores).
  * The model is built with zt_bert_build on the CPU and driven through the engine's contract (zt_model_forward /
  * zt_model_backward of models/model.h), with the batch a zt_batch as the BERT provider fills it.
  *
@@ -70,6 +71,7 @@ enum { L = 2, C = 48, NH = 4, FFN = 4 * C, V = 128, VOCAB = 100, MAXPOS = 24, T 
 enum { STEPS = 3, NMB = 2, LTD_KEEP = 10 };
 static int B = 3;                  /* rows of a micro batch: 3, or 2 samples of CH rows with --choices CH */
 static int g_classes, g_choices;   /* --cls K, --choices CH (0, 0: the pretraining heads) */
+static int g_regression;           /* --regression (with --cls 1): STS-B's mean squared error */
 static const uint8_t LTD_LAYERS[L] = {0, 1};
 static const uint64_t SEED = 1234;
 static const uint64_t SEED_RNG = 0xbe575eedULL; /* the data and perturbation stream */
@@ -111,7 +113,8 @@ static void make_batch(batch *b, const char *prefix) {
   }
   const int samples = g_classes ? B / g_choices : B;
   if (g_classes)
-    for (int s = 0; s < samples; s++) b->sentence[s] = (int32_t)(next_u64() % (uint64_t)(g_choices * g_classes));
+    for (int s = 0; s < samples; s++) /* STS-B: int() of scores in [0, 5] */
+      b->sentence[s] = (int32_t)(next_u64() % (uint64_t)(g_regression ? 6 : g_choices * g_classes));
   int64_t shape[2] = {B, T};
   char name[128];
   snprintf(name, sizeof name, "%stokens", prefix);
@@ -176,6 +179,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--rope-gqa") == 0) rope_gqa = 1; /* rotary on half of each head, 2 key/value heads */
     else if (strcmp(argv[i], "--cls") == 0 && i + 1 < argc) g_classes = atoi(argv[++i]);
     else if (strcmp(argv[i], "--choices") == 0 && i + 1 < argc) g_choices = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--regression") == 0) g_regression = 1;
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -184,7 +188,8 @@ int main(int argc, char **argv) {
   if (g_choices && !g_classes) g_classes = -1; /* refused below */
   if (g_classes) {
     if (!g_choices) g_choices = 1;
-    if (g_classes < 1 || g_choices < 1 || (g_choices > 1 && g_classes != 1) || 2 * g_choices > BMAX || !binary_head) {
+    if (g_classes < 1 || g_choices < 1 || (g_choices > 1 && g_classes != 1) || 2 * g_choices > BMAX || !binary_head ||
+        (g_regression && (g_classes != 1 || g_choices != 1))) {
       fprintf(stderr, "%s: --cls K >= 1 with --choices CH (1 or, for --cls 1, up to %d), not --no-binary-head\n",
               argv[0], BMAX / 2);
       return 2;
@@ -208,7 +213,7 @@ int main(int argc, char **argv) {
                         .head_gelu_tanh = openai_1p, .layernorm_1p = openai_1p,
                         .rotary_dims = rope_gqa ? C / NH / 2 : 0, .rope_theta = 500.0f,
                         .no_position_embedding = rope_gqa, .kv_heads = rope_gqa ? 2 : 0, .cls_classes = g_classes,
-                        .cls_choices = g_choices, .no_output_layer = cls};
+                        .cls_choices = g_choices, .cls_regression = g_regression, .no_output_layer = cls};
   zt_bert m;
   zt_bert_build(&m, &cfg, 0);
   zt_bert_init_params(&m, SEED);
@@ -232,11 +237,11 @@ int main(int argc, char **argv) {
 
   const int64_t warmup = GBS, decay = (int64_t)(STEPS + 1) * GBS;
   {
-    int32_t c[29] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
+    int32_t c[30] = {L, C, NH, FFN, V, MAXPOS, T, B, binary_head, post_ln, recompute, STEPS, NMB,
                      (int32_t)warmup, (int32_t)decay, GBS, ltd ? 2 : 0, ltd ? LTD_KEEP : 0, llama, llama,
                      !(llama || rope_gqa), openai_1p, openai_1p, rope_gqa ? C / NH / 2 : 0, 500, !rope_gqa,
-                     rope_gqa ? 2 : NH, g_classes, g_choices};
-    int64_t shape[1] = {29};
+                     rope_gqa ? 2 : NH, g_classes, g_choices, g_regression};
+    int64_t shape[1] = {30};
     save("config", c, "<i4", 1, shape);
     char path[1024];
     snprintf(path, sizeof path, "%s/names.txt", g_dir);

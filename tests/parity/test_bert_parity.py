@@ -14,7 +14,8 @@ rotary embeddings on half of each head (theta 500, no learned positions) with 2 
 alone and with random-LTD, whose kept tokens turn by positions 0 .. r-1 as in Megatron-DeepSpeed's
 apply_rotary_pos_emb, which slices the table to the length of the tensor it is given; fine-tuned with --cls 3,
 Megatron's Classification head of 3 classes (megatron/model/classification.py), and with --cls 1 --choices 4, its
-MultipleChoice head of RACE (multiple_choice.py), 8 rows = 2 samples of 4 choices),
+MultipleChoice head of RACE (multiple_choice.py), 8 rows = 2 samples of 4 choices), and with --cls 1 --regression
+STS-B's one output and mean squared error (tasks/finetune_utils.py mse_loss_func),
 recomputes everything with torch autograd in float64 and prints a PASS/FAIL line per
 check, then "N passed, M failed". Exit status 1 on any failure.
 
@@ -193,6 +194,8 @@ def cls_forward(P, b, cfg, pool_index=0, strided=False):
     else:  # Classification: classification_head [K, C], logits.view(-1, num_classes)
         logits = out @ P["classification_head.weight"].T + P["classification_head.bias"]
         scores = logits.view(-1, cfg["cls"])
+    if cfg.get("regression", 0):  # STS-B's mse_loss_func: MSELoss(logits.view(-1), labels.float())
+        return scores, torch.nn.MSELoss()(logits.view(-1), b["sentence"].to(logits.dtype))
     loss = torch.nn.CrossEntropyLoss()(scores, b["sentence"])  # cross_entropy_loss_func: the mean over the samples
     return scores, loss
 
@@ -279,7 +282,7 @@ def loss_and_grads(P, names, batches, cfg):
 
 CONFIG_KEYS = ["L", "C", "NH", "FFN", "V", "maxpos", "T", "B", "binary_head", "post_ln", "recompute", "steps", "nmb",
                "warmup", "decay", "gbs", "ltd_layers", "ltd_keep", "rmsnorm", "swiglu", "add_bias", "head_tanh",
-               "ln1p", "rot", "theta", "pos_emb", "kv_heads", "cls", "choices"]
+               "ln1p", "rot", "theta", "pos_emb", "kv_heads", "cls", "choices", "regression"]
 
 
 def read_dump(out):
@@ -303,8 +306,11 @@ def check_predictions(d, tag, prefix, P, b, cfg):
     with torch.no_grad():
         scores, _ = cls_forward(P, b, cfg)
     ref = torch.argmax(scores, dim=1).numpy()
-    top2 = torch.topk(scores, 2, dim=1).values
-    margin = float((top2[:, 0] - top2[:, 1]).min())
+    if scores.shape[1] > 1:
+        top2 = torch.topk(scores, 2, dim=1).values
+        margin = float((top2[:, 0] - top2[:, 1]).min())
+    else:  # STS-B: one output, argmax 0 (what Megatron's accuracy pass compares without --finetune)
+        margin = float("inf")
     check(n == ref.shape[0] and zp.shape == ref.shape and bool((zp == ref).all()), what,
           f"zt {zp.tolist()} (n_predictions {n}) ref {ref.tolist()}, labels {b['sentence'].tolist()}, "
           f"min top-2 margin {margin:.2e}")
@@ -460,7 +466,7 @@ CONFIGS = [("default", []), ("post_ln", ["--post-ln"]), ("no_binary_head", ["--n
            ("random_ltd_post_ln_recompute", ["--random-ltd", "--post-ln", "--recompute"]),
            ("llama", ["--llama"]), ("openai_1p_post_ln", ["--openai-1p", "--post-ln"]), ("rope_gqa", ["--rope-gqa"]),
            ("rope_gqa_random_ltd", ["--rope-gqa", "--random-ltd"]), ("cls3", ["--cls", "3"]),
-           ("race_choices4", ["--cls", "1", "--choices", "4"])]
+           ("race_choices4", ["--cls", "1", "--choices", "4"]), ("stsb_regression", ["--cls", "1", "--regression"])]
 
 
 def main():
