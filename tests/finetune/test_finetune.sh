@@ -104,6 +104,7 @@ o=$(ftn 2 "${mnli[@]}" --epochs 3 --micro-batch-size 4 --global-batch-size 8 --h
 # 4. a stopped run resumed from its checkpoint continues exactly (mid-epoch 2 of 3)
 a=$(ft "${mnli[@]}" --epochs 3 --micro-batch-size 8 --global-batch-size 8)
 b1=$(ft "${mnli[@]}" --epochs 3 --micro-batch-size 8 --global-batch-size 8 --save "$tmp/r" --exit-interval 17); rb1=$?
+cp -r "$tmp/r" "$tmp/r17"
 b2=$(ft "${mnli[@]}" --epochs 3 --micro-batch-size 8 --global-batch-size 8 --save "$tmp/r" --load "$tmp/r"); rb2=$?
 strip() { grep -E "^ iteration |validation loss at|metrics for|overall" <<<"$1" \
           | sed -E 's/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ samples per second.*//; s/, elapsed time.*//'; }
@@ -113,6 +114,16 @@ if [ $rb1 -eq 0 ] && [ $rb2 -eq 0 ] && [ "$(strip "$a")" = "$(strip "$b1"; strip
   ok "stopped at iteration 17 (epoch 2) and resumed with --load: every line as the straight run's"
 else
   bad "resume" "rc=$rb1/$rb2 $(diff <(strip "$a") <(strip "$b1"; strip "$b2") | head -4) $(grep -m2 error <<<"$b1$b2")"
+fi
+
+# the same checkpoint (one process, iteration 17) continued at PP=2: resharded, the straight run's losses (1e-5)
+c=$(ftn 2 "${mnli[@]}" --epochs 3 --micro-batch-size 8 --global-batch-size 8 --load "$tmp/r17" \
+    --pipeline-model-parallel-size 2); rc=$?
+ta=$(losses "$a" | awk '{ for (i = 18; i <= NF; i++) printf "%s ", $i }')
+if [ $rc -eq 0 ] && close "$ta" "$(losses "$c")" 1e-5 && [ "$(losses "$c" | wc -w)" -eq 19 ]; then
+  ok "a one-process checkpoint at iteration 17 continued at PP=2: iterations 18-36 as the straight run's (1e-5)"
+else
+  bad "resharded resume" "rc=$rc want '$(cut -c1-60 <<<"$ta")' got '$(losses "$c" | cut -c1-60)' $(grep -m2 error <<<"$c")"
 fi
 
 # 5. RACE: four rows a question, MultipleChoice's head, one process = PP=2
