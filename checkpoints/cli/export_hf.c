@@ -7,14 +7,16 @@
  * the tanh approximation of Megatron's fused bias-GELU (runtime/ops/cpu/gelu.c): activation_function "gelu_new"; or
  * F.gelu's erf form without the fusion (--no-bias-gelu-fusion, --disable-bias-linear): "gelu"; --squared-relu:
  * "relu2" (mlp_gelu below).
- * A BERT checkpoint (recognized by lm_head.dense.weight) becomes a MegatronBertForPreTraining directory (with the
- * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head): Hugging Face's MegatronBert key names, the
- * fused per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary
- * kept (as transformers' convert_megatron_bert_checkpoint.py does), the decoder tied to the word embeddings;
- * export_bert below. A checkpoint with exactly Llama's architecture (--normalization rmsnorm --swiglu
- * --disable-bias-linear --use-rotary-position-embeddings, rotary on the whole head, no learned positions; GQA and
- * untied output allowed) becomes a LlamaForCausalLM directory (export_llama below); other mixes of the Llama-style
- * variants (docs/gpt.md) are refused, naming the saved argument, before anything is written. docs/checkpoints.md. */
+ * A BERT checkpoint (recognized by its heads' tensors) becomes a MegatronBertForPreTraining directory (with the
+ * binary head) or a MegatronBertForMaskedLM one (--bert-no-binary-head); a finetune_bert one a
+ * MegatronBertForSequenceClassification (classification_head: GLUE, STS-B's regression) or a
+ * MegatronBertForMultipleChoice (multichoice_head: RACE) directory: Hugging Face's MegatronBert key names, the fused
+ * per-head query_key_value split into query/key/value, nn.Linear's [out, in] kept, the padded vocabulary kept (as
+ * transformers' convert_megatron_bert_checkpoint.py does), the decoder tied to the word embeddings; export_bert
+ * below. A checkpoint with exactly Llama's architecture (--normalization rmsnorm --swiglu --disable-bias-linear
+ * --use-rotary-position-embeddings, rotary on the whole head, no learned positions; GQA and untied output allowed)
+ * becomes a LlamaForCausalLM directory (export_llama below); other mixes of the Llama-style variants (docs/gpt.md)
+ * are refused, naming the saved argument, before anything is written. docs/checkpoints.md. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,22 +108,176 @@ static const char *mlp_gelu(void) {
  * erf: "gelu"). HF's
  * MegatronBert has no --apply-residual-connection-post-layernorm: such checkpoints are refused. Without the binary
  * head the directory is MegatronBertForMaskedLM's (no pooler, no cls.seq_relationship) and token_type_embeddings are
- * zeros (HF always adds token type 0; Megatron has no token types then). */
+ * zeros (HF always adds token type 0; Megatron has no token types then).
+ * A finetune_bert checkpoint (docs/finetune.md) holds the language model with two token types and the pooler, and one
+ * task head instead of lm_head / binary_head: Megatron's Classification (classification_head [K, C]) becomes
+ * MegatronBertForSequenceClassification (classifier [K, C], num_labels K as id2label / label2id; K == 1 is STS-B's
+ * regression: problem_type "regression"), MultipleChoice (multichoice_head [1, C], a question's choices in
+ * consecutive rows) MegatronBertForMultipleChoice (classifier [1, C]; HF flattens [b, choices, s] to rows and views
+ * the logits as [-1, choices], the same grouping). Both read the pooler output (tanh of pooler.dense on position 0
+ * of the final LayerNorm's output) through dropout (hidden_dropout_prob: Megatron's classification dropout is
+ * --hidden-dropout), as Megatron does; hidden_act then only acts in the MLP, so the export is exact. Every tensor
+ * of the checkpoint must have its place in the architecture its heads name (bert_check), checked before anything
+ * is written: a task head beside pretraining heads, both task heads, a binary head without lm_head, or any other
+ * tensor without a place (an MoE layer's, say) is refused, naming the tensors. */
+enum { BERT_PRETRAINING, BERT_MASKED_LM, BERT_SEQUENCE_CLASSIFICATION, BERT_MULTIPLE_CHOICE };
+static const char *const bert_arch[] = {"MegatronBertForPreTraining", "MegatronBertForMaskedLM",
+                                        "MegatronBertForSequenceClassification", "MegatronBertForMultipleChoice"};
+
+/* The checkpoint's tensors whose names begin with prefix, "; "-separated into dst (n bytes); their count. */
+static int tensors_under(const char *prefix, char *dst, size_t n) {
+  int k = 0;
+  dst[0] = '\0';
+  for (int i = 0; i < R->n_tensors; i++)
+    if (!strncmp(R->tensors[i].name, prefix, strlen(prefix))) append(dst, n, "%s", R->tensors[i].name), k++;
+  return k;
+}
+
+/* Whether the checkpoint is a BERT's: any of its heads' tensors. */
+static int is_bert(void) {
+  char s[8];
+  return tensors_under("lm_head.", s, sizeof s) || tensors_under("binary_head.", s, sizeof s) ||
+         tensors_under("classification_head.", s, sizeof s) || tensors_under("multichoice_head.", s, sizeof s);
+}
+
+/* The architecture the checkpoint's heads name (fatal, before anything is written, on a mix of them), and in *K the
+ * rows of the task head (classification_head's classes; 1 for multichoice_head). */
+static int bert_kind(long *K) {
+  char lm[1024], bin[512], cls[512], mc[512];
+  const int n_lm = tensors_under("lm_head.", lm, sizeof lm), n_bin = tensors_under("binary_head.", bin, sizeof bin);
+  const int n_cls = tensors_under("classification_head.", cls, sizeof cls);
+  const int n_mc = tensors_under("multichoice_head.", mc, sizeof mc);
+  zt_check(!(n_cls && n_mc), "export_hf", "%s: holds both a classification head (%s) and a multiple-choice head (%s); "
+           "a finetune_bert checkpoint has one of them, and MegatronBertForSequenceClassification and "
+           "MegatronBertForMultipleChoice one classifier, so the checkpoint is not exported", R->dir, cls, mc);
+  zt_check(!((n_cls || n_mc) && (n_lm || n_bin)), "export_hf", "%s: holds a fine-tuning head (%s) and pretraining "
+           "heads (%s%s%s); a finetune_bert checkpoint has no lm_head or binary_head, a pretrain_bert one no task "
+           "head, and no MegatronBert class holds both, so the checkpoint is not exported", R->dir,
+           n_cls ? cls : mc, lm, n_lm && n_bin ? "; " : "", bin);
+  zt_check(!n_bin || n_lm, "export_hf", "%s: holds a binary head (%s) without the masked-LM head lm_head; "
+           "MegatronBertForPreTraining needs both, so the checkpoint is not exported", R->dir, bin);
+  *K = 0;
+  if (n_cls || n_mc) {
+    const int i = zt_ckpt_find(R, n_cls ? "classification_head.weight" : "multichoice_head.weight");
+    zt_check(i >= 0 && R->tensors[i].ndim == 2, "export_hf", "%s: the task head (%s) has no %s.weight of 2 "
+             "dimensions, so the checkpoint is not exported", R->dir, n_cls ? cls : mc,
+             n_cls ? "classification_head" : "multichoice_head");
+    *K = (long)R->tensors[i].full_shape[0];
+    zt_check(*K >= 1 && (n_cls || *K == 1), "export_hf", "%s: %s has %ld rows (MegatronBertForMultipleChoice's "
+             "classifier has 1: one score a choice), so the checkpoint is not exported", R->dir,
+             R->tensors[i].name, *K);
+    return n_cls ? BERT_SEQUENCE_CLASSIFICATION : BERT_MULTIPLE_CHOICE;
+  }
+  return n_bin ? BERT_PRETRAINING : BERT_MASKED_LM;
+}
+
+/* A shape as "[d0]" or "[d0, d1]" (full shapes of up to ZT_MAX_DIMS dimensions) into dst (n bytes). */
+static const char *shape_str(char *dst, size_t n, int nd, const int64_t *d) {
+  dst[0] = '\0';
+  for (int j = 0; j < nd && j < ZT_MAX_DIMS; j++) {
+    const size_t l = strlen(dst);
+    snprintf(dst + l, n - l, "%s%lld", j ? ", " : "[", (long long)d[j]);
+  }
+  const size_t l = strlen(dst);
+  snprintf(dst + l, n - l, "%s", nd ? "]" : "[]");
+  return dst;
+}
+
+/* The index of the tensor name, which the architecture arch reads with shape [d0] (nd 1) or [d0, d1]; fatal, naming
+ * it, when it is missing or of another shape. */
+static int bert_need(const char *name, const char *arch, int nd, long d0, long d1) {
+  const int i = zt_ckpt_find(R, name);
+  zt_check(i >= 0, "export_hf", "%s: tensor %s is missing, which %s needs, so the checkpoint is not exported", R->dir,
+           name, arch);
+  const zt_ckpt_tensor *t = &R->tensors[i];
+  const int64_t want[2] = {d0, d1};
+  char got_s[96], want_s[64];
+  zt_check(t->ndim == nd && t->full_shape[0] == d0 && (nd == 1 || t->full_shape[1] == d1), "export_hf",
+           "%s: %s has shape %s, %s expects %s, so the checkpoint is not exported", R->dir, name,
+           shape_str(got_s, sizeof got_s, t->ndim, t->full_shape), arch, shape_str(want_s, sizeof want_s, nd, want));
+  return i;
+}
+
+/* Every tensor the export of this kind reads, its shape checked, and no other in the checkpoint (the last pipeline
+ * stage's copy of the tied word embeddings, "word_embeddings.weight", aside: it equals the embedding); fatal, naming
+ * the tensor, before anything is written. */
+static void bert_check(int kind, long L, long C, long F, long P, long VP, long K) {
+  const char *arch = bert_arch[kind];
+  int *used = zt_calloc((size_t)R->n_tensors, sizeof(int), "flags");
+  char name[256];
+#define NEED(nd, a, b, ...) (snprintf(name, sizeof name, __VA_ARGS__), used[bert_need(name, arch, nd, a, b)]++)
+  NEED(2, VP, C, EMB ".word_embeddings.weight");
+  NEED(2, P, C, EMB ".position_embeddings.weight");
+  if (kind != BERT_MASKED_LM) NEED(2, 2, C, EMB ".tokentype_embeddings.weight");
+  for (long l = 0; l < L; l++) {
+    NEED(1, C, 0, ENC ".layers.%ld.input_layernorm.weight", l);
+    NEED(1, C, 0, ENC ".layers.%ld.input_layernorm.bias", l);
+    NEED(2, 3 * C, C, ENC ".layers.%ld.self_attention.query_key_value.weight", l);
+    NEED(1, 3 * C, 0, ENC ".layers.%ld.self_attention.query_key_value.bias", l);
+    NEED(2, C, C, ENC ".layers.%ld.self_attention.dense.weight", l);
+    NEED(1, C, 0, ENC ".layers.%ld.self_attention.dense.bias", l);
+    NEED(1, C, 0, ENC ".layers.%ld.post_attention_layernorm.weight", l);
+    NEED(1, C, 0, ENC ".layers.%ld.post_attention_layernorm.bias", l);
+    NEED(2, F, C, ENC ".layers.%ld.mlp.dense_h_to_4h.weight", l);
+    NEED(1, F, 0, ENC ".layers.%ld.mlp.dense_h_to_4h.bias", l);
+    NEED(2, C, F, ENC ".layers.%ld.mlp.dense_4h_to_h.weight", l);
+    NEED(1, C, 0, ENC ".layers.%ld.mlp.dense_4h_to_h.bias", l);
+  }
+  NEED(1, C, 0, ENC ".final_layernorm.weight");
+  NEED(1, C, 0, ENC ".final_layernorm.bias");
+  if (kind != BERT_MASKED_LM) {
+    NEED(2, C, C, "language_model.pooler.dense.weight");
+    NEED(1, C, 0, "language_model.pooler.dense.bias");
+  }
+  if (kind == BERT_PRETRAINING || kind == BERT_MASKED_LM) {
+    NEED(1, VP, 0, "lm_head.bias");
+    NEED(2, C, C, "lm_head.dense.weight");
+    NEED(1, C, 0, "lm_head.dense.bias");
+    NEED(1, C, 0, "lm_head.layernorm.weight");
+    NEED(1, C, 0, "lm_head.layernorm.bias");
+  }
+  if (kind == BERT_PRETRAINING) {
+    NEED(2, 2, C, "binary_head.weight");
+    NEED(1, 2, 0, "binary_head.bias");
+  }
+  if (kind == BERT_SEQUENCE_CLASSIFICATION) {
+    NEED(2, K, C, "classification_head.weight");
+    NEED(1, K, 0, "classification_head.bias");
+  }
+  if (kind == BERT_MULTIPLE_CHOICE) {
+    NEED(2, 1, C, "multichoice_head.weight");
+    NEED(1, 1, 0, "multichoice_head.bias");
+  }
+#undef NEED
+  char extra[2048] = "";
+  int n_extra = 0;
+  for (int i = 0; i < R->n_tensors; i++)
+    if (!used[i] && strcmp(R->tensors[i].name, "word_embeddings.weight"))
+      append(extra, sizeof extra, "%s", R->tensors[i].name), n_extra++;
+  zt_check(!n_extra, "export_hf", "%s: %d tensor%s without a place in Hugging Face's %s (saved arguments and tensors "
+           "disagree?): %s; the checkpoint is not exported", R->dir, n_extra, n_extra == 1 ? "" : "s", arch, extra);
+  free(used);
+}
+
 static void export_bert(const zt_ckpt_reader *r, const char *out, const char *act) {
   const long L = arg_int("num_layers"), C = arg_int("hidden_size"), H = arg_int("num_attention_heads");
   const long F = arg_int("ffn_hidden_size"), P = arg_int("max_position_embeddings");
-  const long VP = (long)r->padded_vocab_size, HD = C / H;
+  const long VP = (long)r->padded_vocab_size, HD = H > 0 ? C / H : 0;
   char v[32] = "False";
   zt_ckpt_arg(r->args_text, "apply_residual_connection_post_layernorm", v, sizeof v);
   zt_check(strcmp(v, "True") != 0, "export_hf",
            "%s: trained with --apply-residual-connection-post-layernorm, which Hugging Face's MegatronBert cannot "
            "express (its layers are pre-LN only)", r->dir);
-  zt_check(C % H == 0 && VP > 0, "export_hf", "%s: hidden size %ld, %ld heads, vocabulary %ld", r->dir, C, H, VP);
-  const int binary = zt_ckpt_find(r, "binary_head.weight") >= 0;
-  zt_check(!binary || zt_ckpt_find(r, EMB ".tokentype_embeddings.weight") >= 0, "export_hf",
-           "%s: a binary head without tokentype_embeddings", r->dir);
+  zt_check(H > 0 && C % H == 0 && VP > 0 && L > 0 && F > 0, "export_hf", "%s: hidden size %ld, %ld heads, %ld layers, "
+           "ffn %ld, vocabulary %ld", r->dir, C, H, L, F, VP);
+  long K;
+  const int kind = bert_kind(&K);
+  bert_check(kind, L, C, F, P, VP, K);
+  const int binary = kind == BERT_PRETRAINING, lm = kind == BERT_PRETRAINING || kind == BERT_MASKED_LM;
+  const int pooler = kind != BERT_MASKED_LM, task = !lm;
+  const char *head = kind == BERT_SEQUENCE_CLASSIFICATION ? "classification_head" : "multichoice_head";
 
-  const int n = 3 + 16 * (int)L + 2 + 5 + (binary ? 4 : 0);
+  const int n = 3 + 16 * (int)L + 2 + (pooler ? 2 : 0) + (lm ? 5 : 0) + (binary ? 2 : 0) + (task ? 2 : 0);
   zt_st_entry *e = zt_calloc((size_t)n, sizeof(zt_st_entry), "entries");
   int k = 0;
 #define ENTRY(nd, a, b, ...) (snprintf(e[k].name, sizeof e[k].name, __VA_ARGS__), e[k].ndim = (nd), \
@@ -148,24 +304,31 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
   }
   ENTRY(1, C, 0, "bert.encoder.ln.weight");
   ENTRY(1, C, 0, "bert.encoder.ln.bias");
-  if (binary) {
+  if (pooler) {
     ENTRY(2, C, C, "bert.pooler.dense.weight");
     ENTRY(1, C, 0, "bert.pooler.dense.bias");
   }
-  ENTRY(1, VP, 0, "cls.predictions.bias");
-  ENTRY(2, C, C, "cls.predictions.transform.dense.weight");
-  ENTRY(1, C, 0, "cls.predictions.transform.dense.bias");
-  ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.weight");
-  ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.bias");
+  if (lm) {
+    ENTRY(1, VP, 0, "cls.predictions.bias");
+    ENTRY(2, C, C, "cls.predictions.transform.dense.weight");
+    ENTRY(1, C, 0, "cls.predictions.transform.dense.bias");
+    ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.weight");
+    ENTRY(1, C, 0, "cls.predictions.transform.LayerNorm.bias");
+  }
   if (binary) {
     ENTRY(2, 2, C, "cls.seq_relationship.weight");
     ENTRY(1, 2, 0, "cls.seq_relationship.bias");
+  }
+  if (task) { /* MegatronBertForSequenceClassification's / MegatronBertForMultipleChoice's nn.Linear */
+    ENTRY(2, K, C, "classifier.weight");
+    ENTRY(1, K, 0, "classifier.bias");
   }
 #undef ENTRY
   zt_check(k == n, "internal error", "export_hf: %d BERT entries of %d", k, n);
   size_t maxn = (size_t)(VP > P ? VP : P) * C;
   if ((size_t)F * C > maxn) maxn = (size_t)F * C;
   if ((size_t)3 * C * C > maxn) maxn = (size_t)3 * C * C;
+  if ((size_t)K * C > maxn) maxn = (size_t)K * C;
   buf = zt_malloc(maxn * sizeof(float), "tensor");
   float *tmp = zt_malloc((maxn + (size_t)3 * C) * sizeof(float), "tensor"); /* + the split QKV bias */
 
@@ -177,7 +340,7 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
   char name[256];
   zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)VP * C);
   zt_st_write(&w, get(EMB ".position_embeddings.weight", 2, P, C), (size_t)P * C);
-  if (binary) {
+  if (kind != BERT_MASKED_LM) {
     zt_st_write(&w, get(EMB ".tokentype_embeddings.weight", 2, 2, C), (size_t)2 * C);
   } else {
     memset(tmp, 0, (size_t)2 * C * sizeof(float));
@@ -218,39 +381,61 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
   }
   zt_st_write(&w, get(ENC ".final_layernorm.weight", 1, C, 0), (size_t)C);
   zt_st_write(&w, get(ENC ".final_layernorm.bias", 1, C, 0), (size_t)C);
-  if (binary) {
+  if (pooler) {
     zt_st_write(&w, get("language_model.pooler.dense.weight", 2, C, C), (size_t)C * C);
     zt_st_write(&w, get("language_model.pooler.dense.bias", 1, C, 0), (size_t)C);
   }
-  zt_st_write(&w, get("lm_head.bias", 1, VP, 0), (size_t)VP);
-  zt_st_write(&w, get("lm_head.dense.weight", 2, C, C), (size_t)C * C);
-  zt_st_write(&w, get("lm_head.dense.bias", 1, C, 0), (size_t)C);
-  zt_st_write(&w, get("lm_head.layernorm.weight", 1, C, 0), (size_t)C);
-  zt_st_write(&w, get("lm_head.layernorm.bias", 1, C, 0), (size_t)C);
+  if (lm) {
+    zt_st_write(&w, get("lm_head.bias", 1, VP, 0), (size_t)VP);
+    zt_st_write(&w, get("lm_head.dense.weight", 2, C, C), (size_t)C * C);
+    zt_st_write(&w, get("lm_head.dense.bias", 1, C, 0), (size_t)C);
+    zt_st_write(&w, get("lm_head.layernorm.weight", 1, C, 0), (size_t)C);
+    zt_st_write(&w, get("lm_head.layernorm.bias", 1, C, 0), (size_t)C);
+  }
   if (binary) {
     zt_st_write(&w, get("binary_head.weight", 2, 2, C), (size_t)2 * C);
     zt_st_write(&w, get("binary_head.bias", 1, 2, 0), (size_t)2);
+  }
+  if (task) {
+    snprintf(name, sizeof name, "%s.weight", head);
+    zt_st_write(&w, get(name, 2, K, C), (size_t)K * C);
+    snprintf(name, sizeof name, "%s.bias", head);
+    zt_st_write(&w, get(name, 1, K, 0), (size_t)K);
   }
   zt_st_end(&w);
 
   snprintf(path, sizeof path, "%s/config.json", out);
   FILE *f = fopen(path, "w");
   zt_check(f, "export_hf", "%s: cannot write: %s", path, strerror(errno));
-  const char *arch = binary ? "MegatronBertForPreTraining" : "MegatronBertForMaskedLM";
+  const char *arch = bert_arch[kind];
   fprintf(f,
           "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"megatron-bert\",\n  \"vocab_size\": %ld,\n"
           "  \"hidden_size\": %ld,\n  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n"
           "  \"intermediate_size\": %ld,\n  \"hidden_act\": \"%s\",\n  \"hidden_dropout_prob\": %.9g,\n"
           "  \"attention_probs_dropout_prob\": %.9g,\n  \"max_position_embeddings\": %ld,\n  \"type_vocab_size\": 2,\n"
           "  \"initializer_range\": %.9g,\n  \"layer_norm_eps\": %.9g,\n  \"pad_token_id\": 0,\n"
-          "  \"position_embedding_type\": \"absolute\",\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n"
-          "  \"torch_dtype\": \"float32\"\n}\n",
+          "  \"position_embedding_type\": \"absolute\",\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n",
           arch, VP, C, L, H, F, act, arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1), P,
           arg_double("init_method_std", 0.02), arg_double("layernorm_epsilon", 1e-5));
+  /* transformers' PretrainedConfig takes num_labels from id2label (to_dict writes id2label / label2id, never
+   * num_labels), with its default names LABEL_i: the checkpoint does not know its task's label names */
+  char what[96] = "";
+  if (kind == BERT_SEQUENCE_CLASSIFICATION) {
+    const char *problem = K == 1 ? "regression" : "single_label_classification";
+    fprintf(f, "  \"id2label\": {");
+    for (long j = 0; j < K; j++) fprintf(f, "%s\"%ld\": \"LABEL_%ld\"", j ? ", " : "", j, j);
+    fprintf(f, "},\n  \"label2id\": {");
+    for (long j = 0; j < K; j++) fprintf(f, "%s\"LABEL_%ld\": %ld", j ? ", " : "", j, j);
+    fprintf(f, "},\n  \"problem_type\": \"%s\",\n", problem);
+    snprintf(what, sizeof what, " (%ld label%s, %s)", K, K == 1 ? "" : "s", problem);
+  } else if (kind == BERT_MULTIPLE_CHOICE) {
+    snprintf(what, sizeof what, " (classifier [1, %ld]: one score a choice)", C);
+  }
+  fprintf(f, "  \"torch_dtype\": \"float32\"\n}\n");
   zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
-  printf("exported %s (iteration %lld, %s weights) to %s: %s, %ld layers, hidden %ld, %ld heads, vocabulary %ld "
+  printf("exported %s (iteration %lld, %s weights) to %s: %s%s, %ld layers, hidden %ld, %ld heads, vocabulary %ld "
          "(padded, kept), %ld positions, hidden_act %s\n", r->dir, (long long)r->iteration,
-         r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, arch, L, C, H, VP, P, act);
+         r->has_optim ? "fp32 master" : zt_dtype_name(r->weights_dtype), out, arch, what, L, C, H, VP, P, act);
   free(buf);
   free(tmp);
   free(e);
@@ -296,8 +481,9 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
   NEED(1, C, 0, ENC ".final_layernorm.weight");
   if (untie) NEED(2, VP, C, "language_model.output_layer.weight");
 #undef NEED
-  for (int i = 0; i < r->n_tensors; i++)
-    zt_check(used[i] == 1, "export_hf", "%s: tensor %s has no place in Hugging Face's LlamaForCausalLM (saved "
+  for (int i = 0; i < r->n_tensors; i++) /* (the last pipeline stage's copy of the tied embeddings equals them) */
+    zt_check(used[i] == 1 || (!untie && !strcmp(r->tensors[i].name, "word_embeddings.weight")), "export_hf",
+             "%s: tensor %s has no place in Hugging Face's LlamaForCausalLM (saved "
              "arguments and tensors disagree?), so the checkpoint is not exported", r->dir, r->tensors[i].name);
   free(used);
 
@@ -402,6 +588,8 @@ int main(int argc, char **argv) {
              "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n"
              "A BERT checkpoint gives a MegatronBertForPreTraining directory (MegatronBertForMaskedLM when trained\n"
              "with --bert-no-binary-head): transformers.MegatronBertForPreTraining.from_pretrained(output_dir).\n"
+             "A finetune_bert checkpoint gives MegatronBertForSequenceClassification (GLUE; STS-B as a regression)\n"
+             "or MegatronBertForMultipleChoice (RACE).\n"
              "A Llama-style GPT checkpoint (--normalization rmsnorm --swiglu --disable-bias-linear\n"
              "--use-rotary-position-embeddings, optionally --num-key-value-heads and\n"
              "--untie-embeddings-and-output-weights) gives a LlamaForCausalLM directory:\n"
@@ -426,9 +614,14 @@ int main(int argc, char **argv) {
   zt_ckpt_reader r;
   zt_ckpt_open(&r, root, tag);
   R = &r;
+  for (int i = 0; i < r.n_tensors; i++) /* pretrain_t5's decoder (its lm_head.bias would pass for a BERT head) */
+    zt_check(strncmp(r.tensors[i].name, "language_model.decoder.", 23) != 0, "export_hf", "%s: tensor %s belongs to "
+             "an encoder-decoder (T5) model; export_hf writes GPT2LMHeadModel, LlamaForCausalLM and MegatronBert "
+             "directories, none of which has T5's decoder, so the checkpoint is not exported", r.dir,
+             r.tensors[i].name);
   const char *act = mlp_gelu(); /* refuses what the exported classes cannot express */
   ln_1p = arg_bool("apply_layernorm_1p", 0);
-  if (zt_ckpt_find(&r, "lm_head.dense.weight") >= 0) { /* BERT */
+  if (is_bert()) { /* BERT: pretrain_bert's or finetune_bert's heads */
     char norm[32] = "layernorm";
     zt_ckpt_arg(r.args_text, "normalization", norm, sizeof norm);
     char kv[32] = "", heads[32] = "";
