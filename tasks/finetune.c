@@ -298,9 +298,13 @@ int zt_finetune_main(int argc, char **argv) {
   check_flags(&f, &args, &task);
   /* --finetune (the example scripts pass it): a --load checkpoint's weights only, iteration 0; CoLA's metric */
   args.finetune = f.finetune;
+  args.data_path = (zt_strlist){0}; /* the parser's placeholder: the data is --train-data and --valid-data */
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_check(tok != NULL, "missing argument", "finetune_bert needs the tokenizer (--tokenizer-type and --vocab-file)");
   zt_args_print(&args);
+  zt_log("> finetune_bert: task %s, epochs %d, pretrained_checkpoint %s, keep_last %s, %d train_data and %d valid_data "
+         "paths\n", f.task, f.epochs, f.pretrained ? f.pretrained : "None", f.keep_last ? "True" : "False", f.n_train,
+         f.n_valid);
   static const zt_model_kind kind = {.name = "BERT", .build_model = zt_bert_create, .build_data = build_data,
                                      .count_params = zt_bert_count};
   zt_ds_config *ds = zt_engine_deepspeed_setup(&args, &kind);
