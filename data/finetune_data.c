@@ -71,6 +71,17 @@ void zt_ft_name_from_path(zt_ft_task task, const char *path, char *out, size_t n
 
 /* ---- samples --------------------------------------------------------------------------------------------------- */
 
+/* RACE's JSON reading: one line's keys and the article's ids */
+typedef struct {
+  zt_jsonl_doc *doc;
+  zt_jsonl_texts article, questions, answers;
+  zt_jsonl_lists options;
+  zt_ids context;
+  char err[512];
+} race_state;
+
+/* A load's working state: everything it allocates besides the dataset's arrays, so that a load abandoned by a
+ * refusal whose fatal hook returns (the fuzzer's) is released by the next load (builder_free). */
 typedef struct {
   zt_ft_dataset *d;
   const zt_tokenizer *tok;
@@ -81,7 +92,34 @@ typedef struct {
   zt_ftbuf ca, cb, qa; /* cleaned texts */
   zt_ftrow row;
   zt_ftbuf msg;
+  zt_ftlines lines;    /* the file being read (the whole of it) */
+  race_state race;
+  char **files;        /* a RACE directory's *.txt files */
+  size_t n_files;
 } builder;
+
+static builder *g_live; /* the load under way, or one a refusal abandoned */
+
+static void builder_free(builder *B) {
+  zt_tok_state_free(B->st);
+  zt_ids_free(&B->a);
+  zt_ids_free(&B->b);
+  zt_ftbuf_free(&B->ca);
+  zt_ftbuf_free(&B->cb);
+  zt_ftbuf_free(&B->qa);
+  zt_ftbuf_free(&B->msg);
+  zt_ftrow_free(&B->row);
+  zt_ftlines_close(&B->lines);
+  if (B->race.doc) zt_jsonl_doc_free(B->race.doc);
+  zt_jsonl_texts_free(&B->race.article);
+  zt_jsonl_texts_free(&B->race.questions);
+  zt_jsonl_texts_free(&B->race.answers);
+  zt_jsonl_lists_free(&B->race.options);
+  zt_ids_free(&B->race.context);
+  for (size_t f = 0; f < B->n_files; f++) free(B->files[f]);
+  free(B->files);
+  free(B);
+}
 
 /* Room for sample d->n (its rows' offsets and type boundaries). */
 static void reserve_sample(builder *B) {
@@ -428,13 +466,13 @@ static void stsb_row(builder *B, glue_ctx *c, const zt_ftrow *r) {
 
 static void glue_file(builder *B, zt_ft_task task, const char *file) {
   zt_log(" > Processing %s ...\n", file);
-  zt_ftlines L;
-  zt_ftlines_open(&L, file);
+  zt_ftlines *L = &B->lines;
+  zt_ftlines_open(L, file);
   glue_ctx c = {.task = task, .file = file};
   zt_span line;
   int first = 1;
-  while (zt_ftlines_next(&L, &line)) {
-    c.line = L.no;
+  while (zt_ftlines_next(L, &line)) {
+    c.line = L->no;
     zt_ft_split_tab(zt_py_strip(line), &B->row);
     if (first) {
       first = 0;
@@ -443,7 +481,7 @@ static void glue_file(builder *B, zt_ft_task task, const char *file) {
     if (task == ZT_FT_STSB) stsb_row(B, &c, &B->row);
     else glue_row(B, &c, &B->row);
   }
-  zt_ftlines_close(&L);
+  zt_ftlines_close(L);
   zt_log(" >> processed %lld samples.\n", (long long)c.total);
 }
 
@@ -451,12 +489,12 @@ static void glue_file(builder *B, zt_ft_task task, const char *file) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* glob(os.path.join(datapath, '*.txt')), sorted bytewise (see finetune_data.h); *n gets the count. */
-static char **race_files(const char *datapath, size_t *n) {
+/* glob(os.path.join(datapath, '*.txt')), sorted bytewise (see finetune_data.h), into B->files and B->n_files. */
+static void race_files(builder *B, const char *datapath) {
   DIR *dir = opendir(datapath);
   zt_check(dir != NULL, WHAT, "RACE data path %s: cannot open the directory: %s", datapath, strerror(errno));
   char **names = NULL;
-  size_t cap = 0;
+  size_t cap = 0, *n = &B->n_files;
   *n = 0;
   struct dirent *e;
   const size_t dl = strlen(datapath);
@@ -468,6 +506,7 @@ static char **race_files(const char *datapath, size_t *n) {
       cap = cap ? 2 * cap : 64;
       names = realloc(names, cap * sizeof *names);
       zt_check(names != NULL, "out of memory", "RACE file names (%zu)", cap);
+      B->files = names;
     }
     names[*n] = zt_malloc(dl + k + 2, "RACE file name");
     snprintf(names[*n], dl + k + 2, "%s%s%s", datapath, slash || dl == 0 ? "" : "/", e->d_name);
@@ -477,16 +516,8 @@ static char **race_files(const char *datapath, size_t *n) {
   zt_check(*n > 0, WHAT, "RACE data path %s: no *.txt file in the directory (Megatron reads glob(os.path.join("
            "datapath, '*.txt')))", datapath);
   qsort(names, *n, sizeof *names, by_name);
-  return names;
 }
 
-typedef struct {
-  zt_jsonl_doc *doc;
-  zt_jsonl_texts article, questions, answers;
-  zt_jsonl_lists options;
-  zt_ids context;
-  char err[512];
-} race_state;
 
 static void race_get(race_state *R, const char *file, long line, const char *key, int kind, zt_jsonl_texts *out) {
   const int k = zt_jsonl_kind(R->doc, key);
@@ -561,29 +592,23 @@ static void race_line(builder *B, race_state *R, const char *file, long line, zt
 static void race_path(builder *B, const char *datapath) {
   zt_log("   > working on %s\n", datapath);
   const double t0 = zt_now();
-  size_t nfiles;
-  char **files = race_files(datapath, &nfiles);
-  race_state R = {0};
-  R.doc = zt_jsonl_doc_new();
+  race_files(B, datapath);
+  race_state *R = &B->race;
+  if (!R->doc) R->doc = zt_jsonl_doc_new();
   int64_t num_docs = 0, num_questions = 0, num_samples = 0;
-  for (size_t f = 0; f < nfiles; f++) {
-    zt_ftlines L;
-    zt_ftlines_open(&L, files[f]);
+  for (size_t f = 0; f < B->n_files; f++) {
+    zt_ftlines *L = &B->lines;
+    zt_ftlines_open(L, B->files[f]);
     zt_span line;
-    while (zt_ftlines_next(&L, &line)) {
+    while (zt_ftlines_next(L, &line)) {
       num_docs++;
-      race_line(B, &R, files[f], L.no, line, &num_questions, &num_samples);
+      race_line(B, R, B->files[f], L->no, line, &num_questions, &num_samples);
     }
-    zt_ftlines_close(&L);
-    free(files[f]);
+    zt_ftlines_close(L);
   }
-  free(files);
-  zt_jsonl_doc_free(R.doc);
-  zt_jsonl_texts_free(&R.article);
-  zt_jsonl_texts_free(&R.questions);
-  zt_jsonl_texts_free(&R.answers);
-  zt_jsonl_lists_free(&R.options);
-  zt_ids_free(&R.context);
+  for (size_t f = 0; f < B->n_files; f++) free(B->files[f]);
+  free(B->files);
+  B->files = NULL, B->n_files = 0;
   zt_log("    > processed %lld document, %lld questions, and %lld samples in %.2f seconds\n", (long long)num_docs,
          (long long)num_questions, (long long)num_samples, zt_now() - t0);
 }
@@ -607,23 +632,25 @@ void zt_ft_dataset_load(zt_ft_dataset *d, zt_ft_task task, const char *name, con
   snprintf(d->name, sizeof d->name, "%s", name);
   d->choices = zt_ft_task_choices(task);
   d->seq_length = seq_length;
-  builder B = {.d = d, .tok = tok};
-  B.cls = special_id(tok, "[CLS]", task);
-  B.sep = special_id(tok, "[SEP]", task);
-  B.pad = d->pad = special_id(tok, "[PAD]", task);
-  B.st = zt_tok_state_new(tok);
+  if (g_live) builder_free(g_live); /* a load a refusal abandoned (its fatal hook returned to the caller) */
+  builder *B = g_live = zt_calloc(1, sizeof *B, "finetune data");
+  B->d = d, B->tok = tok;
+  B->cls = special_id(tok, "[CLS]", task);
+  B->sep = special_id(tok, "[SEP]", task);
+  B->pad = d->pad = special_id(tok, "[PAD]", task);
+  B->st = zt_tok_state_new(tok);
   zt_log(" > building %s dataset for %s:\n", zt_ft_task_name(task), name);
-  zt_ftbuf line = {0};
-  zt_ftbuf_put(&line, "  > paths:", 10);
+  zt_ftbuf *line = &B->msg;
+  line->n = 0;
+  zt_ftbuf_put(line, "  > paths:", 10);
   for (int i = 0; i < npaths; i++) {
-    zt_ftbuf_put(&line, " ", 1);
-    zt_ftbuf_put(&line, paths[i], strlen(paths[i]));
+    zt_ftbuf_put(line, " ", 1);
+    zt_ftbuf_put(line, paths[i], strlen(paths[i]));
   }
-  zt_log("%s\n", line.p);
-  zt_ftbuf_free(&line);
+  zt_log("%s\n", line->p);
   for (int i = 0; i < npaths; i++) {
-    if (task == ZT_FT_RACE) race_path(&B, paths[i]);
-    else glue_file(&B, task, paths[i]);
+    if (task == ZT_FT_RACE) race_path(B, paths[i]);
+    else glue_file(B, task, paths[i]);
   }
   zt_log("  >> total number of samples: %lld\n", (long long)d->n);
   if (d->n > 0) { /* give back the doubling's slack (up to half of the arrays) */
@@ -639,14 +666,8 @@ void zt_ft_dataset_load(zt_ft_dataset *d, zt_ft_task task, const char *name, con
     if (labels) d->labels = labels;
     if (uids) d->uids = uids;
   }
-  zt_tok_state_free(B.st);
-  zt_ids_free(&B.a);
-  zt_ids_free(&B.b);
-  zt_ftbuf_free(&B.ca);
-  zt_ftbuf_free(&B.cb);
-  zt_ftbuf_free(&B.qa);
-  zt_ftbuf_free(&B.msg);
-  zt_ftrow_free(&B.row);
+  builder_free(B);
+  g_live = NULL;
 }
 
 void zt_ft_dataset_free(zt_ft_dataset *d) {
