@@ -2,7 +2,6 @@
  * and checkpoints. */
 #include "tasks/finetune.h"
 
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -143,6 +143,12 @@ fi
 [ $rc2 -eq 0 ] && close "$(losses "$r1")" "$(losses "$r2")" 1e-5 && [ "$(evals "$r1" | sed -E 's/value: [0-9.E+-]+ \| lm loss PPL: [0-9.E+-]+//g')" = "$(evals "$r2" | sed -E 's/value: [0-9.E+-]+ \| lm loss PPL: [0-9.E+-]+//g')" ] \
   && ok "RACE PP=2 = one process" || bad "RACE PP=2" "rc=$rc2 $(losses "$r2" | cut -c1-60) $(grep -m2 error <<<"$r2")"
 
+# --keep-last where every rank's share divides into micro batches: accepted, and it changes nothing
+k0=$(ft "${mnli[@]}" --epochs 1 --micro-batch-size 4 --global-batch-size 4)
+k=$(ft "${mnli[@]}" --epochs 1 --micro-batch-size 4 --global-batch-size 4 --keep-last); rc=$?
+[ $rc -eq 0 ] && [ -n "$(strip "$k")" ] && [ "$(strip "$k")" = "$(strip "$k0")" ] && ok "--keep-last with whole micro batches: the run without it" \
+  || bad "--keep-last accepted" "rc=$rc $(grep -m2 error <<<"$k")"
+
 # 6. CoLA with --finetune: Megatron's Matthews correlation line instead of the accuracy, 0 / 0 overall
 o=$(ft --task CoLA --finetune --pretrained-checkpoint "$tmp/pre" --train-data "$tmp/t/CoLA/train.tsv" \
     --valid-data "$tmp/t/CoLA/dev.tsv" --epochs 2 --micro-batch-size 8 --global-batch-size 8 --lr 2e-3); rc=$?
