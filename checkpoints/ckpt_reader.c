@@ -75,7 +75,8 @@ int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n,
       return -1;
     }
     /* Megatron's tracker file: when present it must hold an iteration or "release" (read_metadata exits on
-     * anything else) */
+     * anything else); 0 too, which Megatron-DeepSpeed writes for a checkpoint saved before training (its
+     * hf2megads_weight_converter's) and loads through DeepSpeed's `latest` */
     char it[64];
     const int ti = read_tracker(root, "latest_checkpointed_iteration.txt", it, sizeof it, err, errn);
     if (ti < 0) return -1;
@@ -83,9 +84,9 @@ int zt_ckpt_discover(const char *root, const char *tag, char *tag_out, size_t n,
       char *end = NULL;
       errno = 0;
       const long long v = strtoll(it, &end, 10);
-      if (errno || *end || v <= 0) {
-        snprintf(err, errn, "%s/latest_checkpointed_iteration.txt: invalid metadata file: \"%s\" is not a positive "
-                 "iteration number or \"release\"", root, it);
+      if (errno || *end || v < 0) {
+        snprintf(err, errn, "%s/latest_checkpointed_iteration.txt: invalid metadata file: \"%s\" is not an "
+                 "iteration number (0 or more) or \"release\"", root, it);
         return -1;
       }
     }

@@ -42,7 +42,9 @@ refused "a directory named latest is refused" "^error: checkpoint: L/latest is a
 fresh; printf 'global_step12' > L/latest
 refused "a latest naming a missing tag is refused" "^error: checkpoint: L/global_step12: the checkpoint directory of tag global_step12 is missing \(named by latest\)$"
 fresh; printf 'abc\n' > L/latest_checkpointed_iteration.txt
-refused "an invalid latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt: invalid metadata file: \"abc\" is not a positive iteration number"
+refused "an invalid latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt: invalid metadata file: \"abc\" is not an iteration number \\(0 or more\\)"
+fresh; printf -- '-1\n' > L/latest_checkpointed_iteration.txt
+refused "a negative latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt: invalid metadata file: \"-1\" is not an iteration number"
 fresh; : > L/latest_checkpointed_iteration.txt
 refused "an empty latest_checkpointed_iteration.txt is refused" "^error: checkpoint: L/latest_checkpointed_iteration.txt is empty"
 # the tools read the same trackers
