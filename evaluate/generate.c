@@ -569,13 +569,7 @@ static void unconditional(generator *g, const zt_tokenizer *tok) {
 }
 
 int zt_generate_main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage();
-      return 0;
-    }
-  zt_blas_setup(argc, argv);
-  zt_comm_init(&argc, &argv);
+  if (zt_program_start(&argc, &argv, usage)) return 0;
   zt_eval_program = "generate_samples";
   gen_flags gf = {0};
   int rn;

@@ -764,14 +764,8 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
 }
 
 int zt_zeroshot_main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage();
-      return 0;
-    }
   const double t_start = zt_now();
-  zt_blas_setup(argc, argv);
-  zt_comm_init(&argc, &argv);
+  if (zt_program_start(&argc, &argv, usage)) return 0;
   task_flags tf = {0};
   int rn;
   char **rest;

@@ -278,13 +278,7 @@ static zt_data_provider *build_data(const zt_data_setup *s) {
 }
 
 int zt_finetune_main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage();
-      return 0;
-    }
-  zt_blas_setup(argc, argv);
-  zt_comm_init(&argc, &argv);
+  if (zt_program_start(&argc, &argv, usage)) return 0;
   ft_flags f = {0};
   int rn;
   char **rest;

@@ -16,6 +16,7 @@
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
+#include "runtime/base/blas.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/ops.h"
 #include "runtime/optim/lr_schedule.h"
@@ -1944,6 +1945,17 @@ static void apply_checkpoint_args(zt_args *a, unsigned char *seen) {
     zt_log("Setting %s to %s from checkpoint\n", keys[i].name, value);
   }
   free(text);
+}
+
+int zt_program_start(int *argc, char ***argv, void (*usage)(void)) {
+  for (int i = 1; i < *argc; i++)
+    if (!strcmp((*argv)[i], "--help") || !strcmp((*argv)[i], "-h")) {
+      usage();
+      return 1;
+    }
+  zt_blas_setup(*argc, *argv);
+  zt_comm_init(argc, argv);
+  return 0;
 }
 
 void zt_args_parse(zt_args *args, int argc, char **argv, int world_size) {

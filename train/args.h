@@ -272,6 +272,10 @@ int zt_args_gpt_model_pipe(const zt_args *a);
  * valid name; a known Megatron flag we do not support yet; a bad value; inconsistent values) is
  * reported through zt_fatal before anything is allocated. --help prints usage and exits 0. */
 void zt_args_parse(zt_args *args, int argc, char **argv, int world_size);
+/* The start of the tools with their own flags (generate_samples, evaluate_zeroshot, finetune_bert,
+ * hf2megads_weight_converter): --help or -h anywhere prints usage() and returns 1 (the caller exits 0, before MPI
+ * starts); otherwise OpenBLAS's thread setup (which may re-execute the program) and MPI, and returns 0. */
+int zt_program_start(int *argc, char ***argv, void (*usage)(void));
 /* Under MPI with more than one rank, zt_args_parse ends with this check (runtime/comm zt_comm_agree within
  * --distributed-timeout-minutes): every rank must have parsed the same values (MPMD launches with per-rank
  * --lr, --seed or model flags would train diverged replicas); paths, which may differ between nodes, are not

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,6 @@
 #include "checkpoints/safetensors.h"
 #include "evaluate/eval_model.h"
 #include "models/gpt/gpt.h"
-#include "runtime/base/blas.h"
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
 #include "train/args.h"
@@ -632,13 +630,7 @@ static int megatron_tensor(const hf_tensors *h, const hf_config *c, const char *
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage();
-      return 0;
-    }
-  zt_blas_setup(argc, argv);
-  zt_comm_init(&argc, &argv);
+  if (zt_program_start(&argc, &argv, usage)) return 0;
   conv_flags f = {.shards = -1};
   int rn;
   char **rest = split_args(argc, argv, &f, &rn);
