@@ -17,9 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoints/checkpoint.h"
+#include "checkpoints/ckpt_fs.h"
 #include "checkpoints/ckpt_reader.h"
+#include "checkpoints/hf_export.h"
 #include "checkpoints/safetensors.h"
 #include "evaluate/eval_model.h"
 #include "models/gpt/gpt.h"
@@ -49,8 +52,10 @@ static void usage(void) {
          "vocabulary must be config.json's vocab_size. The training flags (--lr, --micro-batch-size, data, ...)\n"
          "may be given, as finetune_llama.sh gives them, and are not used. Under mpirun -np TP x PP (x DP) each\n"
          "model-parallel rank writes its part; one process writes the whole model as one part (--load reshards\n"
-         "it). The reverse conversion (--to-hf-ckpt) is export_hf. docs/checkpoints.md\n"
-         "\"hf2megads_weight_converter\".\n");
+         "it). docs/checkpoints.md \"hf2megads_weight_converter\".\n\n"
+         "With --to-hf-ckpt --load CKPT (finetune_llama.sh's convert_mds2hf) it converts back: CKPT as a Hugging\n"
+         "Face directory in OUT/release (export_hf's tensors, --hf-ckpt-dir's config.json), the flags and CKPT\n"
+         "checked against that config.json.\n");
 }
 
 typedef struct {
@@ -629,13 +634,78 @@ static int megatron_tensor(const hf_tensors *h, const hf_config *c, const char *
   return 1;
 }
 
+/* Copies src to dst (a new file). */
+static void copy_file(const char *src, const char *dst) {
+  char *text = read_text(src);
+  FILE *f = fopen(dst, "wb");
+  zt_check(f && fwrite(text, 1, strlen(text), f) == strlen(text) && fclose(f) == 0, PROG, "%s: cannot write: %s",
+           dst, strerror(errno));
+  free(text);
+}
+
+/* --to-hf-ckpt (finetune_llama.sh's convert_mds2hf): --load's checkpoint as a Hugging Face directory in
+ * --save/release, where the Python converter's save_pretrained writes it: export_hf's tensors (the fp32 masters when
+ * the checkpoint has them, else its weights) with --hf-ckpt-dir's config.json (its token ids and the rest, as
+ * save_pretrained of a model built from that config keeps them), once the exported config agrees with it on the
+ * architecture. Rank 0 writes, into a temporary directory renamed at the end. */
+static void to_hf(const conv_flags *f, const zt_args *a) {
+  zt_check(a->load != NULL, "missing argument", "--to-hf-ckpt: --load, the checkpoint to convert");
+  zt_check(a->save != NULL, "missing argument", "--to-hf-ckpt: --save, the directory whose release/ receives the "
+           "Hugging Face files");
+  const hf_config c = read_config(f->dir);
+  check_flags(a, &c, f->dir);
+  char out[4200], tmp[4200], src[4200], dst[4300];
+  snprintf(out, sizeof out, "%s/release", a->save);
+  snprintf(tmp, sizeof tmp, "%s/.release.tmp", a->save);
+  struct stat sb;
+  zt_check(stat(out, &sb) != 0, "checkpoint", "--save %s already holds %s; the converter overwrites nothing: give a "
+           "new directory", a->save, out);
+  if (zt_comm_rank() == 0) {
+    const int created = stat(a->save, &sb) != 0;
+    zt_ckpt_mkdirs(a->save);
+    zt_ckpt_rmtree(tmp); /* left by a conversion that was killed */
+    char *argv[] = {"export_hf", (char *)a->load, tmp, "--tag", (char *)a->load_tag, NULL};
+    zt_export_hf_main(a->load_tag ? 5 : 3, argv);
+    const hf_config e = read_config(tmp);
+    char bad[2048] = "";
+#define SAME(field, key, fmt)                                                                                    \
+  if (e.field != c.field)                                                                                        \
+  append(bad, sizeof bad, "%s " fmt " in the checkpoint, " fmt " in config.json", key, e.field, c.field)
+    SAME(L, "layers", "%ld");
+    SAME(C, "hidden size", "%ld");
+    SAME(NH, "heads", "%ld");
+    SAME(G, "key/value heads", "%ld");
+    SAME(F, "MLP width", "%ld");
+    SAME(V, "vocabulary", "%ld");
+    SAME(P, "positions", "%ld");
+    SAME(tie, "tied embeddings", "%d");
+    SAME(theta, "rope_theta", "%g");
+#undef SAME
+    if ((float)e.eps != (float)c.eps) append(bad, sizeof bad, "norm epsilon %g in the checkpoint, %g in config.json",
+                                             e.eps, c.eps);
+    if (e.gpt2 != c.gpt2 || (c.gpt2 && strcmp(e.act, c.act)))
+      append(bad, sizeof bad, "%s in the checkpoint, %s in config.json", e.gpt2 ? e.act : "llama",
+             c.gpt2 ? c.act : "llama");
+    if (bad[0]) {
+      zt_ckpt_rmtree(tmp);
+      if (created) rmdir(a->save);
+    }
+    zt_check(!bad[0], "inconsistent arguments", "--load %s is not the model of %s/config.json: %s. Nothing was "
+             "written", a->load, f->dir, bad);
+    snprintf(src, sizeof src, "%s/config.json", f->dir);
+    snprintf(dst, sizeof dst, "%s/config.json", tmp);
+    copy_file(src, dst);
+    zt_ckpt_install_dir(tmp, out);
+    zt_log("> %s --to-hf-ckpt: %s written to %s with %s's config.json\n", PROG, a->load, out, src);
+  }
+  zt_barrier(zt_comm_world());
+}
+
 int main(int argc, char **argv) {
   if (zt_program_start(&argc, &argv, usage)) return 0;
   conv_flags f = {.shards = -1};
   int rn;
   char **rest = split_args(argc, argv, &f, &rn);
-  zt_check(!f.to_hf, "unsupported argument", "--to-hf-ckpt: the conversion back to Hugging Face is export_hf "
-           "<checkpoint_dir> <output_dir> (docs/checkpoints.md \"export_hf\"), which writes LlamaForCausalLM");
   zt_check(f.dir != NULL, "missing argument", "--hf-ckpt-dir: the Hugging Face directory to convert");
   zt_check(f.mode != NULL, "missing argument", "--load-mode: safetensor or auto (the Python converter has no "
            "default either)");
@@ -649,6 +719,12 @@ int main(int argc, char **argv) {
   zt_args_model = "gpt";
   zt_args_checkpoint_reader = zt_ckpt_saved_args;
   zt_args_parse(&args, rn, rest, zt_comm_size());
+  if (f.to_hf) {
+    to_hf(&f, &args);
+    free(rest);
+    zt_comm_finalize();
+    return 0;
+  }
   zt_check(args.save != NULL, "missing argument", "--save: the directory the checkpoint is written to");
   char latest[4200];
   snprintf(latest, sizeof latest, "%s/latest", args.save);

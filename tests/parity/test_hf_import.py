@@ -19,8 +19,11 @@ Usage: test_hf_import.py PRETRAIN_GPT CONVERTER ZERO_TO_FP32 EXPORT_HF
    for bit; pretrain_gpt --finetune --load trains from the converted checkpoint at TP 1 and TP 2 with the same losses.
 3. round trip: a tiny tied Llama trained 2 iterations by pretrain_gpt, export_hf, converted (--load-mode safetensor
    --hf-ckpt-num-shards 1), export_hf again: the two model.safetensors hold the same tensors bit for bit.
+   --to-hf-ckpt --load of the converted checkpoint (finetune_llama.sh's convert_mds2hf) writes release/ holding the
+   directory's BF16 values bit for bit and its config.json; over an existing release/, or for a checkpoint of
+   another model, it is refused.
 4. refusals (exit 1, nothing written): a model flag that differs from config.json (both values named), --load-mode
-   torchbin, --to-hf-ckpt, rope_scaling in config.json, a vocabulary other than vocab_size, a missing tensor, a tensor
+   torchbin, --to-hf-ckpt without --load, rope_scaling in config.json, a vocabulary other than vocab_size, a missing tensor, a tensor
    of no place, a --save directory that holds a checkpoint.
 5. GPT-2: a tiny GPT trained 2 iterations, export_hf (GPT2LMHeadModel), converted, export_hf again: bit for bit. The
    same tensors as the hub stores them (GPT2Model's keys without "transformer.", BF16, the attn.bias mask buffers)
@@ -254,6 +257,28 @@ def main():
               f"Face twin on the directory: max |diff| / max |logit| = {e:.2e} (tol 1e-6); control (no group split) "
               f"{ctl:.2e} (> 1e-4)")
 
+        # --to-hf-ckpt (finetune_llama.sh's convert_mds2hf): back to the directory, its config.json kept
+        back = os.path.join(tmp, "back")
+        p = run(conv, "--hf-ckpt-dir", hf, "--load-mode", "auto", "--to-hf-ckpt", "--load", ck, "--save", back, *MODEL,
+                *SCRIPT, "--bf16")
+        rel = os.path.join(back, "release")
+        Bk = parity_lib.read_safetensors(os.path.join(rel, "model.safetensors"))
+        same = set(Bk) == set(W) and all(np.array_equal(Bk[k], W[k].double().numpy()) for k in W)
+        cfg_kept = open(os.path.join(rel, "config.json")).read() == open(os.path.join(hf, "config.json")).read()
+        check(same and cfg_kept and sorted(os.listdir(back)) == ["release"], "scratch: --to-hf-ckpt",
+              f"{len(Bk)} tensors in release/ equal to the directory's BF16 values bit for bit: {same}; config.json "
+              f"the directory's: {cfg_kept}")
+        q = run(conv, "--hf-ckpt-dir", hf, "--load-mode", "auto", "--to-hf-ckpt", "--load", ck, "--save", back, *MODEL,
+                ok=False)
+        check(q.returncode != 0 and "already holds" in q.stdout and sorted(os.listdir(back)) == ["release"],
+              "refused: --to-hf-ckpt over an existing release/", q.stdout.strip()[-200:])
+        other, _ = X.train(pretrain, tmp, "other", X.LLAMA)  # a checkpoint of another model: refused
+        out_other = os.path.join(tmp, "back_other")
+        q = run(conv, "--hf-ckpt-dir", hf, "--load-mode", "auto", "--to-hf-ckpt", "--load", other, "--save",
+                out_other, *MODEL, ok=False)
+        check(q.returncode != 0 and "is not the model of" in q.stdout and not os.path.exists(out_other),
+              "refused: --to-hf-ckpt of another model's checkpoint", q.stdout.strip()[-300:])
+
         # ---- 2. layouts ---------------------------------------------------------------------------------------------
         if mpi:
             for tag, par in (("tp2", ["--tensor-model-parallel-size", 2]), ("pp2", ["--pipeline-model-parallel-size",
@@ -301,7 +326,7 @@ def main():
                 "rope_theta 500", "Nothing was written"],
                 model=with_flag(with_flag(MODEL, "--num-layers", 3), "--rotary-position-embeddings-theta", 10000))
         refused("torchbin", ["--load-mode torchbin", "safetensors"], "--load-mode", "torchbin")
-        refused("to-hf-ckpt", ["--to-hf-ckpt", "export_hf"], "--to-hf-ckpt")
+        refused("to-hf-ckpt without --load", ["--to-hf-ckpt: --load"], "--to-hf-ckpt")
         refused("vocabulary", ["vocabulary is 101 tokens", "vocab_size 100"],
                 model=with_flag(MODEL, "--vocab-size", 101))
         bad = os.path.join(tmp, "hf_scaling")
