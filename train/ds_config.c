@@ -993,7 +993,7 @@ static void fill_fields(zt_ds_config *c) {
   c->sched.cycle_momentum = get_bool(c, "scheduler.params.cycle_momentum");
   SN(cycle_min_mom); SN(cycle_max_mom); SN(decay_mom_rate);
   SN(warmup_min_lr); SN(warmup_max_lr); SN(warmup_num_steps); SN(total_num_steps);
-  SN(warmup_min_ratio); SN(cos_min_ratio);
+  SN(warmup_min_ratio); SN(cos_min_ratio); SN(last_batch_iteration);
 #undef SN
   get_str(c, "scheduler.params.warmup_type", c->sched.warmup_type, sizeof c->sched.warmup_type);
 

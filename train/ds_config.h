@@ -70,6 +70,7 @@ typedef struct zt_ds_config {
     zt_ds_num cycle_min_mom, cycle_max_mom, decay_mom_rate;
     zt_ds_num warmup_min_lr, warmup_max_lr, warmup_num_steps, total_num_steps;
     zt_ds_num warmup_min_ratio, cos_min_ratio;
+    zt_ds_num last_batch_iteration;
     char warmup_type[8];               /* "log" or "linear" */
   } sched;
 

@@ -110,7 +110,7 @@ const zt_ds_key zt_ds_schema[] = {
   O("scheduler", 0, NULL),
   S("scheduler.type", 0, NULL, NULL),
   O("scheduler.params", 0, NULL),
-  I("scheduler.params.last_batch_iteration", ZT_DS_I64, "-1", -1, BIG, CKPT),
+  I("scheduler.params.last_batch_iteration", ZT_DS_I64, "-1", -1, BIG, NULL),
   F("scheduler.params.lr_range_test_min_lr", 0, "0.001", 0, BIG, NULL),
   I("scheduler.params.lr_range_test_step_size", ZT_DS_I64, "2000", 1, BIG, NULL),
   F("scheduler.params.lr_range_test_step_rate", 0, "1.0", 0, BIG, NULL),

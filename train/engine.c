@@ -411,6 +411,7 @@ static void ds_scheduler(zt_engine *e, const zt_ds_config *ds, double base_lr) {
     p.cycle_second_stair_count = (int)ds->sched.cycle_second_stair_count.value;
   p.lr_range_test_staircase = ds->sched.lr_range_test_staircase;
   p.cycle_momentum = ds->sched.cycle_momentum;
+  if (ds->sched.last_batch_iteration.given) p.last_batch_iteration = (int64_t)ds->sched.last_batch_iteration.value;
   if (ds->sched.warmup_type[0]) snprintf(p.warmup_type, sizeof p.warmup_type, "%s", ds->sched.warmup_type);
   zt_ds_sched_init(&e->st.ds_sched, (zt_ds_sched_kind)kind, &p, base_lr);
   if (e->st.opt.cfg.kind == ZT_OPT_SGD) zt_ds_sched_disable_momentum(&e->st.ds_sched, "SGD");

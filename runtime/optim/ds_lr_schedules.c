@@ -26,6 +26,7 @@ int zt_ds_sched_kind_from_name(const char *name) {
 
 void zt_ds_sched_defaults(zt_ds_sched_kind kind, zt_ds_sched_params *p) {
   memset(p, 0, sizeof(*p));
+  p->last_batch_iteration = -1;
   p->lr_range_test_min_lr = 1e-3;
   p->lr_range_test_step_size = 2000;
   p->lr_range_test_step_rate = 1.0;
@@ -173,7 +174,9 @@ void zt_ds_sched_init(zt_ds_sched *s, zt_ds_sched_kind kind, const zt_ds_sched_p
   s->kind = kind;
   s->p = *params;
   s->base_lr = base_lr;
-  s->last_batch_iteration = -1;
+  s->last_batch_iteration = params->last_batch_iteration;
+  zt_check(s->last_batch_iteration >= -1, what, "params.last_batch_iteration is %lld: it must be >= -1",
+           (long long)s->last_batch_iteration);
   zt_ds_sched_params *p = &s->p;
   switch (kind) {
     case ZT_DS_LR_RANGE_TEST:
@@ -232,18 +235,21 @@ void zt_ds_sched_init(zt_ds_sched *s, zt_ds_sched_kind kind, const zt_ds_sched_p
       break;
     }
   }
-  recompute(s);
+  s->started = s->last_batch_iteration == -1;
+  if (s->started) recompute(s);
+  else s->lr = base_lr; /* DeepSpeed's constructors set the optimizer's lr (and betas) only when starting at -1 */
 }
 
 void zt_ds_sched_step(zt_ds_sched *s) {
   s->last_batch_iteration++;
+  s->started = 1;
   recompute(s);
 }
 
 double zt_ds_sched_lr(const zt_ds_sched *s) { return s->lr; }
 
 int zt_ds_sched_mom(const zt_ds_sched *s, double *beta1, double *beta2) {
-  if (s->kind != ZT_DS_ONE_CYCLE || !s->momentum_on) return 0;
+  if (s->kind != ZT_DS_ONE_CYCLE || !s->momentum_on || !s->started) return 0;
   *beta1 = s->beta1;
   *beta2 = s->beta2;
   return 1;
@@ -262,5 +268,9 @@ void zt_ds_sched_restore(zt_ds_sched *s, int64_t last_batch_iteration) {
   zt_check(last_batch_iteration >= -1, "scheduler checkpoint",
            "last_batch_iteration is %lld: it must be >= -1", (long long)last_batch_iteration);
   s->last_batch_iteration = last_batch_iteration;
-  recompute(s);
+  /* still at the configured start k >= 0: no step() yet, so the optimizer holds its own lr, as DeepSpeed's
+   * restored param_groups do */
+  s->started = s->p.last_batch_iteration == -1 || last_batch_iteration != s->p.last_batch_iteration;
+  if (s->started) recompute(s);
+  else s->lr = s->base_lr;
 }

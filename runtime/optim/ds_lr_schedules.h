@@ -46,6 +46,9 @@ typedef struct {
   double total_num_steps;   /* WarmupDecayLR, WarmupCosineLR: required (NAN = unset) */
   double warmup_min_ratio;  /* WarmupCosineLR: 0 */
   double cos_min_ratio;     /* WarmupCosineLR: 1e-4 */
+  /* every scheduler: -1 starts the schedule; k >= 0 resumes it as from k (DeepSpeed's constructors then leave the
+   * optimizer's lr and betas as configured until the first step(), which computes the schedule at k + 1) */
+  int64_t last_batch_iteration;
 } zt_ds_sched_params;
 
 typedef struct {
@@ -56,6 +59,7 @@ typedef struct {
   /* derived */
   double total_size, step_ratio, inverse_log_warm_up;
   int skip_lr_decay, skip_mom_decay, linear_warmup, momentum_on;
+  int started;                   /* 0 until the first step() when constructed with last_batch_iteration >= 0 */
   /* current values (what the next optimizer step uses) */
   double lr, beta1, beta2;
 } zt_ds_sched;

@@ -66,6 +66,40 @@ else
   bad "monitor files" "$(ls "$d" 2>&1 | head -3; head -3 "$d/Train_Samples_lr.csv" 2>&1)"
 fi
 
+# 1b. the schedule resumed by params.last_batch_iteration k = 7: the first step runs at the optimizer's lr (DeepSpeed's
+# constructor leaves it: iteration 2's loss is that of a run at the constant lr 3e-3), the n-th scheduler step gives
+# the schedule at 7 + n (the lr Megatron's line prints after iteration n, and DeepSpeed's step=n line)
+cat > "$tmp/ds_resume.json" <<'EOF'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "steps_per_print": 5, "gradient_clipping": 1.0,
+ "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},
+ "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-3, "warmup_num_steps": 5,
+                                                   "total_num_steps": 20, "last_batch_iteration": 7}}}
+EOF
+cat > "$tmp/ds_const.json" <<'EOF'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 8, "steps_per_print": 5, "gradient_clipping": 1.0,
+ "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}}}
+EOF
+out=$("$bin" "${tiny[@]}" --train-iters 10 --log-interval 1 --eval-iters 0 --deepspeed --deepspeed_config \
+      "$tmp/ds_resume.json" 2>&1)
+const=$("$bin" "${tiny[@]}" --train-iters 2 --log-interval 1 --eval-iters 0 --lr-decay-style constant --deepspeed \
+        --deepspeed_config "$tmp/ds_const.json" 2>&1)
+want=$("$py" - <<'EOF'
+lo, hi, nw, total = 0.0, 3e-3, 5, 20
+for step in (5, 10):
+    t = 7 + step
+    gamma = max(0.0, float(total - t) / float(max(1.0, total - nw)))
+    print("step=%d, skipped=0, lr=[%r], mom=[(0.9, 0.95)]" % (step, lo + (hi - lo) * gamma))
+EOF
+)
+got=$(grep -oE "step=[0-9]+, skipped=.*" <<<"$out")
+first=$(grep -m1 -E "iteration +1/" <<<"$out" | grep -oE "learning rate: [0-9.E+-]+")
+l2=$(losses "$out" | cut -d' ' -f2) c2=$(losses "$const" | cut -d' ' -f2)
+if [ "$got" = "$want" ] && [ "$first" = "learning rate: 2.400E-03" ] && [ -n "$l2" ] && [ "$l2" = "$c2" ]; then
+  ok "scheduler.params.last_batch_iteration 7: step 1 at the optimizer's lr (iteration 2's loss $l2 = the constant run's), then the schedule from t = 8"
+else
+  bad "last_batch_iteration" "first '$first'; loss 2 '$l2' vs constant '$c2'; got '$got' want '$want'"
+fi
+
 # 2. an optimizer block without a scheduler equals the same Megatron flags (Megatron's constant schedule)
 cat > "$tmp/adamw.json" <<'EOF'
 {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2, "gradient_clipping": 1.0,

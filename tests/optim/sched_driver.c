@@ -2,7 +2,8 @@
  *   sched_driver <Kind> <base_lr> <steps> [key=value ...]
  * (keys are DeepSpeed's params names; optional beta1=/beta2= give the optimizer's configured betas),
  * then prints one line per state "t lr beta1 beta2" from the constructor (t = -1) through `steps`
- * calls of step(), with %.17g. A line "restore t lr beta1 beta2" checks state/restore at the middle.
+ * calls of step(), with %.17g. A line "restore t lr beta1 beta2" checks state/restore at the middle, a line
+ * "restore0 ..." a restore to the constructed state.
  * The oracle is test_ds_lr_schedules.py. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static void set_param(zt_ds_sched_params *p, const char *key, const char *val, d
     if (strcmp(key, dbl[i].name) == 0) { *dbl[i].field = d; return; }
   if (strcmp(key, "lr_range_test_staircase") == 0) { p->lr_range_test_staircase = atoi(val); return; }
   if (strcmp(key, "cycle_momentum") == 0) { p->cycle_momentum = atoi(val); return; }
+  if (strcmp(key, "last_batch_iteration") == 0) { p->last_batch_iteration = atoll(val); return; }
   if (strcmp(key, "cycle_first_stair_count") == 0) { p->cycle_first_stair_count = atoi(val); return; }
   if (strcmp(key, "cycle_second_stair_count") == 0) { p->cycle_second_stair_count = atoi(val); return; }
   if (strcmp(key, "warmup_type") == 0) { snprintf(p->warmup_type, sizeof(p->warmup_type), "%s", val); return; }
@@ -81,5 +83,10 @@ int main(int argc, char **argv) {
   zt_ds_sched_init(&r, (zt_ds_sched_kind)kind, &p, base_lr);
   zt_ds_sched_restore(&r, mid_state);
   print_state("restore", &r, b1, b2);
+  /* and one restored to the state it was constructed in (a checkpoint saved before any step was applied) */
+  zt_ds_sched r0;
+  zt_ds_sched_init(&r0, (zt_ds_sched_kind)kind, &p, base_lr);
+  zt_ds_sched_restore(&r0, p.last_batch_iteration);
+  print_state("restore0", &r0, b1, b2);
   return 0;
 }

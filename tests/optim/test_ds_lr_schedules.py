@@ -6,6 +6,8 @@ in DeepSpeed's deepspeed/runtime/lr_schedules.py (as of DeepSpeed 0.14-0.16, doc
 values DeepSpeed's constructors put into the optimizer before the first step() (t = -1): LRRangeTest
 min_lr, OneCycle cycle_min_lr with betas (cycle_min_mom, 0.99), WarmupLR/WarmupDecayLR warmup_min_lr,
 WarmupCosineLR 0.0. Each case runs sched_driver and compares every printed lr/beta to 1e-12 relative.
+With params.last_batch_iteration = k >= 0 the constructors leave the optimizer's lr and betas as configured (the
+first state, t = k, holds base_lr and the optimizer's betas) and the first step() gives the schedule at k + 1.
 Error cases check the exit status and that the message names the scheduler and the parameter.
 
 usage: test_ds_lr_schedules.py <sched_driver>
@@ -146,6 +148,13 @@ CASES = [
     ("cosine_clamp_to_2", "WarmupCosineLR", 0.01, 12, dict(total_num_steps=10, warmup_num_steps=1)),
     ("cosine_negative_floor", "WarmupCosineLR", 0.01, 30,
      dict(total_num_steps=12, warmup_num_steps=2, cos_min_ratio=-0.5)),
+    ("resume_lrrt", "LRRangeTest", 0.1, 10, dict(lr_range_test_step_size=3, last_batch_iteration=7)),
+    ("resume_onecycle", "OneCycle", 0.1, 20, dict(cycle_min_lr=1e-4, cycle_max_lr=1e-3, cycle_first_step_size=5,
+                                                  last_batch_iteration=3)),
+    ("resume_warmup", "WarmupLR", 0.005, 12, dict(warmup_num_steps=10, last_batch_iteration=4)),
+    ("resume_decay", "WarmupDecayLR", 0.1, 12, dict(total_num_steps=20, warmup_num_steps=5, last_batch_iteration=9)),
+    ("resume_cosine", "WarmupCosineLR", 0.01, 12, dict(total_num_steps=20, warmup_num_steps=5,
+                                                       last_batch_iteration=0)),
 ]
 
 # (name, kind, params, strings the error must contain)
@@ -166,6 +175,8 @@ ERRORS = [
     ("cosine_no_total", "WarmupCosineLR", {}, ["WarmupCosineLR", "total_num_steps", "required"]),
     ("cosine_total_eq_warmup", "WarmupCosineLR", dict(total_num_steps=10, warmup_num_steps=10),
      ["WarmupCosineLR", "total_num_steps", "10"]),
+    ("last_batch_iteration_below", "WarmupLR", dict(last_batch_iteration=-2), ["WarmupLR", "last_batch_iteration",
+                                                                              "-2"]),
 ]
 
 
@@ -205,19 +216,27 @@ def main():
         lines = [l.split() for l in r.stdout.splitlines()]
         states = [l for l in lines if l[0] == "state"]
         restore = [l for l in lines if l[0] == "restore"]
+        restore0 = [l for l in lines if l[0] == "restore0"]
         bad = []
-        if len(states) != steps + 1:
-            bad.append("%d states, expected %d" % (len(states), steps + 1))
+        k = params.get("last_batch_iteration", -1)
+        # constructed at k >= 0: the optimizer's own lr and betas until the first step()
+        exp_at = lambda t: (base_lr,) + OPT_BETAS if k >= 0 and t == k else expected(kind, P, base_lr, t)  # noqa
+        if len(states) != steps + 1 or int(states[0][1]) != k:
+            bad.append("%d states from t=%s, expected %d from t=%d" % (len(states), states[0][1] if states else None,
+                                                                    steps + 1, k))
         for l in states:
             t = int(l[1])
             got = tuple(float(x) for x in l[2:5])
-            exp = expected(kind, P, base_lr, t)
+            exp = exp_at(t)
             if not all(close(g, e) for g, e in zip(got, exp)):
                 bad.append("t=%d got %r expected %r" % (t, got, exp))
-        mid = steps // 2
+        mid = k + steps // 2 + 1
         if len(restore) != 1 or int(restore[0][1]) != mid or \
-                not all(close(float(g), e) for g, e in zip(restore[0][2:5], expected(kind, P, base_lr, mid))):
+                not all(close(float(g), e) for g, e in zip(restore[0][2:5], exp_at(mid))):
             bad.append("restore line %r (expected t=%d)" % (restore, mid))
+        if len(restore0) != 1 or int(restore0[0][1]) != k or \
+                not all(close(float(g), e) for g, e in zip(restore0[0][2:5], exp_at(k))):
+            bad.append("restore0 line %r (expected t=%d)" % (restore0, k))
         if name == "warmup_bad_type" and ("warning" not in r.stderr or "cosine" not in r.stderr):
             bad.append("no warning naming warmup_type 'cosine': %r" % r.stderr)
         if name in ("decay_total_below_warmup", "cosine_total_below_warmup") and "less than" not in r.stderr:
