@@ -15,6 +15,7 @@
 #include "checkpoints/ckpt_fs.h"
 #include "checkpoints/ckpt_reader.h"
 #include "checkpoints/h5io.h"
+#include "runtime/base/crc32c.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
@@ -465,6 +466,13 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+int zt_ckpt_tag_consistent(const char *tag) {
+  const double h = (double)zt_crc32c(0, tag, strlen(tag));
+  double v[2] = {h, -h}; /* the largest and (negated) the smallest over the ranks */
+  zt_allreduce_max_f64(zt_comm_world(), v, 2);
+  return v[0] == h && -v[1] == h;
+}
+
 void zt_ckpt_save(zt_train_state *st) {
   const zt_args *a = st->args;
   const layout l = rank_layout(st);
@@ -474,6 +482,14 @@ void zt_ckpt_save(zt_train_state *st) {
   snprintf(tag, sizeof tag, "global_step%lld", (long long)st->iteration);
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", a->save, tag);
   snprintf(final, sizeof final, "%s/%s", a->save, tag);
+  if (a->ckpt_tag_validation && !zt_ckpt_tag_consistent(tag)) { /* checkpoint.tag_validation Warn or Fail */
+    char msg[512];
+    snprintf(msg, sizeof msg, "[rank=%d] The checkpoint tag name '%s' is not consistent across all ranks. Including "
+             "rank unique information in checkpoint tag could cause issues when restoring with different world "
+             "sizes.", zt_rank(), tag);
+    zt_check(a->ckpt_tag_validation != 2, "checkpoint", "%s (checkpoint.tag_validation Fail)", msg);
+    zt_warn("%s\n", msg);
+  }
   zt_log("saving checkpoint at iteration %7lld to %s\n", (long long)st->iteration, a->save);
   const double t0 = zt_now();
   if (rank0) {

@@ -32,6 +32,9 @@ void zt_ckpt_load_weights(zt_model *m, const zt_args *a, int tp_rank, int tp_siz
  * optional_prefix may be missing (they keep their initialization, with Megatron's warning); the checkpoint's
  * tensors this model lacks (the pretraining heads) are left out. A missing checkpoint is refused. Collective. */
 void zt_ckpt_load_pretrained(zt_train_state *st, const char *dir, const char *optional_prefix);
+/* DeepSpeed's _checkpoint_tag_validation: whether every rank of the world saves under this tag (a checksum of it
+ * compared through one all-reduce). Collective. */
+int zt_ckpt_tag_consistent(const char *tag);
 /* Writes the checkpoint of the current iteration under args->save. Collective over the world. */
 void zt_ckpt_save(zt_train_state *st);
 

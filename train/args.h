@@ -198,6 +198,9 @@ typedef struct {
   int teacher_ffn_hidden_size;      /* derived: the teacher's MLP width (see check_kd_flags) */
   int universal_checkpoint;         /* --universal-checkpoint: --load follows latest_universal when it names ours */
   int load_universal;               /* the flag, or the ds_config's checkpoint.load_universal (set by the engine) */
+  /* DeepSpeed's checkpoint tag validation at each save (set by the engine from the ds_config's
+   * checkpoint.tag_validation): 0 none (no --deepspeed, or Ignore), 1 Warn, 2 Fail */
+  int ckpt_tag_validation;
   int cpu_optimizer, cpu_torch_adam, ds_fused_adam; /* Megatron-DS's client optimizer choice (train/engine.c) */
 
   /* checkpoints (docs/checkpoints.md) */

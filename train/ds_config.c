@@ -1082,6 +1082,7 @@ static void fill_fields(zt_ds_config *c) {
   c->timers_throughput_enabled = get_bool(c, "timers.throughput.enabled");
   c->timers_throughput_synchronized = get_bool(c, "timers.throughput.synchronized");
   c->load_universal = get_bool(c, "checkpoint.load_universal");
+  get_str(c, "checkpoint.tag_validation", c->tag_validation, sizeof c->tag_validation);
   c->flops_profiler_enabled = get_bool(c, "flops_profiler.enabled");
   c->fp_recompute_fwd_factor = get_num(c, "flops_profiler.recompute_fwd_factor").value;
   const char *fp_ints[3] = {"flops_profiler.profile_step", "flops_profiler.module_depth", "flops_profiler.top_modules"};

@@ -105,6 +105,7 @@ typedef struct zt_ds_config {
   bool timers_throughput_enabled, timers_throughput_synchronized;
 
   bool load_universal; /* checkpoint.load_universal: --load follows latest_universal (checkpoints/checkpoint.c) */
+  char tag_validation[8]; /* checkpoint.tag_validation: Warn (default), Ignore or Fail (checkpoints/checkpoint.c) */
   /* flops_profiler (runtime/profile/flops_profiler.h); fp_output_file "" = null: print to stdout */
   bool flops_profiler_enabled, fp_detailed;
   int fp_profile_step, fp_module_depth, fp_top_modules;

@@ -388,7 +388,7 @@ const zt_ds_key zt_ds_schema[] = {
   S("eigenvalue.layer_name", 0, "\"bert.encoder.layer\"", EIG),
   I("eigenvalue.layer_num", 0, "0", 0, BIG, EIG),
   O("checkpoint", 0, NULL),
-  E("checkpoint.tag_validation", 0, "\"Warn\"", "Warn|Ignore|Fail", CKPT),
+  E("checkpoint.tag_validation", 0, "\"Warn\"", "Warn|Ignore|Fail", NULL),
   B("checkpoint.load_universal", "false", NULL),
   B("checkpoint.use_node_local_storage", "false", CKPT),
   O("checkpoint.parallel_write", 0, NULL),

@@ -127,6 +127,7 @@ zt_ds_config *zt_engine_deepspeed_setup(zt_args *a, const zt_model_kind *kind) {
   a->fp16 = fp16;
   a->bf16 = bf16;
   if (c->load_universal) a->load_universal = 1; /* DeepSpeed then loads the tag named by latest_universal */
+  a->ckpt_tag_validation = !strcmp(c->tag_validation, "Fail") ? 2 : !strcmp(c->tag_validation, "Warn") ? 1 : 0;
   /* DeepSpeed's triple drives the batch; Megatron's derived values follow it */
   a->micro_batch_size = (int)c->train_micro_batch_size_per_gpu.value;
   a->global_batch_size = (int)c->train_batch_size.value;
