@@ -13,10 +13,10 @@
 
 #include "data/gpt_dataset.h"
 #include "data/tokenizer/tokenizer.h"
+#include "runtime/base/blas.h"
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
 #include "runtime/base/pyfmt.h"
-#include "runtime/base/blas.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/ops.h"
 #include "runtime/optim/lr_schedule.h"
