@@ -39,6 +39,7 @@
 static const zt_ckpt_reader *R;
 static float *buf;
 static int ln_1p; /* --apply-layernorm-1p: the transformer's LayerNorm weights are stored as weight - 1 */
+static int out_bf16; /* --dtype bf16: the tensors written as BF16 (rounded to nearest even), torch_dtype bfloat16 */
 
 /* The index of a checkpoint tensor, its shape checked (fatal otherwise). */
 static int need(const char *name, int ndim, int64_t d0, int64_t d1) {
@@ -339,7 +340,7 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
   char path[4200];
   snprintf(path, sizeof path, "%s/model.safetensors", out);
   zt_st_writer w;
-  zt_st_begin(&w, path, e, n);
+  zt_st_begin_dtype(&w, path, e, n, out_bf16);
   char name[256];
   zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)VP * C);
   zt_st_write(&w, get(EMB ".position_embeddings.weight", 2, P, C), (size_t)P * C);
@@ -434,7 +435,7 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
   } else if (kind == BERT_MULTIPLE_CHOICE) {
     snprintf(what, sizeof what, " (classifier [1, %ld]: one score a choice)", C);
   }
-  fprintf(f, "  \"torch_dtype\": \"float32\"\n}\n");
+  fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", out_bf16 ? "bfloat16" : "float32");
   zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
   printf("exported %s (iteration %lld, %s weights) to %s: %s%s, %ld layers, hidden %ld, %ld heads, vocabulary %ld "
          "(padded, kept), %ld positions, hidden_act %s\n", r->dir, (long long)r->iteration,
@@ -521,7 +522,7 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
   char path[4200];
   snprintf(path, sizeof path, "%s/model.safetensors", out);
   zt_st_writer w;
-  zt_st_begin(&w, path, e, n);
+  zt_st_begin_dtype(&w, path, e, n, out_bf16);
   zt_st_write(&w, get(EMB ".word_embeddings.weight", 2, VP, C), (size_t)V * C); /* padding rows dropped */
   for (long l = 0; l < L; l++) {
     char pre[128];
@@ -569,9 +570,9 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
           "  \"rope_theta\": %s,\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
           "  \"attention_dropout\": %s,\n  \"initializer_range\": %.9g,\n  \"pretraining_tp\": 1,\n"
           "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n"
-          "  \"pad_token_id\": null,\n  \"use_cache\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
+          "  \"pad_token_id\": null,\n  \"use_cache\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
           V, C, F, L, NH, G, HD, P, eps_s, theta_s, drop_s, arg_double("init_method_std", 0.02),
-          untie ? "false" : "true");
+          untie ? "false" : "true", out_bf16 ? "bfloat16" : "float32");
   zt_check(fclose(f) == 0, "export_hf", "%s: writing failed", path);
   printf("exported %s (iteration %lld, %s weights) to %s: LlamaForCausalLM, %ld layers, hidden %ld, %ld heads, %ld "
          "key/value heads, ffn %ld, vocabulary %ld (padding of %ld rows removed), rope_theta %s, %s\n", r->dir,
@@ -586,7 +587,7 @@ int zt_export_hf_main(int argc, char **argv) {
   const char *dir = NULL, *out = NULL, *tag = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: export_hf checkpoint_dir output_dir [--tag TAG]\n\n"
+      printf("usage: export_hf checkpoint_dir output_dir [--tag TAG] [--dtype fp32|bf16]\n\n"
              "Writes a Hugging Face GPT2LMHeadModel directory (config.json, model.safetensors) from a zerotron GPT\n"
              "checkpoint. Load it with transformers.GPT2LMHeadModel.from_pretrained(output_dir).\n"
              "A BERT checkpoint gives a MegatronBertForPreTraining directory (MegatronBertForMaskedLM when trained\n"
@@ -596,12 +597,20 @@ int zt_export_hf_main(int argc, char **argv) {
              "A Llama-style GPT checkpoint (--normalization rmsnorm --swiglu --disable-bias-linear\n"
              "--use-rotary-position-embeddings, optionally --num-key-value-heads and\n"
              "--untie-embeddings-and-output-weights) gives a LlamaForCausalLM directory:\n"
-             "transformers.LlamaForCausalLM.from_pretrained(output_dir). Other mixes of those variants are refused.\n");
+             "transformers.LlamaForCausalLM.from_pretrained(output_dir). Other mixes of those variants are refused.\n"
+             "--dtype bf16 writes the tensors as BF16 (rounded to nearest even; config.json's torch_dtype\n"
+             "bfloat16), half the size of the default fp32.\n");
       return 0;
     }
     if (!strcmp(argv[i], "--tag") || !strcmp(argv[i], "-t")) {
       zt_check(i + 1 < argc, "missing argument value", "%s expects one value", argv[i]);
       tag = argv[++i];
+    } else if (!strcmp(argv[i], "--dtype")) {
+      zt_check(i + 1 < argc, "missing argument value", "%s expects one value", argv[i]);
+      const char *d = argv[++i];
+      zt_check(!strcmp(d, "fp32") || !strcmp(d, "bf16"), "bad argument value", "--dtype: invalid choice: '%s' "
+               "(choose from 'fp32', 'bf16')", d);
+      out_bf16 = !strcmp(d, "bf16");
     } else if (argv[i][0] == '-') {
       zt_fatal("unrecognized argument", "%s (see --help)", argv[i]);
     } else if (!dir) {
@@ -740,7 +749,7 @@ int zt_export_hf_main(int argc, char **argv) {
   char path[4200];
   snprintf(path, sizeof path, "%s/model.safetensors", out);
   zt_st_writer w;
-  zt_st_begin(&w, path, e, n);
+  zt_st_begin_dtype(&w, path, e, n, out_bf16);
   char name[256];
   /* [rows, cols] (our Linear [out, in]) -> [cols, rows] (Conv1D [in, out]) */
 #define TRANSPOSED(src, rows, cols)                                                                      \
@@ -805,10 +814,10 @@ int zt_export_hf_main(int argc, char **argv) {
           "  \"embd_pdrop\": %.9g,\n  \"attn_pdrop\": %.9g,\n  \"scale_attn_weights\": true,\n"
           "  \"scale_attn_by_inverse_layer_idx\": false,\n  \"reorder_and_upcast_attn\": false,\n"
           "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %ld,\n  \"eos_token_id\": %ld,\n"
-          "  \"use_cache\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
+          "  \"use_cache\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
           act, V, P, P, C, L, H, n_inner, arg_double("layernorm_epsilon", 1e-5), arg_double("init_method_std", 0.02),
           arg_double("hidden_dropout", 0.1), arg_double("hidden_dropout", 0.1), arg_double("attention_dropout", 0.1),
-          untie ? "false" : "true", V - 1, V - 1);
+          untie ? "false" : "true", V - 1, V - 1, out_bf16 ? "bfloat16" : "float32");
   fclose(f);
   printf("exported %s (iteration %lld, %s weights) to %s: GPT2LMHeadModel, %ld layers, hidden %ld, %ld heads, "
          "vocabulary %ld (padding of %ld rows removed), %ld positions\n", r.dir, (long long)r.iteration,

@@ -35,7 +35,12 @@ static size_t numel_of(const zt_st_entry *e) {
 }
 
 void zt_st_begin(zt_st_writer *w, const char *path, const zt_st_entry *entries, int n) {
+  zt_st_begin_dtype(w, path, entries, n, 0);
+}
+
+void zt_st_begin_dtype(zt_st_writer *w, const char *path, const zt_st_entry *entries, int n, int bf16) {
   memset(w, 0, sizeof *w);
+  w->bf16 = bf16;
   snprintf(w->path, sizeof w->path, "%s", path);
   w->entries = entries;
   w->n = n;
@@ -45,10 +50,10 @@ void zt_st_begin(zt_st_writer *w, const char *path, const zt_st_entry *entries, 
   fprintf(h, "{\"__metadata__\":{\"format\":\"pt\"}");
   uint64_t off = 0;
   for (int i = 0; i < n; i++) {
-    const uint64_t bytes = (uint64_t)numel_of(&entries[i]) * 4;
+    const uint64_t bytes = (uint64_t)numel_of(&entries[i]) * (bf16 ? 2 : 4);
     fputc(',', h);
     json_str(h, entries[i].name);
-    fprintf(h, ":{\"dtype\":\"F32\",\"shape\":[");
+    fprintf(h, ":{\"dtype\":\"%s\",\"shape\":[", bf16 ? "BF16" : "F32");
     for (int d = 0; d < entries[i].ndim; d++) fprintf(h, "%s%lld", d ? "," : "", (long long)entries[i].shape[d]);
     fprintf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
     off += bytes;
@@ -70,8 +75,18 @@ void zt_st_write(zt_st_writer *w, const float *data, size_t numel) {
   const zt_st_entry *e = &w->entries[w->next++];
   zt_check(numel == numel_of(e), "internal error", "%s: %s has %zu elements, the header says %zu", w->path, e->name,
            numel, numel_of(e));
-  zt_check(fwrite(data, sizeof(float), numel, w->f) == numel, "safetensors", "%s: write failed (disk full?)",
-           w->path);
+  if (!w->bf16) {
+    zt_check(fwrite(data, sizeof(float), numel, w->f) == numel, "safetensors", "%s: write failed (disk full?)",
+             w->path);
+    return;
+  }
+  uint16_t buf[8192];
+  for (size_t done = 0; done < numel;) {
+    const size_t k = numel - done < 8192 ? numel - done : 8192;
+    for (size_t j = 0; j < k; j++) buf[j] = zt_fp32_to_bf16(data[done + j]);
+    zt_check(fwrite(buf, sizeof(uint16_t), k, w->f) == k, "safetensors", "%s: write failed (disk full?)", w->path);
+    done += k;
+  }
 }
 
 void zt_st_end(zt_st_writer *w) {

@@ -1,5 +1,5 @@
-/* safetensors files (https://github.com/huggingface/safetensors, README "Format"): a streaming writer of F32
- * tensors and a strict reader.
+/* safetensors files (https://github.com/huggingface/safetensors, README "Format"): a streaming writer of F32 (or
+ * BF16) tensors and a strict reader.
  * Writer: the header (8-byte little-endian length, then the JSON
  * {"__metadata__": {"format": "pt"}, name: {"dtype", "shape", "data_offsets"}} padded with spaces to a multiple
  * of 8) is written first from the tensors' names and shapes, then each tensor's data in the same order, so the
@@ -27,10 +27,13 @@ typedef struct {
   char path[4096];
   const zt_st_entry *entries;
   int n, next;
+  int bf16; /* the data written as BF16 (rounded to nearest even), else F32 */
 } zt_st_writer;
 
 /* Creates path and writes the header for the n entries (fatal, naming the file, on failure). */
 void zt_st_begin(zt_st_writer *w, const char *path, const zt_st_entry *entries, int n);
+/* The same, every tensor stored as BF16 when bf16 (the floats zt_st_write takes rounded to nearest even). */
+void zt_st_begin_dtype(zt_st_writer *w, const char *path, const zt_st_entry *entries, int n, int bf16);
 /* Writes the data of the next entry (numel must match its shape). */
 void zt_st_write(zt_st_writer *w, const float *data, size_t numel);
 /* Checks every entry was written and closes the file. */

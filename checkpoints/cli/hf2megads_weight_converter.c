@@ -645,9 +645,10 @@ static void copy_file(const char *src, const char *dst) {
 
 /* --to-hf-ckpt (finetune_llama.sh's convert_mds2hf): --load's checkpoint as a Hugging Face directory in
  * --save/release, where the Python converter's save_pretrained writes it: export_hf's tensors (the fp32 masters when
- * the checkpoint has them, else its weights) with --hf-ckpt-dir's config.json (its token ids and the rest, as
- * save_pretrained of a model built from that config keeps them), once the exported config agrees with it on the
- * architecture. Rank 0 writes, into a temporary directory renamed at the end. */
+ * the checkpoint has them, else its weights; BF16 when config.json's torch_dtype is bfloat16, as save_pretrained of
+ * the Python converter's bfloat16 model writes them, else F32) with --hf-ckpt-dir's config.json (its token ids and
+ * the rest, as save_pretrained of a model built from that config keeps them), once the exported config agrees with
+ * it on the architecture. Rank 0 writes, into a temporary directory renamed at the end. */
 static void to_hf(const conv_flags *f, const zt_args *a) {
   zt_check(a->load != NULL, "missing argument", "--to-hf-ckpt: --load, the checkpoint to convert");
   zt_check(a->save != NULL, "missing argument", "--to-hf-ckpt: --save, the directory whose release/ receives the "
@@ -664,8 +665,17 @@ static void to_hf(const conv_flags *f, const zt_args *a) {
     const int created = stat(a->save, &sb) != 0;
     zt_ckpt_mkdirs(a->save);
     zt_ckpt_rmtree(tmp); /* left by a conversion that was killed */
-    char *argv[] = {"export_hf", (char *)a->load, tmp, "--tag", (char *)a->load_tag, NULL};
-    zt_export_hf_main(a->load_tag ? 5 : 3, argv);
+    /* BF16 tensors for a bfloat16 model, as save_pretrained of the Python converter's bfloat16 model writes them */
+    snprintf(src, sizeof src, "%s/config.json", f->dir);
+    char *text = read_text(src);
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *td = cJSON_GetObjectItemCaseSensitive(j, "torch_dtype");
+    const int bf16 = cJSON_IsString(td) && !strcmp(td->valuestring, "bfloat16");
+    cJSON_Delete(j);
+    free(text);
+    char *argv[8] = {"export_hf", (char *)a->load, tmp, "--dtype", bf16 ? "bf16" : "fp32", NULL, NULL, NULL};
+    if (a->load_tag) argv[5] = "--tag", argv[6] = (char *)a->load_tag;
+    zt_export_hf_main(a->load_tag ? 7 : 5, argv);
     const hf_config e = read_config(tmp);
     char bad[2048] = "";
 #define SAME(field, key, fmt)                                                                                    \
@@ -692,7 +702,6 @@ static void to_hf(const conv_flags *f, const zt_args *a) {
     }
     zt_check(!bad[0], "inconsistent arguments", "--load %s is not the model of %s/config.json: %s. Nothing was "
              "written", a->load, f->dir, bad);
-    snprintf(src, sizeof src, "%s/config.json", f->dir);
     snprintf(dst, sizeof dst, "%s/config.json", tmp);
     copy_file(src, dst);
     zt_ckpt_install_dir(tmp, out);

@@ -18,9 +18,11 @@ Usage: test_hf_import.py PRETRAIN_GPT CONVERTER ZERO_TO_FP32 EXPORT_HF
    --pipeline-model-parallel-size 2 writes two model-parallel parts whose zero_to_fp32 equals the one-process one bit
    for bit; pretrain_gpt --finetune --load trains from the converted checkpoint at TP 1 and TP 2 with the same losses.
 3. round trip: a tiny tied Llama trained 2 iterations by pretrain_gpt, export_hf, converted (--load-mode safetensor
-   --hf-ckpt-num-shards 1), export_hf again: the two model.safetensors hold the same tensors bit for bit.
+   --hf-ckpt-num-shards 1), export_hf again: the two model.safetensors hold the same tensors bit for bit. export_hf
+   --dtype bf16 writes the F32 export's values rounded to nearest even (torch_dtype bfloat16), which convert back
+   exactly.
    --to-hf-ckpt --load of the converted checkpoint (finetune_llama.sh's convert_mds2hf) writes release/ holding the
-   directory's BF16 values bit for bit and its config.json; over an existing release/, or for a checkpoint of
+   directory's values bit for bit as BF16 (its torch_dtype) and its config.json; over an existing release/, or for a checkpoint of
    another model, it is refused.
 4. refusals (exit 1, nothing written): a model flag that differs from config.json (both values named), --load-mode
    torchbin, --to-hf-ckpt without --load, rope_scaling in config.json, a vocabulary other than vocab_size, a missing tensor, a tensor
@@ -153,6 +155,31 @@ def megatron_from_hf(W):
     return P
 
 
+def read_st(path):
+    """{name: (dtype, float64 array)} of a safetensors file with F32 or BF16 tensors (an independent reader)."""
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    header.pop("__metadata__", None)
+    data, out = raw[8 + n:], {}
+    for name, e in header.items():
+        b, f = e["data_offsets"]
+        if e["dtype"] == "BF16":
+            v = (np.frombuffer(data[b:f], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            assert e["dtype"] == "F32", (name, e)
+            v = np.frombuffer(data[b:f], dtype="<f4")
+        out[name] = (e["dtype"], v.reshape(e["shape"]).astype(np.float64))
+    return out
+
+
+def bf16_round(a):
+    """float64 values rounded to float32, then to bfloat16 (nearest, ties to even), as float64."""
+    u = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return r.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
 def fp32_of(z2f, ck, out):
     run(z2f, ck, out, "--safe_serialization")
     return {k: torch.from_numpy(v) for k, v in parity_lib.read_safetensors(os.path.join(out, "model.safetensors"))
@@ -262,12 +289,13 @@ def main():
         p = run(conv, "--hf-ckpt-dir", hf, "--load-mode", "auto", "--to-hf-ckpt", "--load", ck, "--save", back, *MODEL,
                 *SCRIPT, "--bf16")
         rel = os.path.join(back, "release")
-        Bk = parity_lib.read_safetensors(os.path.join(rel, "model.safetensors"))
-        same = set(Bk) == set(W) and all(np.array_equal(Bk[k], W[k].double().numpy()) for k in W)
+        Bk = read_st(os.path.join(rel, "model.safetensors"))
+        same = set(Bk) == set(W) and all(Bk[k][0] == "BF16" and np.array_equal(Bk[k][1], W[k].double().numpy())
+                                         for k in W)
         cfg_kept = open(os.path.join(rel, "config.json")).read() == open(os.path.join(hf, "config.json")).read()
         check(same and cfg_kept and sorted(os.listdir(back)) == ["release"], "scratch: --to-hf-ckpt",
-              f"{len(Bk)} tensors in release/ equal to the directory's BF16 values bit for bit: {same}; config.json "
-              f"the directory's: {cfg_kept}")
+              f"{len(Bk)} BF16 tensors in release/ (torch_dtype bfloat16) equal to the directory's bit for bit: "
+              f"{same}; config.json the directory's: {cfg_kept}")
         q = run(conv, "--hf-ckpt-dir", hf, "--load-mode", "auto", "--to-hf-ckpt", "--load", ck, "--save", back, *MODEL,
                 ok=False)
         check(q.returncode != 0 and "already holds" in q.stdout and sorted(os.listdir(back)) == ["release"],
@@ -313,6 +341,24 @@ def main():
         B = parity_lib.read_safetensors(os.path.join(hf2, "model.safetensors"))
         same = set(A) == set(B) and all(np.array_equal(A[k], B[k]) for k in A)
         check(same, "round trip: export_hf, convert, export_hf", f"{len(A)} tensors equal bit for bit: {same}")
+        # export_hf --dtype bf16: every tensor BF16, the F32 export's values rounded to nearest even; converted back
+        hb, ckb, hb2 = (os.path.join(tmp, n) for n in ("rt_bf16", "rt_bf16_ck", "rt_bf16_hf"))
+        run(export_hf, ckr, hb, "--dtype", "bf16")
+        Cb = read_st(os.path.join(hb, "model.safetensors"))
+        bcfg = json.load(open(os.path.join(hb, "config.json")))
+        rounded = set(Cb) == set(A) and all(Cb[k][0] == "BF16" and np.array_equal(Cb[k][1], bf16_round(A[k]))
+                                            for k in A)
+        moved = sum(int(np.count_nonzero(bf16_round(A[k]) != A[k])) for k in A)
+        run(conv, "--hf-ckpt-dir", hb, "--load-mode", "auto", "--save", ckb, "--num-layers", X.L, "--hidden-size",
+            X.C, "--num-attention-heads", X.NH, "--seq-length", X.T, "--max-position-embeddings", X.T, "--mock-data",
+            "--vocab-size", X.VOCAB, "--make-vocab-size-divisible-by", X.DIVISIBLE, *X.LLAMA)
+        run(export_hf, ckb, hb2)
+        D = parity_lib.read_safetensors(os.path.join(hb2, "model.safetensors"))
+        back_ok = set(D) == set(A) and all(np.array_equal(D[k], Cb[k][1]) for k in A)
+        check(rounded and moved > 0 and bcfg.get("torch_dtype") == "bfloat16" and back_ok,
+              "export_hf --dtype bf16", f"{len(Cb)} BF16 tensors = the F32 export rounded to nearest even ({moved} "
+              f"values moved), torch_dtype {bcfg.get('torch_dtype')}; converted and exported again in F32: the BF16 "
+              f"values exactly: {back_ok}")
 
         # ---- 4. refusals ---------------------------------------------------------------------------------------------
         def refused(tag, want, *extra, hf_dir=hf, model=MODEL, save=None):
