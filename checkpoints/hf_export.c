@@ -356,19 +356,14 @@ static void export_bert(const zt_ckpt_reader *r, const char *out, const char *ac
 #define G(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
     zt_st_write(&w, G("input_layernorm.weight", 1, C, 0), (size_t)C);
     zt_st_write(&w, G("input_layernorm.bias", 1, C, 0), (size_t)C);
-    /* Megatron's row h*3HD + j*HD + d (j: q, k, v) is row h*HD + d of HF's query / key / value. The weight goes
-     * to tmp in q, k, v blocks of C rows, the bias to tmp + 3C*C. */
+    /* the fused rows (zt_hf_qkv_split_row) to HF's query / key / value: the weight into tmp in q, k, v blocks of C
+     * rows, the bias to tmp + 3C*C */
     const float *qkv = G("self_attention.query_key_value.weight", 2, 3 * C, C);
-    for (long j = 0; j < 3; j++)
-      for (long h = 0; h < H; h++)
-        for (long d = 0; d < HD; d++)
-          memcpy(tmp + (size_t)(j * C + h * HD + d) * C, qkv + (size_t)(h * 3 * HD + j * HD + d) * C,
-                 (size_t)C * sizeof(float));
+    for (long r = 0; r < 3 * C; r++)
+      memcpy(tmp + (size_t)zt_hf_qkv_split_row(r, H, H, HD) * C, qkv + (size_t)r * C, (size_t)C * sizeof(float));
     const float *qkvb = G("self_attention.query_key_value.bias", 1, 3 * C, 0);
     float *bias = tmp + (size_t)3 * C * C;
-    for (long j = 0; j < 3; j++)
-      for (long h = 0; h < H; h++)
-        for (long d = 0; d < HD; d++) bias[j * C + h * HD + d] = qkvb[h * 3 * HD + j * HD + d];
+    for (long r = 0; r < 3 * C; r++) bias[zt_hf_qkv_split_row(r, H, H, HD)] = qkvb[r];
     for (long j = 0; j < 3; j++) {
       zt_st_write(&w, tmp + (size_t)j * C * C, (size_t)C * C);
       zt_st_write(&w, bias + j * C, (size_t)C);
@@ -466,7 +461,7 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
                                                                                                            : NH;
   zt_check(NH > 0 && C % NH == 0 && G > 0 && NH % G == 0 && V > 0 && V <= VP && L > 0 && F > 0, "export_hf",
            "%s: hidden size %ld, %ld heads, %ld key/value heads, vocabulary %ld of %ld", r->dir, C, NH, G, V, VP);
-  const long HD = C / NH, R = NH / G, QKV = (NH + 2 * G) * HD;
+  const long HD = C / NH, QKV = (NH + 2 * G) * HD;
   const double eps = arg_double("layernorm_epsilon", 1e-5), theta = arg_double("rope_theta", 10000);
 
   /* every tensor of the checkpoint is checked before anything is written, and must have its place here */
@@ -529,15 +524,11 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
     snprintf(pre, sizeof pre, ENC ".layers.%ld", l);
 #define G_(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
     zt_st_write(&w, G_("input_layernorm.weight", 1, C, 0), (size_t)C);
-    /* our row (g (R+2) + j) HD + d: j < R query head g R + j, j = R group g's key, j = R + 1 its value; into tmp as
-     * q_proj [NH HD, C], then k_proj and v_proj [G HD, C] */
+    /* the fused rows (zt_hf_qkv_split_row) into tmp as q_proj [NH HD, C], then k_proj and v_proj [G HD, C] */
     const float *qkv = G_("self_attention.query_key_value.weight", 2, QKV, C);
     float *q = tmp, *kk = tmp + (size_t)NH * HD * C, *vv = kk + (size_t)G * HD * C;
-    for (long g = 0; g < G; g++)
-      for (long j = 0; j < R + 2; j++) {
-        float *dst = j < R ? q + (size_t)(g * R + j) * HD * C : (j == R ? kk : vv) + (size_t)g * HD * C;
-        memcpy(dst, qkv + (size_t)(g * (R + 2) + j) * HD * C, (size_t)HD * C * sizeof(float));
-      }
+    for (long r = 0; r < QKV; r++)
+      memcpy(tmp + (size_t)zt_hf_qkv_split_row(r, NH, G, HD) * C, qkv + (size_t)r * C, (size_t)C * sizeof(float));
     zt_st_write(&w, q, (size_t)NH * HD * C);
     zt_st_write(&w, kk, (size_t)G * HD * C);
     zt_st_write(&w, vv, (size_t)G * HD * C);
@@ -581,6 +572,12 @@ static void export_llama(const zt_ckpt_reader *r, const char *out, int untie) {
   free(buf);
   free(tmp);
   free(e);
+}
+
+long zt_hf_qkv_split_row(long r, long NH, long G, long HD) {
+  const long R = NH / G, g = r / ((R + 2) * HD), j = r / HD % (R + 2), d = r % HD;
+  if (j < R) return (g * R + j) * HD + d;
+  return NH * HD + (j - R) * G * HD + g * HD + d;
 }
 
 int zt_export_hf_main(int argc, char **argv) {
@@ -766,20 +763,16 @@ int zt_export_hf_main(int argc, char **argv) {
 #define G(suffix, nd, a, b) (snprintf(name, sizeof name, "%s.%s", pre, suffix), get(name, nd, a, b))
     zt_st_write(&w, G("input_layernorm.weight", 1, C, 0), (size_t)C);
     zt_st_write(&w, G("input_layernorm.bias", 1, C, 0), (size_t)C);
-    /* our row h*3HD + j*HD + d (j: q, k, v) is HF's output column j*C + h*HD + d */
+    /* our fused row r is HF's output column zt_hf_qkv_split_row(r) of c_attn's [q | k | v] */
     const float *qkv = G("self_attention.query_key_value.weight", 2, 3 * C, C);
-    for (long h = 0; h < H; h++)
-      for (long j = 0; j < 3; j++)
-        for (long d = 0; d < HD; d++) {
-          const float *row = qkv + (size_t)(h * 3 * HD + j * HD + d) * C;
-          const long col = j * C + h * HD + d;
-          for (long c = 0; c < C; c++) tmp[(size_t)c * 3 * C + col] = row[c];
-        }
+    for (long r = 0; r < 3 * C; r++) {
+      const float *row = qkv + (size_t)r * C;
+      const long col = zt_hf_qkv_split_row(r, H, H, HD);
+      for (long c = 0; c < C; c++) tmp[(size_t)c * 3 * C + col] = row[c];
+    }
     zt_st_write(&w, tmp, (size_t)3 * C * C);
     const float *qkvb = G("self_attention.query_key_value.bias", 1, 3 * C, 0);
-    for (long h = 0; h < H; h++)
-      for (long j = 0; j < 3; j++)
-        for (long d = 0; d < HD; d++) tmp[j * C + h * HD + d] = qkvb[h * 3 * HD + j * HD + d];
+    for (long r = 0; r < 3 * C; r++) tmp[zt_hf_qkv_split_row(r, H, H, HD)] = qkvb[r];
     zt_st_write(&w, tmp, (size_t)3 * C);
     const float *proj = G("self_attention.dense.weight", 2, C, C);
     TRANSPOSED(proj, C, C);

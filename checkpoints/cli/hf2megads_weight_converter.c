@@ -552,18 +552,14 @@ static int megatron_gpt2_tensor(const hf_tensors *h, const hf_config *c, const c
     HF(!strcmp(s + 25, "weight") ? "ln_2.weight" : "ln_2.bias", full);
   } else if (!strcmp(s, "self_attention.query_key_value.weight")) {
     HF("attn.c_attn.weight", tmp); /* [C, 3C] */
-    for (long hd = 0; hd < c->NH; hd++)
-      for (long j = 0; j < 3; j++)
-        for (long d = 0; d < HD; d++) {
-          float *row = full + (size_t)(hd * 3 * HD + j * HD + d) * C;
-          const long col = j * C + hd * HD + d;
-          for (long k = 0; k < C; k++) row[k] = tmp[(size_t)k * 3 * C + col];
-        }
+    for (long r = 0; r < 3 * C; r++) {
+      float *row = full + (size_t)r * C;
+      const long col = zt_hf_qkv_split_row(r, c->NH, c->NH, HD);
+      for (long k = 0; k < C; k++) row[k] = tmp[(size_t)k * 3 * C + col];
+    }
   } else if (!strcmp(s, "self_attention.query_key_value.bias")) {
     HF("attn.c_attn.bias", tmp);
-    for (long hd = 0; hd < c->NH; hd++)
-      for (long j = 0; j < 3; j++)
-        for (long d = 0; d < HD; d++) full[hd * 3 * HD + j * HD + d] = tmp[j * C + hd * HD + d];
+    for (long r = 0; r < 3 * C; r++) full[r] = tmp[zt_hf_qkv_split_row(r, c->NH, c->NH, HD)];
   } else if (!strcmp(s, "self_attention.dense.weight")) {
     HF("attn.c_proj.weight", tmp);
     transpose(full, tmp, C, C);
@@ -594,7 +590,7 @@ static int megatron_tensor(const hf_tensors *h, const hf_config *c, const char *
   long l;
   int used = 0;
   if (c->gpt2) return megatron_gpt2_tensor(h, c, name, VP, full, tmp);
-  const long C = c->C, HD = c->HD, G = c->G, R = c->NH / c->G, F = c->F;
+  const long C = c->C, HD = c->HD, G = c->G, F = c->F;
   if (!strcmp(name, "language_model.embedding.word_embeddings.weight") ||
       !strcmp(name, "language_model.output_layer.weight") || !strcmp(name, "word_embeddings.weight")) {
     vocab_matrix(h, c, strstr(name, "output_layer") ? "lm_head.weight" : "model.embed_tokens.weight", VP, full, tmp);
@@ -617,16 +613,13 @@ static int megatron_tensor(const hf_tensors *h, const hf_config *c, const char *
     HF("mlp.gate_proj.weight", full);
     HF("mlp.up_proj.weight", full + (size_t)F * C);
   } else if (!strcmp(s, "self_attention.query_key_value.weight")) {
-    /* the grouped rows [G][R queries | key | value][HD]: query head g R + j, group g's key and value */
+    /* q, k, v concatenated in tmp; the fused rows taken from their places (zt_hf_qkv_split_row) */
     float *q = tmp, *k = tmp + (size_t)c->NH * HD * C, *v = k + (size_t)G * HD * C;
     HF("self_attn.q_proj.weight", q);
     HF("self_attn.k_proj.weight", k);
     HF("self_attn.v_proj.weight", v);
-    for (long g = 0; g < G; g++)
-      for (long j = 0; j < R + 2; j++) {
-        const float *src = j < R ? q + (size_t)(g * R + j) * HD * C : (j == R ? k : v) + (size_t)g * HD * C;
-        memcpy(full + (size_t)(g * (R + 2) + j) * HD * C, src, (size_t)HD * C * sizeof(float));
-      }
+    for (long r = 0; r < (c->NH + 2 * G) * HD; r++)
+      memcpy(full + (size_t)r * C, tmp + (size_t)zt_hf_qkv_split_row(r, c->NH, G, HD) * C, (size_t)C * sizeof(float));
   } else {
     return 0;
   }

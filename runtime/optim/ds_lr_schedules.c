@@ -166,6 +166,12 @@ static void recompute(zt_ds_sched *s) {
   }
 }
 
+/* Whether step() has run since the schedule was constructed at p.last_batch_iteration = k >= 0 (a construction at -1
+ * starts at once): until then DeepSpeed's optimizer holds its own lr and betas. */
+static int started(const zt_ds_sched *s) {
+  return s->p.last_batch_iteration == -1 || s->last_batch_iteration != s->p.last_batch_iteration;
+}
+
 void zt_ds_sched_init(zt_ds_sched *s, zt_ds_sched_kind kind, const zt_ds_sched_params *params, double base_lr) {
   memset(s, 0, sizeof(*s));
   char what[96];
@@ -235,21 +241,19 @@ void zt_ds_sched_init(zt_ds_sched *s, zt_ds_sched_kind kind, const zt_ds_sched_p
       break;
     }
   }
-  s->started = s->last_batch_iteration == -1;
-  if (s->started) recompute(s);
+  if (started(s)) recompute(s);
   else s->lr = base_lr; /* DeepSpeed's constructors set the optimizer's lr (and betas) only when starting at -1 */
 }
 
 void zt_ds_sched_step(zt_ds_sched *s) {
   s->last_batch_iteration++;
-  s->started = 1;
   recompute(s);
 }
 
 double zt_ds_sched_lr(const zt_ds_sched *s) { return s->lr; }
 
 int zt_ds_sched_mom(const zt_ds_sched *s, double *beta1, double *beta2) {
-  if (s->kind != ZT_DS_ONE_CYCLE || !s->momentum_on || !s->started) return 0;
+  if (s->kind != ZT_DS_ONE_CYCLE || !s->momentum_on || !started(s)) return 0;
   *beta1 = s->beta1;
   *beta2 = s->beta2;
   return 1;
@@ -270,7 +274,6 @@ void zt_ds_sched_restore(zt_ds_sched *s, int64_t last_batch_iteration) {
   s->last_batch_iteration = last_batch_iteration;
   /* still at the configured start k >= 0: no step() yet, so the optimizer holds its own lr, as DeepSpeed's
    * restored param_groups do */
-  s->started = s->p.last_batch_iteration == -1 || last_batch_iteration != s->p.last_batch_iteration;
-  if (s->started) recompute(s);
+  if (started(s)) recompute(s);
   else s->lr = s->base_lr;
 }

@@ -59,7 +59,6 @@ typedef struct {
   /* derived */
   double total_size, step_ratio, inverse_log_warm_up;
   int skip_lr_decay, skip_mom_decay, linear_warmup, momentum_on;
-  int started;                   /* 0 until the first step() when constructed with last_batch_iteration >= 0 */
   /* current values (what the next optimizer step uses) */
   double lr, beta1, beta2;
 } zt_ds_sched;

@@ -165,8 +165,9 @@ def run(*cmd, ok=True):
     return p
 
 
-def read_safetensors(path):
-    """An independent reader of the safetensors format (F32 only): {name: float64 numpy array}."""
+def read_safetensors(path, dtypes=None):
+    """An independent reader of the safetensors format (F32 and BF16): {name: float64 numpy array}; dtypes, when a
+    dict, receives each tensor's dtype as the header names it."""
     raw = open(path, "rb").read()
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8:8 + n].decode("utf-8"))
@@ -174,7 +175,13 @@ def read_safetensors(path):
     data = raw[8 + n:]
     out = {}
     for name, e in header.items():
-        assert e["dtype"] == "F32", (name, e)
         b, f = e["data_offsets"]
-        out[name] = np.frombuffer(data[b:f], dtype="<f4").reshape(e["shape"]).astype(np.float64)
+        if e["dtype"] == "BF16":  # the top 16 bits of a float32
+            v = (np.frombuffer(data[b:f], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            assert e["dtype"] == "F32", (name, e)
+            v = np.frombuffer(data[b:f], dtype="<f4")
+        out[name] = v.reshape(e["shape"]).astype(np.float64)
+        if dtypes is not None:
+            dtypes[name] = e["dtype"]
     return out

@@ -156,21 +156,10 @@ def megatron_from_hf(W):
 
 
 def read_st(path):
-    """{name: (dtype, float64 array)} of a safetensors file with F32 or BF16 tensors (an independent reader)."""
-    raw = open(path, "rb").read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    header.pop("__metadata__", None)
-    data, out = raw[8 + n:], {}
-    for name, e in header.items():
-        b, f = e["data_offsets"]
-        if e["dtype"] == "BF16":
-            v = (np.frombuffer(data[b:f], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            assert e["dtype"] == "F32", (name, e)
-            v = np.frombuffer(data[b:f], dtype="<f4")
-        out[name] = (e["dtype"], v.reshape(e["shape"]).astype(np.float64))
-    return out
+    """{name: (dtype, float64 array)} of a safetensors file (parity_lib's reader, F32 or BF16)."""
+    dt = {}
+    t = parity_lib.read_safetensors(path, dt)
+    return {k: (dt[k], v) for k, v in t.items()}
 
 
 def bf16_round(a):
@@ -355,6 +344,10 @@ def main():
         run(export_hf, ckb, hb2)
         D = parity_lib.read_safetensors(os.path.join(hb2, "model.safetensors"))
         back_ok = set(D) == set(A) and all(np.array_equal(D[k], Cb[k][1]) for k in A)
+        q = run(export_hf, ckr, os.path.join(tmp, "rt_fp16"), "--dtype", "fp16", ok=False)
+        check(q.returncode != 0 and "--dtype: invalid choice: 'fp16'" in q.stdout and
+              not os.path.exists(os.path.join(tmp, "rt_fp16")), "refused: export_hf --dtype fp16",
+              q.stdout.strip()[-160:])
         check(rounded and moved > 0 and bcfg.get("torch_dtype") == "bfloat16" and back_ok,
               "export_hf --dtype bf16", f"{len(Cb)} BF16 tensors = the F32 export rounded to nearest even ({moved} "
               f"values moved), torch_dtype {bcfg.get('torch_dtype')}; converted and exported again in F32: the BF16 "
