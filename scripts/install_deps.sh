@@ -18,7 +18,7 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--data" ]; then
   command -v npm >/dev/null || pkgs+=(npm)
 fi
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece)
+  pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece python3-protobuf)
   pkgs+=(python3-h5py fio)  # checkpoint reader oracle; the aio benchmark's reference
   pkgs+=(clang)             # scripts/fuzz.sh: libFuzzer with ASan and UBSan (ctest fuzz_parsers)
   pkgs+=(python3-matplotlib) # scripts/plot_log.py (ctest plot_log)

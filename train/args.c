@@ -68,8 +68,7 @@ static const choice k_tokenizers[] = {
     {"SentencePieceTokenizer", ZT_TOK_SENTENCEPIECE, NULL},
     {"GPTSentencePieceTokenizer", ZT_TOK_GPT_SENTENCEPIECE, NULL},
     {"NullTokenizer", ZT_TOK_NULL, NULL},
-    {"HFTokenizer", -1, "it would need the Hugging Face tokenizers library (Python/Rust); export the model's "
-                        "GPT-2 BPE files (vocab.json + merges.txt) or SentencePiece .model instead"},
+    {"HFTokenizer", ZT_TOK_HF, NULL},
     {NULL, 0, NULL}};
 static const choice k_data_impl[] = {{"mmap", 0, NULL}, {"infer", 1, NULL}, {NULL, 0, NULL}};
 static const choice k_dataloader[] = {
@@ -330,10 +329,14 @@ static const flag k_flags[] = {
   {"--mmap-warmup", F_TRUE, OFF(mmap_warmup), NULL, DATA, "False", "Read the token files once at start."},
   {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA,
    "GPT2BPETokenizer (pretrain_bert: BertWordPieceLowerCase)",
-   "Tokenizer (HFTokenizer is refused: it needs the Python/Rust tokenizers library)."},
+   "Tokenizer (HFTokenizer: a Hugging Face Llama or GPT-2 tokenizer directory in --tokenizer-model)."},
   {"--vocab-file", F_STR, OFF(vocab_file), NULL, DATA, "None", "GPT-2 vocab.json or BERT vocab.txt."},
   {"--merge-file", F_STR, OFF(merge_file), NULL, DATA, "None", "GPT-2 merges.txt."},
-  {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None", "SentencePiece .model file."},
+  {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None",
+   "SentencePiece .model file; HFTokenizer: the Hugging Face tokenizer directory."},
+  {"--trust-remote-code", F_TRUE, OFF(trust_remote_code), NULL, DATA, "False",
+   "HFTokenizer: let the directory's own tokenizer code run. Recorded: only the built-in LlamaTokenizer and "
+   "GPT2Tokenizer are read, and a directory naming custom code (auto_map) is refused either way."},
   {"--vocab-extra-ids", F_INT, OFF(vocab_extra_ids), NULL, DATA, "0", "Extra <extra_id_N> tokens (T5)."},
   {"--reset-position-ids", F_TRUE, OFF(reset_position_ids), NULL, DATA, "False",
    "Restart position ids after each end-of-document token."},
@@ -883,6 +886,10 @@ static void check_data(zt_args *a, const unsigned char *seen) {
   case ZT_TOK_SENTENCEPIECE:
   case ZT_TOK_GPT_SENTENCEPIECE:
     zt_check(a->tokenizer_model != NULL, "missing argument", "--tokenizer-type %s needs --tokenizer-model", tok);
+    break;
+  case ZT_TOK_HF:
+    zt_check(a->tokenizer_model != NULL, "missing argument", "--tokenizer-type HFTokenizer needs --tokenizer-model, "
+             "the Hugging Face tokenizer directory");
     break;
   case ZT_TOK_NULL:
     zt_check(a->vocab_size_given, "missing argument", "--tokenizer-type NullTokenizer needs --vocab-size");
@@ -2250,6 +2257,7 @@ void zt_args_print(const zt_args *a) {
   OPTSTR_LINE("vocab_file", a->vocab_file);
   OPTSTR_LINE("merge_file", a->merge_file);
   OPTSTR_LINE("tokenizer_model", a->tokenizer_model);
+  BOOL_LINE("trust_remote_code", a->trust_remote_code);
   INT_LINE("vocab_extra_ids", a->vocab_extra_ids);
   BOOL_LINE("reset_position_ids", a->reset_position_ids);
   BOOL_LINE("reset_attention_mask", a->reset_attention_mask);

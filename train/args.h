@@ -128,6 +128,7 @@ typedef struct {
   int data_impl;                    /* 0 mmap, 1 infer (both read Megatron's mmap format) */
   int dataloader_type;              /* 0 single, 1 cyclic (data/pretraining_sampler.h) */
   int data_sharding;                /* 1; --no-data-sharding 0 (cyclic: each rank shuffles its own bucket) */
+  int trust_remote_code;            /* --trust-remote-code (HFTokenizer; recorded) */
   int repeated_dataloader;          /* --repeated-dataloader: a split that runs out is replayed from the resume point */
   const char *vocab_file, *merge_file, *tokenizer_model; /* NULL */
   int tokenizer_type;               /* zt_tokenizer_kind; GPT2BPETokenizer by default */

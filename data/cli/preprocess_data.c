@@ -40,6 +40,7 @@ typedef struct {
   int split_sentences, keep_newlines;
   const char *tokenizer_type, *tokenizer_model, *vocab_file, *merge_file, *hf_model;
   int vocab_size, vocab_extra_ids;
+  int seq_length, trust_remote_code; /* HFTokenizer's model_max_length and trust_remote_code: recorded */
   int append_eod;
   const char *lang;
   const char *output_prefix;
@@ -67,9 +68,14 @@ static const flag_def k_flags[] = {
   {"--keep-newlines", A_FLAG, OFF(keep_newlines), "keep newlines between sentences when splitting"},
   {"--tokenizer-type", A_STR, OFF(tokenizer_type),
    "BertWordPieceLowerCase, BertWordPieceCase, GPT2BPETokenizer, SentencePieceTokenizer, "
-   "GPTSentencePieceTokenizer or NullTokenizer; required"},
+   "GPTSentencePieceTokenizer, HFTokenizer or NullTokenizer; required"},
   {"--hf_autotokenizer_model", A_STR, OFF(hf_model), "HFAutoTokenizer model (not supported)"},
-  {"--tokenizer-model", A_STR, OFF(tokenizer_model), "SentencePiece model file"},
+  {"--tokenizer-model", A_STR, OFF(tokenizer_model), "SentencePiece model file; HFTokenizer: the Hugging Face "
+   "tokenizer directory (docs/tokenizers.md)"},
+  {"--seq-length", A_INT, OFF(seq_length), "HFTokenizer's model_max_length: recorded (transformers only warns "
+   "about longer documents; their ids are all written)"},
+  {"--trust-remote-code", A_FLAG, OFF(trust_remote_code), "HFTokenizer: recorded (only the built-in Llama and GPT-2 "
+   "tokenizers are read; a directory naming its own code is refused)"},
   {"--vocab-file", A_STR, OFF(vocab_file), "vocabulary file (GPT-2 vocab.json, BERT vocab.txt)"},
   {"--vocab-size", A_INT, OFF(vocab_size), "vocabulary size of the NullTokenizer (default 786)"},
   {"--vocab-extra-ids", A_INT, OFF(vocab_extra_ids), "number of <extra_id_N> tokens (BERT/SentencePiece; default 0)"},
@@ -498,7 +504,7 @@ int main(int argc, char **argv) {
   zt_check(zt_tokenizer_parse_kind(o.tokenizer_type, &spec.kind) == 0 || strcmp(o.tokenizer_type, "HFAutoTokenizer")
            == 0, "--tokenizer-type", "invalid choice: '%s' (choose from 'BertWordPieceLowerCase', "
            "'BertWordPieceCase', 'GPT2BPETokenizer', 'SentencePieceTokenizer', 'GPTSentencePieceTokenizer', "
-           "'NullTokenizer')", o.tokenizer_type);
+           "'HFTokenizer', 'NullTokenizer')", o.tokenizer_type);
   if (strcmp(o.tokenizer_type, "HFAutoTokenizer") == 0)
     zt_fatal("--tokenizer-type", "HFAutoTokenizer (Hugging Face AutoTokenizer) is not supported by zerotron; use "
              "one of its native tokenizers");

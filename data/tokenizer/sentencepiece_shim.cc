@@ -1,5 +1,6 @@
-// C wrapper (extern "C") over sentencepiece::SentencePieceProcessor for tokenizer.c: load, piece
-// table, special ids, EncodeAsIds / DecodeIds. Every failure dies through zt_fatal naming the file.
+// C wrapper (extern "C") over sentencepiece::SentencePieceProcessor for tokenizer.c and hf_tokenizer.c: load
+// (optionally without the dummy prefix), piece table, special ids, EncodeAsIds / DecodeIds / DecodePieces. Every
+// failure dies through zt_fatal naming the file.
 #include "data/tokenizer/sentencepiece_shim.h"
 
 #include <sentencepiece_processor.h>
@@ -19,19 +20,33 @@ struct zt_spm {
   std::string path;
 };
 
-extern "C" zt_spm *zt_spm_load(const char *path) {
+static zt_spm *spm_load(const char *path, bool no_dummy_prefix) {
   zt_spm *p = new (std::nothrow) zt_spm;
   if (!p) zt_fatal("--tokenizer-model", "out of memory loading %s", path);
   p->path = path;
   FILE *f = std::fopen(path, "rb");
   if (!f) zt_fatal("--tokenizer-model", "cannot open SentencePiece model %s", path);
+  std::string proto;
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) proto.append(buf, got);
   std::fclose(f);
-  sentencepiece::util::Status st = p->proc.Load(path);
+  if (no_dummy_prefix) {
+    /* Protocol buffers merge repeated occurrences of an embedded message and keep the last value of a scalar: a
+     * second normalizer_spec (ModelProto field 3) holding only add_dummy_prefix (NormalizerSpec field 3) = false,
+     * appended to the serialized model, is the proto's MergeFrom of that one field. */
+    static const char merge[] = {0x1A, 0x02, 0x18, 0x00};
+    proto.append(merge, sizeof merge);
+  }
+  sentencepiece::util::Status st = p->proc.LoadFromSerializedProto(proto);
   if (!st.ok())
     zt_fatal("--tokenizer-model", "%s is not a valid SentencePiece model: %s", path, st.ToString().c_str());
   if (p->proc.GetPieceSize() <= 0) zt_fatal("--tokenizer-model", "%s: the model has no pieces", path);
   return p;
 }
+
+extern "C" zt_spm *zt_spm_load(const char *path) { return spm_load(path, false); }
+extern "C" zt_spm *zt_spm_load_no_dummy_prefix(const char *path) { return spm_load(path, true); }
 
 extern "C" void zt_spm_free(zt_spm *p) { delete p; }
 extern "C" const char *zt_spm_path(const zt_spm *p) { return p->path.c_str(); }
@@ -63,6 +78,23 @@ extern "C" void zt_spm_encode(const zt_spm *p, const char *text, size_t len, zt_
   for (int id : ids) zt_ids_push(out, id);
 }
 
+static char *c_string(const std::string &text, size_t *len_out) {
+  char *s = static_cast<char *>(zt_malloc(text.size() + 1, "SentencePiece decode"));
+  std::memcpy(s, text.data(), text.size());
+  s[text.size()] = 0;
+  if (len_out) *len_out = text.size();
+  return s;
+}
+
+extern "C" char *zt_spm_decode_pieces(const zt_spm *p, const char *const *pieces, size_t n, size_t *len_out) {
+  std::vector<std::string> v(pieces, pieces + n);
+  std::string text;
+  sentencepiece::util::Status st = p->proc.Decode(v, &text);
+  if (!st.ok())
+    zt_fatal("SentencePiece", "%s: decoding %zu pieces failed: %s", p->path.c_str(), n, st.ToString().c_str());
+  return c_string(text, len_out);
+}
+
 extern "C" char *zt_spm_decode(const zt_spm *p, const int32_t *ids, size_t n, size_t *len_out) {
   std::vector<int> v(ids, ids + n);
   int size = p->proc.GetPieceSize();
@@ -73,9 +105,5 @@ extern "C" char *zt_spm_decode(const zt_spm *p, const int32_t *ids, size_t n, si
   std::string text;
   sentencepiece::util::Status st = p->proc.Decode(v, &text);
   if (!st.ok()) zt_fatal("SentencePiece", "%s: decoding %zu ids failed: %s", p->path.c_str(), n, st.ToString().c_str());
-  char *s = static_cast<char *>(zt_malloc(text.size() + 1, "SentencePiece decode"));
-  std::memcpy(s, text.data(), text.size());
-  s[text.size()] = 0;
-  if (len_out) *len_out = text.size();
-  return s;
+  return c_string(text, len_out);
 }

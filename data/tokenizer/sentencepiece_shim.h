@@ -19,6 +19,9 @@ typedef struct zt_spm zt_spm;
 
 /* Loads a SentencePiece model; dies naming `path` when it is missing or not a valid model. */
 zt_spm *zt_spm_load(const char *path);
+/* The same model with its normalizer's add_dummy_prefix turned off (what transformers' LlamaTokenizer does to the
+ * model proto with legacy=False): no "▁" is put before the text. */
+zt_spm *zt_spm_load_no_dummy_prefix(const char *path);
 void zt_spm_free(zt_spm *p);
 const char *zt_spm_path(const zt_spm *p);
 
@@ -36,6 +39,8 @@ int zt_spm_pad_id(const zt_spm *p);
 void zt_spm_encode(const zt_spm *p, const char *text, size_t len, zt_ids *out);
 /* DecodeIds(ids[0..n)) as a malloc'd NUL-terminated string; ids must be in [0, piece_size). */
 char *zt_spm_decode(const zt_spm *p, const int32_t *ids, size_t n, size_t *len_out);
+/* DecodePieces(pieces[0..n)): the same for piece strings (a string that is no piece is written as it is). */
+char *zt_spm_decode_pieces(const zt_spm *p, const char *const *pieces, size_t n, size_t *len_out);
 
 #ifdef __cplusplus
 }

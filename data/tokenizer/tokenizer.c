@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "data/tokenizer/gpt2_bpe.h"
+#include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/sentencepiece_shim.h"
 #include "data/tokenizer/unicode.h"
 #include "data/tokenizer/wordpiece.h"
@@ -44,6 +45,7 @@ static const char *const kind_names[] = {
     [ZT_TOK_SENTENCEPIECE] = "SentencePieceTokenizer",
     [ZT_TOK_GPT_SENTENCEPIECE] = "GPTSentencePieceTokenizer",
     [ZT_TOK_NULL] = "NullTokenizer",
+    [ZT_TOK_HF] = "HFTokenizer",
 };
 #define N_KINDS ((int)(sizeof(kind_names) / sizeof(kind_names[0])))
 
@@ -85,12 +87,14 @@ struct zt_tokenizer {
   zt_gpt2_bpe *gpt2;
   zt_wordpiece *wp;
   spm_megatron spm;
+  zt_hf_tok *hf;
 };
 
 struct zt_tok_state {
   zt_tokenizer_kind kind;
   zt_gpt2_bpe_cache *gpt2_cache;
   zt_wordpiece_scratch *wp_scratch;
+  zt_hf_state *hf;
   char *buf; /* scratch for SentencePiece (valid-UTF-8 copy of the text) */
   size_t buf_cap;
 };
@@ -395,6 +399,11 @@ zt_tokenizer *zt_tokenizer_create(const zt_tokenizer_spec *spec) {
   case ZT_TOK_GPT_SENTENCEPIECE:
     spm_setup(t, spec);
     break;
+  case ZT_TOK_HF:
+    t->hf = zt_hf_tok_load(need_flag(spec->tokenizer_model, "--tokenizer-model", spec->kind));
+    t->vocab_size = zt_hf_vocab_size(t->hf);
+    t->eod = zt_hf_eos(t->hf);
+    break;
   default:
     zt_fatal("--tokenizer-type", "unknown tokenizer kind %d", (int)spec->kind);
   }
@@ -406,11 +415,13 @@ void zt_tokenizer_free(zt_tokenizer *t) {
   if (t->gpt2) zt_gpt2_bpe_free(t->gpt2);
   if (t->wp) zt_wordpiece_free(t->wp);
   if (t->spm.proc) spm_release(&t->spm);
+  zt_hf_tok_free(t->hf);
   free(t);
 }
 
 int zt_tokenizer_vocab_size(const zt_tokenizer *t) { return t->vocab_size; }
 int32_t zt_tokenizer_eod(const zt_tokenizer *t) { return t->eod; }
+const zt_hf_tok *zt_tokenizer_hf(const zt_tokenizer *t) { return t->hf; }
 
 zt_tokenizer_kind zt_tokenizer_kind_of(const zt_tokenizer *t) { return t->kind; }
 
@@ -427,6 +438,7 @@ zt_tok_state *zt_tok_state_new(const zt_tokenizer *t) {
   s->kind = t->kind;
   if (t->gpt2) s->gpt2_cache = zt_gpt2_bpe_cache_new();
   if (t->wp) s->wp_scratch = zt_wordpiece_scratch_new();
+  if (t->hf) s->hf = zt_hf_state_new(t->hf);
   return s;
 }
 
@@ -434,6 +446,7 @@ void zt_tok_state_free(zt_tok_state *s) {
   if (!s) return;
   if (s->gpt2_cache) zt_gpt2_bpe_cache_free(s->gpt2_cache);
   if (s->wp_scratch) zt_wordpiece_scratch_free(s->wp_scratch);
+  zt_hf_state_free(s->hf);
   free(s->buf);
   free(s);
 }
@@ -451,6 +464,12 @@ void zt_tokenizer_encode(const zt_tokenizer *t, zt_tok_state *s, const char *tex
     const char *v = valid_utf8(s, text, len, &n);
     if (t->kind == ZT_TOK_SENTENCEPIECE) spm_encode_megatron(&t->spm, v, n, out);
     else zt_spm_encode(t->spm.proc, v, n, out);
+    break;
+  }
+  case ZT_TOK_HF: {
+    size_t n;
+    const char *v = valid_utf8(s, text, len, &n);
+    zt_hf_encode(t->hf, s->hf, v, n, out);
     break;
   }
   }
@@ -472,6 +491,7 @@ char *zt_tokenizer_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, s
                  t->vocab_size);
     s = zt_spm_decode(t->spm.proc, ids, n, &len);
     break;
+  case ZT_TOK_HF: s = zt_hf_decode(t->hf, ids, n, &len); break;
   }
   if (len_out) *len_out = len;
   return s;

@@ -1,7 +1,8 @@
 /* Tokenizers with Megatron's names and semantics: GPT2BPETokenizer (byte-level BPE from vocab.json +
  * merges.txt), BertWordPieceLowerCase / BertWordPieceCase (vocab.txt), SentencePieceTokenizer and
  * GPTSentencePieceTokenizer (a .model file, through libsentencepiece), NullTokenizer (ids written
- * as space-separated integers). Each reproduces its reference tokenizer's ids exactly.
+ * as space-separated integers), HFTokenizer (a Hugging Face Llama or GPT-2 tokenizer directory,
+ * hf_tokenizer.h). Each reproduces its reference tokenizer's ids exactly.
  *
  * Threading: a created tokenizer is immutable and may be shared by threads; each thread encodes
  * with its own zt_tok_state (BPE cache, scratch buffers). */
@@ -18,13 +19,14 @@ typedef enum {
   ZT_TOK_SENTENCEPIECE,
   ZT_TOK_GPT_SENTENCEPIECE,
   ZT_TOK_NULL,
+  ZT_TOK_HF,
 } zt_tokenizer_kind;
 
 typedef struct {
   zt_tokenizer_kind kind;
   const char *vocab_file;      /* --vocab-file (GPT-2 vocab.json, BERT vocab.txt) */
   const char *merge_file;      /* --merge-file (GPT-2 merges.txt) */
-  const char *tokenizer_model; /* --tokenizer-model (SentencePiece .model) */
+  const char *tokenizer_model; /* --tokenizer-model (SentencePiece .model; HFTokenizer: the directory) */
   int vocab_size;              /* --vocab-size (NullTokenizer only) */
   int vocab_extra_ids;         /* --vocab-extra-ids (BERT/SentencePiece: <extra_id_N> tokens, T5) */
 } zt_tokenizer_spec;
@@ -52,8 +54,11 @@ zt_tokenizer_kind zt_tokenizer_kind_of(const zt_tokenizer *t);
 
 /* Megatron's tokenizer.vocab_size: the number of ids the model must embed (before padding). */
 int zt_tokenizer_vocab_size(const zt_tokenizer *t);
-/* Megatron's tokenizer.eod (GPT-2: <|endoftext|>); -1 when the kind has none. */
+/* Megatron's tokenizer.eod (GPT-2: <|endoftext|>; HFTokenizer: the eos token); -1 when the kind has none. */
 int32_t zt_tokenizer_eod(const zt_tokenizer *t);
+/* The HFTokenizer behind t (its pad token, padded encoding), or NULL for the other kinds. */
+struct zt_hf_tok;
+const struct zt_hf_tok *zt_tokenizer_hf(const zt_tokenizer *t);
 
 /* The vocabulary as Megatron's BERT data reads it (tokenizer.vocab[token], tokenizer.inv_vocab[id]); BERT WordPiece
  * kinds only (-1 / NULL for the others): the id of an exact vocabulary string ("[MASK]"), or -1; the string of an

@@ -1,4 +1,5 @@
-/* Word + position embeddings with embedding dropout. */
+/* Word + position embeddings with embedding dropout. A token id outside the word table embeds as zeros (Megatron's
+ * VocabParallelEmbedding masks it so under tensor parallelism) and takes no gradient. */
 #include "models/transformer/embedding.h"
 
 #include <stdio.h>
@@ -64,7 +65,9 @@ void zt_embedding_layer_forward(const zt_embedding *e, void *out, const int32_t 
   double *ft = e->fwd_time, t0 = ft ? zt_now() : 0.0, t1;
   zt_dropout d = embedding_dropout(dropout_p, site_layer, pass);
   if (!zt_tp_on(tp)) {
-    be->embedding_forward(dt, out, tokens, e->wte, N, e->C, 0);
+    /* an id past the table (finetune_llama's [PAD] after Llama's 32000 rows) embeds as zeros, as the vocab-parallel
+     * lookup below gives it on every rank: the same numbers in every tensor-parallel layout */
+    be->embedding_forward_range(dt, out, tokens, e->wte, N, e->C, 0, e->V);
     if (ft) ft[0] += (t1 = zt_now()) - t0, t0 = t1;
     if (e->wpe) be->embedding_forward(dt, out, positions, e->wpe, N, e->C, 1);
     if (types) be->embedding_forward(dt, out, types, e->wtt, N, e->C, 1);
@@ -99,7 +102,7 @@ void zt_embedding_layer_backward(const zt_embedding *e, void *dout, const int32_
   zt_dropout d = embedding_dropout(dropout_p, site_layer, pass);
   if (!zt_tp_on(tp)) {
     zt_pass_dropout(be, dt, dout, NULL, dout, pass, e->C, &d);
-    be->embedding_backward(dt, e->dwte, tokens, dout, N, e->C);
+    be->embedding_backward_range(dt, e->dwte, tokens, dout, N, e->C, 0, e->V);
     if (e->wpe) be->embedding_backward(dt, e->dwpe, positions, dout, N, e->C);
     if (types) be->embedding_backward(dt, e->dwtt, types, dout, N, e->C);
     return;

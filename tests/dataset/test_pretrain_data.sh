@@ -97,8 +97,8 @@ expect_error "--mock-data with --data-path" "--mock-data and --data-path are mut
   --mock-data --data-path "$tmp/a_text_document"
 expect_error "GPT-2 without --merge-file" "--tokenizer-type GPT2BPETokenizer needs --vocab-file (vocab.json) and --merge-file" \
   "${base[@]}" --data-path "$tmp/a_text_document" --vocab-file "$tmp/a.jsonl"
-expect_error "HFTokenizer" "--tokenizer-type HFTokenizer is not supported" "${base[@]}" --data-path "$tmp/a_text_document" \
-  --tokenizer-type HFTokenizer
+expect_error "HFTokenizer without its directory" "--tokenizer-type HFTokenizer needs --tokenizer-model" "${base[@]}" \
+  --data-path "$tmp/a_text_document" --tokenizer-type HFTokenizer
 expect_error "--num-workers -1" "--num-workers -1: must be >= 0" "${base[@]}" "${tok[@]}" \
   --data-path "$tmp/a_text_document" --num-workers -1
 expect_error "a split without training documents" "--split '0,50,50' leaves no training documents" "${base[@]}" \

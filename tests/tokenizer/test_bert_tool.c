@@ -1,9 +1,9 @@
-/* Test driver for the tokenizer oracle scripts (BERT WordPiece and SentencePiece tests): runs
+/* Test driver for the tokenizer oracle scripts (BERT WordPiece, SentencePiece and HFTokenizer tests): runs
  * zt_tokenizer over texts given as hex-encoded UTF-8 lines (so any byte, newline or control
  * character survives the trip).
  *   test_bert_tool KIND [--vocab-file F] [--merge-file F] [--tokenizer-model F] [--vocab-size N]
  *                  [--vocab-extra-ids N] MODE < input > output
- * MODE: info    prints "vocab_size N" and "eod N"
+ * MODE: info    prints "vocab_size N" and "eod N" (HFTokenizer: also "pad N" and "bos N")
  *       encode  each input line (hex) -> one line of space-separated ids
  *       decode  each input line (space-separated ids) -> one line (hex of the text)
  *       basic-lower / basic-case (KIND ignored, no files): BasicTokenizer output tokens joined by
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/wordpiece.h"
 
@@ -101,6 +102,8 @@ int main(int argc, char **argv) {
   zt_tokenizer *t = zt_tokenizer_create(&spec);
   if (strcmp(mode, "info") == 0) {
     printf("vocab_size %d\neod %d\n", zt_tokenizer_vocab_size(t), (int)zt_tokenizer_eod(t));
+    const zt_hf_tok *hf = zt_tokenizer_hf(t);
+    if (hf) printf("pad %d\nbos %d\n", (int)zt_hf_pad(hf), (int)zt_hf_bos(hf));
   } else if (strcmp(mode, "encode") == 0) {
     zt_tok_state *s = zt_tok_state_new(t);
     zt_ids ids = {0};

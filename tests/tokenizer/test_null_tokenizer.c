@@ -46,17 +46,17 @@ static void check_dies(const char *name, int vocab, const char *text, const char
 int main(void) {
   /* names */
   const char *names[] = {"GPT2BPETokenizer", "BertWordPieceLowerCase", "BertWordPieceCase",
-                         "SentencePieceTokenizer", "GPTSentencePieceTokenizer", "NullTokenizer"};
+                         "SentencePieceTokenizer", "GPTSentencePieceTokenizer", "NullTokenizer", "HFTokenizer"};
   const zt_tokenizer_kind kinds[] = {ZT_TOK_GPT2BPE, ZT_TOK_BERT_LOWER, ZT_TOK_BERT_CASE,
-                                     ZT_TOK_SENTENCEPIECE, ZT_TOK_GPT_SENTENCEPIECE, ZT_TOK_NULL};
-  for (int i = 0; i < 6; i++) {
+                                     ZT_TOK_SENTENCEPIECE, ZT_TOK_GPT_SENTENCEPIECE, ZT_TOK_NULL, ZT_TOK_HF};
+  for (int i = 0; i < 7; i++) {
     zt_tokenizer_kind k = ZT_TOK_NULL;
     int rc = zt_tokenizer_parse_kind(names[i], &k);
     tu_check(rc == 0 && k == kinds[i] && strcmp(zt_tokenizer_kind_name(k), names[i]) == 0, names[i],
              "rc %d kind %d name %s", rc, (int)k, zt_tokenizer_kind_name(k));
   }
-  const char *unsupported[] = {"HFTokenizer", "HFAutoTokenizer", "HuggingFaceTokenizer", "Llama2Tokenizer",
-                               "nulltokenizer", "", "GPT2BPETokenizer "};
+  const char *unsupported[] = {"HFAutoTokenizer", "HuggingFaceTokenizer", "Llama2Tokenizer", "nulltokenizer", "",
+                               "GPT2BPETokenizer ", "hftokenizer"};
   for (int i = 0; i < 7; i++) {
     zt_tokenizer_kind k;
     char nm[64];

@@ -1,0 +1,598 @@
+/* HFTokenizer: transformers' slow LlamaTokenizer and GPT2Tokenizer as Megatron-DeepSpeed's _HFTokenizer loads
+ * them from a directory (hf_tokenizer.h). */
+#include "data/tokenizer/hf_tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/tokenizer/gpt2_bpe.h"
+#include "data/tokenizer/sentencepiece_shim.h"
+#include "data/tokenizer/unicode.h"
+#include "runtime/base/error.h"
+
+#define FLAG "--tokenizer-model"
+#define SPIECE "\xE2\x96\x81" /* U+2581, SentencePiece's whitespace */
+
+enum { BOS, EOS, UNK, PAD, N_SPECIAL };
+static const char *const special_key[N_SPECIAL] = {"bos_token", "eos_token", "unk_token", "pad_token"};
+
+typedef struct {
+  char *content; /* NULL: the tokenizer has none */
+  size_t len;
+  int32_t id;
+  int lstrip, rstrip;
+} hf_special;
+
+struct zt_hf_tok {
+  int gpt2;        /* 0: LlamaTokenizer, 1: GPT2Tokenizer */
+  char *dir;
+  zt_spm *sp;      /* LlamaTokenizer: tokenizer.model (without its dummy prefix when not legacy) */
+  zt_gpt2_bpe *bpe; /* GPT2Tokenizer */
+  int base;        /* tokenizer.vocab_size */
+  int n_ids;       /* base plus the added ids past it */
+  int legacy, add_prefix_space, add_bos, add_eos, clean_up;
+  int unk_len;     /* non-legacy Llama: the pieces of the unk token's text */
+  hf_special sp_tok[N_SPECIAL];
+};
+
+struct zt_hf_state {
+  zt_gpt2_bpe_cache *cache;
+  char *buf;
+  size_t cap;
+  zt_ids tmp;
+};
+
+/* ---- loading ----------------------------------------------------------------------------------------------- */
+
+static char *path_in(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = zt_malloc(n, "HFTokenizer path");
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The parsed JSON file DIR/name, or NULL when it does not exist; malformed JSON dies naming it. */
+static cJSON *read_json(const char *dir, const char *name) {
+  char *path = path_in(dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    free(path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  zt_check(n >= 0, FLAG, "%s: cannot read", path);
+  char *s = zt_malloc((size_t)n + 1, "HFTokenizer JSON file");
+  zt_check(fread(s, 1, (size_t)n, f) == (size_t)n, FLAG, "%s: short read", path);
+  fclose(f);
+  s[n] = 0;
+  cJSON *j = cJSON_ParseWithLength(s, (size_t)n);
+  if (!j || !cJSON_IsObject(j)) {
+    const char *at = cJSON_GetErrorPtr();
+    zt_fatal(FLAG, "%s is not a JSON object (%s byte %ld)", path, j ? "top level" : "error near",
+             j || !at ? 0L : (long)(at - s));
+  }
+  free(s);
+  free(path);
+  return j;
+}
+
+static int json_bool(const cJSON *j, const char *key, int dflt, const char *dir, const char *file) {
+  const cJSON *v = j ? cJSON_GetObjectItemCaseSensitive(j, key) : NULL;
+  if (!v || cJSON_IsNull(v)) return dflt;
+  zt_check(cJSON_IsBool(v), FLAG, "%s/%s: \"%s\" must be true, false or null", dir, file, key);
+  return cJSON_IsTrue(v);
+}
+
+static void set_special(hf_special *t, const char *content, int lstrip, int rstrip) {
+  free(t->content);
+  t->content = NULL;
+  t->len = 0;
+  if (!content) return;
+  t->len = strlen(content);
+  t->content = zt_malloc(t->len + 1, "HFTokenizer special token");
+  memcpy(t->content, content, t->len + 1);
+  t->lstrip = lstrip;
+  t->rstrip = rstrip;
+}
+
+/* A special token's value: a string, an AddedToken object {"content", "lstrip", "rstrip", ...}, or null. */
+static void read_special(hf_special *t, const cJSON *v, const char *key, const char *dir, const char *file) {
+  if (!v) return;
+  if (cJSON_IsNull(v)) {
+    set_special(t, NULL, 0, 0);
+  } else if (cJSON_IsString(v)) {
+    set_special(t, v->valuestring, 0, 0);
+  } else if (cJSON_IsObject(v)) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+    zt_check(cJSON_IsString(c), FLAG, "%s/%s: \"%s\" has no \"content\" string", dir, file, key);
+    zt_check(!json_bool(v, "single_word", 0, dir, file), FLAG, "%s/%s: \"%s\" (\"%s\") has single_word true, "
+             "which HFTokenizer does not support", dir, file, key, c->valuestring);
+    set_special(t, c->valuestring, json_bool(v, "lstrip", 0, dir, file), json_bool(v, "rstrip", 0, dir, file));
+  } else {
+    zt_fatal(FLAG, "%s/%s: \"%s\" must be a string, an AddedToken object or null", dir, file, key);
+  }
+  zt_check(!t->content || t->len > 0, FLAG, "%s/%s: \"%s\" is the empty string", dir, file, key);
+}
+
+/* Keys naming more special or added tokens than bos/eos/unk/pad, which would change the splitting: refused unless
+ * they only repeat those four. */
+static void check_extra_tokens(const zt_hf_tok *h, const cJSON *j, const char *file) {
+  if (!j) return;
+  static const char *const extra[] = {"cls_token", "sep_token", "mask_token"};
+  for (int k = 0; k < 3; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, extra[k]);
+    if (!v || cJSON_IsNull(v)) continue;
+    const cJSON *c = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "content") : v;
+    int known = 0;
+    for (int s = 0; s < N_SPECIAL && cJSON_IsString(c); s++)
+      known |= h->sp_tok[s].content && strcmp(h->sp_tok[s].content, c->valuestring) == 0;
+    zt_check(known, FLAG, "%s/%s: \"%s\" adds a special token besides bos/eos/unk/pad, which HFTokenizer does not "
+             "support", h->dir, file, extra[k]);
+  }
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "additional_special_tokens");
+  zt_check(!a || cJSON_IsNull(a) || (cJSON_IsArray(a) && cJSON_GetArraySize(a) == 0), FLAG,
+           "%s/%s: \"additional_special_tokens\" is not supported by HFTokenizer (only bos/eos/unk/pad)", h->dir,
+           file);
+}
+
+/* The id of a string in the base vocabulary, or -1. */
+static int32_t base_id(const zt_hf_tok *h, const cJSON *vocab, const char *s) {
+  if (!h->gpt2) return zt_spm_piece_to_id_exact(h->sp, s);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(vocab, s);
+  return cJSON_IsNumber(v) ? (int32_t)v->valueint : -1;
+}
+
+/* tokenizer_config.json's "added_tokens_decoder": each entry must be one of the special tokens; its id and its
+ * lstrip/rstrip are the ones transformers uses. */
+static void read_added_tokens(zt_hf_tok *h, const cJSON *cfg) {
+  const cJSON *dec = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder") : NULL;
+  if (!dec) return;
+  zt_check(cJSON_IsObject(dec), FLAG, "%s/tokenizer_config.json: \"added_tokens_decoder\" must be an object",
+           h->dir);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, dec) {
+    char *end;
+    long id = strtol(e->string, &end, 10);
+    zt_check(*e->string && !*end && id >= 0 && id < (1L << 30), FLAG, "%s/tokenizer_config.json: "
+             "added_tokens_decoder key \"%s\" is not a token id", h->dir, e->string);
+    const cJSON *c = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "content") : NULL;
+    zt_check(cJSON_IsString(c), FLAG, "%s/tokenizer_config.json: added_tokens_decoder[\"%s\"] has no \"content\"",
+             h->dir, e->string);
+    int s = 0;
+    while (s < N_SPECIAL && !(h->sp_tok[s].content && strcmp(h->sp_tok[s].content, c->valuestring) == 0)) s++;
+    zt_check(s < N_SPECIAL, FLAG, "%s/tokenizer_config.json: added token %ld \"%s\" is not the bos, eos, unk or pad "
+             "token; HFTokenizer supports no other added tokens", h->dir, id, c->valuestring);
+    zt_check(!json_bool(e, "single_word", 0, h->dir, "tokenizer_config.json"), FLAG, "%s/tokenizer_config.json: "
+             "added token \"%s\" has single_word true, which HFTokenizer does not support", h->dir, c->valuestring);
+    h->sp_tok[s].id = (int32_t)id;
+    h->sp_tok[s].lstrip = json_bool(e, "lstrip", 0, h->dir, "tokenizer_config.json");
+    h->sp_tok[s].rstrip = json_bool(e, "rstrip", 0, h->dir, "tokenizer_config.json");
+  }
+}
+
+/* The class: tokenizer_config.json's tokenizer_class, else config.json's model_type. Returns 1 for GPT-2. */
+static int choose_class(const char *dir, const cJSON *cfg) {
+  const cJSON *c = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class") : NULL;
+  if (c && !cJSON_IsNull(c)) {
+    zt_check(cJSON_IsString(c), FLAG, "%s/tokenizer_config.json: \"tokenizer_class\" must be a string", dir);
+    const char *s = c->valuestring;
+    if (!strcmp(s, "LlamaTokenizer") || !strcmp(s, "LlamaTokenizerFast")) return 0;
+    if (!strcmp(s, "GPT2Tokenizer") || !strcmp(s, "GPT2TokenizerFast")) return 1;
+    zt_fatal(FLAG, "%s/tokenizer_config.json: tokenizer_class \"%s\" is not supported: HFTokenizer reads the slow "
+             "LlamaTokenizer (tokenizer.model) and GPT2Tokenizer (vocab.json + merges.txt) directories", dir, s);
+  }
+  cJSON *model = read_json(dir, "config.json");
+  const cJSON *t = model ? cJSON_GetObjectItemCaseSensitive(model, "model_type") : NULL;
+  int gpt2 = -1;
+  if (cJSON_IsString(t) && !strcmp(t->valuestring, "llama")) gpt2 = 0;
+  if (cJSON_IsString(t) && !strcmp(t->valuestring, "gpt2")) gpt2 = 1;
+  if (gpt2 < 0)
+    zt_fatal(FLAG, "%s: no tokenizer_class in tokenizer_config.json and config.json's model_type is %s%s%s: "
+             "HFTokenizer reads LlamaTokenizer (model_type llama) and GPT2Tokenizer (gpt2) directories", dir,
+             cJSON_IsString(t) ? "\"" : "", cJSON_IsString(t) ? t->valuestring : "missing",
+             cJSON_IsString(t) ? "\"" : "");
+  cJSON_Delete(model);
+  return gpt2;
+}
+
+zt_hf_tok *zt_hf_tok_load(const char *dir) {
+  zt_check(dir && dir[0], FLAG, "--tokenizer-type HFTokenizer needs --tokenizer-model, the Hugging Face tokenizer "
+           "directory");
+  struct stat st;
+  zt_check(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), FLAG, "%s is not a directory: --tokenizer-type HFTokenizer "
+           "reads a Hugging Face tokenizer directory (tokenizer_config.json with tokenizer.model, or vocab.json and "
+           "merges.txt)", dir);
+  zt_hf_tok *h = zt_calloc(1, sizeof *h, "HFTokenizer");
+  h->dir = path_in(dir, "");
+  h->dir[strlen(h->dir) - 1] = 0;
+  cJSON *cfg = read_json(dir, "tokenizer_config.json");
+  h->gpt2 = choose_class(dir, cfg);
+  const char *file = "tokenizer_config.json";
+  cJSON *vocab = NULL;
+  if (!h->gpt2) {
+    char *model = path_in(dir, "tokenizer.model");
+    zt_check(file_exists(model), FLAG, "%s: no tokenizer.model: the slow LlamaTokenizer that Megatron-DeepSpeed's "
+             "HFTokenizer loads (use_fast=False) needs the SentencePiece model", dir);
+    const cJSON *kw = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "sp_model_kwargs") : NULL;
+    zt_check(!kw || cJSON_IsNull(kw) || (cJSON_IsObject(kw) && !kw->child), FLAG, "%s/%s: sp_model_kwargs (sampling) "
+             "is not supported by HFTokenizer", dir, file);
+    h->legacy = json_bool(cfg, "legacy", 1, dir, file);
+    h->add_prefix_space = json_bool(cfg, "add_prefix_space", 1, dir, file);
+    h->add_bos = json_bool(cfg, "add_bos_token", 1, dir, file);
+    h->add_eos = json_bool(cfg, "add_eos_token", 0, dir, file);
+    h->clean_up = json_bool(cfg, "clean_up_tokenization_spaces", 0, dir, file);
+    h->sp = h->legacy ? zt_spm_load(model) : zt_spm_load_no_dummy_prefix(model);
+    h->base = zt_spm_piece_size(h->sp);
+    set_special(&h->sp_tok[BOS], "<s>", 0, 0);
+    set_special(&h->sp_tok[EOS], "</s>", 0, 0);
+    set_special(&h->sp_tok[UNK], "<unk>", 0, 0);
+    free(model);
+  } else {
+    char *vj = path_in(dir, "vocab.json"), *mt = path_in(dir, "merges.txt");
+    zt_check(file_exists(vj) && file_exists(mt), FLAG, "%s: GPT2Tokenizer needs vocab.json and merges.txt", dir);
+    h->bpe = zt_gpt2_bpe_load(vj, mt);
+    h->base = zt_gpt2_bpe_vocab_size(h->bpe);
+    vocab = read_json(dir, "vocab.json");
+    h->add_prefix_space = json_bool(cfg, "add_prefix_space", 0, dir, file);
+    h->add_bos = json_bool(cfg, "add_bos_token", 0, dir, file);
+    h->clean_up = json_bool(cfg, "clean_up_tokenization_spaces", 0, dir, file);
+    for (int s = BOS; s <= UNK; s++) set_special(&h->sp_tok[s], "<|endoftext|>", 0, 0);
+    free(vj);
+    free(mt);
+  }
+  cJSON *map = read_json(dir, "special_tokens_map.json");
+  for (int s = 0; s < N_SPECIAL; s++) {
+    if (cfg) read_special(&h->sp_tok[s], cJSON_GetObjectItemCaseSensitive(cfg, special_key[s]), special_key[s], dir,
+                          file);
+    /* special_tokens_map.json overrides tokenizer_config.json (from_pretrained reads it last) */
+    if (map) read_special(&h->sp_tok[s], cJSON_GetObjectItemCaseSensitive(map, special_key[s]), special_key[s], dir,
+                          "special_tokens_map.json");
+  }
+  check_extra_tokens(h, cfg, file);
+  check_extra_tokens(h, map, "special_tokens_map.json");
+  char *added = path_in(dir, "added_tokens.json");
+  zt_check(!file_exists(added), FLAG, "%s: added tokens are not supported by HFTokenizer (only bos/eos/unk/pad)",
+           added);
+  free(added);
+  zt_check(!cfg || !cJSON_GetObjectItemCaseSensitive(cfg, "auto_map"), FLAG, "%s/%s: \"auto_map\" names custom "
+           "tokenizer code (trust_remote_code), which HFTokenizer cannot run", dir, file);
+  for (int s = 0; s < N_SPECIAL; s++) h->sp_tok[s].id = -1;
+  read_added_tokens(h, cfg);
+  /* _HFTokenizer adds "[PAD]" when the directory has no pad token */
+  if (!h->sp_tok[PAD].content) set_special(&h->sp_tok[PAD], "[PAD]", 0, 0);
+  /* ids: added_tokens_decoder's, else the vocabulary's, else the next new id (transformers' _add_tokens; bos, eos,
+   * unk, then Megatron's pad). Tokens with the same text share an id. */
+  h->n_ids = h->base;
+  for (int s = 0; s < N_SPECIAL; s++) {
+    hf_special *t = &h->sp_tok[s];
+    if (t->id >= 0) {
+      if (t->id >= h->n_ids) h->n_ids = t->id + 1;
+      continue;
+    }
+    for (int r = 0; r < s && t->id < 0; r++)
+      if (!strcmp(h->sp_tok[r].content, t->content)) t->id = h->sp_tok[r].id;
+    if (t->id < 0) t->id = base_id(h, vocab, t->content);
+    if (t->id < 0) t->id = h->n_ids++;
+  }
+  if (!h->gpt2 && !h->legacy) {
+    zt_ids ids = {0};
+    zt_spm_encode(h->sp, h->sp_tok[UNK].content, h->sp_tok[UNK].len, &ids);
+    h->unk_len = (int)ids.n;
+    zt_ids_free(&ids);
+  }
+  cJSON_Delete(vocab);
+  cJSON_Delete(map);
+  cJSON_Delete(cfg);
+  return h;
+}
+
+void zt_hf_tok_free(zt_hf_tok *h) {
+  if (!h) return;
+  for (int s = 0; s < N_SPECIAL; s++) free(h->sp_tok[s].content);
+  if (h->sp) zt_spm_free(h->sp);
+  if (h->bpe) zt_gpt2_bpe_free(h->bpe);
+  free(h->dir);
+  free(h);
+}
+
+int zt_hf_vocab_size(const zt_hf_tok *h) { return h->base; }
+int32_t zt_hf_eos(const zt_hf_tok *h) { return h->sp_tok[EOS].id; }
+int32_t zt_hf_bos(const zt_hf_tok *h) { return h->sp_tok[BOS].content ? h->sp_tok[BOS].id : -1; }
+int32_t zt_hf_pad(const zt_hf_tok *h) { return h->sp_tok[PAD].id; }
+const char *zt_hf_eos_token(const zt_hf_tok *h) { return h->sp_tok[EOS].content; }
+const char *zt_hf_class(const zt_hf_tok *h) { return h->gpt2 ? "GPT2Tokenizer" : "LlamaTokenizer"; }
+
+zt_hf_state *zt_hf_state_new(const zt_hf_tok *h) {
+  zt_hf_state *s = zt_calloc(1, sizeof *s, "HFTokenizer state");
+  if (h->gpt2) s->cache = zt_gpt2_bpe_cache_new();
+  return s;
+}
+
+void zt_hf_state_free(zt_hf_state *s) {
+  if (!s) return;
+  if (s->cache) zt_gpt2_bpe_cache_free(s->cache);
+  free(s->buf);
+  zt_ids_free(&s->tmp);
+  free(s);
+}
+
+/* ---- encoding ---------------------------------------------------------------------------------------------- */
+
+/* Python's str.isspace (what str.strip removes). */
+static int py_space(uint32_t cp) { return zt_unicode_is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
+static size_t lstrip_len(const char *s, size_t n) {
+  size_t i = 0, used;
+  while (i < n) {
+    if (!py_space(zt_utf8_decode((const uint8_t *)s + i, n - i, &used))) break;
+    i += used;
+  }
+  return i;
+}
+
+static size_t rstrip_end(const char *s, size_t n) {
+  size_t e = n, used;
+  while (e > 0) {
+    size_t b = e - 1;
+    while (b > 0 && ((uint8_t)s[b] & 0xC0) == 0x80) b--;
+    if (!py_space(zt_utf8_decode((const uint8_t *)s + b, e - b, &used))) break;
+    e = b;
+  }
+  return e;
+}
+
+typedef struct {
+  size_t b, e;
+  int special; /* index into sp_tok, or -1 for text */
+} chunk;
+
+/* The special token that starts at text[p] (the longest when several do), or -1. */
+static int special_at(const zt_hf_tok *h, const char *text, size_t len, size_t p) {
+  int best = -1;
+  for (int s = 0; s < N_SPECIAL; s++) {
+    const hf_special *t = &h->sp_tok[s];
+    if (t->content && p + t->len <= len && memcmp(text + p, t->content, t->len) == 0 &&
+        (best < 0 || t->len > h->sp_tok[best].len))
+      best = s;
+  }
+  return best;
+}
+
+static void scratch(zt_hf_state *st, size_t need) {
+  if (st->cap >= need) return;
+  free(st->buf);
+  st->cap = need * 2;
+  st->buf = zt_malloc(st->cap, "HFTokenizer text buffer");
+}
+
+/* The class's _tokenize of one text chunk. */
+static void tokenize_chunk(const zt_hf_tok *h, zt_hf_state *st, const char *c, size_t n, zt_ids *out) {
+  if (h->gpt2) {
+    zt_gpt2_bpe_encode(h->bpe, st->cache, c, n, out);
+    return;
+  }
+  if (h->legacy || !(n > 0 && (c[0] == ' ' || (n >= 3 && !memcmp(c, SPIECE, 3))))) {
+    zt_spm_encode(h->sp, c, n, out);
+    return;
+  }
+  /* non-legacy text that starts with a space: encode "<unk>" + text and drop the unk token's pieces, so that
+   * SentencePiece (without its dummy prefix) keeps the leading "\u2581" on the first word */
+  const hf_special *u = &h->sp_tok[UNK];
+  char *joined = zt_malloc(u->len + n, "HFTokenizer chunk");
+  memcpy(joined, u->content, u->len);
+  memcpy(joined + u->len, c, n);
+  st->tmp.n = 0;
+  zt_spm_encode(h->sp, joined, u->len + n, &st->tmp);
+  free(joined);
+  size_t from = st->tmp.n >= (size_t)h->unk_len ? (size_t)h->unk_len : 0;
+  for (size_t i = from; i < st->tmp.n; i++) zt_ids_push(out, st->tmp.ids[i]);
+}
+
+/* PreTrainedTokenizer.tokenize (+ LlamaTokenizer's non-legacy wrapping) and convert_tokens_to_ids. */
+static void encode_plain(const zt_hf_tok *h, zt_hf_state *st, const char *text, size_t len, zt_ids *out) {
+  if (!h->gpt2 && !h->legacy && len == 0) return;
+  /* the text as the class prepares it */
+  if (!h->gpt2 && !h->legacy) { /* "\u2581" -> " ", then "\u2581" in front */
+    scratch(st, len + 4);
+    size_t o = 0;
+    if (h->add_prefix_space) memcpy(st->buf, SPIECE, 3), o = 3;
+    for (size_t i = 0; i < len; i++) {
+      if (i + 3 <= len && !memcmp(text + i, SPIECE, 3)) {
+        st->buf[o++] = ' ';
+        i += 2;
+      } else {
+        st->buf[o++] = text[i];
+      }
+    }
+    text = st->buf;
+    len = o;
+  } else if (h->gpt2 && h->add_prefix_space) {
+    scratch(st, len + 2);
+    st->buf[0] = ' ';
+    memcpy(st->buf + 1, text, len);
+    text = st->buf;
+    len++;
+  }
+  /* split on the special tokens */
+  size_t cap = 16, n = 0, start = 0;
+  chunk *ch = zt_malloc(cap * sizeof *ch, "HFTokenizer chunks");
+  for (size_t p = 0; p < len;) {
+    int s = special_at(h, text, len, p);
+    if (s < 0) {
+      p++;
+      continue;
+    }
+    if (n + 2 > cap) ch = realloc(ch, (cap *= 2) * sizeof *ch);
+    zt_check(ch, "HFTokenizer", "out of memory");
+    if (p > start) ch[n++] = (chunk){start, p, -1};
+    ch[n++] = (chunk){p, p + h->sp_tok[s].len, s};
+    p += h->sp_tok[s].len;
+    start = p;
+  }
+  if (len > start) {
+    if (n + 1 > cap) ch = realloc(ch, (cap += 1) * sizeof *ch);
+    zt_check(ch, "HFTokenizer", "out of memory");
+    ch[n++] = (chunk){start, len, -1};
+  }
+  /* lstrip / rstrip of the neighbours of a special token */
+  for (size_t i = 0; i < n; i++) {
+    if (ch[i].special < 0) continue;
+    const hf_special *t = &h->sp_tok[ch[i].special];
+    if (t->rstrip && i + 1 < n && ch[i + 1].e > ch[i + 1].b)
+      ch[i + 1].b += lstrip_len(text + ch[i + 1].b, ch[i + 1].e - ch[i + 1].b);
+    if (t->lstrip && i > 0 && ch[i - 1].e > ch[i - 1].b)
+      ch[i - 1].e = ch[i - 1].b + rstrip_end(text + ch[i - 1].b, ch[i - 1].e - ch[i - 1].b);
+  }
+  const size_t first = out->n;
+  int second_special = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (ch[i].e == ch[i].b) continue;
+    if (ch[i].special >= 0) {
+      if (out->n == first + 1) second_special = 1;
+      zt_ids_push(out, h->sp_tok[ch[i].special].id);
+    } else {
+      tokenize_chunk(h, st, text + ch[i].b, ch[i].e - ch[i].b, out);
+    }
+  }
+  free(ch);
+  /* non-legacy: a lone "\u2581" before a leading special token is dropped */
+  if (!h->gpt2 && !h->legacy && second_special && out->ids[first] < h->base &&
+      !strcmp(zt_spm_id_to_piece(h->sp, out->ids[first]), SPIECE)) {
+    memmove(out->ids + first, out->ids + first + 1, (out->n - first - 1) * sizeof(int32_t));
+    out->n--;
+  }
+}
+
+void zt_hf_encode(const zt_hf_tok *h, zt_hf_state *s, const char *text, size_t len, zt_ids *out) {
+  if (h->add_bos) zt_ids_push(out, h->sp_tok[BOS].id);
+  encode_plain(h, s, text, len, out);
+  if (h->add_eos) zt_ids_push(out, h->sp_tok[EOS].id);
+}
+
+int zt_hf_encode_padded(const zt_hf_tok *h, zt_hf_state *s, const char *text, size_t len, int L, int32_t *out) {
+  const int nspec = h->add_bos + h->add_eos;
+  zt_check(L >= nspec, "HFTokenizer", "max_length %d leaves no room for the %d special tokens", L, nspec);
+  zt_ids ids = {0};
+  encode_plain(h, s, text, len, &ids);
+  const size_t keep = ids.n < (size_t)(L - nspec) ? ids.n : (size_t)(L - nspec);
+  int o = 0;
+  if (h->add_bos) out[o++] = h->sp_tok[BOS].id;
+  for (size_t i = 0; i < keep; i++) out[o++] = ids.ids[i];
+  if (h->add_eos) out[o++] = h->sp_tok[EOS].id;
+  zt_ids_free(&ids);
+  const int32_t pad = h->sp_tok[PAD].id;
+  while (o < L) out[o++] = pad;
+  int real = 0;
+  for (int i = 0; i < L; i++) real += out[i] != pad;
+  return real;
+}
+
+/* ---- decoding ---------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t n, cap;
+} text_buf;
+
+static void put(text_buf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->p = realloc(b->p, b->cap);
+    zt_check(b->p, "HFTokenizer", "out of memory decoding");
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+
+static void put_owned(text_buf *b, char *s, size_t n) {
+  put(b, s, n);
+  free(s);
+}
+
+static int special_of(const zt_hf_tok *h, int32_t id) {
+  for (int s = 0; s < N_SPECIAL; s++)
+    if (h->sp_tok[s].content && h->sp_tok[s].id == id) return s;
+  return -1;
+}
+
+/* LlamaTokenizer.convert_tokens_to_string over every token (special ones written as their text). */
+static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_buf *b) {
+  const char **run = zt_malloc((n + 1) * sizeof *run, "HFTokenizer decode");
+  size_t k = 0, len;
+  int prev_special = 0;
+  for (size_t i = 0; i < n; i++) {
+    const int s = special_of(h, ids[i]);
+    if (s >= 0) {
+      if (!prev_special && i != 0 && h->legacy) put(b, " ", 1);
+      put_owned(b, zt_spm_decode_pieces(h->sp, run, k, &len), len);
+      put(b, h->sp_tok[s].content, h->sp_tok[s].len);
+      prev_special = 1;
+      k = 0;
+      continue;
+    }
+    const char *piece = zt_spm_id_to_piece(h->sp, ids[i]);
+    /* the prefix space the tokenizer put in front is taken off the first token */
+    if (i == 0 && h->add_prefix_space && !strncmp(piece, SPIECE, 3)) piece += 3;
+    if (prev_special && i == 1 && h->add_prefix_space && strncmp(piece, SPIECE, 3)) put(b, " ", 1);
+    run[k++] = piece;
+    prev_special = 0;
+  }
+  put_owned(b, zt_spm_decode_pieces(h->sp, run, k, &len), len);
+  free(run);
+}
+
+/* The clean-up of tokenization spaces (clean_up_tokenization_spaces): Python's str.replace, in this order. */
+static void clean_up(text_buf *b) {
+  static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
+  static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+  for (int r = 0; r < 10; r++) {
+    const size_t fl = strlen(from[r]), tl = strlen(to[r]);
+    size_t o = 0;
+    for (size_t i = 0; i < b->n;) {
+      if (i + fl <= b->n && !memcmp(b->p + i, from[r], fl)) {
+        memmove(b->p + o, to[r], tl);
+        o += tl;
+        i += fl;
+      } else {
+        b->p[o++] = b->p[i++];
+      }
+    }
+    b->n = o;
+    b->p[o] = 0;
+  }
+}
+
+char *zt_hf_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, size_t *len_out) {
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || (ids[i] >= h->base && special_of(h, ids[i]) < 0))
+      zt_fatal("HFTokenizer", "id %d (position %zu) is outside the vocabulary [0, %d) and is no added token", ids[i],
+               i, h->base);
+  text_buf b = {0};
+  put(&b, "", 0);
+  if (!h->gpt2) {
+    llama_decode(h, ids, n, &b);
+  } else { /* byte-level runs, the special tokens as their text */
+    size_t last = 0, len;
+    for (size_t i = 0; i <= n; i++) {
+      const int s = i < n ? special_of(h, ids[i]) : -1;
+      if (i < n && s < 0) continue;
+      if (i > last) put_owned(&b, zt_gpt2_bpe_decode(h->bpe, ids + last, i - last, &len), len);
+      if (s >= 0) put(&b, h->sp_tok[s].content, h->sp_tok[s].len);
+      last = i + 1;
+    }
+  }
+  if (h->clean_up) clean_up(&b);
+  if (len_out) *len_out = b.n;
+  return b.p;
+}

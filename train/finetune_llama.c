@@ -1,0 +1,23 @@
+/* finetune_llama: Megatron-DeepSpeed's finetune_llama.py as one binary: the GPT model kind (the Llama flags of
+ * pretrain_gpt) trained on Alpaca-style supervised data (data/prompt_provider.h) with the loss on the responses
+ * only, run by the shared main program (checkpoints/train_main.c). Checkpoints are pretrain_gpt's: --load takes
+ * hf2megads_weight_converter's output, and pretrain_gpt, export_hf and hf2megads_weight_converter --to-hf-ckpt
+ * read what it saves. */
+#include <string.h>
+
+#include "checkpoints/train_main.h"
+#include "data/prompt_provider.h"
+#include "models/gpt/gpt.h"
+#include "runtime/base/error.h"
+
+static const zt_model_kind k_sft = {.name = "GPT", .build_model = zt_gpt_create,
+                                    .build_data = zt_prompt_provider_create, .count_params = zt_gpt_count,
+                                    .causal = 1, .seqlen_curriculum = 1};
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    zt_check(strcmp(argv[i], "--data-efficiency-curriculum-learning") != 0, "--data-efficiency-curriculum-learning",
+             "finetune_llama.py's data_post_process reads a 'text' field its SupervisedDataset does not have "
+             "(Megatron-DeepSpeed fails there): use ds_config's legacy curriculum_learning block instead");
+  return zt_train_main(argc, argv, &k_sft, "gpt");
+}
