@@ -759,8 +759,9 @@ static void print_help(const char *prog) {
          "       %s [options]\n\n"
          "Megatron-compatible flags, as --flag value or --flag=value. Megatron-DeepSpeed flags not listed\n"
          "here are refused by name until the work they belong to lands.\n", prog,
-         strcmp(zt_args_model, "bert") == 0 ? "--data-path PREFIX_text_sentence --vocab-file vocab.txt"
-                                            : "(--data-path PREFIX --vocab-file FILE --merge-file FILE | --mock-data)");
+         zt_args_data_usage                   ? zt_args_data_usage
+         : strcmp(zt_args_model, "bert") == 0 ? "--data-path PREFIX_text_sentence --vocab-file vocab.txt"
+                                              : "(--data-path PREFIX --vocab-file FILE --merge-file FILE | --mock-data)");
   const char *group = NULL;
   for (int i = 0; i < NFLAGS; i++) {
     const flag *f = &k_flags[i];
@@ -786,6 +787,7 @@ static void print_help(const char *prog) {
 /* ---- validation and derived values --------------------------------------------------------------- */
 
 const char *zt_args_model = "gpt";
+const char *zt_args_data_usage = NULL;
 
 static void check_positive(const char *flag, long long v) {
   zt_check(v > 0, "bad argument value", "%s %lld: must be > 0", flag, v);

@@ -258,6 +258,8 @@ typedef struct {
 /* The model family of the program parsing the flags ("gpt" by default, "bert" for pretrain_bert; set before
  * zt_args_parse): BERT's default tokenizer is BertWordPieceLowerCase, and its data flags are refused elsewhere. */
 extern const char *zt_args_model;
+/* The data part of --help's usage line where the driver's differs from its family's (finetune_llama), or NULL. */
+extern const char *zt_args_data_usage;
 /* The pipeline stages' layers where they are not Megatron's even split (with stages and no interleaved schedule), as
  * a malloc'ed [pp + 1], stage s holding layers [first[s], first[s + 1]) (an encoder-decoder: its encoder's), or NULL:
  * - GPTModelPipe's: under --deepspeed pretrain_gpt (and the evaluation programs) build Megatron-DeepSpeed's

@@ -250,11 +250,13 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
     free(vj);
     free(mt);
   }
-  cJSON *map = read_json(dir, "special_tokens_map.json");
+  /* special_tokens_map.json overrides tokenizer_config.json, and transformers (>= 4.34) reads it only when
+   * tokenizer_config.json has no added_tokens_decoder */
+  const int has_decoder = cfg && cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder");
+  cJSON *map = has_decoder ? NULL : read_json(dir, "special_tokens_map.json");
   for (int s = 0; s < N_SPECIAL; s++) {
     if (cfg) read_special(&h->sp_tok[s], cJSON_GetObjectItemCaseSensitive(cfg, special_key[s]), special_key[s], dir,
                           file);
-    /* special_tokens_map.json overrides tokenizer_config.json (from_pretrained reads it last) */
     if (map) read_special(&h->sp_tok[s], cJSON_GetObjectItemCaseSensitive(map, special_key[s]), special_key[s], dir,
                           "special_tokens_map.json");
   }
@@ -515,8 +517,11 @@ static void put(text_buf *b, const char *s, size_t n) {
   b->p[b->n] = 0;
 }
 
-static void put_owned(text_buf *b, char *s, size_t n) {
-  put(b, s, n);
+/* Appends SentencePiece's decode of run[0..k) (the length is known only once the call has returned). */
+static void put_pieces(text_buf *b, const zt_spm *sp, const char *const *run, size_t k) {
+  size_t len;
+  char *s = zt_spm_decode_pieces(sp, run, k, &len);
+  put(b, s, len);
   free(s);
 }
 
@@ -529,13 +534,13 @@ static int special_of(const zt_hf_tok *h, int32_t id) {
 /* LlamaTokenizer.convert_tokens_to_string over every token (special ones written as their text). */
 static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_buf *b) {
   const char **run = zt_malloc((n + 1) * sizeof *run, "HFTokenizer decode");
-  size_t k = 0, len;
+  size_t k = 0;
   int prev_special = 0;
   for (size_t i = 0; i < n; i++) {
     const int s = special_of(h, ids[i]);
     if (s >= 0) {
       if (!prev_special && i != 0 && h->legacy) put(b, " ", 1);
-      put_owned(b, zt_spm_decode_pieces(h->sp, run, k, &len), len);
+      put_pieces(b, h->sp, run, k);
       put(b, h->sp_tok[s].content, h->sp_tok[s].len);
       prev_special = 1;
       k = 0;
@@ -548,7 +553,7 @@ static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_
     run[k++] = piece;
     prev_special = 0;
   }
-  put_owned(b, zt_spm_decode_pieces(h->sp, run, k, &len), len);
+  put_pieces(b, h->sp, run, k);
   free(run);
 }
 
@@ -587,7 +592,11 @@ char *zt_hf_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, size_t *len
     for (size_t i = 0; i <= n; i++) {
       const int s = i < n ? special_of(h, ids[i]) : -1;
       if (i < n && s < 0) continue;
-      if (i > last) put_owned(&b, zt_gpt2_bpe_decode(h->bpe, ids + last, i - last, &len), len);
+      if (i > last) {
+        char *run = zt_gpt2_bpe_decode(h->bpe, ids + last, i - last, &len);
+        put(&b, run, len);
+        free(run);
+      }
       if (s >= 0) put(&b, h->sp_tok[s].content, h->sp_tok[s].len);
       last = i + 1;
     }

@@ -1,15 +1,18 @@
 /* libFuzzer harness: the tokenizers preprocess_data runs on jsonl texts: GPT-2 byte-level BPE, BERT WordPiece
- * (lower-case and cased) and the NullTokenizer, on arbitrary bytes (the first byte picks the tokenizer, the rest is
+ * (lower-case and cased), the NullTokenizer and HFTokenizer on a GPT2Tokenizer directory (the synthetic GPT-2 files,
+ * add_prefix_space and add_bos_token on, an eos token with lstrip and rstrip), on arbitrary bytes (the first byte picks the tokenizer, the rest is
  * the text; NULs included, as texts may hold them). The vocabularies are small synthetic ones written at start-up
  * (the 256 byte tokens and some English merges for GPT-2; letters, digits, words and ## pieces for BERT), plus the
  * real GPT-2 files when scripts/fetch_data.sh has cached them (then the first byte's value 4 picks them).
  * Invariants beyond "no crash": GPT-2 BPE decodes back to the exact text when the text is valid UTF-8; decoding the
- * ids of any tokenizer never fails; the NullTokenizer's ids re-encode to themselves. */
+ * ids of any tokenizer never fails; the NullTokenizer's ids re-encode to themselves; HFTokenizer decodes valid UTF-8
+ * without special tokens back to bos + " " + the text. */
+#define _GNU_SOURCE /* memmem */
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
 #include "tests/fuzz/fuzz.h"
 
-enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_N };
+enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_HF, K_N };
 static zt_tokenizer *g_tok[K_N];
 static zt_tok_state *g_state[K_N];
 
@@ -93,6 +96,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   } else {
     g_tok[K_GPT2_REAL] = g_tok[K_GPT2];
   }
+  /* an HFTokenizer directory over the synthetic GPT-2 files */
+  char *dir = scratch("hf");
+  mkdir(dir, 0700);
+  char path[600];
+  snprintf(path, sizeof path, "%s/vocab.json", dir);
+  char *hv = strdup(path);
+  snprintf(path, sizeof path, "%s/merges.txt", dir);
+  write_gpt2(hv, path);
+  free(hv);
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  FILE *f = fopen(path, "wb");
+  fprintf(f, "{\"tokenizer_class\": \"GPT2Tokenizer\", \"add_prefix_space\": true, \"add_bos_token\": true, "
+             "\"eos_token\": {\"content\": \"<|endoftext|>\", \"lstrip\": true, \"rstrip\": true}}");
+  fclose(f);
+  zt_tokenizer_spec h = {.kind = ZT_TOK_HF, .tokenizer_model = dir};
+  g_tok[K_HF] = zt_tokenizer_create(&h);
   for (int k = 0; k < K_N; k++) g_state[k] = zt_tok_state_new(g_tok[k]);
   return 0;
 }
@@ -120,6 +139,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if ((k == K_GPT2 || k == K_GPT2_REAL) && zt_utf8_valid((const uint8_t *)text, len, &bad) &&
       (out_len != len || memcmp(back, text, len) != 0)) {
     fprintf(stderr, "fuzz_tokenizer: GPT-2 BPE round trip lost the text: %zu bytes in, %zu out\n", len, out_len);
+    abort();
+  }
+  if (k == K_HF && zt_utf8_valid((const uint8_t *)text, len, &bad) && !memmem(text, len, "<|endoftext|>", 13) &&
+      !memmem(text, len, "[PAD]", 5) &&
+      (out_len != len + 14 || memcmp(back, "<|endoftext|> ", 14) != 0 || memcmp(back + 14, text, len) != 0)) {
+    fprintf(stderr, "fuzz_tokenizer: HFTokenizer (GPT2Tokenizer) round trip lost the text: %zu bytes in, %zu out\n",
+            len, out_len);
     abort();
   }
   if (k == K_NULL) {
