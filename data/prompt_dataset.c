@@ -95,14 +95,30 @@ static void tokenize_example(const zt_hf_tok *tok, zt_hf_state *st, const exampl
   free(text);
 }
 
+/* What a load holds while it reads the file: a refusal (zt_fatal) leaves it to the next load to free, so that a
+ * process that goes on after refusals (the fuzz harness) does not grow. */
+static struct {
+  char *text;
+  cJSON *root;
+  example *ex;
+} g_reading;
+
+static void reading_free(void) {
+  free(g_reading.text);
+  cJSON_Delete(g_reading.root);
+  free(g_reading.ex);
+  memset(&g_reading, 0, sizeof g_reading);
+}
+
 void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_tok *tok, int L) {
+  reading_free();
   memset(d, 0, sizeof *d);
   d->L = L;
   d->pad = zt_hf_pad(tok);
   const double t0 = zt_now();
   size_t n;
-  char *s = read_all(path, &n);
-  cJSON *root = cJSON_ParseWithLength(s, n);
+  char *s = g_reading.text = read_all(path, &n);
+  cJSON *root = g_reading.root = cJSON_ParseWithLength(s, n);
   if (!root) {
     const char *at = cJSON_GetErrorPtr();
     zt_fatal("--data-path", "%s is not valid JSON (error near byte %ld): finetune_llama reads an Alpaca-style JSON "
@@ -111,7 +127,7 @@ void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_
   zt_check(cJSON_IsArray(root), "--data-path", "%s: the top level is not a JSON array of examples", path);
   const int64_t N = cJSON_GetArraySize(root);
   zt_check(N > 0, "--data-path", "%s holds no examples", path);
-  example *ex = zt_malloc((size_t)N * sizeof *ex, "prompt examples");
+  example *ex = g_reading.ex = zt_malloc((size_t)N * sizeof *ex, "prompt examples");
   int64_t i = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, root) {
@@ -159,9 +175,7 @@ void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_
     }
   }
   free(rows);
-  free(ex);
-  cJSON_Delete(root);
-  free(s);
+  reading_free();
   zt_log(" > %s: %lld examples, %lld token ids in rows of %d (max_length = --seq-length + 1); %lld fill the row "
          "(cut at %d ids), %lld have no label left after their prompt; %.2f s\n",
          path, (long long)N, (long long)used, L, (long long)d->truncated, L, (long long)d->no_target,

@@ -76,11 +76,11 @@ static cJSON *read_json(const char *dir, const char *name) {
   fclose(f);
   s[n] = 0;
   cJSON *j = cJSON_ParseWithLength(s, (size_t)n);
-  if (!j || !cJSON_IsObject(j)) {
+  if (!j) {
     const char *at = cJSON_GetErrorPtr();
-    zt_fatal(FLAG, "%s is not a JSON object (%s byte %ld)", path, j ? "top level" : "error near",
-             j || !at ? 0L : (long)(at - s));
+    zt_fatal(FLAG, "%s is not valid JSON (error near byte %ld)", path, at ? (long)(at - s) : 0L);
   }
+  zt_check(cJSON_IsObject(j), FLAG, "%s: the top level is not a JSON object", path);
   free(s);
   free(path);
   return j;
@@ -270,22 +270,29 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
            "tokenizer code (trust_remote_code), which HFTokenizer cannot run", dir, file);
   for (int s = 0; s < N_SPECIAL; s++) h->sp_tok[s].id = -1;
   read_added_tokens(h, cfg);
-  /* _HFTokenizer adds "[PAD]" when the directory has no pad token */
-  if (!h->sp_tok[PAD].content) set_special(&h->sp_tok[PAD], "[PAD]", 0, 0);
-  /* ids: added_tokens_decoder's, else the vocabulary's, else the next new id (transformers' _add_tokens; bos, eos,
-   * unk, then Megatron's pad). Tokens with the same text share an id. */
   h->n_ids = h->base;
-  for (int s = 0; s < N_SPECIAL; s++) {
-    hf_special *t = &h->sp_tok[s];
-    if (t->id >= 0) {
-      if (t->id >= h->n_ids) h->n_ids = t->id + 1;
-      continue;
+  for (int s = 0; s < N_SPECIAL; s++)
+    if (h->sp_tok[s].id >= h->n_ids) h->n_ids = h->sp_tok[s].id + 1;
+  /* ids: added_tokens_decoder's, else the vocabulary's, else the next new id (transformers' _add_tokens), first for
+   * the directory's tokens (bos, eos, unk, pad), then for the ones _HFTokenizer adds where the directory has none
+   * (in its order: pad "[PAD]", eos "</s>", bos "<s>", unk "<unk>"). Tokens with the same text share an id. */
+  static const int megatron_order[N_SPECIAL] = {PAD, EOS, BOS, UNK};
+  static const char *const megatron_text[N_SPECIAL] = {"<s>", "</s>", "<unk>", "[PAD]"};
+  int from_dir[N_SPECIAL];
+  for (int s = 0; s < N_SPECIAL; s++) from_dir[s] = h->sp_tok[s].content != NULL;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < N_SPECIAL; k++) {
+      const int s = pass == 0 ? k : megatron_order[k];
+      if (from_dir[s] != (pass == 0)) continue;
+      hf_special *t = &h->sp_tok[s];
+      if (pass == 1) set_special(t, megatron_text[s], 0, 0);
+      if (t->id >= 0) continue;
+      for (int r = 0; r < N_SPECIAL && t->id < 0; r++)
+        if (r != s && h->sp_tok[r].content && h->sp_tok[r].id >= 0 && !strcmp(h->sp_tok[r].content, t->content))
+          t->id = h->sp_tok[r].id;
+      if (t->id < 0) t->id = base_id(h, vocab, t->content);
+      if (t->id < 0) t->id = h->n_ids++;
     }
-    for (int r = 0; r < s && t->id < 0; r++)
-      if (!strcmp(h->sp_tok[r].content, t->content)) t->id = h->sp_tok[r].id;
-    if (t->id < 0) t->id = base_id(h, vocab, t->content);
-    if (t->id < 0) t->id = h->n_ids++;
-  }
   if (!h->gpt2 && !h->legacy) {
     zt_ids ids = {0};
     zt_spm_encode(h->sp, h->sp_tok[UNK].content, h->sp_tok[UNK].len, &ids);
@@ -309,7 +316,7 @@ void zt_hf_tok_free(zt_hf_tok *h) {
 
 int zt_hf_vocab_size(const zt_hf_tok *h) { return h->base; }
 int32_t zt_hf_eos(const zt_hf_tok *h) { return h->sp_tok[EOS].id; }
-int32_t zt_hf_bos(const zt_hf_tok *h) { return h->sp_tok[BOS].content ? h->sp_tok[BOS].id : -1; }
+int32_t zt_hf_bos(const zt_hf_tok *h) { return h->sp_tok[BOS].id; }
 int32_t zt_hf_pad(const zt_hf_tok *h) { return h->sp_tok[PAD].id; }
 const char *zt_hf_eos_token(const zt_hf_tok *h) { return h->sp_tok[EOS].content; }
 const char *zt_hf_class(const zt_hf_tok *h) { return h->gpt2 ? "GPT2Tokenizer" : "LlamaTokenizer"; }
