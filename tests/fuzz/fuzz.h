@@ -4,7 +4,8 @@
  * (-rss_limit_mb, -malloc_limit_mb) remain findings. Allocations made before a refusal are not freed
  * (a refusal ends the process in the real tools), so scripts/fuzz.sh runs with -detect_leaks=0.
  * zt_fuzz_file writes an input to a per-process scratch file for the readers that take a path;
- * zt_fuzz_byte_tokenizer is a one-token-per-byte GPT-2 tokenizer for the readers that need one. */
+ * zt_fuzz_byte_tokenizer is a one-token-per-byte GPT-2 tokenizer for the readers that need one (zt_fuzz_byte_vocab
+ * writes its files, which a harness may also read as an HFTokenizer directory). */
 #ifndef ZT_FUZZ_H
 #define ZT_FUZZ_H
 
@@ -43,12 +44,11 @@ static inline const char *zt_fuzz_file(const char *name, const uint8_t *data, si
   return path;
 }
 
-/* A GPT-2 BPE tokenizer with one token per byte and no merges (GPT-2's bytes_to_unicode: printable Latin-1 bytes
- * map to themselves, the others to U+0100 + n), plus <|endoftext|> = 256: every text encodes, byte for byte, for
- * the harnesses of readers that need a tokenizer. Built once, from files written by zt_fuzz_file. */
-static inline zt_tokenizer *zt_fuzz_byte_tokenizer(void) {
-  static zt_tokenizer *tok;
-  if (tok) return tok;
+/* Writes the vocab.json and merges.txt of a GPT-2 BPE with one token per byte and no merges (GPT-2's
+ * bytes_to_unicode: printable Latin-1 bytes map to themselves, the others to U+0100 + n), plus <|endoftext|> = 256,
+ * under the names `prefix`vocab.json and `prefix`merges.txt (a prefix "d/" puts them in the scratch directory d, which
+ * must exist); their paths go to vocab and merges (512 bytes each). */
+static inline void zt_fuzz_byte_vocab(const char *prefix, char *vocab, char *merges) {
   char *json = malloc(256 * 16 + 64), *p = json;
   p += sprintf(p, "{");
   int n = 0;
@@ -59,10 +59,21 @@ static inline zt_tokenizer *zt_fuzz_byte_tokenizer(void) {
     else p += sprintf(p, "\"\\u%04x\": %d, ", cp, b);
   }
   p += sprintf(p, "\"<|endoftext|>\": 256}");
-  char vocab[512], merges[512];
-  snprintf(vocab, sizeof vocab, "%s", zt_fuzz_file("vocab.json", (const uint8_t *)json, (size_t)(p - json)));
-  snprintf(merges, sizeof merges, "%s", zt_fuzz_file("merges.txt", (const uint8_t *)"#version: 0.2\n", 14));
+  char name[256];
+  snprintf(name, sizeof name, "%svocab.json", prefix);
+  snprintf(vocab, 512, "%s", zt_fuzz_file(name, (const uint8_t *)json, (size_t)(p - json)));
+  snprintf(name, sizeof name, "%smerges.txt", prefix);
+  snprintf(merges, 512, "%s", zt_fuzz_file(name, (const uint8_t *)"#version: 0.2\n", 14));
   free(json);
+}
+
+/* zt_fuzz_byte_vocab's files as a GPT2BPETokenizer: every text encodes, byte for byte, for the harnesses of readers
+ * that need a tokenizer. Built once. */
+static inline zt_tokenizer *zt_fuzz_byte_tokenizer(void) {
+  static zt_tokenizer *tok;
+  if (tok) return tok;
+  char vocab[512], merges[512];
+  zt_fuzz_byte_vocab("", vocab, merges);
   zt_tokenizer_spec spec = {.kind = ZT_TOK_GPT2BPE, .vocab_file = vocab, .merge_file = merges};
   tok = zt_tokenizer_create(&spec);
   return tok;
