@@ -23,20 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
 import test_hf_tokenizer as hf  # noqa: E402
 
-PASSED = 0
-FAILED = 0
-
-
-def check(ok, name, detail=""):
-    global PASSED, FAILED
-    if ok:
-        PASSED += 1
-        print("PASS", name)
-    else:
-        FAILED += 1
-        print("FAIL", name + ":", detail)
-    sys.stdout.flush()
-    return ok
+check = hf.check  # its PASS/FAIL counters, summed up at the end
 
 
 PROMPT_DICT = {
@@ -117,34 +104,25 @@ def designed_examples(ref, L):
              PROMPT_DICT["prompt_no_input"].format_map(e))
         return len(ref.encode(s + e["output"] + ref.eos_token)), len(ref.encode(s))
 
+    def sized(make, which, want, what):
+        """The first make(k) whose length (full_len's which) is want, appended; a note when none is."""
+        shortest = None
+        for k in range(0, 3 * L):
+            e = make(k)
+            n = full_len(e)[which]
+            shortest = n if shortest is None else shortest
+            if n == want:
+                out.append(e)
+                return
+            if n > want:
+                break
+        if shortest <= want:  # (at L=16 the prompt alone is longer than L)
+            print("note: no %s gives exactly %d ids at L=%d" % (what, want, L))
+
     for want in (L + 1, L + 2):
-        found = shortest = None
-        for k in range(0, 3 * L):
-            e = {"instruction": "Say a.", "output": " ".join(["a"] * k)}
-            n, _ = full_len(e)
-            shortest = n if shortest is None else shortest
-            if n == want:
-                found = e
-            if n >= want:
-                break
-        if found:
-            out.append(found)
-        elif shortest <= want:  # (at L=16 the prompt alone is longer than L)
-            print("note: no 'a a a' output gives exactly %d ids at L=%d" % (want, L))
+        sized(lambda k: {"instruction": "Say a.", "output": " ".join(["a"] * k)}, 0, want, "'a a a' output")
     for want in (L, L + 1):
-        found = shortest = None
-        for k in range(0, 3 * L):
-            e = {"instruction": " ".join(["b"] * k), "output": "done"}
-            _, n = full_len(e)
-            shortest = n if shortest is None else shortest
-            if n == want:
-                found = e
-            if n >= want:
-                break
-        if found:
-            out.append(found)
-        elif shortest <= want:
-            print("note: no 'b b b' instruction gives a %d-id prompt at L=%d" % (want, L))
+        sized(lambda k: {"instruction": " ".join(["b"] * k), "output": "done"}, 1, want, "'b b b' instruction")
     out.append({"instruction": " ".join(hf.WORDS) * (1 + L // 64), "input": "long", "output": "never seen"})
     return out
 
@@ -263,8 +241,8 @@ def main():
                 examples = base + designed_examples(ref, L)
                 compare(tool, name, dirs[name], ref, examples, os.path.join(root, "alpaca-%s-%d.json" % (name, L)), L)
         bad_inputs(tool, root, dirs["huggyllama"], model)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    sys.exit(1 if FAILED else 0)
+    print("%d passed, %d failed" % (hf.PASSED, hf.FAILED))
+    sys.exit(1 if hf.FAILED else 0)
 
 
 if __name__ == "__main__":
