@@ -176,10 +176,9 @@ void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_
   }
   free(rows);
   reading_free();
-  zt_log(" > %s: %lld examples, %lld token ids in rows of %d (max_length = --seq-length + 1); %lld fill the row "
-         "(cut at %d ids), %lld have no label left after their prompt; %.2f s\n",
-         path, (long long)N, (long long)used, L, (long long)d->truncated, L, (long long)d->no_target,
-         zt_now() - t0);
+  zt_log(" > %s: %lld examples, %lld token ids in rows of %d (max_length = --seq-length + 1); %lld fill their row "
+         "(longer ones are cut there), %lld have no label left after their prompt; %.2f s\n",
+         path, (long long)N, (long long)used, L, (long long)d->truncated, (long long)d->no_target, zt_now() - t0);
 }
 
 void zt_prompt_dataset_free(zt_prompt_dataset *d) {
