@@ -167,7 +167,7 @@ void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_
       memcpy(d->ids + used, row, (size_t)len * sizeof(int32_t));
       used += (size_t)len;
       d->offset[b + k + 1] = (int64_t)used;
-      d->truncated += len == L;
+      d->full_rows += len == L;
       int target = 0; /* a label the loss sees: a non-pad id past the prompt (labels are the ids shifted by one) */
       for (int j = d->source_len[b + k] > 1 ? d->source_len[b + k] : 1; j < L && !target; j++)
         target = row[j] != d->pad;
@@ -178,7 +178,7 @@ void zt_prompt_dataset_load(zt_prompt_dataset *d, const char *path, const zt_hf_
   reading_free();
   zt_log(" > %s: %lld examples, %lld token ids in rows of %d (max_length = --seq-length + 1); %lld fill their row "
          "(longer ones are cut there), %lld have no label left after their prompt; %.2f s\n",
-         path, (long long)N, (long long)used, L, (long long)d->truncated, (long long)d->no_target, zt_now() - t0);
+         path, (long long)N, (long long)used, L, (long long)d->full_rows, (long long)d->no_target, zt_now() - t0);
 }
 
 void zt_prompt_dataset_free(zt_prompt_dataset *d) {

@@ -19,7 +19,7 @@ typedef struct {
                           pad ids */
   int32_t *ids;
   int32_t *source_len; /* [n]: the ids of the prompt row that are not the pad id */
-  int64_t truncated;   /* examples whose row is full: L ids or more, cut at L */
+  int64_t full_rows;   /* examples whose row is full: L ids or more, cut at L */
   int64_t no_target;   /* examples with no label left (the prompt alone fills the row) */
 } zt_prompt_dataset;
 

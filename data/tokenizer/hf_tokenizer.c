@@ -32,7 +32,6 @@ struct zt_hf_tok {
   zt_spm *sp;      /* LlamaTokenizer: tokenizer.model (without its dummy prefix when not legacy) */
   zt_gpt2_bpe *bpe; /* GPT2Tokenizer */
   int base;        /* tokenizer.vocab_size */
-  int n_ids;       /* base plus the added ids past it */
   int legacy, add_prefix_space, add_bos, add_eos, clean_up;
   int unk_len;     /* non-legacy Llama: the pieces of the unk token's text */
   hf_special sp_tok[N_SPECIAL];
@@ -270,9 +269,9 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
            "tokenizer code (trust_remote_code), which HFTokenizer cannot run", dir, file);
   for (int s = 0; s < N_SPECIAL; s++) h->sp_tok[s].id = -1;
   read_added_tokens(h, cfg);
-  h->n_ids = h->base;
+  int next_id = h->base; /* past the vocabulary and the added ids */
   for (int s = 0; s < N_SPECIAL; s++)
-    if (h->sp_tok[s].id >= h->n_ids) h->n_ids = h->sp_tok[s].id + 1;
+    if (h->sp_tok[s].id >= next_id) next_id = h->sp_tok[s].id + 1;
   /* ids: added_tokens_decoder's, else the vocabulary's, else the next new id (transformers' _add_tokens), first for
    * the directory's tokens (bos, eos, unk, pad), then for the ones _HFTokenizer adds where the directory has none
    * (in its order: pad "[PAD]", eos "</s>", bos "<s>", unk "<unk>"). Tokens with the same text share an id. */
@@ -291,7 +290,7 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
         if (r != s && h->sp_tok[r].content && h->sp_tok[r].id >= 0 && !strcmp(h->sp_tok[r].content, t->content))
           t->id = h->sp_tok[r].id;
       if (t->id < 0) t->id = base_id(h, vocab, t->content);
-      if (t->id < 0) t->id = h->n_ids++;
+      if (t->id < 0) t->id = next_id++;
     }
   if (!h->gpt2 && !h->legacy) {
     zt_ids ids = {0};
@@ -319,7 +318,6 @@ int32_t zt_hf_eos(const zt_hf_tok *h) { return h->sp_tok[EOS].id; }
 int32_t zt_hf_bos(const zt_hf_tok *h) { return h->sp_tok[BOS].id; }
 int32_t zt_hf_pad(const zt_hf_tok *h) { return h->sp_tok[PAD].id; }
 const char *zt_hf_eos_token(const zt_hf_tok *h) { return h->sp_tok[EOS].content; }
-const char *zt_hf_class(const zt_hf_tok *h) { return h->gpt2 ? "GPT2Tokenizer" : "LlamaTokenizer"; }
 
 zt_hf_state *zt_hf_state_new(const zt_hf_tok *h) {
   zt_hf_state *s = zt_calloc(1, sizeof *s, "HFTokenizer state");
@@ -508,27 +506,11 @@ int zt_hf_encode_padded(const zt_hf_tok *h, zt_hf_state *s, const char *text, si
 
 /* ---- decoding ---------------------------------------------------------------------------------------------- */
 
-typedef struct {
-  char *p;
-  size_t n, cap;
-} text_buf;
-
-static void put(text_buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    b->cap = (b->n + n + 1) * 2;
-    b->p = realloc(b->p, b->cap);
-    zt_check(b->p, "HFTokenizer", "out of memory decoding");
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-
 /* Appends SentencePiece's decode of run[0..k) (the length is known only once the call has returned). */
-static void put_pieces(text_buf *b, const zt_spm *sp, const char *const *run, size_t k) {
+static void put_pieces(zt_text *b, const zt_spm *sp, const char *const *run, size_t k) {
   size_t len;
   char *s = zt_spm_decode_pieces(sp, run, k, &len);
-  put(b, s, len);
+  zt_text_put(b, s, len);
   free(s);
 }
 
@@ -539,16 +521,16 @@ static int special_of(const zt_hf_tok *h, int32_t id) {
 }
 
 /* LlamaTokenizer.convert_tokens_to_string over every token (special ones written as their text). */
-static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_buf *b) {
+static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, zt_text *b) {
   const char **run = zt_malloc((n + 1) * sizeof *run, "HFTokenizer decode");
   size_t k = 0;
   int prev_special = 0;
   for (size_t i = 0; i < n; i++) {
     const int s = special_of(h, ids[i]);
     if (s >= 0) {
-      if (!prev_special && i != 0 && h->legacy) put(b, " ", 1);
+      if (!prev_special && i != 0 && h->legacy) zt_text_put(b, " ", 1);
       put_pieces(b, h->sp, run, k);
-      put(b, h->sp_tok[s].content, h->sp_tok[s].len);
+      zt_text_put(b, h->sp_tok[s].content, h->sp_tok[s].len);
       prev_special = 1;
       k = 0;
       continue;
@@ -556,7 +538,7 @@ static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_
     const char *piece = zt_spm_id_to_piece(h->sp, ids[i]);
     /* the prefix space the tokenizer put in front is taken off the first token */
     if (i == 0 && h->add_prefix_space && !strncmp(piece, SPIECE, 3)) piece += 3;
-    if (prev_special && i == 1 && h->add_prefix_space && strncmp(piece, SPIECE, 3)) put(b, " ", 1);
+    if (prev_special && i == 1 && h->add_prefix_space && strncmp(piece, SPIECE, 3)) zt_text_put(b, " ", 1);
     run[k++] = piece;
     prev_special = 0;
   }
@@ -565,7 +547,7 @@ static void llama_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, text_
 }
 
 /* The clean-up of tokenization spaces (clean_up_tokenization_spaces): Python's str.replace, in this order. */
-static void clean_up(text_buf *b) {
+static void clean_up(zt_text *b) {
   static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
   static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
   for (int r = 0; r < 10; r++) {
@@ -590,8 +572,8 @@ char *zt_hf_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, size_t *len
     if (ids[i] < 0 || (ids[i] >= h->base && special_of(h, ids[i]) < 0))
       zt_fatal("HFTokenizer", "id %d (position %zu) is outside the vocabulary [0, %d) and is no added token", ids[i],
                i, h->base);
-  text_buf b = {0};
-  put(&b, "", 0);
+  zt_text b = {0};
+  zt_text_put(&b, "", 0);
   if (!h->gpt2) {
     llama_decode(h, ids, n, &b);
   } else { /* byte-level runs, the special tokens as their text */
@@ -601,10 +583,10 @@ char *zt_hf_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, size_t *len
       if (i < n && s < 0) continue;
       if (i > last) {
         char *run = zt_gpt2_bpe_decode(h->bpe, ids + last, i - last, &len);
-        put(&b, run, len);
+        zt_text_put(&b, run, len);
         free(run);
       }
-      if (s >= 0) put(&b, h->sp_tok[s].content, h->sp_tok[s].len);
+      if (s >= 0) zt_text_put(&b, h->sp_tok[s].content, h->sp_tok[s].len);
       last = i + 1;
     }
   }

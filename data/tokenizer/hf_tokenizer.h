@@ -31,8 +31,6 @@ int32_t zt_hf_bos(const zt_hf_tok *h);
 int32_t zt_hf_pad(const zt_hf_tok *h);
 /* tokenizer.eos_token (the string the Alpaca targets end with). */
 const char *zt_hf_eos_token(const zt_hf_tok *h);
-/* "LlamaTokenizer" or "GPT2Tokenizer". */
-const char *zt_hf_class(const zt_hf_tok *h);
 
 zt_hf_state *zt_hf_state_new(const zt_hf_tok *h);
 void zt_hf_state_free(zt_hf_state *s);

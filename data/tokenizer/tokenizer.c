@@ -235,12 +235,7 @@ static void spm_encode_megatron(const spm_megatron *m, const char *text, size_t 
   zt_spm_encode(m->proc, text + idx, len - idx, out);
 }
 
-typedef struct {
-  char *p;
-  size_t n, cap;
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n) {
+void zt_text_put(zt_text *b, const char *s, size_t n) {
   if (b->n + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + n + 1) cap *= 2;
@@ -253,10 +248,10 @@ static void sb_put(strbuf *b, const char *s, size_t n) {
   b->p[b->n] = 0;
 }
 
-static void sb_put_spm(strbuf *b, const zt_spm *proc, const int32_t *ids, size_t n) {
+static void text_put_spm(zt_text *b, const zt_spm *proc, const int32_t *ids, size_t n) {
   size_t len;
   char *s = zt_spm_decode(proc, ids, n, &len);
-  sb_put(b, s, len);
+  zt_text_put(b, s, len);
   free(s);
 }
 
@@ -264,8 +259,8 @@ static void sb_put_spm(strbuf *b, const zt_spm *proc, const int32_t *ids, size_t
  * "<run> <token> " (run decoded, then a space, the token, a space). */
 static char *spm_decode_megatron(const zt_tokenizer *t, const int32_t *ids, size_t n, size_t *len_out) {
   const spm_megatron *m = &t->spm;
-  strbuf b = {0};
-  sb_put(&b, "", 0);
+  zt_text b = {0};
+  zt_text_put(&b, "", 0);
   size_t last = 0;
   for (size_t i = 0; i < n; i++) {
     int32_t id = ids[i];
@@ -276,13 +271,13 @@ static char *spm_decode_megatron(const zt_tokenizer *t, const int32_t *ids, size
     for (int j = 0; j < m->n_special && k < 0; j++)
       if (m->special_id[j] == id) k = j;
     if (k < 0) continue;
-    sb_put_spm(&b, m->proc, ids + last, i - last);
-    sb_put(&b, " ", 1);
-    sb_put(&b, m->special[k], m->special_len[k]);
-    sb_put(&b, " ", 1);
+    text_put_spm(&b, m->proc, ids + last, i - last);
+    zt_text_put(&b, " ", 1);
+    zt_text_put(&b, m->special[k], m->special_len[k]);
+    zt_text_put(&b, " ", 1);
     last = i + 1;
   }
-  sb_put_spm(&b, m->proc, ids + last, n - last);
+  text_put_spm(&b, m->proc, ids + last, n - last);
   *len_out = b.n;
   return b.p;
 }

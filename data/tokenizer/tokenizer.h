@@ -79,4 +79,11 @@ char *zt_tokenizer_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, s
 void zt_ids_push(zt_ids *v, int32_t id);
 void zt_ids_free(zt_ids *v);
 
+/* A growable NUL-terminated text the decoders write into ({0} to start; p is malloc'd, the caller's to free). */
+typedef struct {
+  char *p;
+  size_t n, cap;
+} zt_text;
+void zt_text_put(zt_text *b, const char *s, size_t n);
+
 #endif

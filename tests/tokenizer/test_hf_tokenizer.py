@@ -762,6 +762,13 @@ def bad_inputs(tool, root, model):
     nomerges = write_dir(root, "nomerges-dir", {"vocab.json": {"a": 0, "<|endoftext|>": 1},
                                                 "tokenizer_config.json": {"tokenizer_class": "GPT2Tokenizer"}})
     cases.append(("GPT-2 vocab.json without merges.txt", nomerges, ["merges.txt"]))
+    remote = write_dir(root, "remote-dir", {"tokenizer.model": ("copy", model), "tokenizer_config.json": {
+        "tokenizer_class": "LlamaTokenizer", "auto_map": {"AutoTokenizer": ["tok.MyTokenizer", None]}}})
+    cases.append(("auto_map: custom code, refused with or without --trust-remote-code", remote, ["auto_map"]))
+    added = write_dir(root, "added-json-dir", {"tokenizer.model": ("copy", model),
+                                               "tokenizer_config.json": {"tokenizer_class": "LlamaTokenizer"},
+                                               "added_tokens.json": {"<x>": 9999}})
+    cases.append(("added_tokens.json", added, ["added_tokens.json"]))
     for what, d, needles in cases:
         p = subprocess.run([tool, "HFTokenizer", "--tokenizer-model", d, "info"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
