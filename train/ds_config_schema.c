@@ -31,6 +31,14 @@
 #define PROF "the profiling work"
 #define MON "the monitoring work"
 #define COMP "the compression work"
+/* What Megatron-DeepSpeed's training.py does with the block (checked against its source): it calls
+ * init_compression(model, config, mpu), so mpu lands in teacher_model and only torch.nn.Linear/Embedding modules
+ * count as compressible; redundancy_clean later gets the real mpu, whose RowParallelLinear does not exist. */
+#define COMP_TRAINING COMP " (DeepSpeed's quantization-aware training and pruning). Megatron-DeepSpeed compresses " \
+  "none of GPT's layers with this block: its training.py passes mpu as init_compression's teacher_model, so only " \
+  "torch.nn.Linear/Embedding modules are compressible and a dense GPT's \"encoder.layers\" has none; after the " \
+  "last iteration its redundancy_clean stops on megatron.core.parallel_state.RowParallelLinear, which does not " \
+  "exist, before the final save. To train what it trains, remove the block"
 #define CKPT "the checkpoint work"
 #define ELAS "the elasticity work"
 #define AUTOT "the autotuning work"
@@ -360,7 +368,7 @@ const zt_ds_key zt_ds_schema[] = {
   I("sparse_attention.num_sliding_window_blocks", 0, "3", 1, BIG, NULL),
 
   /* ---- other blocks; compression and inference-side blocks refused when present ---- */
-  O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP),
+  O("compression_training", ZT_DS_PRESENT | ZT_DS_OPAQUE, COMP_TRAINING),
   O("weight_quantization", ZT_DS_PRESENT | ZT_DS_OPAQUE, INF),
   O("tensor_parallel", ZT_DS_PRESENT | ZT_DS_OPAQUE, "no planned work (DeepSpeed's AutoTP, which shards Hugging "
     "Face models by itself; a Megatron model's tensor parallelism is --tensor-model-parallel-size)"),

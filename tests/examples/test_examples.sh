@@ -8,7 +8,7 @@
 # teacher's checkpoint, a ds_config block) must be refused naming it, before anything is written (family "refused").
 #
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
-#        moe_experts_ep, moe_dense_cl, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
+#        moe_experts_ep, moe_dense_cl, compression, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
 #        data_efficiency_cl, data_efficiency_bert, bert_finetune,
 #        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, zero_bubble, refused)
 set -u
@@ -480,6 +480,148 @@ moe_dense_cl() {
     && ok "moe_dense_cl_125M: --train-tokens $TRAIN_TOKENS stops it after 7 iterations, 2944 = 8 x (24+40+48+4x64) tokens" \
     || bad "moe_dense_cl_125M: --train-tokens" "$iters iterations, $toks tokens (expected 7, 2944)"
   tb_written moe_dense_cl_125M "$TENSORBOARD_PATH" "lm loss" "seqlen/curriculum_seqlen"
+}
+
+# ---- examples_deepspeed/compression/ (knowledge distillation; the Int8 scripts' compression_training) ----
+# ds_pretrain_gpt_125M_dense_kd.sh and _dense_cl_kd.sh (CL_ENABLED="true"): the MoE dense script's options (their
+# ds_config_gpt_TEMPLATE.json is the MoE family's, byte for byte) plus --kd --kd-beta-ce 1 and the teacher's shape,
+# a student of 10 layers distilled from a 12-layer teacher (here 2 from 3). The teacher is the script's
+# CHECKPOINT_PATH_TEACHER, a dense run of the same options without --kd, trained first. The students use the
+# scripts' --load/--save folder (dense_kd is also stopped half-way and rerun); their log lines carry the kd loss.
+# 125M-L10-Int8-test-64gpu-distilled-group48.sh and its L12 sibling: --load of a trained checkpoint with
+# --no-load-lr-state --reset-iteration and the compression template's compression_training block, refused naming
+# the block and what Megatron-DeepSpeed does with it, before anything is written.
+compression() {
+  SEQ_LEN=64 NUM_LAYERS=3 HIDDEN_SIZE=64 NUM_ATTN_HEADS=4 MIN_LR=6.0e-5 GLOBAL_BATCH_SIZE=8 LR=2.4e-3
+  TRAIN_TOKENS=$((8 * 64 * 6)) TRAIN_SAMPLES=$((8 * 64 * 6 * 3 / 64)) EXIT_DURATION=30000000
+  WARMUP_TOKENS=$((8 * 64)) LR_DECAY_TOKENS=$((8 * 64 * 5)) BATCH_SIZE=4 MP_SIZE=1 PP_SIZE=1 NO_PP="true" ZERO_STAGE=0
+  CL_START_SEQLEN=16 CL_AVG_SEQLEN=$(((16 + 64) / 2)) CL_TOKENS=$((8 * 40 * 4))
+  CL_STEP=$((CL_TOKENS / (GLOBAL_BATCH_SIZE * CL_AVG_SEQLEN)))
+  LOG_INTERVAL=1 EVAL_ITERS=1 EVAL_INTERVAL=3 SAVE_INTERVAL=1000 INIT_STD=0.02 ACTIVATION_CHECKPOINT="true"
+  LOG_OPTIMIZER_STATE="true" KD_BETA_CE=1
+  local CHECKPOINT_PATH_TEACHER="$tmp/teacher" cl
+  data_options="--mock-data --data-impl mmap"
+  # options STUDENT_LAYERS TENSORBOARD_PATH CONFIG_JSON: the scripts' megatron_options + deepspeed_options
+  options() {
+    megatron_options=" \
+        --override-opt_param-scheduler \
+        --adam-beta1 0.9 \
+        --adam-beta2 0.95 \
+        --tensor-model-parallel-size ${MP_SIZE} \
+        --init-method-std ${INIT_STD} \
+        --lr-decay-tokens ${LR_DECAY_TOKENS} \
+        --lr-warmup-tokens ${WARMUP_TOKENS} \
+        --micro-batch-size ${BATCH_SIZE} \
+        --exit-duration-in-mins ${EXIT_DURATION} \
+        --global-batch-size ${GLOBAL_BATCH_SIZE} \
+        --num-layers $1 \
+        --hidden-size ${HIDDEN_SIZE} \
+        --num-attention-heads ${NUM_ATTN_HEADS} \
+        --seq-length ${SEQ_LEN} \
+        --max-position-embeddings ${SEQ_LEN} \
+        --train-tokens ${TRAIN_TOKENS} \
+        --train-samples ${TRAIN_SAMPLES} \
+        --lr ${LR} \
+        --min-lr ${MIN_LR} \
+        --lr-decay-style cosine \
+        --split 98,2,0 \
+        --log-interval ${LOG_INTERVAL} \
+        --eval-interval ${EVAL_INTERVAL} \
+        --eval-iters ${EVAL_ITERS} \
+        --save-interval ${SAVE_INTERVAL} \
+        --weight-decay 0.1 \
+        --clip-grad 1.0 \
+        --hysteresis 2 \
+        --num-workers 0 \
+        --fp16"
+    tb_options=" \
+        --tensorboard-queue-size 1 \
+        --log-timers-to-tensorboard \
+        --log-batch-size-to-tensorboard \
+        --log-validation-ppl-to-tensorboard \
+        --tensorboard-dir $2"
+    if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then tb_options="${tb_options} --checkpoint-activations"; fi
+    if [ "${LOG_OPTIMIZER_STATE}" = "true" ]; then tb_options="${tb_options} --log-optimizer-states-to-tensorboard"; fi
+    sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "$4" \
+      | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
+      | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
+      | sed "s/ZERO_STAGE/${ZERO_STAGE}/" \
+      | sed "s/PRESCALE_GRAD/true/" \
+      | sed "s/CONFIG_FP16_ENABLED/true/" \
+      | sed "s/CONFIG_BF16_ENABLED/false/" \
+      | sed "s/CONFIG_CL_ENABLED/${CL_ENABLED}/" \
+      | sed "s/CONFIG_CL_MIN/${CL_START_SEQLEN}/" \
+      | sed "s/CONFIG_CL_MAX/${SEQ_LEN}/" \
+      | sed "s/CONFIG_CL_DURATION/${CL_STEP}/" \
+        > "$3"
+    deepspeed_options=" \
+            --deepspeed \
+            --deepspeed_config $3 \
+            --zero-stage ${ZERO_STAGE} \
+            --pipeline-model-parallel-size ${PP_SIZE}"
+    if [[ "${NO_PP}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
+    if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
+  }
+  local template="$here/templates/MoE_ds_config_gpt_TEMPLATE.json"
+  # the teacher: the same options, NUM_LAYERS layers, no --kd
+  CL_ENABLED="false"
+  options "${NUM_LAYERS}" "$tmp/tensorboard/teacher" ds_config_teacher.json "$template"
+  # shellcheck disable=SC2086
+  run 1 pretrain_gpt ${megatron_options} ${tb_options} ${data_options} ${deepspeed_options} --save "$CHECKPOINT_PATH_TEACHER"
+  [ $rc -eq 0 ] || { bad "compression: the teacher's run" "exit $rc: $(grep -m3 -iE "error" <<<"$out")"; return; }
+  for cl in false true; do
+    local name=ds_pretrain_gpt_125M_dense_kd
+    [ $cl = true ] && name=ds_pretrain_gpt_125M_dense_cl_kd
+    CL_ENABLED=$cl
+    options 2 "$tmp/tensorboard/$name" "ds_config_$name.json" "$template"
+    local kd_options=" \
+        --kd \
+        --kd-beta-ce ${KD_BETA_CE} \
+        --num-layers-teacher ${NUM_LAYERS} \
+        --hidden-size-teacher ${HIDDEN_SIZE} \
+        --num-attention-heads-teacher ${NUM_ATTN_HEADS} \
+        --load-teacher ${CHECKPOINT_PATH_TEACHER}"
+    if [ $cl = false ]; then
+      # shellcheck disable=SC2086
+      resumes "$name" 1 pretrain_gpt 3 ${megatron_options} ${kd_options} ${tb_options} ${data_options} ${deepspeed_options}
+    else # one run: the restart is the plain KD script's
+      # shellcheck disable=SC2086
+      run 1 pretrain_gpt ${megatron_options} ${kd_options} ${tb_options} ${data_options} ${deepspeed_options} \
+        --load "$tmp/ckpt_$name" --save "$tmp/ckpt_$name"
+      last=$out
+    fi
+    local kd
+    kd=$(grep -E "^ iteration " <<<"$last" | grep -oE "kd loss: [0-9.E+-]+" | sed 's/.*: //' | tr '\n' ' ')
+    [ "$(wc -w <<<"$kd")" -ge 5 ] && awk -v m="$kd" 'BEGIN { n = split(m, x, " "); for (i = 1; i <= n; i++) if (!(x[i] > 0)) exit 1 }' \
+      && ok "$name: a 2-layer student distills from the 3-layer teacher, the log line's kd loss ($kd)" \
+      || bad "$name: kd loss" "'$kd' $(grep -m2 -iE "error" <<<"$last")"
+    if [ $cl = true ]; then
+      local lens
+      lens=$(grep -E "^ iteration " <<<"$last" | sed -E 's/.*curriculum seqlen: +([0-9]+).*/\1/' | tr '\n' ' ')
+      [[ "$lens" == "24 40 48 64 "* ]] && ok "$name: curriculum seqlen $lens" || bad "$name: curriculum seqlen" "got '$lens'"
+    fi
+  done
+  # the Int8 scripts: refused, nothing written (not the tensorboard folder, not --save)
+  local before after script
+  for script in 125M-L10-Int8-test-64gpu-distilled-group48 125M-L12-Int8-test-64gpu-distilled-group48; do
+    CL_ENABLED="false"
+    local layers=2
+    [ "$script" = 125M-L12-Int8-test-64gpu-distilled-group48 ] && layers=${NUM_LAYERS}
+    options "$layers" "$tmp/tensorboard/$script" "ds_config_$script.json" \
+      "$here/templates/compression_ds_config_gpt_TEMPLATE_compression.json"
+    before=$(find "$tmp" | sort)
+    # shellcheck disable=SC2086
+    run 1 pretrain_gpt ${megatron_options} --load "$CHECKPOINT_PATH_TEACHER" --save "$tmp/ckpt_$script" \
+      --no-load-lr-state --reset-iteration ${tb_options} ${data_options} ${deepspeed_options}
+    after=$(find "$tmp" | sort)
+    if [ $rc -ne 0 ] && [ "$after" = "$before" ] \
+       && grep -qF "compression_training is not supported yet: lands with the compression work" <<<"$out" \
+       && grep -qF "Megatron-DeepSpeed compresses none of GPT's layers with this block" <<<"$out"; then
+      ok "compression/$script.sh: refused naming compression_training and what Megatron-DeepSpeed does with it, nothing written"
+    else
+      bad "compression/$script.sh" "exit $rc; wrote: $(comm -13 <(echo "$before") <(echo "$after") | head -3 | tr '\n' ' ') $(grep -m2 -iE "error" <<<"$out")"
+    fi
+  done
 }
 
 # ---- examples_deepspeed/offload_pp/ds_pretrain_gpt_350M.sh (ZeRO-3, optimizer offloaded to the CPU) ----
@@ -1351,7 +1493,7 @@ bert_finetune() {
 }
 
 case "$family" in
-  rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | offload_pp | universal_checkpointing | bert_with_pile \
+  rebase | megatron_checkpointing | moe_dense | moe_experts | moe_experts_ep | moe_dense_cl | compression | offload_pp | universal_checkpointing | bert_with_pile \
   | t5 | curriculum_learning | data_efficiency_ltd | data_efficiency_cl | data_efficiency_bert | bert_finetune | llama \
   | refused) "$family" ;;
   sequence_parallel_fpdt) fpdt ;;
