@@ -84,19 +84,6 @@ static int deflate_level(void) {
   return v;
 }
 
-static char *read_file_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return strdup("");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = zt_malloc((size_t)(n > 0 ? n : 0) + 1, "ds_config text");
-  size_t k = fread(s, 1, (size_t)(n > 0 ? n : 0), f);
-  s[k] = '\0';
-  fclose(f);
-  return s;
-}
-
 /* ---- writing -------------------------------------------------------------------------------------- */
 
 static void write_i64_dataset(const zt_h5 *f, hid_t loc, const char *name, const int64_t *v, size_t n) {
@@ -503,12 +490,11 @@ void zt_ckpt_save(zt_train_state *st) {
   if (st->zero_stage == 3) zt_zero3_gather_all(&st->zero3); /* the model states hold whole weights */
   if (l.dp_rank == 0) { /* the model states of this model-parallel rank */
     char *args_text = zt_args_summary(a);
-    char *ds_text = st->ds_config_path[0] ? read_file_text(st->ds_config_path) : strdup("");
+    const char *ds_text = st->ds_config_text ? st->ds_config_text : "";
     snprintf(path, sizeof path, "%s/mp_rank_%02d_model_states.h5", tmp, l.mp_rank);
     write_model_file(st, &l, path, args_text, ds_text, deflate);
     if (!l.local_experts) write_expert_files(st, &l, tmp, deflate);
     free(args_text);
-    free(ds_text);
   }
   if (l.local_experts && l.ep_dp_rank == 0) write_expert_files(st, &l, tmp, deflate); /* this rank's experts */
   if (!a->no_save_optim) { /* every data-parallel rank writes its partition */

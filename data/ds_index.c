@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 int zt_ds_dtype_size(int code) { return (int[]){0, 1, 1, 2, 4, 8, 2, 4, 8}[code]; }
 const char *zt_ds_dtype_name(int code) {
@@ -21,15 +22,8 @@ static char *fmt2(const char *prefix, const char *ext) {
 }
 
 static void *read_all(const char *path, size_t *len, const char *what) {
-  FILE *f = fopen(path, "rb");
-  if (!f) zt_fatal(what, "cannot open %s: %s", path, strerror(errno));
-  fseek(f, 0, SEEK_END);
-  long sz = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(sz > 0 ? (size_t)sz : 1);
-  if (!buf || (sz > 0 && fread(buf, 1, (size_t)sz, f) != (size_t)sz)) zt_fatal(what, "cannot read %s", path);
-  fclose(f);
-  *len = (size_t)sz;
+  char *buf = zt_read_file(path, len);
+  if (!buf) zt_fatal(what, "cannot open %s: %s", path, strerror(errno));
   return buf;
 }
 

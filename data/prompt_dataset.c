@@ -3,6 +3,7 @@
 #include "data/prompt_dataset.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "data/tokenizer/unicode.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 #include "runtime/base/timer.h"
 
 /* Stanford Alpaca's PROMPT_DICT, split around its {instruction} and {input} fields. */
@@ -31,17 +33,9 @@ typedef struct {
 } example;
 
 static char *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  zt_check(f, "--data-path", "cannot open %s (finetune_llama reads one Alpaca-style JSON file)", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  zt_check(len >= 0, "--data-path", "%s: cannot read", path);
-  char *s = zt_malloc((size_t)len + 1, "prompt dataset file");
-  zt_check(fread(s, 1, (size_t)len, f) == (size_t)len, "--data-path", "%s: short read", path);
-  fclose(f);
-  s[len] = 0;
-  *n = (size_t)len;
+  char *s = zt_read_file(path, n);
+  zt_check(s, "--data-path", "cannot open %s (finetune_llama reads one Alpaca-style JSON file): %s", path,
+           strerror(errno));
   return s;
 }
 

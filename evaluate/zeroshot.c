@@ -23,6 +23,7 @@
 #include "models/gpt/gpt.h"
 #include "runtime/base/blas.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 #include "runtime/base/progress_bar.h"
 #include "runtime/base/pyfmt.h"
 #include "runtime/base/timer.h"
@@ -537,20 +538,9 @@ static void load_task(task_data *d, const task_flags *tf, const zt_args *a, cons
              a->seq_length, (long long)d->dropped);
     return;
   }
-  FILE *f = fopen(tf->valid_data, "rb");
-  zt_check(f != NULL, "bad task file", "--valid-data %s: cannot open: %s", tf->valid_data, strerror(errno));
-  size_t cap = 1 << 16, n = 0, got;
-  char *text = zt_malloc(cap, "task file");
-  while ((got = fread(text + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      cap *= 2;
-      text = realloc(text, cap);
-      zt_check(text != NULL, "out of memory", "--valid-data %s: %zu bytes", tf->valid_data, cap);
-    }
-  }
-  zt_check(!ferror(f), "bad task file", "--valid-data %s: read error: %s", tf->valid_data, strerror(errno));
-  fclose(f);
+  size_t n;
+  char *text = zt_read_file(tf->valid_data, &n);
+  zt_check(text != NULL, "bad task file", "--valid-data %s: cannot open: %s", tf->valid_data, strerror(errno));
   zt_check(memchr(text, 0, n) == NULL, "bad task file", "--valid-data %s: holds a NUL byte at offset %zu (not a text "
            "file?)", tf->valid_data, (size_t)((char *)memchr(text, 0, n) - text));
   d->num_original = zt_count_original_tokens(text, n);

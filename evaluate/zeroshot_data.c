@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 /* ---- a growable string ------------------------------------------------------------------------------------------ */
 static char *dup_n(const char *s, size_t n, size_t *out_len) {
@@ -262,26 +263,9 @@ static int no_words(const char *t) {
 void zt_lambada_load(zt_lambada *set, const char *path, const zt_tokenizer *tok, int strict) {
   memset(set, 0, sizeof *set);
   /* 1. the whole file read and every line checked before any tokenizer state exists */
-  FILE *f = fopen(path, "rb");
-  zt_check(f != NULL, "bad task file", "--valid-data %s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1, n = 0, got;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    const long end = ftell(f);
-    if (end > 0) cap = (size_t)end + 1; /* the file's size: one read (a pipe grows the buffer) */
-    rewind(f);
-  }
-  char *buf = zt_malloc(cap, "task file");
-  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      char *nb = realloc(buf, cap *= 2);
-      zt_check(nb != NULL, "out of memory", "--valid-data %s: %zu bytes", path, cap);
-      buf = nb;
-    }
-  }
-  const int rerr = ferror(f);
-  fclose(f);
-  zt_check(!rerr, "bad task file", "--valid-data %s: read error", path);
+  size_t n;
+  char *buf = zt_read_file(path, &n);
+  zt_check(buf != NULL, "bad task file", "--valid-data %s: cannot open: %s", path, strerror(errno));
   char **texts = NULL;
   size_t ntext = 0, tcap = 0;
   long no = 0;

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 
 #include "runtime/base/edit_distance.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 #define WHAT "ds_config"
 
@@ -1143,6 +1145,8 @@ void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *nam
   memset(c, 0, sizeof *c);
   snprintf(c->path, sizeof c->path, "%s", name);
   size_t n = strlen(text);
+  c->text = zt_malloc(n + 1, "ds_config text");
+  memcpy(c->text, text, n + 1);
   char *buf = zt_malloc(n + 1, "ds_config text");
   memcpy(buf, text, n + 1);
   strip_hjson(buf);
@@ -1188,16 +1192,9 @@ void zt_ds_config_load_string(zt_ds_config *c, const char *text, const char *nam
 }
 
 void zt_ds_config_load(zt_ds_config *c, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) zt_fatal(WHAT, "%s: cannot open the DeepSpeed config file", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  if (n < 0) zt_fatal(WHAT, "%s: cannot read the DeepSpeed config file", path);
-  char *text = zt_malloc((size_t)n + 1, "ds_config file");
-  size_t got = fread(text, 1, (size_t)n, f);
-  fclose(f);
-  text[got] = 0;
+  size_t got;
+  char *text = zt_read_file(path, &got);
+  if (!text) zt_fatal(WHAT, "%s: cannot open the DeepSpeed config file: %s", path, strerror(errno));
   if (strlen(text) != got) zt_fatal(WHAT, "%s: the file contains a NUL byte; not a JSON text", path);
   zt_ds_config_load_string(c, text, path);
   free(text);
@@ -1206,6 +1203,8 @@ void zt_ds_config_load(zt_ds_config *c, const char *path) {
 void zt_ds_config_free(zt_ds_config *c) {
   cJSON_Delete((cJSON *)c->json);
   c->json = NULL;
+  free(c->text);
+  c->text = NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------- */

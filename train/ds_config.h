@@ -28,6 +28,7 @@ typedef struct {
 typedef struct zt_ds_config {
   char path[1024];   /* the file, as named in every message */
   void *json;        /* the parsed cJSON tree (owned) */
+  char *text;        /* the text as read (owned): what a checkpoint records, whatever becomes of the file */
 
   /* batch triple; after zt_ds_config_batch all three are given and consistent */
   zt_ds_num train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps;

@@ -181,6 +181,8 @@ void zt_engine_check_curriculum(const zt_args *a, const zt_ds_config *ds, const 
 }
 
 void zt_engine_check_data_sampling(const zt_args *a, const zt_ds_config *ds, const zt_model_kind *kind) {
+  zt_check(!a->data_efficiency_curriculum_learning || !kind || !kind->no_data_sampling,
+           "--data-efficiency-curriculum-learning", "%s", kind->no_data_sampling);
   const int block = ds && ds->data_sampling.enabled;
   zt_check(!a->data_efficiency_curriculum_learning || block, "arguments", "--data-efficiency-curriculum-learning needs "
            "the ds_config's data_efficiency.data_sampling.curriculum_learning block with \"enabled\": true (%s): "
@@ -1214,6 +1216,7 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_train_state *st = &e->st;
   st->args = a;
   st->ds_config_path = ds ? ds->path : "";
+  st->ds_config_text = ds ? ds->text : "";
   zt_tb_log_check(a, ds);
   e->tb = zt_tb_log_open(a);
   e->num_zeros = NAN;

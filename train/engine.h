@@ -41,6 +41,8 @@ typedef struct {
                             data-parallel group (or the seqlen_truncate difficulty), rounded up to 8
                             (Megatron-DeepSpeed's pretrain_bert data_post_process); else the GPT's seqlen_truncate or
                             seqlen_reshape */
+  const char *no_data_sampling; /* why --data-efficiency-curriculum-learning is refused for this kind (NULL: it
+                                   runs wherever the checks below allow) */
 } zt_model_kind;
 
 /* Sums of the named losses over micro batches (and iterations), in double as Megatron's running averages. */

@@ -3,23 +3,19 @@
  * only, run by the shared main program (checkpoints/train_main.c). Checkpoints are pretrain_gpt's: --load takes
  * hf2megads_weight_converter's output, and pretrain_gpt, export_hf and hf2megads_weight_converter --to-hf-ckpt
  * read what it saves. */
-#include <string.h>
-
 #include "checkpoints/train_main.h"
 #include "data/prompt_provider.h"
 #include "models/gpt/gpt.h"
-#include "runtime/base/error.h"
 #include "train/args.h"
 
-static const zt_model_kind k_sft = {.name = "GPT", .build_model = zt_gpt_create,
-                                    .build_data = zt_prompt_provider_create, .count_params = zt_gpt_count,
-                                    .causal = 1, .seqlen_curriculum = 1};
+static const zt_model_kind k_sft = {
+    .name = "GPT", .build_model = zt_gpt_create, .build_data = zt_prompt_provider_create,
+    .count_params = zt_gpt_count, .causal = 1, .seqlen_curriculum = 1,
+    .no_data_sampling = "finetune_llama.py's data_post_process reads a 'text' field its SupervisedDataset does not "
+                        "have (Megatron-DeepSpeed fails there): use ds_config's legacy curriculum_learning block "
+                        "instead"};
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    zt_check(strcmp(argv[i], "--data-efficiency-curriculum-learning") != 0, "--data-efficiency-curriculum-learning",
-             "finetune_llama.py's data_post_process reads a 'text' field its SupervisedDataset does not have "
-             "(Megatron-DeepSpeed fails there): use ds_config's legacy curriculum_learning block instead");
   zt_args_data_usage = "--data-path ALPACA.json --tokenizer-type HFTokenizer --tokenizer-model HF_DIR\n"
                        "       [--load CKPT --finetune]";
   return zt_train_main(argc, argv, &k_sft, "gpt");

@@ -20,6 +20,7 @@
 typedef struct {
   const zt_args *args;           /* the run's flags (paths, checkpoint options, the argument summary) */
   const char *ds_config_path;    /* the --deepspeed_config file, or "" */
+  const char *ds_config_text;    /* its text as the run read it, or "" */
   zt_model *model;
   /* progress */
   int64_t iteration;

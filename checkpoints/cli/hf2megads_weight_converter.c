@@ -27,6 +27,7 @@
 #include "evaluate/eval_model.h"
 #include "models/gpt/gpt.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 #include "runtime/comm/comm.h"
 #include "train/args.h"
 #include "train/engine.h"
@@ -142,16 +143,8 @@ typedef struct {
 } hf_tensors;
 
 static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  zt_check(f, PROG, "%s: cannot open: %s", path, strerror(errno));
-  zt_check(fseek(f, 0, SEEK_END) == 0, PROG, "%s: cannot read", path);
-  const long n = ftell(f);
-  zt_check(n >= 0 && n < (1L << 30), PROG, "%s: cannot read (size %ld)", path, n);
-  rewind(f);
-  char *s = zt_malloc((size_t)n + 1, "file");
-  zt_check(fread(s, 1, (size_t)n, f) == (size_t)n, PROG, "%s: short read", path);
-  s[n] = 0;
-  fclose(f);
+  char *s = zt_read_file(path, NULL);
+  zt_check(s, PROG, "%s: cannot open: %s", path, strerror(errno));
   return s;
 }
 

@@ -18,6 +18,7 @@
 
 #include "data/tokenizer/unicode.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 #define WHAT "GPT2BPETokenizer"
 #define NO_RANK INT32_MAX
@@ -180,24 +181,8 @@ static long token_to_bytes(const int16_t *char_byte, const uint8_t *s, size_t n,
 }
 
 static char *read_file(const char *path, const char *role, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) zt_fatal(WHAT, "cannot open %s %s: %s", role, path, strerror(errno));
-  size_t cap = 1 << 20, n = 0;
-  char *buf = zt_malloc(cap + 1, "GPT-2 BPE file buffer");
-  size_t got;
-  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap + 1);
-      zt_check(buf, WHAT, "out of memory reading %s (%zu bytes)", path, cap);
-    }
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (err) zt_fatal(WHAT, "cannot read %s %s", role, path);
-  buf[n] = 0;
-  *len = n;
+  char *buf = zt_read_file(path, len);
+  if (!buf) zt_fatal(WHAT, "cannot open %s %s: %s", role, path, strerror(errno));
   return buf;
 }
 

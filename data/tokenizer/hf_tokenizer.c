@@ -3,6 +3,7 @@
 #include "data/tokenizer/hf_tokenizer.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "data/tokenizer/sentencepiece_shim.h"
 #include "data/tokenizer/unicode.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 #define FLAG "--tokenizer-model"
 #define SPIECE "\xE2\x96\x81" /* U+2581, SentencePiece's whitespace */
@@ -61,20 +63,14 @@ static int file_exists(const char *path) {
 /* The parsed JSON file DIR/name, or NULL when it does not exist; malformed JSON dies naming it. */
 static cJSON *read_json(const char *dir, const char *name) {
   char *path = path_in(dir, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  size_t n;
+  char *s = zt_read_file(path, &n);
+  if (!s) {
+    zt_check(errno == ENOENT, FLAG, "%s: cannot read: %s", path, strerror(errno));
     free(path);
     return NULL;
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  zt_check(n >= 0, FLAG, "%s: cannot read", path);
-  char *s = zt_malloc((size_t)n + 1, "HFTokenizer JSON file");
-  zt_check(fread(s, 1, (size_t)n, f) == (size_t)n, FLAG, "%s: short read", path);
-  fclose(f);
-  s[n] = 0;
-  cJSON *j = cJSON_ParseWithLength(s, (size_t)n);
+  cJSON *j = cJSON_ParseWithLength(s, n);
   if (!j) {
     const char *at = cJSON_GetErrorPtr();
     zt_fatal(FLAG, "%s is not valid JSON (error near byte %ld)", path, at ? (long)(at - s) : 0L);

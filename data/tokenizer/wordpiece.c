@@ -8,12 +8,14 @@
  * The vocabulary is vocab.txt plus Megatron's added [BOS], [EOS], <extra_id_N>. */
 #include "data/tokenizer/wordpiece.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/tokenizer/unicode.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 #define WP_MAX_INPUT_CHARS 200 /* WordpieceTokenizer(max_input_chars_per_word=200) in Megatron */
 
@@ -117,14 +119,9 @@ static void wp_add_token(zt_wordpiece *w, const char *tok) {
 }
 
 zt_wordpiece *zt_wordpiece_load(const char *path, int lower_case, int extra_ids) {
-  FILE *f = fopen(path, "rb");
-  if (!f) zt_fatal("--vocab-file", "cannot open BERT vocabulary %s", path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = zt_malloc((size_t)size + 1, "BERT vocabulary file");
-  if (size > 0 && fread(buf, 1, (size_t)size, f) != (size_t)size) zt_fatal("--vocab-file", "cannot read %s", path);
-  fclose(f);
+  size_t size;
+  char *buf = zt_read_file(path, &size);
+  if (!buf) zt_fatal("--vocab-file", "cannot open BERT vocabulary %s: %s", path, strerror(errno));
   size_t bad;
   if (!zt_utf8_valid((const uint8_t *)buf, (size_t)size, &bad)) {
     size_t line = 1;

@@ -7,7 +7,7 @@
 #    shape mismatch, --load-tag, --use-checkpoint-args, a missing checkpoint and --exit-on-missing-checkpoint,
 #    --exit-signal-handler (SIGTERM), --exit-duration-in-mins, --kill-switch-file (at the start, after a save, and
 #    created during the run), --no-initialization (fp32, bf16, --finetune, --no-load-optim, ZeRO-3 at DP=2;
-#    refused with nothing to load).
+#    refused with nothing to load); a ds_config read from a pipe and recorded in the checkpoint.
 # Usage: test_resume.sh PRETRAIN_GPT PYTHON
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -81,6 +81,12 @@ JSON
 resume_case deepspeed --deepspeed --deepspeed_config ds.json
 grep -q '"WarmupDecayLR"' <<<"$("$py" -c "import h5py; print(h5py.File('A_deepspeed/global_step8/mp_rank_00_model_states.h5')['/'].attrs['ds_config'])")" &&
   ok "ds_config text stored in the model states" || bad "ds_config attribute" "missing"
+# a ds_config given as a process substitution (a pipe: read once, to EOF) trains, and the checkpoint records the
+# text the run read, not what a second read of the pipe would give
+out=$("$bin" "${tiny[@]}" --train-iters 2 --save P_pipe --deepspeed --deepspeed_config <(cat ds.json) 2>&1)
+grep -q '"WarmupDecayLR"' <<<"$("$py" -c "import h5py; print(h5py.File('P_pipe/global_step2/mp_rank_00_model_states.h5')['/'].attrs['ds_config'])" 2>&1)" &&
+  ok "--deepspeed_config <(cat ds.json): trains, and the model states record the text read" ||
+  bad "ds_config from a pipe" "$(grep -m2 error <<<"$out")"
 if "$bin" --help 2>&1 | grep -q -- "--bf16"; then
   resume_case bf16 --bf16
   [ -f A_bf16/global_step8/bf16_zero_pp_rank_0_mp_rank_00_optim_states.h5 ] &&

@@ -13,6 +13,7 @@
 
 #include "runtime/aio/bench.h"
 #include "runtime/base/error.h"
+#include "runtime/base/file.h"
 
 #define TOOL "nvme_tune"
 #define MAXV 32
@@ -50,24 +51,11 @@ static void default_sweep(sweep *s) {
   s->npar = 4;
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *t = zt_malloc((size_t)n + 1, "sweep config text");
-  size_t got = fread(t, 1, (size_t)n, f);
-  t[got] = 0;
-  fclose(f);
-  return t;
-}
-
 /* A JSON sweep file as DeepSpeed's: {"block_size": ["1M", "8M"], "queue_depth": [32, 128],
  * "sequential_requests": [true, false], "single_submit": [false, true], "io_parallel": [1, 2, 4, 8]};
  * missing keys keep the default list, unknown keys are refused. */
 static void load_sweep(const char *path, sweep *s) {
-  char *text = read_text(path);
+  char *text = zt_read_file(path, NULL);
   if (!text) zt_fatal(TOOL, "--sweep_config %s: cannot read the file", path);
   cJSON *root = cJSON_Parse(text);
   if (!root || !cJSON_IsObject(root))
