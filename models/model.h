@@ -144,11 +144,16 @@ typedef struct {
   const zt_kd_config *kd;
 } zt_model_args;
 
+#define ZT_RECOMPUTE_ALL_LAYERS (1 << 30)
+
 typedef struct {
   const zt_backend *backend;   /* NULL: the CPU */
   zt_dtype dtype;              /* storage of parameters and activations (fp32 on the CPU) */
   int micro_batch, seq_length;
-  int recompute, partition_activations;
+  int recompute;               /* full recompute: the first `recompute` layers of each model chunk keep only their
+                                  input and run again in backward (ZT_RECOMPUTE_ALL_LAYERS: every layer, Megatron's
+                                  uniform method; --recompute-method block N: N); 0: none */
+  int partition_activations;
   int recompute_core_attention; /* selective recompute: the attention's probabilities are recomputed in backward */
   int master_weights;          /* plan fp32 masters (mixed precision) */
   int zero_partitions;         /* pad the flat buffers to this many partitions; the optimizer state holds one */

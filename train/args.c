@@ -242,8 +242,10 @@ static const flag k_flags[] = {
   {"--recompute-activations", F_TRUE, OFF(recompute_activations), NULL, RECOMP, "False",
    "= --recompute-granularity selective (with --checkpoint-activations: whole layers, which keep nothing more)."},
   {"--recompute-method", F_CHOICE, OFF(recompute_method_uniform), k_recompute_methods, RECOMP, "uniform",
-   "uniform: checkpoint chunks of --recompute-num-layers layers (block is not supported yet)."},
-  {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1", "Layers per recompute chunk."},
+   "uniform: recompute every layer; block: only the first --recompute-num-layers layers of each pipeline stage "
+   "(model chunk), the others keep their activations."},
+  {"--recompute-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
+   "block: the layers recomputed per stage; uniform: Megatron's chunk size (every layer is recomputed here)."},
   {"--checkpoint-num-layers", F_INT, OFF(recompute_num_layers), NULL, RECOMP, "1",
    "Old name of --recompute-num-layers."},
   {"--distribute-checkpointed-activations", F_TRUE, OFF(distribute_checkpointed_activations), NULL, RECOMP, "False",
@@ -1609,9 +1611,6 @@ static void finalize(zt_args *a, const unsigned char *seen, int world_size) {
   zt_check(a->recompute_granularity != ZT_RECOMPUTE_SELECTIVE || !given(seen, "--recompute-method"),
            "inconsistent arguments", "--recompute-method with --recompute-granularity selective: recompute method is "
            "not yet supported for selective recomputing granularity (Megatron's assert)");
-  zt_check(a->recompute_granularity == ZT_RECOMPUTE_NONE || a->recompute_method_uniform, "unsupported argument",
-           "--recompute-method block is not supported yet (only uniform recompute is implemented); use "
-           "--recompute-method uniform");
 
   /* parallel layout and batch */
   zt_check(world_size >= 1, "internal error", "args: world size %d", world_size);

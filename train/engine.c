@@ -1292,7 +1292,9 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
   zt_model_setup s = {
       .backend = e->wgrad ? zt_wgrad_store_backend(e->wgrad) : e->be, .dtype = gpu ? st->half_dtype : ZT_DTYPE_FP32,
       .micro_batch = a->micro_batch_size,
-      .seq_length = a->seq_length, .recompute = a->recompute_granularity == ZT_RECOMPUTE_FULL,
+      .seq_length = a->seq_length, .recompute = a->recompute_granularity != ZT_RECOMPUTE_FULL ? 0
+                    : a->recompute_method_uniform           ? ZT_RECOMPUTE_ALL_LAYERS
+                                                            : a->recompute_num_layers,
       .recompute_core_attention = a->recompute_granularity == ZT_RECOMPUTE_SELECTIVE,
       .master_weights = st->half_dtype != ZT_DTYPE_FP32,
       .zero_partitions = st->zero_stage > 0 ? a->data_parallel_size * a->ds_sequence_parallel_size : 1,
@@ -1304,6 +1306,10 @@ void zt_engine_init(zt_engine *e, const zt_args *a, const zt_tokenizer *tok, con
       .usp_size = st->usp_size, .usp_rank = st->usp_rank,
       .fpdt_chunk = a->ds_sequence_parallel_fpdt ? a->ds_sequence_parallel_fpdt_chunk_size : 0};
   activation_checkpointing_setup(e, &s);
+  if (s.recompute && s.recompute != ZT_RECOMPUTE_ALL_LAYERS)
+    zt_log("> --recompute-method block: the first %d layer%s of each pipeline stage%s recomputed in backward; "
+           "the other layers keep their activations\n", s.recompute, s.recompute > 1 ? "s" : "",
+           e->vpp > 1 ? "'s model chunks are" : s.recompute > 1 ? " are" : " is");
   e->kd = (zt_kd_config){.temp = (float)a->kd_temp, .beta = (float)a->kd_beta_ce, .seq_length = a->seq_length,
                          .name = a->mos ? "mos loss" : "kd loss"};
   zt_log("building %s model ...\n", kind->name);

@@ -36,7 +36,8 @@ typedef struct {
   int num_tokentypes;        /* token-type (segment) embeddings: 2 for BERT with the binary head, else 0 */
   int add_pooler;            /* Megatron's add_pooler: BERT's pooler on the first token (the model registers and
                                 runs it with its binary head) */
-  int recompute_full;        /* 1: keep only each layer's input; recompute the layer in backward */
+  int recompute_full;        /* > 0: the first recompute_full layers of each chunk keep only their input and are
+                                recomputed in backward (zt_model_setup's recompute) */
   int recompute_core_attention; /* selective recompute (zt_block_config's) */
   int partition_activations; /* with recompute and tensor parallelism (no sequence parallelism): each rank keeps
                                 its 1/tp of every saved layer input, all-gathered before the layer's recompute

@@ -11,6 +11,9 @@
 #include "runtime/base/timer.h"
 #include "runtime/profile/trace.h"
 
+/* Whether layer l (of the stack, or of a chunk) is recomputed: the first s->recompute of its chunk. */
+static int recomputed(const zt_stack *s, int l) { return l % s->chunk_layers < s->recompute; }
+
 static void layer_prefix(const zt_stack *s, char *buf, size_t n, int l) {
   snprintf(buf, n, "%s.layers.%d", s->prefix, l - s->name0);
 }
@@ -100,11 +103,12 @@ void zt_stack_plan(zt_stack *s, zt_memplan *p) {
     s->layer_in = zt_memplan_bytes(p, ZT_MEM_ACTIVATIONS, (size_t)(L + 1) * NC);
     s->layer_out = s->layer_in ? (char *)s->layer_in + (size_t)L * NC : NULL;
   }
-  /* with full recompute every layer's activations overlap one region, recomputed layer by layer; the chunks of a
-   * stage overlap too */
+  /* the recomputed layers' activations overlap one region, recomputed layer by layer; the kept layers' follow one
+   * another from the same start (the recomputed layers come first in their chunk, run again after the kept ones'
+   * backward); the chunks of a stage overlap too */
   size_t mark = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS), end = mark;
   for (int l = 0; l < s->nlayers; l++) {
-    if (s->recompute || l % L == 0) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
+    if (recomputed(s, l) || l % L == s->recompute || l % L == 0) zt_memplan_set_cursor(p, ZT_MEM_ACTIVATIONS, mark);
     zt_block_plan_acts(&s->blocks[l], p, cfg, s->B, s->T, s->Tk);
     size_t cur = zt_memplan_cursor(p, ZT_MEM_ACTIVATIONS);
     end = cur > end ? cur : end;
@@ -187,14 +191,14 @@ static float ltd_forward(zt_stack *s, zt_block *b, void *out, const void *x, con
 
 /* dres [N, C]: d(output) in, d(input) out; the dropped rows pass unchanged. */
 static void ltd_backward(zt_stack *s, zt_block *b, void *dres, const void *x, const zt_cross_input *mem,
-                         const zt_pass *pass, float aux_grad) {
+                         const zt_pass *pass, float aux_grad, int recompute) {
   const zt_backend *be = s->model->be;
   const zt_dtype dt = s->model->dt;
   const int N = pass->B * pass->T, n = pass->B * pass->ltd_keep;
   ltd_ids(s, pass, b->layer); /* the same draw as the forward's */
   be->embedding_forward(dt, s->ltd_in, s->ltd_gid, x, n, s->cfg->C, 0);
   const zt_pass p = ltd_pass(s, pass);
-  if (s->recompute) zt_block_forward(b, s->recompute_out, s->ltd_in, mem, s->cfg, &p, &s->scratch);
+  if (recompute) zt_block_forward(b, s->recompute_out, s->ltd_in, mem, s->cfg, &p, &s->scratch);
   be->embedding_forward(dt, s->ltd_d, s->ltd_gid, dres, n, s->cfg->C, 0);
   zt_block_backward(b, s->ltd_d, s->ltd_in, mem, s->cfg, &p, &s->scratch, aux_grad);
   ltd_scatter(s, dres, dres, s->ltd_d, N, n);
@@ -225,11 +229,11 @@ float zt_stack_forward(zt_stack *s, int chunk, const zt_pass *pass, const zt_cro
   const size_t slot = planned_bytes(s), pslot = slot / (size_t)s->cfg->tp->size;
   zt_block *blocks = s->blocks + (size_t)chunk * L;
   s->fwd_chunk = chunk;
-  const int profile = m->ckpt_profile && s->recompute && pass->training;
   const void *cur = s->layer_in;
   float aux = 0.0f;
   const int trace = zt_trace_active();
   for (int l = 0; l < L; l++) {
+    const int profile = m->ckpt_profile && recomputed(s, l) && pass->training;
     const double tl = profile || trace ? zt_now() : 0.0;
     void *out = !s->part_acts ? (char *)s->layer_in + (size_t)(l + 1) * slot
                 : l == L - 1  ? s->layer_out
@@ -253,8 +257,9 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
   const size_t es = zt_dtype_size(m->dt), NC = (size_t)N * s->cfg->C * es, piece = NC / (size_t)s->cfg->tp->size;
   const size_t slot = planned_bytes(s), pslot = slot / (size_t)s->cfg->tp->size;
   zt_block *blocks = s->blocks + (size_t)s->fwd_chunk * L;
-  const int profile = m->ckpt_profile && s->recompute, trace = zt_trace_active();
+  const int trace = zt_trace_active();
   for (int l = L - 1; l >= 0; l--) {
+    const int rc = recomputed(s, l), profile = m->ckpt_profile && rc;
     const double tl = profile || trace ? zt_now() : 0.0;
     const void *x = (char *)s->layer_in + (size_t)l * slot;
     if (s->part_acts && l > 0) { /* gather the saved pieces of this layer's input */
@@ -263,15 +268,15 @@ void zt_stack_backward(zt_stack *s, const zt_pass *pass, void *dres, const zt_cr
     }
     zt_model_param_event(m, ZT_PARAM_FETCH, unit_of(s, l));
     if (ltd_layer(s, &blocks[l], pass)) {
-      ltd_backward(s, &blocks[l], dres, x, mem, pass, aux_grad);
+      ltd_backward(s, &blocks[l], dres, x, mem, pass, aux_grad, rc);
     } else {
-      if (s->recompute) zt_block_forward(&blocks[l], s->recompute_out, x, mem, s->cfg, pass, &s->scratch);
+      if (rc) zt_block_forward(&blocks[l], s->recompute_out, x, mem, s->cfg, pass, &s->scratch);
       zt_block_backward(&blocks[l], dres, x, mem, s->cfg, pass, &s->scratch, aux_grad);
     }
     zt_model_param_event(m, ZT_PARAM_RELEASE, unit_of(s, l));
     zt_model_param_event(m, ZT_PARAM_GRAD_READY, unit_of(s, l));
     if (profile) m->ckpt_profile(m->ckpt_profile_ctx, "backward", 1e3 * (zt_now() - tl));
-    if (trace) trace_layer(s, &blocks[l], s->recompute ? "recompute + backward" : "backward", tl);
+    if (trace) trace_layer(s, &blocks[l], rc ? "recompute + backward" : "backward", tl);
   }
 }
 

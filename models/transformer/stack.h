@@ -1,6 +1,6 @@
 /* The layer stack (Megatron-core's TransformerBlock): the layers of one pipeline stage built from a layer spec, and
  * the layer loop every model shares: full activation recompute (only each layer's input is kept; the layer runs
- * again before its backward), DeepSpeed's partitioned activations (each tensor-parallel rank keeps 1/tp of every
+ * again before its backward; all layers, or the first N of each chunk), DeepSpeed's partitioned activations (each tensor-parallel rank keeps 1/tp of every
  * saved layer input), virtual pipeline chunks (the stage holds vpp chunks of layers, one chunk's activations at a
  * time), ZeRO-3 fetch/release/grad-ready events per layer (runtime/zero/zero3.h drives them through the model's
  * hook), the flops profiler's per-layer latency slots and activation_checkpointing.profile's per-layer timings,
@@ -22,7 +22,9 @@ typedef struct {
   int total_layers;          /* of the whole model (the output projections' init std, the names) */
   int nlayers, chunk_layers, vpp;
   int unit0;                 /* the ZeRO-3 unit of this stack's first layer */
-  int recompute, part_acts;
+  int recompute;             /* full recompute: the first `recompute` layers of each chunk (any count >= the chunk's
+                                layers: all of them, Megatron's uniform method; fewer: its block method); 0: none */
+  int part_acts;
   zt_block *blocks;          /* nlayers, in chunk order; blocks[i].layer: the global layer number */
   zt_ffn *ffns;
   int B, T, Tk;
@@ -54,7 +56,8 @@ void zt_stack_free(zt_stack *s);
 /* Registers the layers' parameters; first[i] receives the index of layer i's first parameter (its unit). */
 void zt_stack_register(zt_stack *s, zt_param_table *t, int *first);
 void zt_stack_bind(zt_stack *s, const zt_param_table *t, void *params, void *grads, size_t es);
-/* Plans the layer inputs, the layers' activations (overlapping: with recompute every layer's, and the chunks'),
+/* Plans the layer inputs, the layers' activations (overlapping: every recomputed layer's, the kept layers' after
+ * them, which are dead by the time the recomputed layers run again, and the chunks'),
  * the recompute output and the scratch (same calls in the sizing and carving passes). */
 void zt_stack_plan(zt_stack *s, zt_memplan *plan);
 

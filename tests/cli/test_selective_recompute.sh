@@ -7,7 +7,11 @@
 #    mpirun TP=2 + sequence parallel, PP=2 and DeepSpeed-Ulysses SP=2 (label mpi; skipped without mpirun);
 #  - the memory plan's activations shrink by (L - 1) x B x heads x T x T x 4 bytes;
 #  - the argument dump says selective; with --checkpoint-activations whole layers are recomputed (full);
-#  - --recompute-method with selective is refused (Megatron's assert).
+#  - --recompute-method with selective is refused (Megatron's assert);
+# and Megatron's block method (--recompute-granularity full --recompute-method block --recompute-num-layers N: the
+# first N layers of each stage recomputed, the others keeping their activations): the log lines bit for bit as
+# without recompute for GPT (N = 1, 2), BERT, T5 and PP=2; the memory plan's activations between none and full,
+# falling with N, full's at N = L; the start-up line and the argument dump say block.
 # Usage: test_selective_recompute.sh BIN_DIR PYTHON3
 set -u
 BIN=$1 PY=$2
@@ -43,6 +47,24 @@ awk -v d="$drop" -v w="$want" 'BEGIN { exit !(d > w - 0.1 && d < w + 0.1) }' &&
   bad "memory plan" "$(acts "$a") -> $(acts "$b") MiB, want $want fewer"
 grep -qE "^  recompute_granularity \.+ selective$" <<<"$b" && ok "argument dump: recompute_granularity selective" ||
   bad "argument dump" "$(grep recompute_granularity <<<"$b")"
+full=$("$BIN/pretrain_gpt" "${G[@]}" --checkpoint-activations 2>&1)
+prev=$(acts "$a") plans="$(acts "$a")" plan_ok=1
+for n in 1 2 $L; do
+  c=$("$BIN/pretrain_gpt" "${G[@]}" --recompute-granularity full --recompute-method block --recompute-num-layers $n 2>&1)
+  [ $n -lt $L ] && same "GPT --recompute-method block --recompute-num-layers $n" "$a" "$c"
+  plans="$plans -> $(acts "$c")"
+  if [ $n -lt $L ]; then
+    awk -v x="$(acts "$c")" -v p="$prev" -v f="$(acts "$full")" 'BEGIN { exit !(x < p && x > f) }' || plan_ok=0
+  else
+    [ -n "$(acts "$c")" ] && [ "$(acts "$c")" == "$(acts "$full")" ] || plan_ok=0
+  fi
+  prev=$(acts "$c")
+done
+[ $plan_ok -eq 1 ] && ok "block's memory plan falls with N, none -> 1 -> 2 -> $L layers recomputed: $plans MiB (full: $(acts "$full"))" ||
+  bad "block's memory plan" "none -> 1 -> 2 -> $L: $plans MiB, full recompute $(acts "$full")"
+grep -qF "> --recompute-method block: the first $L layers of each pipeline stage are recomputed in backward" <<<"$c" &&
+  grep -qE "^  recompute_method \.+ block$" <<<"$c" && ok "block: the start-up line and the argument dump" ||
+  bad "block messages" "$(grep -E "recompute" <<<"$c" | head -3)"
 c=$("$BIN/pretrain_gpt" "${G[@]}" --recompute-granularity selective 2>&1)
 [ "$(lines "$c")" == "$(lines "$b")" ] && [ "$(acts "$c")" == "$(acts "$b")" ] &&
   ok "--recompute-granularity selective = --recompute-activations" || bad "selective flag" "$(lines "$c" | head -2)"
@@ -72,10 +94,15 @@ S=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --max
 a=$("$BIN/pretrain_bert" "${S[@]}" 2>&1)
 b=$("$BIN/pretrain_bert" "${S[@]}" --recompute-activations 2>&1)
 same "BERT" "$a" "$b"
+b=$("$BIN/pretrain_bert" "${S[@]}" --recompute-granularity full --recompute-method block --recompute-num-layers 1 2>&1)
+same "BERT --recompute-method block" "$a" "$b"
 t5=(--decoder-seq-length 16 --vocab-extra-ids 10)
 a=$("$BIN/pretrain_t5" "${S[@]}" "${t5[@]}" 2>&1)
 b=$("$BIN/pretrain_t5" "${S[@]}" "${t5[@]}" --recompute-activations 2>&1)
 same "T5" "$a" "$b"
+c=$("$BIN/pretrain_t5" "${S[@]}" "${t5[@]}" --recompute-granularity full --recompute-method block \
+    --recompute-num-layers 1 2>&1)
+same "T5 --recompute-method block (encoder and decoder)" "$a" "$c"
 [ "$(acts "$a")" != "$(acts "$b")" ] && ok "T5's memory plan: $(acts "$a") -> $(acts "$b") MiB" ||
   bad "T5 memory plan" "$(acts "$a") -> $(acts "$b")"
 
@@ -88,6 +115,11 @@ if command -v mpirun >/dev/null; then
     b=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${G[@]}" $lay --recompute-activations 2>&1)
     same "GPT $lay" "$a" "$b"
   done
+  lay=(--pipeline-model-parallel-size 2)
+  a=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${G[@]}" "${lay[@]}" 2>&1)
+  b=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${G[@]}" "${lay[@]}" --recompute-granularity full \
+      --recompute-method block --recompute-num-layers 1 2>&1)
+  same "GPT PP=2 --recompute-method block --recompute-num-layers 1 (one of each stage's two layers)" "$a" "$b"
 else
   echo "SKIP TP=2, PP=2, Ulysses: no mpirun"
 fi
