@@ -10,7 +10,7 @@
 # usage: test_examples.sh FAMILY BIN_DIR PYTHON   (FAMILY: rebase, rebase_flashattn, megatron_checkpointing, moe_dense, moe_experts,
 #        moe_experts_ep, moe_dense_cl, compression, offload_pp, universal_checkpointing, bert_with_pile, t5, curriculum_learning, data_efficiency_ltd,
 #        data_efficiency_cl, data_efficiency_bert, bert_finetune,
-#        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, llama, zero_bubble, refused)
+#        sequence_parallel, sequence_parallel_30B, sequence_parallel_fpdt, long_seq_support, llama, zero_bubble, refused)
 set -u
 family="$1" bindir="$2" PY="${3:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -78,6 +78,9 @@ tb_written() {
 # --use-flash-attn-triton, global batch 2 of micro batches of 1; with "seq_parallel_30B": ds_pretrain_gpt_30B_seq_
 # parallel_32k.sh, the same with ZeRO-3, which must also train the losses of its options at
 # --ds-sequence-parallel-size 1 in one process (to 1e-3: fp16 gradients summed in parts over the ranks round otherwise).
+# With "long_seq": deepspeed4science/megatron_long_seq_support/pretrain_gpt_1.3B_seq_parallel.sh, the same script shape
+# with Megatron's --sequence-parallel over TP 2 (8 there), no pipeline, ZeRO 0, micro batches of 1, its own template
+# (rebase's with a flops_profiler block at step 1).
 # With "zbh1": zero_bubble_pp/zbh1_pretrain_gpt_1.3b.sh, the same script shape (it reads ../rebase's template) with
 # TP 1, ZeRO 0, micro batches of 1, no activation checkpointing, --enable-zbh1-pipeline --enable-zbh1-exact-semantics
 # and pipeline stages (8 there, 4 here): it must train the losses of the same script without the two flags (1F1B)
@@ -94,6 +97,12 @@ rebase() {
     num_layers=2 global_batch_size=2 lr=2.0e-4 init_std=0.013 mp_size=1 pp_size=1 no_pp="true" batch_size=1
     sp_size=4 sp_option="--ds-sequence-parallel-size ${sp_size}" flash_attn="--use-flash-attn-triton"
     if [ "$variant" = seq_parallel_30B ]; then zero_stage=3; fi
+  fi
+  local np=4 template="$here/templates/rebase_ds_config_gpt_TEMPLATE.json"
+  if [ "$variant" = long_seq ]; then # Megatron's sequence parallelism over TP 2 (8 in the script), DP 1
+    name=long_seq_support_1.3B num_layers=2 global_batch_size=2 lr=2.0e-4 init_std=0.013 mp_size=2 pp_size=1
+    no_pp="true" zero_stage=0 batch_size=1 flash_attn="--use-flash-attn-triton" np=2
+    template="$here/templates/deepspeed4science_ds_config_gpt_TEMPLATE.json"
   fi
   zbh1_options=""
   if [ "$variant" = zbh1 ]; then
@@ -148,10 +157,11 @@ rebase() {
     --log-batch-size-to-tensorboard \
     --log-validation-ppl-to-tensorboard \
     --tensorboard-dir ${tensorboard_path}"
+  if [ "$variant" = long_seq ]; then megatron_options="--sequence-parallel ${megatron_options}"; fi
   if [ "${activation_checkpoint}" = "true" ]; then megatron_options="${megatron_options} --checkpoint-activations"; fi
   if [ "${log_optimizer_state}" = "true" ]; then megatron_options="${megatron_options} --log-optimizer-states-to-tensorboard"; fi
   config_json="ds_config_gbs${global_batch_size}_mbs${batch_size}_log${log_interval}_zero${zero_stage}.json"
-  sed "s/GBSIZE/${global_batch_size}/" "$here/templates/rebase_ds_config_gpt_TEMPLATE.json" \
+  sed "s/GBSIZE/${global_batch_size}/" "$template" \
     | sed "s/MBSIZE/${batch_size}/" \
     | sed "s/LOG_INTERVAL/${log_interval}/" \
     | sed "s/ZERO_STAGE/${zero_stage}/" \
@@ -179,12 +189,18 @@ rebase() {
     return
   fi
   # shellcheck disable=SC2086
-  resumes $name 4 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  resumes $name $np pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
   local iters
   iters=$(grep -cE "^ iteration +[0-9]+/" <<<"$last")
   [ "$iters" -eq 6 ] && ok "$name: --train-tokens $train_tokens ends training after 6 iterations of $((global_batch_size * 64)) tokens (--train-samples allows 12)" \
     || bad "$name: --train-tokens" "$iters iterations (expected 6)"
   tb_written $name "$tensorboard_path" "lm loss" "learning-rate" "batch-size" "lm loss validation ppl"
+  if [ "$variant" = long_seq ]; then
+    grep -qE "^  sequence_parallel \.+ True$" <<<"$last" && grep -qE "^  tensor_model_parallel_size \.+ 2$" <<<"$last" \
+      && grep -qF -- "-------------------------- DeepSpeed Flops Profiler --------------------------" <<<"$last" \
+      && ok "$name: Megatron's sequence parallelism at TP 2 in the argument dump; the template's flops profile at step 1" \
+      || bad "$name: argument dump / flops profile" "$(grep -E "^  (sequence_parallel|tensor_model_parallel_size) " <<<"$last")"
+  fi
   if [ "$variant" = seq_parallel ]; then
     grep -qE "^  ds_sequence_parallel_size \.+ 4$" <<<"$last" && grep -qE "^  data_parallel_size \.+ 1$" <<<"$last" \
       && ok "$name: the argument dump has ds_sequence_parallel_size 4, data_parallel_size 1" \
@@ -1501,6 +1517,7 @@ case "$family" in
   sequence_parallel_30B) rebase seq_parallel_30B ;;
   rebase_flashattn) rebase flashattn ;;
   rebase_rope) rebase rope ;;
+  long_seq_support) rebase long_seq ;;
   zero_bubble) rebase zbh1 ;;
   *) echo "unknown family $family"; exit 2 ;;
 esac
