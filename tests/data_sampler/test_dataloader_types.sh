@@ -79,8 +79,10 @@ if command -v mpirun >/dev/null; then
     # shellcheck disable=SC2086
     out=$(timeout 300 "${mpi[@]}" -np 2 "$BIN/pretrain_gpt" "${tiny[@]}" "${D[@]}" "${ev[@]}" --dataloader-type cyclic \
           $lay 2>&1)
-    [ "$(losses "$one" | wc -w)" -eq 9 ] && [ "$(losses "$out")" == "$(losses "$one")" ] &&
-      ok "cyclic, $lay = one process (6 iterations, 3 validations)" ||
+    # the same samples in the same order: the losses to the layouts' rounding (PP sums the tied embedding's two
+    # gradients across stages, TP reduces over ranks), 1e-5
+    [ "$(losses "$one" | wc -w)" -eq 9 ] && close "$(losses "$out")" "$(losses "$one")" 1e-5 &&
+      ok "cyclic, $lay = one process (6 iterations, 3 validations, 1e-5)" ||
       bad "cyclic $lay" "$(losses "$out") vs $(losses "$one") $(grep -m1 error <<<"$out")"
   done
 else

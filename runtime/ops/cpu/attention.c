@@ -231,13 +231,19 @@ void zt_attention_forward(float *out, float *probs, const float *q, const float 
         for (int j = 0; j < Tk; j++) row[j] *= inv;
       }
       if (a->dropout.p > 0.0f) {
-        /* O = dropout(P) V, row by row so the dropped row stays in a small buffer */
-        float pd[Tk];
-        for (int i = 0; i < Tq; i++) {
-          zt_dropout_apply_range(pd, P + (size_t)i * Tk, (size_t)Tk, &a->dropout,
-                                 a->dropout.first_sample + b, prob_elem(a, h, i));
-          cblas_sgemv(CblasRowMajor, CblasTrans, Tk, HD, 1.0f, V, a->ld_kv, pd, 1, 0.0f, O + (size_t)i * C, 1);
+        /* O = dropout(P) V, DROP_ROWS rows at a time: the dropped rows in a small buffer, one sgemm each (row by
+         * row, sgemv ran the product at a tenth of sgemm's rate) */
+        enum { DROP_ROWS = 32 };
+        float *pd = zt_malloc((size_t)DROP_ROWS * Tk * sizeof(float), "attention dropout rows");
+        for (int i0 = 0; i0 < Tq; i0 += DROP_ROWS) {
+          const int ni = Tq - i0 < DROP_ROWS ? Tq - i0 : DROP_ROWS;
+          for (int ii = 0; ii < ni; ii++)
+            zt_dropout_apply_range(pd + (size_t)ii * Tk, P + (size_t)(i0 + ii) * Tk, (size_t)Tk, &a->dropout,
+                                   a->dropout.first_sample + b, prob_elem(a, h, i0 + ii));
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, HD, Tk, 1.0f, pd, Tk, V, a->ld_kv, 0.0f,
+                      O + (size_t)i0 * C, C);
         }
+        free(pd);
       } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, HD, Tk, 1.0f, P, Tk, V, a->ld_kv, 0.0f, O, C);
       }
