@@ -1,10 +1,11 @@
 /* The layer stack (Megatron-core's TransformerBlock): the layers of one pipeline stage built from a layer spec, and
  * the layer loop every model shares: full activation recompute (only each layer's input is kept; the layer runs
- * again before its backward; all layers, or the first N of each chunk), DeepSpeed's partitioned activations (each tensor-parallel rank keeps 1/tp of every
- * saved layer input), virtual pipeline chunks (the stage holds vpp chunks of layers, one chunk's activations at a
- * time), ZeRO-3 fetch/release/grad-ready events per layer (runtime/zero/zero3.h drives them through the model's
- * hook), the flops profiler's per-layer latency slots and activation_checkpointing.profile's per-layer timings,
- * and random-LTD's gather and scatter around the layers it applies to (models/transformer/random_ltd.h).
+ * again before its backward; all layers, or the first N of each chunk), DeepSpeed's partitioned activations (each
+ * tensor-parallel rank keeps 1/tp of every saved layer input), virtual pipeline chunks (the stage holds vpp chunks
+ * of layers, one chunk's activations at a time), ZeRO-3 fetch/release/grad-ready events per layer
+ * (runtime/zero/zero3.h drives them through the model's hook), the flops profiler's per-layer latency slots and
+ * activation_checkpointing.profile's per-layer timings, and random-LTD's gather and scatter around the layers it
+ * applies to (models/transformer/random_ltd.h).
  * A model owns one stack per layer sequence (GPT: the encoder; T5: an encoder and a decoder). */
 #ifndef ZT_STACK_H
 #define ZT_STACK_H
