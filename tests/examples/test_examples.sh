@@ -407,6 +407,71 @@ moe_experts_ep() {
     || bad "moe_125M_MoE64 on 2 GPUs: moe loss" "'$m'"
 }
 
+# dense_cl_options LAYERS TENSORBOARD_PATH CONFIG_JSON TEMPLATE: the option list of MoE/ds_pretrain_gpt_125M_dense_cl.sh,
+# which compression/'s scripts repeat word for word (megatron_options, the TensorBoard and recompute flags in
+# tb_options, deepspeed_options), from the caller's script variables; CONFIG_JSON is TEMPLATE filled by their sed lines.
+dense_cl_options() {
+  megatron_options=" \
+      --override-opt_param-scheduler \
+      --adam-beta1 0.9 \
+      --adam-beta2 0.95 \
+      --tensor-model-parallel-size ${MP_SIZE} \
+      --init-method-std ${INIT_STD} \
+      --lr-decay-tokens ${LR_DECAY_TOKENS} \
+      --lr-warmup-tokens ${WARMUP_TOKENS} \
+      --micro-batch-size ${BATCH_SIZE} \
+      --exit-duration-in-mins ${EXIT_DURATION} \
+      --global-batch-size ${GLOBAL_BATCH_SIZE} \
+      --num-layers $1 \
+      --hidden-size ${HIDDEN_SIZE} \
+      --num-attention-heads ${NUM_ATTN_HEADS} \
+      --seq-length ${SEQ_LEN} \
+      --max-position-embeddings ${SEQ_LEN} \
+      --train-tokens ${TRAIN_TOKENS} \
+      --train-samples ${TRAIN_SAMPLES} \
+      --lr ${LR} \
+      --min-lr ${MIN_LR} \
+      --lr-decay-style cosine \
+      --split 98,2,0 \
+      --log-interval ${LOG_INTERVAL} \
+      --eval-interval ${EVAL_INTERVAL} \
+      --eval-iters ${EVAL_ITERS} \
+      --save-interval ${SAVE_INTERVAL} \
+      --weight-decay 0.1 \
+      --clip-grad 1.0 \
+      --hysteresis 2 \
+      --num-workers 0 \
+      --fp16"
+  tb_options=" \
+      --tensorboard-queue-size 1 \
+      --log-timers-to-tensorboard \
+      --log-batch-size-to-tensorboard \
+      --log-validation-ppl-to-tensorboard \
+      --tensorboard-dir $2"
+  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then tb_options="${tb_options} --checkpoint-activations"; fi
+  if [ "${LOG_OPTIMIZER_STATE}" = "true" ]; then tb_options="${tb_options} --log-optimizer-states-to-tensorboard"; fi
+  if [[ $ZERO_STAGE -gt 0 ]]; then prescale_grad="false"; else prescale_grad="true"; fi
+  sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "$4" \
+    | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
+    | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
+    | sed "s/ZERO_STAGE/${ZERO_STAGE}/" \
+    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
+    | sed "s/CONFIG_FP16_ENABLED/true/" \
+    | sed "s/CONFIG_BF16_ENABLED/false/" \
+    | sed "s/CONFIG_CL_ENABLED/${CL_ENABLED}/" \
+    | sed "s/CONFIG_CL_MIN/${CL_START_SEQLEN}/" \
+    | sed "s/CONFIG_CL_MAX/${SEQ_LEN}/" \
+    | sed "s/CONFIG_CL_DURATION/${CL_STEP}/" \
+      > "$3"
+  deepspeed_options=" \
+          --deepspeed \
+          --deepspeed_config $3 \
+          --zero-stage ${ZERO_STAGE} \
+          --pipeline-model-parallel-size ${PP_SIZE}"
+  if [[ "${NO_PP}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
+  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
+}
+
 # ---- examples_deepspeed/MoE/ds_pretrain_gpt_125M_dense_cl.sh (the dense 125M with CL_ENABLED="true") ----
 # No MoE flags; the MoE ds_config template's curriculum_learning block filled by the script's sed lines. The script's
 # CL_STEP is CL_TOKENS billion tokens over GLOBAL_BATCH_SIZE x CL_AVG_SEQLEN; here CL_TOKENS is in tokens, so the
@@ -422,68 +487,10 @@ moe_dense_cl() {
   TENSORBOARD_PATH="$tmp/tensorboard/moe_dense_cl"
   mkdir -p "$TENSORBOARD_PATH"
   data_options="--mock-data --data-impl mmap"
-  megatron_options=" \
-        --override-opt_param-scheduler \
-        --adam-beta1 0.9 \
-        --adam-beta2 0.95 \
-        --tensor-model-parallel-size ${MP_SIZE} \
-        --init-method-std ${INIT_STD} \
-        --lr-decay-tokens ${LR_DECAY_TOKENS} \
-        --lr-warmup-tokens ${WARMUP_TOKENS} \
-        --micro-batch-size ${BATCH_SIZE} \
-        --exit-duration-in-mins ${EXIT_DURATION} \
-        --global-batch-size ${GLOBAL_BATCH_SIZE} \
-        --num-layers ${NUM_LAYERS} \
-        --hidden-size ${HIDDEN_SIZE} \
-        --num-attention-heads ${NUM_ATTN_HEADS} \
-        --seq-length ${SEQ_LEN} \
-        --max-position-embeddings ${SEQ_LEN} \
-        --train-tokens ${TRAIN_TOKENS} \
-        --train-samples ${TRAIN_SAMPLES} \
-        --lr ${LR} \
-        --min-lr ${MIN_LR} \
-        --lr-decay-style cosine \
-        --split 98,2,0 \
-        --log-interval ${LOG_INTERVAL} \
-        --eval-interval ${EVAL_INTERVAL} \
-        --eval-iters ${EVAL_ITERS} \
-        --save-interval ${SAVE_INTERVAL} \
-        --weight-decay 0.1 \
-        --clip-grad 1.0 \
-        --hysteresis 2 \
-        --num-workers 0 \
-        --fp16 \
-        --tensorboard-queue-size 1 \
-        --log-timers-to-tensorboard \
-        --log-batch-size-to-tensorboard \
-        --log-validation-ppl-to-tensorboard \
-        --tensorboard-dir ${TENSORBOARD_PATH}"
-  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then megatron_options="${megatron_options} --checkpoint-activations"; fi
-  if [ "${LOG_OPTIMIZER_STATE}" = "true" ]; then megatron_options="${megatron_options} --log-optimizer-states-to-tensorboard"; fi
-  template_json="$here/templates/MoE_ds_config_gpt_TEMPLATE.json"
-  config_json="ds_config_gpt_moe_dense_cl.json"
-  if [[ $ZERO_STAGE -gt 0 ]]; then prescale_grad="false"; else prescale_grad="true"; fi
-  sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "${template_json}" \
-    | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
-    | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
-    | sed "s/ZERO_STAGE/${ZERO_STAGE}/" \
-    | sed "s/PRESCALE_GRAD/${prescale_grad}/" \
-    | sed "s/CONFIG_FP16_ENABLED/true/" \
-    | sed "s/CONFIG_BF16_ENABLED/false/" \
-    | sed "s/CONFIG_CL_ENABLED/${CL_ENABLED}/" \
-    | sed "s/CONFIG_CL_MIN/${CL_START_SEQLEN}/" \
-    | sed "s/CONFIG_CL_MAX/${SEQ_LEN}/" \
-    | sed "s/CONFIG_CL_DURATION/${CL_STEP}/" \
-      > ${config_json}
-  deepspeed_options=" \
-            --deepspeed \
-            --deepspeed_config ${config_json} \
-            --zero-stage ${ZERO_STAGE} \
-            --pipeline-model-parallel-size ${PP_SIZE}"
-  if [[ "${NO_PP}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
-  if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
+  dense_cl_options "${NUM_LAYERS}" "$TENSORBOARD_PATH" ds_config_gpt_moe_dense_cl.json \
+    "$here/templates/MoE_ds_config_gpt_TEMPLATE.json"
   # shellcheck disable=SC2086
-  resumes moe_dense_cl_125M 1 pretrain_gpt 3 ${megatron_options} ${data_options} ${deepspeed_options}
+  resumes moe_dense_cl_125M 1 pretrain_gpt 3 ${megatron_options} ${tb_options} ${data_options} ${deepspeed_options}
   local lens
   lens=$(grep -E "^ iteration " <<<"$last" | sed -E 's/.*curriculum seqlen: +([0-9]+).*/\1/' | tr '\n' ' ')
   [ "$lens" = "24 40 48 64 64 64 64 " ] \
@@ -517,71 +524,10 @@ compression() {
   LOG_OPTIMIZER_STATE="true" KD_BETA_CE=1
   local CHECKPOINT_PATH_TEACHER="$tmp/teacher" cl
   data_options="--mock-data --data-impl mmap"
-  # options STUDENT_LAYERS TENSORBOARD_PATH CONFIG_JSON: the scripts' megatron_options + deepspeed_options
-  options() {
-    megatron_options=" \
-        --override-opt_param-scheduler \
-        --adam-beta1 0.9 \
-        --adam-beta2 0.95 \
-        --tensor-model-parallel-size ${MP_SIZE} \
-        --init-method-std ${INIT_STD} \
-        --lr-decay-tokens ${LR_DECAY_TOKENS} \
-        --lr-warmup-tokens ${WARMUP_TOKENS} \
-        --micro-batch-size ${BATCH_SIZE} \
-        --exit-duration-in-mins ${EXIT_DURATION} \
-        --global-batch-size ${GLOBAL_BATCH_SIZE} \
-        --num-layers $1 \
-        --hidden-size ${HIDDEN_SIZE} \
-        --num-attention-heads ${NUM_ATTN_HEADS} \
-        --seq-length ${SEQ_LEN} \
-        --max-position-embeddings ${SEQ_LEN} \
-        --train-tokens ${TRAIN_TOKENS} \
-        --train-samples ${TRAIN_SAMPLES} \
-        --lr ${LR} \
-        --min-lr ${MIN_LR} \
-        --lr-decay-style cosine \
-        --split 98,2,0 \
-        --log-interval ${LOG_INTERVAL} \
-        --eval-interval ${EVAL_INTERVAL} \
-        --eval-iters ${EVAL_ITERS} \
-        --save-interval ${SAVE_INTERVAL} \
-        --weight-decay 0.1 \
-        --clip-grad 1.0 \
-        --hysteresis 2 \
-        --num-workers 0 \
-        --fp16"
-    tb_options=" \
-        --tensorboard-queue-size 1 \
-        --log-timers-to-tensorboard \
-        --log-batch-size-to-tensorboard \
-        --log-validation-ppl-to-tensorboard \
-        --tensorboard-dir $2"
-    if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then tb_options="${tb_options} --checkpoint-activations"; fi
-    if [ "${LOG_OPTIMIZER_STATE}" = "true" ]; then tb_options="${tb_options} --log-optimizer-states-to-tensorboard"; fi
-    sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/" "$4" \
-      | sed "s/CONFIG_MBSIZE/${BATCH_SIZE}/" \
-      | sed "s/LOG_INTERVAL/${LOG_INTERVAL}/" \
-      | sed "s/ZERO_STAGE/${ZERO_STAGE}/" \
-      | sed "s/PRESCALE_GRAD/true/" \
-      | sed "s/CONFIG_FP16_ENABLED/true/" \
-      | sed "s/CONFIG_BF16_ENABLED/false/" \
-      | sed "s/CONFIG_CL_ENABLED/${CL_ENABLED}/" \
-      | sed "s/CONFIG_CL_MIN/${CL_START_SEQLEN}/" \
-      | sed "s/CONFIG_CL_MAX/${SEQ_LEN}/" \
-      | sed "s/CONFIG_CL_DURATION/${CL_STEP}/" \
-        > "$3"
-    deepspeed_options=" \
-            --deepspeed \
-            --deepspeed_config $3 \
-            --zero-stage ${ZERO_STAGE} \
-            --pipeline-model-parallel-size ${PP_SIZE}"
-    if [[ "${NO_PP}" = "true" ]]; then deepspeed_options="${deepspeed_options} --no-pipeline-parallel"; fi
-    if [ "${ACTIVATION_CHECKPOINT}" = "true" ]; then deepspeed_options="${deepspeed_options} --deepspeed-activation-checkpointing"; fi
-  }
   local template="$here/templates/MoE_ds_config_gpt_TEMPLATE.json"
   # the teacher: the same options, NUM_LAYERS layers, no --kd
   CL_ENABLED="false"
-  options "${NUM_LAYERS}" "$tmp/tensorboard/teacher" ds_config_teacher.json "$template"
+  dense_cl_options "${NUM_LAYERS}" "$tmp/tensorboard/teacher" ds_config_teacher.json "$template"
   # shellcheck disable=SC2086
   run 1 pretrain_gpt ${megatron_options} ${tb_options} ${data_options} ${deepspeed_options} --save "$CHECKPOINT_PATH_TEACHER"
   [ $rc -eq 0 ] || { bad "compression: the teacher's run" "exit $rc: $(grep -m3 -iE "error" <<<"$out")"; return; }
@@ -589,7 +535,7 @@ compression() {
     local name=ds_pretrain_gpt_125M_dense_kd
     [ $cl = true ] && name=ds_pretrain_gpt_125M_dense_cl_kd
     CL_ENABLED=$cl
-    options 2 "$tmp/tensorboard/$name" "ds_config_$name.json" "$template"
+    dense_cl_options 2 "$tmp/tensorboard/$name" "ds_config_$name.json" "$template"
     local kd_options=" \
         --kd \
         --kd-beta-ce ${KD_BETA_CE} \
@@ -623,7 +569,7 @@ compression() {
     CL_ENABLED="false"
     local layers=2
     [ "$script" = 125M-L12-Int8-test-64gpu-distilled-group48 ] && layers=${NUM_LAYERS}
-    options "$layers" "$tmp/tensorboard/$script" "ds_config_$script.json" \
+    dense_cl_options "$layers" "$tmp/tensorboard/$script" "ds_config_$script.json" \
       "$here/templates/compression_ds_config_gpt_TEMPLATE_compression.json"
     before=$(find "$tmp" | sort)
     # shellcheck disable=SC2086

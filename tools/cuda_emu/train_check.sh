@@ -12,7 +12,8 @@
 # Each case is one line, `train_case NAME NP [FLAGS...]`: NP processes (mpirun -np NP for both runs when NP > 1,
 # the emulated one with ZT_EMU_DEVICES=NP: one emulated GPU per rank, as on a node with NP GPUs), FLAGS added to the
 # tiny model's; TOL=x before it changes the tolerance (bf16 keeps the GPU's activations in bf16, the CPU's in fp32).
-# The cases cover the GPU path's data, tensor (with sequence parallelism and recompute) and pipeline parallelism
+# The cases cover the GPU path's data, tensor (with sequence parallelism and recompute; block recompute on one
+# process) and pipeline parallelism
 # (1F1B, interleaved and zero-bubble H1), ZeRO stages 1-3 and mixed precision over the emulated NCCL, block-sparse
 # attention (ds_config sparse_attention, one process and TP=2), the legacy seqlen curriculum (one process, TP=2 + SP, PP=2),
 # random-LTD (one process, TP=2; BERT one process), MoE layers (top-2, Residual MoE at ZeRO-2 DP=2, PP=2, TP=2 + SP, bf16,
@@ -180,6 +181,8 @@ train_case "one process, fp32, no dropout, 2 micro batches" 1 --attention-dropou
 train_case "DP=2" 2
 train_case "TP=2, sequence parallel, recompute" 2 --tensor-model-parallel-size 2 --sequence-parallel \
   --checkpoint-activations
+train_case "recompute, block method: the first of the 2 layers" 1 --recompute-granularity full --recompute-method block \
+  --recompute-num-layers 1
 train_case "PP=2 (1F1B), untied" 2 --pipeline-model-parallel-size 2 --untie-embeddings-and-output-weights
 train_case "PP=4 x 2 virtual chunks (interleaved)" 4 --pipeline-model-parallel-size 4 --num-layers 8 \
   --num-layers-per-virtual-pipeline-stage 1 --micro-batch-size 1
