@@ -19,6 +19,7 @@
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
 #include "evaluate/eval_model.h"
+#include "evaluate/pyjson.h"
 #include "evaluate/sampling.h"
 #include "evaluate/strbuf.h"
 #include "models/gpt/gpt.h"
@@ -258,35 +259,6 @@ static const char *skip_code_points(const char *s, size_t raw_len) {
   return s;
 }
 
-/* json.dumps of a str (ensure_ascii: non-ASCII as \uXXXX, surrogate pairs past U+FFFF, lowercase hex). */
-static void json_string(zt_strbuf *b, const char *s, size_t n) {
-  char u[16];
-  zt_strbuf_put(b, "\"", 1);
-  for (size_t i = 0; i < n;) {
-    size_t used = 1;
-    const uint8_t c = (uint8_t)s[i];
-    uint32_t cp = c;
-    if (c >= 0x80) cp = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
-    i += used;
-    if (cp == '"') zt_strbuf_put(b, "\\\"", 2);
-    else if (cp == '\\') zt_strbuf_put(b, "\\\\", 2);
-    else if (cp == '\n') zt_strbuf_put(b, "\\n", 2);
-    else if (cp == '\r') zt_strbuf_put(b, "\\r", 2);
-    else if (cp == '\t') zt_strbuf_put(b, "\\t", 2);
-    else if (cp == '\b') zt_strbuf_put(b, "\\b", 2);
-    else if (cp == '\f') zt_strbuf_put(b, "\\f", 2);
-    else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xFFFF)) zt_strbuf_put(b, u, (size_t)snprintf(u, sizeof u, "\\u%04x", cp));
-    else if (cp > 0xFFFF) {
-      const uint32_t v = cp - 0x10000;
-      zt_strbuf_put(b, u, (size_t)snprintf(u, sizeof u, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)));
-    } else {
-      const char ch = (char)cp;
-      zt_strbuf_put(b, &ch, 1);
-    }
-  }
-  zt_strbuf_put(b, "\"", 1);
-}
-
 /* ---- the generation loop (sample_sequence_batch) ---------------------------------------------------------------- */
 
 typedef struct {
@@ -333,7 +305,7 @@ static int generate(generator *g, int32_t *tokens, const int *ctx_len, int *leng
       for (int t = 0; t < n; t++) in[(size_t)b * n + t] = tokens[(size_t)b * T + past + t];
     if (!m->first)
       zt_recv(g->p->pp, m->dt, zt_lm_decoder_input(&g->dec), zt_lm_decoder_stage_elems(&g->dec, n), g->p->c.pp - 1);
-    const int last = zt_lm_decode(&g->dec, in, n, past, cached, g->logits);
+    const int last = zt_lm_decode(&g->dec, in, n, past, cached, 0, g->logits);
     if (!last)
       zt_send(g->p->pp, m->dt, zt_lm_decoder_output(&g->dec, n), zt_lm_decoder_stage_elems(&g->dec, n),
               g->p->c.pp + 1);
@@ -551,7 +523,7 @@ static void unconditional(generator *g, const zt_tokenizer *tok) {
       char *text = zt_tokenizer_decode(tok, tokens + (size_t)b * T + 1, L - 2 > 0 ? (size_t)(L - 2) : 0, &n);
       zt_strbuf line = {0};
       zt_strbuf_put(&line, "{\"text\": ", 9);
-      json_string(&line, text, n);
+      zt_pyjson_string(&line, text, n);
       char tail[96];
       zt_strbuf_put(&line, tail, (size_t)snprintf(tail, sizeof tail, ", \"length\": %d, \"finished\": %s}\n", L - 1,
                                                  L < T - 1 ? "true" : "false"));

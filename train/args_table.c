@@ -47,9 +47,11 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--retriever-report-topk-accuracies --retriever-score-scaling --block-data-path --embedding-path "
    "--indexer-batch-size --indexer-log-interval --retriever-seq-length --bert-embedder-type "
    "--output-bert-embeddings --sample-rate"},
-  {"=a limit of Megatron's text-generation server, which zerotron does not have (generate_samples takes its "
-   "lengths from its own flags: docs/evaluate.md)",
-   "--inference-batch-times-seqlen-threshold --max-tokens-to-oom"},
+  {"=a flag of Megatron's text-generation server, not of training: run_text_generation_server takes "
+   "--max-tokens-to-oom (docs/generate.md)", "--max-tokens-to-oom"},
+  {"=Megatron's text-generation server splits a batch above this many tokens into micro-batches to pipeline them; "
+   "run_text_generation_server always sends --micro-batch-size rows at a time through the stages (docs/generate.md)",
+   "--inference-batch-times-seqlen-threshold"},
   {"=a hook of NVIDIA's ADLR cluster (automatic resubmission), which zerotron does not have; "
    "--exit-duration-in-mins and --exit-signal-handler save and stop a run for a scheduler to resubmit",
    "--adlr-autoresume --adlr-autoresume-interval"},

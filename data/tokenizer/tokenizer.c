@@ -491,3 +491,16 @@ char *zt_tokenizer_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, s
   if (len_out) *len_out = len;
   return s;
 }
+
+char *zt_tokenizer_segment(const zt_tokenizer *t, int32_t id, size_t *len_out) {
+  if ((t->kind == ZT_TOK_SENTENCEPIECE || t->kind == ZT_TOK_GPT_SENTENCEPIECE) && id >= 0 &&
+      id < zt_spm_piece_size(t->spm.proc)) {
+    const char *piece = zt_spm_id_to_piece(t->spm.proc, id);
+    const size_t n = strlen(piece);
+    char *s = zt_malloc(n + 1, "token text");
+    memcpy(s, piece, n + 1);
+    if (len_out) *len_out = n;
+    return s;
+  }
+  return zt_tokenizer_decode(t, &id, 1, len_out);
+}

@@ -76,6 +76,11 @@ void zt_tokenizer_encode(const zt_tokenizer *t, zt_tok_state *s, const char *tex
  * outside the vocabulary dies naming it. */
 char *zt_tokenizer_decode(const zt_tokenizer *t, const int32_t *ids, size_t n, size_t *len_out);
 
+/* One id's text as Megatron's text-generation server lists it in "segments" (megatron/text_generation/
+ * tokenization.py): a SentencePiece kind's piece ("\u2581the"), every other kind's decode of the id alone (GPT-2: its
+ * bytes read as UTF-8 with U+FFFD for a partial character; NullTokenizer: the number). Malloc'd, NUL-terminated. */
+char *zt_tokenizer_segment(const zt_tokenizer *t, int32_t id, size_t *len_out);
+
 void zt_ids_push(zt_ids *v, int32_t id);
 void zt_ids_free(zt_ids *v);
 

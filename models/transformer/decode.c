@@ -30,6 +30,7 @@ void zt_lm_decoder_init(zt_lm_decoder *d, zt_lm *lm) {
     d->logits32 = lm->model->dt == ZT_DTYPE_FP32 ? NULL : be->alloc(BV * sizeof(float), "decoder logits");
     d->h_local = zt_malloc(BV * sizeof(float), "decoder logits");
     d->h_all = zt_malloc(BV * (size_t)lm->tp.size * sizeof(float), "decoder logits");
+    d->rows_cap = (size_t)d->B;
   }
 }
 
@@ -40,12 +41,25 @@ void zt_lm_decoder_free(zt_lm_decoder *d) {
     be->release(d->cache[l], d->cache_bytes);
     d->lm->stack.blocks[l].a.attn.cache = NULL;
   }
-  if (d->logits32) be->release(d->logits32, (size_t)d->B * d->lm->V * sizeof(float));
+  if (d->logits32) be->release(d->logits32, d->rows_cap * d->lm->V * sizeof(float));
+  if (d->swap) be->release(d->swap, d->cache_bytes);
   free(d->cache), free(d->h_tok), free(d->h_pos), free(d->h_local), free(d->h_all);
   memset(d, 0, sizeof *d);
 }
 
 size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d) { return d->cache_bytes * (size_t)d->lm->stack.nlayers; }
+
+void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from) {
+  const zt_backend *be = d->lm->model->be;
+  const size_t row = d->cache_bytes / (size_t)d->B;
+  if (!d->swap) d->swap = be->alloc(d->cache_bytes, "key/value cache reorder");
+  for (int l = 0; l < d->lm->stack.nlayers; l++) {
+    char *c = d->cache[l], *t = d->swap;
+    be->copy(t, c, d->cache_bytes);
+    for (int b = 0; b < d->B; b++)
+      if (from[b] >= 0 && from[b] != b) be->copy(c + (size_t)b * row, t + (size_t)from[b] * row, row);
+  }
+}
 
 void *zt_lm_decoder_input(const zt_lm_decoder *d) { return zt_stack_input(&d->lm->stack); }
 
@@ -62,7 +76,23 @@ void *zt_lm_decoder_output(const zt_lm_decoder *d, int n) {
 
 int zt_lm_decoder_vocab(const zt_lm_decoder *d) { return d->lm->V * d->lm->tp.size; }
 
-int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, float *logits) {
+/* Host (and, for half storage, backend fp32) room for the logits of `rows` rows. */
+static void logits_room(zt_lm_decoder *d, size_t rows) {
+  if (rows <= d->rows_cap) return;
+  zt_lm *lm = d->lm;
+  const zt_backend *be = lm->model->be;
+  const size_t V = (size_t)lm->V;
+  if (d->logits32) {
+    be->release(d->logits32, d->rows_cap * V * sizeof(float));
+    d->logits32 = be->alloc(rows * V * sizeof(float), "decoder logits");
+  }
+  free(d->h_local), free(d->h_all);
+  d->h_local = zt_malloc(rows * V * sizeof(float), "decoder logits");
+  d->h_all = zt_malloc(rows * V * (size_t)lm->tp.size * sizeof(float), "decoder logits");
+  d->rows_cap = rows;
+}
+
+int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, int all, float *logits) {
   zt_lm *lm = d->lm;
   zt_model *m = lm->model;
   const zt_backend *be = m->be;
@@ -85,27 +115,33 @@ int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int c
   }
   zt_stack_forward(&lm->stack, 0, &pass, NULL);
   if (!lm->last) return 0;
-  /* the final layernorm and the output layer on each row's last token only */
+  /* the final layernorm and the output layer on each row's last token only (all: on every token) */
   const size_t es = zt_dtype_size(dt), rowb = (size_t)C * es;
   const char *out = zt_lm_decoder_output(d, n);
-  void *rows = lm->stack.scratch.tmp; /* [B, C]: free once the layers ran */
-  for (int b = 0; b < B; b++) be->copy((char *)rows + (size_t)b * rowb, out + ((size_t)b * n + n - 1) * rowb, rowb);
-  zt_norm_forward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd, rows, lm->lnf_w, lm->lnf_b, B, C,
-                  lm->cfg.ln_eps);
-  be->matmul_forward(dt, lm->logits, NULL, lm->lnf, lm->out_w, NULL, B, C, V);
-  const size_t BV = (size_t)B * V;
+  const size_t R = all ? (size_t)B * n : (size_t)B;
+  const void *rows = out;
+  if (!all) {
+    void *tmp = lm->stack.scratch.tmp; /* [B, C]: free once the layers ran */
+    for (int b = 0; b < B; b++) be->copy((char *)tmp + (size_t)b * rowb, out + ((size_t)b * n + n - 1) * rowb, rowb);
+    rows = tmp;
+  }
+  zt_norm_forward(be, dt, lm->cfg.rmsnorm, lm->bcfg.ln1p, lm->lnf, lm->lnf_mean, lm->lnf_rstd, rows, lm->lnf_w,
+                  lm->lnf_b, (int)R, C, lm->cfg.ln_eps);
+  be->matmul_forward(dt, lm->logits, NULL, lm->lnf, lm->out_w, NULL, (int)R, C, V);
+  logits_room(d, R);
+  const size_t RV = R * V;
   const void *l32 = lm->logits;
   if (d->logits32) {
-    be->convert(d->logits32, ZT_DTYPE_FP32, lm->logits, dt, BV);
+    be->convert(d->logits32, ZT_DTYPE_FP32, lm->logits, dt, RV);
     l32 = d->logits32;
   }
-  be->to_host(d->h_local, l32, BV * sizeof(float));
+  be->to_host(d->h_local, l32, RV * sizeof(float));
   const int tp = lm->tp.size;
-  if (tp > 1) zt_allgather_f32(lm->tp.group, d->h_local, BV, d->h_all);
-  else memcpy(d->h_all, d->h_local, BV * sizeof(float));
+  if (tp > 1) zt_allgather_f32(lm->tp.group, d->h_local, RV, d->h_all);
+  else memcpy(d->h_all, d->h_local, RV * sizeof(float));
   /* rank r holds vocabulary columns [r V, (r+1) V) of every row */
   for (int r = 0; r < tp; r++)
-    for (int b = 0; b < B; b++)
-      memcpy(logits + (size_t)b * V * tp + (size_t)r * V, d->h_all + ((size_t)r * B + b) * V, (size_t)V * sizeof(float));
+    for (size_t i = 0; i < R; i++)
+      memcpy(logits + i * V * tp + (size_t)r * V, d->h_all + ((size_t)r * R + i) * V, (size_t)V * sizeof(float));
   return 1;
 }

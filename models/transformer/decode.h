@@ -19,8 +19,10 @@ typedef struct {
   void **cache;           /* [stack layers] each [B, Tmax, 3A] on the backend */
   size_t cache_bytes;     /* per layer */
   int32_t *h_tok, *h_pos; /* host [B * Tmax] */
-  float *logits32;        /* backend [B, V] the logits in fp32 (half storage converted) */
-  float *h_local, *h_all; /* host [B, V] this rank's slice, [tp, B, V] gathered */
+  float *logits32;        /* backend [rows, V] the logits in fp32 (half storage converted) */
+  float *h_local, *h_all; /* host [rows, V] this rank's slice, [tp, rows, V] gathered */
+  size_t rows_cap;        /* the rows those hold (B; B x n after a call with all positions) */
+  void *swap;             /* backend [B, Tmax, 3A]: zt_lm_decoder_reorder's copy (allocated at its first call) */
 } zt_lm_decoder;
 
 /* Allocates the caches for lm's micro batch and sequence length (forward-only model, no --sequence-parallel, one
@@ -34,11 +36,15 @@ size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d);
  * past .. past+n-1. cached: the layers read and extend the caches (past > 0 needs n == 1); 0: no cache, past must
  * be 0 (the whole prefix). A stage that is not the first finds its input at zt_lm_decoder_input (B n C elements of
  * the model's dtype, received by the caller). Returns 1 on the last stage, with logits [B, V_full] (host, fp32: the
- * logits of each row's last token over the whole padded vocabulary, gathered over the tensor-parallel ranks);
+ * logits of each row's last token over the whole padded vocabulary, gathered over the tensor-parallel ranks), or
+ * with all set [B, n, V_full] (every one of the n tokens' logits: the text-generation server's log-probabilities);
  * else 0, the output at zt_lm_decoder_output(d, n) for the next stage. */
-int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, float *logits);
+int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, int all, float *logits);
 void *zt_lm_decoder_input(const zt_lm_decoder *d);
 void *zt_lm_decoder_output(const zt_lm_decoder *d, int n);
+/* Beam search (Megatron's InferenceParams.swap_key_value_dict): row b of every cache becomes row from[b] (from[b] < 0:
+ * row b stays). */
+void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from);
 /* Elements of the stage tensor for n tokens per row (B n C). */
 size_t zt_lm_decoder_stage_elems(const zt_lm_decoder *d, int n);
 /* The width of the gathered logits (V of every tensor-parallel rank together). */

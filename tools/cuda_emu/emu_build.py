@@ -38,6 +38,7 @@ PROGRAMS = [
     ('pretrain_t5', 'train/pretrain_t5.c', []),
     ('evaluate_zeroshot', 'evaluate/cli/evaluate_zeroshot.c', []),
     ('generate_samples', 'evaluate/cli/generate_samples.c', []),
+    ('run_text_generation_server', 'evaluate/cli/run_text_generation_server.c', []),
     ('finetune_bert', 'tasks/cli/finetune_bert.c', []),
 ]
 CUDA_LIBS = re.compile(r'(cuda|cublas|cudart|cudadevrt|culibos|nccl|nvrtc|cudnn)', re.I)

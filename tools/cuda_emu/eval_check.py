@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""evaluate_zeroshot and generate_samples on the emulated GPU (tools/cuda_emu, README.md "Programs") against the CPU
+"""evaluate_zeroshot, generate_samples and run_text_generation_server on the emulated GPU (tools/cuda_emu, README.md "Programs") against the CPU
 build's, on a tiny GPT trained here by the CPU build's pretrain_gpt: the emulated run must say "> compute: GPU" and
-give the CPU's numbers to fp32 rounding. ctest entries cuda_emu_evaluate and cuda_emu_generate (labels emu, slow).
+give the CPU's numbers to fp32 rounding. ctest entries cuda_emu_evaluate, cuda_emu_generate and
+cuda_emu_text_generation_server (labels emu, slow).
 The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device memory without a copy ends them.
 
   --tool evaluate_zeroshot: WikiText-style perplexity (--task WIKITEXT103, overlapping windows: rows outside the
@@ -16,6 +17,10 @@ The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device
       one emulated GPU, and unconditional samples two rows per forward; TP=2, PP=2 and --fp16 with the cache: the
       texts equal the CPU's byte for byte, and every step's logits (--dump-logits) within 1e-5 of the CPU's largest
       magnitude.
+  --tool run_text_generation_server: the CPU build's server and the emulated one answer the same requests (greedy
+      with log-probabilities over prompts of three lengths two rows per forward, scoring, beam search) on one emulated
+      GPU, TP=2 and PP=2: the texts and segments equal, the log-probabilities and beam scores within 1e-5 (absolute,
+      or relative above 1).
 
 With --gpu DIR the same cases run DIR/evaluate_zeroshot or DIR/generate_samples (a CUDA build's) on the real GPUs of
 this machine instead, the tolerances times 10; without a GPU the whole run is skipped (exit 77), and a case needing
@@ -35,7 +40,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--tool", required=True, choices=["evaluate_zeroshot", "generate_samples"])
+ap.add_argument("--tool", required=True, choices=["evaluate_zeroshot", "generate_samples",
+                                                 "run_text_generation_server"])
 ap.add_argument("--zt-build", default=os.path.join(ROOT, "build"))
 ap.add_argument("--out")
 ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
@@ -45,8 +51,8 @@ ZT = os.path.abspath(A.zt_build)
 OUT = os.path.abspath(A.out or os.path.join(ZT, "cuda_emu" + ("_gpu" if A.gpu else "")))
 LOGS = os.path.join(OUT, "logs")
 os.makedirs(LOGS, exist_ok=True)
-CPU = {t: os.path.join(ZT, "bin", t) for t in ("evaluate_zeroshot", "generate_samples", "pretrain_gpt",
-                                                "preprocess_data")}
+CPU = {t: os.path.join(ZT, "bin", t) for t in ("evaluate_zeroshot", "generate_samples", "run_text_generation_server",
+                                                "pretrain_gpt", "preprocess_data")}
 for t, p in CPU.items():
     if not os.access(p, os.X_OK):
         print("FAIL: %s not found: build it first (scripts/build.sh)" % p)
@@ -358,6 +364,103 @@ if A.tool == "generate_samples":
     gen_case("greedy, PP=2", 2, INPUT + ["--pipeline-model-parallel-size", "2"], "--sample-output-file")
     gen_case("greedy --fp16 (the weights rounded to fp16 on both, fp32 storage)", 1, INPUT + ["--fp16"],
              "--sample-output-file")
+
+# ---- run_text_generation_server -------------------------------------------------------------------------------------
+def serve(name, side, np_, args, env_extra):
+    """Starts a server (port 0); returns (process, port, pid, the output lines so far) or None."""
+    import threading
+    cmd = ([CPU[A.tool]] if side == "cpu" else [GPU_BIN]) + ["--load", CK, "--port", "0"] + MODEL + args
+    if np_ > 1:
+        cmd = MPIRUN + ["-np", str(np_)] + cmd
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env=dict(ENV, **env_extra))
+    lines, found, ready = [], [], threading.Event()
+
+    def reader():
+        for raw in p.stdout:
+            line = raw.decode("utf-8", "replace")
+            lines.append(line)
+            if " * Running on http://0.0.0.0:" in line:
+                found.append((int(line.split("0.0.0.0:")[1].split("/")[0]), int(line.split("pid ")[1].split(")")[0])))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    ready.wait(900)
+    if not found:
+        bad("%s: the %s server" % (name, side), "did not start: %s" % "".join(lines)[-600:])
+        p.kill()
+        return None
+    return p, found[0][0], found[0][1], lines
+
+
+def put(port, req):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    c.request("PUT", "/api", body=json.dumps(req), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    out = r.status, r.read()
+    c.close()
+    return out
+
+
+def stop(srv):
+    import signal
+    p, port, pid, lines = srv
+    try:
+        os.kill(pid, signal.SIGTERM)
+        p.wait(300)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        p.kill()
+    return "".join(lines)
+
+
+SERVER_REQS = [{"prompts": ["the cat sees", "hello", "the fox likes the"], "tokens_to_generate": 8, "top_k": 1,
+                "logprobs": True},
+               {"prompts": ["the bird", "hello world."], "tokens_to_generate": 0, "logprobs": True, "add_BOS": True},
+               {"prompts": ["the dog"], "tokens_to_generate": 6, "beam_width": 2, "stop_token": NV - 1}]
+
+
+def server_case(name, np_, args):
+    srv = {}
+    for side in ("cpu", "gpu"):
+        env = {"CUDA_VISIBLE_DEVICES": ""} if side == "cpu" else \
+            ({} if A.gpu else {"ZT_EMU_DEVICES": str(np_), "ZT_EMU_HOST_GUARD": "1"})
+        srv[side] = serve(name, side, 1 if side == "cpu" else np_, args, env)
+        if not srv[side]:
+            for s_ in srv.values():
+                if s_:
+                    stop(s_)
+            return
+    gline = compute_line("".join(srv["gpu"][3]))
+    if gline.startswith("> compute: GPU"):
+        ok("%s: the %s server computes on the GPU (%s)" % (name, KIND, gline[11:]))
+    else:
+        bad("%s: the %s server does not compute on the GPU" % (name, KIND), gline)
+    tol = 1e-5 * SCALE
+    for req in SERVER_REQS:
+        (ca, a), (cb, b) = put(srv["cpu"][1], req), put(srv["gpu"][1], req)
+        if ca != 200 or cb != 200:
+            bad("%s: %s" % (name, json.dumps(req)), "CPU %d %r, %s %d %r" % (ca, a[:200], KIND, cb, b[:200]))
+            continue
+        x, y = json.loads(a), json.loads(b)
+        nums = "scores" if "scores" in x else "logprobs"
+        fx = [v for row in x[nums] for v in (row if isinstance(row, list) else [row])]
+        fy = [v for row in y[nums] for v in (row if isinstance(row, list) else [row])]
+        worst = max([abs(u - v) / max(1.0, abs(u)) for u, v in zip(fx, fy)] or [0.0])
+        if x["text"] == y["text"] and x["segments"] == y["segments"] and len(fx) == len(fy) and worst <= tol:
+            ok("%s: %s: the %s's texts equal the CPU's, %d %s within %g (worst %.2g)" %
+               (name, json.dumps(req)[:70], KIND, len(fx), nums, tol, worst))
+        else:
+            bad("%s: %s" % (name, json.dumps(req)), "CPU %r, %s %r (worst %.3g)" % (a[:300], KIND, b[:300], worst))
+    for side in ("cpu", "gpu"):
+        stop(srv[side])
+
+
+if A.tool == "run_text_generation_server":
+    server_case("server, one GPU, 2 rows per forward", 1, ["--micro-batch-size", "2"])
+    server_case("server, TP=2 (a padding row)", 2, ["--micro-batch-size", "2", "--tensor-model-parallel-size", "2"])
+    server_case("server, PP=2", 2, ["--micro-batch-size", "2", "--pipeline-model-parallel-size", "2"])
 
 print("%d passed, %d failed%s" % (passed, failed, ", %d skipped" % skipped if skipped else ""))
 sys.exit(1 if failed else 0)
