@@ -18,6 +18,7 @@
 #include "checkpoints/ckpt_reader.h"
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
+#include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
 #include "evaluate/pyjson.h"
 #include "evaluate/sampling.h"
@@ -75,15 +76,6 @@ static void usage(void) {
          "--pipeline-model-parallel-size, --fp16/--bf16 (weights rounded as the run held them). docs/generate.md\n");
 }
 
-static double parse_num(const char *flag, const char *v, int integer) {
-  char *end;
-  errno = 0;
-  const double x = integer ? (double)strtol(v, &end, 10) : strtod(v, &end);
-  zt_check(*v && !*end && !errno && (!integer || (x >= -2147483647.0 && x <= 2147483647.0)), "bad argument value",
-           "%s %s: expected %s", flag, v, integer ? "an integer" : "a number");
-  return x;
-}
-
 static int exists(const char *path) {
   FILE *f = fopen(path, "rb");
   if (f) fclose(f);
@@ -94,7 +86,8 @@ static int exists(const char *path) {
  * parser requires) goes to *rest. */
 static void split_args(int argc, char **argv, gen_flags *gf, int *rest_n, char ***rest) {
   char **r = zt_malloc(((size_t)argc + 10) * sizeof(char *), "arguments");
-  int n = 0, lr = 0, iters = 0, data = 0, mbs = 0;
+  int n = 0;
+  zt_eval_seen seen = {0};
   r[n++] = argv[0];
   gf->s.temperature = 1.0f;
   gf->out_seq_length = 1024;
@@ -112,34 +105,26 @@ static void split_args(int argc, char **argv, gen_flags *gf, int *rest_n, char *
     } else if (IS("--temperature") || IS("--top_p") || IS("--top_k") || IS("--out-seq-length") ||
                IS("--sample-input-file") || IS("--sample-output-file") || IS("--num-samples") || IS("--genfile") ||
                IS("--local_rank") || IS("--dump-logits")) {
-      const char *v = inl;
-      if (!v) {
-        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
-        v = argv[++i];
-      }
-      if (IS("--temperature")) gf->s.temperature = (float)parse_num("--temperature", v, 0), gf->temperature_given = 1;
-      else if (IS("--top_p")) gf->s.top_p = (float)parse_num("--top_p", v, 0), gf->top_given = 1;
-      else if (IS("--top_k")) gf->s.top_k = (int)parse_num("--top_k", v, 1), gf->top_given = 1;
-      else if (IS("--out-seq-length")) gf->out_seq_length = (int)parse_num("--out-seq-length", v, 1);
+      const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
+      gf->temperature_given |= IS("--temperature");
+      gf->top_given |= IS("--top_p") || IS("--top_k");
+      if (IS("--temperature")) gf->s.temperature = (float)zt_eval_parse_num("--temperature", v, 0);
+      else if (IS("--top_p")) gf->s.top_p = (float)zt_eval_parse_num("--top_p", v, 0);
+      else if (IS("--top_k")) gf->s.top_k = (int)zt_eval_parse_num("--top_k", v, 1);
+      else if (IS("--out-seq-length")) gf->out_seq_length = (int)zt_eval_parse_num("--out-seq-length", v, 1);
       else if (IS("--sample-input-file")) gf->input = v;
       else if (IS("--sample-output-file")) gf->output = v;
-      else if (IS("--num-samples")) gf->num_samples = (int)parse_num("--num-samples", v, 1);
+      else if (IS("--num-samples")) gf->num_samples = (int)zt_eval_parse_num("--num-samples", v, 1);
       else if (IS("--genfile")) gf->genfile = v;
       else if (IS("--dump-logits")) gf->dump_logits = v;
-      else (void)parse_num("--local_rank", v, 1);
+      else (void)zt_eval_parse_num("--local_rank", v, 1);
     } else {
-      if (IS("--lr")) lr = 1;
-      if (IS("--train-iters") || IS("--train-samples")) iters = 1;
-      if (IS("--data-path") || IS("--mock-data")) data = 1;
-      if (IS("--micro-batch-size")) mbs = 1;
+      zt_eval_seen_arg(&seen, a, key);
       r[n++] = argv[i];
     }
 #undef IS
   }
-  if (!lr) r[n++] = "--lr", r[n++] = "0.0";
-  if (!iters) r[n++] = "--train-iters", r[n++] = "1";
-  if (!data) r[n++] = "--data-path", r[n++] = "generate_samples-reads-no-training-data";
-  if (!mbs) r[n++] = "--micro-batch-size", r[n++] = "1"; /* contexts go one at a time; samples: one per batch */
+  n = zt_eval_placeholders(&seen, r, n, 1); /* contexts go one at a time; samples: one per batch */
   r[n] = NULL;
   *rest_n = n;
   *rest = r;
@@ -147,18 +132,6 @@ static void split_args(int argc, char **argv, gen_flags *gf, int *rest_n, char *
 
 /* Every refusal before the model is built or a file is written. */
 static void check_flags(gen_flags *gf, const zt_args *a, int vocab) {
-  zt_check(a->load != NULL, "missing argument", "--load CHECKPOINT_DIR is required (the pretrain_gpt checkpoint to "
-           "generate from)");
-  zt_check(a->virtual_pipeline_model_parallel_size <= 0, "unsupported argument", "--num-layers-per-virtual-pipeline-"
-           "stage: Interleaved pipeline schedule is not yet supported for text generation. (Megatron refuses it too; "
-           "any layout loads any checkpoint)");
-  zt_check(a->data_parallel_size == 1, "unsupported argument", "generate_samples runs one model replica: %d processes "
-           "for --tensor-model-parallel-size %d x --pipeline-model-parallel-size %d make %d data-parallel replicas; "
-           "start %d processes", zt_comm_size(), a->tensor_model_parallel_size, a->pipeline_model_parallel_size,
-           a->data_parallel_size, a->tensor_model_parallel_size * a->pipeline_model_parallel_size);
-  zt_check(!a->reset_position_ids && !a->reset_attention_mask, "unsupported argument", "%s: generate_samples uses "
-           "positions 0..seq-1 and a plain causal mask", a->reset_position_ids ? "--reset-position-ids"
-           : "--reset-attention-mask");
   zt_check(!a->mock_data, "unsupported argument", "--mock-data: generate_samples needs a real tokenizer (--tokenizer-"
            "type and its files)");
   zt_check(gf->out_seq_length >= 0, "bad argument value", "--out-seq-length %d: expected 0 or more",
@@ -561,16 +534,8 @@ int zt_generate_main(int argc, char **argv) {
            args.micro_batch_size);
     args.micro_batch_size = 1;
   }
-  args.no_load_optim = 1;
-  args.no_load_rng = 1;
-  args.finetune = 0;
-  args.exit_on_missing_checkpoint = 1;
   zt_log("> host: %d OpenMP threads, OpenBLAS %s kernels\n", omp_get_max_threads(), zt_blas_core());
-
-  const int ckpt_rows = zt_eval_checkpoint_vocab(&args);
-  zt_check(zt_tokenizer_vocab_size(tok) <= ckpt_rows, "checkpoint", "the tokenizer has %d ids, the checkpoint's output "
-           "layer %d rows: another tokenizer than the one it was trained with?", zt_tokenizer_vocab_size(tok),
-           ckpt_rows);
+  zt_eval_decoding_setup(&args, tok, "generate from");
   generator g = {.args = &args, .gf = &gf, .eod = zt_tokenizer_eod(tok)};
   zt_eval_placement p;
   int V_valid;

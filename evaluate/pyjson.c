@@ -24,7 +24,8 @@ void zt_pyjson_string(zt_strbuf *b, const char *s, size_t n) {
     else if (cp == '\t') zt_strbuf_put(b, "\\t", 2);
     else if (cp == '\b') zt_strbuf_put(b, "\\b", 2);
     else if (cp == '\f') zt_strbuf_put(b, "\\f", 2);
-    else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xFFFF)) zt_strbuf_put(b, u, (size_t)snprintf(u, sizeof u, "\\u%04x", cp));
+    else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xFFFF))
+      zt_strbuf_put(b, u, (size_t)snprintf(u, sizeof u, "\\u%04x", cp));
     else if (cp > 0xFFFF) {
       const uint32_t v = cp - 0x10000;
       zt_strbuf_put(b, u, (size_t)snprintf(u, sizeof u, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)));

@@ -294,7 +294,8 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
       const int rows = ctx == L ? 1 : W; /* the first step: every beam is the prompt; only beam 0's candidates */
       for (int b = 0; b < rows; b++) {
         float *x = logits + (size_t)b * Vf;
-        if (q->prevent_newline_after_colon && g->colon >= 0 && g->colon_nl >= 0 && tok[(size_t)b * S + ctx - 1] == g->colon)
+        if (q->prevent_newline_after_colon && g->colon >= 0 && g->colon_nl >= 0 &&
+            tok[(size_t)b * S + ctx - 1] == g->colon)
           x[g->colon_nl] = -1e10f;
         float mx = x[0];
         for (int v = 1; v < Vm; v++) mx = x[v] > mx ? x[v] : mx;
@@ -368,7 +369,8 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
     }
   }
   for (int i = 0; i <= W; i++) free(h.toks[i]);
-  free(h.toks), free(h.score), free(tok), free(nt), free(in), free(scores), free(cand), free(best), free(sb), free(from);
+  free(h.toks), free(h.score), free(tok), free(nt), free(in), free(scores);
+  free(cand), free(best), free(sb), free(from);
 }
 
 /* Every rank: the request of h over tokens [n, S] and lengths [n]; rank 0 keeps the results in out. */

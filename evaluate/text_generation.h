@@ -4,8 +4,8 @@
  * tokens_to_generate, generation from the shortest prompt on with the key/value cache, Megatron's sampling (greedy at
  * top_k 1, top-k or top-p with top_p_decay/top_p_bound, temperature), its stop rules (EOD, stop_on_eol,
  * stop_on_double_eol), prevent_newline_after_colon, and the log-probability of every token after the first; with
- * tokens_to_generate 0 the prompts are only scored; with beam_width, beam search (beam_utils.py's BeamHypotheses). Rank 0 holds the requests and gets the results; every rank of the
- * TP x PP layout runs the model. */
+ * tokens_to_generate 0 the prompts are only scored; with beam_width, beam search (beam_utils.py's BeamHypotheses).
+ * Rank 0 holds the requests and gets the results; every rank of the TP x PP layout runs the model. */
 #ifndef ZT_TEXT_GENERATION_H
 #define ZT_TEXT_GENERATION_H
 

@@ -22,6 +22,7 @@
 
 #include "checkpoints/ckpt_reader.h"
 #include "data/tokenizer/tokenizer.h"
+#include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
 #include "evaluate/pyjson.h"
 #include "evaluate/strbuf.h"
@@ -53,37 +54,32 @@ static void usage(void) {
          "--tensor-model-parallel-size and --pipeline-model-parallel-size in any layout.\n\n"
          "  curl 'http://localhost:5000/api' -X PUT -H 'Content-Type: application/json' \\\n"
          "       -d '{\"prompts\": [\"Hello world\"], \"tokens_to_generate\": 16}'\n\n"
-         "request fields (Megatron's megatron/text_generation_server.py): prompts (1 to 128 strings), tokens_to_generate\n"
-         "(64), logprobs, temperature (1.0), top_k (0; 1 is greedy), top_p (0.0), top_p_decay, top_p_bound, add_BOS,\n"
-         "stop_on_eol, stop_on_double_eol, prevent_newline_after_colon, random_seed, no_log; beam_width (beam search of\n"
-         "one prompt, at most --micro-batch-size), stop_token (50256), length_penalty (1.0). The reply: {\"logprobs\",\n"
-         "\"segments\", \"text\"} (beam search: {\"scores\", \"segments\", \"text\"}).\n\n"
+         "request fields (Megatron's megatron/text_generation_server.py): prompts (1 to 128 strings),\n"
+         "tokens_to_generate (64), logprobs, temperature (1.0), top_k (0; 1 is greedy), top_p (0.0), top_p_decay,\n"
+         "top_p_bound, add_BOS, stop_on_eol, stop_on_double_eol, prevent_newline_after_colon, random_seed, no_log;\n"
+         "beam_width (beam search of one prompt, at most --micro-batch-size), stop_token (50256), length_penalty\n"
+         "(1.0). The reply: {\"logprobs\", \"segments\", \"text\"} (beam search: {\"scores\", \"segments\",\n"
+         "\"text\"}).\n\n"
          "server flags:\n"
          "  --port N                   the TCP port (default 5000, Flask's; 0: any free port, printed)\n"
          "  --max-tokens-to-oom N      a request's prompts x (longest prompt + tokens_to_generate) at most N (12000)\n"
          "  --micro-batch-size N       the request's prompts go through the model N at a time (default 1)\n"
          "  --temperature, --top_p, --top_k, --out-seq-length\n"
-         "                             accepted as Megatron's server accepts them: not used (each request gives its own)\n\n"
+         "                             accepted as Megatron's server accepts them: not used (each request gives\n"
+         "                             its own)\n\n"
          "model and run flags are pretrain_gpt's (see pretrain_gpt --help): --num-layers, --hidden-size,\n"
-         "--num-attention-heads, --max-position-embeddings (the longest prompt + generation), --tokenizer-type and its\n"
-         "files, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size, --pipeline-model-parallel-size,\n"
-         "--fp16/--bf16 (weights rounded as the run held them), --seed (the sampling stream). docs/generate.md\n");
-}
-
-static double parse_num(const char *flag, const char *v, int integer) {
-  char *end;
-  errno = 0;
-  const double x = integer ? (double)strtoll(v, &end, 10) : strtod(v, &end);
-  zt_check(*v && !*end && !errno, "bad argument value", "%s %s: expected %s", flag, v,
-           integer ? "an integer" : "a number");
-  return x;
+         "--num-attention-heads, --max-position-embeddings (the longest prompt + generation), --tokenizer-type and\n"
+         "its files, --load, --load-tag, --use-checkpoint-args, --tensor-model-parallel-size,\n"
+         "--pipeline-model-parallel-size, --fp16/--bf16 (weights rounded as the run held them), --seed (the sampling\n"
+         "stream). docs/generate.md\n");
 }
 
 /* Takes the server's flags out of argv; the rest (with placeholders for the training-only flags pretrain_gpt's
  * parser requires) goes to *rest. */
 static void split_args(int argc, char **argv, server_flags *sf, int *rest_n, char ***rest) {
   char **r = zt_malloc(((size_t)argc + 10) * sizeof(char *), "arguments");
-  int n = 0, lr = 0, iters = 0, data = 0, mbs = 0, unused = 0;
+  int n = 0, unused = 0;
+  zt_eval_seen seen = {0};
   r[n++] = argv[0];
   sf->port = 5000;
   sf->max_tokens = 12000;
@@ -95,27 +91,20 @@ static void split_args(int argc, char **argv, server_flags *sf, int *rest_n, cha
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
     if (IS("--port") || IS("--max-tokens-to-oom") || IS("--temperature") || IS("--top_p") || IS("--top_k") ||
         IS("--out-seq-length") || IS("--local_rank")) {
-      const char *v = inl;
-      if (!v) {
-        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
-        v = argv[++i];
-      }
+      const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       if (IS("--port")) {
-        const double p = parse_num("--port", v, 1);
+        const double p = zt_eval_parse_num("--port", v, 1);
         zt_check(p >= 0 && p <= 65535, "bad argument value", "--port %s: expected 0 (any free port) to 65535", v);
         sf->port = (int)p;
       } else if (IS("--max-tokens-to-oom")) {
-        sf->max_tokens = (int64_t)parse_num("--max-tokens-to-oom", v, 1);
+        sf->max_tokens = (int64_t)zt_eval_parse_num("--max-tokens-to-oom", v, 1);
         zt_check(sf->max_tokens > 0, "bad argument value", "--max-tokens-to-oom %s: expected a positive number", v);
       } else {
-        (void)parse_num(a, v, IS("--top_k") || IS("--out-seq-length") || IS("--local_rank"));
+        (void)zt_eval_parse_num(a, v, IS("--top_k") || IS("--out-seq-length") || IS("--local_rank"));
         unused |= !IS("--local_rank");
       }
     } else {
-      if (IS("--lr")) lr = 1;
-      if (IS("--train-iters") || IS("--train-samples")) iters = 1;
-      if (IS("--data-path") || IS("--mock-data")) data = 1;
-      if (IS("--micro-batch-size")) mbs = 1;
+      zt_eval_seen_arg(&seen, a, key);
       r[n++] = argv[i];
     }
 #undef IS
@@ -123,10 +112,7 @@ static void split_args(int argc, char **argv, server_flags *sf, int *rest_n, cha
   if (unused)
     zt_log(" > --temperature/--top_p/--top_k/--out-seq-length: not used by the server (as in Megatron); each request "
            "gives its own (temperature, top_k, top_p, tokens_to_generate)\n");
-  if (!lr) r[n++] = "--lr", r[n++] = "0.0";
-  if (!iters) r[n++] = "--train-iters", r[n++] = "1";
-  if (!data) r[n++] = "--data-path", r[n++] = "run_text_generation_server-reads-no-training-data";
-  if (!mbs) r[n++] = "--micro-batch-size", r[n++] = "1";
+  n = zt_eval_placeholders(&seen, r, n, 1);
   r[n] = NULL;
   *rest_n = n;
   *rest = r;
@@ -171,8 +157,8 @@ static field get(const cJSON *obj, const int *is_float, const char *name) {
   for (const cJSON *c = obj->child; c; c = c->next, i++) /* a repeated key: the last, as json.loads */
     if (c->string && !strcmp(c->string, name)) {
       f.v = c;
-      f.t = cJSON_IsBool(c) ? PY_BOOL : cJSON_IsNumber(c) ? (is_float[i] ? PY_FLOAT : PY_INT) : cJSON_IsString(c) ? PY_STR
-          : cJSON_IsArray(c) ? PY_LIST : cJSON_IsObject(c) ? PY_DICT : PY_NONE;
+      f.t = cJSON_IsBool(c) ? PY_BOOL : cJSON_IsNumber(c) ? (is_float[i] ? PY_FLOAT : PY_INT)
+          : cJSON_IsString(c) ? PY_STR : cJSON_IsArray(c) ? PY_LIST : cJSON_IsObject(c) ? PY_DICT : PY_NONE;
     }
   return f;
 }
@@ -215,7 +201,8 @@ static const char *check_request(const cJSON *j, const int *isf, zt_tg_request *
   }
   if ((f = get(j, isf, "top_k")).v) {
     if (f.t != PY_INT) return "top_k must be an integer equal to or greater than 0 and less than or equal to 1000";
-    if (!(num(f) >= 0 && num(f) <= 1000)) return "top_k must be equal to or greater than 0 and less than or equal to 1000";
+    if (!(num(f) >= 0 && num(f) <= 1000))
+      return "top_k must be equal to or greater than 0 and less than or equal to 1000";
     q->top_k = (int)num(f);
   }
   if ((f = get(j, isf, "top_p")).v) {
@@ -586,19 +573,6 @@ int zt_text_generation_server_main(int argc, char **argv) {
   zt_check(tok != NULL && zt_tokenizer_eod(tok) >= 0, "missing argument", "run_text_generation_server needs the "
            "tokenizer of the checkpoint, with an end-of-document token (--tokenizer-type GPT2BPETokenizer and its "
            "files)");
-  zt_check(args.load != NULL, "missing argument", "--load CHECKPOINT_DIR is required (the pretrain_gpt checkpoint to "
-           "serve)");
-  zt_check(args.virtual_pipeline_model_parallel_size <= 0, "unsupported argument", "--num-layers-per-virtual-pipeline-"
-           "stage: Interleaved pipeline schedule is not yet supported for text generation. (Megatron refuses it too; "
-           "any layout loads any checkpoint)");
-  zt_check(args.data_parallel_size == 1, "unsupported argument", "run_text_generation_server runs one model replica: "
-           "%d processes for --tensor-model-parallel-size %d x --pipeline-model-parallel-size %d make %d data-parallel "
-           "replicas; start %d processes", zt_comm_size(), args.tensor_model_parallel_size,
-           args.pipeline_model_parallel_size, args.data_parallel_size,
-           args.tensor_model_parallel_size * args.pipeline_model_parallel_size);
-  zt_check(!args.reset_position_ids && !args.reset_attention_mask, "unsupported argument", "%s: the server uses "
-           "positions 0..n-1 and a plain causal mask", args.reset_position_ids ? "--reset-position-ids"
-           : "--reset-attention-mask");
   /* a request's prompt + generation may take every position (generation.py's check is against
    * max_position_embeddings, not --seq-length) */
   if (args.max_position_embeddings > 0 && args.max_position_embeddings != args.seq_length) {
@@ -606,20 +580,13 @@ int zt_text_generation_server_main(int argc, char **argv) {
            "a prompt and its generation)\n", args.seq_length, args.max_position_embeddings);
     args.seq_length = args.max_position_embeddings;
   }
-  args.no_load_optim = 1;
-  args.no_load_rng = 1;
-  args.finetune = 0;
-  args.exit_on_missing_checkpoint = 1;
+  zt_eval_decoding_setup(&args, tok, "serve");
   int lfd = -1, port = sf.port;
   if (zt_comm_rank() == 0) lfd = listen_on(sf.port, &port); /* a port in use is refused before the model loads */
   struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: accept() returns */
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  const int ckpt_rows = zt_eval_checkpoint_vocab(&args);
-  zt_check(zt_tokenizer_vocab_size(tok) <= ckpt_rows, "checkpoint", "the tokenizer has %d ids, the checkpoint's output "
-           "layer %d rows: another tokenizer than the one it was trained with?", zt_tokenizer_vocab_size(tok),
-           ckpt_rows);
   zt_tg *g = zt_tg_new(&args, tok, sf.max_tokens);
   if (zt_comm_rank() == 0) {
     server sv = {.g = g, .tok = tok};

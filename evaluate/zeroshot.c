@@ -17,6 +17,7 @@
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/ckpt_reader.h"
+#include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
 #include "evaluate/harness_tasks.h"
 #include "evaluate/zeroshot_data.h"
@@ -162,7 +163,8 @@ static void harness_cli(task_flags *tf, char **r, int *n) {
  * requires) goes to *rest. */
 static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char ***rest) {
   char **r = zt_malloc(((size_t)argc + 9) * sizeof(char *), "arguments");
-  int n = 0, lr = 0, iters = 0, data = 0;
+  int n = 0;
+  zt_eval_seen seen = {0};
   r[n++] = argv[0];
   tf->overlap = 32;
   tf->fewshot_seed = 1234;
@@ -180,22 +182,14 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       if (IS("--adaptive_seq_len")) tf->adaptive = tf->harness_cli = 1;
       else if (IS("--eval_fp32")) tf->harness_cli = 1; /* the model computes in fp32 here anyway */
     } else if (IS("--task_list") || IS("--results_path") || IS("--num_fewshot")) {
-      const char *v = inl;
-      if (!v) {
-        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
-        v = argv[++i];
-      }
+      const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       tf->harness_cli = 1;
       if (IS("--task_list")) tf->tasks = v;
       else if (IS("--results_path")) tf->output_path = v;
       else tf->nshot = parse_int("--num_fewshot", v);
     } else if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
         IS("--bootstrap-iters")) {
-      const char *v = inl;
-      if (!v) {
-        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
-        v = argv[++i];
-      }
+      const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       if (IS("--tasks") || IS("--num-fewshot") || IS("--output-path")) tf->given_ours = 1;
       if (IS("--tasks")) tf->tasks = v;
       else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
@@ -217,11 +211,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       zt_check(k >= 1, "missing argument value", "%s expects TASK=FILE.jsonl entries", few ? "--fewshot-data"
                : "--task-data");
     } else if (IS("--task") || IS("--overlapping-eval")) {
-      const char *v = inl;
-      if (!v) {
-        zt_check(i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);
-        v = argv[++i];
-      }
+      const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       if (IS("--task")) tf->task = v;
       else tf->overlap = parse_int("--overlapping-eval", v), tf->overlap_given = 1;
     } else if (IS("--valid-data")) {
@@ -240,27 +230,12 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       zt_check(!inl, "bad argument value", "--strict-lambada takes no value");
       tf->strict = 1;
     } else {
-      if (IS("--lr")) lr = 1;
-      if (IS("--train-iters") || IS("--train-samples")) iters = 1;
-      if (IS("--data-path") || IS("--mock-data") || IS("--train-data-path") || IS("--valid-data-path") ||
-          IS("--test-data-path"))
-        data = 1;
+      zt_eval_seen_arg(&seen, a, key);
       r[n++] = argv[i];
     }
 #undef IS
   }
-  if (!lr) {
-    r[n++] = "--lr";
-    r[n++] = "0.0";
-  }
-  if (!iters) {
-    r[n++] = "--train-iters";
-    r[n++] = "1";
-  }
-  if (!data) { /* the parser wants training data; evaluate_zeroshot reads --valid-data only and opens none of it */
-    r[n++] = "--data-path";
-    r[n++] = "evaluate_zeroshot-reads-no-training-data";
-  }
+  n = zt_eval_placeholders(&seen, r, n, 0); /* evaluate_zeroshot reads --valid-data or --task-data only */
   if (tf->harness_cli) harness_cli(tf, r, &n);
   r[n] = NULL;
   *rest_n = n;

@@ -400,7 +400,8 @@ if not MPI:
          ({"prompts": ["a"], "top_p": 1.5}, "top_p must be less than or equal to 1.0"),
          ({"prompts": ["a"], "top_p_decay": 0.5}, "top_p_decay cannot be set without top_p"),
          ({"prompts": ["a"], "top_p": 0.5, "top_p_decay": 1}, "top_p_decay must be a positive float"),
-         ({"prompts": ["a"], "top_p": 0.5, "top_p_bound": 0.7}, "top_p_bound must be greater than 0 and less than top_p"),
+         ({"prompts": ["a"], "top_p": 0.5, "top_p_bound": 0.7},
+          "top_p_bound must be greater than 0 and less than top_p"),
          ({"prompts": ["a"], "add_BOS": "yes"}, "add_BOS must be a boolean value"),
          ({"prompts": ["a", ""]}, "Empty prompts require add_BOS=true"),
          ({"prompts": ["a"], "stop_on_eol": 0}, "stop_on_eol must be a boolean value"),
@@ -411,7 +412,8 @@ if not MPI:
          ({"prompts": ["the cat"], "beam_width": 2, "tokens_to_generate": 0, "logprobs": True},
           "context length + tokens_to_generate too large"),
          ({"prompts": ["a"], "top_k": 200}, "top-k is larger than vocab size."),
-         ({"prompts": ["the cat"], "tokens_to_generate": 58}, "Length of prompt + tokens_to_generate longer than allowed"),
+         ({"prompts": ["the cat"], "tokens_to_generate": 58},
+          "Length of prompt + tokens_to_generate longer than allowed"),
          ({"prompts": ["ab"] * 20, "tokens_to_generate": 49}, "Too many tokens.  1020 is greater than 1000")]
     for body, msg in R:
         code, got = srv.request(body)
@@ -460,7 +462,8 @@ else:
                    (w["logprobs"] is None or max(abs(a - b) for x, y in zip(g["logprobs"], w["logprobs"])
                                                  for a, b in zip(x, y)) < 1e-5)
                    for g, w in zip(got, want))
-        check(same, "%s under mpirun: one process's replies (text and segments exact, logprobs 1e-5)" % " ".join(layout))
+        check(same, "%s under mpirun: one process's replies (text and segments exact, logprobs 1e-5)" %
+              " ".join(layout))
         rc, log = srv.stop()
         check(rc == 0, "%s: SIGTERM to rank 0 ends every rank (exit 0)" % " ".join(layout), log[-400:])
 shutil.rmtree(tmp, ignore_errors=True)
