@@ -9,7 +9,7 @@
 # reason in a # comment); the input is kept in <build>/findings/<name>/ and the command that reproduces it is printed.
 # Usage: scripts/fuzz.sh [--seconds N | --runs N] [--jobs N] [name ...]   (names: ds_config, jsonl, ...; default all)
 #   --jobs: harnesses fuzzed at a time, one core each (default: the cores).
-#   CI (scripts/run_tests.sh, ctest fuzz_parsers) runs 30 s each; docs/testing.md gives the long run.
+#   CI (scripts/run_tests.sh, ctest fuzz_parsers) runs 25 s each; docs/testing.md gives the long run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
