@@ -71,3 +71,28 @@ def write_vocab(folder):
     with open(merges, "w") as f:
         f.write("#version: 0.2\n")
     return vocab_json, merges
+
+
+def tiny_gpt(folder, texts, preprocess, pretrain, run, seq=64, layers=2, iters=150, log_interval=30, dropout=True):
+    """The evaluation tests' model: the character vocabulary (write_vocab) in folder, texts as a jsonl corpus
+    preprocessed with --append-eod, and a GPT of `layers` layers (hidden 32, 4 heads, `seq` positions) trained on it by
+    pretrain_gpt for `iters` iterations (micro batch 4, global 8, lr 3e-3; dropout False: no dropout), saved in
+    folder/ck. run(cmd) runs a command and stops the test when it fails. Returns (vocab.json, merges.txt, the
+    tokenizer flags, the model flags, the checkpoint folder, the training command without --save)."""
+    vocab_json, merges = write_vocab(folder)
+    with open(os.path.join(folder, "corpus.jsonl"), "w") as f:
+        for t in texts:
+            f.write(json.dumps({"text": t}) + "\n")
+    tok = ["--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json, "--merge-file", merges]
+    run([preprocess, "--input", os.path.join(folder, "corpus.jsonl"), "--output-prefix", os.path.join(folder, "corpus"),
+         "--append-eod", "--workers", "1"] + tok)
+    model = ["--num-layers", str(layers), "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length",
+             str(seq), "--max-position-embeddings", str(seq)] + tok
+    ck = os.path.join(folder, "ck")
+    train = [pretrain] + model + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
+                                  os.path.join(folder, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
+                                  "--train-iters", str(iters), "--log-interval", str(log_interval), "--eval-iters", "0"]
+    if not dropout:
+        train += ["--attention-dropout", "0", "--hidden-dropout", "0"]
+    run(train + ["--save", ck])
+    return vocab_json, merges, tok, model, ck, train

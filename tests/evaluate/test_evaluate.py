@@ -26,7 +26,7 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, tiny_gpt  # noqa: E402
 
 MPI, (EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS, PRETRAIN_BERT) = parse_argv()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -225,7 +225,6 @@ def total_of(out):
 
 # ---- fixtures --------------------------------------------------------------------------------------------------
 tmp = tempfile.mkdtemp(prefix="zt_eval_")
-vocab_json, merges = write_vocab(tmp)
 rng = random.Random(7)
 NOUNS = ["cat", "dog", "bird", "fish", "cow", "fox"]
 VERBS = ["sees", "likes", "hears", "finds"]
@@ -237,21 +236,10 @@ def sentence():
     return "the %s %s the %s." % (rng.choice(NOUNS), v, OBJECT[v])
 
 
-with open(os.path.join(tmp, "corpus.jsonl"), "w") as f:
-    for d in range(300):
-        f.write(json.dumps({"text": " ".join(sentence() for _ in range(rng.randint(2, 6)))}) + "\n")
-TOK = ["--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json, "--merge-file", merges]
-run([PREPROCESS, "--input", os.path.join(tmp, "corpus.jsonl"), "--output-prefix", os.path.join(tmp, "corpus"),
-     "--append-eod", "--workers", "1"] + TOK)
 SEQ = 48
-MODEL = ["--num-layers", "2", "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length", str(SEQ),
-         "--max-position-embeddings", str(SEQ)] + TOK
-ck = os.path.join(tmp, "ck")
-train = [PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
-                              os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
-                              "--train-iters", "150", "--log-interval", "30", "--eval-iters", "0",
-                              "--attention-dropout", "0", "--hidden-dropout", "0"]
-run(train + ["--save", ck])
+vocab_json, merges, TOK, MODEL, ck, train = tiny_gpt(
+    tmp, [" ".join(sentence() for _ in range(rng.randint(2, 6))) for d in range(300)], PREPROCESS, PRETRAIN, run,
+    seq=SEQ, dropout=False)
 
 # the task files: a WikiText-style text (its path contains "wiki": the wikitext detokenizer) and LAMBADA examples,
 # one of them longer than --seq-length + 1 tokens

@@ -27,7 +27,7 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import parse_argv, BU, CHARS, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, CHARS, EOD, MPIRUN, VOCAB, check, summary, tiny_gpt  # noqa: E402
 
 MPI, (GEN, TOOL, PRETRAIN, PREPROCESS, LOGITS) = parse_argv()
 
@@ -56,7 +56,6 @@ def detokenize(ids):
 
 # ---- fixtures ------------------------------------------------------------------------------------------------------
 tmp = tempfile.mkdtemp(prefix="zt_gen_")
-vocab_json, merges = write_vocab(tmp)
 rng = random.Random(11)
 NOUNS = ["cat", "dog", "bird", "fish", "cow", "fox"]
 VERBS = ["sees", "likes", "hears", "finds"]
@@ -66,20 +65,10 @@ def sentence():
     return "the %s %s the %s." % (rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS))
 
 
-with open(os.path.join(tmp, "corpus.jsonl"), "w") as f:
-    for d in range(300):
-        f.write(json.dumps({"text": " ".join(sentence() for _ in range(rng.randint(1, 3)))}) + "\n")
-TOK = ["--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json, "--merge-file", merges]
-run([PREPROCESS, "--input", os.path.join(tmp, "corpus.jsonl"), "--output-prefix", os.path.join(tmp, "corpus"),
-     "--append-eod", "--workers", "1"] + TOK)
 SEQ = 64
-MODEL = ["--num-layers", "4", "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length", str(SEQ),
-         "--max-position-embeddings", str(SEQ)] + TOK
-ck = os.path.join(tmp, "ck")
-run([PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
-                          os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
-                          "--train-iters", "120", "--log-interval", "40", "--eval-iters", "0",
-                          "--attention-dropout", "0", "--hidden-dropout", "0", "--save", ck])
+vocab_json, merges, TOK, MODEL, ck, _ = tiny_gpt(
+    tmp, [" ".join(sentence() for _ in range(rng.randint(1, 3))) for d in range(300)], PREPROCESS, PRETRAIN, run,
+    seq=SEQ, layers=4, iters=120, log_interval=40, dropout=False)
 n_file = [0]
 
 

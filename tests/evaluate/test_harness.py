@@ -27,7 +27,7 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, EOD, MPIRUN, VOCAB, check, summary, tiny_gpt  # noqa: E402
 
 MPI, (EVAL, TOOL, PRETRAIN, PREPROCESS, LOGITS) = parse_argv()
 
@@ -279,7 +279,6 @@ def oracle(tasks, nshot=0, pools=None):
 
 # ---- fixtures ---------------------------------------------------------------------------------------------------
 tmp = tempfile.mkdtemp(prefix="zt_harness_")
-vocab_json, merges = write_vocab(tmp)
 rng = random.Random(11)
 NOUNS = ["cat", "dog", "bird", "fish", "cow", "fox"]
 VERBS = ["sees", "likes", "hears", "finds"]
@@ -291,19 +290,10 @@ def sentence():
     return "the %s %s the %s." % (rng.choice(NOUNS), v, OBJECT[v])
 
 
-with open(os.path.join(tmp, "corpus.jsonl"), "w") as f:
-    for d in range(200):
-        f.write(json.dumps({"text": " ".join(sentence() for _ in range(rng.randint(2, 5)))}) + "\n")
-TOK = ["--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json, "--merge-file", merges]
-run([PREPROCESS, "--input", os.path.join(tmp, "corpus.jsonl"), "--output-prefix", os.path.join(tmp, "corpus"),
-     "--append-eod", "--workers", "1"] + TOK)
 SEQ = 64
-MODEL = ["--num-layers", "2", "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length", str(SEQ),
-         "--max-position-embeddings", str(SEQ)] + TOK
-ck = os.path.join(tmp, "ck")
-run([PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
-                          os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
-                          "--train-iters", "150", "--log-interval", "30", "--eval-iters", "0", "--save", ck])
+_, _, TOK, MODEL, ck, _ = tiny_gpt(
+    tmp, [" ".join(sentence() for _ in range(rng.randint(2, 5))) for d in range(200)], PREPROCESS, PRETRAIN, run,
+    seq=SEQ)
 
 
 def w(n, k=3):

@@ -32,7 +32,7 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evalkit import parse_argv, BU, CHARS, EOD, MPIRUN, VOCAB, check, summary, write_vocab  # noqa: E402
+from evalkit import parse_argv, BU, CHARS, EOD, MPIRUN, VOCAB, check, summary, tiny_gpt  # noqa: E402
 
 MPI, (SERVER, PRETRAIN, PREPROCESS, LOGITS) = parse_argv()
 NV = len(VOCAB)
@@ -52,7 +52,6 @@ def tokenize(text):
 
 
 tmp = tempfile.mkdtemp(prefix="zt_tgs_")
-vocab_json, merges = write_vocab(tmp)
 rng = random.Random(5)
 NOUNS, VERBS = ["cat", "dog", "bird", "fish", "cow", "fox"], ["sees", "likes", "hears", "finds"]
 
@@ -61,21 +60,13 @@ def sentence():
     return "the %s %s the %s." % (rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS))
 
 
-with open(os.path.join(tmp, "corpus.jsonl"), "w") as f:  # lines, blank lines, and "note:" always before a newline
-    for d in range(300):
-        parts = [sentence() if rng.random() < 0.8 else "note:\n" + sentence() for _ in range(rng.randint(2, 4))]
-        f.write(json.dumps({"text": ("\n\n" if d % 2 else "\n").join(parts) + "\n"}) + "\n")
-TOK = ["--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json, "--merge-file", merges]
-run([PREPROCESS, "--input", os.path.join(tmp, "corpus.jsonl"), "--output-prefix", os.path.join(tmp, "corpus"),
-     "--append-eod", "--workers", "1"] + TOK)
+texts = []  # lines, blank lines, and "note:" always before a newline
+for d in range(300):
+    parts = [sentence() if rng.random() < 0.8 else "note:\n" + sentence() for _ in range(rng.randint(2, 4))]
+    texts.append(("\n\n" if d % 2 else "\n").join(parts) + "\n")
 SEQ = 64
-MODEL = ["--num-layers", "2", "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length", str(SEQ),
-         "--max-position-embeddings", str(SEQ)] + TOK
-ck = os.path.join(tmp, "ck")
-run([PRETRAIN] + MODEL + ["--micro-batch-size", "4", "--global-batch-size", "8", "--data-path",
-                          os.path.join(tmp, "corpus_text_document"), "--split", "100,0,0", "--lr", "3e-3",
-                          "--train-iters", "300", "--log-interval", "50", "--eval-iters", "0",
-                          "--attention-dropout", "0", "--hidden-dropout", "0", "--save", ck])
+_, _, TOK, MODEL, ck, _ = tiny_gpt(tmp, texts, PREPROCESS, PRETRAIN, run, seq=SEQ, iters=300, log_interval=50,
+                                   dropout=False)
 
 
 class Server:
