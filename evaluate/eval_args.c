@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoints/ckpt_reader.h"
 #include "evaluate/eval_model.h"
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
@@ -45,6 +46,12 @@ int zt_eval_placeholders(const zt_eval_seen *s, char **r, int n, int mbs) {
   }
   if (mbs && !s->mbs) r[n++] = "--micro-batch-size", r[n++] = "1";
   return n;
+}
+
+void zt_eval_parse(zt_args *args, int n, char **rest) {
+  zt_args_model = "gpt";
+  zt_args_checkpoint_reader = zt_ckpt_saved_args;
+  zt_args_parse(args, n, rest, zt_comm_size());
 }
 
 void zt_eval_decoding_setup(zt_args *a, const zt_tokenizer *tok, const char *what) {

@@ -25,6 +25,10 @@ void zt_eval_seen_arg(zt_eval_seen *s, const char *a, size_t key);
  * (never opened) and, with mbs, --micro-batch-size 1; returns the new count (r needs room for 8 more). */
 int zt_eval_placeholders(const zt_eval_seen *s, char **r, int n, int mbs);
 
+/* pretrain_gpt's parser (a GPT) on the arguments passed on; --use-checkpoint-args reads the checkpoint's saved
+ * arguments. */
+void zt_eval_parse(zt_args *args, int n, char **rest);
+
 /* generate_samples' and run_text_generation_server's checks before any work: --load given (what: the checkpoint's
  * use, for the message), no interleaved pipeline (Megatron refuses it for text generation), one data-parallel
  * replica, plain positions and causal mask, and the tokenizer's ids within the checkpoint's output layer; then the

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoints/ckpt_reader.h"
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
 #include "evaluate/eval_args.h"
@@ -521,9 +520,7 @@ int zt_generate_main(int argc, char **argv) {
   char **rest;
   split_args(argc, argv, &gf, &rn, &rest);
   zt_args args;
-  zt_args_model = "gpt";
-  zt_args_checkpoint_reader = zt_ckpt_saved_args;
-  zt_args_parse(&args, rn, rest, zt_comm_size());
+  zt_eval_parse(&args, rn, rest);
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_check(tok != NULL && zt_tokenizer_eod(tok) >= 0, "missing argument", "generate_samples needs the tokenizer of "
            "the checkpoint, with an end-of-document token (--tokenizer-type GPT2BPETokenizer and its files)");

@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoints/ckpt_reader.h"
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
@@ -566,9 +565,7 @@ int zt_text_generation_server_main(int argc, char **argv) {
   char **rest;
   split_args(argc, argv, &sf, &rn, &rest);
   zt_args args;
-  zt_args_model = "gpt";
-  zt_args_checkpoint_reader = zt_ckpt_saved_args;
-  zt_args_parse(&args, rn, rest, zt_comm_size());
+  zt_eval_parse(&args, rn, rest);
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_check(tok != NULL && zt_tokenizer_eod(tok) >= 0, "missing argument", "run_text_generation_server needs the "
            "tokenizer of the checkpoint, with an end-of-document token (--tokenizer-type GPT2BPETokenizer and its "

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "checkpoints/checkpoint.h"
-#include "checkpoints/ckpt_reader.h"
 #include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
 #include "evaluate/harness_tasks.h"
@@ -736,9 +735,7 @@ int zt_zeroshot_main(int argc, char **argv) {
   char **rest;
   split_args(argc, argv, &tf, &rn, &rest);
   zt_args args;
-  zt_args_model = "gpt";
-  zt_args_checkpoint_reader = zt_ckpt_saved_args;
-  zt_args_parse(&args, rn, rest, zt_comm_size());
+  zt_eval_parse(&args, rn, rest);
   check_task_flags(&tf, &args);
   zt_tokenizer *tok = zt_engine_tokenizer(&args);
   zt_check(tok != NULL, "missing argument", "evaluate_zeroshot needs the tokenizer of the checkpoint "
