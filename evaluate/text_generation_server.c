@@ -523,6 +523,22 @@ static void handle(server *sv, int fd, const char *ip) {
   free(buf);
 }
 
+/* Closes the connection after the reply: what the client sent and was not read (a body the reply did not need) is
+ * read and dropped until the client closes (at most 1 s and 32 MiB), since closing a socket with unread bytes sends a
+ * reset that can reach the client before it has read the reply. */
+static void linger_close(int fd) {
+  shutdown(fd, SHUT_WR);
+  const struct timeval to = {.tv_sec = 1};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &to, sizeof to);
+  char sink[65536];
+  for (size_t total = 0; total < ((size_t)32 << 20);) {
+    const ssize_t r = recv(fd, sink, sizeof sink, 0);
+    if (r <= 0) break;
+    total += (size_t)r;
+  }
+  close(fd);
+}
+
 static int listen_on(int port, int *bound) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   zt_check(fd >= 0, "server", "socket: %s", strerror(errno));
@@ -553,7 +569,7 @@ static void serve(server *sv, int lfd) {
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
     handle(sv, fd, ip);
-    close(fd);
+    linger_close(fd);
   }
 }
 
