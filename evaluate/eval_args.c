@@ -10,6 +10,12 @@
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
 
+const char *zt_eval_flag_name(const char *a, size_t *key) {
+  const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+  *key = eq ? (size_t)(eq - a) : strlen(a);
+  return eq ? eq + 1 : NULL;
+}
+
 const char *zt_eval_flag_value(int argc, char **argv, int *i, const char *a, size_t key, const char *inl) {
   if (inl) return inl;
   zt_check(*i + 1 < argc, "missing argument value", "%.*s expects a value", (int)key, a);

@@ -9,6 +9,9 @@
 #include "data/tokenizer/tokenizer.h"
 #include "train/args.h"
 
+/* Argument a's flag name length (*key: up to a '=' in "--name=value", else the whole argument); returns the text
+ * after the '=' or NULL. */
+const char *zt_eval_flag_name(const char *a, size_t *key);
 /* The value of the flag a (its name key characters long): the text after '=' (inl, or NULL) or the next argument
  * (*i advances); dies naming the flag when there is none. */
 const char *zt_eval_flag_value(int argc, char **argv, int *i, const char *a, size_t key, const char *inl);

@@ -92,9 +92,8 @@ static void split_args(int argc, char **argv, gen_flags *gf, int *rest_n, char *
   gf->out_seq_length = 1024;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *eq = strchr(a, '=');
-    const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-    const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
+    size_t key;
+    const char *inl = zt_eval_flag_name(a, &key);
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
     if (IS("--greedy") || IS("--recompute") || IS("--ds-inference")) {
       zt_check(!inl, "bad argument value", "%.*s takes no value", (int)key, a);

@@ -84,9 +84,8 @@ static void split_args(int argc, char **argv, server_flags *sf, int *rest_n, cha
   sf->max_tokens = 12000;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *eq = strchr(a, '=');
-    const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-    const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
+    size_t key;
+    const char *inl = zt_eval_flag_name(a, &key);
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
     if (IS("--port") || IS("--max-tokens-to-oom") || IS("--temperature") || IS("--top_p") || IS("--top_k") ||
         IS("--out-seq-length") || IS("--local_rank")) {

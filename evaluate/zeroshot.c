@@ -172,9 +172,8 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   tf->fewshot = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *eq = strchr(a, '=');
-    const size_t key = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-    const char *inl = eq && !strncmp(a, "--", 2) ? eq + 1 : NULL;
+    size_t key;
+    const char *inl = zt_eval_flag_name(a, &key);
 #define IS(name) (key == strlen(name) && !strncmp(a, name, key))
     if (IS("--adaptive_seq_len") || IS("--eval_fp32") || IS("--inference")) {
       zt_check(!inl, "bad argument value", "%.*s takes no value", (int)key, a);

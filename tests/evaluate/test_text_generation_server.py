@@ -427,6 +427,15 @@ if not MPI:
             codes.append(repr(e))
     check(codes == [404, 405, 405] * 3, "HTTP: a 1 MiB body the reply does not read: the reply arrives (9 requests)",
           codes)
+    for flags, needle in ((["--port", "70000"], "--port 70000: expected 0 (any free port) to 65535"),
+                          (["--max-tokens-to-oom", "0"], "--max-tokens-to-oom 0: expected a positive number"),
+                          (["--port", "x"], "--port x: expected an integer"),
+                          (["--inference-batch-times-seqlen-threshold", "512"],
+                           "--inference-batch-times-seqlen-threshold")):
+        pr = subprocess.run([SERVER, "--load", ck] + MODEL + flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=120)
+        check(pr.returncode != 0 and needle.encode() in pr.stderr and b"Running on" not in pr.stdout,
+              "refused before work: %s" % " ".join(flags), pr.stderr[-300:])
     # a second server on the same port is refused before the model loads
     p2 = subprocess.run([SERVER, "--load", ck, "--port", str(srv.port)] + MODEL, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, timeout=120)
