@@ -81,8 +81,9 @@ void zt_data_check_token_ids(const zt_indexed_dataset *d, int64_t vocab_size, co
   int64_t lo, hi;
   token_range(d, &lo, &hi);
   zt_check(lo >= 0 && hi < vocab_size, "dataset", "%s.bin holds token ids %lld..%lld, outside the %lld ids of "
-           "the %s tokenizer (was it preprocessed with another tokenizer?)", d->prefix, (long long)lo, (long long)hi,
-           (long long)vocab_size, tokenizer_name ? tokenizer_name : "given");
+           "the %s tokenizer (was it preprocessed with another tokenizer? An HFTokenizer's vocab_size, as "
+           "Megatron-DeepSpeed's, leaves out its added tokens, such as Llama-3's <|begin_of_text|>)", d->prefix,
+           (long long)lo, (long long)hi, (long long)vocab_size, tokenizer_name ? tokenizer_name : "given");
   zt_log(" > checked %lld token ids in %.3f s: %lld..%lld, within the vocabulary of %lld\n",
          (long long)(d->bin_bytes / (size_t)d->itemsize), zt_now() - t0, (long long)lo, (long long)hi,
          (long long)vocab_size);

@@ -20,6 +20,7 @@ fi
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(python3-numpy python3-torch sentencepiece python3-sentencepiece python3-protobuf)
   pkgs+=(python3-h5py fio)  # checkpoint reader oracle; the aio benchmark's reference
+  pkgs+=(python3-regex)     # test_hf_fast_tokenizer: Llama-3's pre-tokenizer regex in the oracle
   pkgs+=(clang)             # scripts/fuzz.sh: libFuzzer with ASan and UBSan (ctest fuzz_parsers)
   pkgs+=(python3-matplotlib) # scripts/plot_log.py (ctest plot_log)
 fi

@@ -337,8 +337,9 @@ static const flag k_flags[] = {
   {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None",
    "SentencePiece .model file; HFTokenizer: the Hugging Face tokenizer directory."},
   {"--trust-remote-code", F_TRUE, OFF(trust_remote_code), NULL, DATA, "False",
-   "HFTokenizer: let the directory's own tokenizer code run. Recorded: only the built-in LlamaTokenizer and "
-   "GPT2Tokenizer are read, and a directory naming custom code (auto_map) is refused either way."},
+   "HFTokenizer: let the directory's own tokenizer code run. Recorded: only the built-in LlamaTokenizer, "
+   "GPT2Tokenizer and PreTrainedTokenizerFast (tokenizer.json) are read, and a directory naming custom code "
+   "(auto_map) is refused either way."},
   {"--vocab-extra-ids", F_INT, OFF(vocab_extra_ids), NULL, DATA, "0", "Extra <extra_id_N> tokens (T5)."},
   {"--reset-position-ids", F_TRUE, OFF(reset_position_ids), NULL, DATA, "False",
    "Restart position ids after each end-of-document token."},

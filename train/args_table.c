@@ -18,7 +18,6 @@ const zt_args_known_group zt_args_known_groups[] = {
    "--zero-reduce-scatter --zero-contigious-gradients --zero-reduce-bucket-size --zero-allgather-bucket-size"},
   {"=Megatron-DeepSpeed parses it but never reads it (its zero.Init call passes no pin_memory); the ds_config's "
    "offload_param.pin_memory sets pinned memory (docs/zero.md)", "--use-pin-memory"},
-  {"Hugging Face tokenizer", "--trust-remote-code"},
   {"=zerotron keys its dropout and initialization by the sample's position and the parameter, never by the rank (so "
    "every parallel layout trains alike); per-data-parallel-rank random streams are what this flag asks for",
    "--data-parallel-random-init"},

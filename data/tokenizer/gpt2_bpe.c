@@ -75,6 +75,8 @@ struct zt_gpt2_bpe {
   int32_t n_ids;
   int vocab_size;
   int32_t eod;
+  zt_bpe_pretok pretok;
+  int ignore_merges; /* tokenizer.json's BPE: a pre-token that is itself a vocab token is that token */
 };
 
 static int32_t sym_find(const zt_gpt2_bpe *b, const uint8_t *s, size_t n, uint64_t h) {
@@ -192,39 +194,30 @@ static int line_of(const char *text, const char *pos) {
   return line;
 }
 
-static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path) {
-  size_t len;
-  char *text = read_file(path, "vocab file (--vocab-file)", &len);
-  size_t bad_off;
-  if (!zt_utf8_valid((const uint8_t *)text, len, &bad_off))
-    zt_fatal(WHAT, "vocab file %s line %d: invalid UTF-8 at byte offset %zu", path, line_of(text, text + bad_off),
-             bad_off);
-  cJSON *root = cJSON_ParseWithLength(text, len);
-  if (!root) {
-    const char *at = cJSON_GetErrorPtr();
-    int line = (at && at >= text && at <= text + len) ? line_of(text, at) : 0;
-    zt_fatal(WHAT, "vocab file %s line %d: not valid JSON (expected an object of token -> id)", path, line);
-  }
-  zt_check(cJSON_IsObject(root), WHAT, "vocab file %s: the top-level JSON value is not an object of token -> id",
-           path);
+/* The token -> id entries of a JSON object (vocab.json, or tokenizer.json's model.vocab); `where` names it in errors.
+ * Returns the number of distinct tokens. */
+static int vocab_from_object(zt_gpt2_bpe *b, const int16_t *char_byte, const cJSON *root, const char *where) {
+  zt_check(cJSON_IsObject(root), WHAT, "%s: the top-level JSON value is not an object of token -> id", where);
   int32_t max_id = -1;
   int n_keys = 0;
+  size_t longest = 0;
   for (cJSON *it = root->child; it; it = it->next) {
     n_keys++;
     double v = it->valuedouble;
     if (!cJSON_IsNumber(it))
-      zt_fatal(WHAT, "vocab file %s: token \"%s\" (entry %d): the id is not a number (expected an integer in 0..%d)",
-               path, it->string, n_keys, INT32_MAX - 1);
+      zt_fatal(WHAT, "%s: token \"%s\" (entry %d): the id is not a number (expected an integer in 0..%d)", where,
+               it->string, n_keys, INT32_MAX - 1);
     if (!(v >= 0 && v < (double)INT32_MAX) || v != (double)(int32_t)v)
-      zt_fatal(WHAT, "vocab file %s: token \"%s\" (entry %d): id %g is not an integer in 0..%d", path, it->string,
-               n_keys, v, INT32_MAX - 1);
+      zt_fatal(WHAT, "%s: token \"%s\" (entry %d): id %g is not an integer in 0..%d", where, it->string, n_keys, v,
+               INT32_MAX - 1);
     if ((int32_t)v > max_id) max_id = (int32_t)v;
+    if (strlen(it->string) > longest) longest = strlen(it->string);
   }
-  zt_check(n_keys > 0, WHAT, "vocab file %s: empty vocabulary", path);
+  zt_check(n_keys > 0, WHAT, "%s: empty vocabulary", where);
   b->n_ids = max_id + 1;
   b->id_sym = zt_malloc((size_t)b->n_ids * sizeof(int32_t), "GPT-2 BPE id table");
   for (int32_t i = 0; i < b->n_ids; i++) b->id_sym[i] = -1;
-  uint8_t *tmp = zt_malloc(len + 1, "GPT-2 BPE token buffer");
+  uint8_t *tmp = zt_malloc(longest + 1, "GPT-2 BPE token buffer");
   int distinct = 0;
   b->eod = -1;
   for (cJSON *it = root->child; it; it = it->next) {
@@ -246,11 +239,49 @@ static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pat
     b->sym_token[s] = id; /* a duplicate key: the later id wins, as in Python's json.load */
     b->id_sym[id] = s;    /* a duplicate id: the later key decodes, as in Python's {v: k} */
   }
-  b->vocab_size = distinct;
   free(tmp);
+  return distinct;
+}
+
+static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path) {
+  size_t len;
+  char *text = read_file(path, "vocab file (--vocab-file)", &len);
+  size_t bad_off;
+  if (!zt_utf8_valid((const uint8_t *)text, len, &bad_off))
+    zt_fatal(WHAT, "vocab file %s line %d: invalid UTF-8 at byte offset %zu", path, line_of(text, text + bad_off),
+             bad_off);
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  if (!root) {
+    const char *at = cJSON_GetErrorPtr();
+    int line = (at && at >= text && at <= text + len) ? line_of(text, at) : 0;
+    zt_fatal(WHAT, "vocab file %s line %d: not valid JSON (expected an object of token -> id)", path, line);
+  }
+  char where[4200];
+  snprintf(where, sizeof where, "vocab file %s", path);
+  b->vocab_size = vocab_from_object(b, char_byte, root, where);
   cJSON_Delete(root);
   free(text);
   zt_check(b->eod >= 0, WHAT, "vocab file %s has no \"<|endoftext|>\" token (Megatron's eod)", path);
+}
+
+/* Adds merge (l, r) -> res with its rank, growing the table (a later duplicate takes the later rank). */
+static void merge_insert(zt_gpt2_bpe *b, int32_t l, int32_t r, int32_t rank, int32_t res) {
+  if ((b->n_merges + 1) * 2 > b->merge_mask + 1) {
+    merge_slot *old = b->merges;
+    size_t old_slots = b->merge_mask + 1;
+    b->merges = zt_calloc(old_slots * 2, sizeof(merge_slot), "GPT-2 BPE merge table");
+    b->merge_mask = old_slots * 2 - 1;
+    b->n_merges = 0;
+    for (size_t i = 0; i < old_slots; i++)
+      if (old[i].key) {
+        size_t j = mix64(old[i].key) & b->merge_mask;
+        while (b->merges[j].key) j = (j + 1) & b->merge_mask;
+        b->merges[j] = old[i];
+        b->n_merges++;
+      }
+    free(old);
+  }
+  merge_put(b, l, r, rank, res);
 }
 
 static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path) {
@@ -268,9 +299,6 @@ static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pa
     zt_fatal(WHAT, "merges file %s line 1: expected the \"#version: ...\" header line (Megatron's loader "
              "skips line 1 unconditionally, so a merge there would be lost)", path);
   p = nl + 1;
-  size_t slots = 1 << 16;
-  b->merges = zt_calloc(slots, sizeof(merge_slot), "GPT-2 BPE merge table");
-  b->merge_mask = slots - 1;
   uint8_t *tmp = zt_malloc(len + 1, "GPT-2 BPE merge buffer");
   int line = 1, foreign = 0, first_foreign = 0;
   while (p < end) {
@@ -305,22 +333,7 @@ static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pa
       } else {
         int32_t l = sym_intern(b, tmp, (size_t)na), r = sym_intern(b, tmp + na, (size_t)nb);
         int32_t res = sym_intern(b, tmp, (size_t)(na + nb));
-        if ((b->n_merges + 1) * 2 > b->merge_mask + 1) {
-          merge_slot *old = b->merges;
-          size_t old_slots = b->merge_mask + 1;
-          b->merges = zt_calloc(old_slots * 2, sizeof(merge_slot), "GPT-2 BPE merge table");
-          b->merge_mask = old_slots * 2 - 1;
-          b->n_merges = 0;
-          for (size_t i = 0; i < old_slots; i++)
-            if (old[i].key) {
-              size_t j = mix64(old[i].key) & b->merge_mask;
-              while (b->merges[j].key) j = (j + 1) & b->merge_mask;
-              b->merges[j] = old[i];
-              b->n_merges++;
-            }
-          free(old);
-        }
-        merge_put(b, l, r, line, res);
+        merge_insert(b, l, r, line, res);
       }
     }
     p = nl + 1;
@@ -332,13 +345,20 @@ static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pa
   free(text);
 }
 
+static zt_gpt2_bpe *bpe_new(int16_t *char_byte) {
+  zt_gpt2_bpe *b = zt_calloc(1, sizeof *b, "GPT-2 BPE tokenizer");
+  for (uint32_t cp = 0; cp < 0x144; cp++) char_byte[cp] = (int16_t)byte_of_char(cp);
+  sym_rehash(b, 1 << 17);
+  b->merges = zt_calloc(1 << 16, sizeof(merge_slot), "GPT-2 BPE merge table");
+  b->merge_mask = (1 << 16) - 1;
+  return b;
+}
+
 zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt) {
   zt_check(vocab_json && *vocab_json, WHAT, "no vocab file: pass --vocab-file <gpt2-vocab.json>");
   zt_check(merges_txt && *merges_txt, WHAT, "no merges file: pass --merge-file <gpt2-merges.txt>");
-  zt_gpt2_bpe *b = zt_calloc(1, sizeof *b, "GPT-2 BPE tokenizer");
   int16_t char_byte[0x144];
-  for (uint32_t cp = 0; cp < 0x144; cp++) char_byte[cp] = (int16_t)byte_of_char(cp);
-  sym_rehash(b, 1 << 17);
+  zt_gpt2_bpe *b = bpe_new(char_byte);
   load_vocab(b, char_byte, vocab_json);
   for (int byte = 0; byte < 256; byte++) {
     uint8_t c = (uint8_t)byte;
@@ -346,6 +366,102 @@ zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt) {
   }
   load_merges(b, char_byte, merges_txt);
   return b;
+}
+
+/* A vocab token spelled s[0..n) in the byte alphabet: its symbol, or -1 (with *bytes_out its bytes in buf). */
+static int32_t token_sym(const zt_gpt2_bpe *b, const int16_t *char_byte, const char *s, size_t n, uint8_t *buf,
+                         long *bytes_out) {
+  uint32_t bad;
+  long m = token_to_bytes(char_byte, (const uint8_t *)s, n, buf, &bad);
+  *bytes_out = m;
+  if (m < 0) return -1;
+  int32_t v = sym_find(b, buf, (size_t)m, hash_bytes(buf, (size_t)m));
+  return v >= 0 && b->sym_token[v] >= 0 ? v : -1;
+}
+
+zt_gpt2_bpe *zt_gpt2_bpe_from_json(const struct cJSON *vocab, const struct cJSON *merges, zt_bpe_pretok pretok,
+                                   int ignore_merges, const char *where) {
+  int16_t char_byte[0x144];
+  zt_gpt2_bpe *b = bpe_new(char_byte);
+  char w[4200];
+  snprintf(w, sizeof w, "%s: model.vocab", where);
+  b->vocab_size = vocab_from_object(b, char_byte, vocab, w);
+  zt_check(b->n_ids == b->vocab_size, WHAT, "%s: model.vocab's %d tokens do not have the ids 0..%d (the largest is "
+           "%d): the tokenizers library numbers new tokens from the token count, so ids would collide", where,
+           b->vocab_size, b->vocab_size - 1, b->n_ids - 1);
+  b->eod = -1;
+  b->pretok = pretok;
+  b->ignore_merges = ignore_merges;
+  for (int byte = 0; byte < 256; byte++) {
+    uint8_t c = (uint8_t)byte;
+    int32_t v = sym_find(b, &c, 1, hash_bytes(&c, 1));
+    zt_check(v >= 0 && b->sym_token[v] >= 0, WHAT, "%s: model.vocab has no token for the byte 0x%02X; with unk_token "
+             "null the tokenizers library drops such bytes from the text, which zerotron refuses", where, byte);
+    b->byte_sym[byte] = v;
+  }
+  zt_check(cJSON_IsArray(merges), WHAT, "%s: model.merges is not an array", where);
+  size_t cap = 0;
+  uint8_t *buf = NULL;
+  int32_t rank = 0;
+  for (const cJSON *m = merges->child; m; m = m->next, rank++) {
+    const char *a, *c;
+    size_t al, cl;
+    if (cJSON_IsString(m)) { /* "a b" */
+      const char *sp = strchr(m->valuestring, ' ');
+      zt_check(sp && !strchr(sp + 1, ' '), WHAT, "%s: model.merges[%d] \"%s\" is not two tokens separated by one "
+               "space", where, (int)rank, m->valuestring);
+      a = m->valuestring, al = (size_t)(sp - a), c = sp + 1, cl = strlen(c);
+    } else { /* ["a", "b"] */
+      zt_check(cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
+               cJSON_IsString(m->child->next), WHAT, "%s: model.merges[%d] is neither \"a b\" nor [\"a\", \"b\"]",
+               where, (int)rank);
+      a = m->child->valuestring, al = strlen(a), c = m->child->next->valuestring, cl = strlen(c);
+    }
+    if (al + cl + 1 > cap) {
+      cap = 2 * (al + cl + 1);
+      free(buf);
+      buf = zt_malloc(cap, "tokenizer.json merge buffer");
+    }
+    long na, nc;
+    int32_t l = token_sym(b, char_byte, a, al, buf, &na), r = token_sym(b, char_byte, c, cl, buf + (na > 0 ? na : 0),
+                                                                        &nc);
+    zt_check(l >= 0 && r >= 0, WHAT, "%s: model.merges[%d] (\"%.*s\", \"%.*s\"): \"%.*s\" is not a token of "
+             "model.vocab", where, (int)rank, (int)al, a, (int)cl, c, l < 0 ? (int)al : (int)cl, l < 0 ? a : c);
+    int32_t res = sym_find(b, buf, (size_t)(na + nc), hash_bytes(buf, (size_t)(na + nc)));
+    zt_check(res >= 0 && b->sym_token[res] >= 0, WHAT, "%s: model.merges[%d] (\"%.*s\", \"%.*s\"): the merged token "
+             "\"%.*s%.*s\" is not in model.vocab", where, (int)rank, (int)al, a, (int)cl, c, (int)al, a, (int)cl, c);
+    merge_insert(b, l, r, rank, res);
+  }
+  free(buf);
+  return b;
+}
+
+int32_t zt_gpt2_bpe_token_id(const zt_gpt2_bpe *b, const char *token) {
+  const size_t n = strlen(token);
+  uint8_t *buf = zt_malloc(n + 1, "GPT-2 BPE token");
+  long m = zt_gpt2_bpe_chars_to_bytes(token, n, buf);
+  int32_t v = m < 0 ? -1 : sym_find(b, buf, (size_t)m, hash_bytes(buf, (size_t)m));
+  free(buf);
+  return v >= 0 ? b->sym_token[v] : -1;
+}
+
+const uint8_t *zt_gpt2_bpe_id_bytes(const zt_gpt2_bpe *b, int32_t id, size_t *len) {
+  const int32_t s = id >= 0 && id < b->n_ids ? b->id_sym[id] : -1;
+  if (s < 0) return NULL;
+  *len = b->sym_len[s];
+  return b->bytes + b->sym_off[s];
+}
+
+long zt_gpt2_bpe_chars_to_bytes(const char *s, size_t n, uint8_t *out) {
+  size_t i = 0, m = 0;
+  while (i < n) {
+    size_t used;
+    int byte = byte_of_char(zt_utf8_decode((const uint8_t *)s + i, n - i, &used));
+    if (byte < 0) return -1;
+    out[m++] = (uint8_t)byte;
+    i += used;
+  }
+  return (long)m;
 }
 
 void zt_gpt2_bpe_free(zt_gpt2_bpe *b) {
@@ -635,6 +751,56 @@ static size_t pretoken_end(const uint8_t *s, size_t n, size_t i) {
   return last;
 }
 
+static inline int is_crlf(uint8_t c) { return c == '\r' || c == '\n'; }
+
+/* The case folding (?i) applies to the contractions: ASCII letters and U+017F (long s, which folds to s). */
+static inline uint32_t fold_lower(uint32_t cp) {
+  if (cp >= 'A' && cp <= 'Z') return cp + 32;
+  return cp == 0x17F ? 's' : cp;
+}
+
+/* End of the pre-token starting at s[i] under Llama-3's Split regex (tiktoken's cl100k pattern):
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (Python `regex` semantics: the first alternative that matches, each greedy with backtracking). */
+static size_t llama3_pretoken_end(const uint8_t *s, size_t n, size_t i) {
+  size_t w, w1, w2;
+  if (s[i] == '\'' && i + 1 < n) {
+    const uint32_t a = fold_lower(zt_utf8_decode(s + i + 1, n - i - 1, &w1));
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 1 + w1;
+    if ((a == 'r' || a == 'v' || a == 'l') && i + 1 + w1 < n) {
+      const uint32_t z = fold_lower(zt_utf8_decode(s + i + 1 + w1, n - i - 1 - w1, &w2));
+      if (z == (a == 'l' ? 'l' : 'e')) return i + 1 + w1 + w2;
+    }
+  }
+  const int c0 = char_class(s, n, i, &w);
+  if (c0 == CL_L) return run_end(s, n, i + w, CL_L);
+  if (c0 != CL_N && !is_crlf(s[i]) && i + w < n && char_class(s, n, i + w, &w1) == CL_L)
+    return run_end(s, n, i + w + w1, CL_L);
+  if (c0 == CL_N) { /* \p{N}{1,3} */
+    size_t j = i + w;
+    for (int k = 1; k < 3 && j < n && char_class(s, n, j, &w1) == CL_N; k++) j += w1;
+    return j;
+  }
+  if (c0 == CL_O || (s[i] == ' ' && i + 1 < n && char_class(s, n, i + 1, &w1) == CL_O)) {
+    size_t j = run_end(s, n, c0 == CL_O ? i + w : i + 1 + w1, CL_O);
+    while (j < n && is_crlf(s[j])) j++;
+    return j;
+  }
+  /* whitespace: \s*[\r\n]+ ends after the run's last CR or LF; else \s+(?!\S) leaves the run's last character
+   * to the next pre-token when a non-space follows, and \s+ takes a single character */
+  size_t j = i, last = i, nl = SIZE_MAX;
+  int count = 0;
+  while (j < n && char_class(s, n, j, &w1) == CL_WS) {
+    if (is_crlf(s[j])) nl = j;
+    last = j;
+    j += w1;
+    count++;
+  }
+  if (nl != SIZE_MAX) return nl + 1;
+  if (j == n || count == 1) return j;
+  return last;
+}
+
 size_t zt_gpt2_bpe_pretokenize(const char *text, size_t len, size_t *ends, size_t max_ends) {
   const uint8_t *s = (const uint8_t *)text;
   size_t k = 0;
@@ -649,6 +815,13 @@ size_t zt_gpt2_bpe_pretokenize(const char *text, size_t len, size_t *ends, size_
 /* ---- encode / decode ------------------------------------------------------------------------------ */
 
 static void emit_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t *w, size_t n, zt_ids *out) {
+  if (b->ignore_merges && n > 1) {
+    const int32_t v = sym_find(b, w, n, hash_bytes(w, n));
+    if (v >= 0 && b->sym_token[v] >= 0) {
+      zt_ids_push(out, b->sym_token[v]);
+      return;
+    }
+  }
   if (n == 1) {
     int32_t t = b->sym_token[b->byte_sym[w[0]]];
     zt_ids_push(out, t < 0 ? 0 : t);
@@ -691,24 +864,6 @@ static void emit_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t 
   for (size_t j = 0; j < k; j++) zt_ids_push(out, ids[j]);
 }
 
-/* Writes the UTF-8 of s[0..n) with each invalid sequence replaced by U+FFFD into *buf; returns the length. */
-static size_t sanitize_utf8(const uint8_t *s, size_t n, uint8_t **buf, size_t *cap) {
-  if (*cap < 3 * n + 1) {
-    *cap = 3 * n + 1;
-    free(*buf);
-    *buf = zt_malloc(*cap, "UTF-8 replacement buffer");
-  }
-  size_t m = 0;
-  for (size_t i = 0; i < n;) {
-    if (s[i] < 0x80) { (*buf)[m++] = s[i++]; continue; }
-    size_t used;
-    uint32_t cp = zt_utf8_decode(s + i, n - i, &used);
-    m += (size_t)zt_utf8_encode(cp, *buf + m);
-    i += used;
-  }
-  return m;
-}
-
 void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len, zt_ids *out) {
   if (c->owner != b) {
     cache_clear(c);
@@ -716,11 +871,11 @@ void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *
   }
   const uint8_t *s = (const uint8_t *)text;
   if (!zt_utf8_valid(s, len, NULL)) {
-    len = sanitize_utf8(s, len, &c->clean, &c->clean_cap);
+    len = zt_utf8_sanitize(s, len, &c->clean, &c->clean_cap);
     s = c->clean;
   }
   for (size_t i = 0; i < len;) {
-    size_t e = pretoken_end(s, len, i);
+    size_t e = b->pretok == ZT_BPE_PRETOK_LLAMA3 ? llama3_pretoken_end(s, len, i) : pretoken_end(s, len, i);
     emit_word(b, c, s + i, e - i, out);
     i = e;
   }
@@ -753,7 +908,7 @@ char *zt_gpt2_bpe_decode(const zt_gpt2_bpe *b, const int32_t *ids, size_t n, siz
   }
   uint8_t *clean = NULL;
   size_t cap = 0;
-  size_t k = sanitize_utf8(raw, m, &clean, &cap);
+  size_t k = zt_utf8_sanitize(raw, m, &clean, &cap);
   clean[k] = 0;
   free(raw);
   *len_out = k;

@@ -1,6 +1,8 @@
 /* GPT-2 byte-level BPE (Megatron's GPT2BPETokenizer, i.e. OpenAI's encoder.py): vocab.json + merges.txt,
  * the byte-to-unicode table, the GPT-2 pre-tokenization regex (Python `regex` semantics, \s = White_Space)
- * and the rank-ordered merge loop. Internal interface behind zt_tokenizer_create (tokenizer.c).
+ * and the rank-ordered merge loop. Internal interface behind zt_tokenizer_create (tokenizer.c). The same
+ * machinery loads the byte-level BPE model of a Hugging Face tokenizer.json (hf_tokenizer.c), with Llama-3's
+ * pre-tokenization regex and the tokenizers library's ignore_merges.
  *
  * Threading: a loaded zt_gpt2_bpe is immutable and may be shared; each thread passes its own cache. */
 #ifndef ZT_GPT2_BPE_H
@@ -12,12 +14,30 @@
 #include "data/tokenizer/tokenizer.h"
 
 typedef struct zt_gpt2_bpe zt_gpt2_bpe;
+struct cJSON;
+
+/* The pre-tokenization regex: GPT-2's, or Llama-3's (tiktoken's cl100k pattern:
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+). */
+typedef enum { ZT_BPE_PRETOK_GPT2 = 0, ZT_BPE_PRETOK_LLAMA3 = 1 } zt_bpe_pretok;
 typedef struct zt_gpt2_bpe_cache zt_gpt2_bpe_cache;
 
 /* Loads vocab.json (token string -> id) and merges.txt (a `#version` first line is skipped; rank =
  * line order). A missing or malformed file dies naming the file (and the line where there is one). */
 zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt);
 void zt_gpt2_bpe_free(zt_gpt2_bpe *b);
+/* A tokenizer.json BPE model's "vocab" object and "merges" array (each "a b" or ["a", "b"]; rank = position), as the
+ * tokenizers library builds it: every merge's parts and result must be vocab tokens and every byte's character must
+ * be one, else it dies naming `where` (the file) and the entry. ignore_merges: a pre-token that is itself a vocab
+ * token encodes as that token. There is no eod (zt_gpt2_bpe_eod returns -1). */
+zt_gpt2_bpe *zt_gpt2_bpe_from_json(const struct cJSON *vocab, const struct cJSON *merges, zt_bpe_pretok pretok,
+                                   int ignore_merges, const char *where);
+/* The id of a token spelled in the byte alphabet (as in vocab.json), or -1. */
+int32_t zt_gpt2_bpe_token_id(const zt_gpt2_bpe *b, const char *token);
+/* The bytes id stands for (*len of them), or NULL when the id is no byte-alphabet token of the vocabulary. */
+const uint8_t *zt_gpt2_bpe_id_bytes(const zt_gpt2_bpe *b, int32_t id, size_t *len);
+/* The bytes of the byte-alphabet spelling s[0..n) (valid UTF-8) in out (room for n); -1 when a character is outside
+ * the alphabet. */
+long zt_gpt2_bpe_chars_to_bytes(const char *s, size_t n, uint8_t *out);
 
 /* Megatron's vocab_size: the number of entries of vocab.json (50257 for GPT-2). */
 int zt_gpt2_bpe_vocab_size(const zt_gpt2_bpe *b);

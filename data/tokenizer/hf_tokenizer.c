@@ -1,5 +1,6 @@
-/* HFTokenizer: transformers' slow LlamaTokenizer and GPT2Tokenizer as Megatron-DeepSpeed's _HFTokenizer loads
- * them from a directory (hf_tokenizer.h). */
+/* HFTokenizer: transformers' slow LlamaTokenizer and GPT2Tokenizer, and the fast PreTrainedTokenizerFast of a
+ * byte-level BPE tokenizer.json (Llama-3's), as Megatron-DeepSpeed's _HFTokenizer loads them from a directory
+ * (hf_tokenizer.h). */
 #include "data/tokenizer/hf_tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -28,8 +29,20 @@ typedef struct {
   int lstrip, rstrip;
 } hf_special;
 
+/* An added token of a PreTrainedTokenizerFast (tokenizer.json's added_tokens, then the special tokens transformers
+ * and Megatron add). */
+typedef struct {
+  char *content;
+  size_t len;
+  int32_t id;
+  int normalized; /* matched in the second pass, inside the text the normalized=false tokens left */
+} hf_added;
+
+enum { CLASS_LLAMA = 0, CLASS_GPT2 = 1, CLASS_FAST = 2 };
+
 struct zt_hf_tok {
-  int gpt2;        /* 0: LlamaTokenizer, 1: GPT2Tokenizer */
+  int gpt2;        /* 0: LlamaTokenizer (or the fast class), 1: GPT2Tokenizer */
+  int fast;        /* PreTrainedTokenizerFast: tokenizer.json */
   char *dir;
   zt_spm *sp;      /* LlamaTokenizer: tokenizer.model (without its dummy prefix when not legacy) */
   zt_gpt2_bpe *bpe; /* GPT2Tokenizer */
@@ -37,6 +50,13 @@ struct zt_hf_tok {
   int legacy, add_prefix_space, add_bos, add_eos, clean_up;
   int unk_len;     /* non-legacy Llama: the pieces of the unk token's text */
   hf_special sp_tok[N_SPECIAL];
+  /* the ids encode() puts before and after the text: the slow classes' bos/eos, the fast class's template */
+  int32_t pre[8], post[8];
+  int npre, npost;
+  /* PreTrainedTokenizerFast */
+  hf_added *added;
+  int n_added;
+  uint8_t added_first[2][256]; /* [normalized][byte]: some added token of that pass starts with the byte */
 };
 
 struct zt_hf_state {
@@ -175,16 +195,18 @@ static void read_added_tokens(zt_hf_tok *h, const cJSON *cfg) {
   }
 }
 
-/* The class: tokenizer_config.json's tokenizer_class, else config.json's model_type. Returns 1 for GPT-2. */
+/* The class (CLASS_*): tokenizer_config.json's tokenizer_class, else config.json's model_type. */
 static int choose_class(const char *dir, const cJSON *cfg) {
   const cJSON *c = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class") : NULL;
   if (c && !cJSON_IsNull(c)) {
     zt_check(cJSON_IsString(c), FLAG, "%s/tokenizer_config.json: \"tokenizer_class\" must be a string", dir);
     const char *s = c->valuestring;
-    if (!strcmp(s, "LlamaTokenizer") || !strcmp(s, "LlamaTokenizerFast")) return 0;
-    if (!strcmp(s, "GPT2Tokenizer") || !strcmp(s, "GPT2TokenizerFast")) return 1;
+    if (!strcmp(s, "LlamaTokenizer") || !strcmp(s, "LlamaTokenizerFast")) return CLASS_LLAMA;
+    if (!strcmp(s, "GPT2Tokenizer") || !strcmp(s, "GPT2TokenizerFast")) return CLASS_GPT2;
+    if (!strcmp(s, "PreTrainedTokenizerFast")) return CLASS_FAST;
     zt_fatal(FLAG, "%s/tokenizer_config.json: tokenizer_class \"%s\" is not supported: HFTokenizer reads the slow "
-             "LlamaTokenizer (tokenizer.model) and GPT2Tokenizer (vocab.json + merges.txt) directories", dir, s);
+             "LlamaTokenizer (tokenizer.model) and GPT2Tokenizer (vocab.json + merges.txt) directories, and "
+             "PreTrainedTokenizerFast directories with a byte-level BPE tokenizer.json (Llama-3's)", dir, s);
   }
   cJSON *model = read_json(dir, "config.json");
   const cJSON *t = model ? cJSON_GetObjectItemCaseSensitive(model, "model_type") : NULL;
@@ -200,6 +222,294 @@ static int choose_class(const char *dir, const cJSON *cfg) {
   return gpt2;
 }
 
+/* ---- PreTrainedTokenizerFast: a byte-level BPE tokenizer.json --------------------------------------------- */
+
+#define TJ "tokenizer.json"
+
+/* Llama-3's Split pre-tokenizer regex, as tokenizer.json spells it */
+static const char LLAMA3_REGEX[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+                                   "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+static const cJSON *item(const cJSON *o, const char *key) {
+  return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static int is_type(const cJSON *o, const char *type) {
+  const cJSON *t = item(o, "type");
+  return cJSON_IsString(t) && !strcmp(t->valuestring, type);
+}
+
+static int is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
+
+/* Dies naming tokenizer.json, the key and (the start of) its value. */
+static void refuse_json(const zt_hf_tok *h, const char *key, const cJSON *v, const char *why) {
+  char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+  zt_fatal(FLAG, "%s/" TJ ": %s %.300s%s is not supported: %s", h->dir, key, txt ? txt : "null",
+           txt && strlen(txt) > 300 ? "..." : "", why);
+}
+
+/* The pre-tokenizer: GPT-2's ByteLevel (its regex, no prefix space) or Llama-3's Sequence [Split on the regex,
+ * Isolated; ByteLevel without regex or prefix space]. */
+static zt_bpe_pretok fast_pre_tokenizer(zt_hf_tok *h, const cJSON *pt) {
+  if (is_type(pt, "ByteLevel") && json_bool(pt, "use_regex", 1, h->dir, TJ)) {
+    if (json_bool(pt, "add_prefix_space", 1, h->dir, TJ))
+      refuse_json(h, "pre_tokenizer", pt, "its add_prefix_space true is read by transformers before 4.49 and replaced "
+                  "by tokenizer_config.json's add_prefix_space (default false) since; set it to false");
+    return ZT_BPE_PRETOK_GPT2;
+  }
+  const cJSON *l = is_type(pt, "Sequence") ? item(pt, "pretokenizers") : NULL;
+  if (cJSON_IsArray(l) && cJSON_GetArraySize(l) == 2) {
+    const cJSON *sp = l->child, *bl = l->child->next, *re = item(item(sp, "pattern"), "Regex");
+    const cJSON *beh = item(sp, "behavior");
+    if (is_type(sp, "Split") && cJSON_IsString(re) && !strcmp(re->valuestring, LLAMA3_REGEX) &&
+        cJSON_IsString(beh) && !strcmp(beh->valuestring, "Isolated") && !json_bool(sp, "invert", 0, h->dir, TJ) &&
+        is_type(bl, "ByteLevel") && !json_bool(bl, "add_prefix_space", 1, h->dir, TJ) &&
+        !json_bool(bl, "use_regex", 1, h->dir, TJ))
+      return ZT_BPE_PRETOK_LLAMA3;
+  }
+  refuse_json(h, "pre_tokenizer", pt, "HFTokenizer reads GPT-2's ByteLevel pre-tokenizer and Llama-3's Split on its "
+              "regex (Isolated) followed by ByteLevel without regex");
+  return ZT_BPE_PRETOK_GPT2;
+}
+
+/* One post-processor: ByteLevel (no effect on ids) or TemplateProcessing's single-sequence template. */
+static void fast_post_one(zt_hf_tok *h, const cJSON *pp, int *templates) {
+  if (is_type(pp, "ByteLevel")) return;
+  if (!is_type(pp, "TemplateProcessing"))
+    refuse_json(h, "post_processor", pp, "HFTokenizer reads ByteLevel and TemplateProcessing post-processors");
+  if ((*templates)++)
+    refuse_json(h, "post_processor", pp, "a second TemplateProcessing would apply the pair template to the first "
+                "one's output");
+  const cJSON *single = item(pp, "single"), *specials = item(pp, "special_tokens"), *e;
+  if (!cJSON_IsArray(single)) refuse_json(h, "post_processor.single", single, "it must be an array");
+  int seen_a = 0;
+  cJSON_ArrayForEach(e, single) {
+    const cJSON *seq = item(e, "Sequence"), *sp = item(e, "SpecialToken");
+    if (seq) {
+      const cJSON *id = item(seq, "id");
+      if (seen_a || !cJSON_IsString(id) || strcmp(id->valuestring, "A"))
+        refuse_json(h, "post_processor.single", single, "the single template must hold the sequence $A once");
+      seen_a = 1;
+      continue;
+    }
+    const cJSON *name = item(sp, "id");
+    const cJSON *ids = cJSON_IsString(name) ? item(item(specials, name->valuestring), "ids") : NULL;
+    if (!cJSON_IsArray(ids)) refuse_json(h, "post_processor.single", single, "a SpecialToken without its ids in "
+                                         "special_tokens");
+    const cJSON *v;
+    cJSON_ArrayForEach(v, ids) {
+      int *n = seen_a ? &h->npost : &h->npre;
+      int32_t *dst = seen_a ? h->post : h->pre;
+      zt_check(cJSON_IsNumber(v) && v->valuedouble >= 0 && *n < 8, FLAG, "%s/" TJ ": post_processor special token "
+               "\"%s\": ids must be at most 8 token ids in all", h->dir, name->valuestring);
+      dst[(*n)++] = (int32_t)v->valuedouble;
+    }
+  }
+  if (!seen_a) refuse_json(h, "post_processor.single", single, "the single template has no sequence $A");
+}
+
+/* The id tokenizers gives a new added token: after the largest added id when that is past the model's vocabulary,
+ * else the vocabulary size (AddedVocabulary::add_tokens). */
+static int32_t next_added_id(const zt_hf_tok *h) {
+  int32_t max = -1;
+  for (int i = 0; i < h->n_added; i++)
+    if (h->added[i].id > max) max = h->added[i].id;
+  return max >= h->base ? max + 1 : h->base;
+}
+
+static int32_t find_added(const zt_hf_tok *h, const char *content) {
+  for (int i = 0; i < h->n_added; i++)
+    if (!strcmp(h->added[i].content, content)) return h->added[i].id;
+  return -1;
+}
+
+static void push_added(zt_hf_tok *h, const char *content, int32_t id, int normalized) {
+  h->added = realloc(h->added, (size_t)(h->n_added + 1) * sizeof *h->added);
+  zt_check(h->added != NULL, FLAG, "out of memory for added tokens");
+  hf_added *a = &h->added[h->n_added++];
+  a->len = strlen(content);
+  a->content = zt_malloc(a->len + 1, "HFTokenizer added token");
+  memcpy(a->content, content, a->len + 1);
+  a->id = id;
+  a->normalized = normalized;
+  h->added_first[normalized][(uint8_t)content[0]] = 1;
+}
+
+/* A special token transformers or Megatron adds: its id as an added token, else as a model token (it still becomes
+ * an added token, which splits the text), else a new id. normalized: the AddedToken's own flag (false for a
+ * string: a special token's default). */
+static int32_t ensure_added(zt_hf_tok *h, const char *content, int normalized) {
+  int32_t id = find_added(h, content);
+  if (id >= 0) return id;
+  id = zt_gpt2_bpe_token_id(h->bpe, content);
+  if (id < 0) id = next_added_id(h);
+  push_added(h, content, id, normalized);
+  return id;
+}
+
+/* The "normalized" flag of a special token's value (an AddedToken object may set it; a string cannot). */
+static int special_normalized(const zt_hf_tok *h, const cJSON *v) {
+  return cJSON_IsObject(v) ? json_bool(v, "normalized", 0, h->dir, "tokenizer_config.json") : 0;
+}
+
+static void fast_added_tokens(zt_hf_tok *h, const cJSON *list) {
+  if (is_null(list)) return;
+  if (!cJSON_IsArray(list)) refuse_json(h, "added_tokens", list, "it must be an array");
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) {
+    const cJSON *id = item(e, "id"), *c = item(e, "content");
+    zt_check(cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble < (1 << 30) && cJSON_IsString(c) &&
+             c->valuestring[0], FLAG, "%s/" TJ ": an added_tokens entry needs an \"id\" and a non-empty \"content\"",
+             h->dir);
+    static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
+    for (int f = 0; f < 3; f++)
+      zt_check(!json_bool(e, flags[f], 0, h->dir, TJ), FLAG, "%s/" TJ ": added token \"%s\" has %s true, which "
+               "HFTokenizer does not support", h->dir, c->valuestring, flags[f]);
+    zt_check(find_added(h, c->valuestring) < 0, FLAG, "%s/" TJ ": added token \"%s\" is listed twice", h->dir,
+             c->valuestring);
+    /* the tokenizers library does not take the file's ids: add_tokens numbers them (a vocabulary token keeps its
+     * id, a new one takes the next id), and a different id in the file only draws a warning */
+    int32_t want = zt_gpt2_bpe_token_id(h->bpe, c->valuestring);
+    if (want < 0) want = next_added_id(h);
+    zt_check((int32_t)id->valuedouble == want, FLAG, "%s/" TJ ": added token \"%s\" has id %d, but the tokenizers "
+             "library gives it id %d (%s)", h->dir, c->valuestring, (int)id->valuedouble, (int)want,
+             want < h->base ? "its vocabulary token's" : "the next one after the vocabulary and the added tokens "
+             "before it");
+    push_added(h, c->valuestring, want, json_bool(e, "normalized", 0, h->dir, TJ));
+  }
+}
+
+/* The special tokens of tokenizer_config.json / special_tokens_map.json, in transformers' order (bos, eos, unk,
+ * sep, pad, cls, mask, additional_special_tokens): each becomes an added token unless it is one. */
+static void fast_special_tokens(zt_hf_tok *h, const cJSON *cfg) {
+  const char *file = "tokenizer_config.json";
+  const int has_decoder = cfg && item(cfg, "added_tokens_decoder");
+  cJSON *map = has_decoder ? NULL : read_json(h->dir, "special_tokens_map.json");
+  static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                                     "mask_token"};
+  static const int slot[] = {BOS, EOS, UNK, -1, PAD, -1, -1};
+  for (int k = 0; k < 7; k++) {
+    hf_special t = {0};
+    read_special(&t, item(cfg, keys[k]), keys[k], h->dir, file);
+    read_special(&t, item(map, keys[k]), keys[k], h->dir, "special_tokens_map.json");
+    if (!t.content) continue;
+    zt_check(!t.lstrip && !t.rstrip, FLAG, "%s: \"%s\" (\"%s\") has lstrip or rstrip true, which HFTokenizer does not "
+             "support with a tokenizer.json", h->dir, keys[k], t.content);
+    const int32_t id = ensure_added(h, t.content, special_normalized(h, item(map, keys[k]) ? item(map, keys[k])
+                                                                                           : item(cfg, keys[k])));
+    if (slot[k] >= 0) {
+      h->sp_tok[slot[k]] = t;
+      h->sp_tok[slot[k]].id = id;
+    } else {
+      free(t.content);
+    }
+  }
+  const cJSON *extra = item(map, "additional_special_tokens");
+  if (!extra) extra = item(cfg, "additional_special_tokens");
+  if (!is_null(extra)) {
+    zt_check(cJSON_IsArray(extra), FLAG, "%s: \"additional_special_tokens\" must be a list", h->dir);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, extra) {
+      hf_special t = {0};
+      read_special(&t, e, "additional_special_tokens", h->dir, file);
+      zt_check(t.content && !t.lstrip && !t.rstrip, FLAG, "%s: an additional_special_tokens entry is null or has "
+               "lstrip or rstrip true, which HFTokenizer does not support with a tokenizer.json", h->dir);
+      ensure_added(h, t.content, special_normalized(h, e));
+      free(t.content);
+    }
+  }
+  cJSON_Delete(map);
+  /* Megatron's _HFTokenizer: pad "[PAD]", eos "</s>", bos "<s>", unk "<unk>" where the tokenizer has none */
+  static const int order[] = {PAD, EOS, BOS, UNK};
+  static const char *const text[] = {"[PAD]", "</s>", "<s>", "<unk>"};
+  for (int k = 0; k < 4; k++) {
+    hf_special *t = &h->sp_tok[order[k]];
+    if (t->content) continue;
+    set_special(t, text[k], 0, 0);
+    t->id = ensure_added(h, text[k], 0);
+  }
+}
+
+static void load_fast(zt_hf_tok *h, const cJSON *cfg) {
+  h->fast = 1;
+  cJSON *tj = read_json(h->dir, TJ);
+  zt_check(tj != NULL, FLAG, "%s: no " TJ ": tokenizer_class PreTrainedTokenizerFast loads the tokenizers library's "
+           "file", h->dir);
+  if (!is_null(item(tj, "normalizer")))
+    refuse_json(h, "normalizer", item(tj, "normalizer"), "HFTokenizer reads tokenizers without a normalizer (as "
+                "Llama-3's)");
+  static const char *const must_be_null[] = {"truncation", "padding"};
+  for (int k = 0; k < 2; k++)
+    if (!is_null(item(tj, must_be_null[k])))
+      refuse_json(h, must_be_null[k], item(tj, must_be_null[k]), "it would change what encode() returns");
+  const zt_bpe_pretok pretok = fast_pre_tokenizer(h, item(tj, "pre_tokenizer"));
+  const cJSON *m = item(tj, "model");
+  if (!is_type(m, "BPE")) refuse_json(h, "model.type", item(m, "type"), "HFTokenizer reads BPE models");
+  static const char *const empty_ok[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
+  for (int k = 0; k < 3; k++) {
+    const cJSON *v = item(m, empty_ok[k]);
+    if (!is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
+      refuse_json(h, empty_ok[k], v, "HFTokenizer reads byte-level BPE models without it");
+  }
+  if (json_bool(m, "byte_fallback", 0, h->dir, TJ))
+    refuse_json(h, "model.byte_fallback", item(m, "byte_fallback"), "byte-level BPE needs no byte fallback");
+  const cJSON *dec = item(tj, "decoder");
+  if (!is_type(dec, "ByteLevel")) refuse_json(h, "decoder", dec, "HFTokenizer reads the ByteLevel decoder");
+  char where[4200];
+  snprintf(where, sizeof where, "%s/" TJ, h->dir);
+  h->bpe = zt_gpt2_bpe_from_json(item(m, "vocab"), item(m, "merges"), pretok, json_bool(m, "ignore_merges", 0,
+                                 h->dir, TJ), where);
+  h->base = zt_gpt2_bpe_vocab_size(h->bpe);
+  const cJSON *pp = item(tj, "post_processor");
+  int templates = 0;
+  if (is_type(pp, "Sequence")) {
+    const cJSON *e, *l = item(pp, "processors");
+    if (!cJSON_IsArray(l)) refuse_json(h, "post_processor.processors", l, "it must be an array");
+    cJSON_ArrayForEach(e, l) fast_post_one(h, e, &templates);
+  } else if (!is_null(pp)) {
+    fast_post_one(h, pp, &templates);
+  }
+  fast_added_tokens(h, item(tj, "added_tokens"));
+  cJSON_Delete(tj);
+  /* the tokenizer_config.json settings a PreTrainedTokenizerFast reads */
+  const char *file = "tokenizer_config.json";
+  zt_check(!json_bool(cfg, "add_prefix_space", 0, h->dir, file), FLAG, "%s/%s: \"add_prefix_space\" true with a "
+           TJ " is not supported by HFTokenizer", h->dir, file);
+  zt_check(!json_bool(cfg, "split_special_tokens", 0, h->dir, file), FLAG, "%s/%s: \"split_special_tokens\" true "
+           "(special tokens encoded as text) is not supported by HFTokenizer", h->dir, file);
+  zt_check(!item(cfg, "auto_map"), FLAG, "%s/%s: \"auto_map\" names custom tokenizer code (trust_remote_code), which "
+           "HFTokenizer cannot run", h->dir, file);
+  char *added = path_in(h->dir, "added_tokens.json");
+  zt_check(!file_exists(added), FLAG, "%s: added_tokens.json beside a " TJ " is not supported by HFTokenizer "
+           "(the added tokens are tokenizer.json's added_tokens)", added);
+  free(added);
+  h->clean_up = json_bool(cfg, "clean_up_tokenization_spaces", 0, h->dir, file);
+  const cJSON *dec_map = item(cfg, "added_tokens_decoder"), *e;
+  if (dec_map) {
+    zt_check(cJSON_IsObject(dec_map), FLAG, "%s/%s: \"added_tokens_decoder\" must be an object", h->dir, file);
+    cJSON_ArrayForEach(e, dec_map) {
+      const cJSON *c = item(e, "content");
+      const long id = strtol(e->string, NULL, 10);
+      zt_check(cJSON_IsString(c) && find_added(h, c->valuestring) == id, FLAG, "%s/%s: added_tokens_decoder[\"%s\"] "
+               "is not tokenizer.json's added token %s; HFTokenizer reads the added tokens from " TJ, h->dir, file,
+               e->string, e->string);
+      /* transformers re-adds an entry whose flags differ, and the tokenizers library then takes its flags */
+      static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
+      for (int f = 0; f < 3; f++)
+        zt_check(!json_bool(e, flags[f], 0, h->dir, file), FLAG, "%s/%s: added_tokens_decoder[\"%s\"] has %s true, "
+                 "which HFTokenizer does not support", h->dir, file, e->string, flags[f]);
+      const hf_added *a = NULL;
+      for (int k = 0; k < h->n_added && !a; k++)
+        if (h->added[k].id == id) a = &h->added[k];
+      zt_check(is_null(item(e, "normalized")) || json_bool(e, "normalized", 0, h->dir, file) == a->normalized, FLAG,
+               "%s/%s: added_tokens_decoder[\"%s\"] sets normalized to %s where " TJ " has %s; HFTokenizer does "
+               "not support the change", h->dir, file, e->string, a->normalized ? "false" : "true",
+               a->normalized ? "true" : "false");
+    }
+  }
+  fast_special_tokens(h, cfg);
+}
+
 zt_hf_tok *zt_hf_tok_load(const char *dir) {
   zt_check(dir && dir[0], FLAG, "--tokenizer-type HFTokenizer needs --tokenizer-model, the Hugging Face tokenizer "
            "directory");
@@ -211,7 +521,13 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
   h->dir = path_in(dir, "");
   h->dir[strlen(h->dir) - 1] = 0;
   cJSON *cfg = read_json(dir, "tokenizer_config.json");
-  h->gpt2 = choose_class(dir, cfg);
+  const int cls = choose_class(dir, cfg);
+  if (cls == CLASS_FAST) {
+    load_fast(h, cfg);
+    cJSON_Delete(cfg);
+    return h;
+  }
+  h->gpt2 = cls;
   const char *file = "tokenizer_config.json";
   cJSON *vocab = NULL;
   if (!h->gpt2) {
@@ -294,6 +610,8 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
     h->unk_len = (int)ids.n;
     zt_ids_free(&ids);
   }
+  if (h->add_bos) h->pre[h->npre++] = h->sp_tok[BOS].id;
+  if (h->add_eos) h->post[h->npost++] = h->sp_tok[EOS].id;
   cJSON_Delete(vocab);
   cJSON_Delete(map);
   cJSON_Delete(cfg);
@@ -303,6 +621,8 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
 void zt_hf_tok_free(zt_hf_tok *h) {
   if (!h) return;
   for (int s = 0; s < N_SPECIAL; s++) free(h->sp_tok[s].content);
+  for (int i = 0; i < h->n_added; i++) free(h->added[i].content);
+  free(h->added);
   if (h->sp) zt_spm_free(h->sp);
   if (h->bpe) zt_gpt2_bpe_free(h->bpe);
   free(h->dir);
@@ -317,7 +637,7 @@ const char *zt_hf_eos_token(const zt_hf_tok *h) { return h->sp_tok[EOS].content;
 
 zt_hf_state *zt_hf_state_new(const zt_hf_tok *h) {
   zt_hf_state *s = zt_calloc(1, sizeof *s, "HFTokenizer state");
-  if (h->gpt2) s->cache = zt_gpt2_bpe_cache_new();
+  if (h->gpt2 || h->fast) s->cache = zt_gpt2_bpe_cache_new();
   return s;
 }
 
@@ -476,22 +796,85 @@ static void encode_plain(const zt_hf_tok *h, zt_hf_state *st, const char *text, 
   }
 }
 
+/* The added token of the given pass (normalized 0 or 1) that starts at text[p], the longest when several do; -1. */
+static int added_at(const zt_hf_tok *h, const char *text, size_t len, size_t p, int normalized) {
+  if (!h->added_first[normalized][(uint8_t)text[p]]) return -1;
+  int best = -1;
+  for (int i = 0; i < h->n_added; i++) {
+    const hf_added *a = &h->added[i];
+    if (a->normalized == normalized && p + a->len <= len && !memcmp(text + p, a->content, a->len) &&
+        (best < 0 || a->len > h->added[best].len))
+      best = i;
+  }
+  return best;
+}
+
+/* The byte-level BPE of a run of text between added tokens. */
+static void fast_piece(const zt_hf_tok *h, zt_hf_state *st, const char *c, size_t n, zt_ids *out) {
+  zt_gpt2_bpe_encode(h->bpe, st->cache, c, n, out);
+}
+
+/* Pass 2 (normalized added tokens) over text[b, e), which pass 1 left as text. */
+static void fast_pass2(const zt_hf_tok *h, zt_hf_state *st, const char *text, size_t b, size_t e, zt_ids *out) {
+  size_t start = b;
+  for (size_t p = b; p < e;) {
+    const int a = added_at(h, text, e, p, 1);
+    if (a < 0) {
+      p++;
+      continue;
+    }
+    if (p > start) fast_piece(h, st, text + start, p - start, out);
+    zt_ids_push(out, h->added[a].id);
+    start = p += h->added[a].len;
+  }
+  if (e > start) fast_piece(h, st, text + start, e - start, out);
+}
+
+/* tokenizers' encode without the post-processor: the added tokens split the text (leftmost, longest; the
+ * normalized=false ones first, then the normalized ones inside what is left), the rest is byte-level BPE. */
+static void fast_encode_plain(const zt_hf_tok *h, zt_hf_state *st, const char *text, size_t len, zt_ids *out) {
+  uint8_t *clean = NULL;
+  size_t cap = 0;
+  if (!zt_utf8_valid((const uint8_t *)text, len, NULL)) { /* a Python str: invalid bytes read as U+FFFD */
+    len = zt_utf8_sanitize((const uint8_t *)text, len, &clean, &cap);
+    text = (const char *)clean;
+  }
+  size_t start = 0;
+  for (size_t p = 0; p < len;) {
+    const int a = added_at(h, text, len, p, 0);
+    if (a < 0) {
+      p++;
+      continue;
+    }
+    fast_pass2(h, st, text, start, p, out);
+    zt_ids_push(out, h->added[a].id);
+    start = p += h->added[a].len;
+  }
+  fast_pass2(h, st, text, start, len, out);
+  free(clean);
+}
+
+static void plain_ids(const zt_hf_tok *h, zt_hf_state *s, const char *text, size_t len, zt_ids *out) {
+  if (h->fast) fast_encode_plain(h, s, text, len, out);
+  else encode_plain(h, s, text, len, out);
+}
+
 void zt_hf_encode(const zt_hf_tok *h, zt_hf_state *s, const char *text, size_t len, zt_ids *out) {
-  if (h->add_bos) zt_ids_push(out, h->sp_tok[BOS].id);
-  encode_plain(h, s, text, len, out);
-  if (h->add_eos) zt_ids_push(out, h->sp_tok[EOS].id);
+  for (int i = 0; i < h->npre; i++) zt_ids_push(out, h->pre[i]);
+  plain_ids(h, s, text, len, out);
+  for (int i = 0; i < h->npost; i++) zt_ids_push(out, h->post[i]);
 }
 
 int zt_hf_encode_padded(const zt_hf_tok *h, zt_hf_state *s, const char *text, size_t len, int L, int32_t *out) {
-  const int nspec = h->add_bos + h->add_eos;
+  const int nspec = h->npre + h->npost;
   zt_check(L >= nspec, "HFTokenizer", "max_length %d leaves no room for the %d special tokens", L, nspec);
   zt_ids ids = {0};
-  encode_plain(h, s, text, len, &ids);
+  plain_ids(h, s, text, len, &ids);
   const size_t keep = ids.n < (size_t)(L - nspec) ? ids.n : (size_t)(L - nspec);
   int o = 0;
-  if (h->add_bos) out[o++] = h->sp_tok[BOS].id;
+  for (int i = 0; i < h->npre; i++) out[o++] = h->pre[i];
   for (size_t i = 0; i < keep; i++) out[o++] = ids.ids[i];
-  if (h->add_eos) out[o++] = h->sp_tok[EOS].id;
+  for (int i = 0; i < h->npost; i++) out[o++] = h->post[i];
   zt_ids_free(&ids);
   const int32_t pad = h->sp_tok[PAD].id;
   while (o < L) out[o++] = pad;
@@ -563,7 +946,47 @@ static void clean_up(zt_text *b) {
   }
 }
 
+/* tokenizers' decode: each id's token (an added token first, else the model's), through the ByteLevel decoder (a
+ * token with a character outside the byte alphabet gives its own UTF-8), then invalid UTF-8 replaced. */
+static void fast_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, zt_text *b) {
+  zt_text raw = {0};
+  uint8_t *tmp = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const hf_added *a = NULL;
+    for (int k = 0; k < h->n_added && !a; k++)
+      if (h->added[k].id == ids[i]) a = &h->added[k];
+    if (a) {
+      tmp = realloc(tmp, a->len + 1);
+      zt_check(tmp != NULL, "HFTokenizer", "out of memory");
+      const long m = zt_gpt2_bpe_chars_to_bytes(a->content, a->len, tmp);
+      if (m >= 0) zt_text_put(&raw, (const char *)tmp, (size_t)m);
+      else zt_text_put(&raw, a->content, a->len);
+      continue;
+    }
+    size_t len;
+    const uint8_t *bytes = zt_gpt2_bpe_id_bytes(h->bpe, ids[i], &len);
+    if (!bytes) zt_fatal("HFTokenizer", "id %d (position %zu) is neither an added token nor a token of %s/" TJ
+                         "'s byte-level vocabulary", ids[i], i, h->dir);
+    zt_text_put(&raw, (const char *)bytes, len);
+  }
+  free(tmp);
+  uint8_t *clean = NULL;
+  size_t cap = 0;
+  const size_t m = zt_utf8_sanitize((const uint8_t *)raw.p, raw.n, &clean, &cap);
+  zt_text_put(b, (const char *)clean, m);
+  free(clean);
+  free(raw.p);
+}
+
 char *zt_hf_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, size_t *len_out) {
+  if (h->fast) {
+    zt_text b = {0};
+    zt_text_put(&b, "", 0);
+    fast_decode(h, ids, n, &b);
+    if (h->clean_up) clean_up(&b);
+    if (len_out) *len_out = b.n;
+    return b.p;
+  }
   for (size_t i = 0; i < n; i++)
     if (ids[i] < 0 || (ids[i] >= h->base && special_of(h, ids[i]) < 0))
       zt_fatal("HFTokenizer", "id %d (position %zu) is outside the vocabulary [0, %d) and is no added token", ids[i],

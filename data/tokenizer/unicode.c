@@ -2,6 +2,10 @@
  * scripts/gen_unicode_tables.py generates into unicode_tables.c (see unicode.h for the contract). */
 #include "data/tokenizer/unicode.h"
 
+#include <stdlib.h>
+
+#include "runtime/base/error.h"
+
 extern const char zt_unicode_tables_version[];
 extern const uint16_t zt_uc_stage1[];
 extern const uint8_t zt_uc_blocks[];
@@ -228,3 +232,20 @@ int zt_unicode_lower_at(const uint32_t *s, size_t n, size_t i, uint32_t out[3]) 
 }
 
 const char *zt_unicode_version(void) { return zt_unicode_tables_version; }
+
+size_t zt_utf8_sanitize(const uint8_t *s, size_t n, uint8_t **buf, size_t *cap) {
+  if (*cap < 3 * n + 1) {
+    *cap = 3 * n + 1;
+    free(*buf);
+    *buf = zt_malloc(*cap, "UTF-8 replacement buffer");
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n;) {
+    if (s[i] < 0x80) { (*buf)[m++] = s[i++]; continue; }
+    size_t used;
+    uint32_t cp = zt_utf8_decode(s + i, n - i, &used);
+    m += (size_t)zt_utf8_encode(cp, *buf + m);
+    i += used;
+  }
+  return m;
+}

@@ -17,6 +17,9 @@ uint32_t zt_utf8_decode(const uint8_t *s, size_t len, size_t *consumed);
 int zt_utf8_encode(uint32_t cp, uint8_t out[4]);
 /* 1 if s[0..len) is valid UTF-8; else 0 and *bad_offset is the byte offset of the first error. */
 int zt_utf8_valid(const uint8_t *s, size_t len, size_t *bad_offset);
+/* Writes s[0..n) with each invalid sequence replaced by U+FFFD (as zt_utf8_decode reads it) into *buf (malloc'd,
+ * grown as needed; *cap its size); returns the length. */
+size_t zt_utf8_sanitize(const uint8_t *s, size_t n, uint8_t **buf, size_t *cap);
 
 /* General categories, as two-letter codes in this order. */
 typedef enum {

@@ -1,18 +1,19 @@
 /* libFuzzer harness: the tokenizers preprocess_data runs on jsonl texts: GPT-2 byte-level BPE, BERT WordPiece
  * (lower-case and cased), the NullTokenizer and HFTokenizer on a GPT2Tokenizer directory (the synthetic GPT-2 files,
- * add_prefix_space and add_bos_token on, an eos token with lstrip and rstrip), on arbitrary bytes (the first byte picks the tokenizer, the rest is
+ * add_prefix_space and add_bos_token on, an eos token with lstrip and rstrip) and on a Llama-3-like tokenizer.json
+ * directory (the same vocabulary, Llama-3's regex, ignore_merges, a bos template), on arbitrary bytes (the first byte picks the tokenizer, the rest is
  * the text; NULs included, as texts may hold them). The vocabularies are small synthetic ones written at start-up
  * (the 256 byte tokens and some English merges for GPT-2; letters, digits, words and ## pieces for BERT), plus the
  * real GPT-2 files when scripts/fetch_data.sh has cached them (then the first byte's value 4 picks them).
  * Invariants beyond "no crash": GPT-2 BPE decodes back to the exact text when the text is valid UTF-8; decoding the
  * ids of any tokenizer never fails; the NullTokenizer's ids re-encode to themselves; HFTokenizer decodes valid UTF-8
- * without special tokens back to bos + " " + the text. */
+ * without special tokens back to bos + " " + the text, and the tokenizer.json directory to bos + the text. */
 #define _GNU_SOURCE /* memmem */
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
 #include "tests/fuzz/fuzz.h"
 
-enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_HF, K_N };
+enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_HF, K_HF_FAST, K_N };
 static zt_tokenizer *g_tok[K_N];
 static zt_tok_state *g_state[K_N];
 
@@ -42,26 +43,62 @@ static char *scratch(const char *name) {
   return p;
 }
 
-static void write_gpt2(const char *vocab, const char *merges) {
-  /* merges over the byte alphabet ("Ġ" is the space byte 0x20 -> U+0120) */
-  static const char *const m[][2] = {{"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0t", "he"}, {"i", "n"}, {"\xc4\xa0", "a"},
-                                     {"e", "r"}, {"o", "n"}, {"r", "e"}, {"\xc4\xa0", "s"}, {"e", "d"}, {"in", "g"},
-                                     {"\xc4\xa0", "w"}, {"o", "r"}, {"\xc4\xa0w", "or"}, {"l", "d"}, {"\xc4\xa0wor", "ld"},
-                                     {"\xc4\xa0", "\xc4\xa0"}, {"\xc4\x8a", "\xc4\x8a"}, {"1", "2"}, {"\xc3\x83", "\xc2\xa9"}}; /* the bytes of "é" */
-  const int nm = (int)(sizeof m / sizeof m[0]);
-  FILE *f = fopen(vocab, "wb");
+/* merges over the byte alphabet ("Ġ" is the space byte 0x20 -> U+0120) */
+static const char *const g_merges[][2] = {
+  {"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0t", "he"}, {"i", "n"}, {"\xc4\xa0", "a"}, {"e", "r"}, {"o", "n"}, {"r", "e"},
+  {"\xc4\xa0", "s"}, {"e", "d"}, {"in", "g"}, {"\xc4\xa0", "w"}, {"o", "r"}, {"\xc4\xa0w", "or"}, {"l", "d"},
+  {"\xc4\xa0wor", "ld"}, {"\xc4\xa0", "\xc4\xa0"}, {"\xc4\x8a", "\xc4\x8a"}, {"1", "2"},
+  {"\xc3\x83", "\xc2\xa9"}}; /* the bytes of "é" */
+enum { N_MERGES = sizeof g_merges / sizeof g_merges[0] };
+
+/* The vocabulary as a JSON object: the 256 byte tokens, the merges' results, <|endoftext|>. */
+static void put_vocab(FILE *f) {
   fputc('{', f);
   for (int b = 0; b < 256; b++) {
     fprintf(f, "%s\"", b ? ", " : "");
     put_utf8(f, byte_char(b));
     fprintf(f, "\": %d", b);
   }
-  for (int i = 0; i < nm; i++) fprintf(f, ", \"%s%s\": %d", m[i][0], m[i][1], 256 + i);
-  fprintf(f, ", \"<|endoftext|>\": %d}", 256 + nm);
+  for (int i = 0; i < N_MERGES; i++) fprintf(f, ", \"%s%s\": %d", g_merges[i][0], g_merges[i][1], 256 + i);
+  fprintf(f, ", \"<|endoftext|>\": %d}", 256 + N_MERGES);
+}
+
+static void write_gpt2(const char *vocab, const char *merges) {
+  FILE *f = fopen(vocab, "wb");
+  put_vocab(f);
   fclose(f);
   f = fopen(merges, "wb");
   fprintf(f, "#version: 0.2\n");
-  for (int i = 0; i < nm; i++) fprintf(f, "%s %s\n", m[i][0], m[i][1]);
+  for (int i = 0; i < N_MERGES; i++) fprintf(f, "%s %s\n", g_merges[i][0], g_merges[i][1]);
+  fclose(f);
+}
+
+/* A Llama-3-like PreTrainedTokenizerFast directory (tokenizer.json) over the same vocabulary and merges. */
+static void write_fast(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  FILE *f = fopen(path, "wb");
+  const int bos = 257 + N_MERGES;
+  fprintf(f, "{\"truncation\": null, \"padding\": null, \"normalizer\": null, \"added_tokens\": ["
+             "{\"id\": %d, \"content\": \"<|begin_of_text|>\", \"special\": true, \"normalized\": false}, "
+             "{\"id\": %d, \"content\": \"<|end_of_text|>\", \"special\": true, \"normalized\": false}], "
+             "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+             "{\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| "
+             "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+             "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+             "\"use_regex\": false}]}, \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": "
+             "[{\"SpecialToken\": {\"id\": \"B\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], "
+             "\"special_tokens\": {\"B\": {\"id\": \"B\", \"ids\": [%d]}}}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+             "\"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": ", bos, bos + 1, bos);
+  put_vocab(f);
+  fprintf(f, ", \"merges\": [");
+  for (int i = 0; i < N_MERGES; i++) fprintf(f, "%s[\"%s\", \"%s\"]", i ? ", " : "", g_merges[i][0], g_merges[i][1]);
+  fprintf(f, "]}}");
+  fclose(f);
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  f = fopen(path, "wb");
+  fprintf(f, "{\"tokenizer_class\": \"PreTrainedTokenizerFast\", \"bos_token\": \"<|begin_of_text|>\", "
+             "\"eos_token\": \"<|end_of_text|>\"}");
   fclose(f);
 }
 
@@ -112,6 +149,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   fclose(f);
   zt_tokenizer_spec h = {.kind = ZT_TOK_HF, .tokenizer_model = dir};
   g_tok[K_HF] = zt_tokenizer_create(&h);
+  char *fast = scratch("hf_fast");
+  mkdir(fast, 0700);
+  write_fast(fast);
+  zt_tokenizer_spec hf = {.kind = ZT_TOK_HF, .tokenizer_model = fast};
+  g_tok[K_HF_FAST] = zt_tokenizer_create(&hf);
   for (int k = 0; k < K_N; k++) g_state[k] = zt_tok_state_new(g_tok[k]);
   return 0;
 }
@@ -145,6 +187,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       !memmem(text, len, "[PAD]", 5) &&
       (out_len != len + 14 || memcmp(back, "<|endoftext|> ", 14) != 0 || memcmp(back + 14, text, len) != 0)) {
     fprintf(stderr, "fuzz_tokenizer: HFTokenizer (GPT2Tokenizer) round trip lost the text: %zu bytes in, %zu out\n",
+            len, out_len);
+    abort();
+  }
+  static const char *const fast_added[] = {"<|begin_of_text|>", "<|end_of_text|>", "[PAD]", "<unk>"};
+  int plain = k == K_HF_FAST && zt_utf8_valid((const uint8_t *)text, len, &bad);
+  for (int a = 0; a < 4 && plain; a++) plain = !memmem(text, len, fast_added[a], strlen(fast_added[a]));
+  if (plain && (out_len != len + 17 || memcmp(back, "<|begin_of_text|>", 17) != 0 ||
+                memcmp(back + 17, text, len) != 0)) {
+    fprintf(stderr, "fuzz_tokenizer: HFTokenizer (tokenizer.json) round trip lost the text: %zu bytes in, %zu out\n",
             len, out_len);
     abort();
   }
