@@ -265,21 +265,43 @@ static int top_candidates(const float *cand, size_t N, int K, size_t *idx) {
   return k;
 }
 
+/* The rows a beam search of width W runs: W rounded up to whole micro batches. */
+static int beam_rows(const zt_tg *g, int W) { return (W + g->B - 1) / g->B * g->B; }
+
+/* NULL, or why rank 0 cannot hold a beam search of width W over S positions: the key/value cache of its rows (grown
+ * past the micro batch's) on the model's backend, and the candidates and hypotheses in host memory. */
+static const char *beam_memory(zt_tg *g, int W, int S, char *why, size_t cap) {
+  const zt_backend *be = g->m->be, *cpu = zt_backend_cpu();
+  const double R = beam_rows(g, W), mib = 1048576.0;
+  const double cache = R > g->dec.rows ? 2.0 * (R - g->dec.rows) * (double)zt_lm_decoder_row_bytes(&g->dec) : 0.0;
+  const double host = (double)W * g->Vm * 4.0 + R * g->Vf * 4.0 + (3.0 * R + W + 1.0) * S * 4.0;
+  const double dev_free = (double)be->available(), host_free = (double)cpu->available();
+  if (be == cpu ? cache + host <= host_free : cache <= dev_free && host <= host_free) return NULL;
+  snprintf(why, cap, "beam_width %d needs %.1f MiB of key/value cache (%d rows%s) and %.1f MiB of host memory for "
+           "its candidates; %.1f MiB %s free", W, cache / mib, (int)R, be == cpu ? "" : " on the GPU", host / mib,
+           (be == cpu ? host_free : dev_free) / mib, be == cpu ? "are" : "of GPU memory are");
+  return why;
+}
+
 /* Every rank: beam search of the one prompt tokens [S] (prompt length L, padded with EOD); rank 0 gets the
  * hypotheses in out. */
 static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt, int L, int S, zt_tg_output *out) {
-  const int B = g->B, W = q->beam_width, Vf = g->Vf, Vm = g->Vm;
+  const int W = q->beam_width, Vf = g->Vf, Vm = g->Vm;
   const int is_root = zt_comm_rank() == g->root;
-  int32_t *tok = zt_malloc((size_t)B * S * sizeof(int32_t), "beam search");
-  int32_t *nt = zt_malloc((size_t)B * S * sizeof(int32_t), "beam search");
-  int32_t *in = zt_malloc((size_t)B * S * sizeof(int32_t), "beam search");
-  for (int b = 0; b < B; b++) memcpy(tok + (size_t)b * S, prompt, (size_t)S * sizeof(int32_t));
+  /* the beams' rows, --micro-batch-size at a time (Megatron sends the W beams as one batch): R rows of key/value
+   * cache, the rows past W copies of the prompt that are never read */
+  const int B = g->B, R = beam_rows(g, W);
+  zt_lm_decoder_rows(&g->dec, R);
+  int32_t *tok = zt_malloc((size_t)R * S * sizeof(int32_t), "beam search");
+  int32_t *nt = zt_malloc((size_t)R * S * sizeof(int32_t), "beam search");
+  int32_t *in = zt_malloc((size_t)R * S * sizeof(int32_t), "beam search");
+  for (int b = 0; b < R; b++) memcpy(tok + (size_t)b * S, prompt, (size_t)S * sizeof(int32_t));
   float *scores = zt_calloc((size_t)W, sizeof(float), "beam search");
   float *cand = g->m->last ? zt_malloc((size_t)W * Vm * sizeof(float), "beam search") : NULL;
   size_t *best = zt_malloc((size_t)2 * W * sizeof(size_t), "beam search");
   /* per step from the root: the beams' source rows, their new tokens, their scores (bits), done */
   int32_t *sb = zt_malloc(((size_t)3 * W + 1) * sizeof(int32_t), "beam search");
-  int *from = zt_malloc((size_t)B * sizeof(int), "beam search");
+  int *from = zt_malloc((size_t)R * sizeof(int), "beam search");
   beam_hyps h = {.W = W, .penalty = q->length_penalty, .worst = 1e9};
   h.score = zt_malloc(((size_t)W + 1) * sizeof(float), "beam search");
   h.toks = zt_malloc(((size_t)W + 1) * sizeof(int32_t *), "beam search");
@@ -287,10 +309,15 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
   int prev = 0, done = 0, ctx = L;
   for (; ctx < S; ctx++) {
     const int n = ctx - prev;
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < R; b++)
       for (int t = 0; t < n; t++) in[(size_t)b * n + t] = tok[(size_t)b * S + prev + t];
-    float *logits = g->m->last ? logits_for(g, (size_t)B) : NULL;
-    if (forward(g, in, n, prev, 1, 0, logits)) {
+    float *logits = g->m->last ? logits_for(g, (size_t)R) : NULL;
+    int last = 0;
+    for (int r0 = 0; r0 < R; r0 += B) {
+      zt_lm_decoder_select(&g->dec, r0);
+      last = forward(g, in + (size_t)r0 * n, n, prev, 1, 0, logits ? logits + (size_t)r0 * Vf : NULL);
+    }
+    if (last) {
       const int rows = ctx == L ? 1 : W; /* the first step: every beam is the prompt; only beam 0's candidates */
       for (int b = 0; b < rows; b++) {
         float *x = logits + (size_t)b * Vf;
@@ -322,7 +349,7 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
       sb[3 * W] = hyp_done(&h, cand[best[0]], ctx + 1 - L);
     }
     if (zt_comm_size() > 1) zt_broadcast(zt_comm_world(), sb, ((size_t)3 * W + 1) * sizeof(int32_t), g->root);
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < R; b++) {
       from[b] = b < W ? sb[b] : -1;
       memcpy(nt + (size_t)b * S, tok + (size_t)(b < W ? sb[b] : b) * S, (size_t)S * sizeof(int32_t));
       if (b < W) {
@@ -337,6 +364,7 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
     zt_lm_decoder_reorder(&g->dec, from);
     prev = ctx;
   }
+  zt_lm_decoder_select(&g->dec, 0);
   if (ctx == S) ctx = S - 1;
   if (is_root) {
     if (!done)
@@ -436,14 +464,10 @@ const char *zt_tg_run(zt_tg *g, const zt_tg_request *q, char *const *prompts, co
   }
   zt_tok_state_free(st);
   int64_t S = (int64_t)max_len + q->tokens_to_generate;
-  if (q->beam_width > 0) { /* beam search cuts the length to the positions, and needs a beam's rows in one forward */
+  if (q->beam_width > 0) { /* beam search cuts the length to the positions */
     S = S < g->T ? S : g->T;
     if (!err && max_len >= S) err = "context length + tokens_to_generate too large";
-    if (!err && q->beam_width > g->B) {
-      snprintf(why, sizeof why, "beam_width %d: the server runs --micro-batch-size %d rows per forward and a beam's "
-               "rows go in one; start it with --micro-batch-size %d or more", q->beam_width, g->B, q->beam_width);
-      err = why;
-    }
+    if (!err) err = beam_memory(g, q->beam_width, (int)S, why, sizeof why);
   } else if (!err && S > g->T) {
     err = "Length of prompt + tokens_to_generate longer than allowed";
   }

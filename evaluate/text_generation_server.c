@@ -56,7 +56,7 @@ static void usage(void) {
          "request fields (Megatron's megatron/text_generation_server.py): prompts (1 to 128 strings),\n"
          "tokens_to_generate (64), logprobs, temperature (1.0), top_k (0; 1 is greedy), top_p (0.0), top_p_decay,\n"
          "top_p_bound, add_BOS, stop_on_eol, stop_on_double_eol, prevent_newline_after_colon, random_seed, no_log;\n"
-         "beam_width (beam search of one prompt, at most --micro-batch-size), stop_token (50256), length_penalty\n"
+         "beam_width (beam search of one prompt), stop_token (50256), length_penalty\n"
          "(1.0). The reply: {\"logprobs\", \"segments\", \"text\"} (beam search: {\"scores\", \"segments\",\n"
          "\"text\"}).\n\n"
          "server flags:\n"
@@ -263,7 +263,7 @@ static const char *check_request(const cJSON *j, const int *isf, zt_tg_request *
     q->length_penalty = num(f);
   }
   if (beam.v) {
-    q->beam_width = num(beam) < 1e6 ? (int)num(beam) : 1000000;
+    q->beam_width = num(beam) < 1e9 ? (int)num(beam) : 1000000000; /* memory refuses it long before */
     return NULL;
   }
   if (q->top_k > 1 && q->top_k >= vocab) { /* sample()'s assertion */

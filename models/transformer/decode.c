@@ -12,10 +12,11 @@ void zt_lm_decoder_init(zt_lm_decoder *d, zt_lm *lm) {
   zt_check(lm->cfg.forward_only && lm->vpp == 1 && !zt_tp_sp(&lm->tp) && !lm->stack.recompute, "internal error",
            "decoder: needs a forward-only model without virtual chunks, --sequence-parallel or recompute");
   d->lm = lm;
-  d->B = lm->B;
+  d->B = d->rows = lm->B;
   d->Tmax = lm->T_plan;
   const size_t A = (size_t)lm->bcfg.NH * lm->bcfg.HD, es = zt_dtype_size(lm->model->dt);
-  d->cache_bytes = (size_t)d->B * d->Tmax * 3 * A * es;
+  d->row_bytes = (size_t)d->Tmax * 3 * A * es;
+  d->cache_bytes = (size_t)d->B * d->row_bytes;
   const int L = lm->stack.nlayers;
   d->cache = zt_calloc((size_t)(L ? L : 1), sizeof(void *), "key/value caches");
   for (int l = 0; l < L; l++) {
@@ -51,15 +52,40 @@ size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d) { return d->cache_bytes
 
 void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from) {
   const zt_backend *be = d->lm->model->be;
-  const size_t row = d->cache_bytes / (size_t)d->B;
+  const size_t row = d->row_bytes;
   if (!d->swap) d->swap = be->alloc(d->cache_bytes, "key/value cache reorder");
   for (int l = 0; l < d->lm->stack.nlayers; l++) {
     char *c = d->cache[l], *t = d->swap;
     be->copy(t, c, d->cache_bytes);
-    for (int b = 0; b < d->B; b++)
+    for (int b = 0; b < d->rows; b++)
       if (from[b] >= 0 && from[b] != b) be->copy(c + (size_t)b * row, t + (size_t)from[b] * row, row);
   }
 }
+
+void zt_lm_decoder_rows(zt_lm_decoder *d, int rows) {
+  zt_check(rows % d->B == 0, "internal error", "decoder: %d cache rows for micro batch %d", rows, d->B);
+  if (rows <= d->rows) return;
+  const zt_backend *be = d->lm->model->be;
+  if (d->swap) be->release(d->swap, d->cache_bytes);
+  d->swap = NULL;
+  for (int l = 0; l < d->lm->stack.nlayers; l++) {
+    be->release(d->cache[l], d->cache_bytes);
+    d->cache[l] = NULL;
+  }
+  d->rows = rows;
+  d->cache_bytes = (size_t)rows * d->row_bytes;
+  for (int l = 0; l < d->lm->stack.nlayers; l++) d->cache[l] = be->alloc(d->cache_bytes, "key/value cache");
+  zt_lm_decoder_select(d, 0);
+}
+
+void zt_lm_decoder_select(zt_lm_decoder *d, int row0) {
+  zt_check(row0 >= 0 && row0 % d->B == 0 && row0 < d->rows, "internal error", "decoder: rows from %d of %d", row0,
+           d->rows);
+  for (int l = 0; l < d->lm->stack.nlayers; l++)
+    d->lm->stack.blocks[l].a.attn.cache = (char *)d->cache[l] + (size_t)row0 * d->row_bytes;
+}
+
+size_t zt_lm_decoder_row_bytes(const zt_lm_decoder *d) { return d->row_bytes * (size_t)d->lm->stack.nlayers; }
 
 void *zt_lm_decoder_input(const zt_lm_decoder *d) { return zt_stack_input(&d->lm->stack); }
 

@@ -16,13 +16,15 @@
 typedef struct {
   zt_lm *lm;
   int B, Tmax;            /* the model's micro batch and sequence length: the cache holds Tmax positions per row */
-  void **cache;           /* [stack layers] each [B, Tmax, 3A] on the backend */
-  size_t cache_bytes;     /* per layer */
+  int rows;               /* the rows each cache holds: B, or a multiple of B for a beam search (zt_lm_decoder_rows) */
+  void **cache;           /* [stack layers] each [rows, Tmax, 3A] on the backend */
+  size_t row_bytes;       /* one row of one layer's cache */
+  size_t cache_bytes;     /* per layer (rows x row_bytes) */
   int32_t *h_tok, *h_pos; /* host [B * Tmax] */
   float *logits32;        /* backend [rows, V] the logits in fp32 (half storage converted) */
   float *h_local, *h_all; /* host [rows, V] this rank's slice, [tp, rows, V] gathered */
   size_t rows_cap;        /* the rows those hold (B; B x n after a call with all positions) */
-  void *swap;             /* backend [B, Tmax, 3A]: zt_lm_decoder_reorder's copy (allocated at its first call) */
+  void *swap;             /* backend [rows, Tmax, 3A]: zt_lm_decoder_reorder's copy (allocated at its first call) */
 } zt_lm_decoder;
 
 /* Allocates the caches for lm's micro batch and sequence length (forward-only model, no --sequence-parallel, one
@@ -43,8 +45,15 @@ int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int c
 void *zt_lm_decoder_input(const zt_lm_decoder *d);
 void *zt_lm_decoder_output(const zt_lm_decoder *d, int n);
 /* Beam search (Megatron's InferenceParams.swap_key_value_dict): row b of every cache becomes row from[b] (from[b] < 0:
- * row b stays). */
+ * row b stays), over all the caches' rows. */
 void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from);
+/* More rows than the micro batch (a beam search wider than it): the caches hold `rows` rows (a multiple of B; grown,
+ * their contents lost, never shrunk), which the forwards use B at a time from the row zt_lm_decoder_select chose. */
+void zt_lm_decoder_rows(zt_lm_decoder *d, int rows);
+/* The next forwards read and extend cache rows row0 .. row0 + B - 1 (row0 a multiple of B below rows). */
+void zt_lm_decoder_select(zt_lm_decoder *d, int row0);
+/* Bytes of key/value cache per row on this stage (every layer). */
+size_t zt_lm_decoder_row_bytes(const zt_lm_decoder *d);
 /* Elements of the stage tensor for n tokens per row (B n C). */
 size_t zt_lm_decoder_stage_elems(const zt_lm_decoder *d, int n);
 /* The width of the gathered logits (V of every tensor-parallel rank together). */

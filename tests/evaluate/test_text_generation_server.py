@@ -9,6 +9,8 @@ queried over HTTP as Megatron's tools/text_generation_cli.py and curl do.
   prompts of different lengths in groups of --micro-batch-size 2 (a filler row in the last group);
 - sampling: each sampled token lies in the top-k / top-p (decayed, bounded) set of the oracle's logits; the same
   random_seed gives the same reply;
+- beam search (widths 2-4 on a server of --micro-batch-size 2: a step's beams in one or two forwards) against the
+  same algorithm on full forwards; a beam too wide for memory refused;
 - the reply's bytes as Flask's jsonify writes them; every refusal of Megatron's put() with its message; HTTP errors;
 - with --mpi: TP=2 and PP=2 under mpirun give one process's replies.
 
@@ -329,9 +331,11 @@ def run_greedy(srv, label):
 if not MPI:
     srv = Server(["--micro-batch-size", "2", "--max-tokens-to-oom", "1000"])
     replies = run_greedy(srv, "greedy")
-    code, body = srv.request(BEAM_REQS[0])
-    check(code == 400 and "beam_width 3: the server runs --micro-batch-size 2 rows per forward" in json.loads(body),
-          "refused: beam_width above --micro-batch-size", body[:300])
+    run_beams(srv, "--micro-batch-size 2")  # widths 2-4: one or two forwards of 2 rows per step
+    code, body = srv.request({"prompts": ["the cat"], "tokens_to_generate": 4, "beam_width": 100000000})
+    check(code == 400 and "beam_width 100000000 needs" in json.loads(body) and "MiB are free" in json.loads(body),
+          "refused: a beam search whose key/value cache and candidates do not fit (Megatron would run out of memory)",
+          body[:300])
     r0 = json.loads(replies[0])
     redump = [(json.dumps(json.loads(b), sort_keys=True, separators=(",", ":")) + "\n").encode() for b in replies]
     check(replies[0].startswith(b'{"logprobs":[[') and redump == replies,
@@ -442,9 +446,6 @@ if not MPI:
     check(p2.returncode != 0 and b"--port %d: cannot listen" % srv.port in p2.stderr and
           b"Running on" not in p2.stdout, "refused: --port in use, before the model loads", p2.stderr[-300:])
     rc, log = srv.stop()
-    beams = Server(["--micro-batch-size", "4"])
-    run_beams(beams, "one process")
-    beams.stop()
     # examples/run_text_generation_server_345M.sh's options (the test's sizes) and the README's curl request
     script = Server(["--tensor-model-parallel-size", "1", "--pipeline-model-parallel-size", "1", "--fp16",
                      "--micro-batch-size", "1", "--out-seq-length", "1024", "--temperature", "1.0", "--top_p", "0.9",
@@ -473,7 +474,7 @@ else:
     want_beams = run_beams(base, "one process")
     base.stop()
     for layout in (["--tensor-model-parallel-size", "2"], ["--pipeline-model-parallel-size", "2"]):
-        srv = Server(["--micro-batch-size", "4"] + layout, np_=2)
+        srv = Server(["--micro-batch-size", "2"] + layout, np_=2)  # beams of widths 3-4 in two forwards
         got = [json.loads(b) if b else None for b in run_greedy(srv, " ".join(layout))]
         got_beams = run_beams(srv, " ".join(layout))
         check(all(g and g["text"] == w["text"] for g, w in zip(got_beams, want_beams)),
