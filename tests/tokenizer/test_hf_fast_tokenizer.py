@@ -52,23 +52,9 @@ try:
 except ImportError:
     regex = None
 
-from test_hf_tokenizer import TEXTS as SLOW_TEXTS, corpus, first_diff, run_tool, short  # noqa: E402
-
-PASSED = 0
-FAILED = 0
-
-
-def check(ok, name, detail=""):
-    global PASSED, FAILED
-    if ok:
-        PASSED += 1
-        print("PASS", name)
-    else:
-        FAILED += 1
-        print("FAIL", name + ":", detail)
-    sys.stdout.flush()
-    return ok
-
+import test_hf_tokenizer as slow  # noqa: E402  (its PASS/FAIL counters are this test's too)
+from test_gpt2_ref import bytes_to_unicode  # noqa: E402
+from test_hf_tokenizer import TEXTS as SLOW_TEXTS, check, corpus, first_diff, run_tool, short  # noqa: E402
 
 # tokenizers/src/pre_tokenizers/byte_level.rs (RE) and Meta Llama-3's tokenizer.json Split pattern, verbatim.
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
@@ -80,19 +66,6 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 # value. The C side refuses a ByteLevel pre-tokenizer with add_prefix_space true (version-dependent), so the
 # directories here have none; this switch selects the newer behaviour for experiments with the oracle.
 TRANSFORMERS_PREFIX_SPACE_OVERRIDE = False
-
-
-def bytes_to_unicode():
-    """byte_level.rs bytes_char(): printable bytes map to themselves, the others to U+0100 + n in byte order."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    cs = list(bs)
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 BYTE_CHAR = bytes_to_unicode()
@@ -996,8 +969,8 @@ def main():
         refusals(tool, root, dirs["llama3"])
         if len(sys.argv) == 4:
             pipeline(sys.argv[2], sys.argv[3], root, dirs)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    sys.exit(1 if FAILED else 0)
+    print("%d passed, %d failed" % (slow.PASSED, slow.FAILED))
+    sys.exit(1 if slow.FAILED else 0)
 
 
 if __name__ == "__main__":
