@@ -650,6 +650,14 @@ static void bpe_heap(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, int32_t n) {
 /* BPE of one pre-token w[0..n); appends the ids to out (and returns them via *ids_out when cached). */
 static void bpe_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t *w, size_t n, int32_t *ids,
                      size_t *n_ids) {
+  if (b->ignore_merges) { /* the word is a vocabulary token: that token (cached like any other result) */
+    const int32_t v = sym_find(b, w, n, hash_bytes(w, n));
+    if (v >= 0 && b->sym_token[v] >= 0) {
+      ids[0] = b->sym_token[v];
+      *n_ids = 1;
+      return;
+    }
+  }
   scratch_reserve(c, n);
   int32_t len = (int32_t)n;
   for (int32_t i = 0; i < len; i++) {
@@ -815,13 +823,6 @@ size_t zt_gpt2_bpe_pretokenize(const char *text, size_t len, size_t *ends, size_
 /* ---- encode / decode ------------------------------------------------------------------------------ */
 
 static void emit_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t *w, size_t n, zt_ids *out) {
-  if (b->ignore_merges && n > 1) {
-    const int32_t v = sym_find(b, w, n, hash_bytes(w, n));
-    if (v >= 0 && b->sym_token[v] >= 0) {
-      zt_ids_push(out, b->sym_token[v]);
-      return;
-    }
-  }
   if (n == 1) {
     int32_t t = b->sym_token[b->byte_sym[w[0]]];
     zt_ids_push(out, t < 0 ? 0 : t);
@@ -865,15 +866,21 @@ static void emit_word(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const uint8_t 
 }
 
 void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len, zt_ids *out) {
-  if (c->owner != b) {
-    cache_clear(c);
-    c->owner = b;
-  }
   const uint8_t *s = (const uint8_t *)text;
   if (!zt_utf8_valid(s, len, NULL)) {
     len = zt_utf8_sanitize(s, len, &c->clean, &c->clean_cap);
     s = c->clean;
   }
+  zt_gpt2_bpe_encode_utf8(b, c, (const char *)s, len, out);
+}
+
+void zt_gpt2_bpe_encode_utf8(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len,
+                             zt_ids *out) {
+  if (c->owner != b) {
+    cache_clear(c);
+    c->owner = b;
+  }
+  const uint8_t *s = (const uint8_t *)text;
   for (size_t i = 0; i < len;) {
     size_t e = b->pretok == ZT_BPE_PRETOK_LLAMA3 ? llama3_pretoken_end(s, len, i) : pretoken_end(s, len, i);
     emit_word(b, c, s + i, e - i, out);

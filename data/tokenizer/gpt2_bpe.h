@@ -51,6 +51,9 @@ void zt_gpt2_bpe_cache_free(zt_gpt2_bpe_cache *c);
 /* Appends the ids of text[0..len) to out. Invalid UTF-8 is read as U+FFFD (errors='replace'). The
  * literal string "<|endoftext|>" in the text is encoded as plain text (Megatron: special_tokens=[]). */
 void zt_gpt2_bpe_encode(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len, zt_ids *out);
+/* The same on text known to be valid UTF-8 (not checked again). */
+void zt_gpt2_bpe_encode_utf8(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const char *text, size_t len,
+                             zt_ids *out);
 
 /* The bytes of ids[0..n) through the byte decoder, with invalid UTF-8 replaced as errors='replace'
  * does, as a malloc'd NUL-terminated string (*len_out = its length without the NUL). An id outside

@@ -57,6 +57,7 @@ struct zt_hf_tok {
   hf_added *added;
   int n_added;
   uint8_t added_first[2][256]; /* [normalized][byte]: some added token of that pass starts with the byte */
+  int n_normalized;            /* added tokens with normalized true (matched in the second pass) */
 };
 
 struct zt_hf_state {
@@ -333,6 +334,7 @@ static void push_added(zt_hf_tok *h, const char *content, int32_t id, int normal
   a->id = id;
   a->normalized = normalized;
   h->added_first[normalized][(uint8_t)content[0]] = 1;
+  h->n_normalized += normalized;
 }
 
 /* A special token transformers or Megatron adds: its id as an added token, else as a model token (it still becomes
@@ -809,15 +811,26 @@ static int added_at(const zt_hf_tok *h, const char *text, size_t len, size_t p, 
   return best;
 }
 
-/* The byte-level BPE of a run of text between added tokens. */
+/* The byte-level BPE of a run of (valid UTF-8) text between added tokens. */
 static void fast_piece(const zt_hf_tok *h, zt_hf_state *st, const char *c, size_t n, zt_ids *out) {
-  zt_gpt2_bpe_encode(h->bpe, st->cache, c, n, out);
+  zt_gpt2_bpe_encode_utf8(h->bpe, st->cache, c, n, out);
+}
+
+/* The next position from p on where an added token of the pass may start (its first byte), or e. */
+static size_t next_candidate(const zt_hf_tok *h, const char *text, size_t p, size_t e, int normalized) {
+  const uint8_t *first = h->added_first[normalized];
+  while (p < e && !first[(uint8_t)text[p]]) p++;
+  return p;
 }
 
 /* Pass 2 (normalized added tokens) over text[b, e), which pass 1 left as text. */
 static void fast_pass2(const zt_hf_tok *h, zt_hf_state *st, const char *text, size_t b, size_t e, zt_ids *out) {
+  if (e > b && !h->n_normalized) { /* Llama-3: no normalized added token */
+    fast_piece(h, st, text + b, e - b, out);
+    return;
+  }
   size_t start = b;
-  for (size_t p = b; p < e;) {
+  for (size_t p = next_candidate(h, text, b, e, 1); p < e; p = next_candidate(h, text, p, e, 1)) {
     const int a = added_at(h, text, e, p, 1);
     if (a < 0) {
       p++;
@@ -840,7 +853,7 @@ static void fast_encode_plain(const zt_hf_tok *h, zt_hf_state *st, const char *t
     text = (const char *)clean;
   }
   size_t start = 0;
-  for (size_t p = 0; p < len;) {
+  for (size_t p = next_candidate(h, text, 0, len, 0); p < len; p = next_candidate(h, text, p, len, 0)) {
     const int a = added_at(h, text, len, p, 0);
     if (a < 0) {
       p++;

@@ -463,7 +463,10 @@ class FastRef:
     def bpe(self, word):
         if self.ignore_merges and word in self.vocab:
             return [self.vocab[word]]
-        return merge_all([self.vocab[ch] for ch in word if ch in self.vocab], self.merges)
+        cache = self.__dict__.setdefault("_bpe_cache", {})  # the BPE model's word cache (no effect on ids)
+        if word not in cache:
+            cache[word] = merge_all([self.vocab[ch] for ch in word if ch in self.vocab], self.merges)
+        return cache[word]
 
     def tokens(self, text):
         """The tokens of tokenizer.encode(text) without the template, as strings (for messages)."""
@@ -949,6 +952,54 @@ def pipeline(prep, pretrain, root, dirs):
           "rc %d: %s" % (p.returncode, err[-400:]))
 
 
+def gpt2_dirs(root, vocab_path, merges_path):
+    """Two PreTrainedTokenizerFast directories over the real GPT-2 vocabulary and merges: Hugging Face's gpt2
+    tokenizer.json layout (ByteLevel with GPT-2's regex, <|endoftext|> an added token with its vocabulary id), and
+    Llama-3's pre-tokenizer and bos template (ignore_merges) over the same model. bench/hf_tokenizer.sh uses them too."""
+    with open(vocab_path, encoding="utf-8") as f:
+        vocab = json.load(f)
+    with open(merges_path, encoding="utf-8") as f:
+        merges = [tuple(l.split()) for i, l in enumerate(f.read().split("\n")) if l.strip() and
+                  not (i == 0 and l.startswith("#version"))]
+    eot = {"id": vocab["<|endoftext|>"], "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+           "rstrip": False, "normalized": True, "special": True}
+    gpt2 = tokenizer_json(vocab, merges, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                          "use_regex": True},
+                          {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+                          [eot], False, False)
+    bot = dict(eot, id=len(vocab), content=BOT, normalized=False)
+    llama = tokenizer_json(vocab, merges, LLAMA3_PRE, template([BOT], [], {BOT: len(vocab)}), [eot, bot], True, True)
+    cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>",
+           "unk_token": "<|endoftext|>"}
+    return {"gpt2-json": write_dir(root, "gpt2-json", {"tokenizer.json": gpt2, "tokenizer_config.json": cfg}),
+            "llama3-gpt2-vocab": write_dir(root, "llama3-gpt2-vocab", {
+                "tokenizer.json": llama, "tokenizer_config.json": dict(cfg, bos_token=BOT)})}
+
+
+def real_vocabulary(tool, root, vocab_path, merges_path, texts):
+    """The real GPT-2 files as tokenizer.json: Hugging Face's gpt2 layout gives GPT2BPETokenizer's ids (Megatron's
+    GPT-2 tokenizer, checked elsewhere against OpenAI's encoder) on every text without <|endoftext|> or Megatron's
+    [PAD], and both
+    layouts give the oracle's ids."""
+    dirs = gpt2_dirs(root, vocab_path, merges_path)
+    plain = [t for t in texts if "<|endoftext|>" not in t and "[PAD]" not in t]  # added tokens here
+    mega = run_tool(tool, ["GPT2BPETokenizer", "--vocab-file", vocab_path, "--merge-file", merges_path, "encode"],
+                    [t.encode("utf-8").hex() for t in plain])
+    mega = [[int(x) for x in l.split()] for l in mega]
+    got = tool_encode(tool, dirs["gpt2-json"], plain)
+    bad = [i for i in range(len(plain)) if got[i] != mega[i]]
+    check(not bad, "real GPT-2 vocabulary as tokenizer.json: GPT2BPETokenizer's ids on %d texts" % len(plain),
+          "%d differ; first: %r: %s" % (len(bad), short(plain[bad[0]]) if bad else "", first_diff(
+              got[bad[0]], mega[bad[0]]) if bad else ""))
+    for name, d in dirs.items():
+        ref = FastRef(d)
+        got = tool_encode(tool, d, texts)
+        bad = [i for i, t in enumerate(texts) if got[i] != ref.encode(t)]
+        check(not bad, "real GPT-2 vocabulary, %s: the oracle's ids on %d texts" % (name, len(texts)),
+              "%d differ; first: %r: %s" % (len(bad), short(texts[bad[0]]) if bad else "",
+                                           first_diff(got[bad[0]], ref.encode(texts[bad[0]])) if bad else ""))
+
+
 def main():
     if len(sys.argv) not in (2, 4):
         print("usage: test_hf_fast_tokenizer.py TOOL [PREPROCESS_DATA PRETRAIN_GPT]")
@@ -967,6 +1018,17 @@ def main():
         for name, d in dirs.items():
             test_dir(tool, name, d, texts, rng)
         refusals(tool, root, dirs["llama3"])
+        cache = os.environ.get("ZT_DATA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zerotron")
+        gv, gm = os.path.join(cache, "gpt2", "gpt2-vocab.json"), os.path.join(cache, "gpt2", "gpt2-merges.txt")
+        brown = os.path.join(cache, "brown", "brown.jsonl")
+        if os.path.exists(gv) and os.path.exists(gm):
+            docs = []
+            if os.path.exists(brown):
+                with open(brown, encoding="utf-8") as f:
+                    docs = [json.loads(l)["text"] for _, l in zip(range(30), f)]
+            real_vocabulary(tool, root, gv, gm, SLOW_TEXTS + generated_texts(7)[:300] + docs)
+        else:
+            print("SKIP part: the real GPT-2 files are not in %s (scripts/fetch_data.sh)" % cache)
         if len(sys.argv) == 4:
             pipeline(sys.argv[2], sys.argv[3], root, dirs)
     print("%d passed, %d failed" % (slow.PASSED, slow.FAILED))
