@@ -7,6 +7,7 @@ Tables (all read by data/tokenizer/unicode.c):
   - general category: a two-level table (code point >> 7 -> block number, block of 128 categories);
   - canonical combining class: ranges (first, last, ccc) of the non-zero classes;
   - full canonical decomposition (NFD of each character; Hangul syllables are left to the algorithm);
+  - the primary composites for NFC's canonical composition (Hangul left to the algorithm);
   - full lowercase mapping as str.lower() applies it to one character;
   - the Final_Sigma context classes (case-ignorable, cased) as CPython's str.lower() uses them, found by
     probing str.lower() itself, since unicodedata does not expose the Cased/Case_Ignorable properties.
@@ -79,6 +80,21 @@ def main():
       nfd_data.extend(ord(x) for x in d)
   nfd_off.append(len(nfd_data))
 
+  # Canonical composition (NFC): the primary composites, i.e. each character whose canonical decomposition is a
+  # pair and which NFC keeps (not a composition exclusion, not a singleton, not a non-starter decomposition), as
+  # (first << 21 | second) -> composite, sorted by key; Hangul syllables are left to the algorithm.
+  compose = []
+  for c in range(MAX_CP):
+    if chars[c] is None or HANGUL_FIRST <= c <= HANGUL_LAST:
+      continue
+    d = unicodedata.decomposition(chars[c])
+    if not d or d.startswith("<"):
+      continue
+    parts = [int(x, 16) for x in d.split()]
+    if len(parts) == 2 and unicodedata.normalize("NFC", chars[c]) == chars[c]:
+      compose.append(((parts[0] << 21) | parts[1], c))
+  compose.sort()
+
   # Lowercase: one-to-one mappings as pairs, the longer ones separately.
   lower_pairs, lower_multi = [], []
   for c in range(MAX_CP):
@@ -130,6 +146,10 @@ def main():
   o.append("const uint16_t zt_uc_nfd_off[%d] = {\n%s\n};" % (len(nfd_off), wrap(nfd_off, 20)))
   o.append("const uint32_t zt_uc_nfd_data[%d] = {\n%s\n};" % (len(nfd_data), wrap(nfd_data, 16)))
   o.append("const int zt_uc_nfd_count = %d;\n" % len(nfd_cps))
+  o.append("/* Primary composites for NFC: first << 21 | second, sorted, and the composite of each. */")
+  o.append("const uint64_t zt_uc_compose_keys[%d] = {\n%s\n};" % (len(compose), wrap([k for k, _ in compose], 8)))
+  o.append("const uint32_t zt_uc_compose_cps[%d] = {\n%s\n};" % (len(compose), wrap([v for _, v in compose], 16)))
+  o.append("const int zt_uc_compose_count = %d;\n" % len(compose))
   o.append("/* One-to-one lowercase mappings {cp, lower}, sorted by cp. */")
   o.append("const uint32_t zt_uc_lower_pairs[%d][2] = {\n%s\n};" % (
       len(lower_pairs), wrap(["{%d,%d}" % p for p in lower_pairs], 12)))
@@ -145,8 +165,8 @@ def main():
   with open(out_path, "w", encoding="ascii") as f:
     f.write("\n".join(o) + "\n")
   print("gen_unicode_tables: wrote %s (Unicode %s, %d category blocks, %d ccc ranges, %d decompositions, "
-        "%d lowercase mappings, %d sigma-context ranges)" % (
-            out_path, unicodedata.unidata_version, len(blocks), len(ccc_ranges), len(nfd_cps),
+        "%d composites, %d lowercase mappings, %d sigma-context ranges)" % (
+            out_path, unicodedata.unidata_version, len(blocks), len(ccc_ranges), len(nfd_cps), len(compose),
             len(lower_pairs) + len(lower_multi), len(sigma_ranges)))
 
 

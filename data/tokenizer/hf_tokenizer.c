@@ -58,6 +58,7 @@ struct zt_hf_tok {
   int n_added;
   uint8_t added_first[2][256]; /* [normalized][byte]: some added token of that pass starts with the byte */
   int n_normalized;            /* added tokens with normalized true (matched in the second pass) */
+  int nfc;                     /* tokenizer.json's normalizer is NFC */
 };
 
 struct zt_hf_state {
@@ -437,9 +438,10 @@ static void load_fast(zt_hf_tok *h, const cJSON *cfg) {
   cJSON *tj = read_json(h->dir, TJ);
   zt_check(tj != NULL, FLAG, "%s: no " TJ ": tokenizer_class PreTrainedTokenizerFast loads the tokenizers library's "
            "file", h->dir);
-  if (!is_null(item(tj, "normalizer")))
-    refuse_json(h, "normalizer", item(tj, "normalizer"), "HFTokenizer reads tokenizers without a normalizer (as "
-                "Llama-3's)");
+  const cJSON *norm = item(tj, "normalizer");
+  h->nfc = is_type(norm, "NFC");
+  if (!is_null(norm) && !h->nfc)
+    refuse_json(h, "normalizer", norm, "HFTokenizer reads tokenizers without a normalizer (as Llama-3's) or with NFC");
   static const char *const must_be_null[] = {"truncation", "padding"};
   for (int k = 0; k < 2; k++)
     if (!is_null(item(tj, must_be_null[k])))
@@ -823,8 +825,32 @@ static size_t next_candidate(const zt_hf_tok *h, const char *text, size_t p, siz
   return p;
 }
 
-/* Pass 2 (normalized added tokens) over text[b, e), which pass 1 left as text. */
+/* The NFC normalizer on the valid UTF-8 c[0..n), into st->buf; *len gets its length. */
+static const char *nfc_piece(zt_hf_state *st, const char *c, size_t n, size_t *len) {
+  uint32_t *cps = zt_malloc((n + 1) * sizeof *cps, "NFC"), *nfc = zt_malloc((4 * n + 1) * sizeof *nfc, "NFC");
+  size_t k = 0;
+  for (size_t i = 0, used; i < n; i += used) cps[k++] = zt_utf8_decode((const uint8_t *)c + i, n - i, &used);
+  k = zt_unicode_nfc(cps, k, nfc);
+  scratch(st, 4 * k + 1);
+  size_t m = 0;
+  for (size_t i = 0; i < k; i++) m += (size_t)zt_utf8_encode(nfc[i], (uint8_t *)st->buf + m);
+  free(cps);
+  free(nfc);
+  *len = m;
+  return st->buf;
+}
+
+/* Pass 2 over text[b, e), which pass 1 left as text: the normalizer (NFC; ASCII needs none), then the normalized
+ * added tokens. */
 static void fast_pass2(const zt_hf_tok *h, zt_hf_state *st, const char *text, size_t b, size_t e, zt_ids *out) {
+  if (h->nfc && e > b) {
+    size_t i = b;
+    while (i < e && (uint8_t)text[i] < 0x80) i++;
+    if (i < e) {
+      text = nfc_piece(st, text + b, e - b, &e);
+      b = 0;
+    }
+  }
   if (e > b && !h->n_normalized) { /* Llama-3: no normalized added token */
     fast_piece(h, st, text + b, e - b, out);
     return;

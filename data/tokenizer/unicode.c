@@ -14,6 +14,9 @@ extern const int zt_uc_ccc_count;
 extern const uint32_t zt_uc_nfd_cps[];
 extern const uint16_t zt_uc_nfd_off[];
 extern const uint32_t zt_uc_nfd_data[];
+extern const uint64_t zt_uc_compose_keys[];
+extern const uint32_t zt_uc_compose_cps[];
+extern const int zt_uc_compose_count;
 extern const int zt_uc_nfd_count;
 extern const uint32_t zt_uc_lower_pairs[][2];
 extern const int zt_uc_lower_pair_count;
@@ -188,6 +191,48 @@ size_t zt_unicode_nfd(const uint32_t *in, size_t n, uint32_t *out) {
     }
   }
   return m;
+}
+
+/* The primary composite of a + b (Hangul by the algorithm), or 0. */
+static uint32_t compose_pair(uint32_t a, uint32_t b) {
+  enum { SBASE = 0xAC00, LBASE = 0x1100, VBASE = 0x1161, TBASE = 0x11A7, LCOUNT = 19, VCOUNT = 21, TCOUNT = 28 };
+  if (a >= LBASE && a < LBASE + LCOUNT && b >= VBASE && b < VBASE + VCOUNT)
+    return SBASE + ((a - LBASE) * VCOUNT + (b - VBASE)) * TCOUNT;
+  if (a >= SBASE && a < SBASE + LCOUNT * VCOUNT * TCOUNT && (a - SBASE) % TCOUNT == 0 && b > TBASE &&
+      b < TBASE + TCOUNT)
+    return a + (b - TBASE);
+  if (a >= (1u << 21) || b >= (1u << 21)) return 0;
+  const uint64_t key = ((uint64_t)a << 21) | b;
+  int lo = 0, hi = zt_uc_compose_count - 1;
+  while (lo <= hi) {
+    const int mid = (lo + hi) / 2;
+    if (key < zt_uc_compose_keys[mid]) hi = mid - 1;
+    else if (key > zt_uc_compose_keys[mid]) lo = mid + 1;
+    else return zt_uc_compose_cps[mid];
+  }
+  return 0;
+}
+
+size_t zt_unicode_nfc(const uint32_t *in, size_t n, uint32_t *out) {
+  const size_t m = zt_unicode_nfd(in, n, out);
+  if (m == 0) return 0;
+  /* canonical composition in place (UAX #15): a character joins the last starter unless a character between them
+   * has a combining class of 0 or at least its own */
+  size_t starter = 0, k = 1;
+  int last = zt_unicode_ccc(out[0]) ? 256 : 0;
+  for (size_t i = 1; i < m; i++) {
+    const uint32_t c = out[i];
+    const int cc = zt_unicode_ccc(c);
+    const uint32_t comp = compose_pair(out[starter], c);
+    if (comp && (last < cc || last == 0)) {
+      out[starter] = comp;
+      continue;
+    }
+    if (cc == 0) starter = k;
+    last = cc;
+    out[k++] = c;
+  }
+  return k;
 }
 
 int zt_unicode_lower(uint32_t cp, uint32_t out[3]) {

@@ -50,5 +50,8 @@ int zt_unicode_lower_at(const uint32_t *s, size_t n, size_t i, uint32_t out[3]);
 /* NFD of a string: full canonical decomposition of each code point, then the canonical ordering of
  * combining marks (as unicodedata.normalize('NFD', s)). out needs room for 4 * n; returns the count. */
 size_t zt_unicode_nfd(const uint32_t *in, size_t n, uint32_t *out);
+/* NFC of a string (as unicodedata.normalize('NFC', s)): NFD, then canonical composition with the primary composites
+ * and Hangul's algorithm. out needs room for 4 * n; returns the count. */
+size_t zt_unicode_nfc(const uint32_t *in, size_t n, uint32_t *out);
 
 #endif

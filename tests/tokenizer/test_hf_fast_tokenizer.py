@@ -20,7 +20,8 @@ A byte-level BPE (~400 merges) is learned here from a generated multilingual cor
 regex, plus a few vocab entries only ignore_merges reaches; three directories are built around it: (1) Llama-3-like
 (Split + ByteLevel, ignore_merges, <|begin_of_text|> / <|end_of_text|> / reserved tokens, bos template inside a
 Sequence, added_tokens_decoder, clean-up on); (2) the same with ignore_merges false, merges as pairs (one repeated:
-the last rank wins) and a bos ... eos template; (3) plain ByteLevel with the GPT-2 regex, no post-processor, the pad
+the last rank wins) and a bos ... eos template; (3) plain ByteLevel with the GPT-2 regex and the NFC normalizer (on
+the text between the normalized=false added tokens, before the normalized ones are matched), no post-processor, the pad
 token (a model-vocab string) from special_tokens_map.json, whose bos overrides tokenizer_config.json's and whose unk
 is a new special token keeping normalized=true, normalized=true added tokens (one overlapping the special one),
 clean-up off. Checked: info
@@ -44,6 +45,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -241,7 +243,9 @@ class FastRef:
         cfg = load("tokenizer_config.json") or {}
         smap = load("special_tokens_map.json")
         assert cfg.get("tokenizer_class") == "PreTrainedTokenizerFast"
-        assert tj.get("normalizer") is None and tj.get("truncation") is None and tj.get("padding") is None
+        assert tj.get("normalizer") in (None, {"type": "NFC"})
+        assert tj.get("truncation") is None and tj.get("padding") is None
+        self.nfc = tj.get("normalizer") is not None
         # ---- model (models/bpe/serialization.rs, model.rs BpeBuilder::build) ----
         m = tj["model"]
         assert m.get("type", "BPE") == "BPE" and not m.get("byte_fallback") and m.get("unk_token") is None
@@ -419,10 +423,13 @@ class FastRef:
 
     # ---- encode ----------------------------------------------------------------------------------------------
     def split_added(self, text):
-        """extract_and_normalize: pass 1 with the normalized=false tokens over the text, pass 2 with the
-        normalized=true tokens over what is left; leftmost-longest; empty pieces dropped."""
+        """extract_and_normalize: pass 1 with the normalized=false tokens over the text, then the normalizer (NFC)
+        on each piece left and pass 2 with the normalized=true tokens over it; leftmost-longest; empty pieces
+        dropped."""
         pieces = [(text, None)]
         for normalized in (False, True):
+            if normalized and self.nfc:
+                pieces = [(unicodedata.normalize("NFC", s) if tid is None else s, tid) for s, tid in pieces]
             words = sorted((t[0] for t in self.added_r.values() if t[4] == normalized), key=len, reverse=True)
             out = []
             for s, tid in pieces:
@@ -620,16 +627,17 @@ def make_dirs(root, vocab, merges):
         "tokenizer.json": tokenizer_json(vocab, merges + [merges[3]], LLAMA3_PRE, template([BOT], [EOT], ids),
                                          llama_added, False, True),
         "tokenizer_config.json": cfg})
-    # (3) plain ByteLevel + GPT-2 regex, no post-processor; normalized=true added tokens (one
-    # overlapping the special <|endoftext|>, one with a char the decoder maps to a lone byte, one with a char outside
-    # the byte map); pad "<pad>" is a model-vocab string; special_tokens_map.json's bos overrides the config's.
+    # (3) plain ByteLevel + GPT-2 regex, the NFC normalizer (so "cafe" + U+0301 meets the normalized "café"), no
+    # post-processor; normalized=true added tokens (one overlapping the special <|endoftext|>, one with a char the
+    # decoder maps to a lone byte, one with a char outside the byte map); pad "<pad>" is a model-vocab string;
+    # special_tokens_map.json's bos overrides the config's.
     gpt_added = [added("<|endoftext|>", v), added("of<|end", v + 1, special=False),
                  added("café", v + 2, special=False), added("é x", v + 3, special=False),
                  added("Ġzz", v + 4, special=False)]
     dirs["bytelevel"] = write_dir(root, "bytelevel", {
-        "tokenizer.json": tokenizer_json(vocab, merges, {"type": "ByteLevel", "add_prefix_space": False,
-                                                         "trim_offsets": True, "use_regex": True},
-                                         None, gpt_added, False, False),
+        "tokenizer.json": dict(tokenizer_json(vocab, merges, {"type": "ByteLevel", "add_prefix_space": False,
+                                                              "trim_offsets": True, "use_regex": True},
+                                              None, gpt_added, False, False), normalizer={"type": "NFC"}),
         "tokenizer_config.json": {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
                                   "bos_token": "<pad>", "clean_up_tokenization_spaces": False},
         "special_tokens_map.json": {"pad_token": "<pad>", "bos_token": {
@@ -646,7 +654,8 @@ def make_dirs(root, vocab, merges):
 SPECIAL_FRAGMENTS = [BOT, EOT] + RESERVED + [
     "<|begin_of_text", "begin_of_text|>", "<|end_of_", "<|<|end_of_text|>|>", "<|reserved_special_token_9|>",
     "[PAD]", "[PAD", "<unk>", "<unk", "<pad>", "<s>", "</s>", "<|endoftext|>", "of<|endoftext|>", "of<|end",
-    "xof<|endx", "café", "é x", "Ġzz", "Ġ", "Ċ", "caféé x", "zq<|end", "zq<|endoftext|>", "zqof<|end"]
+    "xof<|endx", "café", "é x", "Ġzz", "Ġ", "Ċ", "caféé x", "zq<|end", "zq<|endoftext|>", "zqof<|end",
+    "cafe\u0301", "e\u0301 x", "<|endoftext|>\u0301", "A\u030a\u0301", "\u1100\u1161\u11a8", "\u0b47\u0b3e"]
 FRAGMENTS = SPECIAL_FRAGMENTS + [
     " ", "  ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "a", "the", " the", "Hello", ".", ",", "'s", "'S", "'ſ", "'re",
     "'RE", "don't", "é", "日本", "😀", "42", "12345", "١٢٣", "quixotic", " quixotic", "zebra", "999", "ΣΟΦΟΣ",
@@ -773,8 +782,8 @@ def self_check(vocab, merges, seg, learned, dirs):
         if ref1.decode(ref1.encode(t), clean_up=False) != BOT + t or ref2.decode(ref2.encode(t), clean_up=False) != \
                 BOT + t + EOT:
             bad.append(t)
-        if not any(s in t for s in ref3.added) and t:
-            if ref3.decode(ref3.encode(t)) != t:
+        if not any(s in unicodedata.normalize("NFC", t) for s in ref3.added) and t:
+            if ref3.decode(ref3.encode(t)) != unicodedata.normalize("NFC", t):  # its normalizer
                 bad.append(t)
     ok &= check(not bad, "self-check: decode(encode(t)) gives t back", repr(bad[:3]))
     return ok
@@ -859,7 +868,7 @@ def refusals(tool, root, base):
         return fn
 
     cases = [
-        ("normalizer NFC", edit(lambda t: t.update(normalizer={"type": "NFC"})), None, ["normalizer", "NFC"]),
+        ("normalizer NFKC", edit(lambda t: t.update(normalizer={"type": "NFKC"})), None, ["normalizer", "NFKC"]),
         ("another Split regex", edit(lambda t: t["pre_tokenizer"]["pretokenizers"][0].update(
             pattern={"Regex": LLAMA3_PATTERN.replace("{1,3}", "{1,2}")})), None, ["Split", "pattern", "Regex"]),
         ("a WordLevel model", edit(lambda t: t.update(model={"type": "WordLevel", "vocab": t["model"]["vocab"],

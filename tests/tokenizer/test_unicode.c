@@ -2,9 +2,9 @@
  * unicodedata, str.lower() and bytes.decode('utf-8', 'replace').
  *   test_unicode version            the tables' Unicode version
  *   test_unicode table              one line per code point: cp cat ccc L N WS nfd lower utf8
- *   test_unicode decode|lower|nfd   reads records "<len>\n<bytes>" from stdin and writes, per record,
+ *   test_unicode decode|lower|nfd|nfc   reads records "<len>\n<bytes>" from stdin and writes, per record,
  *                                   decode: the code points in hex and the zt_utf8_valid result;
- *                                   lower / nfd: the converted string as a record. */
+ *                                   lower / nfd / nfc: the converted string as a record. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +69,9 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "version")) { printf("%s\n", zt_unicode_version()); return 0; }
   if (!strcmp(mode, "table")) { dump_table(); return 0; }
   int decode = !strcmp(mode, "decode"), lower = !strcmp(mode, "lower"), nfd = !strcmp(mode, "nfd");
-  if (!decode && !lower && !nfd) {
-    fprintf(stderr, "usage: test_unicode version|table|decode|lower|nfd\n");
+  int nfc = !strcmp(mode, "nfc");
+  if (!decode && !lower && !nfd && !nfc) {
+    fprintf(stderr, "usage: test_unicode version|table|decode|lower|nfd|nfc\n");
     return 2;
   }
   size_t len;
@@ -91,7 +92,7 @@ int main(int argc, char **argv) {
       free(o);
     } else {
       uint32_t *o = malloc((4 * n + 1) * sizeof *o);
-      write_record(o, zt_unicode_nfd(cps, n, o));
+      write_record(o, nfc ? zt_unicode_nfc(cps, n, o) : zt_unicode_nfd(cps, n, o));
       free(o);
     }
     free(cps);

@@ -144,6 +144,22 @@ def check_strings(binary):
       bad += 1
       fail("nfd %r: expected %r, got %r" % (s, unicodedata.normalize("NFD", s), g.decode()))
   print("nfd: %d strings compared, %d differ" % (len(nfd_cases), bad))
+  # NFC: every assigned code point alone and after a starter, the NFD cases, and strings of starters, marks,
+  # composites and Hangul jamo (L, V, T) that compose in every order the blocking rule allows or forbids
+  jamo = list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176)) + list(range(0x11A7, 0x11C3))
+  starters = [0x41, 0x61, 0x45, 0x4F, 0x55, 0x3B1, 0x415, 0x928, 0xB47, 0xB3E, 0x1B05, 0x1B35, 0x3099, 0x304B]
+  nfc_cases = [chr(cp) for cp in assigned] + ["A" + chr(cp) for cp in marks] + nfd_cases[:5000]
+  for _ in range(20000):
+    nfc_cases.append("".join(chr(rng.choice(rng.choice((starters, marks, decomposable, jamo))))
+                             for _ in range(rng.randint(0, 7))))
+  got = parse_records(run(binary, "nfc", records(s.encode("utf-8", "surrogatepass") for s in nfc_cases)))
+  bad = 0
+  for s, g in zip(nfc_cases, got):
+    if g.decode() != unicodedata.normalize("NFC", s):
+      bad += 1
+      if bad <= 20:
+        fail("nfc %r: expected %r, got %r" % (s, unicodedata.normalize("NFC", s), g.decode()))
+  print("nfc: %d strings compared, %d differ" % (len(nfc_cases), bad))
 
 
 def main():
