@@ -243,7 +243,7 @@ static int vocab_from_object(zt_gpt2_bpe *b, const int16_t *char_byte, const cJS
   return distinct;
 }
 
-static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path) {
+static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path, int need_eod) {
   size_t len;
   char *text = read_file(path, "vocab file (--vocab-file)", &len);
   size_t bad_off;
@@ -261,7 +261,7 @@ static void load_vocab(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pat
   b->vocab_size = vocab_from_object(b, char_byte, root, where);
   cJSON_Delete(root);
   free(text);
-  zt_check(b->eod >= 0, WHAT, "vocab file %s has no \"<|endoftext|>\" token (Megatron's eod)", path);
+  zt_check(b->eod >= 0 || !need_eod, WHAT, "vocab file %s has no \"<|endoftext|>\" token (Megatron's eod)", path);
 }
 
 /* Adds merge (l, r) -> res with its rank, growing the table (a later duplicate takes the later rank). */
@@ -284,7 +284,9 @@ static void merge_insert(zt_gpt2_bpe *b, int32_t l, int32_t r, int32_t rank, int
   merge_put(b, l, r, rank, res);
 }
 
-static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path) {
+/* hf: transformers' slow tokenizers' reading (Qwen2Tokenizer): each line stripped, a first line starting with
+ * "#version:" skipped, the last line kept without its newline; else Megatron's. */
+static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *path, int hf) {
   size_t len;
   char *text = read_file(path, "merges file (--merge-file)", &len);
   size_t bad_off;
@@ -295,21 +297,29 @@ static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pa
    * "#version" header; a last line without a newline is dropped, as Python's slice drops it. */
   char *p = text, *end = text + len;
   char *nl = memchr(p, '\n', (size_t)(end - p));
-  if (!nl || strncmp(p, "#version", 8) != 0)
-    zt_fatal(WHAT, "merges file %s line 1: expected the \"#version: ...\" header line (Megatron's loader "
-             "skips line 1 unconditionally, so a merge there would be lost)", path);
-  p = nl + 1;
+  int line = 1;
+  if (!hf) {
+    if (!nl || strncmp(p, "#version", 8) != 0)
+      zt_fatal(WHAT, "merges file %s line 1: expected the \"#version: ...\" header line (Megatron's loader "
+               "skips line 1 unconditionally, so a merge there would be lost)", path);
+    p = nl + 1;
+  } else {
+    const char *q = p;
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\v' || *q == '\f')) q++;
+    if ((size_t)(end - q) >= 9 && !strncmp(q, "#version:", 9)) p = nl ? nl + 1 : end;
+    else line = 0; /* line 1 is a merge */
+  }
   uint8_t *tmp = zt_malloc(len + 1, "GPT-2 BPE merge buffer");
-  int line = 1, foreign = 0, first_foreign = 0;
+  int foreign = 0, first_foreign = 0;
   while (p < end) {
     line++;
     nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) {
+    if (!nl && !hf) {
       zt_warn("%s: merges file %s line %d has no final newline; it is ignored, as Megatron's loader ignores it",
               WHAT, path, line);
       break;
     }
-    char *e = nl;
+    char *e = nl ? nl : end;
     /* Fields split on whitespace (Python's str.split()); an empty line is an empty, harmless merge. */
     char *f[3];
     size_t fl[3];
@@ -336,7 +346,7 @@ static void load_merges(zt_gpt2_bpe *b, const int16_t *char_byte, const char *pa
         merge_insert(b, l, r, line, res);
       }
     }
-    p = nl + 1;
+    p = e + 1;
   }
   if (foreign)
     zt_warn("%s: merges file %s: %d merges (first on line %d) use characters outside GPT-2's byte alphabet and "
@@ -359,12 +369,25 @@ zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt) {
   zt_check(merges_txt && *merges_txt, WHAT, "no merges file: pass --merge-file <gpt2-merges.txt>");
   int16_t char_byte[0x144];
   zt_gpt2_bpe *b = bpe_new(char_byte);
-  load_vocab(b, char_byte, vocab_json);
+  load_vocab(b, char_byte, vocab_json, 1);
   for (int byte = 0; byte < 256; byte++) {
     uint8_t c = (uint8_t)byte;
     b->byte_sym[byte] = sym_intern(b, &c, 1);
   }
-  load_merges(b, char_byte, merges_txt);
+  load_merges(b, char_byte, merges_txt, 0);
+  return b;
+}
+
+zt_gpt2_bpe *zt_gpt2_bpe_load_hf(const char *vocab_json, const char *merges_txt, zt_bpe_pretok pretok) {
+  int16_t char_byte[0x144];
+  zt_gpt2_bpe *b = bpe_new(char_byte);
+  load_vocab(b, char_byte, vocab_json, 0);
+  for (int byte = 0; byte < 256; byte++) {
+    uint8_t c = (uint8_t)byte;
+    b->byte_sym[byte] = sym_intern(b, &c, 1);
+  }
+  load_merges(b, char_byte, merges_txt, 1);
+  b->pretok = pretok;
   return b;
 }
 
@@ -767,10 +790,11 @@ static inline uint32_t fold_lower(uint32_t cp) {
   return cp == 0x17F ? 's' : cp;
 }
 
-/* End of the pre-token starting at s[i] under Llama-3's Split regex (tiktoken's cl100k pattern):
+/* End of the pre-token starting at s[i] under Llama-3's Split regex (tiktoken's cl100k pattern; with digits 1,
+ * Qwen2Tokenizer's, whose \p{N} takes one digit at a time):
  * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * (Python `regex` semantics: the first alternative that matches, each greedy with backtracking). */
-static size_t llama3_pretoken_end(const uint8_t *s, size_t n, size_t i) {
+static size_t llama3_pretoken_end(const uint8_t *s, size_t n, size_t i, int digits) {
   size_t w, w1, w2;
   if (s[i] == '\'' && i + 1 < n) {
     const uint32_t a = fold_lower(zt_utf8_decode(s + i + 1, n - i - 1, &w1));
@@ -784,9 +808,9 @@ static size_t llama3_pretoken_end(const uint8_t *s, size_t n, size_t i) {
   if (c0 == CL_L) return run_end(s, n, i + w, CL_L);
   if (c0 != CL_N && !is_crlf(s[i]) && i + w < n && char_class(s, n, i + w, &w1) == CL_L)
     return run_end(s, n, i + w + w1, CL_L);
-  if (c0 == CL_N) { /* \p{N}{1,3} */
+  if (c0 == CL_N) { /* \p{N}{1,3} (Qwen2's: \p{N}) */
     size_t j = i + w;
-    for (int k = 1; k < 3 && j < n && char_class(s, n, j, &w1) == CL_N; k++) j += w1;
+    for (int k = 1; k < digits && j < n && char_class(s, n, j, &w1) == CL_N; k++) j += w1;
     return j;
   }
   if (c0 == CL_O || (s[i] == ' ' && i + 1 < n && char_class(s, n, i + 1, &w1) == CL_O)) {
@@ -882,7 +906,9 @@ void zt_gpt2_bpe_encode_utf8(const zt_gpt2_bpe *b, zt_gpt2_bpe_cache *c, const c
   }
   const uint8_t *s = (const uint8_t *)text;
   for (size_t i = 0; i < len;) {
-    size_t e = b->pretok == ZT_BPE_PRETOK_LLAMA3 ? llama3_pretoken_end(s, len, i) : pretoken_end(s, len, i);
+    const size_t e = b->pretok == ZT_BPE_PRETOK_LLAMA3   ? llama3_pretoken_end(s, len, i, 3)
+                     : b->pretok == ZT_BPE_PRETOK_QWEN2 ? llama3_pretoken_end(s, len, i, 1)
+                                                        : pretoken_end(s, len, i);
     emit_word(b, c, s + i, e - i, out);
     i = e;
   }

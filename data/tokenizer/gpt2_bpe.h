@@ -16,15 +16,20 @@
 typedef struct zt_gpt2_bpe zt_gpt2_bpe;
 struct cJSON;
 
-/* The pre-tokenization regex: GPT-2's, or Llama-3's (tiktoken's cl100k pattern:
- * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+). */
-typedef enum { ZT_BPE_PRETOK_GPT2 = 0, ZT_BPE_PRETOK_LLAMA3 = 1 } zt_bpe_pretok;
+/* The pre-tokenization regex: GPT-2's, Qwen2's (Llama-3's with \p{N} for \p{N}{1,3}), or Llama-3's (tiktoken's
+ * cl100k pattern:
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|
+ * \s+(?!\S)|\s+). */
+typedef enum { ZT_BPE_PRETOK_GPT2 = 0, ZT_BPE_PRETOK_LLAMA3 = 1, ZT_BPE_PRETOK_QWEN2 = 2 } zt_bpe_pretok;
 typedef struct zt_gpt2_bpe_cache zt_gpt2_bpe_cache;
 
 /* Loads vocab.json (token string -> id) and merges.txt (a `#version` first line is skipped; rank =
  * line order). A missing or malformed file dies naming the file (and the line where there is one). */
 zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt);
 void zt_gpt2_bpe_free(zt_gpt2_bpe *b);
+/* vocab.json + merges.txt as transformers' slow tokenizers read them (Qwen2Tokenizer): no <|endoftext|> needed (eod
+ * -1), each merges line stripped, a first "#version:" line skipped, the last line kept without its newline. */
+zt_gpt2_bpe *zt_gpt2_bpe_load_hf(const char *vocab_json, const char *merges_txt, zt_bpe_pretok pretok);
 /* A tokenizer.json BPE model's "vocab" object and "merges" array (each "a b" or ["a", "b"]; rank = position), as the
  * tokenizers library builds it: every merge's parts and result must be vocab tokens and every byte's character must
  * be one, else it dies naming `where` (the file) and the entry. ignore_merges: a pre-token that is itself a vocab

@@ -1,6 +1,6 @@
-/* HFTokenizer: transformers' slow LlamaTokenizer and GPT2Tokenizer, and the fast PreTrainedTokenizerFast of a
- * byte-level BPE tokenizer.json (Llama-3's), as Megatron-DeepSpeed's _HFTokenizer loads them from a directory
- * (hf_tokenizer.h). */
+/* HFTokenizer: transformers' slow LlamaTokenizer, GPT2Tokenizer and Qwen2Tokenizer, and the fast
+ * PreTrainedTokenizerFast of a byte-level BPE tokenizer.json (Llama-3's), as Megatron-DeepSpeed's _HFTokenizer loads
+ * them from a directory (hf_tokenizer.h). */
 #include "data/tokenizer/hf_tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -36,13 +36,16 @@ typedef struct {
   size_t len;
   int32_t id;
   int normalized; /* matched in the second pass, inside the text the normalized=false tokens left */
+  int special;
 } hf_added;
 
-enum { CLASS_LLAMA = 0, CLASS_GPT2 = 1, CLASS_FAST = 2 };
+enum { CLASS_LLAMA = 0, CLASS_GPT2 = 1, CLASS_FAST = 2, CLASS_QWEN2 = 3 };
 
 struct zt_hf_tok {
   int gpt2;        /* 0: LlamaTokenizer (or the fast class), 1: GPT2Tokenizer */
-  int fast;        /* PreTrainedTokenizerFast: tokenizer.json */
+  int fast;        /* the added-token list and byte-level BPE below: PreTrainedTokenizerFast or Qwen2Tokenizer */
+  int qwen2;       /* Qwen2Tokenizer (slow): vocab.json + merges.txt, NFC, its regex; non-special added tokens decode
+                    * as their text */
   char *dir;
   zt_spm *sp;      /* LlamaTokenizer: tokenizer.model (without its dummy prefix when not legacy) */
   zt_gpt2_bpe *bpe; /* GPT2Tokenizer */
@@ -206,18 +209,21 @@ static int choose_class(const char *dir, const cJSON *cfg) {
     if (!strcmp(s, "LlamaTokenizer") || !strcmp(s, "LlamaTokenizerFast")) return CLASS_LLAMA;
     if (!strcmp(s, "GPT2Tokenizer") || !strcmp(s, "GPT2TokenizerFast")) return CLASS_GPT2;
     if (!strcmp(s, "PreTrainedTokenizerFast")) return CLASS_FAST;
+    if (!strcmp(s, "Qwen2Tokenizer") || !strcmp(s, "Qwen2TokenizerFast")) return CLASS_QWEN2;
     zt_fatal(FLAG, "%s/tokenizer_config.json: tokenizer_class \"%s\" is not supported: HFTokenizer reads the slow "
-             "LlamaTokenizer (tokenizer.model) and GPT2Tokenizer (vocab.json + merges.txt) directories, and "
-             "PreTrainedTokenizerFast directories with a byte-level BPE tokenizer.json (Llama-3's)", dir, s);
+             "LlamaTokenizer (tokenizer.model), GPT2Tokenizer and Qwen2Tokenizer (vocab.json + merges.txt) "
+             "directories, and PreTrainedTokenizerFast directories with a byte-level BPE tokenizer.json (Llama-3's)", dir, s);
   }
   cJSON *model = read_json(dir, "config.json");
   const cJSON *t = model ? cJSON_GetObjectItemCaseSensitive(model, "model_type") : NULL;
   int gpt2 = -1;
   if (cJSON_IsString(t) && !strcmp(t->valuestring, "llama")) gpt2 = 0;
   if (cJSON_IsString(t) && !strcmp(t->valuestring, "gpt2")) gpt2 = 1;
+  if (cJSON_IsString(t) && !strcmp(t->valuestring, "qwen2")) gpt2 = CLASS_QWEN2;
   if (gpt2 < 0)
     zt_fatal(FLAG, "%s: no tokenizer_class in tokenizer_config.json and config.json's model_type is %s%s%s: "
-             "HFTokenizer reads LlamaTokenizer (model_type llama) and GPT2Tokenizer (gpt2) directories", dir,
+             "HFTokenizer reads LlamaTokenizer (model_type llama), GPT2Tokenizer (gpt2) and Qwen2Tokenizer (qwen2) "
+             "directories", dir,
              cJSON_IsString(t) ? "\"" : "", cJSON_IsString(t) ? t->valuestring : "missing",
              cJSON_IsString(t) ? "\"" : "");
   cJSON_Delete(model);
@@ -325,7 +331,7 @@ static int32_t find_added(const zt_hf_tok *h, const char *content) {
   return -1;
 }
 
-static void push_added(zt_hf_tok *h, const char *content, int32_t id, int normalized) {
+static void push_added(zt_hf_tok *h, const char *content, int32_t id, int normalized, int special) {
   h->added = realloc(h->added, (size_t)(h->n_added + 1) * sizeof *h->added);
   zt_check(h->added != NULL, FLAG, "out of memory for added tokens");
   hf_added *a = &h->added[h->n_added++];
@@ -334,6 +340,7 @@ static void push_added(zt_hf_tok *h, const char *content, int32_t id, int normal
   memcpy(a->content, content, a->len + 1);
   a->id = id;
   a->normalized = normalized;
+  a->special = special;
   h->added_first[normalized][(uint8_t)content[0]] = 1;
   h->n_normalized += normalized;
 }
@@ -346,7 +353,7 @@ static int32_t ensure_added(zt_hf_tok *h, const char *content, int normalized) {
   if (id >= 0) return id;
   id = zt_gpt2_bpe_token_id(h->bpe, content);
   if (id < 0) id = next_added_id(h);
-  push_added(h, content, id, normalized);
+  push_added(h, content, id, normalized, 1);
   return id;
 }
 
@@ -378,13 +385,14 @@ static void fast_added_tokens(zt_hf_tok *h, const cJSON *list) {
              "library gives it id %d (%s)", h->dir, c->valuestring, (int)id->valuedouble, (int)want,
              want < h->base ? "its vocabulary token's" : "the next one after the vocabulary and the added tokens "
              "before it");
-    push_added(h, c->valuestring, want, json_bool(e, "normalized", 0, h->dir, TJ));
+    push_added(h, c->valuestring, want, json_bool(e, "normalized", 0, h->dir, TJ), json_bool(e, "special", 0, h->dir,
+               TJ));
   }
 }
 
 /* The special tokens of tokenizer_config.json / special_tokens_map.json, in transformers' order (bos, eos, unk,
  * sep, pad, cls, mask, additional_special_tokens): each becomes an added token unless it is one. */
-static void fast_special_tokens(zt_hf_tok *h, const cJSON *cfg) {
+static void fast_special_tokens(zt_hf_tok *h, const cJSON *cfg, const char *const *defaults) {
   const char *file = "tokenizer_config.json";
   const int has_decoder = cfg && item(cfg, "added_tokens_decoder");
   cJSON *map = has_decoder ? NULL : read_json(h->dir, "special_tokens_map.json");
@@ -393,6 +401,7 @@ static void fast_special_tokens(zt_hf_tok *h, const cJSON *cfg) {
   static const int slot[] = {BOS, EOS, UNK, -1, PAD, -1, -1};
   for (int k = 0; k < 7; k++) {
     hf_special t = {0};
+    if (defaults) set_special(&t, defaults[k], 0, 0); /* the class's, replaced by the files' (null included) */
     read_special(&t, item(cfg, keys[k]), keys[k], h->dir, file);
     read_special(&t, item(map, keys[k]), keys[k], h->dir, "special_tokens_map.json");
     if (!t.content) continue;
@@ -511,7 +520,54 @@ static void load_fast(zt_hf_tok *h, const cJSON *cfg) {
                a->normalized ? "true" : "false");
     }
   }
-  fast_special_tokens(h, cfg);
+  fast_special_tokens(h, cfg, NULL);
+}
+
+/* ---- Qwen2Tokenizer: transformers' slow class over vocab.json + merges.txt -------------------------------------- */
+
+static void load_qwen2(zt_hf_tok *h, const cJSON *cfg) {
+  const char *file = "tokenizer_config.json";
+  h->fast = h->qwen2 = 1;
+  char *vj = path_in(h->dir, "vocab.json"), *mt = path_in(h->dir, "merges.txt");
+  zt_check(file_exists(vj) && file_exists(mt), FLAG, "%s: Qwen2Tokenizer needs vocab.json and merges.txt", h->dir);
+  h->bpe = zt_gpt2_bpe_load_hf(vj, mt, ZT_BPE_PRETOK_QWEN2);
+  h->base = zt_gpt2_bpe_vocab_size(h->bpe);
+  free(vj);
+  free(mt);
+  const cJSON *errors = item(cfg, "errors");
+  zt_check(is_null(errors) || (cJSON_IsString(errors) && !strcmp(errors->valuestring, "replace")), FLAG, "%s/%s: "
+           "\"errors\" other than \"replace\" is not supported by HFTokenizer (decoding replaces invalid UTF-8)",
+           h->dir, file);
+  zt_check(!json_bool(cfg, "split_special_tokens", 0, h->dir, file), FLAG, "%s/%s: \"split_special_tokens\" true "
+           "(special tokens encoded as text) is not supported by HFTokenizer", h->dir, file);
+  zt_check(!item(cfg, "auto_map"), FLAG, "%s/%s: \"auto_map\" names custom tokenizer code (trust_remote_code), which "
+           "HFTokenizer cannot run", h->dir, file);
+  char *added = path_in(h->dir, "added_tokens.json");
+  zt_check(!file_exists(added), FLAG, "%s: added tokens.json is not supported by HFTokenizer (give them in "
+           "tokenizer_config.json's added_tokens_decoder)", added);
+  free(added);
+  h->clean_up = json_bool(cfg, "clean_up_tokenization_spaces", 0, h->dir, file);
+  /* added_tokens_decoder: the added tokens with their ids, as the slow tokenizer takes them */
+  const cJSON *dec = item(cfg, "added_tokens_decoder"), *e;
+  zt_check(!dec || cJSON_IsObject(dec), FLAG, "%s/%s: \"added_tokens_decoder\" must be an object", h->dir, file);
+  if (dec) cJSON_ArrayForEach(e, dec) {
+      char *end;
+      const long id = strtol(e->string, &end, 10);
+      const cJSON *c = item(e, "content");
+      zt_check(*e->string && !*end && id >= 0 && id < (1L << 30) && cJSON_IsString(c) && c->valuestring[0], FLAG,
+               "%s/%s: added_tokens_decoder[\"%s\"] needs a token id as its key and a non-empty \"content\"", h->dir,
+               file, e->string);
+      static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
+      for (int f = 0; f < 3; f++)
+        zt_check(!json_bool(e, flags[f], 0, h->dir, file), FLAG, "%s/%s: added token \"%s\" has %s true, which "
+                 "HFTokenizer does not support", h->dir, file, c->valuestring, flags[f]);
+      zt_check(find_added(h, c->valuestring) < 0, FLAG, "%s/%s: added token \"%s\" is listed twice", h->dir, file,
+               c->valuestring);
+      push_added(h, c->valuestring, (int32_t)id, 0, json_bool(e, "special", 0, h->dir, file));
+    }
+  /* Qwen2Tokenizer's defaults: unk, eos and pad <|endoftext|>, no bos */
+  static const char *const defaults[] = {NULL, "<|endoftext|>", "<|endoftext|>", NULL, "<|endoftext|>", NULL, NULL};
+  fast_special_tokens(h, cfg, defaults);
 }
 
 zt_hf_tok *zt_hf_tok_load(const char *dir) {
@@ -526,8 +582,9 @@ zt_hf_tok *zt_hf_tok_load(const char *dir) {
   h->dir[strlen(h->dir) - 1] = 0;
   cJSON *cfg = read_json(dir, "tokenizer_config.json");
   const int cls = choose_class(dir, cfg);
-  if (cls == CLASS_FAST) {
-    load_fast(h, cfg);
+  if (cls == CLASS_FAST || cls == CLASS_QWEN2) {
+    if (cls == CLASS_FAST) load_fast(h, cfg);
+    else load_qwen2(h, cfg);
     cJSON_Delete(cfg);
     return h;
   }
@@ -878,6 +935,11 @@ static void fast_encode_plain(const zt_hf_tok *h, zt_hf_state *st, const char *t
     len = zt_utf8_sanitize((const uint8_t *)text, len, &clean, &cap);
     text = (const char *)clean;
   }
+  if (h->qwen2) { /* Qwen2Tokenizer.prepare_for_tokenization: NFC of the whole text, before the added tokens */
+    size_t i = 0;
+    while (i < len && (uint8_t)text[i] < 0x80) i++;
+    if (i < len) text = nfc_piece(st, text, len, &len);
+  }
   size_t start = 0;
   for (size_t p = next_candidate(h, text, 0, len, 0); p < len; p = next_candidate(h, text, p, len, 0)) {
     const int a = added_at(h, text, len, p, 0);
@@ -994,10 +1056,10 @@ static void fast_decode(const zt_hf_tok *h, const int32_t *ids, size_t n, zt_tex
     const hf_added *a = NULL;
     for (int k = 0; k < h->n_added && !a; k++)
       if (h->added[k].id == ids[i]) a = &h->added[k];
-    if (a) {
+    if (a) { /* Qwen2Tokenizer's _decode writes a non-special added token as its text */
       tmp = realloc(tmp, a->len + 1);
       zt_check(tmp != NULL, "HFTokenizer", "out of memory");
-      const long m = zt_gpt2_bpe_chars_to_bytes(a->content, a->len, tmp);
+      const long m = h->qwen2 && !a->special ? -1 : zt_gpt2_bpe_chars_to_bytes(a->content, a->len, tmp);
       if (m >= 0) zt_text_put(&raw, (const char *)tmp, (size_t)m);
       else zt_text_put(&raw, a->content, a->len);
       continue;

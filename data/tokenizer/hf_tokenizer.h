@@ -1,15 +1,15 @@
 /* Megatron-DeepSpeed's HFTokenizer (_HFTokenizer: AutoTokenizer.from_pretrained(DIR, use_fast=False) plus a
- * "[PAD]" pad token when the directory defines none) for the two slow Hugging Face tokenizer classes a Llama or
- * GPT-2 directory loads: LlamaTokenizer (tokenizer.model through libsentencepiece, legacy and non-legacy
- * handling of the text after special tokens) and GPT2Tokenizer (vocab.json + merges.txt through gpt2_bpe.c),
- * and the fast PreTrainedTokenizerFast that a Llama-3 directory loads whatever use_fast says (a byte-level BPE
- * tokenizer.json: its added tokens, GPT-2's or Llama-3's pre-tokenizer, ignore_merges, the template's special
- * tokens, through gpt2_bpe.c). The directory's tokenizer_config.json, special_tokens_map.json and config.json
- * choose the class and its settings (add_bos_token, add_eos_token, legacy, add_prefix_space, the special tokens).
- * The text is split on the special (added) tokens as transformers' slow tokenizers, or the tokenizers library,
- * split it (leftmost, longest match; lstrip/rstrip for the slow classes). Anything else a directory asks for
- * (another class, tokens beyond bos/eos/unk/pad in a slow class, single_word tokens, a normalizer) is refused
- * naming the file and the key.
+ * "[PAD]" pad token when the directory defines none) for the slow Hugging Face tokenizer classes a Llama-2, GPT-2 or
+ * Qwen2 directory loads: LlamaTokenizer (tokenizer.model through libsentencepiece, legacy and non-legacy handling of
+ * the text after special tokens), GPT2Tokenizer and Qwen2Tokenizer (vocab.json + merges.txt through gpt2_bpe.c;
+ * Qwen2's NFC, regex and added tokens); and the fast PreTrainedTokenizerFast that a Llama-3 directory loads whatever
+ * use_fast says (a byte-level BPE tokenizer.json: its added tokens, GPT-2's or Llama-3's pre-tokenizer, NFC,
+ * ignore_merges, the template's special tokens, through gpt2_bpe.c). The directory's tokenizer_config.json,
+ * special_tokens_map.json and config.json choose the class and its settings (add_bos_token, add_eos_token, legacy,
+ * add_prefix_space, the special tokens). The text is split on the special (added) tokens as transformers' slow
+ * tokenizers, or the tokenizers library, split it (leftmost, longest match; lstrip/rstrip for the Llama and GPT-2
+ * classes). Anything else a directory asks for (another class, tokens beyond bos/eos/unk/pad in a Llama or GPT-2
+ * class, single_word tokens, a normalizer other than NFC) is refused naming the file and the key.
  *
  * Threading: a loaded tokenizer is immutable; encode with one zt_hf_state per thread. */
 #ifndef ZT_HF_TOKENIZER_H

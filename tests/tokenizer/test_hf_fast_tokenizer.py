@@ -961,10 +961,164 @@ def pipeline(prep, pretrain, root, dirs):
           "rc %d: %s" % (p.returncode, err[-400:]))
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# Qwen2Tokenizer (transformers' slow class, which AutoTokenizer(use_fast=False) loads for Qwen2 / Qwen2.5)
+# ------------------------------------------------------------------------------------------------------------------
+
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+class QwenRef:
+    """models/qwen2/tokenization_qwen2.py (vocab.json, merges.txt read line by line: stripped, a first "#version:"
+    line and empty lines skipped; NFC in prepare_for_tokenization; PRETOKENIZE_REGEX; GPT-2's bpe; unk, eos and pad
+    <|endoftext|> and no bos unless tokenizer_config.json says otherwise), PreTrainedTokenizer's loading of
+    added_tokens_decoder and of the special tokens it adds (new ids from len(tokenizer)), tokenize (NFC, then the
+    added tokens split the text leftmost-longest), _decode with spaces_between_special_tokens=False (a non-special
+    added token written as its text, the runs between byte-decoded with errors="replace"), and Megatron's additions."""
+    KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]
+
+    def __init__(self, d):
+        def load(name):
+            p = os.path.join(d, name)
+            return json.load(open(p, encoding="utf-8")) if os.path.exists(p) else None
+        self.encoder = load("vocab.json")
+        self.merges = {}
+        with open(os.path.join(d, "merges.txt"), encoding="utf-8") as f:
+            ranks = []
+            for i, line in enumerate(f):
+                line = line.strip()
+                if (i == 0 and line.startswith("#version:")) or not line:
+                    continue
+                ranks.append(tuple(line.split()))
+        for r, m in enumerate(ranks):
+            self.merges[m] = r
+        cfg = load("tokenizer_config.json") or {}
+        self.added = {}    # content -> id
+        self.special = {}  # content -> special
+        for idx, t in sorted(((int(k), v) for k, v in cfg.get("added_tokens_decoder", {}).items())):
+            self.added[t["content"]], self.special[t["content"]] = idx, t.get("special", False)
+        values = {"bos_token": None, "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                  "pad_token": "<|endoftext|>"}
+        for k in self.KEYS:
+            if k in cfg:
+                values[k] = cfg[k]["content"] if isinstance(cfg[k], dict) else cfg[k]
+        extra = [x["content"] if isinstance(x, dict) else x for x in cfg.get("additional_special_tokens") or []]
+        for t in [values.get(k) for k in self.KEYS] + extra:  # PreTrainedTokenizer.__init__'s _add_tokens
+            if t is not None:
+                self.add(t)
+        for k, t in (("pad_token", "[PAD]"), ("eos_token", "</s>"), ("bos_token", "<s>"), ("unk_token", "<unk>")):
+            if values.get(k) is None:  # Megatron's _HFTokenizer
+                values[k] = t
+                self.add(t)
+        self.values = values
+        self.vocab_size = len(self.encoder)
+        self.decoder = {v: k for k, v in self.encoder.items()}
+        self.added_r = {v: k for k, v in self.added.items()}
+        self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))
+        self.rx = regex.compile(QWEN2_PATTERN)
+        self.cache = {}
+
+    def add(self, content):
+        if content in self.added:
+            return
+        self.added[content] = self.encoder[content] if content in self.encoder else \
+            len(set(self.encoder) | set(self.added))
+        self.special[content] = True
+
+    def ids(self, key):
+        return self.added.get(self.values[key], self.encoder.get(self.values[key]))
+
+    def bpe(self, word):
+        if word not in self.cache:
+            self.cache[word] = merge_naive([self.encoder[c] for c in word], {
+                (self.encoder[a], self.encoder[b]): (r, self.encoder[a + b]) for (a, b), r in self.merges.items()}) \
+                if len(word) > 1 else [self.encoder[word]]
+        return self.cache[word]
+
+    def encode(self, text):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        text = unicodedata.normalize("NFC", text)
+        out = []
+        for piece in slow.split_leftmost_longest(text, list(self.added)):
+            if piece in self.added:
+                out.append(self.added[piece])
+                continue
+            for w in self.rx.findall(piece):
+                out.extend(self.bpe(to_byte_level(w)))
+        return out
+
+    def decode(self, ids):
+        subs, cur = [], []
+        for i in ids:
+            tok = self.added_r.get(i, self.decoder.get(i))
+            if tok in self.added and not self.special[tok]:
+                if cur:
+                    subs.append(bytes(CHAR_BYTE[c] for c in "".join(cur)).decode("utf-8", "replace"))
+                    cur = []
+                subs.append(tok)
+            else:
+                cur.append(tok)
+        if cur:
+            subs.append(bytes(CHAR_BYTE[c] for c in "".join(cur)).decode("utf-8", "replace"))
+        return "".join(subs)
+
+
+def qwen_dirs(root, vocab, merges):
+    """Qwen2.5's tokenizer_config.json layout over the test's BPE (vocab.json without <|endoftext|>, which is an
+    added token; one non-special added token with a byte-alphabet character, which decodes as its text); and a
+    directory with config.json's model_type qwen2 only (the class's defaults), its merges.txt
+    without the "#version" line and without a final newline."""
+    v = len(vocab)
+    dec = {str(v + i): {"content": c, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                        "special": sp} for i, (c, sp) in enumerate([("<|endoftext|>", True), ("<|im_start|>", True),
+                                                                    ("<|im_end|>", True), ("<tool_call>", False),
+                                                                    ("</tool_call>", False),
+                                                                    ("<\u0120x>", False)])}
+    lines = ["%s %s" % m for m in merges]
+    files = {"vocab.json": vocab, "merges.txt": "#version: 0.2\n" + "\n".join(lines) + "\n",
+             "tokenizer_config.json": {
+                 "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "unk_token": None, "eos_token": "<|im_end|>",
+                 "pad_token": "<|endoftext|>", "errors": "replace", "split_special_tokens": False,
+                 "clean_up_tokenization_spaces": False, "model_max_length": 131072, "added_tokens_decoder": dec,
+                 "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}}
+    out = {"qwen2.5": write_dir(root, "qwen2.5", files)}
+    out["qwen2-defaults"] = write_dir(root, "qwen2-defaults", {"vocab.json": vocab, "merges.txt": "\n".join(lines),
+                                                               "config.json": {"model_type": "qwen2"}})
+    return out
+
+
+def qwen(tool, root, vocab, merges, texts, rng):
+    for name, d in qwen_dirs(root, vocab, merges).items():
+        ref = QwenRef(d)
+        info, rc, err = tool_info(tool, d)
+        want = {k: str(v) for k, v in (("vocab_size", ref.vocab_size), ("eod", ref.ids("eos_token")),
+                                       ("pad", ref.ids("pad_token")), ("bos", ref.ids("bos_token")))}
+        check(info == want, "%s: info (vocab_size, eod, pad, bos)" % name, "%s vs %s %s" % (info, want, err[-300:]))
+        if info is None:
+            continue
+        got = tool_encode(tool, d, texts)
+        exp = [ref.encode(t) for t in texts]
+        bad = [i for i in range(len(texts)) if got[i] != exp[i]]
+        for i in bad[:5]:
+            print("  %s encode %s: %s" % (name, short(texts[i]), first_diff(got[i], exp[i])))
+        check(not bad, "%s encode (%d texts): Qwen2Tokenizer's ids" % (name, len(texts)), "%d differ" % len(bad))
+        ids = sorted(set(ref.added.values()))
+        lists = [e for e in exp if e][:400] + [[rng.choice(ids) if rng.random() < 0.2 else rng.randrange(ref.vocab_size)
+                                                for _ in range(rng.randint(1, 12))] for _ in range(300)]
+        got = tool_decode(tool, d, lists)
+        bad = [i for i in range(len(lists)) if got[i] != ref.decode(lists[i]).encode("utf-8")]
+        for i in bad[:5]:
+            print("  %s decode %s: %r vs %r" % (name, short(lists[i]), got[i][:80], ref.decode(lists[i])[:80]))
+        check(not bad, "%s decode (%d id lists): Qwen2Tokenizer's _decode" % (name, len(lists)), "%d differ" % len(bad))
+
+
 def gpt2_dirs(root, vocab_path, merges_path):
     """Two PreTrainedTokenizerFast directories over the real GPT-2 vocabulary and merges: Hugging Face's gpt2
     tokenizer.json layout (ByteLevel with GPT-2's regex, <|endoftext|> an added token with its vocabulary id), and
-    Llama-3's pre-tokenizer and bos template (ignore_merges) over the same model. bench/hf_tokenizer.sh uses them too."""
+    Llama-3's pre-tokenizer and bos template (ignore_merges) over the same model. bench/hf_tokenizer.sh uses them
+    too."""
     with open(vocab_path, encoding="utf-8") as f:
         vocab = json.load(f)
     with open(merges_path, encoding="utf-8") as f:
@@ -1027,6 +1181,7 @@ def main():
         for name, d in dirs.items():
             test_dir(tool, name, d, texts, rng)
         refusals(tool, root, dirs["llama3"])
+        qwen(tool, root, vocab, merges, texts, rng)
         cache = os.environ.get("ZT_DATA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zerotron")
         gv, gm = os.path.join(cache, "gpt2", "gpt2-vocab.json"), os.path.join(cache, "gpt2", "gpt2-merges.txt")
         brown = os.path.join(cache, "brown", "brown.jsonl")
