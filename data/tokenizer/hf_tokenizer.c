@@ -546,7 +546,8 @@ static void load_qwen2(zt_hf_tok *h, const cJSON *cfg) {
   zt_check(!file_exists(added), FLAG, "%s: added tokens.json is not supported by HFTokenizer (give them in "
            "tokenizer_config.json's added_tokens_decoder)", added);
   free(added);
-  h->clean_up = json_bool(cfg, "clean_up_tokenization_spaces", 0, h->dir, file);
+  /* clean_up_tokenization_spaces is read but never applies: Qwen2Tokenizer.decode passes False to the base class */
+  (void)json_bool(cfg, "clean_up_tokenization_spaces", 0, h->dir, file);
   /* added_tokens_decoder: the added tokens with their ids, as the slow tokenizer takes them */
   const cJSON *dec = item(cfg, "added_tokens_decoder"), *e;
   zt_check(!dec || cJSON_IsObject(dec), FLAG, "%s/%s: \"added_tokens_decoder\" must be an object", h->dir, file);

@@ -1015,7 +1015,7 @@ class QwenRef:
         self.vocab_size = len(self.encoder)
         self.decoder = {v: k for k, v in self.encoder.items()}
         self.added_r = {v: k for k, v in self.added.items()}
-        self.clean_up = bool(cfg.get("clean_up_tokenization_spaces", False))
+        # clean_up_tokenization_spaces never applies: Qwen2Tokenizer.decode passes False to PreTrainedTokenizer.decode
         self.rx = regex.compile(QWEN2_PATTERN)
         self.cache = {}
 
@@ -1081,7 +1081,7 @@ def qwen_dirs(root, vocab, merges):
              "tokenizer_config.json": {
                  "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "unk_token": None, "eos_token": "<|im_end|>",
                  "pad_token": "<|endoftext|>", "errors": "replace", "split_special_tokens": False,
-                 "clean_up_tokenization_spaces": False, "model_max_length": 131072, "added_tokens_decoder": dec,
+                 "clean_up_tokenization_spaces": True,  # Qwen2Tokenizer.decode ignores it "model_max_length": 131072, "added_tokens_decoder": dec,
                  "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}}
     out = {"qwen2.5": write_dir(root, "qwen2.5", files)}
     out["qwen2-defaults"] = write_dir(root, "qwen2-defaults", {"vocab.json": vocab, "merges.txt": "\n".join(lines),
