@@ -1,19 +1,21 @@
 /* libFuzzer harness: the tokenizers preprocess_data runs on jsonl texts: GPT-2 byte-level BPE, BERT WordPiece
  * (lower-case and cased), the NullTokenizer and HFTokenizer on a GPT2Tokenizer directory (the synthetic GPT-2 files,
  * add_prefix_space and add_bos_token on, an eos token with lstrip and rstrip) and on a Llama-3-like tokenizer.json
- * directory (the same vocabulary, Llama-3's regex, ignore_merges, a bos template), on arbitrary bytes (the first byte picks the tokenizer, the rest is
+ * directory (the same vocabulary, Llama-3's regex, ignore_merges, a bos template) and a Qwen2Tokenizer directory (NFC,
+ * Qwen2's regex, added tokens), on arbitrary bytes (the first byte picks the tokenizer, the rest is
  * the text; NULs included, as texts may hold them). The vocabularies are small synthetic ones written at start-up
  * (the 256 byte tokens and some English merges for GPT-2; letters, digits, words and ## pieces for BERT), plus the
  * real GPT-2 files when scripts/fetch_data.sh has cached them (then the first byte's value 4 picks them).
  * Invariants beyond "no crash": GPT-2 BPE decodes back to the exact text when the text is valid UTF-8; decoding the
  * ids of any tokenizer never fails; the NullTokenizer's ids re-encode to themselves; HFTokenizer decodes valid UTF-8
- * without special tokens back to bos + " " + the text, and the tokenizer.json directory to bos + the text. */
+ * without special tokens back to bos + " " + the text, the tokenizer.json directory to bos + the text, and the
+ * Qwen2Tokenizer directory to the text's NFC. */
 #define _GNU_SOURCE /* memmem */
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/unicode.h"
 #include "tests/fuzz/fuzz.h"
 
-enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_HF, K_HF_FAST, K_N };
+enum { K_GPT2, K_BERT_LOWER, K_BERT_CASE, K_NULL, K_GPT2_REAL, K_HF, K_HF_FAST, K_HF_QWEN2, K_N };
 static zt_tokenizer *g_tok[K_N];
 static zt_tok_state *g_state[K_N];
 
@@ -112,6 +114,37 @@ static void write_bert(const char *path) {
   fclose(f);
 }
 
+/* A Qwen2Tokenizer directory (vocab.json + merges.txt, added tokens in tokenizer_config.json) over the same model. */
+static void write_qwen2(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/vocab.json", dir);
+  char *v = strdup(path);
+  snprintf(path, sizeof path, "%s/merges.txt", dir);
+  write_gpt2(v, path);
+  free(v);
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  FILE *f = fopen(path, "wb");
+  fprintf(f, "{\"tokenizer_class\": \"Qwen2Tokenizer\", \"bos_token\": null, \"unk_token\": null, \"eos_token\": "
+             "\"<|im_end|>\", \"added_tokens_decoder\": {\"%d\": {\"content\": \"<|im_start|>\", \"special\": true}, "
+             "\"%d\": {\"content\": \"<|im_end|>\", \"special\": true}, \"%d\": {\"content\": \"<tool_call>\", "
+             "\"special\": false}}}", 257 + N_MERGES, 258 + N_MERGES, 259 + N_MERGES);
+  fclose(f);
+}
+
+/* NFC of valid UTF-8 s[0..n) as a malloc'd string (*m its length). */
+static char *nfc_utf8(const char *s, size_t n, size_t *m) {
+  uint32_t *cps = malloc((n + 1) * sizeof *cps), *o = malloc((4 * n + 1) * sizeof *o);
+  size_t k = 0;
+  for (size_t i = 0, used; i < n; i += used) cps[k++] = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
+  k = zt_unicode_nfc(cps, k, o);
+  char *out = malloc(4 * k + 1);
+  *m = 0;
+  for (size_t i = 0; i < k; i++) *m += (size_t)zt_utf8_encode(o[i], (uint8_t *)out + *m);
+  free(cps);
+  free(o);
+  return out;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   char *vocab = scratch("vocab.json"), *merges = scratch("merges.txt"), *bert = scratch("vocab.txt");
@@ -154,6 +187,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   write_fast(fast);
   zt_tokenizer_spec hf = {.kind = ZT_TOK_HF, .tokenizer_model = fast};
   g_tok[K_HF_FAST] = zt_tokenizer_create(&hf);
+  char *qwen = scratch("hf_qwen2");
+  mkdir(qwen, 0700);
+  write_qwen2(qwen);
+  zt_tokenizer_spec hq = {.kind = ZT_TOK_HF, .tokenizer_model = qwen};
+  g_tok[K_HF_QWEN2] = zt_tokenizer_create(&hq);
   for (int k = 0; k < K_N; k++) g_state[k] = zt_tok_state_new(g_tok[k]);
   return 0;
 }
@@ -198,6 +236,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "fuzz_tokenizer: HFTokenizer (tokenizer.json) round trip lost the text: %zu bytes in, %zu out\n",
             len, out_len);
     abort();
+  }
+  static const char *const qwen_added[] = {"<|im_start|>", "<|im_end|>", "<tool_call>", "<s>", "<unk>"};
+  if (k == K_HF_QWEN2 && zt_utf8_valid((const uint8_t *)text, len, &bad)) {
+    size_t m;
+    char *want = nfc_utf8(text, len, &m);
+    int clean = 1;
+    for (int a = 0; a < 5 && clean; a++) clean = !memmem(want, m, qwen_added[a], strlen(qwen_added[a]));
+    if (clean && (out_len != m || memcmp(back, want, m) != 0)) {
+      fprintf(stderr, "fuzz_tokenizer: HFTokenizer (Qwen2Tokenizer) did not give back the text's NFC: %zu bytes in, "
+              "%zu out, %zu expected\n", len, out_len, m);
+      abort();
+    }
+    free(want);
   }
   if (k == K_NULL) {
     zt_ids again = {0};
