@@ -364,31 +364,28 @@ static zt_gpt2_bpe *bpe_new(int16_t *char_byte) {
   return b;
 }
 
-zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt) {
-  zt_check(vocab_json && *vocab_json, WHAT, "no vocab file: pass --vocab-file <gpt2-vocab.json>");
-  zt_check(merges_txt && *merges_txt, WHAT, "no merges file: pass --merge-file <gpt2-merges.txt>");
+/* vocab.json and merges.txt; hf: as transformers' slow tokenizers read them, else as Megatron does. */
+static zt_gpt2_bpe *load_files(const char *vocab_json, const char *merges_txt, int hf, zt_bpe_pretok pretok) {
   int16_t char_byte[0x144];
   zt_gpt2_bpe *b = bpe_new(char_byte);
-  load_vocab(b, char_byte, vocab_json, 1);
+  load_vocab(b, char_byte, vocab_json, !hf);
   for (int byte = 0; byte < 256; byte++) {
     uint8_t c = (uint8_t)byte;
     b->byte_sym[byte] = sym_intern(b, &c, 1);
   }
-  load_merges(b, char_byte, merges_txt, 0);
+  load_merges(b, char_byte, merges_txt, hf);
+  b->pretok = pretok;
   return b;
 }
 
+zt_gpt2_bpe *zt_gpt2_bpe_load(const char *vocab_json, const char *merges_txt) {
+  zt_check(vocab_json && *vocab_json, WHAT, "no vocab file: pass --vocab-file <gpt2-vocab.json>");
+  zt_check(merges_txt && *merges_txt, WHAT, "no merges file: pass --merge-file <gpt2-merges.txt>");
+  return load_files(vocab_json, merges_txt, 0, ZT_BPE_PRETOK_GPT2);
+}
+
 zt_gpt2_bpe *zt_gpt2_bpe_load_hf(const char *vocab_json, const char *merges_txt, zt_bpe_pretok pretok) {
-  int16_t char_byte[0x144];
-  zt_gpt2_bpe *b = bpe_new(char_byte);
-  load_vocab(b, char_byte, vocab_json, 0);
-  for (int byte = 0; byte < 256; byte++) {
-    uint8_t c = (uint8_t)byte;
-    b->byte_sym[byte] = sym_intern(b, &c, 1);
-  }
-  load_merges(b, char_byte, merges_txt, 1);
-  b->pretok = pretok;
-  return b;
+  return load_files(vocab_json, merges_txt, 1, pretok);
 }
 
 /* A vocab token spelled s[0..n) in the byte alphabet: its symbol, or -1 (with *bytes_out its bytes in buf). */

@@ -114,14 +114,18 @@ static void write_bert(const char *path) {
   fclose(f);
 }
 
+/* vocab.json and merges.txt in dir, as an HF directory holds them */
+static void write_gpt2_dir(const char *dir) {
+  char vocab[600], merges[600];
+  snprintf(vocab, sizeof vocab, "%s/vocab.json", dir);
+  snprintf(merges, sizeof merges, "%s/merges.txt", dir);
+  write_gpt2(vocab, merges);
+}
+
 /* A Qwen2Tokenizer directory (vocab.json + merges.txt, added tokens in tokenizer_config.json) over the same model. */
 static void write_qwen2(const char *dir) {
   char path[600];
-  snprintf(path, sizeof path, "%s/vocab.json", dir);
-  char *v = strdup(path);
-  snprintf(path, sizeof path, "%s/merges.txt", dir);
-  write_gpt2(v, path);
-  free(v);
+  write_gpt2_dir(dir);
   snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
   FILE *f = fopen(path, "wb");
   fprintf(f, "{\"tokenizer_class\": \"Qwen2Tokenizer\", \"bos_token\": null, \"unk_token\": null, \"eos_token\": "
@@ -170,11 +174,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   char *dir = scratch("hf");
   mkdir(dir, 0700);
   char path[600];
-  snprintf(path, sizeof path, "%s/vocab.json", dir);
-  char *hv = strdup(path);
-  snprintf(path, sizeof path, "%s/merges.txt", dir);
-  write_gpt2(hv, path);
-  free(hv);
+  write_gpt2_dir(dir);
   snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
   FILE *f = fopen(path, "wb");
   fprintf(f, "{\"tokenizer_class\": \"GPT2Tokenizer\", \"add_prefix_space\": true, \"add_bos_token\": true, "
