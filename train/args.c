@@ -331,15 +331,15 @@ static const flag k_flags[] = {
   {"--mmap-warmup", F_TRUE, OFF(mmap_warmup), NULL, DATA, "False", "Read the token files once at start."},
   {"--tokenizer-type", F_CHOICE, OFF(tokenizer_type), k_tokenizers, DATA,
    "GPT2BPETokenizer (pretrain_bert: BertWordPieceLowerCase)",
-   "Tokenizer (HFTokenizer: a Hugging Face Llama or GPT-2 tokenizer directory in --tokenizer-model)."},
+   "Tokenizer (HFTokenizer: a Hugging Face Llama, GPT-2 or Qwen2 tokenizer directory in --tokenizer-model)."},
   {"--vocab-file", F_STR, OFF(vocab_file), NULL, DATA, "None", "GPT-2 vocab.json or BERT vocab.txt."},
   {"--merge-file", F_STR, OFF(merge_file), NULL, DATA, "None", "GPT-2 merges.txt."},
   {"--tokenizer-model", F_STR, OFF(tokenizer_model), NULL, DATA, "None",
    "SentencePiece .model file; HFTokenizer: the Hugging Face tokenizer directory."},
   {"--trust-remote-code", F_TRUE, OFF(trust_remote_code), NULL, DATA, "False",
    "HFTokenizer: let the directory's own tokenizer code run. Recorded: only the built-in LlamaTokenizer, "
-   "GPT2Tokenizer and PreTrainedTokenizerFast (tokenizer.json) are read, and a directory naming custom code "
-   "(auto_map) is refused either way."},
+   "GPT2Tokenizer, Qwen2Tokenizer and PreTrainedTokenizerFast (tokenizer.json) are read, and a directory naming "
+   "custom code (auto_map) is refused either way."},
   {"--vocab-extra-ids", F_INT, OFF(vocab_extra_ids), NULL, DATA, "0", "Extra <extra_id_N> tokens (T5)."},
   {"--reset-position-ids", F_TRUE, OFF(reset_position_ids), NULL, DATA, "False",
    "Restart position ids after each end-of-document token."},

@@ -74,8 +74,8 @@ static const flag_def k_flags[] = {
    "tokenizer directory (docs/tokenizers.md)"},
   {"--seq-length", A_INT, OFF(seq_length), "HFTokenizer's model_max_length: recorded (transformers only warns "
    "about longer documents; their ids are all written)"},
-  {"--trust-remote-code", A_FLAG, OFF(trust_remote_code), "HFTokenizer: recorded (only the built-in Llama, GPT-2 "
-   "and tokenizer.json tokenizers are read; a directory naming its own code is refused)"},
+  {"--trust-remote-code", A_FLAG, OFF(trust_remote_code), "HFTokenizer: recorded (only the built-in Llama, GPT-2, "
+   "Qwen2 and tokenizer.json tokenizers are read; a directory naming its own code is refused)"},
   {"--vocab-file", A_STR, OFF(vocab_file), "vocabulary file (GPT-2 vocab.json, BERT vocab.txt)"},
   {"--vocab-size", A_INT, OFF(vocab_size), "vocabulary size of the NullTokenizer (default 786)"},
   {"--vocab-extra-ids", A_INT, OFF(vocab_extra_ids), "number of <extra_id_N> tokens (BERT/SentencePiece; default 0)"},

@@ -1,7 +1,7 @@
 /* Tokenizers with Megatron's names and semantics: GPT2BPETokenizer (byte-level BPE from vocab.json +
  * merges.txt), BertWordPieceLowerCase / BertWordPieceCase (vocab.txt), SentencePieceTokenizer and
  * GPTSentencePieceTokenizer (a .model file, through libsentencepiece), NullTokenizer (ids written
- * as space-separated integers), HFTokenizer (a Hugging Face Llama or GPT-2 tokenizer directory,
+ * as space-separated integers), HFTokenizer (a Hugging Face Llama, GPT-2 or Qwen2 tokenizer directory,
  * hf_tokenizer.h). Each reproduces its reference tokenizer's ids exactly.
  *
  * Threading: a created tokenizer is immutable and may be shared by threads; each thread encodes
