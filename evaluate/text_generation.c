@@ -361,7 +361,7 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
     tok = nt, nt = t;
     done = sb[3 * W];
     if (done) break;
-    zt_lm_decoder_reorder(&g->dec, from);
+    zt_lm_decoder_reorder(&g->dec, from, R);
     prev = ctx;
   }
   zt_lm_decoder_select(&g->dec, 0);

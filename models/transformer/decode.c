@@ -50,14 +50,15 @@ void zt_lm_decoder_free(zt_lm_decoder *d) {
 
 size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d) { return d->cache_bytes * (size_t)d->lm->stack.nlayers; }
 
-void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from) {
+void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from, int n) {
+  zt_check(n >= 1 && n <= d->rows, "internal error", "decoder: reorder of %d rows of %d", n, d->rows);
   const zt_backend *be = d->lm->model->be;
   const size_t row = d->row_bytes;
   if (!d->swap) d->swap = be->alloc(d->cache_bytes, "key/value cache reorder");
   for (int l = 0; l < d->lm->stack.nlayers; l++) {
     char *c = d->cache[l], *t = d->swap;
-    be->copy(t, c, d->cache_bytes);
-    for (int b = 0; b < d->rows; b++)
+    be->copy(t, c, (size_t)n * row);
+    for (int b = 0; b < n; b++)
       if (from[b] >= 0 && from[b] != b) be->copy(c + (size_t)b * row, t + (size_t)from[b] * row, row);
   }
 }

@@ -44,9 +44,9 @@ size_t zt_lm_decoder_cache_bytes(const zt_lm_decoder *d);
 int zt_lm_decode(zt_lm_decoder *d, const int32_t *tokens, int n, int past, int cached, int all, float *logits);
 void *zt_lm_decoder_input(const zt_lm_decoder *d);
 void *zt_lm_decoder_output(const zt_lm_decoder *d, int n);
-/* Beam search (Megatron's InferenceParams.swap_key_value_dict): row b of every cache becomes row from[b] (from[b] < 0:
- * row b stays), over all the caches' rows. */
-void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from);
+/* Beam search (Megatron's InferenceParams.swap_key_value_dict): for b < n (at most the caches' rows), row b of every
+ * cache becomes row from[b] (from[b] < 0: row b stays; from[b] < n). */
+void zt_lm_decoder_reorder(zt_lm_decoder *d, const int *from, int n);
 /* More rows than the micro batch (a beam search wider than it): the caches hold `rows` rows (a multiple of B; grown,
  * their contents lost, never shrunk), which the forwards use B at a time from the row zt_lm_decoder_select chose. */
 void zt_lm_decoder_rows(zt_lm_decoder *d, int rows);
