@@ -543,7 +543,7 @@ static void load_qwen2(zt_hf_tok *h, const cJSON *cfg) {
   zt_check(!item(cfg, "auto_map"), FLAG, "%s/%s: \"auto_map\" names custom tokenizer code (trust_remote_code), which "
            "HFTokenizer cannot run", h->dir, file);
   char *added = path_in(h->dir, "added_tokens.json");
-  zt_check(!file_exists(added), FLAG, "%s: added tokens.json is not supported by HFTokenizer (give them in "
+  zt_check(!file_exists(added), FLAG, "%s: added_tokens.json is not supported by HFTokenizer (give the tokens in "
            "tokenizer_config.json's added_tokens_decoder)", added);
   free(added);
   /* clean_up_tokenization_spaces is read but never applies: Qwen2Tokenizer.decode passes False to the base class */
