@@ -12,23 +12,8 @@ cd "$(dirname "$0")/.."
 BUILD="${ZT_BUILD_DIR:-build}"
 RUNS="${RUNS:-3}"
 EPOCHS="${EPOCHS:-100}"
-CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
-INPUT="$CACHE/brown/brown.jsonl"
-VOCAB="$CACHE/gpt2/gpt2-vocab.json"
-MERGES="$CACHE/gpt2/gpt2-merges.txt"
-if [[ ! -x $BUILD/bin/analyze_data || ! -x $BUILD/bin/preprocess_data ]]; then
-  if [[ $BUILD == build ]]; then bash scripts/build.sh >/dev/null; else
-    echo "error: analyze_data.sh: $BUILD/bin/analyze_data or preprocess_data missing (build first)" >&2
-    exit 1
-  fi
-fi
-[[ -f $INPUT && -f $VOCAB && -f $MERGES ]] || bash scripts/fetch_data.sh >/dev/null
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //');" \
-  "cores: $(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+source bench/brown_prologue.sh
+bench_brown analyze_data.sh bin/analyze_data bin/preprocess_data
 "$BUILD/bin/preprocess_data" --input "$INPUT" --output-prefix "$OUT/brown" --tokenizer-type GPT2BPETokenizer \
   --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod --workers 2 >/dev/null
 flags=(--analyzing-data-type GPT --data-path "$OUT/brown_text_document" --vocab-file "$VOCAB" --merge-file "$MERGES"

@@ -13,28 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${ZT_BUILD_DIR:-build}"
 RUNS="${RUNS:-5}"
-CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
-INPUT="$CACHE/brown/brown.jsonl"
-VOCAB="$CACHE/gpt2/gpt2-vocab.json"
-MERGES="$CACHE/gpt2/gpt2-merges.txt"
-
-if [[ ! -x $BUILD/bin/preprocess_data ]]; then
-  if [[ $BUILD == build ]]; then bash scripts/build.sh >/dev/null; else
-    echo "error: hf_tokenizer: $BUILD/bin/preprocess_data missing (build first)" >&2
-    exit 1
-  fi
-fi
-[[ -f $INPUT && -f $VOCAB && -f $MERGES ]] || bash scripts/fetch_data.sh >/dev/null
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+source bench/brown_prologue.sh
+bench_brown hf_tokenizer bin/preprocess_data
 python3 -c "import sys; sys.path.insert(0, 'tests/tokenizer'); import test_hf_fast_tokenizer as t; \
 t.gpt2_dirs(sys.argv[1], sys.argv[2], sys.argv[3])" "$OUT" "$VOCAB" "$MERGES"
 for _ in 1 2 3 4; do cat "$INPUT"; done >"$OUT/input.jsonl"
-
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //');" \
-  "cores: $(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "input: $INPUT 4 times over ($(stat -c %s "$OUT/input.jsonl") bytes, $(wc -l <"$OUT/input.jsonl") documents);" \
   "--workers 1 --append-eod; $RUNS rounds"
 

@@ -9,25 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${ZT_BUILD_DIR:-build}"
 RUNS="${RUNS:-5}"
-CACHE="${ZT_DATA_CACHE:-$HOME/.cache/zerotron}"
-INPUT="$CACHE/brown/brown.jsonl"
-VOCAB="$CACHE/gpt2/gpt2-vocab.json"
-MERGES="$CACHE/gpt2/gpt2-merges.txt"
-
-if [[ ! -x $BUILD/bin/preprocess_data || ! -x $BUILD/bench/bin/bench_preprocess_bounds ]]; then
-  if [[ $BUILD == build ]]; then bash scripts/build.sh >/dev/null; else
-    echo "error: preprocess_bench: $BUILD/bin/preprocess_data or $BUILD/bench/bin/bench_preprocess_bounds missing (build first)" >&2
-    exit 1
-  fi
-fi
-[[ -f $INPUT && -f $VOCAB && -f $MERGES ]] || bash scripts/fetch_data.sh >/dev/null
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //');" \
-  "cores: $(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+source bench/brown_prologue.sh
+bench_brown preprocess_bench bin/preprocess_data bench/bin/bench_preprocess_bounds
 echo "input: $INPUT ($(stat -c %s "$INPUT") bytes, $(wc -l <"$INPUT") documents); GPT2BPETokenizer; $RUNS rounds"
 
 # Interleaved: each round runs the bounds, then --workers 1, then --workers 2, so that all three see the
