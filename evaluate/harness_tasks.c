@@ -17,12 +17,19 @@
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
-                                        "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext"};
+                                        "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
+                                        "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
+                                        "wic", "wsc", "webqs"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
-                    "--task WIKITEXT103 (Megatron's WikiText perplexity)"}};
+                    "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
+    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
+    {"record", "is not built: its entity choices are scored with SQuAD's token F1 and exact match over the answers "
+               "(super_glue/record/util.py), a scoring this program does not have"},
+    {"triviaqa", "is a generation task (output_type generate_until): evaluate_zeroshot scores log-likelihoods only; "
+                 "generation tasks are not built"}};
 
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
@@ -33,21 +40,45 @@ int zt_mc_supported(const char *name, const char **why) {
   return 0;
 }
 
-double zt_mc_version(const char *name) {
-  return !strcmp(name, "boolq") || !strcmp(name, "race") || !strcmp(name, "wikitext") ? 2.0 : 1.0;
+const char *zt_mc_task_names(void) {
+  static char all[512];
+  if (!all[0])
+    for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
+      snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", SUPPORTED[i]);
+  return all;
+}
+
+static int is(const char *name, const char *const *list) {
+  for (; *list; list++)
+    if (!strcmp(name, *list)) return 1;
+  return 0;
+}
+
+double zt_mc_version(const char *name) { /* each YAML's metadata.version */
+  static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "webqs", NULL};
+  return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
 }
-int zt_mc_has_norm(const char *name) {
+int zt_mc_metric_names(const char *name, const char *keys[2]) {
+  static const char *const with_norm[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", NULL};
+  keys[0] = keys[1] = NULL;
   if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
-  return strcmp(name, "boolq") != 0 && strcmp(name, "winogrande") != 0 && strcmp(name, "race") != 0;
+  if (!strcmp(name, "webqs")) return keys[0] = "exact_match", 1;
+  keys[0] = "acc";
+  if (is(name, with_norm)) keys[1] = "acc_norm";
+  else if (!strcmp(name, "cb")) keys[1] = "f1";
+  return keys[1] ? 2 : 1;
 }
 
-/* the harness's test_split is null for these: its sampler then draws nshot + 1 and drops the doc itself */
+/* the harness's test_split is null for these (their fewshot_split, null too, equals it): its sampler then draws
+ * nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
-  return !strcmp(name, "piqa") || !strcmp(name, "hellaswag") || !strcmp(name, "boolq") || !strcmp(name, "winogrande");
+  static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "rte",
+                                        "sglue_rte", "wic", "wsc", NULL};
+  return is(name, no_test);
 }
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
@@ -120,6 +151,62 @@ static char *capitalize(const char *s) {
     else if (i > 0 && r[i] >= 'A' && r[i] <= 'Z') r[i] = (char)(r[i] + 32);
   }
   return r;
+}
+
+/* The code points of s as byte offsets: off[i] is where code point i starts, off[n] = strlen(s); returns n. */
+static size_t cp_offsets(const char *s, size_t **off) {
+  const size_t nb = strlen(s);
+  *off = zt_malloc((nb + 1) * sizeof(size_t), "code points");
+  size_t n = 0;
+  for (size_t i = 0; i < nb; i++)
+    if (((unsigned char)s[i] & 0xc0) != 0x80) (*off)[n++] = i;
+  (*off)[n] = nb;
+  return n;
+}
+
+/* Python's s[a:b] for 0 <= a, b (code points; clamped to the string as slicing does). */
+static char *cp_slice(const char *s, int64_t a, int64_t b) {
+  size_t *off;
+  const size_t n = cp_offsets(s, &off);
+  if (a > (int64_t)n) a = (int64_t)n;
+  if (b > (int64_t)n) b = (int64_t)n;
+  zt_strbuf r = {0};
+  if (b > a) zt_strbuf_put(&r, s + off[a], off[b] - off[a]);
+  free(off);
+  return take(&r);
+}
+
+/* Python's " ".join(s.split()[:k]): the first k whitespace-separated words, single-spaced. */
+static char *first_words(const char *s, int64_t k) {
+  zt_strbuf r = {0};
+  int64_t got = 0;
+  for (const char *p = s; *p && got < k;) {
+    int sp;
+    while (*p && (sp = zt_utf8_space(p, strlen(p))) > 0) p += sp;
+    if (!*p) break;
+    const char *w0 = p;
+    while (*p && zt_utf8_space(p, strlen(p)) <= 0) p++;
+    if (got++) puts_(&r, " ");
+    zt_strbuf_put(&r, w0, (size_t)(p - w0));
+  }
+  return take(&r);
+}
+
+/* lm_eval.utils.general_detokenize: " n't" -> "n't", " )" -> ")", "( " -> "(", '" ' -> '"', ' "' -> '"', then
+ * re.sub(r" (['.,])", r"\1"). */
+static char *general_detokenize(const char *text) {
+  static const char *const rules[][2] = {{" n't", "n't"}, {" )", ")"}, {"( ", "("}, {"\" ", "\""}, {" \"", "\""}};
+  char *cur = dup(text);
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    char *next = replace(cur, rules[i][0], rules[i][1]);
+    free(cur);
+    cur = next;
+  }
+  zt_strbuf r = {0};
+  for (const char *p = cur; *p; p++)
+    if (!(p[0] == ' ' && p[1] && strchr("'.,", p[1]))) zt_strbuf_put(&r, p, 1);
+  free(cur);
+  return take(&r);
 }
 
 /* ---- Python literals (RACE's "problems" is the repr of a list of dicts: ast.literal_eval) ------------------------ */
@@ -306,6 +393,7 @@ static int str_list(const cJSON *j, const char *key, const char *shown, where w,
   }
   return n;
 }
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static void free_list(char **l, int n) {
   for (int i = 0; i < n; i++) free(l[i]);
   free(l);
@@ -480,6 +568,126 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
       }
     }
     cJSON_Delete(parsed);
+  } else if (!strncmp(name, "anli_r", 6) || !strcmp(name, "cb") || !strcmp(name, "rte") ||
+             !strcmp(name, "sglue_rte")) { /* anli/anli_r1.yaml, super_glue/cb, glue/rte, super_glue/rte */
+    static const char *const anli[] = {"True", "Neither", "False"}, *const cb[] = {"True", "False", "Neither"};
+    const int glue = !strcmp(name, "rte"), is_anli = name[0] == 'a', nli3 = is_anli || !strcmp(name, "cb");
+    puts_(&t, str_field(j, glue ? "sentence1" : "premise", w));
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, glue ? "sentence2" : "hypothesis", w));
+    puts_(&t, !nli3 ? " True or False?\nAnswer:" : is_anli ? " True, False, or Neither?\nAnswer:"
+                                                 : ". True, False, or Neither?\nAnswer:");
+    d->n_choices = nli3 ? 3 : 2;
+    d->choices = zt_malloc(3 * sizeof(char *), "choices");
+    for (int c = 0; c < d->n_choices; c++) d->choices[c] = dup(is_anli ? anli[c] : cb[c]);
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "copa")) { /* super_glue/copa/utils.py */
+    const char *q = str_field(j, "question", w);
+    zt_check(!strcmp(q, "cause") || !strcmp(q, "effect"), "bad task file", "%s:%ld: \"question\" is \"%s\"; "
+             "expected \"cause\" or \"effect\"", w.path, w.line, q);
+    char *premise = strip(str_field(j, "premise", w));
+    size_t *off;
+    const size_t np = cp_offsets(premise, &off);
+    zt_strbuf_put(&t, premise, np ? off[np - 1] : 0); /* premise.strip()[:-1]: the period dropped */
+    free(off);
+    free(premise);
+    puts_(&t, q[0] == 'c' ? " because" : " therefore");
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    for (int c = 0; c < 2; c++) { /* " " + choice[0].lower() + choice[1:] */
+      const char *ch = str_field(j, c ? "choice2" : "choice1", w);
+      zt_check(ch[0] != 0, "bad task file", "%s:%ld: \"choice%d\" is empty", w.path, w.line, c + 1);
+      zt_strbuf o = {0};
+      puts_(&o, " ");
+      puts_(&o, ch);
+      if (o.p[1] >= 'A' && o.p[1] <= 'Z') o.p[1] = (char)(o.p[1] + 32);
+      d->choices[c] = take(&o);
+    }
+    d->gold = int_field(j, "label", w);
+    /* doc_to_target is the gold choice's text: the harness's gold is choices.index(it), the first equal one */
+    if (d->gold == 1 && !strcmp(d->choices[0], d->choices[1])) d->gold = 0;
+  } else if (!strcmp(name, "multirc")) { /* super_glue/multirc/default.yaml */
+    puts_(&t, str_field(j, "paragraph", w));
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nAnswer:");
+    const char *ans = str_field(j, "answer", w);
+    /* the YAML's choices are the Jinja-rendered Python literal ['''{{answer}}\nIs the answer correct? yes''', ...]
+     * that the harness reads with ast.literal_eval: a backslash or a quote at its end would change or break it */
+    zt_check(!strchr(ans, '\\') && !strstr(ans, "'''") && (!*ans || ans[strlen(ans) - 1] != '\''), "bad task file",
+             "%s:%ld: \"answer\" holds a backslash or ''' or ends in a quote: the harness reads the choices as the "
+             "Python literal '''{{answer}}\\nIs the answer correct? yes''', which would change or fail on it", w.path,
+             w.line);
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    for (int c = 0; c < 2; c++) {
+      zt_strbuf o = {0};
+      puts_(&o, ans);
+      puts_(&o, c ? "\nIs the answer correct? no" : "\nIs the answer correct? yes");
+      d->choices[c] = take(&o);
+    }
+    d->gold = int_field(j, "label", w); /* doc_to_target: label, an index into [yes, no], as the YAML has it */
+  } else if (!strcmp(name, "wic")) { /* super_glue/wic/default.yaml */
+    const char *s1 = str_field(j, "sentence1", w);
+    char *word = cp_slice(s1, int_field(j, "start1", w), int_field(j, "end1", w)); /* sentence1[start1:end1] */
+    puts_(&t, "Sentence 1: ");
+    puts_(&t, s1);
+    puts_(&t, "\nSentence 2: ");
+    puts_(&t, str_field(j, "sentence2", w));
+    puts_(&t, "\nQuestion: Is the word '");
+    puts_(&t, word);
+    puts_(&t, "' used in the same way in the two sentences above?\nAnswer:");
+    free(word);
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    d->choices[0] = dup("no");
+    d->choices[1] = dup("yes");
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "wsc")) { /* super_glue/wsc/preprocess_wsc.py default_doc_to_text */
+    const char *raw = str_field(j, "text", w), *pron = str_field(j, "span2_text", w);
+    char *pre = first_words(raw, int_field(j, "span2_index", w));
+    size_t *o1, *o2;
+    const size_t lp = cp_offsets(pre, &o1), lq = cp_offsets(pron, &o2);
+    free(o1);
+    free(o2);
+    char *post = cp_slice(raw, (int64_t)(lp + lq + 1), INT64_MAX); /* raw[len(pre) + len(span2_text) + 1:] */
+    zt_strbuf q = {0};
+    puts_(&q, pre);
+    puts_(&q, " *");
+    puts_(&q, pron);
+    puts_(&q, "*");
+    puts_(&q, post);
+    char *passage = general_detokenize(q.p);
+    puts_(&t, "Passage: ");
+    puts_(&t, passage);
+    puts_(&t, "\nQuestion: In the passage above, does the pronoun \"*");
+    puts_(&t, pron);
+    puts_(&t, "*\" refer to \"*");
+    puts_(&t, str_field(j, "span1_text", w));
+    puts_(&t, "*\"?\nAnswer:");
+    free(pre);
+    free(post);
+    free(q.p);
+    free(passage);
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    d->choices[0] = dup("no");
+    d->choices[1] = dup("yes");
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "webqs")) { /* webqs.yaml, utils.py: every accepted answer a gold choice */
+    puts_(&t, "Question: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nAnswer:");
+    char **ans;
+    const int na = str_list(j, "answers", "answers", w, &ans);
+    qsort(ans, (size_t)na, sizeof(char *), cmp_str); /* aliases.sort(): code point order is UTF-8 byte order */
+    d->choices = zt_malloc((size_t)na * sizeof(char *), "choices");
+    d->n_choices = 0;
+    for (int i = 0; i < na; i++) /* _remove_prefixes: an alias that starts with the last one kept is dropped */
+      if (d->n_choices == 0 || strncmp(ans[i], d->choices[d->n_choices - 1], strlen(d->choices[d->n_choices - 1])))
+        d->choices[d->n_choices++] = dup(ans[i]);
+    free_list(ans, na);
+    d->gold = 0; /* doc_to_target: every choice; exact_match counts any of them */
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -790,11 +998,13 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   }
   double *acc = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
   double *norm = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
+  int *pred = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
   int64_t k = 0;
   double sa = 0.0, sn = 0.0;
+  const int webqs = !strcmp(t->name, "webqs");
   for (int64_t i = 0; i < t->n; i++) {
     const zt_mc_doc *d = &t->docs[i];
-    int best = 0, bestn = 0;
+    int best = 0, bestn = 0, any_greedy = 0;
     double bn = 0.0;
     for (int c = 0; c < d->n_choices; c++) { /* np.argmax: the first of equal maxima */
       const double v = lls[k + c], vn = v / char_len(d->choices[c]);
@@ -803,9 +1013,11 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
         bn = vn;
         bestn = c;
       }
+      any_greedy |= greedy[k + c] != 0.0;
     }
     k += d->n_choices;
-    acc[i] = best == d->gold;
+    pred[i] = best;
+    acc[i] = webqs ? any_greedy : best == d->gold; /* webqs: exact_match, any accepted answer the greedy one */
     norm[i] = bestn == d->gold;
     sa += acc[i];
     sn += norm[i];
@@ -814,8 +1026,24 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   out[1] = stderr_of(acc, t->n);
   out[2] = sn / (double)t->n;
   out[3] = stderr_of(norm, t->n);
+  if (!strcmp(t->name, "cb")) { /* aggregate.cb_multi_fi: the mean over the 3 classes of sklearn's binary f1_score,
+                                 * 0 where a class is neither predicted nor gold; no stderr (not bootstrappable) */
+    double f1 = 0.0;
+    for (int c = 0; c < 3; c++) {
+      int64_t tp = 0, fp = 0, fn = 0;
+      for (int64_t i = 0; i < t->n; i++) {
+        tp += pred[i] == c && t->docs[i].gold == c;
+        fp += pred[i] == c && t->docs[i].gold != c;
+        fn += pred[i] != c && t->docs[i].gold == c;
+      }
+      f1 += tp + fp + fn ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : 0.0;
+    }
+    out[2] = f1 / 3.0;
+    out[3] = NAN;
+  }
   free(acc);
   free(norm);
+  free(pred);
 }
 
 /* One metric of a task as the harness writes it: "<key>,none" and "<key>_stderr,none" ("N/A" for a NaN), and
@@ -849,8 +1077,9 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
       add_metric(r, h, "perplexity", m[0], m[1], 0);
       add_metric(r, h, "acc", m[2], m[3], 1);
     } else {
-      add_metric(r, h, "acc", m[0], m[1], 1);
-      if (zt_mc_has_norm(name)) add_metric(r, h, "acc_norm", m[2], m[3], 1);
+      const char *keys[2];
+      const int nk = zt_mc_metric_names(name, keys);
+      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], m[2 * q], m[2 * q + 1], 1);
     }
     cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
     cJSON_AddNumberToObject(shots, name, nshot);
@@ -894,13 +1123,15 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
       }
       continue;
     }
-    for (int q = 0; q < (zt_mc_has_norm(tasks[k].name) || ll ? 2 : 1); q++) {
+    const char *keys[2];
+    const int nk = ll ? 2 : zt_mc_metric_names(tasks[k].name, keys);
+    for (int q = 0; q < nk; q++) {
       char se[32];
       if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");
       else snprintf(se, sizeof se, "%6.4f", m[2 * q + 1]);
       char ver[16];
       snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-      const char *metric = ll ? (q ? "acc" : "perplexity") : q ? "acc_norm" : "acc";
+      const char *metric = ll ? (q ? "acc" : "perplexity") : keys[q];
       snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
                q ? "" : tasks[k].name, q ? "" : ver, nshot, metric, ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q],
                se);

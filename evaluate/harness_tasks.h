@@ -1,6 +1,6 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
- * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race), loglikelihood (lambada_openai,
- * lambada_standard) and loglikelihood_rolling (wikitext):
+ * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, rte,
+ * sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard) and loglikelihood_rolling (wikitext):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -27,8 +27,7 @@ typedef struct {
 } zt_mc_doc;
 
 typedef struct {
-  const char *name;   /* piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race,
-                       * lambada_openai */
+  const char *name;   /* one of the supported tasks (zt_mc_supported) */
   int64_t n;
   zt_mc_doc *docs;
   /* while zt_mc_load reads the file: its bytes and the current line's JSON; zt_mc_load releases them, and zt_mc_free
@@ -39,9 +38,14 @@ typedef struct {
 
 /* Whether the harness task `name` is supported here; for a known task that is not, *why names what it lands with. */
 int zt_mc_supported(const char *name, const char **why);
-/* The task's version (the harness's metadata.version) and whether it reports acc_norm. */
+/* The supported tasks' names, ", "-separated. */
+const char *zt_mc_task_names(void);
+/* The task's version (the harness's metadata.version). */
 double zt_mc_version(const char *name);
-int zt_mc_has_norm(const char *name);
+/* A multiple-choice task's metrics (its YAML's metric_list), into keys: "acc" then "acc_norm" (piqa, arc_*,
+ * openbookqa, hellaswag) or "f1" (cb), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
+ * and rolling tasks). */
+int zt_mc_metric_names(const char *name, const char *keys[2]);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
 int zt_mc_is_loglikelihood(const char *name);
 /* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
@@ -78,8 +82,9 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
                        zt_ids *ctx, zt_ids *cont);
 
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
- * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: acc, acc_stderr,
- * acc_norm, acc_norm_stderr; for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
+ * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
+ * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
+ * webqs: exact_match, its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
  * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
  * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
