@@ -399,6 +399,14 @@ static void free_list(char **l, int n) {
   free(l);
 }
 
+/* A task's fixed choice texts (the same for every document). */
+static const char *const NO_YES[] = {"no", "yes"};
+static void fixed_choices(zt_mc_doc *d, int n, const char *const *texts) {
+  d->n_choices = n;
+  d->choices = zt_malloc((size_t)n * sizeof(char *), "choices");
+  for (int c = 0; c < n; c++) d->choices[c] = dup(texts[c]);
+}
+
 static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
   zt_strbuf t = {0};
   if (!strcmp(name, "piqa")) { /* piqa.yaml */
@@ -461,10 +469,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     puts_(&t, "\nQuestion: ");
     puts_(&t, str_field(j, "question", w));
     puts_(&t, "?\nAnswer:");
-    d->n_choices = 2;
-    d->choices = zt_malloc(2 * sizeof(char *), "choices");
-    d->choices[0] = dup("no");
-    d->choices[1] = dup("yes");
+    fixed_choices(d, 2, NO_YES);
     d->gold = int_field(j, "label", w);
   } else if (!strcmp(name, "winogrande")) { /* winogrande/preprocess_winogrande.py: partial scoring */
     const char *sentence = str_field(j, "sentence", w);
@@ -577,9 +582,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     puts_(&t, str_field(j, glue ? "sentence2" : "hypothesis", w));
     puts_(&t, !nli3 ? " True or False?\nAnswer:" : is_anli ? " True, False, or Neither?\nAnswer:"
                                                  : ". True, False, or Neither?\nAnswer:");
-    d->n_choices = nli3 ? 3 : 2;
-    d->choices = zt_malloc(3 * sizeof(char *), "choices");
-    for (int c = 0; c < d->n_choices; c++) d->choices[c] = dup(is_anli ? anli[c] : cb[c]);
+    fixed_choices(d, nli3 ? 3 : 2, is_anli ? anli : cb);
     d->gold = int_field(j, "label", w);
   } else if (!strcmp(name, "copa")) { /* super_glue/copa/utils.py */
     const char *q = str_field(j, "question", w);
@@ -638,10 +641,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     puts_(&t, word);
     puts_(&t, "' used in the same way in the two sentences above?\nAnswer:");
     free(word);
-    d->n_choices = 2;
-    d->choices = zt_malloc(2 * sizeof(char *), "choices");
-    d->choices[0] = dup("no");
-    d->choices[1] = dup("yes");
+    fixed_choices(d, 2, NO_YES);
     d->gold = int_field(j, "label", w);
   } else if (!strcmp(name, "wsc")) { /* super_glue/wsc/preprocess_wsc.py default_doc_to_text */
     const char *raw = str_field(j, "text", w), *pron = str_field(j, "span2_text", w);
@@ -669,10 +669,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     free(post);
     free(q.p);
     free(passage);
-    d->n_choices = 2;
-    d->choices = zt_malloc(2 * sizeof(char *), "choices");
-    d->choices[0] = dup("no");
-    d->choices[1] = dup("yes");
+    fixed_choices(d, 2, NO_YES);
     d->gold = int_field(j, "label", w);
   } else if (!strcmp(name, "webqs")) { /* webqs.yaml, utils.py: every accepted answer a gold choice */
     puts_(&t, "Question: ");
