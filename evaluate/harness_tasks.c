@@ -12,22 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/tokenizer/unicode.h"
 #include "evaluate/zeroshot_data.h"
 #include "runtime/base/error.h"
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
                                         "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
-                                        "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
-                                        "wic", "wsc", "webqs"};
+                                        "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
+                                        "sglue_rte", "wic", "wsc", "webqs"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
                     "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
     {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
-    {"record", "is not built: its entity choices are scored with SQuAD's token F1 and exact match over the answers "
-               "(super_glue/record/util.py), a scoring this program does not have"},
     {"triviaqa", "is a generation task (output_type generate_until): evaluate_zeroshot scores log-likelihoods only; "
                  "generation tasks are not built"}};
 
@@ -48,6 +47,8 @@ const char *zt_mc_task_names(void) {
   return all;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 static int is(const char *name, const char *const *list) {
   for (; *list; list++)
     if (!strcmp(name, *list)) return 1;
@@ -55,7 +56,7 @@ static int is(const char *name, const char *const *list) {
 }
 
 double zt_mc_version(const char *name) { /* each YAML's metadata.version */
-  static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "webqs", NULL};
+  static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", NULL};
   return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
@@ -67,6 +68,7 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
   keys[0] = keys[1] = NULL;
   if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
   if (!strcmp(name, "webqs")) return keys[0] = "exact_match", 1;
+  if (!strcmp(name, "record")) return keys[0] = "f1", keys[1] = "em", 2;
   keys[0] = "acc";
   if (is(name, with_norm)) keys[1] = "acc_norm";
   else if (!strcmp(name, "cb")) keys[1] = "f1";
@@ -76,8 +78,8 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
 /* the harness's test_split is null for these (their fewshot_split, null too, equals it): its sampler then draws
  * nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
-  static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "rte",
-                                        "sglue_rte", "wic", "wsc", NULL};
+  static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record",
+                                        "rte", "sglue_rte", "wic", "wsc", NULL};
   return is(name, no_test);
 }
 
@@ -207,6 +209,95 @@ static char *general_detokenize(const char *text) {
     if (!(p[0] == ' ' && p[1] && strchr("'.,", p[1]))) zt_strbuf_put(&r, p, 1);
   free(cur);
   return take(&r);
+}
+
+/* ---- ReCoRD's scoring: transformers' squad_metrics (normalize_answer, compute_f1, compute_exact) ------------------ */
+/* Python's \w (str patterns): isalnum, or '_' */
+static int py_word(uint32_t c) { return c == '_' || zt_unicode_is_letter(c) || zt_unicode_is_number(c); }
+
+/* normalize_answer(s).split(): s.lower(), string.punctuation removed, each whole \w run "a", "an" or "the" replaced by
+ * a space (re.sub(r"\b(a|an|the)\b", " ")), then split on whitespace. Returns the tokens; *n their count. */
+static char **squad_tokens(const char *s, int *n) {
+  const size_t nb = strlen(s);
+  uint32_t *cp = zt_malloc((nb + 1) * sizeof(uint32_t), "answer"), *low = zt_malloc((3 * nb + 1) * sizeof(uint32_t),
+                                                                                     "answer");
+  size_t nc = 0, nl = 0;
+  for (size_t i = 0, used; i < nb; i += used) cp[nc++] = zt_utf8_decode((const uint8_t *)s + i, nb - i, &used);
+  for (size_t i = 0; i < nc; i++) {
+    uint32_t o[3];
+    const int k = zt_unicode_lower_at(cp, nc, i, o);
+    for (int q = 0; q < k; q++)
+      if (!(o[q] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)o[q]) && o[q])) low[nl++] = o[q];
+  }
+  zt_strbuf b = {0};
+  for (size_t i = 0; i < nl;) {
+    size_t e = i;
+    while (e < nl && py_word(low[e])) e++;
+    if (e == i) e = i + 1;
+    const size_t len = e - i;
+    int article = 0;
+    if (py_word(low[i]) && len <= 3) {
+      char w[4] = {0};
+      for (size_t q = 0; q < len; q++) w[q] = low[i + q] < 128 ? (char)low[i + q] : '?';
+      article = !strcmp(w, "a") || !strcmp(w, "an") || !strcmp(w, "the");
+    }
+    if (article) puts_(&b, " ");
+    else
+      for (size_t q = i; q < e; q++) {
+        uint8_t u[4];
+        zt_strbuf_put(&b, (const char *)u, (size_t)zt_utf8_encode(low[q], u));
+      }
+    i = e;
+  }
+  free(cp);
+  free(low);
+  char *norm = take(&b), **tok = NULL;
+  int cnt = 0;
+  for (const char *p = norm; *p;) { /* str.split(): runs of non-whitespace */
+    int sp;
+    while (*p && (sp = zt_utf8_space(p, strlen(p))) > 0) p += sp;
+    if (!*p) break;
+    const char *w0 = p;
+    while (*p && zt_utf8_space(p, strlen(p)) <= 0) p++;
+    tok = realloc(tok, (size_t)(cnt + 1) * sizeof(char *));
+    zt_check(tok != NULL, "out of memory", "answer tokens: %d", cnt + 1);
+    zt_strbuf t = {0};
+    zt_strbuf_put(&t, w0, (size_t)(p - w0));
+    tok[cnt++] = take(&t);
+  }
+  free(norm);
+  *n = cnt;
+  return tok;
+}
+
+/* compute_f1(a, b) (symmetric) and compute_exact(a, b) on the two token lists: f1 from the multiset intersection. */
+static void squad_scores(char **a, int na, char **b, int nb, double *f1, double *em) {
+  *em = na == nb;
+  for (int i = 0; i < na && *em; i++) *em = !strcmp(a[i], b[i]);
+  if (na == 0 || nb == 0) {
+    *f1 = *em;
+    return;
+  }
+  char **x = zt_malloc((size_t)na * sizeof(char *), "tokens"), **y = zt_malloc((size_t)nb * sizeof(char *), "tokens");
+  memcpy(x, a, (size_t)na * sizeof(char *));
+  memcpy(y, b, (size_t)nb * sizeof(char *));
+  qsort(x, (size_t)na, sizeof(char *), cmp_str);
+  qsort(y, (size_t)nb, sizeof(char *), cmp_str);
+  int same = 0;
+  for (int i = 0, j = 0; i < na && j < nb;) {
+    const int c = strcmp(x[i], y[j]);
+    same += c == 0;
+    i += c <= 0;
+    j += c >= 0;
+  }
+  free(x);
+  free(y);
+  if (same == 0) {
+    *f1 = 0.0;
+    return;
+  }
+  const double precision = 1.0 * same / nb, recall = 1.0 * same / na;
+  *f1 = (2 * precision * recall) / (precision + recall);
 }
 
 /* ---- Python literals (RACE's "problems" is the repr of a list of dicts: ast.literal_eval) ------------------------ */
@@ -393,7 +484,6 @@ static int str_list(const cJSON *j, const char *key, const char *shown, where w,
   }
   return n;
 }
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static void free_list(char **l, int n) {
   for (int i = 0; i < n; i++) free(l[i]);
   free(l);
@@ -671,6 +761,66 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     free(passage);
     fixed_choices(d, 2, NO_YES);
     d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "record")) { /* super_glue/record/util.py */
+    char *passage = strip(str_field(j, "passage", w));
+    static const char sep[] = "\n@highlight\n"; /* initial_text, *highlights = passage.split(sep) */
+    const char *p = passage, *hit = strstr(p, sep);
+    zt_strbuf_put(&t, p, hit ? (size_t)(hit - p) : strlen(p));
+    puts_(&t, "\n\n");
+    while (hit) {
+      p = hit + sizeof sep - 1;
+      hit = strstr(p, sep);
+      puts_(&t, "  - ");
+      zt_strbuf_put(&t, p, hit ? (size_t)(hit - p) : strlen(p));
+      puts_(&t, ".\n");
+    }
+    free(passage);
+    const char *query = str_field(j, "query", w);
+    char **ent, **ans;
+    int ne = str_list(j, "entities", "entities", w, &ent), na = str_list(j, "answers", "answers", w, &ans);
+    for (int pass = 0; pass < 2; pass++) { /* process_docs: sorted(list(set(...))) */
+      char **l = pass ? ans : ent;
+      int *n = pass ? &na : &ne, m = 0;
+      qsort(l, (size_t)*n, sizeof(char *), cmp_str);
+      for (int i = 0; i < *n; i++)
+        if (m && !strcmp(l[i], l[m - 1])) free(l[i]);
+        else l[m++] = l[i];
+      *n = m;
+    }
+    d->n_choices = ne;
+    d->choices = zt_malloc((size_t)ne * sizeof(char *), "choices");
+    d->scores = zt_malloc((size_t)ne * 2 * sizeof(double), "scores");
+    int *nat = zt_malloc((size_t)na * sizeof(int), "answers");
+    char ***at = zt_malloc((size_t)na * sizeof(char **), "answers");
+    for (int a = 0; a < na; a++) at[a] = squad_tokens(ans[a], &nat[a]);
+    d->gold = -1;
+    for (int c = 0; c < ne; c++) {
+      zt_strbuf o = {0}; /* format_answer: f"  - {query}".replace("@placeholder", entity) */
+      puts_(&o, "  - ");
+      puts_(&o, query);
+      d->choices[c] = replace(o.p, "@placeholder", ent[c]);
+      free(o.p);
+      if (d->gold < 0 && !strcmp(ent[c], ans[0])) d->gold = c;
+      int nt; /* metric_max_over_ground_truths(compute_f1 / compute_exact, entity, answers) */
+      char **et = squad_tokens(ent[c], &nt);
+      d->scores[2 * c] = d->scores[2 * c + 1] = 0.0;
+      for (int a = 0; a < na; a++) {
+        double f1, em;
+        squad_scores(et, nt, at[a], nat[a], &f1, &em);
+        if (a == 0 || f1 > d->scores[2 * c]) d->scores[2 * c] = f1;
+        if (a == 0 || em > d->scores[2 * c + 1]) d->scores[2 * c + 1] = em;
+      }
+      free_list(et, nt);
+    }
+    for (int a = 0; a < na; a++) free_list(at[a], nat[a]);
+    free(at);
+    free(nat);
+    /* doc_to_target is format_answer(query, answers[0]): the few-shot examples write it, as the choice of that entity */
+    zt_check(d->gold >= 0, "bad task file", "%s:%ld: the first answer \"%s\" (sorted) is not among \"entities\": "
+             "ReCoRD's answers are entities of the passage, and the few-shot target is the first one's choice",
+             w.path, w.line, ans[0]);
+    free_list(ent, ne);
+    free_list(ans, na);
   } else if (!strcmp(name, "webqs")) { /* webqs.yaml, utils.py: every accepted answer a gold choice */
     puts_(&t, "Question: ");
     puts_(&t, str_field(j, "question", w));
@@ -756,6 +906,7 @@ void zt_mc_free(zt_mc_task *t) {
   for (int64_t i = 0; i < t->n; i++) {
     free(t->docs[i].text);
     free(t->docs[i].target);
+    free(t->docs[i].scores);
     free_list(t->docs[i].choices, t->docs[i].n_choices);
   }
   free(t->docs);
@@ -859,6 +1010,9 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
 static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
   if (strcmp(a->text, b->text) || a->n_choices != b->n_choices || a->gold != b->gold) return 0;
   if ((a->target == NULL) != (b->target == NULL) || (a->target && strcmp(a->target, b->target))) return 0;
+  if ((a->scores == NULL) != (b->scores == NULL) ||
+      (a->scores && memcmp(a->scores, b->scores, 2 * (size_t)a->n_choices * sizeof(double))))
+    return 0; /* record: its answers, as the entities' scores against them */
   for (int i = 0; i < a->n_choices; i++)
     if (strcmp(a->choices[i], b->choices[i])) return 0;
   return 1;
@@ -1016,6 +1170,10 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     pred[i] = best;
     acc[i] = webqs ? any_greedy : best == d->gold; /* webqs: exact_match, any accepted answer the greedy one */
     norm[i] = bestn == d->gold;
+    if (d->scores) { /* record: f1 and em of the most likely entity */
+      acc[i] = d->scores[2 * best];
+      norm[i] = d->scores[2 * best + 1];
+    }
     sa += acc[i];
     sn += norm[i];
   }

@@ -1,6 +1,6 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
- * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, rte,
- * sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard) and loglikelihood_rolling (wikitext):
+ * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
+ * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard) and loglikelihood_rolling (wikitext):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -24,6 +24,8 @@ typedef struct {
   char *target;
   int n_req;              /* its requests: n_choices, or a rolling task's windows (set when they are built) */
   int64_t words, bytes;   /* wikitext: re.split(r"\s+", page) and its UTF-8 bytes */
+  double *scores;         /* record: per choice, the SQuAD token f1 and exact match of its entity against the
+                           * answers, best over them (f1 at 2c, em at 2c + 1) */
 } zt_mc_doc;
 
 typedef struct {
@@ -43,7 +45,7 @@ const char *zt_mc_task_names(void);
 /* The task's version (the harness's metadata.version). */
 double zt_mc_version(const char *name);
 /* A multiple-choice task's metrics (its YAML's metric_list), into keys: "acc" then "acc_norm" (piqa, arc_*,
- * openbookqa, hellaswag) or "f1" (cb), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
+ * openbookqa, hellaswag) or "f1" (cb), "f1" then "em" (record), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
  * and rolling tasks). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
@@ -84,7 +86,7 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
  * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
  * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
- * webqs: exact_match, its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
+ * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
  * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
  * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,

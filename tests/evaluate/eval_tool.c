@@ -6,7 +6,8 @@
  *   eval_tool lambada FILE SEQ STRICT VOCAB MERGES   stdout: per example, "text ids | mask | dropped"
  *   eval_tool sample SEED N K TIMES  stdout: TIMES lines of random.Random(SEED).sample(range(N), K), one generator
  *   eval_tool mc TASK FILE NSHOT POOL SEED  stdout: per document, JSON {"context", "choices", "gold"} (the
- *                                  harness's prompt with NSHOT examples from POOL ("-": none)) */
+ *                                  harness's prompt with NSHOT examples from POOL ("-": none); record: "scores",
+ *                                  each entity's [f1, em]) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,11 @@ int main(int argc, char **argv) {
       for (int c = 0; c < t.docs[i].n_choices; c++) cJSON_AddItemToArray(ch, cJSON_CreateString(t.docs[i].choices[c]));
       cJSON_AddNumberToObject(o, "gold", t.docs[i].gold);
       if (t.docs[i].target) cJSON_AddStringToObject(o, "target", t.docs[i].target);
+      if (t.docs[i].scores) { /* record: each entity's [f1, em] */
+        cJSON *sc = cJSON_AddArrayToObject(o, "scores");
+        for (int c = 0; c < t.docs[i].n_choices; c++)
+          cJSON_AddItemToArray(sc, cJSON_CreateDoubleArray(t.docs[i].scores + 2 * c, 2));
+      }
       char *s = cJSON_PrintUnformatted(o);
       printf("%s\n", s);
       free(s);

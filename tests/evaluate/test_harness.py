@@ -12,12 +12,14 @@ With --mpi: DP=2, TP=2 and PP=2 runs equal one process (the requests spread over
 
 Usage: test_harness.py [--mpi] EVALUATE_ZEROSHOT EVAL_TOOL PRETRAIN_GPT PREPROCESS_DATA CKPT_LOGITS"""
 import ast
+import collections
 import json
 import math
 import os
 import random
 import re
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -129,6 +131,12 @@ def doc_of(task, d):
             if not a.startswith(ret[-1]):
                 ret.append(a)
         return "Question: " + d["question"] + "\nAnswer:", ret, 0
+    if task == "record":  # super_glue/record/util.py (process_docs: entities and answers sorted and unique)
+        ent, ans = record_sets(d)
+        initial, *highlights = d["passage"].strip().split("\n@highlight\n")
+        text = initial + "\n\n" + "".join("  - %s.\n" % h for h in highlights)
+        choices = [("  - " + d["query"]).replace("@placeholder", e) for e in ent]
+        return text, choices, ent.index(ans[0])  # doc_to_target: the first answer's choice
     if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
         i = d["sentence"].index("_")
         return None, [d["sentence"][:i] + o for o in (d["option1"], d["option2"])], {"1": 0, "2": 1}[d["answer"]]
@@ -155,7 +163,38 @@ def cb_multi_f1(golds, preds):  # super_glue/cb/aggregate.py with sklearn's bina
     return float(np.mean(f))
 
 
-NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "rte", "sglue_rte", "wic", "wsc")
+def record_sets(d):
+    return sorted(set(d["entities"])), sorted(set(d["answers"]))
+
+
+def squad_normalize(s):  # transformers.data.metrics.squad_metrics.normalize_answer
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(re.compile(r"\b(a|an|the)\b", re.UNICODE), " ", s)
+    return " ".join(s.split())
+
+
+def squad_f1(a_gold, a_pred):  # squad_metrics.compute_f1 (get_tokens: [] for an empty string)
+    gold = squad_normalize(a_gold).split() if a_gold else []
+    pred = squad_normalize(a_pred).split() if a_pred else []
+    same = sum((collections.Counter(gold) & collections.Counter(pred)).values())
+    if len(gold) == 0 or len(pred) == 0:
+        return int(gold == pred)
+    if same == 0:
+        return 0
+    precision, recall = 1.0 * same / len(pred), 1.0 * same / len(gold)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def record_scores(d):
+    """Per entity (sorted, unique): metric_max_over_ground_truths of compute_f1 and compute_exact over the answers."""
+    ent, ans = record_sets(d)
+    return [[max(squad_f1(e, a) for a in ans), max(int(squad_normalize(e) == squad_normalize(a)) for a in ans)]
+            for e in ent]
+
+
+NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
+                 "wic", "wsc")
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag")
 
 
@@ -276,7 +315,7 @@ def oracle(tasks, nshot=0, pools=None):
             for d in docs:
                 wins = rolling_windows(tok_encode(wikitext_detokenizer(d["page"])), SEQ)
                 reqs.extend(wins)
-                meta.append((task, len(wins), (len(re.split(r"\s+", d["page"])), len(d["page"].encode("utf-8")))))
+                meta.append((task, len(wins), (len(re.split(r"\s+", d["page"])), len(d["page"].encode("utf-8"))), d))
             continue
         ctxs = contexts(task, docs, nshot, (pools or {}).get(task))
         for d, c in zip(docs, ctxs):
@@ -284,7 +323,7 @@ def oracle(tasks, nshot=0, pools=None):
             tgt = target_of(task, d)
             for ch in choices:
                 reqs.append(encode_pair(c, " " + ch) if tgt is None else encode_pair(c + ch, " " + tgt))
-            meta.append((task, choices, gold))
+            meta.append((task, choices, gold, d))
     rows, spans = [], []
     for ctx, cont in reqs:
         whole = (ctx + cont)[-(SEQ + 1):]
@@ -299,7 +338,7 @@ def oracle(tasks, nshot=0, pools=None):
     lls = [float(sum(logp[i, a + k, t] for k, t in enumerate(cont))) for i, (a, b, cont) in enumerate(spans)]
     greedy = [all(int(np.argmax(lg[i, a + k])) == t for k, t in enumerate(cont)) for i, (a, b, cont) in enumerate(spans)]
     res, at = {}, 0
-    for task, choices, gold in meta:
+    for task, choices, gold, d in meta:
         if task == "wikitext":  # choices: the number of windows, gold: (words, bytes)
             r = res.setdefault(task, {"sum": 0.0, "wb": []})
             r["sum"] += sum(lls[at:at + choices])
@@ -322,6 +361,10 @@ def oracle(tasks, nshot=0, pools=None):
         r["gold"].append(gold)
         r["pred"].append(int(np.argmax(ll)))
         r["em"].append(1.0 if any(greedy[at:at + len(choices)]) else 0.0)  # webqs: any accepted answer greedy
+        if task == "record":  # process_results: the most likely entity's f1 and em against the answers
+            f1, em = record_scores(d)[int(np.argmax(ll))]
+            r.setdefault("record_f1", []).append(f1)
+            r.setdefault("record_em", []).append(em)
         at += len(choices)
     out = {}
     for task, r in res.items():
@@ -337,6 +380,11 @@ def oracle(tasks, nshot=0, pools=None):
                  bootstrap_perplexity(r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
                  "acc_stderr,none": mean_stderr(r["greedy"])}
             out[task] = (r["sum"], m)
+            continue
+        if task == "record":  # aggregation mean (sum / len), stderr mean_stderr
+            f1, em = r["record_f1"], r["record_em"]
+            out[task] = (r["sum"], {"f1,none": sum(f1) / len(f1), "f1_stderr,none": mean_stderr(f1),
+                                    "em,none": sum(em) / len(em), "em_stderr,none": mean_stderr(em)})
             continue
         if task == "webqs":
             out[task] = (r["sum"], {"exact_match,none": np.mean(r["em"]), "exact_match_stderr,none": mean_stderr(r["em"])})
@@ -473,6 +521,16 @@ def make_docs(task, n):
             rng.shuffle(answers)
             docs.append({"url": "u", "question": "which %s %s the fox?" % (rng.choice(NOUNS), rng.choice(VERBS)),
                          "answers": answers})
+        elif task == "record":
+            n1, n2 = rng.choice(NOUNS), rng.choice(NOUNS)
+            ents = ["the " + n1, n1.upper() + "!", "A " + n2 + "-" + n1, "an " + n2, n2, "\u00c6r\u00f8 \u03a3\u0391\u03a3",
+                    "The", "fox's " + n2, n1 + "  " + n2, "\u0130stanbul the_" + n1]
+            entities = rng.sample(ents, rng.randint(3, 5))
+            answers = rng.sample(entities, rng.randint(1, 2))
+            passage = "  " + sentence() + "".join("\n@highlight\n" + sentence()[:-1] for _ in range(i % 3)) + "\n"
+            docs.append({"passage": passage, "query": "the @placeholder %s the %s" % (rng.choice(VERBS), "@placeholder"
+                         if i % 4 == 0 else rng.choice(NOUNS)), "entities": entities + entities[:1],
+                         "answers": answers + answers[:1], "idx": {"passage": i, "query": i}})
         elif task == "boolq":
             docs.append({"passage": " ".join(sentence() for _ in range(2)), "question": "does the %s see the fox" %
                          rng.choice(NOUNS), "label": rng.choice([0, 1, True, False])})
@@ -502,7 +560,7 @@ def greedy_word(context, n=4):
 
 TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
-         "wic", "wsc", "webqs"]
+         "wic", "wsc", "webqs", "record"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -613,10 +671,24 @@ for t in TASKS:
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
         want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
-                     **({"target": target_of(t, d)} if target_of(t, d) is not None else {}))
+                     **({"target": target_of(t, d)} if target_of(t, d) is not None else {}),
+                     **({"scores": record_scores(d)} if t == "record" else {}))
                 for d, c in zip(data[t], contexts(t, data[t], nshot, pools[t]))]
         check(rc == 0 and got == want, "%s %d-shot: prompts, choices and gold as the harness builds them" % (t, nshot),
               "\n%s\n%s" % (got[:1], want[:1]))
+
+# record's SQuAD scoring of 300 random entities against 6 answers: Unicode case mappings, punctuation, articles,
+# Unicode whitespace and word characters
+r5 = random.Random(5)
+alpha = list("aAnNtThHeE _-'.,!?") + ["the", "an", "a ", " a", "The", "fox", "\u00c6", "\u03a3", "\u0130", "\u00df",
+                                       "\u2160", "\u0663", "\u00a0", "\u2003", "\x1c", "e\u0301", "\u00bd"]
+ents = sorted({"".join(r5.choice(alpha) for _ in range(r5.randint(0, 8))) for _ in range(300)})
+sq = {"passage": "p", "query": "@placeholder", "entities": ents, "answers": ents[:1] + r5.sample(ents, 5)}
+open(os.path.join(tmp, "record_squad.jsonl"), "w").write(json.dumps(sq) + "\n")
+rc, out = run([TOOL, "mc", "record", os.path.join(tmp, "record_squad.jsonl"), "0", "-", "1234"])
+got, want = json.loads(out)["scores"] if rc == 0 else None, record_scores(sq)
+check(got == want, "record: f1 and em of %d random entities (%d partial f1) as transformers' squad_metrics" %
+      (len(ents), sum(0 < f < 1 for f, _ in want)), "%s\n%s" % (got and got[:5], want[:5]))
 
 # 3. the metrics against NumPy on the checkpoint's logits: all six tasks in one run, then 2-shot
 js = os.path.join(tmp, "results.json")
@@ -639,7 +711,7 @@ for t in TASKS:
 want_lambada = sums.get("lambada_openai", 0.0)
 vers = got.get("versions", {})
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq") == 2.0 and
-      vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and vers.get("cb") == 1.0,
+      vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and vers.get("cb") == 1.0 and vers.get("record") == 2.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the model's greedy continuation count in "
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
@@ -653,7 +725,7 @@ s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
 FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc",
-      "multirc")
+      "multirc", "record")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -716,8 +788,11 @@ open(bad, "w").write(json.dumps({"sentence": "no blank here", "option1": "a", "o
 refused("a WinoGrande sentence without the blank", ["winogrande"], [], "bad.jsonl:1: \"sentence\" has no \"_\"",
         {"winogrande": bad})
 refused("an unknown task", ["nosuch"], [], "unknown task nosuch", {"nosuch": paths["piqa"]})
-refused("record (not built, named)", ["record"], [], "record is not supported yet: it is not built",
-        {"record": paths["piqa"]})
+open(bad, "w").write(json.dumps(dict(data["record"][0], answers=["!zz", data["record"][0]["entities"][0]])) + "\n")
+refused("record: the first answer (sorted) not among the entities", ["record"], [], "bad.jsonl:1: the first answer "
+        "\"!zz\" (sorted) is not among \"entities\"", {"record": bad})
+open(bad, "w").write(json.dumps(dict(data["record"][0], entities=[])) + "\n")
+refused("record: no entities", ["record"], [], "bad.jsonl:1: \"entities\" is empty", {"record": bad})
 refused("triviaqa (generation, named)", ["triviaqa"], [], "triviaqa is not supported yet: it is a generation task",
         {"triviaqa": paths["piqa"]})
 refused("webqs few-shot", ["webqs"], ["--num-fewshot", "1", "--fewshot-data", "webqs=" + paths["webqs"]],

@@ -1,7 +1,7 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
- * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, rte, sglue_rte, wic, wsc,
- * webqs) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read
+ * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte,
+ * wic, wsc, webqs) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read
  * both as the documents and as the few-shot pool. Each document must have its gold label among its choices; each
  * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
  * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
@@ -15,8 +15,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
                                       "hellaswag", "boolq",    "winogrande",    "race"};
-  static const char *const more[] = {"anli_r1", "anli_r2", "anli_r3", "cb",        "copa", "multirc",
-                                     "rte",     "sglue_rte", "wic",   "wsc",       "webqs"};
+  static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
+                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
