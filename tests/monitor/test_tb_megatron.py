@@ -408,8 +408,10 @@ def area_mpi(tmp):
           all(abs(v - float(logs[s]["num zeros"])) <= 0.05 for s, v in ev["num-zeros/num-zeros"]) and
           all(close(v, float(logs[s]["lm loss"]), 6e-6) for s, v in ev["lm-loss-training/lm loss"]),
           "params norm, num zeros, lm loss as printed")
-    check([v for _, v in ev["num-zeros/num-zeros"]] == [16.0 * 32] * 3, "num-zeros counted once over the "
-          "data-parallel replicas: 512")
+    nz = [v for _, v in ev["num-zeros/num-zeros"]]
+    check(len(nz) == 3 and all(16.0 * 32 <= v <= 16.0 * 32 + 2 * 32 for v in nz), "num-zeros counted once over the "
+          "data-parallel replicas: the 512 unused position-embedding entries plus at most the 64 key-bias entries "
+          "(zero up to rounding; an exact zero among them depends on the BLAS build), not twice that: %s" % nz)
     check("optimizer/weight_l2" in ev and abs(ev["optimizer/weight_l2"][-1][1] - ev["params-norm/params-norm"][-1][1])
           <= 2e-6 * ev["params-norm/params-norm"][-1][1], "optimizer/weight_l2 = params-norm (no ZeRO: each rank's "
           "full state, not summed over data parallel)")
