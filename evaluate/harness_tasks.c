@@ -20,15 +20,13 @@
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
                                         "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
                                         "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
-                                        "sglue_rte", "wic", "wsc", "webqs"};
+                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
                     "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
-    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
-    {"triviaqa", "is a generation task (output_type generate_until): evaluate_zeroshot scores log-likelihoods only; "
-                 "generation tasks are not built"}};
+    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"}};
 
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
@@ -57,8 +55,15 @@ static int is(const char *name, const char *const *list) {
 
 double zt_mc_version(const char *name) { /* each YAML's metadata.version */
   static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", NULL};
+  if (!strcmp(name, "triviaqa")) return 3.0;
   return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
+int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa"); }
+const char *const *zt_mc_until(const char *name) {
+  static const char *const triviaqa[] = {"\n", ".", ",", NULL}; /* triviaqa.yaml generation_kwargs.until */
+  return !strcmp(name, "triviaqa") ? triviaqa : NULL;
+}
+const char *zt_mc_filter(const char *name) { return !strcmp(name, "triviaqa") ? "remove_whitespace" : "none"; }
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
@@ -67,7 +72,7 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
   static const char *const with_norm[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", NULL};
   keys[0] = keys[1] = NULL;
   if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
-  if (!strcmp(name, "webqs")) return keys[0] = "exact_match", 1;
+  if (!strcmp(name, "webqs") || !strcmp(name, "triviaqa")) return keys[0] = "exact_match", 1;
   if (!strcmp(name, "record")) return keys[0] = "f1", keys[1] = "em", 2;
   keys[0] = "acc";
   if (is(name, with_norm)) keys[1] = "acc_norm";
@@ -79,7 +84,7 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
  * nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
   static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record",
-                                        "rte", "sglue_rte", "wic", "wsc", NULL};
+                                        "rte", "sglue_rte", "wic", "wsc", "triviaqa", NULL};
   return is(name, no_test);
 }
 
@@ -835,6 +840,16 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
         d->choices[d->n_choices++] = dup(ans[i]);
     free_list(ans, na);
     d->gold = 0; /* doc_to_target: every choice; exact_match counts any of them */
+  } else if (!strcmp(name, "triviaqa")) { /* triviaqa/default.yaml (rc.nocontext): generate_until */
+    puts_(&t, "Question: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "?\nAnswer:");
+    const cJSON *ans = field(j, "answer", w);
+    zt_check(cJSON_IsObject(ans), "bad task file", "%s:%ld: \"answer\" is not an object", w.path, w.line);
+    /* doc_to_target "{{answer.aliases}}": the list, in the file's order (the few-shot target is the first); an empty
+     * one is refused (the harness's exact_match fails on it: np.char.lower of an empty float array) */
+    d->n_choices = str_list(ans, "aliases", "answer.aliases", w, &d->choices);
+    d->gold = 0;
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -1006,6 +1021,69 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
   }
 }
 
+/* ---- generate_until's scoring (triviaqa) ------------------------------------------------------------------- */
+/* s[0..n) as code points (invalid UTF-8 as U+FFFD); malloc'd, *count of them. */
+static uint32_t *code_points(const char *s, size_t n, size_t *count) {
+  uint32_t *cp = zt_malloc((n + 1) * sizeof(uint32_t), "answer");
+  size_t k = 0;
+  for (size_t i = 0, used; i < n; i += used) cp[k++] = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
+  *count = k;
+  return cp;
+}
+
+/* A NumPy unicode element ends at its last non-NUL code point. */
+static size_t np_len(const uint32_t *cp, size_t n) {
+  while (n > 0 && cp[n - 1] == 0) n--;
+  return n;
+}
+
+/* exact_match_hf_evaluate with ignore_case and ignore_punctuation, on one element of an array whose itemsize is
+ * `width` code points: np.char.lower (str.lower of the element, final sigma included, stored back cut to the width),
+ * then np.char.translate deleting string.punctuation. out has room for 3 n. */
+static size_t em_normalize(const uint32_t *cp, size_t n, size_t width, uint32_t *out) {
+  n = np_len(cp, n);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t o[3];
+    const int m = zt_unicode_lower_at(cp, n, i, o);
+    for (int q = 0; q < m; q++) out[k++] = o[q];
+  }
+  k = np_len(out, k < width ? k : width);
+  size_t w = 0;
+  for (size_t i = 0; i < k; i++)
+    if (!(out[i] && out[i] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)out[i]))) out[w++] = out[i];
+  return np_len(out, w);
+}
+
+double zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len) {
+  const zt_mc_doc *d = &t->docs[i];
+  /* remove_whitespace: resp.lstrip(); take_first: the one response */
+  int k;
+  while (len > 0 && (k = zt_utf8_space(text, len)) > 0) text += k, len -= (size_t)k;
+  /* process_results with multiple targets: exact_match(references=aliases, predictions=[pred] * len(aliases)) > 0:
+   * the predictions array's itemsize is the prediction's length, the references' the longest alias's */
+  size_t np, width = 1;
+  uint32_t *pred = code_points(text, len, &np);
+  uint32_t **al = zt_malloc((size_t)d->n_choices * sizeof(uint32_t *), "answer");
+  size_t *nal = zt_malloc((size_t)d->n_choices * sizeof(size_t), "answer");
+  for (int a = 0; a < d->n_choices; a++) {
+    al[a] = code_points(d->choices[a], strlen(d->choices[a]), &nal[a]);
+    if (nal[a] > width) width = nal[a];
+  }
+  uint32_t *pn = zt_malloc((3 * np + 1) * sizeof(uint32_t), "answer");
+  const size_t pl = em_normalize(pred, np, np > 0 ? np : 1, pn);
+  int hit = 0;
+  for (int a = 0; a < d->n_choices; a++) {
+    uint32_t *an = zt_malloc((3 * nal[a] + 1) * sizeof(uint32_t), "answer");
+    const size_t l = em_normalize(al[a], nal[a], width, an);
+    hit |= l == pl && (l == 0 || !memcmp(an, pn, l * sizeof(uint32_t)));
+    free(an);
+    free(al[a]);
+  }
+  free(al), free(nal), free(pred), free(pn);
+  return hit ? 1.0 : 0.0;
+}
+
 /* ---- contexts and requests --------------------------------------------------------------------------------- */
 static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
   if (strcmp(a->text, b->text) || a->n_choices != b->n_choices || a->gold != b->gold) return 0;
@@ -1147,6 +1225,14 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     out[3] = stderr_of(greedy, t->n);
     return;
   }
+  if (zt_mc_is_generation(t->name)) { /* greedy[i]: the document's exact_match (zt_mc_score_generation) */
+    double sg = 0.0;
+    for (int64_t i = 0; i < t->n; i++) sg += greedy[i];
+    out[0] = sg / (double)t->n;
+    out[1] = stderr_of(greedy, t->n);
+    out[2] = out[3] = NAN;
+    return;
+  }
   double *acc = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
   double *norm = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
   int *pred = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
@@ -1203,12 +1289,12 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
 
 /* One metric of a task as the harness writes it: "<key>,none" and "<key>_stderr,none" ("N/A" for a NaN), and
  * whether higher is better. */
-static void add_metric(cJSON *r, cJSON *h, const char *key, double v, double se, int higher) {
+static void add_metric(cJSON *r, cJSON *h, const char *key, const char *filter, double v, double se, int higher) {
   char k[80];
-  snprintf(k, sizeof k, "%s,none", key);
+  snprintf(k, sizeof k, "%s,%s", key, filter);
   if (isnan(v)) cJSON_AddStringToObject(r, k, "N/A");
   else cJSON_AddNumberToObject(r, k, v);
-  snprintf(k, sizeof k, "%s_stderr,none", key);
+  snprintf(k, sizeof k, "%s_stderr,%s", key, filter);
   if (isnan(se)) cJSON_AddStringToObject(r, k, "N/A");
   else cJSON_AddNumberToObject(r, k, se);
   cJSON_AddBoolToObject(h, key, higher);
@@ -1225,16 +1311,16 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     cJSON_AddStringToObject(r, "alias", name);
     cJSON *h = cJSON_AddObjectToObject(hib, name);
     if (zt_mc_is_rolling(name)) { /* the harness gives these no standard error */
-      add_metric(r, h, "word_perplexity", m[0], NAN, 0);
-      add_metric(r, h, "byte_perplexity", m[1], NAN, 0);
-      add_metric(r, h, "bits_per_byte", m[2], NAN, 0);
+      add_metric(r, h, "word_perplexity", "none", m[0], NAN, 0);
+      add_metric(r, h, "byte_perplexity", "none", m[1], NAN, 0);
+      add_metric(r, h, "bits_per_byte", "none", m[2], NAN, 0);
     } else if (zt_mc_is_loglikelihood(name)) {
-      add_metric(r, h, "perplexity", m[0], m[1], 0);
-      add_metric(r, h, "acc", m[2], m[3], 1);
+      add_metric(r, h, "perplexity", "none", m[0], m[1], 0);
+      add_metric(r, h, "acc", "none", m[2], m[3], 1);
     } else {
       const char *keys[2];
       const int nk = zt_mc_metric_names(name, keys);
-      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], m[2 * q], m[2 * q + 1], 1);
+      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], zt_mc_filter(name), m[2 * q], m[2 * q + 1], 1);
     }
     cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
     cJSON_AddNumberToObject(shots, name, nshot);
@@ -1254,16 +1340,21 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
 
 char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot) {
   /* lm_eval.utils.make_table's columns: Tasks|Version|Filter|n-shot|Metric| |Value| |Stderr */
-  size_t wt = 5;
-  for (int k = 0; k < n_tasks; k++)
+  size_t wt = 5, wf = 6;
+  for (int k = 0; k < n_tasks; k++) {
     if (strlen(tasks[k].name) > wt) wt = strlen(tasks[k].name);
+    if (strlen(zt_mc_filter(tasks[k].name)) > wf) wf = strlen(zt_mc_filter(tasks[k].name));
+  }
   zt_strbuf b = {0};
   char line[512];
-  snprintf(line, sizeof line, "|%-*s|Version|Filter|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt, "Tasks");
+  snprintf(line, sizeof line, "|%-*s|Version|%-*s|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt, "Tasks", (int)wf,
+           "Filter");
   puts_(&b, line);
   puts_(&b, "|");
   for (size_t i = 0; i < wt; i++) puts_(&b, "-");
-  puts_(&b, "|------:|------|-----:|--------|---|-----:|---|-----:|\n");
+  puts_(&b, "|------:|");
+  for (size_t i = 0; i < wf; i++) puts_(&b, "-");
+  puts_(&b, "|-----:|--------|---|-----:|---|-----:|\n");
   for (int k = 0; k < n_tasks; k++) {
     const double *m = metrics + 4 * k;
     const int ll = zt_mc_is_loglikelihood(tasks[k].name), roll = zt_mc_is_rolling(tasks[k].name);
@@ -1272,8 +1363,8 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
       for (int q = 0; q < 3; q++) {
         char ver[16];
         snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-        snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%s|\xe2\x86\x93  |%6.4f|\xc2\xb1  |%6s|\n", (int)wt,
-                 q ? "" : tasks[k].name, q ? "" : ver, nshot, keys[q], m[q], "N/A");
+        snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%s|\xe2\x86\x93  |%6.4f|\xc2\xb1  |%6s|\n", (int)wt,
+                 q ? "" : tasks[k].name, q ? "" : ver, (int)wf, "none", nshot, keys[q], m[q], "N/A");
         puts_(&b, line);
       }
       continue;
@@ -1287,9 +1378,9 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
       char ver[16];
       snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
       const char *metric = ll ? (q ? "acc" : "perplexity") : keys[q];
-      snprintf(line, sizeof line, "|%-*s|%7s|none  |%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
-               q ? "" : tasks[k].name, q ? "" : ver, nshot, metric, ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q],
-               se);
+      snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
+               q ? "" : tasks[k].name, q ? "" : ver, (int)wf, zt_mc_filter(tasks[k].name), nshot, metric,
+               ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q], se);
       puts_(&b, line);
     }
   }

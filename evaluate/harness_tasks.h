@@ -1,6 +1,7 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
- * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard) and loglikelihood_rolling (wikitext):
+ * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
+ * generate_until (triviaqa: the prompts and the scoring of the generated text):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -48,6 +49,17 @@ double zt_mc_version(const char *name);
  * openbookqa, hellaswag) or "f1" (cb), "f1" then "em" (record), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
  * and rolling tasks). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
+/* triviaqa: output_type generate_until (one greedy generation per document, evaluate/harness_generate.c; its
+ * metric exact_match after the remove_whitespace filter). */
+int zt_mc_is_generation(const char *name);
+/* A generation task's stop strings (generation_kwargs until), NULL-ended; NULL for the other tasks. */
+const char *const *zt_mc_until(const char *name);
+/* The filter the task's metrics are reported under ("none"; triviaqa "remove_whitespace"). */
+const char *zt_mc_filter(const char *name);
+/* A generation task's score of document i: text[0..len) (the continuation cut at the stop strings) through the
+ * task's filters (lstrip, take_first) and exact_match with ignore_case and ignore_punctuation against every alias, as
+ * NumPy computes it (np.char.lower's result cut to the array's itemsize): 1 if any alias matches, else 0. */
+double zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
 int zt_mc_is_loglikelihood(const char *name);
 /* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
@@ -86,7 +98,8 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
  * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
  * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
- * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
+ * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task: greedy[i] is document
+ * i's score, exact_match and its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
  * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
  * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,

@@ -18,6 +18,7 @@
 #include "checkpoints/checkpoint.h"
 #include "evaluate/eval_args.h"
 #include "evaluate/eval_model.h"
+#include "evaluate/harness_generate.h"
 #include "evaluate/harness_tasks.h"
 #include "evaluate/zeroshot_data.h"
 #include "models/gpt/gpt.h"
@@ -44,6 +45,8 @@ typedef struct {
   int n_data, n_fewshot;
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
   int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
+  int max_gen;               /* --max-gen-toks (256, HFLM's max_gen_toks): a generation task's longest continuation */
+  int max_gen_given;
   const char *output_path;   /* --output-path: the results JSON */
   /* the lm-evaluation-harness command line of Megatron-DeepSpeed's tasks/eval_harness/evaluate.py (its
    * ds_evalharness scripts in examples_deepspeed): --task_list, --results_path, --num_fewshot mean --tasks,
@@ -78,7 +81,7 @@ static void usage(void) {
          "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag (acc, acc_norm and their\n"
          "                           standard errors), boolq, winogrande, race, anli_r1, anli_r2, anli_r3, copa,\n"
          "                           multirc, rte, sglue_rte, wic, wsc (acc), cb (acc, f1), record (f1, em),\n"
-         "                           webqs (exact_match),\n"
+         "                           webqs (exact_match), triviaqa (exact_match of a greedy generation),\n"
          "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
          "                           greedy continuation), wikitext (word/byte perplexity, bits per byte)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
@@ -87,7 +90,9 @@ static void usage(void) {
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
-         "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n\n"
+         "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n"
+         "  --max-gen-toks N         a generation task's longest continuation in tokens (default 256, the harness's\n"
+         "                           max_gen_toks); its context keeps its last --seq-length - N tokens\n\n"
          "Megatron-DeepSpeed's tasks/eval_harness/evaluate.py command line (its ds_evalharness scripts) also runs:\n"
          "  --task_list a,b --results_path FILE --num_fewshot N   as --tasks, --output-path (default results.json)\n"
          "                           and --num-fewshot; the old harness's lambada is lambada_openai; the model\n"
@@ -169,6 +174,7 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
   tf->overlap = 32;
   tf->fewshot_seed = 1234;
   tf->bootstrap_iters = 100000;
+  tf->max_gen = 256;
   tf->data = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   tf->fewshot = zt_malloc(((size_t)argc + 1) * sizeof(char *), "arguments");
   for (int i = 1; i < argc; i++) {
@@ -187,13 +193,14 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       else if (IS("--results_path")) tf->output_path = v;
       else tf->nshot = parse_int("--num_fewshot", v);
     } else if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
-        IS("--bootstrap-iters")) {
+        IS("--bootstrap-iters") || IS("--max-gen-toks")) {
       const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       if (IS("--tasks") || IS("--num-fewshot") || IS("--output-path")) tf->given_ours = 1;
       if (IS("--tasks")) tf->tasks = v;
       else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
       else if (IS("--fewshot-seed")) tf->fewshot_seed = parse_int("--fewshot-seed", v);
       else if (IS("--bootstrap-iters")) tf->bootstrap_iters = parse_int("--bootstrap-iters", v);
+      else if (IS("--max-gen-toks")) tf->max_gen = parse_int("--max-gen-toks", v), tf->max_gen_given = 1;
       else tf->output_path = v;
     } else if (IS("--task-data") || IS("--fewshot-data")) {
       const int few = IS("--fewshot-data");
@@ -249,6 +256,7 @@ static void check_harness_flags(const task_flags *tf) {
   zt_check(tf->bootstrap_iters >= 0, "bad argument value", "--bootstrap-iters %d: expected 0 or more",
            tf->bootstrap_iters);
   zt_check(tf->fewshot_seed >= 0, "bad argument value", "--fewshot-seed %d: expected 0 or more", tf->fewshot_seed);
+  zt_check(tf->max_gen >= 1, "bad argument value", "--max-gen-toks %d: expected 1 or more", tf->max_gen);
   zt_check(tf->n_fewshot == 0 || tf->nshot > 0, "inconsistent arguments", "--fewshot-data is read only with "
            "--num-fewshot N > 0");
   if (tf->output_path) {
@@ -263,8 +271,9 @@ static void check_task_flags(task_flags *tf, const zt_args *a) {
   if (tf->tasks) {
     check_harness_flags(tf);
   } else {
-  zt_check(!tf->n_data && !tf->n_fewshot && !tf->nshot && !tf->output_path, "inconsistent arguments", "--task-data, "
-           "--fewshot-data, --num-fewshot and --output-path go with --tasks (lm-evaluation-harness tasks), not --task");
+  zt_check(!tf->n_data && !tf->n_fewshot && !tf->nshot && !tf->output_path && !tf->max_gen_given, "inconsistent "
+           "arguments", "--task-data, --fewshot-data, --num-fewshot, --output-path and --max-gen-toks go with --tasks "
+           "(lm-evaluation-harness tasks), not --task");
   zt_check(tf->task != NULL, "missing argument", "--task is required (LAMBADA or WIKITEXT103)");
   zt_check(!strcmp(tf->task, "LAMBADA") || !strcmp(tf->task, "WIKITEXT103"), "unsupported argument",
            "--task %s: evaluate_zeroshot runs LAMBADA and WIKITEXT103 (Megatron's zero-shot GPT tasks; finetune_bert runs "
@@ -329,6 +338,8 @@ typedef struct {
   zt_ids ids;
   zt_lm_windows win;
   int64_t n_examples, num_original, truncated, dropped;
+  zt_gen_requests gen; /* the generation tasks' requests, one per document, in task order */
+  int64_t gen_truncated, gen_dropped;
 } task_data;
 
 /* The path of NAME's entry in a --task-data / --fewshot-data list (NAME=PATH), or NULL; every entry must name one
@@ -371,6 +382,19 @@ static void push_request(zt_lambada *set, const zt_ids *ctx, const zt_ids *cont,
   set->n_ctx[set->n] = (int)ctx->n;
   set->n_label[set->n] = (int)cont->n;
   set->n++;
+}
+
+/* Appends one generation request (its context tokens) to r. */
+static void push_gen(zt_gen_requests *r, const int32_t *ids, int n, size_t *cap) {
+  if ((size_t)r->n == *cap) {
+    *cap = *cap ? 2 * *cap : 256;
+    r->ctx = realloc(r->ctx, *cap * sizeof *r->ctx);
+    r->n_ctx = realloc(r->n_ctx, *cap * sizeof *r->n_ctx);
+    zt_check(r->ctx && r->n_ctx, "out of memory", "generation requests: %zu", *cap);
+  }
+  r->ctx[r->n] = zt_malloc((size_t)n * sizeof(int32_t) + 1, "request");
+  memcpy(r->ctx[r->n], ids, (size_t)n * sizeof(int32_t));
+  r->n_ctx[r->n++] = n;
 }
 
 /* --tasks: every task file read (and refused, naming the file and line) before the first request is built; then
@@ -420,8 +444,13 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
            fpath ? fpath : "");
   }
   zt_tok_state *st = zt_tok_state_new(tok);
-  size_t cap = 0;
+  size_t cap = 0, gcap = 0;
   for (int k = 0; k < d->n_mc; k++) {
+    const int generate = zt_mc_is_generation(d->mc[k].name), keep = a->seq_length - tf->max_gen;
+    zt_check(!generate || keep >= 1, "inconsistent arguments", "--max-gen-toks %d: %s generates up to %d tokens "
+             "after its context within --seq-length %d, which leaves no room for the context (the harness asserts "
+             "max_length > max_gen_toks); give a smaller --max-gen-toks", tf->max_gen, d->mc[k].name, tf->max_gen,
+             a->seq_length);
     zt_pyrandom rnd;
     zt_pyrandom_seed(&rnd, (uint32_t)tf->fewshot_seed); /* one Random(seed) per task, drawn doc by doc */
     for (int64_t i = 0; i < d->mc[k].n; i++) {
@@ -449,8 +478,25 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
         zt_ids_free(&co);
         continue;
       }
-      d->mc[k].docs[i].n_req = d->mc[k].docs[i].n_choices;
       char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], tf->nshot, &rnd);
+      if (generate) { /* generate_until: the context's last --seq-length - max_gen tokens (tok_batch_encode's
+                       * left_truncate_len) */
+        zt_ids ci = {0};
+        zt_tokenizer_encode(tok, st, ctx, strlen(ctx), &ci);
+        zt_check(ci.n > 0, "bad task file", "%s document %lld: the context encodes to no tokens", d->mc[k].name,
+                 (long long)i + 1);
+        const size_t off = ci.n > (size_t)keep ? ci.n - (size_t)keep : 0;
+        if (off) {
+          d->gen_truncated++;
+          d->gen_dropped += (int64_t)off;
+        }
+        push_gen(&d->gen, ci.ids + off, (int)(ci.n - off), &gcap);
+        zt_ids_free(&ci);
+        free(ctx);
+        d->mc[k].docs[i].n_req = 1;
+        continue;
+      }
+      d->mc[k].docs[i].n_req = d->mc[k].docs[i].n_choices;
       for (int c = 0; c < d->mc[k].docs[i].n_choices; c++) {
         const zt_mc_doc *doc = &d->mc[k].docs[i];
         /* (context, " " + choice), or for a multiple-input task (context + choice, " " + target) */
@@ -486,6 +532,13 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   free(pools);
   d->n_examples = d->set.n;
   zt_log(" > %lld requests (one per choice)\n", (long long)d->n_examples);
+  if (d->gen.n)
+    zt_log(" > %lld generation requests (one per document, greedy, up to --max-gen-toks %d tokens)\n",
+           (long long)d->gen.n, tf->max_gen);
+  if (d->gen_truncated)
+    zt_log(" > %lld of them have contexts longer than --seq-length %d - --max-gen-toks %d tokens: their first %lld "
+           "tokens in all are dropped (left truncation, as the harness does)\n", (long long)d->gen_truncated,
+           a->seq_length, tf->max_gen, (long long)d->gen_dropped);
   if (d->truncated)
     zt_log(" > %lld of them are longer than --seq-length %d + 1 tokens: their first %lld tokens in all are dropped "
            "(left truncation, as the harness does)\n", (long long)d->truncated, a->seq_length, (long long)d->dropped);
@@ -546,6 +599,8 @@ static void load_task(task_data *d, const task_flags *tf, const zt_args *a, cons
 static void free_task(task_data *d) {
   if (d->lambada || d->harness) zt_lambada_free(&d->set);
   if (d->harness) {
+    for (int64_t r = 0; r < d->gen.n; r++) free(d->gen.ctx[r]);
+    free(d->gen.ctx), free(d->gen.n_ctx);
     for (int k = 0; k < d->n_mc; k++) zt_mc_free(&d->mc[k]);
     free(d->mc);
     free(d->names);
@@ -693,12 +748,25 @@ static int batch_length(const zt_lambada *set, const int64_t *order, int64_t at,
 
 /* The harness's results: per task acc (and acc_norm) with their standard errors, the markdown table on stdout and
  * the JSON on stdout or in --output-path. */
-static void report_harness(const task_data *d, const task_flags *tf, const double *req) {
+static void report_harness(const task_data *d, const task_flags *tf, const double *req, const double *gen) {
   double *metrics = zt_malloc((size_t)d->n_mc * 4 * sizeof(double), "metrics");
-  double *lls = zt_malloc((size_t)d->n_examples * sizeof(double) + 8, "metrics");
-  double *greedy = zt_malloc((size_t)d->n_examples * sizeof(double) + 8, "metrics");
-  int64_t at = 0;
+  const int64_t most = d->n_examples > d->gen.n ? d->n_examples : d->gen.n;
+  double *lls = zt_malloc((size_t)most * sizeof(double) + 8, "metrics");
+  double *greedy = zt_malloc((size_t)most * sizeof(double) + 8, "metrics");
+  int64_t at = 0, gat = 0;
   for (int k = 0; k < d->n_mc; k++) {
+    if (zt_mc_is_generation(d->mc[k].name)) { /* gen: each document's exact_match and tokens generated */
+      double ntok = 0.0;
+      for (int64_t i = 0; i < d->mc[k].n; i++) {
+        greedy[i] = gen[2 * (gat + i)];
+        ntok += gen[2 * (gat + i) + 1];
+      }
+      zt_mc_metrics(&d->mc[k], lls, greedy, tf->bootstrap_iters, metrics + 4 * k);
+      printf("> %s: %lld documents, %lld generations, %.0f tokens generated\n", d->mc[k].name,
+             (long long)d->mc[k].n, (long long)d->mc[k].n, ntok);
+      gat += d->mc[k].n;
+      continue;
+    }
     int64_t nreq = 0;
     for (int64_t i = 0; i < d->mc[k].n; i++) nreq += d->mc[k].docs[i].n_req;
     double sum = 0.0;
@@ -731,6 +799,47 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
   free(metrics);
 }
 
+/* The generation tasks' requests on every rank (each replica runs its micro batches), task by task with its stop
+ * strings and the end-of-document text (handle_stop_sequences adds the eos); returns [2 n]: each request's score
+ * (zt_mc_score_generation) and the tokens it generated, summed over the world (one rank holds each). */
+static double *run_generation(task_data *d, const task_flags *tf, zt_model *m, const zt_eval_placement *p, int dp,
+                              const zt_tokenizer *tok, int V_valid) {
+  double *out = zt_calloc((size_t)d->gen.n * 2 + 1, sizeof(double), "generations");
+  const int32_t eod = zt_tokenizer_eod(tok);
+  size_t eod_len;
+  char *eod_text = zt_tokenizer_decode(tok, &eod, 1, &eod_len);
+  int64_t at = 0;
+  const double t0 = zt_now();
+  for (int k = 0; k < d->n_mc; k++) {
+    if (!zt_mc_is_generation(d->mc[k].name)) continue;
+    const char *until[16];
+    int nu = 0;
+    for (const char *const *u = zt_mc_until(d->mc[k].name); *u && nu < 14; u++) until[nu++] = *u;
+    until[nu++] = eod_text;
+    until[nu] = NULL;
+    zt_gen_requests r = {.n = d->mc[k].n, .ctx = d->gen.ctx + at, .n_ctx = d->gen.n_ctx + at};
+    zt_harness_generate(m, p, dp, tok, V_valid, tf->max_gen, until, &r);
+    for (int64_t i = 0; i < r.n; i++) {
+      if (r.text[i]) {
+        out[2 * (at + i)] = zt_mc_score_generation(&d->mc[k], i, r.text[i], r.text_len[i]);
+        out[2 * (at + i) + 1] = r.n_gen[i];
+      }
+      free(r.text[i]);
+    }
+    free(r.text), free(r.text_len), free(r.n_gen);
+    at += r.n;
+  }
+  free(eod_text);
+  zt_allreduce_sum_f64(zt_comm_world(), out, 2 * (size_t)d->gen.n);
+  const double secs = zt_now() - t0;
+  double ntok = 0.0;
+  for (int64_t i = 0; i < d->gen.n; i++) ntok += out[2 * i + 1];
+  if (zt_comm_rank() == 0 && secs > 0)
+    zt_log("> generated %.0f tokens for %lld requests in %.3f s: %.1f tokens/s over %d model replica(s) (greedy, "
+           "key/value cache)\n", ntok, (long long)d->gen.n, secs, ntok / secs, dp);
+  return out;
+}
+
 int zt_zeroshot_main(int argc, char **argv) {
   const double t_start = zt_now();
   if (zt_program_start(&argc, &argv, usage)) return 0;
@@ -756,7 +865,13 @@ int zt_zeroshot_main(int argc, char **argv) {
   load_task(&d, &tf, &args, tok);
   zt_eval_placement p;
   int V_valid;
-  zt_model *m = zt_eval_load_gpt(&args, args.sequence_parallel, 1, &p, &V_valid);
+  const int generating = d.gen.n > 0;
+  if (generating && args.sequence_parallel) {
+    zt_log(" > --sequence-parallel is not used: the generation tasks decode with the key/value cache, which splits "
+           "no sequence (the same scores)\n");
+    args.sequence_parallel = 0;
+  }
+  zt_model *m = zt_eval_load_gpt(&args, args.sequence_parallel, !generating, &p, &V_valid);
   const int tp = args.tensor_model_parallel_size;
   const int dp = args.data_parallel_size;
   const int B = args.micro_batch_size, T = args.seq_length, NF = B * T;
@@ -866,13 +981,18 @@ int zt_zeroshot_main(int argc, char **argv) {
   /* one contribution per model replica: its last stage's first tensor-parallel rank */
   double v = last && p.c.tp == 0 ? total : 0.0;
   zt_allreduce_sum_f64(zt_comm_world(), &v, 1);
-  if (zt_comm_rank() == 0 && secs > 0)
+  if (zt_comm_rank() == 0 && secs > 0 && d.n_examples > 0)
     zt_log("> evaluated %lld micro batches of %d x %s%d tokens (%lld in all) in %.3f s: %.1f tokens/s per model "
            "replica (forward only)\n", (long long)done, B, order ? "up to " : "", T, (long long)tokens_done, secs,
            (double)tokens_done / secs);
   free(order);
+  double *gen = NULL;
+  if (generating) {
+    zt_lm_set_seq_length(&g->lm, T);
+    gen = run_generation(&d, &tf, m, &p, dp, tok, V_valid);
+  }
   if (d.harness && zt_comm_rank() == zt_comm_size() - 1) {
-    report_harness(&d, &tf, req);
+    report_harness(&d, &tf, req, gen);
     if (tf.harness_cli) { /* evaluate.py's closing line */
       const double el = zt_now() - t_start;
       printf("evaluation of %s ends in %.2f sec, or %.2f min, or %.2f hr\n", tf.task_list_arg, el, el / 60.0,
@@ -905,6 +1025,7 @@ int zt_zeroshot_main(int argc, char **argv) {
   free(loss);
   free(h_logits);
   free(req);
+  free(gen);
   task_flags_free(&tf);
   free_task(&d);
   zt_model_free(m);

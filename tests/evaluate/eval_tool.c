@@ -7,7 +7,9 @@
  *   eval_tool sample SEED N K TIMES  stdout: TIMES lines of random.Random(SEED).sample(range(N), K), one generator
  *   eval_tool mc TASK FILE NSHOT POOL SEED  stdout: per document, JSON {"context", "choices", "gold"} (the
  *                                  harness's prompt with NSHOT examples from POOL ("-": none); record: "scores",
- *                                  each entity's [f1, em]) */
+ *                                  each entity's [f1, em])
+ *   eval_tool em TASK FILE         stdin: one record per document (a generated continuation); stdout: the document's
+ *                                  score (zt_mc_score_generation: triviaqa's filters and exact_match), one per line */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +131,19 @@ int main(int argc, char **argv) {
     }
     zt_mc_free(&t);
     if (pool.n) zt_mc_free(&pool);
+    return 0;
+  }
+  if (!strcmp(argv[1], "em")) {
+    zt_check(argc == 4, "usage", "eval_tool em TASK FILE");
+    zt_mc_task t;
+    zt_mc_load(&t, argv[2], argv[3], "--task-data");
+    char *s;
+    size_t n;
+    for (int64_t i = 0; i < t.n && (s = read_record(&n)) != NULL; i++) {
+      printf("%g\n", zt_mc_score_generation(&t, i, s, n));
+      free(s);
+    }
+    zt_mc_free(&t);
     return 0;
   }
   zt_fatal("usage", "eval_tool: unknown mode %s", argv[1]);

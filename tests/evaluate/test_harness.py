@@ -131,6 +131,8 @@ def doc_of(task, d):
             if not a.startswith(ret[-1]):
                 ret.append(a)
         return "Question: " + d["question"] + "\nAnswer:", ret, 0
+    if task == "triviaqa":  # triviaqa/default.yaml: doc_to_target "{{answer.aliases}}" is the list (literal_eval)
+        return "Question: " + d["question"] + "?\nAnswer:", d["answer"]["aliases"], 0
     if task == "record":  # super_glue/record/util.py (process_docs: entities and answers sorted and unique)
         ent, ans = record_sets(d)
         initial, *highlights = d["passage"].strip().split("\n@highlight\n")
@@ -194,7 +196,7 @@ def record_scores(d):
 
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
-                 "wic", "wsc")
+                 "wic", "wsc", "triviaqa")
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag")
 
 
@@ -307,6 +309,76 @@ def mean_stderr(arr):
     return math.sqrt(sum((x - mu) ** 2 for x in arr) / (len(arr) - 1)) / math.sqrt(len(arr))
 
 
+# ---- generate_until (triviaqa): HFLM.generate_until greedy, the filters and exact_match_hf_evaluate ----------------
+INV = {v: k for k, v in VOCAB.items()}
+BYTE = {c: b for b, c in BU.items()}
+UNTIL = ["\n", ".", ",", "<|endoftext|>"]  # the YAML's until + the eos text handle_stop_sequences appends
+
+
+def tok_decode(ids):
+    out = b""
+    for i in ids:
+        t = INV.get(i)
+        if t is not None:  # a padding row's id decodes to nothing (the tokenizers library drops it)
+            out += bytes([BYTE[t]]) if t in BYTE else t.encode()
+    return out.decode("utf-8", "replace")
+
+
+GENERATED = {}
+
+
+def generate(ctxs, maxgen):
+    key = (tuple(ctxs), maxgen)
+    if key not in GENERATED:
+        GENERATED[key] = generate_uncached(ctxs, maxgen)
+    return GENERATED[key]
+
+
+def generate_uncached(ctxs, maxgen):
+    """Greedy generate_until of each context (left-truncated to SEQ - maxgen tokens): full forwards of the whole prefix
+    at every step (no cache), until EOD, a stop string in the decoded continuation or maxgen tokens. Returns the
+    continuations cut before the first stop string (s.split(term)[0] for every term) and the tokens generated."""
+    rows = [tok_encode(c)[-(SEQ - maxgen):] for c in ctxs]
+    gen = [[] for _ in rows]
+    live = list(range(len(rows)))
+    while live:
+        np.save(os.path.join(tmp, "tok.npy"), np.array([(rows[i] + gen[i] + [EOD] * SEQ)[:SEQ] for i in live],
+                                                       dtype=np.int32))
+        run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")])
+        lg = np.load(os.path.join(tmp, "logits.npy"))
+        going = []
+        for r, i in enumerate(live):
+            t = int(np.argmax(lg[r, len(rows[i]) + len(gen[i]) - 1]))
+            gen[i].append(t)
+            if not (t == EOD or any(u in tok_decode(gen[i]) for u in UNTIL) or len(gen[i]) == maxgen):
+                going.append(i)
+        live = going
+    texts = []
+    for g in gen:
+        s = tok_decode(g[:-1] if g[-1] == EOD else g)
+        for u in UNTIL:
+            s = s.split(u)[0]
+        texts.append(s)
+    return texts, [len(g) for g in gen]
+
+
+def exact_match(pred, aliases):
+    """remove_whitespace, take_first, then process_results' multiple targets through exact_match_hf_evaluate
+    (ignore_case, ignore_punctuation): 1.0 if any alias matches."""
+    preds, refs = np.asarray([pred.lstrip()] * len(aliases)), np.asarray(aliases)
+    preds, refs = np.char.lower(preds), np.char.lower(refs)
+    table = string.punctuation.maketrans("", "", string.punctuation)
+    preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
+    return 1.0 if np.mean(preds == refs) > 0.0 else 0.0
+
+
+def triviaqa_oracle(docs, maxgen, nshot=0, pool=None):
+    texts, ntok = generate(contexts("triviaqa", docs, nshot, pool), maxgen)
+    em = [exact_match(t, d["answer"]["aliases"]) for t, d in zip(texts, docs)]
+    return {"exact_match,remove_whitespace": sum(em) / len(em),
+            "exact_match_stderr,remove_whitespace": mean_stderr(em)}, sum(ntok), texts
+
+
 def oracle(tasks, nshot=0, pools=None):
     """The harness's numbers for {task: docs}: per task (summed ll, {metric: value})."""
     reqs, meta = [], []
@@ -416,9 +488,9 @@ def sentence():
 SEQ = 64
 # the corpus also holds webqs-style question/answer lines, so that the model continues "Answer:" with a space and
 # the webqs fixture below can hold answers that are its greedy continuation
-QA = ["Question: which %s %s the %s?\nAnswer: the %s." % (n, v, OBJECT[v], OBJECT[v]) for n in NOUNS[:3] for v in VERBS]
+QA = ["Question: which %s %s the %s?\nAnswer: %s." % (n, v, OBJECT[v], OBJECT[v]) for n in NOUNS[:3] for v in VERBS]
 _, _, TOK, MODEL, ck, _ = tiny_gpt(
-    tmp, [" ".join(sentence() for _ in range(rng.randint(2, 5))) for d in range(200)] + QA * 3, PREPROCESS, PRETRAIN,
+    tmp, [" ".join(sentence() for _ in range(rng.randint(2, 5))) for d in range(200)] + QA * 12, PREPROCESS, PRETRAIN,
     run, seq=SEQ)
 
 
@@ -581,6 +653,26 @@ for q in ["which cat sees the fox?", "which dog likes the fish?", "which fox hea
     if gw:
         data["webqs"].append({"url": "u", "question": q, "answers": [gw, gw + " x", "zz"]})
 open(paths["webqs"], "w").write("".join(json.dumps(d) + "\n" for d in data["webqs"]))
+# triviaqa: questions the corpus answers ("which cat sees the fox" + "?\nAnswer: the fox.") and others; the aliases of
+# every third are the model's own greedy answer in other case and punctuation (exact_match counts them), of the next
+# that answer with a leading space (the filter strips the prediction only: no match), of the others unrelated
+MAXGEN = 20
+TQ = ["which %s %s the %s" % (n, v, OBJECT[v]) for n in NOUNS[:3] for v in VERBS[:2]] + [
+    "which %s %s the cow" % (n, v) for n in NOUNS[3:] for v in VERBS[2:]]
+_, _, tq_text = triviaqa_oracle([{"question": q, "answer": {"aliases": ["x"]}} for q in TQ], MAXGEN)
+data["triviaqa"], pools["triviaqa"] = [], []
+for i, (q, g) in enumerate(zip(TQ, tq_text)):
+    g = g.strip() or "x"
+    aliases = ([g.upper() + "!", "zz"] if i % 3 == 0 else [" " + g, "\u0130stanbul"] if i % 3 == 1 else
+               ["zz " + w(1), "\u03a3\u0391\u03a3", g[:-1] or "y"])
+    data["triviaqa"].append({"question": q, "question_id": "tq%d" % i,
+                             "answer": {"aliases": aliases, "value": aliases[0]}})
+    pools["triviaqa"].append({"question": "which %s %s it" % (rng.choice(NOUNS), rng.choice(VERBS)),
+                              "answer": {"aliases": ["the " + rng.choice(NOUNS), "a " + w(1)]}})
+paths["triviaqa"] = os.path.join(tmp, "triviaqa_validation.jsonl")
+pool_paths["triviaqa"] = os.path.join(tmp, "triviaqa_train.jsonl")
+for docs, p in ((data["triviaqa"], paths["triviaqa"]), (pools["triviaqa"], pool_paths["triviaqa"])):
+    open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
 pools["piqa"].append(data["piqa"][0])  # a test document in the pool: the sampler's "x != doc" drops it
 open(pool_paths["piqa"], "w").write("".join(json.dumps(d) + "\n" for d in pools["piqa"]))
 
@@ -591,6 +683,11 @@ def evaluate(tasks, extra=(), mbs="3", mpi=None):
     if mpi:
         cmd = MPIRUN + ["-np", str(mpi)] + cmd
     return run(cmd, ok=False)
+
+
+def gens_of(out):
+    return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
+        r"^> (\w+): (\d+) documents, \d+ generations, (\d+) tokens generated$", out, re.M)}
 
 
 def sums_of(out):
@@ -626,29 +723,34 @@ if MPI:
                                ("TP=2", ["--tensor-model-parallel-size", "2"], 2),
                                ("PP=2", ["--pipeline-model-parallel-size", "2"], 2)):
         js = os.path.join(tmp, "mpi_%s.json" % layout.replace(" ", "_").replace("=", ""))
-        rc, out = evaluate(MT, extra + ["--output-path", js], mpi=np_)
+        rc, out = evaluate(MT + ["triviaqa"], extra + ["--output-path", js, "--max-gen-toks", str(MAXGEN)], mpi=np_)
         res[layout] = (rc, sums_of(out), json.load(open(js))["results"] if rc == 0 and os.path.exists(js) else None,
-                       out)
+                       out, gens_of(out))
     b = res["one process"]
     for layout in ("DP=2", "TP=2", "PP=2"):
         r = res[layout]
         same = r[0] == 0 and b[0] == 0 and r[2] is not None and set(r[1]) == set(MT) and all(
-            abs(r[1][t] - b[1][t]) <= 1e-6 * abs(b[1][t]) for t in MT) and r[2] == b[2]
-        check(same, "%s = one process on %s (%s)" % (layout, ",".join(MT), r[1]), r[3][-1500:])
+            abs(r[1][t] - b[1][t]) <= 1e-6 * abs(b[1][t]) for t in MT) and r[2] == b[2] and r[4] == b[4] and r[4]
+        check(same, "%s = one process on %s and triviaqa (%s; %s)" % (layout, ",".join(MT), r[1], r[4]),
+              r[3][-1500:])
     # evaluate.py's command line with --adaptive_seq_len: each micro batch's length set on every stage
+    # (with triviaqa: --sequence-parallel is set aside for the key/value-cache decoding)
     ref = None
     for layout, tp, pp, extra in (("one process", 1, 1, []), ("PP=2", 1, 2, []),
                                   ("TP=2 with sequence parallelism", 2, 1, ["--sequence-parallel"])):
         js = os.path.join(tmp, "adaptive_tp%d_pp%d.json" % (tp, pp))
-        cmd = evalharness_sh(ck, "piqa,hellaswag", js, ["piqa=" + paths["piqa"], "hellaswag=" + paths["hellaswag"]],
-                             tp, pp, extra)
+        cmd = evalharness_sh(ck, "piqa,hellaswag,triviaqa", js, ["piqa=" + paths["piqa"], "hellaswag=" +
+                             paths["hellaswag"], "triviaqa=" + paths["triviaqa"]], tp, pp,
+                             extra + ["--max-gen-toks", str(MAXGEN)])
         rc, out = run(MPIRUN + ["-np", str(tp * pp)] + cmd if tp * pp > 1 else cmd, ok=False)
-        s_ = sums_of(out)
+        s_ = (sums_of(out), gens_of(out), json.load(open(js))["results"].get("triviaqa") if rc == 0 else None)
         if ref is None:
             ref = s_
-            check(rc == 0 and set(s_) == {"piqa", "hellaswag"}, "--adaptive_seq_len in one process", out[-1500:])
+            check(rc == 0 and set(s_[0]) == {"piqa", "hellaswag"} and s_[1] and s_[2],
+                  "--adaptive_seq_len in one process (%s)" % (s_,), out[-1500:])
             continue
-        check(rc == 0 and set(s_) == set(ref) and all(abs(s_[t] - ref[t]) <= 1e-6 * abs(ref[t]) for t in ref),
+        check(rc == 0 and set(s_[0]) == set(ref[0]) and all(abs(s_[0][t] - ref[0][t]) <= 1e-6 * abs(ref[0][t])
+                                                             for t in ref[0]) and s_[1:] == ref[1:],
               "--adaptive_seq_len, %s = one process (%s)" % (layout, s_), out[-1500:])
     shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(summary())
@@ -666,7 +768,7 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
       "%d differ" % bad)
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
-for t in TASKS:
+for t in TASKS + ["triviaqa"]:
     for nshot in ((0,) if t in ("wikitext", "webqs") else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
@@ -735,6 +837,55 @@ for t in FS:
           "%s 2-shot (seed 1234): summed log-likelihood %s, NumPy %.9g" % (t, sums.get(t), want[t][0]), out[-1200:])
 check("of them are longer than --seq-length 64 + 1 tokens" in out, "2-shot: the left-truncated requests are said")
 
+# 3b. triviaqa (generate_until): each document's greedy continuation (the key/value-cache decoder against full
+# forwards of the prefix), cut at the stop strings, through the filters and exact_match as NumPy computes it; 0- and
+# 2-shot (left-truncated contexts), and a --max-gen-toks that every generation reaches
+for nshot, maxgen in ((0, MAXGEN), (2, MAXGEN), (0, 3)):
+    js = os.path.join(tmp, "triviaqa_%d_%d.json" % (nshot, maxgen))
+    extra = ["--max-gen-toks", str(maxgen), "--output-path", js]
+    if nshot:
+        extra += ["--num-fewshot", str(nshot), "--fewshot-data", "triviaqa=" + pool_paths["triviaqa"]]
+    rc, out = evaluate(["triviaqa"], extra)
+    m, ntok, texts = triviaqa_oracle(data["triviaqa"], maxgen, nshot, pools["triviaqa"])
+    got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}}
+    g = got["results"].get("triviaqa", {})
+    ok = set(g) == set(m) | {"alias"} and all(abs(g[k] - v) <= 1e-12 for k, v in m.items())
+    check(rc == 0 and ok and gens_of(out).get("triviaqa") == (len(TQ), ntok) and got["versions"]["triviaqa"] == 3.0,
+          "triviaqa %d-shot, --max-gen-toks %d: %d tokens generated, %s, as the full-forward oracle and NumPy %s" %
+          (nshot, maxgen, ntok, m, texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+    if nshot == 0 and maxgen == MAXGEN:
+        table = [line for line in out.splitlines() if line.startswith("|triviaqa")]
+        check(any(len(t) < maxgen - 1 for t in texts) and any(len(t) == maxgen for t in texts) and len(set(texts)) > 2,
+              "triviaqa: generations stopped by a stop string and by --max-gen-toks, %d different texts" %
+              len(set(texts)), str(texts))
+        check(m["exact_match,remove_whitespace"] > 0 and table and "|remove_whitespace|" in table[0] and
+              "|exact_match|" in table[0], "triviaqa: the model's own answers count (%s); the table's filter column" %
+              m["exact_match,remove_whitespace"], "\n".join(table))
+    if nshot:
+        check("of them have contexts longer than --seq-length 64 - --max-gen-toks %d tokens" % MAXGEN in out,
+              "triviaqa 2-shot: the left-truncated contexts are said", out[-1500:])
+# the scorer alone on 300 random predictions against random aliases: Unicode case mappings that lengthen a string
+# (NumPy cuts them to the array's itemsize), final sigma, ASCII punctuation, Unicode whitespace before the prediction,
+# NULs in the prediction (NumPy drops trailing ones)
+r6 = random.Random(6)
+alpha = list("aAfFoOxX -'.,!?_") + ["the", "Fox", "\u0130", "\u03a3", "\u00df", "\u00c6", "\u2003", "\x1c", "\u00a0",
+                                    "e\u0301", "\u2160", "\u00bf"]
+docs, preds = [], []
+for i in range(300):
+    aliases = ["".join(r6.choice(alpha) for _ in range(r6.randint(0, 6))) for _ in range(r6.randint(1, 4))]
+    pred = r6.choice(aliases) if i % 2 else "".join(r6.choice(alpha) for _ in range(r6.randint(0, 6)))
+    pred = r6.choice(["", " ", "\u2003", "\n "]) + pred + r6.choice(["", "\x00", "!", "\x00\x00", "\x00a"])
+    docs.append({"question": "q", "answer": {"aliases": aliases}})
+    preds.append(pred)
+em_file = os.path.join(tmp, "triviaqa_em.jsonl")
+open(em_file, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+stdin = b"".join(b"%d\n%s" % (len(p.encode()), p.encode()) for p in preds)
+p_ = subprocess.run([TOOL, "em", "triviaqa", em_file], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+got = [float(x) for x in p_.stdout.decode().split()] if p_.returncode == 0 else []
+want = [exact_match(p, d["answer"]["aliases"]) for p, d in zip(preds, docs)]
+check(got == want, "triviaqa's exact_match of 300 random predictions (%d matches) as NumPy's np.char computes it" %
+      sum(want), "%s\n%s" % (got[:20], want[:20]))
+
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
     global paths
@@ -793,8 +944,13 @@ refused("record: the first answer (sorted) not among the entities", ["record"], 
         "\"!zz\" (sorted) is not among \"entities\"", {"record": bad})
 open(bad, "w").write(json.dumps(dict(data["record"][0], entities=[])) + "\n")
 refused("record: no entities", ["record"], [], "bad.jsonl:1: \"entities\" is empty", {"record": bad})
-refused("triviaqa (generation, named)", ["triviaqa"], [], "triviaqa is not supported yet: it is a generation task",
-        {"triviaqa": paths["piqa"]})
+refused("triviaqa with --max-gen-toks leaving no room for the context", ["triviaqa"], ["--max-gen-toks", "64"],
+        "--max-gen-toks 64: triviaqa generates up to 64 tokens after its context within --seq-length 64")
+open(bad, "w").write(json.dumps(dict(data["triviaqa"][0], answer={"aliases": []})) + "\n")
+refused("triviaqa without aliases", ["triviaqa"], [], 'bad.jsonl:1: "answer.aliases" is empty', {"triviaqa": bad})
+open(bad, "w").write(json.dumps(dict(data["triviaqa"][0], answer="x")) + "\n")
+refused("triviaqa with an answer that is not an object", ["triviaqa"], [], 'bad.jsonl:1: "answer" is not an object',
+        {"triviaqa": bad})
 refused("webqs few-shot", ["webqs"], ["--num-fewshot", "1", "--fewshot-data", "webqs=" + paths["webqs"]],
         "webqs's few-shot examples are not well defined in the harness")
 open(bad, "w").write(json.dumps(dict(data["copa"][0], question="why")) + "\n")

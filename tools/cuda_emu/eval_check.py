@@ -6,8 +6,9 @@ cuda_emu_text_generation_server (labels emu, slow).
 The emulated runs have ZT_EMU_HOST_GUARD=1: host code reading the model's device memory without a copy ends them.
 
   --tool evaluate_zeroshot: WikiText-style perplexity (--task WIKITEXT103, overlapping windows: rows outside the
-      loss mask), LAMBADA (--task LAMBADA --strict-lambada: the greedy last word) and two harness tasks in one run
-      (--tasks piqa,lambada_openai: log-likelihoods, acc, acc_norm, perplexity) on one emulated GPU; TP=2 (WikiText
+      loss mask), LAMBADA (--task LAMBADA --strict-lambada: the greedy last word) and three harness tasks in one run
+      (--tasks piqa,lambada_openai,triviaqa: log-likelihoods, acc, acc_norm, perplexity; triviaqa's greedy
+      generations through the key/value cache: the same tokens generated and exact_match) on one emulated GPU; TP=2 (WikiText
       and LAMBADA, the vocabulary split over the ranks with a padding row: the cross-entropy then runs on the host
       over copied logits rows), PP=2 (stage tensors over the emulated NCCL), DP=2 and --bf16 against the one-process
       CPU run.
@@ -262,6 +263,12 @@ def harness_case(name, np_, args):
     else:
         bad("%s: summed log-likelihoods" % name, "CPU %s, %s %s" % (a, KIND, b))
     jc, jg = json.load(open(cf[0]))["results"], json.load(open(gf[0]))["results"]
+    gen_c = [l for l in c.splitlines() if l.startswith("> triviaqa: ") and l.endswith(" tokens generated")]
+    gen_g = [l for l in g.splitlines() if l.startswith("> triviaqa: ") and l.endswith(" tokens generated")]
+    if gen_c and gen_c == gen_g and jc.get("triviaqa") and jc.get("triviaqa") == jg.get("triviaqa"):
+        ok("%s: %s, %s" % (name, gen_g[0][2:], jg["triviaqa"]))
+    else:
+        bad("%s: triviaqa" % name, "CPU %s %s, %s %s %s" % (gen_c, jc.get("triviaqa"), KIND, gen_g, jg.get("triviaqa")))
     for task in ("piqa", "lambada_openai"):
         # acc (piqa: the larger log-likelihood; lambada_openai: the greedy continuation) equal, perplexity close
         mc, mg = jc.get(task, {}), jg.get(task, {})
@@ -293,12 +300,17 @@ if A.tool == "evaluate_zeroshot":
     WIKI = ["--task", "WIKITEXT103", "--valid-data", os.path.join(FIX, "wiki.txt"), "--overlapping-eval", "16",
             "--micro-batch-size", "4"]
     LAMB = ["--task", "LAMBADA", "--valid-data", os.path.join(FIX, "lambada.jsonl"), "--micro-batch-size", "4"]
-    PIQA = ["--tasks", "piqa,lambada_openai", "--task-data", "piqa=" + os.path.join(FIX, "piqa.jsonl"),
-            "lambada_openai=" + os.path.join(FIX, "lambada.jsonl"), "--bootstrap-iters", "100", "--micro-batch-size",
-            "4"]
+    with open(os.path.join(FIX, "triviaqa.jsonl"), "w") as f:
+        for i in range(6):
+            f.write(json.dumps({"question": "the %s %s" % (rng.choice(NOUNS), rng.choice(VERBS)),
+                                "answer": {"aliases": ["Hello World!" if i % 2 else "the " + rng.choice(NOUNS)]}})
+                    + "\n")
+    PIQA = ["--tasks", "piqa,lambada_openai,triviaqa", "--task-data", "piqa=" + os.path.join(FIX, "piqa.jsonl"),
+            "lambada_openai=" + os.path.join(FIX, "lambada.jsonl"), "triviaqa=" + os.path.join(FIX, "triviaqa.jsonl"),
+            "--bootstrap-iters", "100", "--micro-batch-size", "4", "--max-gen-toks", "8"]
     eval_case("WikiText, overlapping windows, one GPU", 1, WIKI)
     eval_case("LAMBADA --strict-lambada, one GPU", 1, LAMB + ["--strict-lambada"])
-    harness_case("harness piqa and lambada_openai, one GPU", 1, PIQA)
+    harness_case("harness piqa, lambada_openai and triviaqa, one GPU", 1, PIQA)
     eval_case("WikiText, TP=2 (a padding row: the cross-entropy on the host)", 2,
               WIKI + ["--tensor-model-parallel-size", "2"])
     eval_case("LAMBADA, TP=2", 2, LAMB + ["--tensor-model-parallel-size", "2"])
