@@ -3,7 +3,10 @@
 # the CPU: a small GPT (4 layers, hidden 256, 8 heads, --seq-length 512, a 97-token character vocabulary) saved after
 # one training iteration, N contexts (--sample-input-file) continued by up to OUT+1 tokens each way; prints tokens/s
 # of both and the ratio; and run_text_generation_server on the same model, each round: the same N contexts, one request
-# each (greedy, top_k 1, OUT tokens), timed by the client (HTTP and JSON included) against that round's cache rate.
+# each (greedy, top_k 1, OUT tokens), timed by the client (HTTP and JSON included) against that round's cache rate;
+# and evaluate_zeroshot --tasks triviaqa (the harness's generate_until: the same decoder, one micro batch of 1 per
+# context, the stop strings looked for after every token) with the contexts as questions and --max-gen-toks OUT,
+# against the same rate.
 # Usage: bench/gen_speed.sh [OUT N THREADS ROUNDS]   (ZT_BUILD_DIR: the build, default ./build; needs python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +40,9 @@ MODEL=(--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512
 OMP_NUM_THREADS=$THREADS "$BIN/pretrain_gpt" "${MODEL[@]}" --micro-batch-size 1 --global-batch-size 1 \
   --data-path "$W/c_text_document" --split 100,0,0 --lr 1e-4 --train-iters 1 --eval-iters 0 --save "$W/ck" >/dev/null
 for i in $(seq "$N"); do echo "the cat sees a dog $i"; done > "$W/in.txt"
+# the same contexts as triviaqa questions (the corpus has no "\n", "." or ",": each generation runs OUT tokens)
+python3 -c 'import json, sys; [print(json.dumps({"question": l.rstrip("\n"), "answer": {"aliases": ["x"]}})) for l in open(sys.argv[1])]' \
+  "$W/in.txt" > "$W/triviaqa.jsonl"
 rate() { tee -a "$W/log" | grep -o "[0-9.]* tokens/s" | tail -1 | cut -d" " -f1; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 # the server on the same model, up for every round
@@ -66,7 +72,7 @@ for c in contexts:
 print("%.1f %.3f %s" % (tokens / secs, tokens / secs / kv, "the same" if same else "DIFFERENT"))
 PY
 }
-ratios=()
+ratios=() hratios=()
 for round in $(seq "$ROUNDS"); do
   kv=$(OMP_NUM_THREADS=$THREADS "$BIN/generate_samples" "${MODEL[@]}" --load "$W/ck" --greedy --sample-input-file \
        "$W/in.txt" --out-seq-length "$OUT" --sample-output-file "$W/kv$round.jsonl" | rate)
@@ -76,6 +82,13 @@ for round in $(seq "$ROUNDS"); do
   read -r srate sratio ssame <<<"$(serve "$round" "$kv")"
   ratios+=("$sratio")
   grep "> generated" "$W/log" | tail -2 | sed "s/^/  /"
-  echo "round $round: key/value cache $kv tokens/s, --recompute $re tokens/s, ratio $(python3 -c "print('%.2f' % ($kv / $re))")x (texts $same); server $srate tokens/s, $sratio of the cache rate (texts $ssame)"
+  hr=$(OMP_NUM_THREADS=$THREADS "$BIN/evaluate_zeroshot" "${MODEL[@]}" --load "$W/ck" --micro-batch-size 1 \
+       --tasks triviaqa --task-data "triviaqa=$W/triviaqa.jsonl" --max-gen-toks "$OUT" | rate)
+  grep "> generated" "$W/log" | tail -1 | sed "s/^/  /"
+  hratio=$(python3 -c "print('%.3f' % ($hr / $kv))")
+  hratios+=("$hratio")
+  echo "round $round: key/value cache $kv tokens/s, --recompute $re tokens/s, ratio $(python3 -c "print('%.2f' % ($kv / $re))")x (texts $same); server $srate tokens/s, $sratio of the cache rate (texts $ssame); evaluate_zeroshot triviaqa $hr tokens/s, $hratio of the cache rate"
 done
-echo "server / generate_samples' cache rate: median $(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') of $ROUNDS rounds"
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "server / generate_samples' cache rate: median $(median "${ratios[@]}") of $ROUNDS rounds"
+echo "evaluate_zeroshot triviaqa / generate_samples' cache rate: median $(median "${hratios[@]}") of $ROUNDS rounds"
