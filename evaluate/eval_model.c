@@ -201,3 +201,11 @@ zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_spars
   zt_ckpt_load_weights(m, args, pl.c.tp, tp, pl.c.pp, pp, pl.c.dp, dp); /* resharded to this layout */
   return m;
 }
+
+int zt_eval_stage_decode(const zt_model *m, const zt_eval_placement *p, zt_lm_decoder *dec, const int32_t *in, int n,
+                         int past, int cached, int all, float *logits) {
+  if (!m->first) zt_recv(p->pp, m->dt, zt_lm_decoder_input(dec), zt_lm_decoder_stage_elems(dec, n), p->c.pp - 1);
+  const int last = zt_lm_decode(dec, in, n, past, cached, all, logits);
+  if (!last) zt_send(p->pp, m->dt, zt_lm_decoder_output(dec, n), zt_lm_decoder_stage_elems(dec, n), p->c.pp + 1);
+  return last;
+}

@@ -7,6 +7,7 @@
 #define ZT_EVAL_MODEL_H
 
 #include "models/model.h"
+#include "models/transformer/decode.h"
 #include "runtime/comm/comm.h"
 #include "runtime/ops/backend.h"
 #include "runtime/parallel/parallel_state.h"
@@ -33,5 +34,9 @@ int zt_eval_checkpoint_vocab(const zt_args *a);
  * *p receives the placement, *v_valid the checkpoint's padded vocabulary size. */
 zt_model *zt_eval_load_gpt(zt_args *args, int sequence_parallel, int allow_sparse, zt_eval_placement *p,
                            int *v_valid);
+/* One key/value-cache decoder step of this pipeline stage (zt_lm_decode's arguments): receives the previous stage's
+ * output first, sends this stage's on after; returns zt_lm_decode's "this is the last stage" (logits written). */
+int zt_eval_stage_decode(const zt_model *m, const zt_eval_placement *p, zt_lm_decoder *dec, const int32_t *in, int n,
+                         int past, int cached, int all, float *logits);
 
 #endif

@@ -274,12 +274,7 @@ static int generate(generator *g, int32_t *tokens, const int *ctx_len, int *leng
     else n = 1, past = context_length - 1;
     for (int b = 0; b < B; b++)
       for (int t = 0; t < n; t++) in[(size_t)b * n + t] = tokens[(size_t)b * T + past + t];
-    if (!m->first)
-      zt_recv(g->p->pp, m->dt, zt_lm_decoder_input(&g->dec), zt_lm_decoder_stage_elems(&g->dec, n), g->p->c.pp - 1);
-    const int last = zt_lm_decode(&g->dec, in, n, past, cached, 0, g->logits);
-    if (!last)
-      zt_send(g->p->pp, m->dt, zt_lm_decoder_output(&g->dec, n), zt_lm_decoder_stage_elems(&g->dec, n),
-              g->p->c.pp + 1);
+    const int last = zt_eval_stage_decode(m, g->p, &g->dec, in, n, past, cached, 0, g->logits);
     g->forwards++;
     int32_t *sb = g->step_buf;
     if (last) {

@@ -13,17 +13,6 @@
 #include "runtime/base/error.h"
 #include "runtime/comm/comm.h"
 
-/* One forward of this stage over n new tokens per row: receives the previous stage's output, sends this one's on. */
-static int stage_forward(zt_model *m, const zt_eval_placement *p, zt_lm_decoder *dec, const int32_t *in, int n,
-                         int past, float *logits) {
-  if (!m->first)
-    zt_recv(p->pp, m->dt, zt_lm_decoder_input(dec), zt_lm_decoder_stage_elems(dec, n), p->c.pp - 1);
-  const int last = zt_lm_decode(dec, in, n, past, 1, 0, logits);
-  if (!last)
-    zt_send(p->pp, m->dt, zt_lm_decoder_output(dec, n), zt_lm_decoder_stage_elems(dec, n), p->c.pp + 1);
-  return last;
-}
-
 /* The decoded continuation gen[0..n) (ids past the tokenizer's vocabulary dropped; invalid UTF-8 read as U+FFFD, as
  * Python's errors='replace'), cut before the earliest stop string; *len its bytes, *stopped: a stop string was
  * found. */
@@ -75,6 +64,9 @@ void zt_harness_generate(zt_model *m, const zt_eval_placement *p, int dp, const 
   int32_t *step = zt_malloc((size_t)B * 2 * sizeof(int32_t), "generation"); /* the step's tokens, then done flags */
   int *len = zt_malloc((size_t)B * sizeof(int), "generation"), *done = zt_malloc((size_t)B * sizeof(int), "generation");
   float *logits = m->last ? zt_malloc((size_t)B * Vf * sizeof(float), "generation logits") : NULL;
+  /* on the last stage: each row's continuation as last decoded (the stop-string search's), which the keeper keeps */
+  char **text = zt_calloc((size_t)B, sizeof(char *), "generation");
+  size_t *text_len = zt_calloc((size_t)B, sizeof(size_t), "generation");
   const int Vl = V_valid < Vf ? V_valid : Vf;
   const int64_t nbatch = (r->n + B - 1) / B;
   for (int64_t j = p->c.dp; j < nbatch; j += dp) {
@@ -93,6 +85,7 @@ void zt_harness_generate(zt_model *m, const zt_eval_placement *p, int dp, const 
       memcpy(row, r->ctx[at], (size_t)r->n_ctx[at] * sizeof(int32_t));
       len[b] = r->n_ctx[at];
       done[b] = 0;
+      if (m->last) text[b] = zt_calloc(1, 1, "generation"), text_len[b] = 0; /* nothing generated yet */
       if (len[b] < min_len) min_len = len[b];
     }
     int prev = 0, all_done = 0;
@@ -101,7 +94,7 @@ void zt_harness_generate(zt_model *m, const zt_eval_placement *p, int dp, const 
       const int n = pos - prev;
       for (int b = 0; b < B; b++)
         for (int t = 0; t < n; t++) in[(size_t)b * n + t] = tok_rows[(size_t)b * T + prev + t];
-      if (stage_forward(m, p, &dec, in, n, prev, logits)) {
+      if (zt_eval_stage_decode(m, p, &dec, in, n, prev, 1, 0, logits)) {
         for (int b = 0; b < B; b++) {
           int32_t *row = tok_rows + (size_t)b * T;
           step[b] = row[pos];
@@ -113,10 +106,10 @@ void zt_harness_generate(zt_model *m, const zt_eval_placement *p, int dp, const 
             if (lr[v] > lr[best]) best = v;
           row[pos] = step[b] = best;
           const int ngen = pos + 1 - len[b];
-          int stopped = best == eod;
+          int stopped = best == eod; /* the text stays that of the tokens before it */
           if (!stopped) {
-            size_t sl;
-            free(continuation(tok, row + len[b], ngen, until, &sl, &stopped));
+            free(text[b]);
+            text[b] = continuation(tok, row + len[b], ngen, until, &text_len[b], &stopped);
           }
           step[B + b] = stopped || ngen == max_gen;
         }
@@ -127,18 +120,18 @@ void zt_harness_generate(zt_model *m, const zt_eval_placement *p, int dp, const 
         tok_rows[(size_t)b * T + pos] = step[b];
         if (step[B + b] && !done[b] && keeper) { /* finished at this step */
           const int64_t at = j * B + b;
-          const int ngen = pos + 1 - len[b], eod_end = step[b] == eod;
-          int stopped;
-          r->text[at] = continuation(tok, tok_rows + (size_t)b * T + len[b], ngen - eod_end, until, &r->text_len[at],
-                                     &stopped);
-          r->n_gen[at] = ngen;
+          r->text[at] = text[b];
+          r->text_len[at] = text_len[b];
+          r->n_gen[at] = pos + 1 - len[b];
+          text[b] = NULL;
         }
         done[b] |= step[B + b];
         all_done &= done[b];
       }
       prev = pos;
     }
+    for (int b = 0; b < B; b++) free(text[b]), text[b] = NULL; /* the other ranks' copies */
   }
-  free(tok_rows), free(in), free(step), free(len), free(done), free(logits);
+  free(tok_rows), free(in), free(step), free(len), free(done), free(logits), free(text), free(text_len);
   zt_lm_decoder_free(&dec);
 }

@@ -119,22 +119,11 @@ static double decayed(const zt_tg_request *q, double top_p) {
   return q->top_p_bound > 0.0 && q->top_p_bound > top_p ? q->top_p_bound : top_p;
 }
 
-/* One forward of this stage: receives the previous stage's output, sends this one's on. */
-static int forward(zt_tg *g, const int32_t *in, int n, int past, int cached, int all, float *logits) {
-  const zt_model *m = g->m;
-  if (!m->first)
-    zt_recv(g->p.pp, m->dt, zt_lm_decoder_input(&g->dec), zt_lm_decoder_stage_elems(&g->dec, n), g->p.c.pp - 1);
-  const int last = zt_lm_decode(&g->dec, in, n, past, cached, all, logits);
-  if (!last)
-    zt_send(g->p.pp, m->dt, zt_lm_decoder_output(&g->dec, n), zt_lm_decoder_stage_elems(&g->dec, n), g->p.c.pp + 1);
-  return last;
-}
-
 /* score_and_return_on_first_stage for B rows tok [B, S]: lp [B, S - 1]. */
 static void score_group(zt_tg *g, const int32_t *tok, int S, float *lp) {
   const int B = g->B;
   float *logits = g->m->last ? logits_for(g, (size_t)B * S) : NULL;
-  if (forward(g, tok, S, 0, 0, 1, logits))
+  if (zt_eval_stage_decode(g->m, &g->p, &g->dec, tok, S, 0, 0, 1, logits))
     for (int b = 0; b < B; b++)
       for (int j = 0; j + 1 < S; j++)
         lp[(size_t)b * (S - 1) + j] = log_prob(logits + ((size_t)b * S + j) * g->Vf, g->Vm, tok[(size_t)b * S + j + 1]);
@@ -166,7 +155,7 @@ static void generate_group(zt_tg *g, const zt_tg_request *q, int32_t *tok, const
     for (int b = 0; b < B; b++)
       for (int t = 0; t < n; t++) in[(size_t)b * n + t] = tok[(size_t)b * S + prev + t];
     float *logits = last_stage ? logits_for(g, (size_t)B * (all ? n : 1)) : NULL;
-    if (forward(g, in, n, prev, 1, all, logits)) {
+    if (zt_eval_stage_decode(g->m, &g->p, &g->dec, in, n, prev, 1, all, logits)) {
       const int R = all ? n : 1;
       s.top_p = (float)top_p;
       for (int b = 0; b < B; b++) {
@@ -315,7 +304,8 @@ static void beam_search(zt_tg *g, const zt_tg_request *q, const int32_t *prompt,
     int last = 0;
     for (int r0 = 0; r0 < R; r0 += B) {
       zt_lm_decoder_select(&g->dec, r0);
-      last = forward(g, in + (size_t)r0 * n, n, prev, 1, 0, logits ? logits + (size_t)r0 * Vf : NULL);
+      last = zt_eval_stage_decode(g->m, &g->p, &g->dec, in + (size_t)r0 * n, n, prev, 1, 0,
+                                  logits ? logits + (size_t)r0 * Vf : NULL);
     }
     if (last) {
       const int rows = ctx == L ? 1 : W; /* the first step: every beam is the prompt; only beam 0's candidates */
