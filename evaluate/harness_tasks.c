@@ -697,8 +697,15 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
       zt_check(ch[0] != 0, "bad task file", "%s:%ld: \"choice%d\" is empty", w.path, w.line, c + 1);
       zt_strbuf o = {0};
       puts_(&o, " ");
-      puts_(&o, ch);
-      if (o.p[1] >= 'A' && o.p[1] <= 'Z') o.p[1] = (char)(o.p[1] + 32);
+      size_t used;
+      const uint32_t first = zt_utf8_decode((const uint8_t *)ch, strlen(ch), &used);
+      uint32_t low[3];
+      const int k = zt_unicode_lower_at(&first, 1, 0, low); /* the one-character string's lower(): 1-3 code points */
+      for (int q = 0; q < k; q++) {
+        uint8_t u[4];
+        zt_strbuf_put(&o, (const char *)u, (size_t)zt_utf8_encode(low[q], u));
+      }
+      puts_(&o, ch + used);
       d->choices[c] = take(&o);
     }
     d->gold = int_field(j, "label", w);

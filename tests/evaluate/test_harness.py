@@ -792,6 +792,18 @@ got, want = json.loads(out)["scores"] if rc == 0 else None, record_scores(sq)
 check(got == want, "record: f1 and em of %d random entities (%d partial f1) as transformers' squad_metrics" %
       (len(ents), sum(0 < f < 1 for f, _ in want)), "%s\n%s" % (got and got[:5], want[:5]))
 
+# COPA's choice[0].lower() on non-ASCII first letters: lengthening (U+0130), titlecase digraphs, a lone sigma
+firsts = ["\u0130", "\u00c9", "\u03a3", "\u1e9e", "\u01c5", "\u01c8", "\u2160", "\u0401", "A", "\u00df", "1",
+          "\U00010400"]
+cdocs = [{"premise": "The %s fell." % f, "choice1": f + "x \u03a3", "choice2": "Q" + f, "question": "cause",
+          "label": i % 2, "idx": i} for i, f in enumerate(firsts)]
+open(os.path.join(tmp, "copa_unicode.jsonl"), "w").write("".join(json.dumps(d) + "\n" for d in cdocs))
+rc, out = run([TOOL, "mc", "copa", os.path.join(tmp, "copa_unicode.jsonl"), "0", "-", "1234"])
+got = [json.loads(line)["choices"] for line in out.splitlines()] if rc == 0 else None
+want = [doc_of("copa", d)[1] for d in cdocs]
+check(got == want, "copa: choice[0].lower() of %d non-ASCII first letters as Python's str.lower()" % len(firsts),
+      "%s\n%s" % (got, want))
+
 # 3. the metrics against NumPy on the checkpoint's logits: all six tasks in one run, then 2-shot
 js = os.path.join(tmp, "results.json")
 rc, out = evaluate(TASKS, ["--output-path", js, "--bootstrap-iters", str(BOOT)])
