@@ -150,14 +150,28 @@ static char *hellaswag_preprocess(const char *text) {
   return d;
 }
 
-/* Python's str.capitalize() on ASCII letters (other characters are left as they are). */
-static char *capitalize(const char *s) {
-  char *r = dup(s);
-  for (size_t i = 0; r[i]; i++) {
-    if (i == 0 && r[i] >= 'a' && r[i] <= 'z') r[i] = (char)(r[i] - 32);
-    else if (i > 0 && r[i] >= 'A' && r[i] <= 'Z') r[i] = (char)(r[i] + 32);
+/* Appends code points m[0..k) as UTF-8. */
+static void put_cps(zt_strbuf *o, const uint32_t *m, int k) {
+  for (int q = 0; q < k; q++) {
+    uint8_t u[4];
+    zt_strbuf_put(o, (const char *)u, (size_t)zt_utf8_encode(m[q], u));
   }
-  return r;
+}
+
+/* Python's str.capitalize(): the first character's full titlecase, the rest lowered as str.lower() does (final
+ * sigma in its context). */
+static char *capitalize(const char *s) {
+  const size_t nb = strlen(s);
+  uint32_t *cp = zt_malloc((nb + 1) * sizeof(uint32_t), "capitalize");
+  size_t nc = 0;
+  for (size_t i = 0, used; i < nb; i += used) cp[nc++] = zt_utf8_decode((const uint8_t *)s + i, nb - i, &used);
+  zt_strbuf o = {0};
+  for (size_t i = 0; i < nc; i++) {
+    uint32_t m[3];
+    put_cps(&o, m, i ? zt_unicode_lower_at(cp, nc, i, m) : zt_unicode_title(cp[0], m));
+  }
+  free(cp);
+  return take(&o);
 }
 
 /* The code points of s as byte offsets: off[i] is where code point i starts, off[n] = strlen(s); returns n. */
@@ -700,11 +714,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
       size_t used;
       const uint32_t first = zt_utf8_decode((const uint8_t *)ch, strlen(ch), &used);
       uint32_t low[3];
-      const int k = zt_unicode_lower_at(&first, 1, 0, low); /* the one-character string's lower(): 1-3 code points */
-      for (int q = 0; q < k; q++) {
-        uint8_t u[4];
-        zt_strbuf_put(&o, (const char *)u, (size_t)zt_utf8_encode(low[q], u));
-      }
+      put_cps(&o, low, zt_unicode_lower_at(&first, 1, 0, low)); /* the one-character string's lower() */
       puts_(&o, ch + used);
       d->choices[c] = take(&o);
     }

@@ -9,6 +9,7 @@ Tables (all read by data/tokenizer/unicode.c):
   - full canonical decomposition (NFD of each character; Hangul syllables are left to the algorithm);
   - the primary composites for NFC's canonical composition (Hangul left to the algorithm);
   - full lowercase mapping as str.lower() applies it to one character;
+  - full titlecase mapping as str.title() applies it to one character (str.capitalize()'s first character);
   - the Final_Sigma context classes (case-ignorable, cased) as CPython's str.lower() uses them, found by
     probing str.lower() itself, since unicodedata does not expose the Cased/Case_Ignorable properties.
 White_Space is not in unicodedata either; since Unicode 6.3 it is exactly Zs + Zl + Zp + U+0009..U+000D +
@@ -95,19 +96,25 @@ def main():
       compose.append(((parts[0] << 21) | parts[1], c))
   compose.sort()
 
-  # Lowercase: one-to-one mappings as pairs, the longer ones separately.
-  lower_pairs, lower_multi = [], []
-  for c in range(MAX_CP):
-    if chars[c] is None:
-      continue
-    lo = chars[c].lower()
-    if lo == chars[c]:
-      continue
-    if len(lo) == 1:
-      lower_pairs.append((c, ord(lo)))
-    else:
-      assert len(lo) <= 3
-      lower_multi.append((c, [ord(x) for x in lo] + [0] * (3 - len(lo)), len(lo)))
+  # Lowercase and titlecase (one character's str.title(): CPython's _PyUnicode_ToTitleFull, which str.capitalize()
+  # applies to the first character): one-to-one mappings as pairs, the longer ones separately.
+  def mappings(fn):
+    pairs, multi = [], []
+    for c in range(MAX_CP):
+      if chars[c] is None:
+        continue
+      m = fn(chars[c])
+      if m == chars[c]:
+        continue
+      if len(m) == 1:
+        pairs.append((c, ord(m)))
+      else:
+        assert len(m) <= 3
+        multi.append((c, [ord(x) for x in m] + [0] * (3 - len(m)), len(m)))
+    return pairs, multi
+
+  lower_pairs, lower_multi = mappings(str.lower)
+  title_pairs, title_multi = mappings(str.title)
 
   # Final_Sigma classes: 1 = case-ignorable (skipped by both scans), 2 = cased and not case-ignorable.
   # ("X\u03a3").lower() ends in final sigma iff X is cased and not ignorable; ("A" X "\u03a3") iff X is
@@ -150,14 +157,15 @@ def main():
   o.append("const uint64_t zt_uc_compose_keys[%d] = {\n%s\n};" % (len(compose), wrap([k for k, _ in compose], 8)))
   o.append("const uint32_t zt_uc_compose_cps[%d] = {\n%s\n};" % (len(compose), wrap([v for _, v in compose], 16)))
   o.append("const int zt_uc_compose_count = %d;\n" % len(compose))
-  o.append("/* One-to-one lowercase mappings {cp, lower}, sorted by cp. */")
-  o.append("const uint32_t zt_uc_lower_pairs[%d][2] = {\n%s\n};" % (
-      len(lower_pairs), wrap(["{%d,%d}" % p for p in lower_pairs], 12)))
-  o.append("const int zt_uc_lower_pair_count = %d;" % len(lower_pairs))
-  o.append("/* Lowercase mappings to more than one code point: {cp, n, m0, m1, m2}. */")
-  o.append("const uint32_t zt_uc_lower_multi[%d][5] = {\n%s\n};" % (
-      len(lower_multi), wrap(["{%d,%d,%d,%d,%d}" % (c, n, *m) for c, m, n in lower_multi], 6)))
-  o.append("const int zt_uc_lower_multi_count = %d;\n" % len(lower_multi))
+  for case, pairs, multi in (("lower", lower_pairs, lower_multi), ("title", title_pairs, title_multi)):
+    o.append("/* One-to-one %scase mappings {cp, %s}, sorted by cp. */" % (case, case))
+    o.append("const uint32_t zt_uc_%s_pairs[%d][2] = {\n%s\n};" % (
+        case, len(pairs), wrap(["{%d,%d}" % p for p in pairs], 12)))
+    o.append("const int zt_uc_%s_pair_count = %d;" % (case, len(pairs)))
+    o.append("/* %scase mappings to more than one code point: {cp, n, m0, m1, m2}. */" % case.capitalize())
+    o.append("const uint32_t zt_uc_%s_multi[%d][5] = {\n%s\n};" % (
+        case, len(multi), wrap(["{%d,%d,%d,%d,%d}" % (c, n, *m) for c, m, n in multi], 6)))
+    o.append("const int zt_uc_%s_multi_count = %d;\n" % (case, len(multi)))
   o.append("/* Final_Sigma context classes {first, last, class}: 1 = case-ignorable, 2 = cased (not ignorable). */")
   o.append("const uint32_t zt_uc_sigma_ranges[%d][3] = {\n%s\n};" % (
       len(sigma_ranges), wrap(["{%d,%d,%d}" % tuple(r) for r in sigma_ranges], 10)))
@@ -165,9 +173,9 @@ def main():
   with open(out_path, "w", encoding="ascii") as f:
     f.write("\n".join(o) + "\n")
   print("gen_unicode_tables: wrote %s (Unicode %s, %d category blocks, %d ccc ranges, %d decompositions, "
-        "%d composites, %d lowercase mappings, %d sigma-context ranges)" % (
+        "%d composites, %d lowercase and %d titlecase mappings, %d sigma-context ranges)" % (
             out_path, unicodedata.unidata_version, len(blocks), len(ccc_ranges), len(nfd_cps), len(compose),
-            len(lower_pairs) + len(lower_multi), len(sigma_ranges)))
+            len(lower_pairs) + len(lower_multi), len(title_pairs) + len(title_multi), len(sigma_ranges)))
 
 
 if __name__ == "__main__":

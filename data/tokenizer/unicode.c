@@ -22,6 +22,10 @@ extern const uint32_t zt_uc_lower_pairs[][2];
 extern const int zt_uc_lower_pair_count;
 extern const uint32_t zt_uc_lower_multi[][5];
 extern const int zt_uc_lower_multi_count;
+extern const uint32_t zt_uc_title_pairs[][2];
+extern const int zt_uc_title_pair_count;
+extern const uint32_t zt_uc_title_multi[][5];
+extern const int zt_uc_title_multi_count;
 extern const uint32_t zt_uc_sigma_ranges[][3];
 extern const int zt_uc_sigma_count;
 
@@ -235,24 +239,35 @@ size_t zt_unicode_nfc(const uint32_t *in, size_t n, uint32_t *out) {
   return k;
 }
 
-int zt_unicode_lower(uint32_t cp, uint32_t out[3]) {
-  if (cp < 0x80) { out[0] = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; return 1; }
-  int lo = 0, hi = zt_uc_lower_pair_count - 1;
+/* cp through one case mapping's tables (sorted one-to-one pairs, then the longer mappings); itself if unmapped. */
+static int case_map(const uint32_t (*pairs)[2], int npairs, const uint32_t (*multi)[5], int nmulti, uint32_t cp,
+                    uint32_t out[3]) {
+  int lo = 0, hi = npairs - 1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    if (cp < zt_uc_lower_pairs[mid][0]) hi = mid - 1;
-    else if (cp > zt_uc_lower_pairs[mid][0]) lo = mid + 1;
-    else { out[0] = zt_uc_lower_pairs[mid][1]; return 1; }
+    if (cp < pairs[mid][0]) hi = mid - 1;
+    else if (cp > pairs[mid][0]) lo = mid + 1;
+    else { out[0] = pairs[mid][1]; return 1; }
   }
-  for (int i = 0; i < zt_uc_lower_multi_count; i++) {
-    if (zt_uc_lower_multi[i][0] == cp) {
-      int n = (int)zt_uc_lower_multi[i][1];
-      for (int j = 0; j < n; j++) out[j] = zt_uc_lower_multi[i][2 + j];
+  for (int i = 0; i < nmulti; i++) {
+    if (multi[i][0] == cp) {
+      int n = (int)multi[i][1];
+      for (int j = 0; j < n; j++) out[j] = multi[i][2 + j];
       return n;
     }
   }
   out[0] = cp;
   return 1;
+}
+
+int zt_unicode_lower(uint32_t cp, uint32_t out[3]) {
+  if (cp < 0x80) { out[0] = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; return 1; }
+  return case_map(zt_uc_lower_pairs, zt_uc_lower_pair_count, zt_uc_lower_multi, zt_uc_lower_multi_count, cp, out);
+}
+
+int zt_unicode_title(uint32_t cp, uint32_t out[3]) {
+  if (cp < 0x80) { out[0] = (cp >= 'a' && cp <= 'z') ? cp - 32 : cp; return 1; }
+  return case_map(zt_uc_title_pairs, zt_uc_title_pair_count, zt_uc_title_multi, zt_uc_title_multi_count, cp, out);
 }
 
 /* 0: neither, 1: case-ignorable, 2: cased and not case-ignorable (the Final_Sigma scan's view). */

@@ -47,6 +47,9 @@ const char *zt_unicode_version(void);
  * per-character mapping above, except that U+03A3 becomes final sigma U+03C2 in the Final_Sigma context
  * (preceded by a cased letter and not followed by one, case-ignorable characters skipped both ways). */
 int zt_unicode_lower_at(const uint32_t *s, size_t n, size_t i, uint32_t out[3]);
+/* Full titlecase mapping of one character (CPython's _PyUnicode_ToTitleFull, what str.capitalize() and str.title()
+ * apply to a word's first character; may be 1-3 code points). */
+int zt_unicode_title(uint32_t cp, uint32_t out[3]);
 /* NFD of a string: full canonical decomposition of each code point, then the canonical ordering of
  * combining marks (as unicodedata.normalize('NFD', s)). out needs room for 4 * n; returns the count. */
 size_t zt_unicode_nfd(const uint32_t *in, size_t n, uint32_t *out);

@@ -797,11 +797,29 @@ firsts = ["\u0130", "\u00c9", "\u03a3", "\u1e9e", "\u01c5", "\u01c8", "\u2160", 
           "\U00010400"]
 cdocs = [{"premise": "The %s fell." % f, "choice1": f + "x \u03a3", "choice2": "Q" + f, "question": "cause",
           "label": i % 2, "idx": i} for i, f in enumerate(firsts)]
-open(os.path.join(tmp, "copa_unicode.jsonl"), "w").write("".join(json.dumps(d) + "\n" for d in cdocs))
-rc, out = run([TOOL, "mc", "copa", os.path.join(tmp, "copa_unicode.jsonl"), "0", "-", "1234"])
-got = [json.loads(line)["choices"] for line in out.splitlines()] if rc == 0 else None
-want = [doc_of("copa", d)[1] for d in cdocs]
+
+
+def built(task, docs, key):
+    """eval_tool mc's `key` (context, choices) of each of docs, written as task's jsonl file; None if it fails"""
+    path = os.path.join(tmp, task + "_unicode.jsonl")
+    open(path, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+    rc, out = run([TOOL, "mc", task, path, "0", "-", "1234"])
+    return [json.loads(line)[key] for line in out.splitlines()] if rc == 0 else None
+
+
+got, want = built("copa", cdocs, "choices"), [doc_of("copa", d)[1] for d in cdocs]
 check(got == want, "copa: choice[0].lower() of %d non-ASCII first letters as Python's str.lower()" % len(firsts),
+      "%s\n%s" % (got, want))
+
+# HellaSwag's ctx_b.capitalize(): the first character's titlecase (digraphs, ligatures, sharp s), the rest lowered
+# (final sigma in context, U+0130 lengthening)
+ctx_bs = ["\u01c6emal \u0391\u03a3", "\u00dftra\u00dfe", "\ufb01ne", "\u00e9lan \u00c9LAN",
+          "\u038c\u03a3\u039f\u03a3 \u03a3\u0391", "\u0130STANBUL", "", "1abc \u00c0B", "\u0149 X", "\u1f80\u1f88",
+          "\U00010428\U00010400", "a\u03a3\u0301 b"]
+hdocs = [{"activity_label": "A", "ctx_a": "x", "ctx_b": c, "endings": ["e0", "e1", "e2", "e3"], "label": "0"}
+         for c in ctx_bs]
+got, want = built("hellaswag", hdocs, "context"), [doc_of("hellaswag", d)[0] for d in hdocs]
+check(got == want, "hellaswag: ctx_b.capitalize() of %d non-ASCII strings as Python's str.capitalize()" % len(ctx_bs),
       "%s\n%s" % (got, want))
 
 # 3. the metrics against NumPy on the checkpoint's logits: all six tasks in one run, then 2-shot

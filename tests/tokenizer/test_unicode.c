@@ -1,7 +1,7 @@
 /* Dumps what data/tokenizer/unicode.c computes so that test_unicode.py can compare it with Python's
- * unicodedata, str.lower() and bytes.decode('utf-8', 'replace').
+ * unicodedata, str.lower(), str.title() and bytes.decode('utf-8', 'replace').
  *   test_unicode version            the tables' Unicode version
- *   test_unicode table              one line per code point: cp cat ccc L N WS nfd lower utf8
+ *   test_unicode table              one line per code point: cp cat ccc L N WS nfd lower title utf8
  *   test_unicode decode|lower|nfd|nfc   reads records "<len>\n<bytes>" from stdin and writes, per record,
  *                                   decode: the code points in hex and the zt_utf8_valid result;
  *                                   lower / nfd / nfc: the converted string as a record. */
@@ -17,14 +17,16 @@ static const char *cat_names[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc"
 
 static void dump_table(void) {
   for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
-    uint32_t d[4], l[3];
+    uint32_t d[4], l[3], t[3];
     uint8_t u[4];
-    int nd = zt_unicode_nfd_char(cp, d), nl = zt_unicode_lower(cp, l);
+    int nd = zt_unicode_nfd_char(cp, d), nl = zt_unicode_lower(cp, l), nt = zt_unicode_title(cp, t);
     printf("%X %s %d %d %d %d ", cp, cat_names[zt_unicode_category(cp)], zt_unicode_ccc(cp),
            zt_unicode_is_letter(cp), zt_unicode_is_number(cp), zt_unicode_is_white_space(cp));
     for (int i = 0; i < nd; i++) printf(i ? ",%X" : "%X", d[i]);
     putchar(' ');
     for (int i = 0; i < nl; i++) printf(i ? ",%X" : "%X", l[i]);
+    putchar(' ');
+    for (int i = 0; i < nt; i++) printf(i ? ",%X" : "%X", t[i]);
     putchar(' ');
     int nu = zt_utf8_encode(cp, u);
     for (int i = 0; i < nu; i++) printf("%02X", u[i]);

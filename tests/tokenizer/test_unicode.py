@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_unicode: compares data/tokenizer/unicode.c (through the test_unicode binary) with Python's
-unicodedata, str.lower(), unicodedata.normalize('NFD') and bytes.decode('utf-8', 'replace').
+unicodedata, str.lower(), str.title(), unicodedata.normalize('NFD') and bytes.decode('utf-8', 'replace').
 
 Usage: test_unicode.py <path to test_unicode binary>
 White_Space is checked against the property list of PropList.txt (stable since Unicode 6.3), since
@@ -63,8 +63,9 @@ def check_table(binary):
     exp = [cp, cat, unicodedata.combining(ch), int(cat[0] == "L"), int(cat[0] == "N"), int(cp in WHITE_SPACE),
            ",".join("%X" % ord(x) for x in exp_nfd) if exp_nfd else "%X" % cp,
            ",".join("%X" % ord(x) for x in ch.lower()),
+           ",".join("%X" % ord(x) for x in ch.title()),
            ch.encode("utf-8", "surrogatepass").hex().upper() if not 0xD800 <= cp <= 0xDFFF else "EFBFBD"]
-    got = [cp, f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], f[7], f[8]]
+    got = [cp, f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], f[7], f[8], f[9]]
     if exp != got:
       fail("U+%04X: expected %s, got %s" % (cp, exp[1:], got[1:]))
   print("table: %d code points compared (Unicode %s)" % (checked, version))
