@@ -150,6 +150,15 @@ static char *hellaswag_preprocess(const char *text) {
   return d;
 }
 
+/* s[0..n) as code points (invalid UTF-8 as U+FFFD); malloc'd, *count of them. */
+static uint32_t *code_points(const char *s, size_t n, size_t *count) {
+  uint32_t *cp = zt_malloc((n + 1) * sizeof(uint32_t), "code points");
+  size_t k = 0;
+  for (size_t i = 0, used; i < n; i += used) cp[k++] = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
+  *count = k;
+  return cp;
+}
+
 /* Appends code points m[0..k) as UTF-8. */
 static void put_cps(zt_strbuf *o, const uint32_t *m, int k) {
   for (int q = 0; q < k; q++) {
@@ -161,10 +170,8 @@ static void put_cps(zt_strbuf *o, const uint32_t *m, int k) {
 /* Python's str.capitalize(): the first character's full titlecase, the rest lowered as str.lower() does (final
  * sigma in its context). */
 static char *capitalize(const char *s) {
-  const size_t nb = strlen(s);
-  uint32_t *cp = zt_malloc((nb + 1) * sizeof(uint32_t), "capitalize");
-  size_t nc = 0;
-  for (size_t i = 0, used; i < nb; i += used) cp[nc++] = zt_utf8_decode((const uint8_t *)s + i, nb - i, &used);
+  size_t nc;
+  uint32_t *cp = code_points(s, strlen(s), &nc);
   zt_strbuf o = {0};
   for (size_t i = 0; i < nc; i++) {
     uint32_t m[3];
@@ -237,11 +244,8 @@ static int py_word(uint32_t c) { return c == '_' || zt_unicode_is_letter(c) || z
 /* normalize_answer(s).split(): s.lower(), string.punctuation removed, each whole \w run "a", "an" or "the" replaced by
  * a space (re.sub(r"\b(a|an|the)\b", " ")), then split on whitespace. Returns the tokens; *n their count. */
 static char **squad_tokens(const char *s, int *n) {
-  const size_t nb = strlen(s);
-  uint32_t *cp = zt_malloc((nb + 1) * sizeof(uint32_t), "answer"), *low = zt_malloc((3 * nb + 1) * sizeof(uint32_t),
-                                                                                     "answer");
-  size_t nc = 0, nl = 0;
-  for (size_t i = 0, used; i < nb; i += used) cp[nc++] = zt_utf8_decode((const uint8_t *)s + i, nb - i, &used);
+  size_t nc, nl = 0;
+  uint32_t *cp = code_points(s, strlen(s), &nc), *low = zt_malloc((3 * nc + 1) * sizeof(uint32_t), "answer");
   for (size_t i = 0; i < nc; i++) {
     uint32_t o[3];
     const int k = zt_unicode_lower_at(cp, nc, i, o);
@@ -261,11 +265,7 @@ static char **squad_tokens(const char *s, int *n) {
       article = !strcmp(w, "a") || !strcmp(w, "an") || !strcmp(w, "the");
     }
     if (article) puts_(&b, " ");
-    else
-      for (size_t q = i; q < e; q++) {
-        uint8_t u[4];
-        zt_strbuf_put(&b, (const char *)u, (size_t)zt_utf8_encode(low[q], u));
-      }
+    else put_cps(&b, low + i, (int)(e - i));
     i = e;
   }
   free(cp);
@@ -1039,15 +1039,6 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
 }
 
 /* ---- generate_until's scoring (triviaqa) ------------------------------------------------------------------- */
-/* s[0..n) as code points (invalid UTF-8 as U+FFFD); malloc'd, *count of them. */
-static uint32_t *code_points(const char *s, size_t n, size_t *count) {
-  uint32_t *cp = zt_malloc((n + 1) * sizeof(uint32_t), "answer");
-  size_t k = 0;
-  for (size_t i = 0, used; i < n; i += used) cp[k++] = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
-  *count = k;
-  return cp;
-}
-
 /* A NumPy unicode element ends at its last non-NUL code point. */
 static size_t np_len(const uint32_t *cp, size_t n) {
   while (n > 0 && cp[n - 1] == 0) n--;
