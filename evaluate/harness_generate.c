@@ -29,10 +29,11 @@ static char *continuation(const zt_tokenizer *tok, const int32_t *gen, int n, co
   const size_t sl = zt_utf8_sanitize((const uint8_t *)raw, raw_len, &s, &cap);
   free(raw);
   size_t cut = sl;
-  for (const char *const *u = until; *u; u++) { /* s.split(term)[0] for each term: the earliest one found */
+  for (const char *const *u = until; *u; u++) { /* s = s.split(term)[0] for each term in turn: a term is looked for
+                                                * whole within what the earlier ones left */
     const size_t ul = strlen(*u);
     if (!ul) continue; /* the harness skips empty terms */
-    for (size_t i = 0; i + ul <= sl && i < cut; i++)
+    for (size_t i = 0; i + ul <= cut; i++)
       if (!memcmp(s + i, *u, ul)) {
         cut = i;
         break;

@@ -20,7 +20,7 @@
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
                                         "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
                                         "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
-                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa"};
+                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa", "gsm8k"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
@@ -55,15 +55,22 @@ static int is(const char *name, const char *const *list) {
 
 double zt_mc_version(const char *name) { /* each YAML's metadata.version */
   static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", NULL};
-  if (!strcmp(name, "triviaqa")) return 3.0;
+  if (!strcmp(name, "triviaqa") || !strcmp(name, "gsm8k")) return 3.0;
   return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
-int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa"); }
-const char *const *zt_mc_until(const char *name) {
-  static const char *const triviaqa[] = {"\n", ".", ",", NULL}; /* triviaqa.yaml generation_kwargs.until */
-  return !strcmp(name, "triviaqa") ? triviaqa : NULL;
+int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa") || !strcmp(name, "gsm8k"); }
+const char *const *zt_mc_until(const char *name) { /* each YAML's generation_kwargs.until */
+  static const char *const triviaqa[] = {"\n", ".", ",", NULL};
+  static const char *const gsm8k[] = {"Question:", "</s>", "<|im_end|>", NULL};
+  return !strcmp(name, "triviaqa") ? triviaqa : !strcmp(name, "gsm8k") ? gsm8k : NULL;
 }
-const char *zt_mc_filter(const char *name) { return !strcmp(name, "triviaqa") ? "remove_whitespace" : "none"; }
+int zt_mc_filters(const char *name, const char *names[2]) { /* each YAML's filter_list */
+  names[1] = NULL;
+  if (!strcmp(name, "gsm8k")) return names[0] = "strict-match", names[1] = "flexible-extract", 2;
+  names[0] = !strcmp(name, "triviaqa") ? "remove_whitespace" : "none";
+  return 1;
+}
+int zt_mc_default_fewshot(const char *name) { return !strcmp(name, "gsm8k") ? 5 : 0; }
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
@@ -72,7 +79,7 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
   static const char *const with_norm[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", NULL};
   keys[0] = keys[1] = NULL;
   if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
-  if (!strcmp(name, "webqs") || !strcmp(name, "triviaqa")) return keys[0] = "exact_match", 1;
+  if (!strcmp(name, "webqs") || zt_mc_is_generation(name)) return keys[0] = "exact_match", 1;
   if (!strcmp(name, "record")) return keys[0] = "f1", keys[1] = "em", 2;
   keys[0] = "acc";
   if (is(name, with_norm)) keys[1] = "acc_norm";
@@ -867,6 +874,16 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
      * one is refused (the harness's exact_match fails on it: np.char.lower of an empty float array) */
     d->n_choices = str_list(ans, "aliases", "answer.aliases", w, &d->choices);
     d->gold = 0;
+  } else if (!strcmp(name, "gsm8k")) { /* gsm8k.yaml (main): generate_until */
+    puts_(&t, "Question: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nAnswer:");
+    /* doc_to_target "{{answer}}": the whole worked answer, "#### N" at its end (exact_match compares what its
+     * regexes_to_ignore leave of it; the few-shot examples show it whole) */
+    d->n_choices = 1;
+    d->choices = zt_malloc(sizeof(char *), "choices");
+    d->choices[0] = dup(str_field(j, "answer", w));
+    d->gold = 0;
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -902,6 +919,12 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
     no++;
     const where w = {path, no};
     zt_check(memchr(line, 0, len) == NULL, "bad task file", "%s:%ld: a NUL byte in the line", path, no);
+    for (size_t e = 0; e + 5 < len; e++) /* an escaped U+0000 would cut the C string it is decoded into */
+      if (line[e] == '\\') {
+        zt_check(line[e + 1] != 'u' || strncmp(line + e + 2, "0000", 4) != 0, "bad task file", "%s:%ld: a string "
+                 "holds U+0000 (\\u0000 at column %zu), which evaluate_zeroshot cannot carry", path, no, e + 1);
+        e++;
+      }
     size_t k = 0;
     while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
     zt_check(k < len, "bad task file", "%s:%ld: empty line (each line must be one JSON object: a %s document)", path,
@@ -1038,17 +1061,17 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out) {
   }
 }
 
-/* ---- generate_until's scoring (triviaqa) ------------------------------------------------------------------- */
+/* ---- generate_until's scoring (triviaqa, gsm8k) ------------------------------------------------------------ */
 /* A NumPy unicode element ends at its last non-NUL code point. */
 static size_t np_len(const uint32_t *cp, size_t n) {
   while (n > 0 && cp[n - 1] == 0) n--;
   return n;
 }
 
-/* exact_match_hf_evaluate with ignore_case and ignore_punctuation, on one element of an array whose itemsize is
- * `width` code points: np.char.lower (str.lower of the element, final sigma included, stored back cut to the width),
- * then np.char.translate deleting string.punctuation. out has room for 3 n. */
-static size_t em_normalize(const uint32_t *cp, size_t n, size_t width, uint32_t *out) {
+/* exact_match_hf_evaluate's ignore_case (and ignore_punctuation when punct), on one element of an array whose
+ * itemsize is `width` code points: np.char.lower (str.lower of the element, final sigma included, stored back cut to
+ * the width), then np.char.translate deleting string.punctuation. out has room for 3 n. */
+static size_t em_normalize(const uint32_t *cp, size_t n, size_t width, int punct, uint32_t *out) {
   n = np_len(cp, n);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -1057,14 +1080,18 @@ static size_t em_normalize(const uint32_t *cp, size_t n, size_t width, uint32_t 
     for (int q = 0; q < m; q++) out[k++] = o[q];
   }
   k = np_len(out, k < width ? k : width);
+  if (!punct) return k;
   size_t w = 0;
   for (size_t i = 0; i < k; i++)
     if (!(out[i] && out[i] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)out[i]))) out[w++] = out[i];
   return np_len(out, w);
 }
 
-double zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len) {
-  const zt_mc_doc *d = &t->docs[i];
+static int same_cps(const uint32_t *a, size_t na, const uint32_t *b, size_t nb) {
+  return na == nb && (na == 0 || !memcmp(a, b, na * sizeof(uint32_t)));
+}
+
+static double triviaqa_score(const zt_mc_doc *d, const char *text, size_t len) {
   /* remove_whitespace: resp.lstrip(); take_first: the one response */
   int k;
   while (len > 0 && (k = zt_utf8_space(text, len)) > 0) text += k, len -= (size_t)k;
@@ -1079,17 +1106,125 @@ double zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, 
     if (nal[a] > width) width = nal[a];
   }
   uint32_t *pn = zt_malloc((3 * np + 1) * sizeof(uint32_t), "answer");
-  const size_t pl = em_normalize(pred, np, np > 0 ? np : 1, pn);
+  const size_t pl = em_normalize(pred, np, np > 0 ? np : 1, 1, pn);
   int hit = 0;
   for (int a = 0; a < d->n_choices; a++) {
     uint32_t *an = zt_malloc((3 * nal[a] + 1) * sizeof(uint32_t), "answer");
-    const size_t l = em_normalize(al[a], nal[a], width, an);
-    hit |= l == pl && (l == 0 || !memcmp(an, pn, l * sizeof(uint32_t)));
+    const size_t l = em_normalize(al[a], nal[a], width, 1, an);
+    hit |= same_cps(an, l, pn, pl);
     free(an);
     free(al[a]);
   }
   free(al), free(nal), free(pred), free(pn);
   return hit ? 1.0 : 0.0;
+}
+
+/* gsm8k's regex filters on the generated text (the patterns' characters are ASCII, so bytes do). strict-match:
+ * re.findall(r"#### (\-?[0-9\.\,]+)")[0]; flexible-extract: the last of re.findall(r"(-?[$0-9.,]{2,})|(-?[0-9]+)"),
+ * its non-empty group. "[invalid]" when nothing matches. Sets *at and returns the match's length. */
+static int in_run(char c, int dollar) { return (c >= '0' && c <= '9') || c == '.' || c == ',' || (dollar && c == '$'); }
+static size_t run_of(const char *s, size_t n, size_t i, int dollar) {
+  size_t j = i;
+  while (j < n && in_run(s[j], dollar)) j++;
+  return j - i;
+}
+static size_t digits_of(const char *s, size_t n, size_t i) {
+  size_t j = i;
+  while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+  return j - i;
+}
+static size_t gsm8k_filter(const char *s, size_t n, int flexible, const char **at) {
+  static const char invalid[] = "[invalid]";
+  size_t last_at = 0, last_len = 0;
+  int found = 0;
+  for (size_t i = 0; i < n;) {
+    size_t start = i, len = 0;
+    if (!flexible) { /* "#### " then "-" (kept only if a run follows it) and a run of [0-9.,] */
+      if (n - i >= 5 && !memcmp(s + i, "#### ", 5)) {
+        start = i + 5;
+        const int neg = start < n && s[start] == '-' && run_of(s, n, start + 1, 0) > 0;
+        len = run_of(s, n, start + neg, 0);
+        if (len) len += (size_t)neg;
+      }
+      if (len) {
+        *at = s + start;
+        return len;
+      }
+      i++;
+      continue;
+    }
+    /* alternative 1: "-"? then 2 or more of [$0-9.,], greedy; else alternative 2: "-"? then digits */
+    const int neg = s[i] == '-';
+    size_t r = run_of(s, n, i + neg, 1);
+    if (r >= 2) len = r + (size_t)neg;
+    else if ((r = digits_of(s, n, i + neg)) >= 1) len = r + (size_t)neg;
+    if (len) {
+      last_at = start, last_len = len, found = 1;
+      i += len;
+    } else {
+      i++;
+    }
+  }
+  if (found) {
+    *at = s + last_at;
+    return last_len;
+  }
+  *at = invalid;
+  return sizeof invalid - 1;
+}
+
+/* gsm8k's regexes_to_ignore, in order, on one string (each re.sub's result goes through a NumPy array, which drops
+ * trailing NULs before the next): ",", "\$", "(?s).*#### " (everything up to the last "#### "), "\.$" (a "." at the
+ * end or before a final "\n"). Returns the length; the last result keeps its trailing NULs (the array's itemsize). */
+static size_t gsm8k_ignore(uint32_t *cp, size_t n) {
+  for (int pass = 0; pass < 4; pass++) {
+    if (pass) n = np_len(cp, n);
+    if (pass < 2) {
+      size_t w = 0;
+      for (size_t i = 0; i < n; i++)
+        if (cp[i] != (pass ? '$' : ',')) cp[w++] = cp[i];
+      n = w;
+    } else if (pass == 2) {
+      for (size_t i = n >= 5 ? n - 5 + 1 : 0; i-- > 0;)
+        if (cp[i] == '#' && cp[i + 1] == '#' && cp[i + 2] == '#' && cp[i + 3] == '#' && cp[i + 4] == ' ') {
+          memmove(cp, cp + i + 5, (n - i - 5) * sizeof(uint32_t));
+          n -= i + 5;
+          break;
+        }
+    } else if (n >= 1 && cp[n - 1] == '.') {
+      n--;
+    } else if (n >= 2 && cp[n - 1] == '\n' && cp[n - 2] == '.') {
+      cp[n - 2] = '\n';
+      n--;
+    }
+  }
+  return n;
+}
+
+static double gsm8k_score(const zt_mc_doc *d, const char *text, size_t len, int flexible) {
+  const char *m;
+  const size_t ml = gsm8k_filter(text, len, flexible, &m);
+  size_t np, nr;
+  uint32_t *pred = code_points(m, ml, &np), *ref = code_points(d->choices[0], strlen(d->choices[0]), &nr);
+  np = gsm8k_ignore(pred, np);
+  nr = gsm8k_ignore(ref, nr);
+  uint32_t *pn = zt_malloc((3 * np + 1) * sizeof(uint32_t), "answer"), *rn = zt_malloc((3 * nr + 1) * sizeof(uint32_t),
+                                                                                       "answer");
+  const size_t pl = em_normalize(pred, np, np > 0 ? np : 1, 0, pn), rl = em_normalize(ref, nr, nr > 0 ? nr : 1, 0, rn);
+  const int hit = same_cps(pn, pl, rn, rl);
+  free(pred), free(ref), free(pn), free(rn);
+  return hit ? 1.0 : 0.0;
+}
+
+void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]) {
+  const zt_mc_doc *d = &t->docs[i];
+  scores[1] = NAN;
+  if (!strcmp(t->name, "gsm8k")) {
+    scores[0] = gsm8k_score(d, text, len, 0);
+    scores[1] = gsm8k_score(d, text, len, 1);
+  } else {
+    scores[0] = triviaqa_score(d, text, len);
+  }
 }
 
 /* ---- contexts and requests --------------------------------------------------------------------------------- */
@@ -1233,12 +1368,18 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     out[3] = stderr_of(greedy, t->n);
     return;
   }
-  if (zt_mc_is_generation(t->name)) { /* greedy[i]: the document's exact_match (zt_mc_score_generation) */
-    double sg = 0.0;
-    for (int64_t i = 0; i < t->n; i++) sg += greedy[i];
-    out[0] = sg / (double)t->n;
-    out[1] = stderr_of(greedy, t->n);
+  if (zt_mc_is_generation(t->name)) { /* greedy[2 i + f]: the document's exact_match under filter f */
+    const char *filters[2];
+    const int nf = zt_mc_filters(t->name, filters);
+    double *x = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
     out[2] = out[3] = NAN;
+    for (int f = 0; f < nf; f++) {
+      double sg = 0.0;
+      for (int64_t i = 0; i < t->n; i++) sg += x[i] = greedy[2 * i + f];
+      out[2 * f] = sg / (double)t->n;
+      out[2 * f + 1] = stderr_of(x, t->n);
+    }
+    free(x);
     return;
   }
   double *acc = zt_malloc((size_t)t->n * sizeof(double) + 8, "metrics");
@@ -1295,8 +1436,8 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   free(pred);
 }
 
-/* One metric of a task as the harness writes it: "<key>,none" and "<key>_stderr,none" ("N/A" for a NaN), and
- * whether higher is better. */
+/* One metric of a task as the harness writes it: "<key>,<filter>" and "<key>_stderr,<filter>" ("N/A" for a NaN), and
+ * whether higher is better (once per key). */
 static void add_metric(cJSON *r, cJSON *h, const char *key, const char *filter, double v, double se, int higher) {
   char k[80];
   snprintf(k, sizeof k, "%s,%s", key, filter);
@@ -1305,10 +1446,10 @@ static void add_metric(cJSON *r, cJSON *h, const char *key, const char *filter, 
   snprintf(k, sizeof k, "%s_stderr,%s", key, filter);
   if (isnan(se)) cJSON_AddStringToObject(r, k, "N/A");
   else cJSON_AddNumberToObject(r, k, se);
-  cJSON_AddBoolToObject(h, key, higher);
+  if (!cJSON_GetObjectItemCaseSensitive(h, key)) cJSON_AddBoolToObject(h, key, higher);
 }
 
-char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot, int seed) {
+char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed) {
   cJSON *root = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(root, "results");
   cJSON *ver = cJSON_AddObjectToObject(root, "versions"), *shots = cJSON_AddObjectToObject(root, "n-shot");
   cJSON *hib = cJSON_AddObjectToObject(root, "higher_is_better"), *ns = cJSON_AddObjectToObject(root, "n-samples");
@@ -1325,20 +1466,25 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     } else if (zt_mc_is_loglikelihood(name)) {
       add_metric(r, h, "perplexity", "none", m[0], m[1], 0);
       add_metric(r, h, "acc", "none", m[2], m[3], 1);
+    } else if (zt_mc_is_generation(name)) { /* exact_match under each filter */
+      const char *filters[2];
+      const int nf = zt_mc_filters(name, filters);
+      for (int f = 0; f < nf; f++) add_metric(r, h, "exact_match", filters[f], m[2 * f], m[2 * f + 1], 1);
     } else {
       const char *keys[2];
       const int nk = zt_mc_metric_names(name, keys);
-      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], zt_mc_filter(name), m[2 * q], m[2 * q + 1], 1);
+      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], "none", m[2 * q], m[2 * q + 1], 1);
     }
     cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
-    cJSON_AddNumberToObject(shots, name, nshot);
+    cJSON_AddNumberToObject(shots, name, tasks[k].nshot);
     cJSON *c = cJSON_AddObjectToObject(ns, name);
     cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
     cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
   }
   cJSON *cfg = cJSON_AddObjectToObject(root, "config");
   cJSON_AddStringToObject(cfg, "model", "zerotron evaluate_zeroshot");
-  cJSON_AddNumberToObject(cfg, "num_fewshot", nshot);
+  if (num_fewshot < 0) cJSON_AddNullToObject(cfg, "num_fewshot");
+  else cJSON_AddNumberToObject(cfg, "num_fewshot", num_fewshot);
   cJSON_AddNumberToObject(cfg, "fewshot_seed", seed);
   char *s = cJSON_Print(root);
   cJSON_Delete(root);
@@ -1346,12 +1492,14 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
   return s;
 }
 
-char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot) {
+char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics) {
   /* lm_eval.utils.make_table's columns: Tasks|Version|Filter|n-shot|Metric| |Value| |Stderr */
   size_t wt = 5, wf = 6;
   for (int k = 0; k < n_tasks; k++) {
     if (strlen(tasks[k].name) > wt) wt = strlen(tasks[k].name);
-    if (strlen(zt_mc_filter(tasks[k].name)) > wf) wf = strlen(zt_mc_filter(tasks[k].name));
+    const char *filters[2];
+    for (int f = 0, nf = zt_mc_filters(tasks[k].name, filters); f < nf; f++)
+      if (strlen(filters[f]) > wf) wf = strlen(filters[f]);
   }
   zt_strbuf b = {0};
   char line[512];
@@ -1366,6 +1514,7 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
   for (int k = 0; k < n_tasks; k++) {
     const double *m = metrics + 4 * k;
     const int ll = zt_mc_is_loglikelihood(tasks[k].name), roll = zt_mc_is_rolling(tasks[k].name);
+    const int nshot = tasks[k].nshot;
     if (roll) {
       static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
       for (int q = 0; q < 3; q++) {
@@ -1377,17 +1526,18 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
       }
       continue;
     }
-    const char *keys[2];
-    const int nk = ll ? 2 : zt_mc_metric_names(tasks[k].name, keys);
-    for (int q = 0; q < nk; q++) {
+    const char *keys[2], *filters[2];
+    const int gen = zt_mc_is_generation(tasks[k].name), nf = zt_mc_filters(tasks[k].name, filters);
+    const int nk = ll ? 2 : gen ? nf : zt_mc_metric_names(tasks[k].name, keys);
+    for (int q = 0; q < nk; q++) { /* a generation task: exact_match under each filter */
       char se[32];
       if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");
       else snprintf(se, sizeof se, "%6.4f", m[2 * q + 1]);
       char ver[16];
       snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-      const char *metric = ll ? (q ? "acc" : "perplexity") : keys[q];
+      const char *metric = ll ? (q ? "acc" : "perplexity") : gen ? "exact_match" : keys[q];
       snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
-               q ? "" : tasks[k].name, q ? "" : ver, (int)wf, zt_mc_filter(tasks[k].name), nshot, metric,
+               q ? "" : tasks[k].name, q ? "" : ver, (int)wf, gen ? filters[q] : filters[0], nshot, metric,
                ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q], se);
       puts_(&b, line);
     }

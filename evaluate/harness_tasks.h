@@ -1,7 +1,7 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
  * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
- * generate_until (triviaqa: the prompts and the scoring of the generated text):
+ * generate_until (triviaqa, gsm8k: the prompts and the scoring of the generated text):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -31,6 +31,7 @@ typedef struct {
 
 typedef struct {
   const char *name;   /* one of the supported tasks (zt_mc_supported) */
+  int nshot;          /* its few-shot examples (set by the caller: --num-fewshot, or the task's default) */
   int64_t n;
   zt_mc_doc *docs;
   /* while zt_mc_load reads the file: its bytes and the current line's JSON; zt_mc_load releases them, and zt_mc_free
@@ -49,17 +50,23 @@ double zt_mc_version(const char *name);
  * openbookqa, hellaswag) or "f1" (cb), "f1" then "em" (record), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
  * and rolling tasks). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
-/* triviaqa: output_type generate_until (one greedy generation per document, evaluate/harness_generate.c; its
- * metric exact_match after the remove_whitespace filter). */
+/* triviaqa, gsm8k: output_type generate_until (one greedy generation per document, evaluate/harness_generate.c;
+ * metric exact_match after each of the task's filters). */
 int zt_mc_is_generation(const char *name);
 /* A generation task's stop strings (generation_kwargs until), NULL-ended; NULL for the other tasks. */
 const char *const *zt_mc_until(const char *name);
-/* The filter the task's metrics are reported under ("none"; triviaqa "remove_whitespace"). */
-const char *zt_mc_filter(const char *name);
-/* A generation task's score of document i: text[0..len) (the continuation cut at the stop strings) through the
- * task's filters (lstrip, take_first) and exact_match with ignore_case and ignore_punctuation against every alias, as
- * NumPy computes it (np.char.lower's result cut to the array's itemsize): 1 if any alias matches, else 0. */
-double zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len);
+/* The filters the task's metrics are reported under, in its filter_list's order, into names; returns how many:
+ * triviaqa "remove_whitespace", gsm8k "strict-match" and "flexible-extract", the other tasks "none". */
+int zt_mc_filters(const char *name, const char *names[2]);
+/* The task's few-shot examples when --num-fewshot is not given (its YAML's num_fewshot: gsm8k 5, the others 0). */
+int zt_mc_default_fewshot(const char *name);
+/* A generation task's scores of document i, one per filter (zt_mc_filters): text[0..len) (the continuation cut at
+ * the stop strings) through the filter and exact_match_hf_evaluate as NumPy computes it (np.char.lower's result cut
+ * to the array's itemsize), 1 or 0. triviaqa: lstrip, take_first, then ignore_case and ignore_punctuation against
+ * every alias, 1 if any matches. gsm8k: the regex filter (strict-match: the first "#### (\-?[0-9\.\,]+)" group;
+ * flexible-extract: the last match of "(-?[$0-9.,]{2,})|(-?[0-9]+)"; "[invalid]" when none), then exact_match against
+ * the answer with regexes_to_ignore ",", "\$", "(?s).*#### ", "\.$" and ignore_case. */
+void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
 int zt_mc_is_loglikelihood(const char *name);
 /* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
@@ -98,16 +105,18 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
  * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
  * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
- * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task: greedy[i] is document
- * i's score, exact_match and its stderr); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
+ * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task: greedy[2 i + f] is
+ * document i's score under filter f, exact_match and its stderr per filter, NaN past the task's filters); for a
+ * loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
  * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
  * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
 
 /* The results of several tasks as the harness's JSON ({"results": {...}, "versions", "n-shot", "config"}) and its
- * markdown table. metrics[4 * k] belongs to tasks[k]. Both malloc'd. */
-char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot, int seed);
-char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics, int nshot);
+ * markdown table. metrics[4 * k] belongs to tasks[k]; each task's n-shot is its nshot; num_fewshot is the command
+ * line's (-1: not given, written null as the harness does). Both malloc'd. */
+char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed);
+char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics);
 
 #endif

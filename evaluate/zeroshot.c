@@ -44,6 +44,7 @@ typedef struct {
   const char **data, **fewshot; /* --task-data / --fewshot-data NAME=PATH entries */
   int n_data, n_fewshot;
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
+  int nshot_given;           /* without --num-fewshot each task takes its YAML's num_fewshot (gsm8k 5, the others 0) */
   int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
   int max_gen;               /* --max-gen-toks (256, HFLM's max_gen_toks): a generation task's longest continuation */
   int max_gen_given;
@@ -77,16 +78,18 @@ static void usage(void) {
          "  --overlapping-eval N     WIKITEXT103: windows of --seq-length start every N tokens and score their last N\n"
          "                           targets (default 32, or --seq-length when that is smaller; a given N must not\n"
          "                           exceed --seq-length)\n\n"
-         "lm-evaluation-harness tasks (multiple choice, scored as the harness's loglikelihood requests):\n"
+         "lm-evaluation-harness tasks (scored as the harness's loglikelihood and generate_until requests):\n"
          "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag (acc, acc_norm and their\n"
          "                           standard errors), boolq, winogrande, race, anli_r1, anli_r2, anli_r3, copa,\n"
          "                           multirc, rte, sglue_rte, wic, wsc (acc), cb (acc, f1), record (f1, em),\n"
-         "                           webqs (exact_match), triviaqa (exact_match of a greedy generation),\n"
+         "                           webqs (exact_match), triviaqa, gsm8k (exact_match of a greedy generation;\n"
+         "                           gsm8k under the filters strict-match and flexible-extract),\n"
          "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
          "                           greedy continuation), wikitext (word/byte perplexity, bits per byte)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
-         "  --num-fewshot N          N examples before each document (default 0), drawn as the harness's sampler\n"
-         "                           does (Python's random.Random(--fewshot-seed).sample)\n"
+         "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
+         "                           for gsm8k, 0 for the others), drawn as the harness's sampler does (Python's\n"
+         "                           random.Random(--fewshot-seed).sample)\n"
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
@@ -137,6 +140,7 @@ static void harness_cli(task_flags *tf, char **r, int *n) {
   zt_check(tf->tasks != NULL && strcmp(tf->tasks, "all") != 0, "unsupported argument", "--task_list %s: name the "
            "tasks (evaluate_zeroshot runs lambada, %s from --task-data files; it does not download the harness's "
            "tasks)", tf->tasks ? tf->tasks : "all (its default)", zt_mc_task_names());
+  tf->nshot_given = 1; /* evaluate.py's --num_fewshot defaults to 0 for every task */
   char *out = zt_malloc(strlen(tf->tasks) * 3 + 16, "task list");
   size_t k = 0;
   for (const char *p = tf->tasks; *p;) {
@@ -191,13 +195,13 @@ static void split_args(int argc, char **argv, task_flags *tf, int *rest_n, char 
       tf->harness_cli = 1;
       if (IS("--task_list")) tf->tasks = v;
       else if (IS("--results_path")) tf->output_path = v;
-      else tf->nshot = parse_int("--num_fewshot", v);
+      else tf->nshot = parse_int("--num_fewshot", v), tf->nshot_given = 1;
     } else if (IS("--tasks") || IS("--num-fewshot") || IS("--fewshot-seed") || IS("--output-path") ||
         IS("--bootstrap-iters") || IS("--max-gen-toks")) {
       const char *v = zt_eval_flag_value(argc, argv, &i, a, key, inl);
       if (IS("--tasks") || IS("--num-fewshot") || IS("--output-path")) tf->given_ours = 1;
       if (IS("--tasks")) tf->tasks = v;
-      else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v);
+      else if (IS("--num-fewshot")) tf->nshot = parse_int("--num-fewshot", v), tf->nshot_given = 1;
       else if (IS("--fewshot-seed")) tf->fewshot_seed = parse_int("--fewshot-seed", v);
       else if (IS("--bootstrap-iters")) tf->bootstrap_iters = parse_int("--bootstrap-iters", v);
       else if (IS("--max-gen-toks")) tf->max_gen = parse_int("--max-gen-toks", v), tf->max_gen_given = 1;
@@ -257,8 +261,8 @@ static void check_harness_flags(const task_flags *tf) {
            tf->bootstrap_iters);
   zt_check(tf->fewshot_seed >= 0, "bad argument value", "--fewshot-seed %d: expected 0 or more", tf->fewshot_seed);
   zt_check(tf->max_gen >= 1, "bad argument value", "--max-gen-toks %d: expected 1 or more", tf->max_gen);
-  zt_check(tf->n_fewshot == 0 || tf->nshot > 0, "inconsistent arguments", "--fewshot-data is read only with "
-           "--num-fewshot N > 0");
+  zt_check(tf->n_fewshot == 0 || tf->nshot > 0 || !tf->nshot_given, "inconsistent arguments", "--fewshot-data is "
+           "read only with --num-fewshot N > 0");
   if (tf->output_path) {
     FILE *f = fopen(tf->output_path, "rb");
     if (f) fclose(f);
@@ -428,16 +432,26 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     zt_mc_load(&d->mc[k], name, path, "--task-data");
     memset(&pools[k], 0, sizeof pools[k]);
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
-    zt_check(!tf->nshot || !zt_mc_is_rolling(name), "inconsistent arguments", "--num-fewshot %d: %s scores whole "
+    /* without --num-fewshot the harness leaves each task its YAML's num_fewshot */
+    const int nshot = tf->nshot_given ? tf->nshot : zt_mc_default_fewshot(name);
+    d->mc[k].nshot = nshot;
+    zt_check(!nshot || !zt_mc_is_rolling(name), "inconsistent arguments", "--num-fewshot %d: %s scores whole "
              "documents (loglikelihood_rolling) and takes no examples (the harness's rolling requests never use a "
-             "context)", tf->nshot, name);
-    zt_check(!tf->nshot || strcmp(name, "webqs") != 0, "unsupported argument", "--num-fewshot %d: webqs's few-shot "
+             "context)", nshot, name);
+    zt_check(!nshot || strcmp(name, "webqs") != 0, "unsupported argument", "--num-fewshot %d: webqs's few-shot "
              "examples are not well defined in the harness (its target is the list of every answer's index: 0.4.9's "
              "sampler writes the index \"0\" as the answer, later versions fail on it); run webqs zero-shot",
-             tf->nshot);
-    if (tf->nshot > 0) {
-      zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
-               "harness draws %s's examples from its training split)", tf->nshot, name, name);
+             nshot);
+    zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (its YAML's "
+             "num_fewshot; give --num-fewshot N > 0 for examples)", name, fpath, name);
+    if (nshot > 0) {
+      if (tf->nshot_given)
+        zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
+                 "harness draws %s's examples from its training split)", nshot, name, name);
+      else
+        zt_check(fpath != NULL, "missing argument", "%s runs %d-shot by default (its YAML's num_fewshot, as the "
+                 "harness does without --num-fewshot): --fewshot-data %s=FILE.jsonl is required (the harness draws the "
+                 "examples from its training split), or give --num-fewshot 0", name, nshot, name);
       zt_mc_load(&pools[k], name, fpath, "--fewshot-data");
     }
     zt_log("> %s: %lld documents from %s%s%s\n", name, (long long)d->mc[k].n, path, fpath ? ", few-shot pool " : "",
@@ -478,7 +492,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
         zt_ids_free(&co);
         continue;
       }
-      char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], tf->nshot, &rnd);
+      char *ctx = zt_mc_context(&d->mc[k], i, &pools[k], d->mc[k].nshot, &rnd);
       if (generate) { /* generate_until: the context's last --seq-length - max_gen tokens (tok_batch_encode's
                        * left_truncate_len) */
         zt_ids ci = {0};
@@ -752,14 +766,15 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
   double *metrics = zt_malloc((size_t)d->n_mc * 4 * sizeof(double), "metrics");
   const int64_t most = d->n_examples > d->gen.n ? d->n_examples : d->gen.n;
   double *lls = zt_malloc((size_t)most * sizeof(double) + 8, "metrics");
-  double *greedy = zt_malloc((size_t)most * sizeof(double) + 8, "metrics");
+  double *greedy = zt_malloc(2 * (size_t)most * sizeof(double) + 8, "metrics");
   int64_t at = 0, gat = 0;
   for (int k = 0; k < d->n_mc; k++) {
-    if (zt_mc_is_generation(d->mc[k].name)) { /* gen: each document's exact_match and tokens generated */
+    if (zt_mc_is_generation(d->mc[k].name)) { /* gen: each document's exact_match per filter, tokens generated */
       double ntok = 0.0;
       for (int64_t i = 0; i < d->mc[k].n; i++) {
-        greedy[i] = gen[2 * (gat + i)];
-        ntok += gen[2 * (gat + i) + 1];
+        greedy[2 * i] = gen[3 * (gat + i)];
+        greedy[2 * i + 1] = gen[3 * (gat + i) + 1];
+        ntok += gen[3 * (gat + i) + 2];
       }
       zt_mc_metrics(&d->mc[k], lls, greedy, tf->bootstrap_iters, metrics + 4 * k);
       printf("> %s: %lld documents, %lld generations, %.0f tokens generated\n", d->mc[k].name,
@@ -779,8 +794,9 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
            (long long)d->mc[k].n, (long long)nreq, sum);
     at += nreq;
   }
-  char *table = zt_mc_results_table(d->mc, d->n_mc, metrics, tf->nshot);
-  char *json = zt_mc_results_json(d->mc, d->n_mc, metrics, tf->nshot, tf->fewshot_seed);
+  char *table = zt_mc_results_table(d->mc, d->n_mc, metrics);
+  char *json = zt_mc_results_json(d->mc, d->n_mc, metrics, tf->nshot_given ? tf->nshot : -1,
+                                  tf->fewshot_seed);
   if (tf->output_path) {
     FILE *f = fopen(tf->output_path, "wx");
     zt_check(f != NULL, "results", "--output-path %s: cannot create: %s", tf->output_path, strerror(errno));
@@ -800,11 +816,11 @@ static void report_harness(const task_data *d, const task_flags *tf, const doubl
 }
 
 /* The generation tasks' requests on every rank (each replica runs its micro batches), task by task with its stop
- * strings and the end-of-document text (handle_stop_sequences adds the eos); returns [2 n]: each request's score
- * (zt_mc_score_generation) and the tokens it generated, summed over the world (one rank holds each). */
+ * strings and the end-of-document text (handle_stop_sequences adds the eos); returns [3 n]: each request's scores
+ * (zt_mc_score_generation, one per filter) and the tokens it generated, summed over the world (one rank holds each). */
 static double *run_generation(task_data *d, const task_flags *tf, zt_model *m, const zt_eval_placement *p, int dp,
                               const zt_tokenizer *tok, int V_valid) {
-  double *out = zt_calloc((size_t)d->gen.n * 2 + 1, sizeof(double), "generations");
+  double *out = zt_calloc((size_t)d->gen.n * 3 + 1, sizeof(double), "generations");
   const int32_t eod = zt_tokenizer_eod(tok);
   size_t eod_len;
   char *eod_text = zt_tokenizer_decode(tok, &eod, 1, &eod_len);
@@ -821,8 +837,11 @@ static double *run_generation(task_data *d, const task_flags *tf, zt_model *m, c
     zt_harness_generate(m, p, dp, tok, V_valid, tf->max_gen, until, &r);
     for (int64_t i = 0; i < r.n; i++) {
       if (r.text[i]) {
-        out[2 * (at + i)] = zt_mc_score_generation(&d->mc[k], i, r.text[i], r.text_len[i]);
-        out[2 * (at + i) + 1] = r.n_gen[i];
+        double sc[2];
+        zt_mc_score_generation(&d->mc[k], i, r.text[i], r.text_len[i], sc);
+        out[3 * (at + i)] = sc[0];
+        out[3 * (at + i) + 1] = isnan(sc[1]) ? 0.0 : sc[1];
+        out[3 * (at + i) + 2] = r.n_gen[i];
       }
       free(r.text[i]);
     }
@@ -830,10 +849,10 @@ static double *run_generation(task_data *d, const task_flags *tf, zt_model *m, c
     at += r.n;
   }
   free(eod_text);
-  zt_allreduce_sum_f64(zt_comm_world(), out, 2 * (size_t)d->gen.n);
+  zt_allreduce_sum_f64(zt_comm_world(), out, 3 * (size_t)d->gen.n);
   const double secs = zt_now() - t0;
   double ntok = 0.0;
-  for (int64_t i = 0; i < d->gen.n; i++) ntok += out[2 * i + 1];
+  for (int64_t i = 0; i < d->gen.n; i++) ntok += out[3 * i + 2];
   if (zt_comm_rank() == 0 && secs > 0)
     zt_log("> generated %.0f tokens for %lld requests in %.3f s: %.1f tokens/s over %d model replica(s) (greedy, "
            "key/value cache)\n", ntok, (long long)d->gen.n, secs, ntok / secs, dp);

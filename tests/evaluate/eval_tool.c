@@ -9,7 +9,8 @@
  *                                  harness's prompt with NSHOT examples from POOL ("-": none); record: "scores",
  *                                  each entity's [f1, em])
  *   eval_tool em TASK FILE         stdin: one record per document (a generated continuation); stdout: the document's
- *                                  score (zt_mc_score_generation: triviaqa's filters and exact_match), one per line */
+ *                                  scores (zt_mc_score_generation: the task's filters and exact_match), one line
+ *                                  per document, one score per filter */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,11 @@ int main(int argc, char **argv) {
     char *s;
     size_t n;
     for (int64_t i = 0; i < t.n && (s = read_record(&n)) != NULL; i++) {
-      printf("%g\n", zt_mc_score_generation(&t, i, s, n));
+      double sc[2];
+      zt_mc_score_generation(&t, i, s, n, sc);
+      const char *filters[2];
+      if (zt_mc_filters(t.name, filters) == 2) printf("%g %g\n", sc[0], sc[1]);
+      else printf("%g\n", sc[0]);
       free(s);
     }
     zt_mc_free(&t);

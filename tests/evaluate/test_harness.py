@@ -133,6 +133,8 @@ def doc_of(task, d):
         return "Question: " + d["question"] + "\nAnswer:", ret, 0
     if task == "triviaqa":  # triviaqa/default.yaml: doc_to_target "{{answer.aliases}}" is the list (literal_eval)
         return "Question: " + d["question"] + "?\nAnswer:", d["answer"]["aliases"], 0
+    if task == "gsm8k":  # gsm8k.yaml: doc_to_target "{{answer}}", the whole worked answer
+        return "Question: " + d["question"] + "\nAnswer:", [d["answer"]], 0
     if task == "record":  # super_glue/record/util.py (process_docs: entities and answers sorted and unique)
         ent, ans = record_sets(d)
         initial, *highlights = d["passage"].strip().split("\n@highlight\n")
@@ -327,14 +329,14 @@ def tok_decode(ids):
 GENERATED = {}
 
 
-def generate(ctxs, maxgen):
-    key = (tuple(ctxs), maxgen)
+def generate(ctxs, maxgen, until=UNTIL):
+    key = (tuple(ctxs), maxgen, tuple(until))
     if key not in GENERATED:
-        GENERATED[key] = generate_uncached(ctxs, maxgen)
+        GENERATED[key] = generate_uncached(ctxs, maxgen, until)
     return GENERATED[key]
 
 
-def generate_uncached(ctxs, maxgen):
+def generate_uncached(ctxs, maxgen, until):
     """Greedy generate_until of each context (left-truncated to SEQ - maxgen tokens): full forwards of the whole prefix
     at every step (no cache), until EOD, a stop string in the decoded continuation or maxgen tokens. Returns the
     continuations cut before the first stop string (s.split(term)[0] for every term) and the tokens generated."""
@@ -350,13 +352,13 @@ def generate_uncached(ctxs, maxgen):
         for r, i in enumerate(live):
             t = int(np.argmax(lg[r, len(rows[i]) + len(gen[i]) - 1]))
             gen[i].append(t)
-            if not (t == EOD or any(u in tok_decode(gen[i]) for u in UNTIL) or len(gen[i]) == maxgen):
+            if not (t == EOD or any(u in tok_decode(gen[i]) for u in until) or len(gen[i]) == maxgen):
                 going.append(i)
         live = going
     texts = []
     for g in gen:
         s = tok_decode(g[:-1] if g[-1] == EOD else g)
-        for u in UNTIL:
+        for u in until:
             s = s.split(u)[0]
         texts.append(s)
     return texts, [len(g) for g in gen]
@@ -377,6 +379,46 @@ def triviaqa_oracle(docs, maxgen, nshot=0, pool=None):
     em = [exact_match(t, d["answer"]["aliases"]) for t, d in zip(texts, docs)]
     return {"exact_match,remove_whitespace": sum(em) / len(em),
             "exact_match_stderr,remove_whitespace": mean_stderr(em)}, sum(ntok), texts
+
+
+# gsm8k.yaml: generation until "Question:", "</s>", "<|im_end|>" (+ the eos text), the filters strict-match and
+# flexible-extract (RegexFilter: re.findall, group_select, "[invalid]"), then exact_match with regexes_to_ignore and
+# ignore_case through NumPy arrays
+GSM8K_UNTIL = ["Question:", "</s>", "<|im_end|>", "<|endoftext|>"]
+GSM8K_FILTERS = [("strict-match", "#### (\\-?[0-9\\.\\,]+)", 0), ("flexible-extract", "(-?[$0-9.,]{2,})|(-?[0-9]+)", -1)]
+
+
+def regex_filter(resp, pattern, group_select):
+    match = re.compile(pattern).findall(resp)
+    if not match:
+        return "[invalid]"
+    match = match[group_select]
+    if isinstance(match, tuple):
+        match = [m for m in match if m]
+        match = match[0] if match else "[invalid]"
+    return match.strip()
+
+
+def gsm8k_exact_match(pred, gold):
+    preds, refs = [pred], [gold]
+    for rx in [",", "\\$", "(?s).*#### ", "\\.$"]:
+        preds = np.array([re.sub(rx, "", x) for x in preds])
+        refs = np.array([re.sub(rx, "", x) for x in refs])
+    return float(np.mean(np.char.lower(preds) == np.char.lower(refs)))
+
+
+def gsm8k_scores(text, gold):
+    return [gsm8k_exact_match(regex_filter(text, rx, g), gold) for _, rx, g in GSM8K_FILTERS]
+
+
+def gsm8k_oracle(docs, maxgen, nshot, pool):
+    texts, ntok = generate(contexts("gsm8k", docs, nshot, pool), maxgen, GSM8K_UNTIL)
+    sc = [gsm8k_scores(t, d["answer"]) for t, d in zip(texts, docs)]
+    m = {}
+    for f, (name, _, _) in enumerate(GSM8K_FILTERS):
+        m["exact_match," + name] = sum(x[f] for x in sc) / len(sc)
+        m["exact_match_stderr," + name] = mean_stderr([x[f] for x in sc])
+    return m, sum(ntok), texts
 
 
 def oracle(tasks, nshot=0, pools=None):
@@ -673,6 +715,17 @@ paths["triviaqa"] = os.path.join(tmp, "triviaqa_validation.jsonl")
 pool_paths["triviaqa"] = os.path.join(tmp, "triviaqa_train.jsonl")
 for docs, p in ((data["triviaqa"], paths["triviaqa"]), (pools["triviaqa"], pool_paths["triviaqa"])):
     open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+# gsm8k: the same questions; of every third document the answer ends in "#### [invalid]" (the filters' fallback, which
+# exact_match then counts), of the next in "#### [INVALID]." (ignore_case and "\\.$"), of the others in "#### 1,234"
+# (the model writes no digits); the pool's answers end in "#### N"
+GSM_MAXGEN = 24
+data["gsm8k"] = [{"question": q + "?", "answer": "%s %s\n#### %s" % (w(2), q, ["[invalid]", "[INVALID].", "1,234"][i % 3])}
+                 for i, q in enumerate(TQ)]
+pools["gsm8k"] = [{"question": "which %s %s it?" % (rng.choice(NOUNS), rng.choice(VERBS)),
+                   "answer": "the %s <<2*3=6>>\n#### %d" % (rng.choice(NOUNS), rng.randint(1, 99))} for _ in range(9)]
+paths["gsm8k"], pool_paths["gsm8k"] = os.path.join(tmp, "gsm8k_test.jsonl"), os.path.join(tmp, "gsm8k_train.jsonl")
+for docs, p in ((data["gsm8k"], paths["gsm8k"]), (pools["gsm8k"], pool_paths["gsm8k"])):
+    open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
 pools["piqa"].append(data["piqa"][0])  # a test document in the pool: the sampler's "x != doc" drops it
 open(pool_paths["piqa"], "w").write("".join(json.dumps(d) + "\n" for d in pools["piqa"]))
 
@@ -768,7 +821,7 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
       "%d differ" % bad)
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
-for t in TASKS + ["triviaqa"]:
+for t in TASKS + ["triviaqa", "gsm8k"]:
     for nshot in ((0,) if t in ("wikitext", "webqs") else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
@@ -916,6 +969,57 @@ want = [exact_match(p, d["answer"]["aliases"]) for p, d in zip(preds, docs)]
 check(got == want, "triviaqa's exact_match of 300 random predictions (%d matches) as NumPy's np.char computes it" %
       sum(want), "%s\n%s" % (got[:20], want[:20]))
 
+# 3c. gsm8k (generate_until, two filters): without --num-fewshot its YAML's 5 shots (config num_fewshot null), with
+# --num-fewshot 0 and 2; each against the full-forward oracle, the filters by Python's re and exact_match by NumPy
+# (with examples, --max-gen-toks 8 leaves 56 of the 64 positions to the context, so the examples' ends are seen)
+for nshot, maxgen in ((None, 8), (0, GSM_MAXGEN), (2, 8)):
+    js = os.path.join(tmp, "gsm8k_%s.json" % nshot)
+    extra = ["--max-gen-toks", str(maxgen), "--output-path", js]
+    extra += ["--num-fewshot", str(nshot)] if nshot is not None else []
+    extra += ["--fewshot-data", "gsm8k=" + pool_paths["gsm8k"]] if nshot != 0 else []
+    rc, out = evaluate(["gsm8k"], extra)
+    k = 5 if nshot is None else nshot
+    m, ntok, texts = gsm8k_oracle(data["gsm8k"], maxgen, k, pools["gsm8k"])
+    got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}, "config": {}}
+    g = got["results"].get("gsm8k", {})
+    ok = set(g) == set(m) | {"alias"} and all(abs(g[q] - v) <= 1e-12 for q, v in m.items())
+    check(rc == 0 and ok and gens_of(out).get("gsm8k") == (len(TQ), ntok) and got["versions"]["gsm8k"] == 3.0 and
+          got["n-shot"]["gsm8k"] == k and got["config"]["num_fewshot"] == nshot,
+          "gsm8k %s-shot: %d tokens generated, %s, as the full-forward oracle, re and NumPy %s" %
+          (k if nshot is not None else "5 (default)", ntok, m, texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+    if k:
+        check("of them have contexts longer than --seq-length 64 - --max-gen-toks 8 tokens" in out,
+              "gsm8k %d-shot: the left-truncated contexts are said" % k, out[-1500:])
+    if nshot == 0:
+        table = [line for line in out.splitlines() if line.startswith("|gsm8k") or line.startswith("|     |")]
+        check(0 < m["exact_match,strict-match"] < 1 and len(table) == 2 and "|strict-match    |" in table[0] and
+              "|flexible-extract|     0|exact_match|" in table[1],
+              "gsm8k: one table row per filter; the fallback [invalid] counts as the harness counts it (%s)" %
+              m["exact_match,strict-match"], "\n".join(table) + "\n" + str(texts))
+# the scorer alone, 3000 random continuations against random answers: both regexes' matches (greedy runs, "-" only
+# before a run, "$" in the flexible class, the first and the last match), the ignored regexes (commas, "$", up to the
+# last "#### ", a final "." or ".\n"), NULs in the continuation and Unicode case mappings in the answer
+r7 = random.Random(7)
+alpha = list("0123456789-$.,# \n") + ["#### ", "####", "a", "\u0130", "\x00", "\u03a3", "A", "1,000", "-", "--5", ". "]
+docs, preds = [], []
+for i in range(3000):
+    ans = "".join(r7.choice(alpha) for _ in range(r7.randint(0, 8)))
+    if i % 3 == 0:
+        ans = "x #### " + "".join(r7.choice("0123456789,.-$\u0130") for _ in range(r7.randint(0, 4)))
+    pred = ("".join(r7.choice(alpha) for _ in range(r7.randint(0, 10))) if i % 2 else
+            r7.choice(["", "so ", "#### "]) + ans + r7.choice(["", ".", ".\n", "\x00", " 5"]))
+    docs.append({"question": "q", "answer": ans.replace("\x00", "")})  # a task file's U+0000 is refused
+    preds.append(pred)
+em_file = os.path.join(tmp, "gsm8k_em.jsonl")
+open(em_file, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+stdin = b"".join(b"%d\n%s" % (len(p.encode()), p.encode()) for p in preds)
+p_ = subprocess.run([TOOL, "em", "gsm8k", em_file], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+got = [[float(x) for x in line.split()] for line in p_.stdout.decode().splitlines()] if p_.returncode == 0 else []
+want = [gsm8k_scores(p, d["answer"]) for p, d in zip(preds, docs)]
+check(got == want and 0 < sum(x[0] for x in want) < 3000 and 0 < sum(x[1] for x in want) < 3000,
+      "gsm8k's strict-match and flexible-extract exact_match of 3000 random continuations (%d and %d matches) as re "
+      "and NumPy compute them" % (sum(x[0] for x in want), sum(x[1] for x in want)), "%s\n%s" % (got[:10], want[:10]))
+
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
     global paths
@@ -981,6 +1085,19 @@ refused("triviaqa without aliases", ["triviaqa"], [], 'bad.jsonl:1: "answer.alia
 open(bad, "w").write(json.dumps(dict(data["triviaqa"][0], answer="x")) + "\n")
 refused("triviaqa with an answer that is not an object", ["triviaqa"], [], 'bad.jsonl:1: "answer" is not an object',
         {"triviaqa": bad})
+open(bad, "w").write(json.dumps(dict(data["gsm8k"][0], answer=7)) + "\n")
+refused("gsm8k with an answer that is not a string", ["gsm8k"], ["--num-fewshot", "0"],
+        'bad.jsonl:1: "answer" is not a string', {"gsm8k": bad})
+open(bad, "w").write(json.dumps(dict(data["gsm8k"][0], answer="#### 1\x00")) + "\n")
+refused("a task file's string holding U+0000", ["gsm8k"], ["--num-fewshot", "0"],
+        "bad.jsonl:1: a string holds U+0000", {"gsm8k": bad})
+refused("gsm8k's default 5 shots without --fewshot-data", ["gsm8k"], [], "gsm8k runs 5-shot by default (its YAML's "
+        "num_fewshot, as the harness does without --num-fewshot): --fewshot-data gsm8k=FILE.jsonl is required")
+refused("--fewshot-data for a task run 0-shot", ["gsm8k", "piqa"], ["--num-fewshot", "0", "--fewshot-data",
+        "gsm8k=" + pool_paths["gsm8k"]], "--fewshot-data is read only with --num-fewshot N > 0")
+refused("--fewshot-data for a task whose default is 0-shot", ["gsm8k", "piqa"], ["--fewshot-data", "gsm8k=" +
+        pool_paths["gsm8k"], "--fewshot-data", "piqa=" + pool_paths["piqa"]], "--fewshot-data piqa=%s: piqa runs "
+        "0-shot" % pool_paths["piqa"])
 refused("webqs few-shot", ["webqs"], ["--num-fewshot", "1", "--fewshot-data", "webqs=" + paths["webqs"]],
         "webqs's few-shot examples are not well defined in the harness")
 open(bad, "w").write(json.dumps(dict(data["copa"][0], question="why")) + "\n")

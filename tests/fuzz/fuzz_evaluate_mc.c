@@ -1,13 +1,14 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
  * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte,
- * wic, wsc, webqs, triviaqa) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file,
+ * wic, wsc, webqs, triviaqa, gsm8k) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file,
  * read both as the documents and as the few-shot pool. Each document must have its gold label among its choices; each
  * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
  * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
  * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
- * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A generation task's score of
- * any text (the context) is 0 or 1, and of an ASCII alias without leading whitespace 1. A refused file's documents
+ * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A generation task's scores of
+ * any text (the context) are 0 or 1; triviaqa's of an ASCII alias without leading whitespace 1; gsm8k's of "#### N"
+ * both 1 when the answer ends in "#### N" (N ASCII digits). A refused file's documents
  * read so far are freed (zt_mc_free): 450k refusals leaked 2.5 GB before, an out-of-memory finding of a long run. */
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/harness_tasks.h"
@@ -18,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
                                       "hellaswag", "boolq",    "winogrande",    "race"};
   static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
-                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa"};
+                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
@@ -39,13 +40,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (nshot + 1 > t.n) break; /* refused by zt_mc_context (a pool smaller than the draw) */
       char *ctx = zt_mc_context(&t, i, &t, nshot, &rnd);
       if (zt_mc_is_generation(name)) {
-        const double sc = zt_mc_score_generation(&t, i, ctx, strlen(ctx));
-        if (sc != 0.0 && sc != 1.0) abort();
-        for (int c = 0; c < d->n_choices; c++) {
-          const char *a = d->choices[c];
-          int ascii = 1;
-          for (const char *q = a; *q; q++) ascii &= (unsigned char)*q < 128;
-          if (ascii && zt_utf8_space(a, strlen(a)) <= 0 && zt_mc_score_generation(&t, i, a, strlen(a)) != 1.0) abort();
+        const char *filters[2];
+        const int nf = zt_mc_filters(name, filters);
+        double sc[2];
+        zt_mc_score_generation(&t, i, ctx, strlen(ctx), sc);
+        for (int f = 0; f < nf; f++)
+          if (sc[f] != 0.0 && sc[f] != 1.0) abort();
+        if (!strcmp(name, "gsm8k")) {
+          const char *a = d->choices[0], *h = NULL;
+          for (const char *q = strstr(a, "#### "); q; q = strstr(q + 1, "#### ")) h = q;
+          size_t nd = 0;
+          if (h)
+            while (h[5 + nd] >= '0' && h[5 + nd] <= '9') nd++;
+          if (h && nd > 0 && h[5 + nd] == 0) {
+            zt_mc_score_generation(&t, i, h, strlen(h), sc);
+            if (sc[0] != 1.0 || sc[1] != 1.0) abort();
+          }
+        } else {
+          for (int c = 0; c < d->n_choices; c++) {
+            const char *a = d->choices[c];
+            int ascii = 1;
+            for (const char *q = a; *q; q++) ascii &= (unsigned char)*q < 128;
+            if (ascii && zt_utf8_space(a, strlen(a)) <= 0) {
+              zt_mc_score_generation(&t, i, a, strlen(a), sc);
+              if (sc[0] != 1.0) abort();
+            }
+          }
         }
       }
       for (int c = 0; c < d->n_choices; c++) {
