@@ -1201,30 +1201,35 @@ static size_t gsm8k_ignore(uint32_t *cp, size_t n) {
   return n;
 }
 
-static double gsm8k_score(const zt_mc_doc *d, const char *text, size_t len, int flexible) {
-  const char *m;
-  const size_t ml = gsm8k_filter(text, len, flexible, &m);
-  size_t np, nr;
-  uint32_t *pred = code_points(m, ml, &np), *ref = code_points(d->choices[0], strlen(d->choices[0]), &nr);
-  np = gsm8k_ignore(pred, np);
-  nr = gsm8k_ignore(ref, nr);
-  uint32_t *pn = zt_malloc((3 * np + 1) * sizeof(uint32_t), "answer"), *rn = zt_malloc((3 * nr + 1) * sizeof(uint32_t),
-                                                                                       "answer");
-  const size_t pl = em_normalize(pred, np, np > 0 ? np : 1, 0, pn), rl = em_normalize(ref, nr, nr > 0 ? nr : 1, 0, rn);
-  const int hit = same_cps(pn, pl, rn, rl);
-  free(pred), free(ref), free(pn), free(rn);
-  return hit ? 1.0 : 0.0;
+/* gsm8k's exact_match of one string (the regexes_to_ignore, then ignore_case) into out (room for 3 n + 1); its length */
+static size_t gsm8k_normalize(const char *s, size_t n, uint32_t **out) {
+  size_t nc;
+  uint32_t *cp = code_points(s, n, &nc);
+  nc = gsm8k_ignore(cp, nc);
+  *out = zt_malloc((3 * nc + 1) * sizeof(uint32_t), "answer");
+  const size_t l = em_normalize(cp, nc, nc > 0 ? nc : 1, 0, *out);
+  free(cp);
+  return l;
 }
 
 void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]) {
   const zt_mc_doc *d = &t->docs[i];
   scores[1] = NAN;
-  if (!strcmp(t->name, "gsm8k")) {
-    scores[0] = gsm8k_score(d, text, len, 0);
-    scores[1] = gsm8k_score(d, text, len, 1);
-  } else {
+  if (strcmp(t->name, "gsm8k") != 0) {
     scores[0] = triviaqa_score(d, text, len);
+    return;
   }
+  uint32_t *ref;
+  const size_t rl = gsm8k_normalize(d->choices[0], strlen(d->choices[0]), &ref);
+  for (int f = 0; f < 2; f++) { /* strict-match, flexible-extract */
+    const char *m;
+    const size_t ml = gsm8k_filter(text, len, f, &m);
+    uint32_t *pred;
+    const size_t pl = gsm8k_normalize(m, ml, &pred);
+    scores[f] = same_cps(pred, pl, ref, rl) ? 1.0 : 0.0;
+    free(pred);
+  }
+  free(ref);
 }
 
 /* ---- contexts and requests --------------------------------------------------------------------------------- */
@@ -1466,14 +1471,11 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     } else if (zt_mc_is_loglikelihood(name)) {
       add_metric(r, h, "perplexity", "none", m[0], m[1], 0);
       add_metric(r, h, "acc", "none", m[2], m[3], 1);
-    } else if (zt_mc_is_generation(name)) { /* exact_match under each filter */
-      const char *filters[2];
-      const int nf = zt_mc_filters(name, filters);
-      for (int f = 0; f < nf; f++) add_metric(r, h, "exact_match", filters[f], m[2 * f], m[2 * f + 1], 1);
-    } else {
-      const char *keys[2];
-      const int nk = zt_mc_metric_names(name, keys);
-      for (int q = 0; q < nk; q++) add_metric(r, h, keys[q], "none", m[2 * q], m[2 * q + 1], 1);
+    } else { /* metric slot sl: filter sl / nk, key sl % nk */
+      const char *keys[2], *filters[2];
+      const int nk = zt_mc_metric_names(name, keys), nf = zt_mc_filters(name, filters);
+      for (int sl = 0; sl < nf * nk; sl++)
+        add_metric(r, h, keys[sl % nk], filters[sl / nk], m[2 * sl], m[2 * sl + 1], 1);
     }
     cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
     cJSON_AddNumberToObject(shots, name, tasks[k].nshot);
@@ -1526,19 +1528,18 @@ char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *me
       }
       continue;
     }
-    const char *keys[2], *filters[2];
-    const int gen = zt_mc_is_generation(tasks[k].name), nf = zt_mc_filters(tasks[k].name, filters);
-    const int nk = ll ? 2 : gen ? nf : zt_mc_metric_names(tasks[k].name, keys);
-    for (int q = 0; q < nk; q++) { /* a generation task: exact_match under each filter */
+    const char *keys[2] = {"perplexity", "acc"}, *filters[2];
+    const int nf = zt_mc_filters(tasks[k].name, filters), nk = ll ? 2 : zt_mc_metric_names(tasks[k].name, keys);
+    for (int sl = 0; sl < nf * nk; sl++) { /* metric slot sl: filter sl / nk, key sl % nk */
+      const int q = sl % nk;
       char se[32];
-      if (isnan(m[2 * q + 1])) snprintf(se, sizeof se, "%6s", "N/A");
-      else snprintf(se, sizeof se, "%6.4f", m[2 * q + 1]);
+      if (isnan(m[2 * sl + 1])) snprintf(se, sizeof se, "%6s", "N/A");
+      else snprintf(se, sizeof se, "%6.4f", m[2 * sl + 1]);
       char ver[16];
       snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-      const char *metric = ll ? (q ? "acc" : "perplexity") : gen ? "exact_match" : keys[q];
       snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
-               q ? "" : tasks[k].name, q ? "" : ver, (int)wf, gen ? filters[q] : filters[0], nshot, metric,
-               ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * q], se);
+               sl ? "" : tasks[k].name, sl ? "" : ver, (int)wf, filters[sl / nk], nshot, keys[q],
+               ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * sl], se);
       puts_(&b, line);
     }
   }

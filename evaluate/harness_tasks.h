@@ -114,7 +114,9 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
                    double out[4]);
 
 /* The results of several tasks as the harness's JSON ({"results": {...}, "versions", "n-shot", "config"}) and its
- * markdown table. metrics[4 * k] belongs to tasks[k]; each task's n-shot is its nshot; num_fewshot is the command
+ * markdown table. metrics[4 * k] belongs to tasks[k], as zt_mc_metrics writes it: each metric and its stderr in slot
+ * sl (metrics[4 k + 2 sl], then the stderr) of filter sl / nk and key sl % nk (nk: zt_mc_metric_names's count; the
+ * loglikelihood tasks perplexity then acc, wikitext its three); each task's n-shot is its nshot; num_fewshot is the command
  * line's (-1: not given, written null as the harness does). Both malloc'd. */
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed);
 char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics);
