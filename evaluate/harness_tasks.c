@@ -20,13 +20,20 @@
 static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
                                         "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
                                         "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
-                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa", "gsm8k"};
+                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa", "gsm8k", "gsm8k_cot",
+                                        "gsm8k_cot_zeroshot"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
                     "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
-    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"}};
+    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
+    {"gsm8k_cot_llama", "is written for Llama-3-Instruct's chat template (the harness's --apply_chat_template "
+                        "--fewshot_as_multiturn), which evaluate_zeroshot does not apply; gsm8k_cot asks the same 8 "
+                        "examples in the plain Q:/A: prompt"},
+    {"gsm8k_cot_self_consistency", "samples 64 answers per document at temperature 0.2 (do_sample) and takes "
+                                   "majority votes; evaluate_zeroshot decodes greedily (gsm8k_cot is the greedy "
+                                   "task)"}};
 
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
@@ -53,24 +60,36 @@ static int is(const char *name, const char *const *list) {
   return 0;
 }
 
+/* gsm8k.yaml, gsm8k-cot.yaml, gsm8k-cot-zeroshot.yaml: GSM8K_PLAIN, GSM8K_COT, GSM8K_COT_ZEROSHOT; 0 for other tasks */
+enum { GSM8K_PLAIN = 1, GSM8K_COT, GSM8K_COT_ZEROSHOT };
+static int gsm8k_kind(const char *name) {
+  return !strcmp(name, "gsm8k") ? GSM8K_PLAIN : !strcmp(name, "gsm8k_cot") ? GSM8K_COT
+         : !strcmp(name, "gsm8k_cot_zeroshot") ? GSM8K_COT_ZEROSHOT : 0;
+}
+
 double zt_mc_version(const char *name) { /* each YAML's metadata.version */
   static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", NULL};
-  if (!strcmp(name, "triviaqa") || !strcmp(name, "gsm8k")) return 3.0;
+  if (!strcmp(name, "triviaqa") || gsm8k_kind(name)) return 3.0;
   return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
-int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa") || !strcmp(name, "gsm8k"); }
+int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa") || gsm8k_kind(name); }
 const char *const *zt_mc_until(const char *name) { /* each YAML's generation_kwargs.until */
   static const char *const triviaqa[] = {"\n", ".", ",", NULL};
   static const char *const gsm8k[] = {"Question:", "</s>", "<|im_end|>", NULL};
-  return !strcmp(name, "triviaqa") ? triviaqa : !strcmp(name, "gsm8k") ? gsm8k : NULL;
+  static const char *const cot[] = {"Q:", "</s>", "<|im_end|>", NULL};
+  const int g = gsm8k_kind(name);
+  return !strcmp(name, "triviaqa") ? triviaqa : g == GSM8K_PLAIN ? gsm8k : g ? cot : NULL;
 }
 int zt_mc_filters(const char *name, const char *names[2]) { /* each YAML's filter_list */
   names[1] = NULL;
-  if (!strcmp(name, "gsm8k")) return names[0] = "strict-match", names[1] = "flexible-extract", 2;
+  if (gsm8k_kind(name)) return names[0] = "strict-match", names[1] = "flexible-extract", 2;
   names[0] = !strcmp(name, "triviaqa") ? "remove_whitespace" : "none";
   return 1;
 }
-int zt_mc_default_fewshot(const char *name) { return !strcmp(name, "gsm8k") ? 5 : 0; }
+int zt_mc_default_fewshot(const char *name) {
+  const int g = gsm8k_kind(name);
+  return g == GSM8K_PLAIN ? 5 : g == GSM8K_COT ? 8 : 0;
+}
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
@@ -874,16 +893,32 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
      * one is refused (the harness's exact_match fails on it: np.char.lower of an empty float array) */
     d->n_choices = str_list(ans, "aliases", "answer.aliases", w, &d->choices);
     d->gold = 0;
-  } else if (!strcmp(name, "gsm8k")) { /* gsm8k.yaml (main): generate_until */
-    puts_(&t, "Question: ");
+  } else if (gsm8k_kind(name)) { /* gsm8k.yaml, gsm8k-cot.yaml, gsm8k-cot-zeroshot.yaml (main): generate_until */
+    const int g = gsm8k_kind(name);
+    puts_(&t, g == GSM8K_PLAIN ? "Question: " : "Q: ");
     puts_(&t, str_field(j, "question", w));
-    puts_(&t, "\nAnswer:");
-    /* doc_to_target "{{answer}}": the whole worked answer, "#### N" at its end (exact_match compares what its
-     * regexes_to_ignore leave of it; the few-shot examples show it whole) */
+    puts_(&t, g == GSM8K_PLAIN ? "\nAnswer:" : g == GSM8K_COT ? "\nA:" : "\nA: Let's think step by step.");
     d->n_choices = 1;
     d->choices = zt_malloc(sizeof(char *), "choices");
-    d->choices[0] = dup(str_field(j, "answer", w));
     d->gold = 0;
+    if (g != GSM8K_COT) { /* doc_to_target "{{answer}}": the whole worked answer, "#### N" at its end (exact_match
+                           * compares what its regexes_to_ignore leave of it; the few-shot examples show it whole) */
+      d->choices[0] = dup(str_field(j, "answer", w));
+    } else if (cJSON_GetObjectItemCaseSensitive(j, "answer")) {
+      /* "{{answer.split('####')[-1].strip() if answer is defined else target}}": the text after the last "####" of
+       * a left-to-right split ("#####" leaves "#"), stripped */
+      const char *a = str_field(j, "answer", w), *q;
+      while ((q = strstr(a, "####")) != NULL) a = q + 4;
+      d->choices[0] = strip(a);
+    } else { /* the YAML's few-shot samples: {question, target} */
+      d->choices[0] = dup(str_field(j, "target", w));
+    }
+    /* the rendered target when it looks like "[...]": the harness's doc_to_target reads it with ast.literal_eval
+     * (a list, compared as its repr; the text itself when that fails); refused rather than guessed */
+    const size_t tl = strlen(d->choices[0]);
+    zt_check(tl < 2 || d->choices[0][0] != '[' || d->choices[0][tl - 1] != ']', "bad task file", "%s:%ld: the "
+             "target \"%s\" is in brackets, which the harness's doc_to_target reads as a Python list literal when it "
+             "parses as one; evaluate_zeroshot refuses such a GSM8K answer", w.path, w.line, d->choices[0]);
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -966,6 +1001,55 @@ void zt_mc_free(zt_mc_task *t) {
   }
   free(t->docs);
   memset(t, 0, sizeof *t);
+}
+
+/* gsm8k-cot.yaml's fewshot_config.samples (sampler first_n): the 8 chain-of-thought examples, {question, target} */
+static const char *const GSM8K_COT_SAMPLES[][2] = {
+    {"There are 15 trees in the grove. Grove workers will plant trees in the grove today. After they are done, "
+     "there will be 21 trees. How many trees did the grove workers plant today?",
+     "There are 15 trees originally. Then there were 21 trees after some more were planted. So there must have been "
+     "21 - 15 = 6. The answer is 6."},
+    {"If there are 3 cars in the parking lot and 2 more cars arrive, how many cars are in the parking lot?",
+     "There are originally 3 cars. 2 more cars arrive. 3 + 2 = 5. The answer is 5."},
+    {"Leah had 32 chocolates and her sister had 42. If they ate 35, how many pieces do they have left in total?",
+     "Originally, Leah had 32 chocolates. Her sister had 42. So in total they had 32 + 42 = 74. After eating 35, "
+     "they had 74 - 35 = 39. The answer is 39."},
+    {"Jason had 20 lollipops. He gave Denny some lollipops. Now Jason has 12 lollipops. How many lollipops did "
+     "Jason give to Denny?",
+     "Jason started with 20 lollipops. Then he had 12 after giving some to Denny. So he gave Denny 20 - 12 = 8. The "
+     "answer is 8."},
+    {"Shawn has five toys. For Christmas, he got two toys each from his mom and dad. How many toys does he have "
+     "now?",
+     "Shawn started with 5 toys. If he got 2 toys each from his mom and dad, then that is 4 more toys. 5 + 4 = 9. "
+     "The answer is 9."},
+    {"There were nine computers in the server room. Five more computers were installed each day, from monday to "
+     "thursday. How many computers are now in the server room?",
+     "There were originally 9 computers. For each of 4 days, 5 more computers were added. So 5 * 4 = 20 computers "
+     "were added. 9 + 20 is 29. The answer is 29."},
+    {"Michael had 58 golf balls. On tuesday, he lost 23 golf balls. On wednesday, he lost 2 more. How many golf "
+     "balls did he have at the end of wednesday?",
+     "Michael started with 58 golf balls. After losing 23 on tuesday, he had 58 - 23 = 35. After losing 2 more, he "
+     "had 35 - 2 = 33 golf balls. The answer is 33."},
+    {"Olivia has $23. She bought five bagels for $3 each. How much money does she have left?",
+     "Olivia had 23 dollars. 5 bagels for 3 dollars each will be 5 x 3 = 15 dollars. So she has 23 - 15 dollars "
+     "left. 23 - 15 is 8. The answer is 8."},
+};
+
+int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name) {
+  memset(pool, 0, sizeof *pool);
+  if (gsm8k_kind(name) != GSM8K_COT) return 0;
+  pool->name = name;
+  pool->n = (int64_t)(sizeof GSM8K_COT_SAMPLES / sizeof GSM8K_COT_SAMPLES[0]);
+  pool->docs = zt_malloc((size_t)pool->n * sizeof(zt_mc_doc), "few-shot samples");
+  memset(pool->docs, 0, (size_t)pool->n * sizeof(zt_mc_doc));
+  for (int64_t i = 0; i < pool->n; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "question", GSM8K_COT_SAMPLES[i][0]);
+    cJSON_AddStringToObject(j, "target", GSM8K_COT_SAMPLES[i][1]);
+    build_doc(&pool->docs[i], name, j, (where){"gsm8k-cot.yaml fewshot_config.samples", (long)i + 1});
+    cJSON_Delete(j);
+  }
+  return 1;
 }
 
 /* ---- Python's random ------------------------------------------------------------------------------------------ */
@@ -1119,9 +1203,11 @@ static double triviaqa_score(const zt_mc_doc *d, const char *text, size_t len) {
   return hit ? 1.0 : 0.0;
 }
 
-/* gsm8k's regex filters on the generated text (the patterns' characters are ASCII, so bytes do). strict-match:
- * re.findall(r"#### (\-?[0-9\.\,]+)")[0]; flexible-extract: the last of re.findall(r"(-?[$0-9.,]{2,})|(-?[0-9]+)"),
- * its non-empty group. "[invalid]" when nothing matches. Sets *at and returns the match's length. */
+/* The GSM8K tasks' regex filters on the generated text (the patterns' characters are ASCII, so bytes do).
+ * strict-match: re.findall(r"#### (\-?[0-9\.\,]+)")[0] (gsm8k), re.findall(r"The answer is (\-?[0-9\.\,]+).")[0]
+ * (the CoT tasks: the final "." is any character but "\n", so the greedy run gives back its last character when
+ * nothing else follows it); flexible-extract: the last of re.findall(r"(-?[$0-9.,]{2,})|(-?[0-9]+)"), its non-empty
+ * group. "[invalid]" when nothing matches. Sets *at and returns the match's length. */
 static int in_run(char c, int dollar) { return (c >= '0' && c <= '9') || c == '.' || c == ',' || (dollar && c == '$'); }
 static size_t run_of(const char *s, size_t n, size_t i, int dollar) {
   size_t j = i;
@@ -1133,18 +1219,24 @@ static size_t digits_of(const char *s, size_t n, size_t i) {
   while (j < n && s[j] >= '0' && s[j] <= '9') j++;
   return j - i;
 }
-static size_t gsm8k_filter(const char *s, size_t n, int flexible, const char **at) {
+static size_t gsm8k_filter(const char *s, size_t n, int cot, int flexible, const char **at) {
   static const char invalid[] = "[invalid]";
+  const char *const lead = cot ? "The answer is " : "#### ";
+  const size_t ll = strlen(lead);
   size_t last_at = 0, last_len = 0;
   int found = 0;
   for (size_t i = 0; i < n;) {
     size_t start = i, len = 0;
-    if (!flexible) { /* "#### " then "-" (kept only if a run follows it) and a run of [0-9.,] */
-      if (n - i >= 5 && !memcmp(s + i, "#### ", 5)) {
-        start = i + 5;
+    if (!flexible) { /* the lead, then "-" (kept only if a run follows it) and a run of [0-9.,] */
+      if (n - i >= ll && !memcmp(s + i, lead, ll)) {
+        start = i + ll;
         const int neg = start < n && s[start] == '-' && run_of(s, n, start + 1, 0) > 0;
         len = run_of(s, n, start + neg, 0);
         if (len) len += (size_t)neg;
+        /* the CoT pattern's final ".": the character after the run, or the run's last one (a run of one then fails,
+         * "-" included: without the "-" no run starts there) */
+        if (cot && len && (start + len == n || s[start + len] == '\n'))
+          len = len - (size_t)neg >= 2 ? len - 1 : 0;
       }
       if (len) {
         *at = s + start;
@@ -1173,9 +1265,10 @@ static size_t gsm8k_filter(const char *s, size_t n, int flexible, const char **a
   return sizeof invalid - 1;
 }
 
-/* gsm8k's regexes_to_ignore, in order, on one string (each re.sub's result goes through a NumPy array, which drops
- * trailing NULs before the next): ",", "\$", "(?s).*#### " (everything up to the last "#### "), "\.$" (a "." at the
- * end or before a final "\n"). Returns the length; the last result keeps its trailing NULs (the array's itemsize). */
+/* the GSM8K tasks' regexes_to_ignore, in order, on one string (each re.sub's result goes through a NumPy array,
+ * which drops trailing NULs before the next): ",", "\$", "(?s).*#### " (everything up to the last "#### "), "\.$" (a
+ * "." at the end or before a final "\n"). Returns the length; the last result keeps its trailing NULs (the array's
+ * itemsize). */
 static size_t gsm8k_ignore(uint32_t *cp, size_t n) {
   for (int pass = 0; pass < 4; pass++) {
     if (pass) n = np_len(cp, n);
@@ -1201,7 +1294,8 @@ static size_t gsm8k_ignore(uint32_t *cp, size_t n) {
   return n;
 }
 
-/* gsm8k's exact_match of one string (the regexes_to_ignore, then ignore_case) into out (room for 3 n + 1); its length */
+/* the GSM8K tasks' exact_match of one string (the regexes_to_ignore, then ignore_case) into out (room for 3 n + 1);
+ * its length */
 static size_t gsm8k_normalize(const char *s, size_t n, uint32_t **out) {
   size_t nc;
   uint32_t *cp = code_points(s, n, &nc);
@@ -1215,7 +1309,7 @@ static size_t gsm8k_normalize(const char *s, size_t n, uint32_t **out) {
 void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]) {
   const zt_mc_doc *d = &t->docs[i];
   scores[1] = NAN;
-  if (strcmp(t->name, "gsm8k") != 0) {
+  if (!gsm8k_kind(t->name)) {
     scores[0] = triviaqa_score(d, text, len);
     return;
   }
@@ -1223,7 +1317,7 @@ void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, si
   const size_t rl = gsm8k_normalize(d->choices[0], strlen(d->choices[0]), &ref);
   for (int f = 0; f < 2; f++) { /* strict-match, flexible-extract */
     const char *m;
-    const size_t ml = gsm8k_filter(text, len, f, &m);
+    const size_t ml = gsm8k_filter(text, len, gsm8k_kind(t->name) != GSM8K_PLAIN, f, &m);
     uint32_t *pred;
     const size_t pl = gsm8k_normalize(m, ml, &pred);
     scores[f] = same_cps(pred, pl, ref, rl) ? 1.0 : 0.0;
@@ -1248,14 +1342,19 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
   zt_strbuf b = {0};
   if (nshot > 0) {
     const int64_t want = nshot + samples_extra(t->name);
+    const int first_n = gsm8k_kind(t->name) == GSM8K_COT; /* FirstNSampler: the YAML's samples in order */
     zt_check(want <= pool->n, "bad task file", "--num-fewshot %d: the %s few-shot pool holds %lld documents; the "
              "harness's sampler draws %lld", nshot, t->name, (long long)pool->n, (long long)want);
     int64_t *pick = zt_malloc((size_t)want * sizeof(int64_t), "sampler");
-    zt_pyrandom_sample(rnd, pool->n, want, pick);
+    if (first_n)
+      for (int64_t s = 0; s < want; s++) pick[s] = s;
+    else
+      zt_pyrandom_sample(rnd, pool->n, want, pick);
     int used = 0;
     for (int64_t s = 0; s < want && used < nshot; s++) {
       const zt_mc_doc *e = &pool->docs[pick[s]];
-      if (same_doc(e, &t->docs[i])) continue; /* [x for x in fewshotex if x != doc][:num_fewshot] */
+      /* [x for x in fewshotex if x != doc][:num_fewshot]; a YAML sample ({question, target}) never equals a doc */
+      if (!first_n && same_doc(e, &t->docs[i])) continue;
       if (e->target) { /* a multiple-input task: the gold option's context, then the target */
         puts_(&b, e->choices[e->gold]);
         puts_(&b, " ");

@@ -1,7 +1,7 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
  * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
- * generate_until (triviaqa, gsm8k: the prompts and the scoring of the generated text):
+ * generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
@@ -50,22 +50,28 @@ double zt_mc_version(const char *name);
  * openbookqa, hellaswag) or "f1" (cb), "f1" then "em" (record), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
  * and rolling tasks). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
-/* triviaqa, gsm8k: output_type generate_until (one greedy generation per document, evaluate/harness_generate.c;
- * metric exact_match after each of the task's filters). */
+/* triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: output_type generate_until (one greedy generation per document,
+ * evaluate/harness_generate.c; metric exact_match after each of the task's filters). */
 int zt_mc_is_generation(const char *name);
 /* A generation task's stop strings (generation_kwargs until), NULL-ended; NULL for the other tasks. */
 const char *const *zt_mc_until(const char *name);
 /* The filters the task's metrics are reported under, in its filter_list's order, into names; returns how many:
- * triviaqa "remove_whitespace", gsm8k "strict-match" and "flexible-extract", the other tasks "none". */
+ * triviaqa "remove_whitespace", the GSM8K tasks "strict-match" and "flexible-extract", the other tasks "none". */
 int zt_mc_filters(const char *name, const char *names[2]);
-/* The task's few-shot examples when --num-fewshot is not given (its YAML's num_fewshot: gsm8k 5, the others 0). */
+/* The task's few-shot examples when --num-fewshot is not given (its YAML's num_fewshot: gsm8k 5, gsm8k_cot 8, the
+ * others 0). */
 int zt_mc_default_fewshot(const char *name);
+/* A task whose few-shot examples are fixed in its YAML (gsm8k_cot: fewshot_config.samples, taken in order by the
+ * first_n sampler): fills pool with them and returns 1; otherwise leaves pool empty and returns 0 (the examples come
+ * from a --fewshot-data file). */
+int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name);
 /* A generation task's scores of document i, one per filter (zt_mc_filters): text[0..len) (the continuation cut at
  * the stop strings) through the filter and exact_match_hf_evaluate as NumPy computes it (np.char.lower's result cut
  * to the array's itemsize), 1 or 0. triviaqa: lstrip, take_first, then ignore_case and ignore_punctuation against
- * every alias, 1 if any matches. gsm8k: the regex filter (strict-match: the first "#### (\-?[0-9\.\,]+)" group;
- * flexible-extract: the last match of "(-?[$0-9.,]{2,})|(-?[0-9]+)"; "[invalid]" when none), then exact_match against
- * the answer with regexes_to_ignore ",", "\$", "(?s).*#### ", "\.$" and ignore_case. */
+ * every alias, 1 if any matches. The GSM8K tasks: the regex filter (strict-match: the first group of
+ * "#### (\-?[0-9\.\,]+)", the CoT tasks' of "The answer is (\-?[0-9\.\,]+)."; flexible-extract: the last match of
+ * "(-?[$0-9.,]{2,})|(-?[0-9]+)"; "[invalid]" when none), then exact_match against the target with regexes_to_ignore
+ * ",", "\$", "(?s).*#### ", "\.$" and ignore_case. */
 void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]);
 /* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
 int zt_mc_is_loglikelihood(const char *name);
@@ -91,9 +97,9 @@ void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out);
 
 /* The context of doc `i` of t with nshot examples (Task.fewshot_context with ContextSampler.get_context): the
  * examples are sample(pool, nshot + 1) with doc i left out (pool == t: the harness's fewshot split equal to the test
- * split) or sample(pool, nshot) (a separate --fewshot-data pool), each "text target" joined by "\n\n", then "\n\n"
- * and the doc's text (a multiple-input task: the examples only; each request's context is that plus a choice).
- * malloc'd. */
+ * split) or sample(pool, nshot) (a separate --fewshot-data pool) or the pool's first nshot (zt_mc_fixed_fewshot's),
+ * each "text target" joined by "\n\n", then "\n\n" and the doc's text (a multiple-input task: the examples only;
+ * each request's context is that plus a choice). malloc'd. */
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd);
 
 /* HFLM._encode_pair: trailing spaces of the context move to the continuation; the continuation's tokens are those

@@ -44,7 +44,7 @@ typedef struct {
   const char **data, **fewshot; /* --task-data / --fewshot-data NAME=PATH entries */
   int n_data, n_fewshot;
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
-  int nshot_given;           /* without --num-fewshot each task takes its YAML's num_fewshot (gsm8k 5, the others 0) */
+  int nshot_given;           /* without --num-fewshot each task takes its YAML's num_fewshot (gsm8k 5, gsm8k_cot 8) */
   int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
   int max_gen;               /* --max-gen-toks (256, HFLM's max_gen_toks): a generation task's longest continuation */
   int max_gen_given;
@@ -82,15 +82,18 @@ static void usage(void) {
          "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag (acc, acc_norm and their\n"
          "                           standard errors), boolq, winogrande, race, anli_r1, anli_r2, anli_r3, copa,\n"
          "                           multirc, rte, sglue_rte, wic, wsc (acc), cb (acc, f1), record (f1, em),\n"
-         "                           webqs (exact_match), triviaqa, gsm8k (exact_match of a greedy generation;\n"
-         "                           gsm8k under the filters strict-match and flexible-extract),\n"
+         "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
+         "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
+         "                           strict-match and flexible-extract),\n"
          "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
          "                           greedy continuation), wikitext (word/byte perplexity, bits per byte)\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
-         "                           for gsm8k, 0 for the others), drawn as the harness's sampler does (Python's\n"
-         "                           random.Random(--fewshot-seed).sample)\n"
+         "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
+         "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
+         "                           the 8 examples in its YAML)\n"
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
+         "                           (not for gsm8k_cot)\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
          "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n"
@@ -430,11 +433,17 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     zt_check(path != NULL, "missing argument", "--task-data %s=FILE.jsonl is required (the %s documents; "
              "docs/evaluate.md lists the fields)", name, name);
     zt_mc_load(&d->mc[k], name, path, "--task-data");
-    memset(&pools[k], 0, sizeof pools[k]);
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
     /* without --num-fewshot the harness leaves each task its YAML's num_fewshot */
     const int nshot = tf->nshot_given ? tf->nshot : zt_mc_default_fewshot(name);
     d->mc[k].nshot = nshot;
+    const int fixed = zt_mc_fixed_fewshot(&pools[k], name); /* gsm8k_cot: the YAML's samples, in order */
+    zt_check(!fixed || !fpath, "inconsistent arguments", "--fewshot-data %s=%s: %s's examples are the %lld of its YAML "
+             "(fewshot_config.samples, sampler first_n); it reads no few-shot file", name, fpath, name,
+             (long long)pools[k].n);
+    zt_check(!fixed || nshot <= pools[k].n, "bad argument value", "--num-fewshot %d: %s's examples are the %lld of its "
+             "YAML, taken in order (the harness's first_n sampler stops: \"number of fewshot samples requested exceeds "
+             "the %lld that are available\")", nshot, name, (long long)pools[k].n, (long long)pools[k].n);
     zt_check(!nshot || !zt_mc_is_rolling(name), "inconsistent arguments", "--num-fewshot %d: %s scores whole "
              "documents (loglikelihood_rolling) and takes no examples (the harness's rolling requests never use a "
              "context)", nshot, name);
@@ -444,7 +453,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
              nshot);
     zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (its YAML's "
              "num_fewshot; give --num-fewshot N > 0 for examples)", name, fpath, name);
-    if (nshot > 0) {
+    if (nshot > 0 && !fixed) {
       if (tf->nshot_given)
         zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
                  "harness draws %s's examples from its training split)", nshot, name, name);
@@ -454,8 +463,8 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
                  "examples from its training split), or give --num-fewshot 0", name, nshot, name);
       zt_mc_load(&pools[k], name, fpath, "--fewshot-data");
     }
-    zt_log("> %s: %lld documents from %s%s%s\n", name, (long long)d->mc[k].n, path, fpath ? ", few-shot pool " : "",
-           fpath ? fpath : "");
+    zt_log("> %s: %lld documents from %s%s%s\n", name, (long long)d->mc[k].n, path, fpath ? ", few-shot pool " :
+           fixed && nshot ? ", the examples of its YAML" : "", fpath ? fpath : "");
   }
   zt_tok_state *st = zt_tok_state_new(tok);
   size_t cap = 0, gcap = 0;

@@ -6,8 +6,8 @@
  *   eval_tool lambada FILE SEQ STRICT VOCAB MERGES   stdout: per example, "text ids | mask | dropped"
  *   eval_tool sample SEED N K TIMES  stdout: TIMES lines of random.Random(SEED).sample(range(N), K), one generator
  *   eval_tool mc TASK FILE NSHOT POOL SEED  stdout: per document, JSON {"context", "choices", "gold"} (the
- *                                  harness's prompt with NSHOT examples from POOL ("-": none); record: "scores",
- *                                  each entity's [f1, em])
+ *                                  harness's prompt with NSHOT examples from POOL ("-": none, or gsm8k_cot's
+ *                                  YAML samples); record: "scores", each entity's [f1, em])
  *   eval_tool em TASK FILE         stdin: one record per document (a generated continuation); stdout: the document's
  *                                  scores (zt_mc_score_generation: the task's filters and exact_match), one line
  *                                  per document, one score per filter */
@@ -109,6 +109,7 @@ int main(int argc, char **argv) {
     zt_mc_task t, pool = {0};
     zt_mc_load(&t, argv[2], argv[3], "--task-data");
     if (strcmp(argv[5], "-")) zt_mc_load(&pool, argv[2], argv[5], "--fewshot-data");
+    else zt_mc_fixed_fewshot(&pool, argv[2]); /* gsm8k_cot: its YAML's examples */
     zt_pyrandom r;
     zt_pyrandom_seed(&r, (uint32_t)atoll(argv[6]));
     for (int64_t i = 0; i < t.n; i++) {

@@ -135,6 +135,11 @@ def doc_of(task, d):
         return "Question: " + d["question"] + "?\nAnswer:", d["answer"]["aliases"], 0
     if task == "gsm8k":  # gsm8k.yaml: doc_to_target "{{answer}}", the whole worked answer
         return "Question: " + d["question"] + "\nAnswer:", [d["answer"]], 0
+    if task == "gsm8k_cot":  # gsm8k-cot.yaml: the text after the last "####", or the YAML sample's target
+        target = d["answer"].split("####")[-1].strip() if "answer" in d else d["target"]
+        return "Q: " + d["question"] + "\nA:", [target], 0
+    if task == "gsm8k_cot_zeroshot":  # gsm8k-cot-zeroshot.yaml: doc_to_target "{{answer}}"
+        return "Q: " + d["question"] + "\nA: Let's think step by step.", [d["answer"]], 0
     if task == "record":  # super_glue/record/util.py (process_docs: entities and answers sorted and unique)
         ent, ans = record_sets(d)
         initial, *highlights = d["passage"].strip().split("\n@highlight\n")
@@ -200,6 +205,40 @@ def record_scores(d):
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
                  "wic", "wsc", "triviaqa")
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag")
+# gsm8k-cot.yaml fewshot_config.samples (lm-eval 0.4.9), as PyYAML reads the folded scalars: the first_n sampler's
+# examples of gsm8k_cot, in order
+GSM8K_COT_SAMPLES = [
+    {"question": "There are 15 trees in the grove. Grove workers will plant trees in the grove today. After they "
+                 "are done, there will be 21 trees. How many trees did the grove workers plant today?",
+     "target": "There are 15 trees originally. Then there were 21 trees after some more were planted. So there "
+               "must have been 21 - 15 = 6. The answer is 6."},
+    {"question": "If there are 3 cars in the parking lot and 2 more cars arrive, how many cars are in the parking "
+                 "lot?",
+     "target": "There are originally 3 cars. 2 more cars arrive. 3 + 2 = 5. The answer is 5."},
+    {"question": "Leah had 32 chocolates and her sister had 42. If they ate 35, how many pieces do they have left "
+                 "in total?",
+     "target": "Originally, Leah had 32 chocolates. Her sister had 42. So in total they had 32 + 42 = 74. After "
+               "eating 35, they had 74 - 35 = 39. The answer is 39."},
+    {"question": "Jason had 20 lollipops. He gave Denny some lollipops. Now Jason has 12 lollipops. How many "
+                 "lollipops did Jason give to Denny?",
+     "target": "Jason started with 20 lollipops. Then he had 12 after giving some to Denny. So he gave Denny 20 "
+               "- 12 = 8. The answer is 8."},
+    {"question": "Shawn has five toys. For Christmas, he got two toys each from his mom and dad. How many toys "
+                 "does he have now?",
+     "target": "Shawn started with 5 toys. If he got 2 toys each from his mom and dad, then that is 4 more toys. "
+               "5 + 4 = 9. The answer is 9."},
+    {"question": "There were nine computers in the server room. Five more computers were installed each day, from "
+                 "monday to thursday. How many computers are now in the server room?",
+     "target": "There were originally 9 computers. For each of 4 days, 5 more computers were added. So 5 * 4 = "
+               "20 computers were added. 9 + 20 is 29. The answer is 29."},
+    {"question": "Michael had 58 golf balls. On tuesday, he lost 23 golf balls. On wednesday, he lost 2 more. How "
+                 "many golf balls did he have at the end of wednesday?",
+     "target": "Michael started with 58 golf balls. After losing 23 on tuesday, he had 58 - 23 = 35. After "
+               "losing 2 more, he had 35 - 2 = 33 golf balls. The answer is 33."},
+    {"question": "Olivia has $23. She bought five bagels for $3 each. How much money does she have left?",
+     "target": "Olivia had 23 dollars. 5 bagels for 3 dollars each will be 5 x 3 = 15 dollars. So she has 23 - "
+               "15 dollars left. 23 - 15 is 8. The answer is 8."},
+]
 
 
 def target_of(task, d):
@@ -230,7 +269,10 @@ def contexts(task, docs, nshot, pool, seed=1234):
             out.append(text)
             continue
         n = nshot + 1 if task in NO_TEST_SPLIT else nshot
-        ex = [x for x in rnd.sample(pool, n) if doc_of(task, x) != doc_of(task, d)][:nshot]
+        if task == "gsm8k_cot":  # FirstNSampler: the YAML's samples in order (a sample dict never equals a doc)
+            ex = GSM8K_COT_SAMPLES[:nshot]
+        else:
+            ex = [x for x in rnd.sample(pool, n) if doc_of(task, x) != doc_of(task, d)][:nshot]
         shots = "\n\n".join(example(task, x) for x in ex) + "\n\n"
         out.append(shots + text)
     return out
@@ -381,11 +423,16 @@ def triviaqa_oracle(docs, maxgen, nshot=0, pool=None):
             "exact_match_stderr,remove_whitespace": mean_stderr(em)}, sum(ntok), texts
 
 
-# gsm8k.yaml: generation until "Question:", "</s>", "<|im_end|>" (+ the eos text), the filters strict-match and
-# flexible-extract (RegexFilter: re.findall, group_select, "[invalid]"), then exact_match with regexes_to_ignore and
-# ignore_case through NumPy arrays
-GSM8K_UNTIL = ["Question:", "</s>", "<|im_end|>", "<|endoftext|>"]
-GSM8K_FILTERS = [("strict-match", "#### (\\-?[0-9\\.\\,]+)", 0), ("flexible-extract", "(-?[$0-9.,]{2,})|(-?[0-9]+)", -1)]
+# gsm8k.yaml, gsm8k-cot.yaml, gsm8k-cot-zeroshot.yaml: generation until "Question:" (the CoT tasks "Q:"), "</s>",
+# "<|im_end|>" (+ the eos text), the filters strict-match and flexible-extract (RegexFilter: re.findall, group_select,
+# "[invalid]"), then exact_match with regexes_to_ignore and ignore_case through NumPy arrays
+def gsm8k_until(task):
+    return ["Question:" if task == "gsm8k" else "Q:", "</s>", "<|im_end|>", "<|endoftext|>"]
+
+
+def gsm8k_filters(task):
+    strict = "#### (\\-?[0-9\\.\\,]+)" if task == "gsm8k" else "The answer is (\\-?[0-9\\.\\,]+)."
+    return [("strict-match", strict, 0), ("flexible-extract", "(-?[$0-9.,]{2,})|(-?[0-9]+)", -1)]
 
 
 def regex_filter(resp, pattern, group_select):
@@ -407,15 +454,15 @@ def gsm8k_exact_match(pred, gold):
     return float(np.mean(np.char.lower(preds) == np.char.lower(refs)))
 
 
-def gsm8k_scores(text, gold):
-    return [gsm8k_exact_match(regex_filter(text, rx, g), gold) for _, rx, g in GSM8K_FILTERS]
+def gsm8k_scores(text, gold, task="gsm8k"):
+    return [gsm8k_exact_match(regex_filter(text, rx, g), gold) for _, rx, g in gsm8k_filters(task)]
 
 
-def gsm8k_oracle(docs, maxgen, nshot, pool):
-    texts, ntok = generate(contexts("gsm8k", docs, nshot, pool), maxgen, GSM8K_UNTIL)
-    sc = [gsm8k_scores(t, d["answer"]) for t, d in zip(texts, docs)]
+def gsm8k_oracle(task, docs, maxgen, nshot, pool):
+    texts, ntok = generate(contexts(task, docs, nshot, pool), maxgen, gsm8k_until(task))
+    sc = [gsm8k_scores(t, doc_of(task, d)[1][0], task) for t, d in zip(texts, docs)]
     m = {}
-    for f, (name, _, _) in enumerate(GSM8K_FILTERS):
+    for f, (name, _, _) in enumerate(gsm8k_filters(task)):
         m["exact_match," + name] = sum(x[f] for x in sc) / len(sc)
         m["exact_match_stderr," + name] = mean_stderr([x[f] for x in sc])
     return m, sum(ntok), texts
@@ -726,6 +773,17 @@ pools["gsm8k"] = [{"question": "which %s %s it?" % (rng.choice(NOUNS), rng.choic
 paths["gsm8k"], pool_paths["gsm8k"] = os.path.join(tmp, "gsm8k_test.jsonl"), os.path.join(tmp, "gsm8k_train.jsonl")
 for docs, p in ((data["gsm8k"], paths["gsm8k"]), (pools["gsm8k"], pool_paths["gsm8k"])):
     open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+# gsm8k_cot: the target is what follows the last "####" of a left-to-right split, stripped ("#####" leaves "# 5", no
+# "####" the whole answer); "[INVALID]." meets the fallback after ignore_case and "\\.$". Its examples are its YAML's
+# (pool "-" for eval_tool). gsm8k_cot_zeroshot: gsm8k's documents and pool.
+data["gsm8k_cot"] = [{"question": q + "?", "answer": "%s %s\n%s" % (w(2), q, ["#### [INVALID].", "####  1,234 \n",
+                                                                               "##### 5", "no hashes 7"][i % 4])}
+                     for i, q in enumerate(TQ)]
+pools["gsm8k_cot"], pool_paths["gsm8k_cot"] = GSM8K_COT_SAMPLES, "-"
+paths["gsm8k_cot"] = os.path.join(tmp, "gsm8k_cot_test.jsonl")
+open(paths["gsm8k_cot"], "w").write("".join(json.dumps(d) + "\n" for d in data["gsm8k_cot"]))
+data["gsm8k_cot_zeroshot"], pools["gsm8k_cot_zeroshot"] = data["gsm8k"], pools["gsm8k"]
+paths["gsm8k_cot_zeroshot"], pool_paths["gsm8k_cot_zeroshot"] = paths["gsm8k"], pool_paths["gsm8k"]
 pools["piqa"].append(data["piqa"][0])  # a test document in the pool: the sampler's "x != doc" drops it
 open(pool_paths["piqa"], "w").write("".join(json.dumps(d) + "\n" for d in pools["piqa"]))
 
@@ -821,8 +879,8 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
       "%d differ" % bad)
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
-for t in TASKS + ["triviaqa", "gsm8k"]:
-    for nshot in ((0,) if t in ("wikitext", "webqs") else (0, 2)):
+for t in TASKS + ["triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]:
+    for nshot in ((0,) if t in ("wikitext", "webqs") else (0, 2, 8) if t == "gsm8k_cot" else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
         want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
@@ -979,7 +1037,7 @@ for nshot, maxgen in ((None, 8), (0, GSM_MAXGEN), (2, 8)):
     extra += ["--fewshot-data", "gsm8k=" + pool_paths["gsm8k"]] if nshot != 0 else []
     rc, out = evaluate(["gsm8k"], extra)
     k = 5 if nshot is None else nshot
-    m, ntok, texts = gsm8k_oracle(data["gsm8k"], maxgen, k, pools["gsm8k"])
+    m, ntok, texts = gsm8k_oracle("gsm8k", data["gsm8k"], maxgen, k, pools["gsm8k"])
     got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}, "config": {}}
     g = got["results"].get("gsm8k", {})
     ok = set(g) == set(m) | {"alias"} and all(abs(g[q] - v) <= 1e-12 for q, v in m.items())
@@ -996,6 +1054,31 @@ for nshot, maxgen in ((None, 8), (0, GSM_MAXGEN), (2, 8)):
               "|flexible-extract|     0|exact_match|" in table[1],
               "gsm8k: one table row per filter; the fallback [invalid] counts as the harness counts it (%s)" %
               m["exact_match,strict-match"], "\n".join(table) + "\n" + str(texts))
+# gsm8k_cot (its YAML's 8 examples by default, in order; 3 with --num-fewshot) and gsm8k_cot_zeroshot ("Let's think
+# step by step.", 0-shot): the same checks, stopping at "Q:"
+for task, nshot, maxgen in (("gsm8k_cot", None, 8), ("gsm8k_cot", 3, 8), ("gsm8k_cot_zeroshot", None, GSM_MAXGEN)):
+    js = os.path.join(tmp, "%s_%s.json" % (task, nshot))
+    rc, out = evaluate([task], ["--max-gen-toks", str(maxgen), "--output-path", js] +
+                       (["--num-fewshot", str(nshot)] if nshot is not None else []))
+    k = (8 if task == "gsm8k_cot" else 0) if nshot is None else nshot
+    m, ntok, texts = gsm8k_oracle(task, data[task], maxgen, k, pools[task])
+    got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}, "config": {}}
+    g = got["results"].get(task, {})
+    ok = set(g) == set(m) | {"alias"} and all(abs(g[q] - v) <= 1e-12 for q, v in m.items())
+    check(rc == 0 and ok and gens_of(out).get(task) == (len(TQ), ntok) and got["versions"][task] == 3.0 and
+          got["n-shot"][task] == k and got["config"]["num_fewshot"] == nshot and
+          (k == 0 or "the examples of its YAML" in out),
+          "%s %d-shot%s: %d tokens generated, %s, as the full-forward oracle, re and NumPy %s" %
+          (task, k, "" if nshot is not None else " (default)", ntok, m, texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+def tool_scores(task, docs, preds):
+    """eval_tool em: each document's score per filter of its continuation ([] when the tool fails)."""
+    em_file = os.path.join(tmp, task + "_em.jsonl")
+    open(em_file, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+    stdin = b"".join(b"%d\n%s" % (len(p.encode()), p.encode()) for p in preds)
+    p = subprocess.run([TOOL, "em", task, em_file], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return [[float(x) for x in line.split()] for line in p.stdout.decode().splitlines()] if p.returncode == 0 else []
+
+
 # the scorer alone, 3000 random continuations against random answers: both regexes' matches (greedy runs, "-" only
 # before a run, "$" in the flexible class, the first and the last match), the ignored regexes (commas, "$", up to the
 # last "#### ", a final "." or ".\n"), NULs in the continuation and Unicode case mappings in the answer
@@ -1010,15 +1093,30 @@ for i in range(3000):
             r7.choice(["", "so ", "#### "]) + ans + r7.choice(["", ".", ".\n", "\x00", " 5"]))
     docs.append({"question": "q", "answer": ans.replace("\x00", "")})  # a task file's U+0000 is refused
     preds.append(pred)
-em_file = os.path.join(tmp, "gsm8k_em.jsonl")
-open(em_file, "w").write("".join(json.dumps(d) + "\n" for d in docs))
-stdin = b"".join(b"%d\n%s" % (len(p.encode()), p.encode()) for p in preds)
-p_ = subprocess.run([TOOL, "em", "gsm8k", em_file], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-got = [[float(x) for x in line.split()] for line in p_.stdout.decode().splitlines()] if p_.returncode == 0 else []
+got = tool_scores("gsm8k", docs, preds)
 want = [gsm8k_scores(p, d["answer"]) for p, d in zip(preds, docs)]
 check(got == want and 0 < sum(x[0] for x in want) < 3000 and 0 < sum(x[1] for x in want) < 3000,
       "gsm8k's strict-match and flexible-extract exact_match of 3000 random continuations (%d and %d matches) as re "
       "and NumPy compute them" % (sum(x[0] for x in want), sum(x[1] for x in want)), "%s\n%s" % (got[:10], want[:10]))
+
+# gsm8k_cot's strict-match, 3000 random continuations: "The answer is (\\-?[0-9\\.\\,]+)." whose final "." takes the
+# character after the run, or the run's last one before "\\n" or the end (a run of one then fails, "-" or not)
+r8 = random.Random(8)
+alpha = list("0123456789-$., \n") + ["The answer is ", "The answer is -", "The answer is", "#### ", "x", "\u0130"]
+docs, preds = [], []
+for i in range(3000):
+    ans = "".join(r8.choice("0123456789,.-$") for _ in range(r8.randint(0, 4)))
+    pred = "".join(r8.choice(alpha) for _ in range(r8.randint(0, 10)))
+    if i % 2:
+        pred += "The answer is " + r8.choice(["", "-"]) + ans + r8.choice(["", ".", ".\n", "\n", " 5", "x", "\u00e9"])
+    docs.append({"question": "q", "answer": r8.choice(["x #### ", "####", "#####", ""]) + ans})
+    preds.append(pred)
+got = tool_scores("gsm8k_cot", docs, preds)
+want = [gsm8k_scores(p, doc_of("gsm8k_cot", d)[1][0], "gsm8k_cot") for p, d in zip(preds, docs)]
+check(got == want and 0 < sum(x[0] for x in want) < 3000,
+      "gsm8k_cot's strict-match and flexible-extract exact_match of 3000 random continuations (%d and %d matches) as "
+      "re and NumPy compute them" % (sum(x[0] for x in want), sum(x[1] for x in want)),
+      "%s\n%s" % (got[:10], want[:10]))
 
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
@@ -1098,6 +1196,17 @@ refused("--fewshot-data for a task run 0-shot", ["gsm8k", "piqa"], ["--num-fewsh
 refused("--fewshot-data for a task whose default is 0-shot", ["gsm8k", "piqa"], ["--fewshot-data", "gsm8k=" +
         pool_paths["gsm8k"], "--fewshot-data", "piqa=" + pool_paths["piqa"]], "--fewshot-data piqa=%s: piqa runs "
         "0-shot" % pool_paths["piqa"])
+refused("--fewshot-data for gsm8k_cot (its examples are its YAML's)", ["gsm8k_cot"], ["--fewshot-data",
+        "gsm8k_cot=" + pool_paths["gsm8k"]], "gsm8k_cot's examples are the 8 of its YAML (fewshot_config.samples, "
+        "sampler first_n); it reads no few-shot file")
+refused("gsm8k_cot with 9 examples", ["gsm8k_cot"], ["--num-fewshot", "9"], "--num-fewshot 9: gsm8k_cot's examples "
+        "are the 8 of its YAML, taken in order (the harness's first_n sampler stops: \"number of fewshot samples "
+        "requested exceeds the 8 that are available\")")
+refused("gsm8k_cot_llama (a chat-template prompt)", ["gsm8k_cot_llama"], [], "gsm8k_cot_llama is not supported yet: "
+        "it is written for Llama-3-Instruct's chat template", {"gsm8k_cot_llama": paths["gsm8k"]})
+open(bad, "w").write(json.dumps(dict(data["gsm8k"][0], answer="so #### [1, 2] ")) + "\n")
+refused("a GSM8K target in brackets (a Python list to the harness)", ["gsm8k_cot"], [], 'bad.jsonl:1: the target '
+        '"[1, 2]" is in brackets', {"gsm8k_cot": bad})
 refused("webqs few-shot", ["webqs"], ["--num-fewshot", "1", "--fewshot-data", "webqs=" + paths["webqs"]],
         "webqs's few-shot examples are not well defined in the harness")
 open(bad, "w").write(json.dumps(dict(data["copa"][0], question="why")) + "\n")

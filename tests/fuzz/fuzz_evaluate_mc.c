@@ -1,14 +1,16 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
  * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte,
- * wic, wsc, webqs, triviaqa, gsm8k) and the number of few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file,
- * read both as the documents and as the few-shot pool. Each document must have its gold label among its choices; each
+ * wic, wsc, webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot) and the number of few-shot examples (bits 3-4:
+ * 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool (gsm8k_cot: its first
+ * N, as its first_n sampler takes the YAML's). Each document must have its gold label among its choices; each
  * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
  * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
  * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
  * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A generation task's scores of
  * any text (the context) are 0 or 1; triviaqa's of an ASCII alias without leading whitespace 1; gsm8k's of "#### N"
- * both 1 when the answer ends in "#### N" (N ASCII digits). A refused file's documents
+ * both 1 when the answer ends in "#### N" (N ASCII digits), the CoT tasks' of "The answer is N." both 1 when N is
+ * the target (gsm8k_cot) or ends the answer after "#### " (gsm8k_cot_zeroshot). A refused file's documents
  * read so far are freed (zt_mc_free): 450k refusals leaked 2.5 GB before, an out-of-memory finding of a long run. */
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/harness_tasks.h"
@@ -19,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
                                       "hellaswag", "boolq",    "winogrande",    "race"};
   static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
-                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k"};
+                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
+                                     "gsm8k_cot", "gsm8k_cot_zeroshot"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
@@ -46,14 +49,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         zt_mc_score_generation(&t, i, ctx, strlen(ctx), sc);
         for (int f = 0; f < nf; f++)
           if (sc[f] != 0.0 && sc[f] != 1.0) abort();
-        if (!strcmp(name, "gsm8k")) {
-          const char *a = d->choices[0], *h = NULL;
+        if (!strncmp(name, "gsm8k", 5)) {
+          const char *a = d->choices[0], *h = NULL, *num = NULL;
+          const int cot = strcmp(name, "gsm8k") != 0;
           for (const char *q = strstr(a, "#### "); q; q = strstr(q + 1, "#### ")) h = q;
+          num = !strcmp(name, "gsm8k_cot") ? a : h ? h + 5 : NULL; /* gsm8k_cot: the target itself */
           size_t nd = 0;
-          if (h)
-            while (h[5 + nd] >= '0' && h[5 + nd] <= '9') nd++;
-          if (h && nd > 0 && h[5 + nd] == 0) {
-            zt_mc_score_generation(&t, i, h, strlen(h), sc);
+          if (num)
+            while (num[nd] >= '0' && num[nd] <= '9') nd++;
+          if (num && nd > 0 && num[nd] == 0 && (!cot || nd <= 40)) {
+            char said[64];
+            if (cot) snprintf(said, sizeof said, "The answer is %s.", num);
+            zt_mc_score_generation(&t, i, cot ? said : h, strlen(cot ? said : h), sc);
             if (sc[0] != 1.0 || sc[1] != 1.0) abort();
           }
         } else {
