@@ -21,13 +21,18 @@ static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "op
                                         "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
                                         "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
                                         "sglue_rte", "wic", "wsc", "webqs", "triviaqa", "gsm8k", "gsm8k_cot",
-                                        "gsm8k_cot_zeroshot"};
+                                        "gsm8k_cot_zeroshot", "sciq", "logiqa", "mathqa", "prost", "pubmedqa",
+                                        "mc_taco", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2",
+                                        "wnli"};
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
                     "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
     {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
+    {"sst", "is lm-eval 0.2.0's name (the --task_list of tasks/eval_harness/evaluate.py maps it): ask for sst2"},
+    {"glue", "is the harness's tag for cola, mnli, mnli_mismatch, mrpc, qnli, qqp, rte, sst2 and wnli: ask for them "
+             "by name, each with its --task-data file"},
     {"gsm8k_cot_llama", "is written for Llama-3-Instruct's chat template (the harness's --apply_chat_template "
                         "--fewshot_as_multiturn), which evaluate_zeroshot does not apply; gsm8k_cot asks the same 8 "
                         "examples in the plain Q:/A: prompt"},
@@ -45,7 +50,7 @@ int zt_mc_supported(const char *name, const char **why) {
 }
 
 const char *zt_mc_task_names(void) {
-  static char all[512];
+  static char all[1024];
   if (!all[0])
     for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", SUPPORTED[i]);
@@ -68,7 +73,7 @@ static int gsm8k_kind(const char *name) {
 }
 
 double zt_mc_version(const char *name) { /* each YAML's metadata.version */
-  static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", NULL};
+  static const char *const v2[] = {"boolq", "race", "wikitext", "multirc", "record", "webqs", "qqp", "wnli", NULL};
   if (!strcmp(name, "triviaqa") || gsm8k_kind(name)) return 3.0;
   return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
 }
@@ -94,15 +99,19 @@ int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
   return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
 }
+/* the tasks with metric f1 (aggregation f1_score: sklearn's binary f1, bootstrap stderr) besides acc */
+static const char *const BINARY_F1[] = {"mrpc", "qqp", "mc_taco", NULL};
 int zt_mc_metric_names(const char *name, const char *keys[2]) {
-  static const char *const with_norm[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", NULL};
+  static const char *const with_norm[] = {"piqa",  "arc_easy", "arc_challenge", "openbookqa", "hellaswag",
+                                          "sciq",  "logiqa",   "mathqa",        "prost",      NULL};
   keys[0] = keys[1] = NULL;
   if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
   if (!strcmp(name, "webqs") || zt_mc_is_generation(name)) return keys[0] = "exact_match", 1;
   if (!strcmp(name, "record")) return keys[0] = "f1", keys[1] = "em", 2;
+  if (!strcmp(name, "cola")) return keys[0] = "mcc", 1; /* its metric_list: mcc alone */
   keys[0] = "acc";
   if (is(name, with_norm)) keys[1] = "acc_norm";
-  else if (!strcmp(name, "cb")) keys[1] = "f1";
+  else if (!strcmp(name, "cb") || is(name, BINARY_F1)) keys[1] = "f1";
   return keys[1] ? 2 : 1;
 }
 
@@ -110,7 +119,8 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
  * nshot + 1 and drops the doc itself */
 static int samples_extra(const char *name) {
   static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record",
-                                        "rte", "sglue_rte", "wic", "wsc", "triviaqa", NULL};
+                                        "rte", "sglue_rte", "wic", "wsc", "triviaqa", "cola", "mnli",
+                                        "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", NULL};
   return is(name, no_test);
 }
 
@@ -123,12 +133,12 @@ static char *dup(const char *s) {
   return take(&b);
 }
 
-/* Python's str.strip() (Unicode whitespace). */
-static char *strip(const char *s) {
+/* Python's str.strip(), or str.lstrip() when !right (Unicode whitespace). */
+static char *strip_sides(const char *s, int right) {
   size_t lo = 0, hi = strlen(s);
   int k;
   while (lo < hi && (k = zt_utf8_space(s + lo, hi - lo)) > 0) lo += (size_t)k;
-  while (hi > lo) {
+  while (right && hi > lo) {
     size_t c = hi - 1;
     while (c > lo && ((unsigned char)s[c] & 0xc0) == 0x80) c--;
     if (zt_utf8_space(s + c, hi - c) != (int)(hi - c)) break;
@@ -138,6 +148,7 @@ static char *strip(const char *s) {
   zt_strbuf_put(&b, s + lo, hi - lo);
   return take(&b);
 }
+static char *strip(const char *s) { return strip_sides(s, 1); }
 
 /* Python's str.replace(old, new). */
 static char *replace(const char *s, const char *old, const char *new_) {
@@ -542,6 +553,77 @@ static void fixed_choices(zt_mc_doc *d, int n, const char *const *texts) {
   for (int c = 0; c < n; c++) d->choices[c] = dup(texts[c]);
 }
 
+/* The YAMLs whose doc_to_text is one Jinja template of string fields ("{field}" here), doc_to_choice a fixed list
+ * and doc_to_target the integer "label": glue/{cola,sst2,mrpc,qnli,qqp,wnli}/default.yaml, mc_taco/default.yaml. */
+static const struct {
+  const char *name, *text, *choices[2];
+} TEMPLATED[] = {
+    {"cola", "{sentence}\nQuestion: Does this sentence make sense?\nAnswer:", {"no", "yes"}},
+    {"sst2", "{sentence}\nQuestion: Is this sentence positive or negative?\nAnswer:", {"negative", "positive"}},
+    {"mrpc", "Sentence 1: {sentence1}\nSentence 2: {sentence2}\nQuestion: Do both sentences mean the same thing?\n"
+             "Answer:", {"no", "yes"}},
+    {"qnli", "{question}\n{sentence}\nQuestion: Does this response answer the question?\nAnswer:", {"yes", "no"}},
+    {"qqp", "Question 1: {question1}\nQuestion 2: {question2}\nQuestion: Do both questions ask the same thing?\n"
+            "Answer:", {"no", "yes"}},
+    {"wnli", "{sentence1}\nQuestion: {sentence2} True or False?\nAnswer:", {"False", "True"}},
+    {"mc_taco", "{sentence}\nQuestion: {question}\nAnswer: {answer}\nPlausible:", {"no", "yes"}},
+};
+static int templated(const char *name) {
+  for (size_t i = 0; i < sizeof TEMPLATED / sizeof TEMPLATED[0]; i++)
+    if (!strcmp(name, TEMPLATED[i].name)) return (int)i;
+  return -1;
+}
+static void render(zt_strbuf *t, const char *tmpl, const cJSON *j, where w) {
+  for (const char *p = tmpl; *p;) {
+    const char *lb = strchr(p, '{');
+    if (!lb) {
+      puts_(t, p);
+      break;
+    }
+    zt_strbuf_put(t, p, (size_t)(lb - p));
+    const char *rb = strchr(lb, '}');
+    char key[32];
+    snprintf(key, sizeof key, "%.*s", (int)(rb - lb - 1), lb + 1);
+    puts_(t, str_field(j, key, w));
+    p = rb + 1;
+  }
+}
+
+/* mathqa/utils.py doc_to_choice: [c[4:].rstrip(" ,") for c in re.findall(r"[abcd] \) .*?, |e \) .*?$", options)]
+ * ("." is any character but "\n"; "$" the end or before a final "\n"; the matched bytes are ASCII, so bytes do) */
+static int mathqa_choices(const char *s, char ***out) {
+  const size_t n = strlen(s);
+  int k = 0;
+  *out = zt_malloc((n / 4 + 1) * sizeof(char *), "choices"); /* each match holds at least 4 bytes */
+  for (size_t i = 0; i < n;) {
+    size_t end = 0;
+    if (n - i >= 4 && s[i + 1] == ' ' && s[i + 2] == ')' && s[i + 3] == ' ') {
+      if (s[i] >= 'a' && s[i] <= 'd') { /* lazily up to the first ", " before any "\n" */
+        for (size_t p = i + 4; p + 1 < n && s[p] != '\n'; p++)
+          if (s[p] == ',' && s[p + 1] == ' ') {
+            end = p + 2;
+            break;
+          }
+      } else if (s[i] == 'e') { /* lazily up to "$": no "\n" before the end or a final "\n" */
+        size_t p = i + 4;
+        while (p < n && s[p] != '\n') p++;
+        if (p + 1 >= n) end = p;
+      }
+    }
+    if (!end) {
+      i++;
+      continue;
+    }
+    size_t hi = end;
+    while (hi > i + 4 && (s[hi - 1] == ' ' || s[hi - 1] == ',')) hi--;
+    zt_strbuf c = {0};
+    zt_strbuf_put(&c, s + i + 4, hi - i - 4);
+    (*out)[k++] = c.p ? take(&c) : dup("");
+    i = end;
+  }
+  return k;
+}
+
 static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
   zt_strbuf t = {0};
   if (!strcmp(name, "piqa")) { /* piqa.yaml */
@@ -919,6 +1001,91 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     zt_check(tl < 2 || d->choices[0][0] != '[' || d->choices[0][tl - 1] != ']', "bad task file", "%s:%ld: the "
              "target \"%s\" is in brackets, which the harness's doc_to_target reads as a Python list literal when it "
              "parses as one; evaluate_zeroshot refuses such a GSM8K answer", w.path, w.line, d->choices[0]);
+  } else if (templated(name) >= 0) {
+    const int k = templated(name);
+    render(&t, TEMPLATED[k].text, j, w);
+    fixed_choices(d, 2, TEMPLATED[k].choices);
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "mnli") || !strcmp(name, "mnli_mismatch")) { /* glue/mnli/utils.py */
+    static const char *const tnf[] = {"True", "Neither", "False"};
+    puts_(&t, str_field(j, "premise", w));
+    puts_(&t, "\nQuestion: ");
+    char *h = strip(str_field(j, "hypothesis", w)); /* hypothesis.strip(), "." added unless it ends in one */
+    puts_(&t, h);
+    puts_(&t, h[0] && h[strlen(h) - 1] == '.' ? "" : ".");
+    free(h);
+    puts_(&t, " True, False or Neither?\nAnswer:");
+    fixed_choices(d, 3, tnf);
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "sciq")) { /* sciq.yaml */
+    char *support = strip_sides(str_field(j, "support", w), 0); /* support.lstrip() */
+    puts_(&t, support);
+    free(support);
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nAnswer:");
+    static const char *const keys[] = {"distractor1", "distractor2", "distractor3", "correct_answer"};
+    const char *texts[4];
+    for (int c = 0; c < 4; c++) texts[c] = str_field(j, keys[c], w);
+    fixed_choices(d, 4, texts);
+    d->gold = 3; /* doc_to_target: 3, correct_answer */
+  } else if (!strcmp(name, "prost")) { /* corypaik_prost.yaml */
+    render(&t, "{context}\nQuestion: {ex_question}\nAnswer:", j, w);
+    const char *texts[4] = {str_field(j, "A", w), str_field(j, "B", w), str_field(j, "C", w), str_field(j, "D", w)};
+    fixed_choices(d, 4, texts);
+    d->gold = int_field(j, "label", w);
+  } else if (!strcmp(name, "logiqa")) { /* logiqa/utils_logiqa.py: the prompt lists the first 4 options */
+    char **opts;
+    const int no = str_list(j, "options", "options", w, &opts);
+    puts_(&t, "Passage: ");
+    puts_(&t, str_field(j, "context", w));
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nChoices:\n");
+    for (int c = 0; c < no && c < 4; c++) {
+      const char letter[4] = {(char)('A' + c), '.', ' ', 0};
+      puts_(&t, letter);
+      puts_(&t, opts[c]);
+      puts_(&t, "\n");
+    }
+    puts_(&t, "Answer:");
+    d->n_choices = no; /* doc_to_choice "{{options}}": every option */
+    d->choices = opts;
+    char *label = strip(str_field(j, "label", w)); /* ["a", "b", "c", "d"].index(label.strip()) */
+    const int ok = label[0] >= 'a' && label[0] <= 'd' && !label[1];
+    d->gold = label[0] - 'a';
+    free(label);
+    zt_check(ok, "bad task file", "%s:%ld: \"label\" is \"%s\"; expected one of a, b, c, d", w.path, w.line,
+             str_field(j, "label", w));
+  } else if (!strcmp(name, "mathqa")) { /* mathqa.yaml */
+    puts_(&t, "Question: ");
+    puts_(&t, str_field(j, "Problem", w));
+    puts_(&t, "\nAnswer:");
+    d->n_choices = mathqa_choices(str_field(j, "options", w), &d->choices);
+    const char *c = str_field(j, "correct", w); /* ['a', 'b', 'c', 'd', 'e'].index(correct) */
+    zt_check(c[0] >= 'a' && c[0] <= 'e' && !c[1], "bad task file", "%s:%ld: \"correct\" is \"%s\"; expected one of "
+             "a, b, c, d, e", w.path, w.line, c);
+    d->gold = c[0] - 'a';
+  } else if (!strcmp(name, "pubmedqa")) { /* pubmedqa.yaml, preprocess_pubmedqa.py */
+    static const char *const ynm[] = {"yes", "no", "maybe"};
+    const cJSON *ctxs = field(j, "CONTEXTS", w);
+    zt_check(cJSON_IsArray(ctxs), "bad task file", "%s:%ld: \"CONTEXTS\" is not a list", w.path, w.line);
+    puts_(&t, "Abstract: ");
+    int i = 0;
+    for (const cJSON *e = ctxs->child; e; e = e->next, i++) { /* "\n".join(CONTEXTS) */
+      zt_check(cJSON_IsString(e) && e->valuestring, "bad task file", "%s:%ld: \"CONTEXTS\"[%d] is not a string",
+               w.path, w.line, i);
+      if (i) puts_(&t, "\n");
+      puts_(&t, e->valuestring);
+    }
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "QUESTION", w));
+    puts_(&t, "\nAnswer:");
+    fixed_choices(d, 3, ynm);
+    const char *fd = str_field(j, "final_decision", w); /* doc_to_target: the word; gold = choices.index(it) */
+    d->gold = !strcmp(fd, "yes") ? 0 : !strcmp(fd, "no") ? 1 : !strcmp(fd, "maybe") ? 2 : -1;
+    zt_check(d->gold >= 0, "bad task file", "%s:%ld: \"final_decision\" is \"%s\"; expected yes, no or maybe",
+             w.path, w.line, fd);
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -1425,23 +1592,61 @@ static double py_random(zt_pyrandom *r) {
   return ((double)a * 67108864.0 + (double)b) * (1.0 / 9007199254740992.0);
 }
 
-/* lm_eval.api.metrics.bootstrap_stderr(perplexity, xs, iters): chunks of min(1000, iters) resamples, chunk i drawn
- * by random.Random(i).choices(xs, k=len(xs)); the sample standard deviation of all the resampled perplexities. */
-static double bootstrap_perplexity(const double *xs, int64_t n, int iters) {
+/* The aggregations bootstrap_stderr resamples, on the drawn items idx[0..n) (f1 and mcc: all n in order when idx is
+ * NULL): perplexity, exp(-mean(ll)), of xs; f1, sklearn's binary f1_score of the (gold, pred) pairs: 2 tp / (2 tp +
+ * fp + fn), 0 when that is 0 / 0; mcc below. */
+typedef struct {
+  const double *xs;
+  const int *gold, *pred;
+} resample_of;
+static double perplexity_of(const int64_t *idx, int64_t n, const resample_of *r) {
+  double sum = 0.0;
+  for (int64_t k = 0; k < n; k++) sum += r->xs[idx[k]];
+  return exp(-(sum / (double)n));
+}
+static double binary_f1(const int64_t *idx, int64_t n, const resample_of *r) {
+  int64_t tp = 0, fp = 0, fn = 0;
+  for (int64_t k = 0; k < n; k++) {
+    const int g = r->gold[idx ? idx[k] : k], p = r->pred[idx ? idx[k] : k];
+    tp += g == 1 && p == 1;
+    fp += g != 1 && p == 1;
+    fn += g == 1 && p != 1;
+  }
+  return tp + fp + fn ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : 0.0;
+}
+/* matthews_corrcoef, sklearn's: from the confusion matrix's row sums t, column sums p, trace c and total s,
+ * (c s - t.p) / sqrt((s^2 - t.t) (s^2 - p.p)), 0 when the product under the root is 0 */
+static double mcc_of(const int64_t *idx, int64_t n, const resample_of *r) {
+  double t[2] = {0, 0}, p[2] = {0, 0}, c = 0;
+  for (int64_t k = 0; k < n; k++) {
+    const int g = r->gold[idx ? idx[k] : k], q = r->pred[idx ? idx[k] : k];
+    t[g] += 1;
+    p[q] += 1;
+    c += g == q;
+  }
+  const double s = p[0] + p[1], cov_tp = c * s - (t[0] * p[0] + t[1] * p[1]);
+  const double cov_pp = s * s - (p[0] * p[0] + p[1] * p[1]), cov_tt = s * s - (t[0] * t[0] + t[1] * t[1]);
+  return cov_pp * cov_tt == 0 ? 0.0 : cov_tp / sqrt(cov_tt * cov_pp);
+}
+
+/* lm_eval.api.metrics.bootstrap_stderr(f, xs, iters): chunks of min(1000, iters) resamples, chunk i drawn by
+ * random.Random(i).choices(xs, k=len(xs)); the sample standard deviation of f over all the resamples. */
+static double bootstrap_stderr(double (*f)(const int64_t *, int64_t, const resample_of *), const resample_of *xs,
+                               int64_t n, int iters) {
   if (iters <= 0 || n < 1) return NAN;
   const int chunk = iters < 1000 ? iters : 1000, chunks = iters / chunk;
   double *res = zt_malloc((size_t)chunks * chunk * sizeof(double), "bootstrap");
-  int64_t m = 0;
+  int64_t *idx = zt_malloc((size_t)n * sizeof(int64_t), "bootstrap"), m = 0;
   for (int i = 0; i < chunks; i++) {
     zt_pyrandom r;
     zt_pyrandom_seed(&r, (uint32_t)i);
     for (int c = 0; c < chunk; c++) {
-      double sum = 0.0;
-      for (int64_t k = 0; k < n; k++) sum += xs[(int64_t)floor(py_random(&r) * (double)n)];
-      res[m++] = exp(-(sum / (double)n));
+      for (int64_t k = 0; k < n; k++) idx[k] = (int64_t)floor(py_random(&r) * (double)n);
+      res[m++] = f(idx, n, xs);
     }
   }
   const double se = m > 1 ? stderr_of(res, m) * sqrt((double)m) : NAN; /* sample_stddev */
+  free(idx);
   free(res);
   return se;
 }
@@ -1467,7 +1672,7 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     double sl = 0.0, sg = 0.0;
     for (int64_t i = 0; i < t->n; i++) sl += lls[i], sg += greedy[i];
     out[0] = exp(-(sl / (double)t->n));
-    out[1] = bootstrap_perplexity(lls, t->n, bootstrap_iters);
+    out[1] = bootstrap_stderr(perplexity_of, &(resample_of){.xs = lls}, t->n, bootstrap_iters);
     out[2] = sg / (double)t->n;
     out[3] = stderr_of(greedy, t->n);
     return;
@@ -1534,6 +1739,18 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     }
     out[2] = f1 / 3.0;
     out[3] = NAN;
+  } else if (is(t->name, BINARY_F1) || !strcmp(t->name, "cola")) {
+    /* metric f1 (aggregation f1_score: sklearn's binary f1) or mcc (matthews_corrcoef) of the (gold, pred) pairs;
+     * both bootstrappable. cola's one metric takes slot 0 */
+    int *gold = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
+    for (int64_t i = 0; i < t->n; i++) gold[i] = t->docs[i].gold;
+    const resample_of r = {.gold = gold, .pred = pred};
+    const int cola = !strcmp(t->name, "cola");
+    double (*f)(const int64_t *, int64_t, const resample_of *) = cola ? mcc_of : binary_f1;
+    out[cola ? 0 : 2] = f(NULL, t->n, &r);
+    out[cola ? 1 : 3] = bootstrap_stderr(f, &r, t->n, bootstrap_iters);
+    if (cola) out[2] = out[3] = NAN;
+    free(gold);
   }
   free(acc);
   free(norm);

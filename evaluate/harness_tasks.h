@@ -1,12 +1,13 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
- * rte, sglue_rte, wic, wsc, webqs), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
+ * rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch, mrpc,
+ * qnli, qqp, sst2, wnli), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
  * generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text):
  * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
  * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
  * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
- * metrics with mean_stderr, and the results as the harness's JSON and markdown table. No model here:
- * evaluate/zeroshot.c scores the requests these build. */
+ * metrics with mean_stderr (f1 and mcc with bootstrap_stderr), and the results as the harness's JSON and markdown
+ * table. No model here: evaluate/zeroshot.c scores the requests these build. */
 #ifndef ZT_EVAL_HARNESS_TASKS_H
 #define ZT_EVAL_HARNESS_TASKS_H
 
@@ -47,8 +48,8 @@ const char *zt_mc_task_names(void);
 /* The task's version (the harness's metadata.version). */
 double zt_mc_version(const char *name);
 /* A multiple-choice task's metrics (its YAML's metric_list), into keys: "acc" then "acc_norm" (piqa, arc_*,
- * openbookqa, hellaswag) or "f1" (cb), "f1" then "em" (record), or "exact_match" alone (webqs); returns how many (0 for the loglikelihood
- * and rolling tasks). */
+ * openbookqa, hellaswag, sciq, logiqa, mathqa, prost) or "f1" (cb, mrpc, qqp, mc_taco), "f1" then "em" (record),
+ * "mcc" alone (cola) or "exact_match" alone (webqs); returns how many (0 for the loglikelihood and rolling tasks). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
 /* triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: output_type generate_until (one greedy generation per document,
  * evaluate/harness_generate.c; metric exact_match after each of the task's filters). */
@@ -111,11 +112,12 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 /* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
  * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
  * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
- * webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task: greedy[2 i + f] is
- * document i's score under filter f, exact_match and its stderr per filter, NaN past the task's filters); for a
- * loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap
- * stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling
- * task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
+ * mrpc, qqp, mc_taco: acc, acc_stderr, sklearn's binary f1 of (gold, argmax), its bootstrap stderr; cola: sklearn's
+ * matthews_corrcoef, its bootstrap stderr, NaN, NaN; webqs: exact_match, its stderr; record: f1, its stderr, em, its
+ * stderr; a generation task: greedy[2 i + f] is document i's score under filter f, exact_match and its stderr per
+ * filter, NaN past the task's filters); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its
+ * bootstrap stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a
+ * rolling task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
 

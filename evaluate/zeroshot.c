@@ -45,7 +45,7 @@ typedef struct {
   int n_data, n_fewshot;
   int nshot, fewshot_seed;   /* --num-fewshot (0), --fewshot-seed (1234, the harness's fewshot_random_seed) */
   int nshot_given;           /* without --num-fewshot each task takes its YAML's num_fewshot (gsm8k 5, gsm8k_cot 8) */
-  int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): lambada_openai's perplexity stderr */
+  int bootstrap_iters;       /* --bootstrap-iters (100000, the harness's): the bootstrapped stderrs */
   int max_gen;               /* --max-gen-toks (256, HFLM's max_gen_toks): a generation task's longest continuation */
   int max_gen_given;
   const char *output_path;   /* --output-path: the results JSON */
@@ -80,8 +80,10 @@ static void usage(void) {
          "                           exceed --seq-length)\n\n"
          "lm-evaluation-harness tasks (scored as the harness's loglikelihood and generate_until requests):\n"
          "  --tasks a,b,...          piqa, arc_easy, arc_challenge, openbookqa, hellaswag (acc, acc_norm and their\n"
-         "                           standard errors), boolq, winogrande, race, anli_r1, anli_r2, anli_r3, copa,\n"
-         "                           multirc, rte, sglue_rte, wic, wsc (acc), cb (acc, f1), record (f1, em),\n"
+         "                           standard errors), sciq, logiqa, mathqa, prost (the same), boolq, winogrande,\n"
+         "                           race, anli_r1, anli_r2, anli_r3, copa, multirc, rte, sglue_rte, wic, wsc,\n"
+         "                           pubmedqa, qnli, sst2, wnli (acc), cb, mrpc, qqp, mc_taco (acc, f1),\n"
+         "                           record (f1, em),\n"
          "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
@@ -96,12 +98,14 @@ static void usage(void) {
          "                           (not for gsm8k_cot)\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
-         "  --bootstrap-iters N      resamples for lambada_openai's perplexity stderr (default 100000; 0: none)\n"
+         "  --bootstrap-iters N      resamples for the stderr of lambada_openai's perplexity and of the f1 of\n"
+         "                           mrpc, qqp and mc_taco (default 100000; 0: none)\n"
          "  --max-gen-toks N         a generation task's longest continuation in tokens (default 256, the harness's\n"
          "                           max_gen_toks); its context keeps its last --seq-length - N tokens\n\n"
          "Megatron-DeepSpeed's tasks/eval_harness/evaluate.py command line (its ds_evalharness scripts) also runs:\n"
          "  --task_list a,b --results_path FILE --num_fewshot N   as --tasks, --output-path (default results.json)\n"
-         "                           and --num-fewshot; the old harness's lambada is lambada_openai; the model\n"
+         "                           and --num-fewshot; the old harness's lambada is lambada_openai, its sst\n"
+         "                           sst2; the model\n"
          "                           arguments come from the checkpoint (the scripts' -1 placeholders), as there\n"
          "  --adaptive_seq_len       each micro batch runs at its longest request's length, the requests longest\n"
          "                           first (the harness's order): the same scores, less work\n"
@@ -130,6 +134,7 @@ static int parse_int(const char *flag, const char *v) {
 /* The old harness's task names (lm-evaluation-harness 0.2, which tasks/eval_harness/evaluate.py ran) as ours. */
 static const char *harness_task_name(const char *name, size_t n) {
   if (n == strlen("lambada") && !strncmp(name, "lambada", n)) return "lambada_openai";
+  if (n == strlen("sst") && !strncmp(name, "sst", n)) return "sst2";
   return NULL;
 }
 

@@ -10,7 +10,10 @@
  *                                  YAML samples); record: "scores", each entity's [f1, em])
  *   eval_tool em TASK FILE         stdin: one record per document (a generated continuation); stdout: the document's
  *                                  scores (zt_mc_score_generation: the task's filters and exact_match), one line
- *                                  per document, one score per filter */
+ *                                  per document, one score per filter
+ *   eval_tool metrics TASK FILE ITERS  stdin: each request's log-likelihood (the documents' choices in turn, none
+ *                                  greedy); stdout: zt_mc_metrics' four slots with ITERS bootstrap resamples */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +152,27 @@ int main(int argc, char **argv) {
       else printf("%g\n", sc[0]);
       free(s);
     }
+    zt_mc_free(&t);
+    return 0;
+  }
+  if (!strcmp(argv[1], "metrics")) {
+    zt_check(argc == 5, "usage", "eval_tool metrics TASK FILE ITERS");
+    zt_mc_task t;
+    zt_mc_load(&t, argv[2], argv[3], "--task-data");
+    int64_t n = 0;
+    for (int64_t i = 0; i < t.n; i++) n += t.docs[i].n_choices;
+    double *ll = zt_malloc((size_t)n * sizeof(double) + 8, "lls"), *greedy = calloc((size_t)n + 1, sizeof(double));
+    for (int64_t k = 0; k < n; k++) zt_check(scanf("%lf", &ll[k]) == 1, "eval_tool", "%lld log-likelihoods expected",
+                                             (long long)n);
+    double out[4];
+    zt_mc_metrics(&t, ll, greedy, atoi(argv[4]), out);
+    for (int k = 0; k < 4; k++) {
+      if (isnan(out[k])) printf("%snan", k ? " " : "");
+      else printf("%s%.17g", k ? " " : "", out[k]);
+    }
+    printf("\n");
+    free(ll);
+    free(greedy);
     zt_mc_free(&t);
     return 0;
   }

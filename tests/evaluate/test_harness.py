@@ -149,7 +149,44 @@ def doc_of(task, d):
     if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
         i = d["sentence"].index("_")
         return None, [d["sentence"][:i] + o for o in (d["option1"], d["option2"])], {"1": 0, "2": 1}[d["answer"]]
+    if task in GLUE_LIKE:  # glue/*/default.yaml, mc_taco/default.yaml: a Jinja template, fixed choices, label
+        template, choices = GLUE_LIKE[task]
+        return re.sub(r"\{\{(\w+)\}\}", lambda m: d[m.group(1)], template), choices, d["label"]
+    if task in ("mnli", "mnli_mismatch"):  # glue/mnli/utils.py
+        text = "{}\nQuestion: {} True, False or Neither?\nAnswer:".format(
+            d["premise"], d["hypothesis"].strip() + ("" if d["hypothesis"].strip().endswith(".") else "."))
+        return text, ["True", "Neither", "False"], d["label"]
+    if task == "sciq":  # sciq.yaml: doc_to_choice "{{[distractor1, distractor2, distractor3, correct_answer]}}"
+        return (d["support"].lstrip() + "\nQuestion: " + d["question"] + "\nAnswer:",
+                [d["distractor1"], d["distractor2"], d["distractor3"], d["correct_answer"]], 3)
+    if task == "prost":  # corypaik_prost.yaml
+        return (d["context"] + "\nQuestion: " + d["ex_question"] + "\nAnswer:", [d["A"], d["B"], d["C"], d["D"]],
+                d["label"])
+    if task == "logiqa":  # logiqa/utils_logiqa.py
+        prompt = "Passage: " + d["context"] + "\n" + "Question: " + d["question"] + "\nChoices:\n"
+        for choice, option in zip(["a", "b", "c", "d"], d["options"]):
+            prompt += f"{choice.upper()}. {option}\n"
+        return prompt + "Answer:", d["options"], ["a", "b", "c", "d"].index(d["label"].strip())
+    if task == "mathqa":  # mathqa.yaml, mathqa/utils.py
+        choices = [c[4:].rstrip(" ,") for c in re.findall(r"[abcd] \) .*?, |e \) .*?$", d["options"])]
+        return "Question: " + d["Problem"] + "\nAnswer:", choices, ["a", "b", "c", "d", "e"].index(d["correct"])
+    if task == "pubmedqa":  # pubmedqa.yaml, preprocess_pubmedqa.py; gold = choices.index(final_decision)
+        return ("Abstract: {}\nQuestion: {}\nAnswer:".format("\n".join(d["CONTEXTS"]), d["QUESTION"]),
+                ["yes", "no", "maybe"], ["yes", "no", "maybe"].index(d["final_decision"]))
     raise ValueError(task)
+
+
+GLUE_LIKE = {  # lm-eval 0.4.9's YAMLs: doc_to_text, doc_to_choice
+    "cola": ("{{sentence}}\nQuestion: Does this sentence make sense?\nAnswer:", ["no", "yes"]),
+    "sst2": ("{{sentence}}\nQuestion: Is this sentence positive or negative?\nAnswer:", ["negative", "positive"]),
+    "mrpc": ("Sentence 1: {{sentence1}}\nSentence 2: {{sentence2}}\nQuestion: Do both sentences mean the same "
+             "thing?\nAnswer:", ["no", "yes"]),
+    "qnli": ("{{question}}\n{{sentence}}\nQuestion: Does this response answer the question?\nAnswer:", ["yes", "no"]),
+    "qqp": ("Question 1: {{question1}}\nQuestion 2: {{question2}}\nQuestion: Do both questions ask the same "
+            "thing?\nAnswer:", ["no", "yes"]),
+    "wnli": ("{{sentence1}}\nQuestion: {{sentence2}} True or False?\nAnswer:", ["False", "True"]),
+    "mc_taco": ("{{sentence}}\nQuestion: {{question}}\nAnswer: {{answer}}\nPlausible:", ["no", "yes"]),
+}
 
 
 def general_detokenize(string):  # lm_eval.utils
@@ -203,8 +240,9 @@ def record_scores(d):
 
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
-                 "wic", "wsc", "triviaqa")
-WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag")
+                 "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli")
+WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
+BINARY_F1 = ("mrpc", "qqp", "mc_taco")  # metric f1, aggregation f1_score: bootstrappable
 # gsm8k-cot.yaml fewshot_config.samples (lm-eval 0.4.9), as PyYAML reads the folded scalars: the first_n sampler's
 # examples of gsm8k_cot, in order
 GSM8K_COT_SAMPLES = [
@@ -335,17 +373,40 @@ def encode_pair(context, continuation):
     return ctx, whole[len(ctx):]
 
 
-def bootstrap_perplexity(xs, iters):
-    """lm_eval.api.metrics.bootstrap_stderr(perplexity, xs, iters) without the process pool."""
+def bootstrap_stderr(f, xs, iters):
+    """lm_eval.api.metrics.bootstrap_stderr(f, xs, iters) without the process pool."""
     chunk = min(1000, iters)
     res = []
     for i in range(iters // chunk):
         rnd = random.Random()
         rnd.seed(i)
         for _ in range(chunk):
-            res.append(math.exp(-np.mean(rnd.choices(xs, k=len(xs)))))
+            res.append(f(rnd.choices(xs, k=len(xs))))
     mu = sum(res) / len(res)
     return math.sqrt(sum((x - mu) ** 2 for x in res) / (len(res) - 1))
+
+
+def perplexity(lls):  # aggregation perplexity
+    return math.exp(-np.mean(lls))
+
+
+def f1_score(items):  # aggregation f1: sklearn.metrics.f1_score(golds, preds), binary, 0 where undefined
+    tp = sum(1 for g, p in items if g == 1 and p == 1)
+    fp = sum(1 for g, p in items if g != 1 and p == 1)
+    fn = sum(1 for g, p in items if g == 1 and p != 1)
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+
+
+def matthews_corrcoef(items):  # aggregation matthews_corrcoef: sklearn's, from the confusion matrix
+    golds, preds = zip(*items)
+    labels = sorted(set(golds) | set(preds))
+    C = np.array([[sum(1 for g, p in items if g == a and p == b) for b in labels] for a in labels], dtype=np.int64)
+    t_sum, p_sum = C.sum(axis=1, dtype=np.float64), C.sum(axis=0, dtype=np.float64)
+    n_correct, n_samples = np.trace(C, dtype=np.float64), p_sum.sum()
+    cov_ytyp = n_correct * n_samples - np.dot(t_sum, p_sum)
+    cov_ypyp = n_samples ** 2 - np.dot(p_sum, p_sum)
+    cov_ytyt = n_samples ** 2 - np.dot(t_sum, t_sum)
+    return 0.0 if cov_ypyp * cov_ytyt == 0 else float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
 
 
 def mean_stderr(arr):
@@ -538,7 +599,7 @@ def oracle(tasks, nshot=0, pools=None):
             continue
         if task == "lambada_openai":
             m = {"perplexity,none": math.exp(-np.mean(r["ll"])), "perplexity_stderr,none":
-                 bootstrap_perplexity(r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
+                 bootstrap_stderr(perplexity, r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
                  "acc_stderr,none": mean_stderr(r["greedy"])}
             out[task] = (r["sum"], m)
             continue
@@ -550,6 +611,11 @@ def oracle(tasks, nshot=0, pools=None):
         if task == "webqs":
             out[task] = (r["sum"], {"exact_match,none": np.mean(r["em"]), "exact_match_stderr,none": mean_stderr(r["em"])})
             continue
+        if task == "cola":  # its one metric, mcc (bootstrappable)
+            pairs = list(zip(r["gold"], r["pred"]))
+            out[task] = (r["sum"], {"mcc,none": matthews_corrcoef(pairs),
+                                    "mcc_stderr,none": bootstrap_stderr(matthews_corrcoef, pairs, BOOT)})
+            continue
         m = {"acc,none": np.mean(r["acc"]), "acc_stderr,none": mean_stderr(r["acc"])}
         if task in WITH_NORM:
             m["acc_norm,none"] = np.mean(r["acc_norm"])
@@ -557,6 +623,10 @@ def oracle(tasks, nshot=0, pools=None):
         if task == "cb":  # aggregation cb_multi_fi: not bootstrappable, so no stderr
             m["f1,none"] = cb_multi_f1(r["gold"], r["pred"])
             m["f1_stderr,none"] = "N/A"
+        if task in BINARY_F1:
+            pairs = list(zip(r["gold"], r["pred"]))
+            m["f1,none"] = f1_score(pairs)
+            m["f1_stderr,none"] = bootstrap_stderr(f1_score, pairs, BOOT)
         out[task] = (r["sum"], m)
     return out
 
@@ -695,6 +765,38 @@ def make_docs(task, n):
         elif task == "boolq":
             docs.append({"passage": " ".join(sentence() for _ in range(2)), "question": "does the %s see the fox" %
                          rng.choice(NOUNS), "label": rng.choice([0, 1, True, False])})
+        elif task in GLUE_LIKE:  # each template's fields, sentences and questions
+            fields = re.findall(r"\{\{(\w+)\}\}", GLUE_LIKE[task][0])
+            docs.append(dict({f: sentence() if "sentence" in f or f == "answer" else "which %s %s the %s?" % (
+                rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)) for f in fields}, label=rng.randint(0, 1),
+                idx=i))
+        elif task in ("mnli", "mnli_mismatch"):  # hypothesis.strip(), "." added unless it ends in one
+            h = ["the %s %s" % (rng.choice(NOUNS), rng.choice(VERBS)), " the fox. \u2003", "", "it is.."][i % 4]
+            docs.append({"premise": sentence(), "hypothesis": h, "label": rng.randint(0, 2), "idx": i})
+        elif task == "sciq":  # support.lstrip(): Unicode whitespace and newlines go, an empty support stays empty
+            a, b, c, d = distinct(4, 2)
+            docs.append({"question": "what does the %s see?" % rng.choice(NOUNS), "distractor1": a, "distractor2": b,
+                         "distractor3": c, "correct_answer": d,
+                         "support": ["", " \u2003\n" + sentence(), sentence() + " "][i % 3]})
+        elif task == "prost":
+            a, b, c, d = distinct(4, 1)
+            docs.append({"context": sentence(), "ex_question": "which %s is the %s?" % (w(1), rng.choice(NOUNS)),
+                         "A": a, "B": b, "C": c, "D": d, "label": rng.randint(0, 3), "name": "p%d" % i})
+        elif task == "logiqa":  # 5 options (the prompt lists the first 4) and 3; a label with whitespace
+            k = 5 if i == 1 else 3 if i == 2 else 4
+            docs.append({"context": sentence(), "question": "which %s %s?" % (rng.choice(NOUNS), rng.choice(VERBS)),
+                         "options": distinct(k, 2),
+                         "label": (" %s\n" if i % 3 == 0 else "%s") % "abcd"[rng.randint(0, min(k, 4) - 1)]})
+        elif task == "mathqa":  # math_qa's "a ) x , b ) y , ..." (commas inside and after options, a final "\n")
+            opts = distinct(5, 2)
+            o = " , ".join("%s ) %s" % (l, x) for l, x in zip("abcde", opts))
+            o = o.replace(opts[1], opts[1] + " , ,") if i % 3 == 1 else o + "\n" if i % 3 == 2 else o
+            docs.append({"Problem": "the %s %s %d cows ?" % (rng.choice(NOUNS), rng.choice(VERBS), i),
+                         "Rationale": "r", "options": o, "correct": rng.choice("abcde"),
+                         "annotated_formula": "f", "linear_formula": "l", "category": "general"})
+        elif task == "pubmedqa":
+            docs.append({"QUESTION": "does the %s see the fox?" % rng.choice(NOUNS), "CONTEXTS": [sentence() for _ in
+                         range(i % 3)], "final_decision": rng.choice(["yes", "no", "maybe"]), "LABELS": ["A"]})
     return docs
 
 
@@ -721,7 +823,8 @@ def greedy_word(context, n=4):
 
 TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
-         "wic", "wsc", "webqs", "record"]
+         "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
+         "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -933,6 +1036,45 @@ got, want = built("hellaswag", hdocs, "context"), [doc_of("hellaswag", d)[0] for
 check(got == want, "hellaswag: ctx_b.capitalize() of %d non-ASCII strings as Python's str.capitalize()" % len(ctx_bs),
       "%s\n%s" % (got, want))
 
+# MathQA's choices: re.findall(r"[abcd] \) .*?, |e \) .*?$", options) on 400 random option strings (commas, ") ",
+# newlines inside and at the end), each cut c[4:].rstrip(" ,"); those where Python's regex finds no choice are left
+# out (the tool refuses a gold label past the choices)
+r7 = random.Random(7)
+parts = ["a ) ", "b ) ", "c ) ", "d ) ", "e ) ", ", ", " , ", ",", " ", "\n", "x", "1.5", "e", "a )", "\u00e9", ") "]
+mdocs = []
+while len(mdocs) < 400:
+    o = "".join(r7.choice(parts) for _ in range(r7.randint(0, 14)))
+    if re.findall(r"[abcd] \) .*?, |e \) .*?$", o):
+        mdocs.append({"Problem": "p", "options": o, "correct": "a"})
+got, want = built("mathqa", mdocs, "choices"), [doc_of("mathqa", d)[1] for d in mdocs]
+check(got == want, "mathqa: the choices of %d random option strings as Python's re.findall and rstrip (%d choices)" %
+      (len(mdocs), sum(len(c) for c in want)), "%s\n%s" % (got and [(d, g, c) for d, g, c in zip(mdocs, got, want)
+                                                               if g != c][:3], ""))
+
+# cola's mcc and mrpc's f1 with their bootstrap stderrs on 60 random (gold, log-likelihoods) sets, against the
+# transcriptions of sklearn's and of bootstrap_stderr (the fixture's model may predict one class only)
+r8, bad, seen = random.Random(8), [], set()
+for trial in range(60):
+    task = ("cola", "mrpc")[trial % 2]
+    n = r8.randint(1, 25)
+    golds = [r8.randint(0, 1) for _ in range(n)] if trial % 7 else [1] * n
+    lls = [[-r8.choice([1.0, 2.0, 3.0]) for _ in range(2)] for _ in range(n)]  # ties: np.argmax takes the first
+    mpath = os.path.join(tmp, "metric.jsonl")
+    open(mpath, "w").write("".join(json.dumps(dict(data[task][0], label=g)) + "\n" for g in golds))
+    iters = 2500 if trial < 2 else 100
+    p = subprocess.run([TOOL, "metrics", task, mpath, str(iters)], input=" ".join("%r" % x for l in lls for x in l),
+                       stdout=subprocess.PIPE, universal_newlines=True)
+    got = [float(x) for x in p.stdout.split()]
+    pairs = [(g, int(np.argmax(l))) for g, l in zip(golds, lls)]
+    f = matthews_corrcoef if task == "cola" else f1_score
+    want = [f(pairs), bootstrap_stderr(f, pairs, iters)]
+    got = got[:2] if task == "cola" else got[2:]
+    seen.add(round(want[0], 6))
+    if p.returncode or any(abs(a - b) > 1e-12 for a, b in zip(got, want)):
+        bad.append((task, golds, lls, got, want))
+check(not bad and len(seen) > 20, "cola's mcc and mrpc's f1 with bootstrap stderrs on 60 random sets as sklearn and "
+      "bootstrap_stderr compute them (%d different values)" % len(seen), "%s" % bad[:2])
+
 # 3. the metrics against NumPy on the checkpoint's logits: all six tasks in one run, then 2-shot
 js = os.path.join(tmp, "results.json")
 rc, out = evaluate(TASKS, ["--output-path", js, "--bootstrap-iters", str(BOOT)])
@@ -954,7 +1096,9 @@ for t in TASKS:
 want_lambada = sums.get("lambada_openai", 0.0)
 vers = got.get("versions", {})
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq") == 2.0 and
-      vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and vers.get("cb") == 1.0 and vers.get("record") == 2.0,
+      vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and
+      vers.get("cb") == 1.0 and vers.get("record") == 2.0 and vers.get("qqp") == 2.0 and vers.get("wnli") == 2.0 and
+      vers.get("mrpc") == 1.0 and vers.get("sciq") == 1.0 and vers.get("cola") == 1.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the model's greedy continuation count in "
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
@@ -967,8 +1111,8 @@ rc, o1 = evaluate(["boolq", "piqa"], mbs="1")
 s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
-FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc",
-      "multirc", "record")
+FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc", "mrpc",
+      "multirc", "record", "logiqa", "pubmedqa")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -1218,6 +1362,19 @@ refused("a MultiRC answer with a backslash", ["multirc"], [], 'bad.jsonl:1: "ans
 open(bad, "w").write(json.dumps(dict(data["cb"][0], label=3)) + "\n")
 refused("a CB label outside its 3 choices", ["cb"], [], "bad.jsonl:1: the gold label 3 is outside the 3 choices",
         {"cb": bad})
+open(bad, "w").write(json.dumps(dict(data["logiqa"][0], label="e")) + "\n")
+refused("a LogiQA label other than a-d", ["logiqa"], [], 'bad.jsonl:1: "label" is "e"; expected one of a, b, c, d',
+        {"logiqa": bad})
+open(bad, "w").write(json.dumps(dict(data["mathqa"][0], options="a ) 1 , b ) 2", correct="c")) + "\n")
+refused("a MathQA answer past the options its regex finds", ["mathqa"], [], "bad.jsonl:1: the gold label 2 is outside "
+        "the 1 choices", {"mathqa": bad})
+open(bad, "w").write(json.dumps(dict(data["pubmedqa"][0], final_decision="Yes")) + "\n")
+refused("a PubMedQA final_decision other than yes/no/maybe", ["pubmedqa"], [], 'bad.jsonl:1: "final_decision" is "Yes"'
+        "; expected yes, no or maybe", {"pubmedqa": bad})
+refused("sst (lm-eval 0.2.0's name)", ["sst"], [], "sst is not supported yet: it is lm-eval 0.2.0's name",
+        {"sst": paths["sst2"]})
+refused("the glue tag", ["glue"], [], "glue is not supported yet: it is the harness's tag for cola, mnli",
+        {"glue": paths["sst2"]})
 open(bad, "w").write(json.dumps(dict(data["webqs"][0], answers=[])) + "\n")
 refused("webqs without answers", ["webqs"], [], 'bad.jsonl:1: "answers" is empty', {"webqs": bad})
 refused("--num-fewshot without --fewshot-data", ["piqa"], ["--num-fewshot", "1"], "--fewshot-data piqa=FILE.jsonl "
@@ -1235,20 +1392,21 @@ check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task
 
 # 6. evaluate.py's command line (evalharness_sh above)
 res_json = os.path.join(tmp, "lambada_0shot.json")
-rc, out = run(evalharness_sh(ck, "lambada,piqa", res_json, ["lambada=" + paths["lambada_openai"],
-                                                            "piqa=" + paths["piqa"]]), ok=False)
-rc0, out0 = evaluate(["lambada_openai", "piqa"], ["--bootstrap-iters", "0"])
+rc, out = run(evalharness_sh(ck, "lambada,piqa,sst", res_json, ["lambada=" + paths["lambada_openai"],
+                                                                "piqa=" + paths["piqa"], "sst=" + paths["sst2"]]),
+              ok=False)
+rc0, out0 = evaluate(["lambada_openai", "piqa", "sst2"], ["--bootstrap-iters", "0"])
 s, s0 = sums_of(out), sums_of(out0)
 got = json.load(open(res_json)) if rc == 0 and os.path.exists(res_json) else {"results": {}}
-check(rc == 0 and rc0 == 0 and set(s) == {"lambada_openai", "piqa"} and
-      all(abs(s[t] - s0[t]) <= 1e-5 * abs(s0[t]) for t in s0) and set(got["results"]) == {"lambada_openai", "piqa"}
-      and got["results"]["piqa"]["acc,none"] == json.loads(out0[out0.index("{"):out0.rindex("}") + 1])["results"]
-      ["piqa"]["acc,none"],
-      "ds_evalharness.sh's command line: lambada (lambada_openai) and piqa as --tasks scores them (%s), %s written"
-      % (s, os.path.basename(res_json)), out[-1500:])
+r0 = json.loads(out0[out0.index("{"):out0.rindex("}") + 1])["results"] if rc0 == 0 else {}
+check(rc == 0 and rc0 == 0 and set(s) == {"lambada_openai", "piqa", "sst2"} and
+      all(abs(s[t] - s0[t]) <= 1e-5 * abs(s0[t]) for t in s0) and set(got["results"]) == set(s) and
+      all(got["results"][t]["acc,none"] == r0[t]["acc,none"] for t in ("piqa", "sst2")),
+      "ds_evalharness.sh's command line: lambada (lambada_openai), piqa and sst (sst2) as --tasks scores them (%s), "
+      "%s written" % (s, os.path.basename(res_json)), out[-1500:])
 ev = re.search(r"evaluated (\d+) micro batches of 3 x up to 64 tokens \((\d+) in all\)", out)
 check("the model arguments come from the checkpoint" in out and "Setting num_layers to 2 from checkpoint" in out and
-      ev and int(ev.group(2)) < int(ev.group(1)) * 3 * 64 and "evaluation of lambada,piqa ends in" in out,
+      ev and int(ev.group(2)) < int(ev.group(1)) * 3 * 64 and "evaluation of lambada,piqa,sst ends in" in out,
       "the model from the checkpoint (the -1 placeholders), adaptive lengths (%s of %s tokens), evaluate.py's closing "
       "line" % (ev and ev.group(2), ev and int(ev.group(1)) * 3 * 64), out[-1500:])
 # an MoE checkpoint (MoE/ds_evalharness.sh): its experts come from the checkpoint too

@@ -1,9 +1,10 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
  * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte,
- * wic, wsc, webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot) and the number of few-shot examples (bits 3-4:
- * 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool (gsm8k_cot: its first
- * N, as its first_n sampler takes the YAML's). Each document must have its gold label among its choices; each
+ * wic, wsc, webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost,
+ * pubmedqa, mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch) and the number of few-shot examples
+ * (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool (gsm8k_cot:
+ * its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among its choices; each
  * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
  * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
  * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
@@ -23,12 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
                                      "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
                                      "gsm8k_cot", "gsm8k_cot_zeroshot"};
+  static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
+                                      "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
-  const char *name = data[0] & 0x20 ? "lambada_openai"
-                     : hi           ? more[((hi - 1) * 8 + (data[0] & 7)) % (int)(sizeof more / sizeof more[0])]
-                                    : names[data[0] & 7];
+  const int slot = (hi - 1) * 8 + (data[0] & 7);
+  const char *name = !hi ? (data[0] & 0x20 ? "lambada_openai" : names[data[0] & 7])
+                     : data[0] & 0x20 ? later[slot % (int)(sizeof later / sizeof later[0])]
+                                      : more[slot % (int)(sizeof more / sizeof more[0])];
   const int nshot = (data[0] >> 3) & 3;
   const char *path = zt_fuzz_file("task.jsonl", data + 1, size - 1);
   static zt_mc_task t; /* static: its contents survive the longjmp of a refusal, which zt_mc_free then releases */
