@@ -1387,8 +1387,10 @@ refused("--tasks with --task", ["piqa"], ["--task", "LAMBADA"], "goes without --
 refused("--task-data naming a task not in --tasks", ["piqa"], ["--task-data", "boolq=" + paths["boolq"]],
         "boolq is not one of --tasks piqa")
 h = run([EVAL, "--help"])[1]
-check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task_list" in h,
-      "--help lists the harness flags and evaluate.py's")
+unlisted = [t for t in TASKS + ["lambada_standard", "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]
+            if not re.search(r"[ (]%s[,) \n]" % t, h)]
+check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task_list" in h and not unlisted,
+      "--help lists the harness flags, evaluate.py's and every task", "not listed: %s" % unlisted)
 
 # 6. evaluate.py's command line (evalharness_sh above)
 res_json = os.path.join(tmp, "lambada_0shot.json")
