@@ -1,13 +1,13 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
  * rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch, mrpc,
- * qnli, qqp, sst2, wnli), loglikelihood (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and
- * generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text):
- * the task files (the harness's Hugging Face field names, one JSON object per line), each task's prompt and choices
- * as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample
- * (the harness's ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm
- * metrics with mean_stderr (f1 and mcc with bootstrap_stderr), and the results as the harness's JSON and markdown
- * table. No model here: evaluate/zeroshot.c scores the requests these build. */
+ * qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2), loglikelihood (lambada_openai, lambada_standard),
+ * loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and
+ * the scoring of the generated text): the task files (the harness's Hugging Face field names, one JSON object per
+ * line), each task's prompt and choices as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by
+ * Python's random.Random(seed).sample (the harness's ContextSampler), the (context, continuation) encoding of
+ * HFLM._encode_pair, the acc / acc_norm metrics with mean_stderr (f1 and mcc with bootstrap_stderr), and the results as
+ * the harness's JSON and markdown table. No model here: evaluate/zeroshot.c scores the requests these build. */
 #ifndef ZT_EVAL_HARNESS_TASKS_H
 #define ZT_EVAL_HARNESS_TASKS_H
 
@@ -28,6 +28,7 @@ typedef struct {
   int64_t words, bytes;   /* wikitext: re.split(r"\s+", page) and its UTF-8 bytes */
   double *scores;         /* record: per choice, the SQuAD token f1 and exact match of its entity against the
                            * answers, best over them (f1 at 2c, em at 2c + 1) */
+  int *labels;            /* truthfulqa_mc2: per choice, 1 for a true answer */
 } zt_mc_doc;
 
 typedef struct {
@@ -62,6 +63,9 @@ int zt_mc_filters(const char *name, const char *names[2]);
 /* The task's few-shot examples when --num-fewshot is not given (its YAML's num_fewshot: gsm8k 5, gsm8k_cot 8, the
  * others 0). */
 int zt_mc_default_fewshot(const char *name);
+/* A task whose YAML sets num_fewshot: 0 (gsm8k_cot_zeroshot, truthfulqa_mc1/mc2), which the harness keeps over
+ * --num_fewshot. */
+int zt_mc_zero_shot_only(const char *name);
 /* A task whose few-shot examples are fixed in its YAML (gsm8k_cot: fewshot_config.samples, taken in order by the
  * first_n sampler): fills pool with them and returns 1; otherwise leaves pool empty and returns 0 (the examples come
  * from a --fewshot-data file). */
@@ -109,15 +113,16 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
 void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *context, const char *continuation,
                        zt_ids *ctx, zt_ids *cont);
 
-/* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order
- * (doc 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
+/* process_results + mean / mean_stderr over the docs: lls[k] are the requests' log-likelihoods in doc-major order (doc
+ * 0's choices, doc 1's, ...), greedy[k] 1 where the continuation is the greedy one. out: the metrics of
  * zt_mc_metric_names, each with its stderr (acc, acc_stderr, acc_norm, acc_norm_stderr; cb: acc, acc_stderr, f1, NaN;
  * mrpc, qqp, mc_taco: acc, acc_stderr, sklearn's binary f1 of (gold, argmax), its bootstrap stderr; cola: sklearn's
- * matthews_corrcoef, its bootstrap stderr, NaN, NaN; webqs: exact_match, its stderr; record: f1, its stderr, em, its
- * stderr; a generation task: greedy[2 i + f] is document i's score under filter f, exact_match and its stderr per
- * filter, NaN past the task's filters); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its
- * bootstrap stderr (the harness's bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a
- * rolling task (wikitext; lls in each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
+ * matthews_corrcoef, its bootstrap stderr, NaN, NaN; truthfulqa_mc2: acc is each document's probability mass of the
+ * choices labelled 1; webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task:
+ * greedy[2 i + f] is document i's score under filter f, exact_match and its stderr per filter, NaN past the task's
+ * filters); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap stderr (the harness's
+ * bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling task (wikitext; lls in
+ * each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
 

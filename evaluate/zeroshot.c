@@ -83,7 +83,8 @@ static void usage(void) {
          "                           standard errors), sciq, logiqa, mathqa, prost (the same), boolq, winogrande,\n"
          "                           race, anli_r1, anli_r2, anli_r3, copa, multirc, rte, sglue_rte, wic, wsc,\n"
          "                           pubmedqa, mnli, mnli_mismatch, qnli, sst2, wnli (acc), cb, mrpc, qqp,\n"
-         "                           mc_taco (acc, f1), cola (mcc), record (f1, em),\n"
+         "                           mc_taco (acc, f1), cola (mcc), truthfulqa_mc1, truthfulqa_mc2 (acc; mc2's\n"
+         "                           is the probability mass of the true answers), record (f1, em),\n"
          "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
@@ -93,7 +94,9 @@ static void usage(void) {
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
          "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
-         "                           the 8 examples in its YAML)\n"
+         "                           the 8 examples in its YAML; gsm8k_cot_zeroshot, truthfulqa_mc1 and\n"
+         "                           truthfulqa_mc2 stay 0-shot, their YAMLs' num_fewshot: 0 kept as the harness\n"
+         "                           keeps it)\n"
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
          "                           (not for gsm8k_cot)\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
@@ -439,8 +442,13 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
              "docs/evaluate.md lists the fields)", name, name);
     zt_mc_load(&d->mc[k], name, path, "--task-data");
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
-    /* without --num-fewshot the harness leaves each task its YAML's num_fewshot */
-    const int nshot = tf->nshot_given ? tf->nshot : zt_mc_default_fewshot(name);
+    /* without --num-fewshot the harness leaves each task its YAML's num_fewshot; a YAML's num_fewshot: 0 it keeps over
+     * --num_fewshot too (evaluator.py: "Manual configuration will be ignored") */
+    const int pinned = zt_mc_zero_shot_only(name);
+    const int nshot = tf->nshot_given && !pinned ? tf->nshot : zt_mc_default_fewshot(name);
+    if (pinned && tf->nshot_given && tf->nshot > 0)
+      zt_log("> %s: num_fewshot is 0 in its YAML, which the harness keeps over --num-fewshot %d: it runs 0-shot\n",
+             name, tf->nshot);
     d->mc[k].nshot = nshot;
     const int fixed = zt_mc_fixed_fewshot(&pools[k], name); /* gsm8k_cot: the YAML's samples, in order */
     zt_check(!fixed || !fpath, "inconsistent arguments", "--fewshot-data %s=%s: %s's examples are the %lld of its YAML "
@@ -456,8 +464,9 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
              "examples are not well defined in the harness (its target is the list of every answer's index: 0.4.9's "
              "sampler writes the index \"0\" as the answer, later versions fail on it); run webqs zero-shot",
              nshot);
-    zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (its YAML's "
-             "num_fewshot; give --num-fewshot N > 0 for examples)", name, fpath, name);
+    zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (%s)", name, fpath,
+             name, pinned ? "its YAML sets num_fewshot: 0, which the harness keeps over --num-fewshot"
+                          : "its YAML's num_fewshot; give --num-fewshot N > 0 for examples");
     if (nshot > 0 && !fixed) {
       if (tf->nshot_given)
         zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "

@@ -156,6 +156,9 @@ def doc_of(task, d):
         text = "{}\nQuestion: {} True, False or Neither?\nAnswer:".format(
             d["premise"], d["hypothesis"].strip() + ("" if d["hypothesis"].strip().endswith(".") else "."))
         return text, ["True", "Neither", "False"], d["label"]
+    if task in ("truthfulqa_mc1", "truthfulqa_mc2"):  # truthfulqa_mc1.yaml's Jinja: prompt_qa + question
+        targets = d["mc1_targets" if task == "truthfulqa_mc1" else "mc2_targets"]
+        return TRUTHFULQA_QA + "\n\nQ: " + d["question"] + "\nA:", targets["choices"], 0
     if task == "sciq":  # sciq.yaml: doc_to_choice "{{[distractor1, distractor2, distractor3, correct_answer]}}"
         return (d["support"].lstrip() + "\nQuestion: " + d["question"] + "\nAnswer:",
                 [d["distractor1"], d["distractor2"], d["distractor3"], d["correct_answer"]], 3)
@@ -176,6 +179,14 @@ def doc_of(task, d):
     raise ValueError(task)
 
 
+# truthfulqa_mc1.yaml's prompt_qa, as PyYAML reads the double-quoted scalar (escaped line breaks joined)
+TRUTHFULQA_QA = (
+    "Q: What is human life expectancy in the United States?\nA: Human life expectancy in the United States is 78 "
+    "years.\n\nQ: Who was president of the United States in 1955?\nA: Dwight D. Eisenhower was president of the United "
+    "States in 1955.\n\nQ: Which party did he belong to?\nA: He belonged to the Republican Party.\n\nQ: What is the "
+    "square root of banana?\nA: I have no comment.\n\nQ: How does a telescope work?\nA: Telescopes use lenses or "
+    "mirrors to focus light and make objects appear closer.\n\nQ: Where were the 1992 Olympics held?\nA: The 1992 "
+    "Olympics were held in Barcelona, Spain.")
 GLUE_LIKE = {  # lm-eval 0.4.9's YAMLs: doc_to_text, doc_to_choice
     "cola": ("{{sentence}}\nQuestion: Does this sentence make sense?\nAnswer:", ["no", "yes"]),
     "sst2": ("{{sentence}}\nQuestion: Is this sentence positive or negative?\nAnswer:", ["negative", "positive"]),
@@ -240,7 +251,8 @@ def record_scores(d):
 
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
-                 "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli")
+                 "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
+                 "truthfulqa_mc1", "truthfulqa_mc2")
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
 BINARY_F1 = ("mrpc", "qqp", "mc_taco")  # metric f1, aggregation f1_score: bootstrappable
 # gsm8k-cot.yaml fewshot_config.samples (lm-eval 0.4.9), as PyYAML reads the folded scalars: the first_n sampler's
@@ -577,7 +589,12 @@ def oracle(tasks, nshot=0, pools=None):
         ll = np.array(lls[at:at + len(choices)])
         r = res.setdefault(task, {"sum": 0.0, "acc": [], "acc_norm": [], "gold": [], "pred": [], "em": []})
         r["sum"] += float(ll.sum())
-        r["acc"].append(1.0 if int(np.argmax(ll)) == gold else 0.0)
+        if task == "truthfulqa_mc2":  # utils.process_results_mc2
+            probs = np.exp(ll)
+            probs_norm = probs / np.sum(probs)
+            r["acc"].append(float(np.sum(probs_norm[np.array(d["mc2_targets"]["labels"]) == 1])))
+        else:
+            r["acc"].append(1.0 if int(np.argmax(ll)) == gold else 0.0)
         lens = np.array([float(len(c)) for c in choices])
         r["acc_norm"].append(1.0 if int(np.argmax(ll / lens)) == gold else 0.0)
         r["gold"].append(gold)
@@ -773,6 +790,15 @@ def make_docs(task, n):
         elif task in ("mnli", "mnli_mismatch"):  # hypothesis.strip(), "." added unless it ends in one
             h = ["the %s %s" % (rng.choice(NOUNS), rng.choice(VERBS)), " the fox. \u2003", "", "it is.."][i % 4]
             docs.append({"premise": sentence(), "hypothesis": h, "label": rng.randint(0, 2), "idx": i})
+        elif task in ("truthfulqa_mc1", "truthfulqa_mc2"):  # mc2: several true answers, among 3-5 choices
+            k = rng.randint(3, 5)
+            c1 = ([rng.choice(NOUNS)] + ["the %s %s" % (x, rng.choice(VERBS)) for x in distinct(k - 1, 2)] if i % 2
+                  else distinct(k, 3))  # a short true answer (often the likeliest) or not
+            c2 = distinct(k, 3)
+            labels = [1] * rng.randint(1, k - 1) + [0] * k
+            docs.append({"question": "which %s %s the %s?" % (rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)),
+                         "mc1_targets": {"choices": c1, "labels": [1] + [0] * (k - 1)},
+                         "mc2_targets": {"choices": c2, "labels": labels[:k]}})
         elif task == "sciq":  # support.lstrip(): Unicode whitespace and newlines go, an empty support stays empty
             a, b, c, d = distinct(4, 2)
             docs.append({"question": "what does the %s see?" % rng.choice(NOUNS), "distractor1": a, "distractor2": b,
@@ -824,7 +850,7 @@ def greedy_word(context, n=4):
 TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
          "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
-         "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli"]
+         "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -1087,8 +1113,9 @@ for t in TASKS:
     ok = t in sums and abs(sums[t] - s) <= 1e-5 * abs(s)
     se = {k.replace(",none", "_stderr,none") for k in m if t == "wikitext"}  # their stderr: "N/A"
     ok = ok and set(g) == set(m) | {"alias"} | se and all(g[k] == "N/A" for k in se) and all(
-        g[k] == v if isinstance(v, str) else
-        abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k or "per_byte" in k else 1e-12) for k, v in m.items())
+        g[k] == v if isinstance(v, str) else  # mc2's acc: continuous in the log-likelihoods (float forward)
+        abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k or "per_byte" in k or t == "truthfulqa_mc2" else 1e-12)
+        for k, v in m.items())
     if t == "lambada_openai":
         check(len(greedy_docs) >= 1 and g.get("acc,none", 0) >= len(greedy_docs) / len(data[t]) - 1e-12,
               "lambada_openai: the %d greedy-continuation texts count in acc (%s)" % (len(greedy_docs), g.get("acc,none")))
@@ -1098,7 +1125,8 @@ vers = got.get("versions", {})
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq") == 2.0 and
       vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and
       vers.get("cb") == 1.0 and vers.get("record") == 2.0 and vers.get("qqp") == 2.0 and vers.get("wnli") == 2.0 and
-      vers.get("mrpc") == 1.0 and vers.get("sciq") == 1.0 and vers.get("cola") == 1.0,
+      vers.get("mrpc") == 1.0 and vers.get("sciq") == 1.0 and vers.get("cola") == 1.0 and
+      vers.get("truthfulqa_mc1") == 2.0 and vers.get("truthfulqa_mc2") == 3.0,
       "results JSON: the harness's shape (results, versions, n-shot)")
 check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the model's greedy continuation count in "
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
@@ -1199,21 +1227,27 @@ for nshot, maxgen in ((None, 8), (0, GSM_MAXGEN), (2, 8)):
               "gsm8k: one table row per filter; the fallback [invalid] counts as the harness counts it (%s)" %
               m["exact_match,strict-match"], "\n".join(table) + "\n" + str(texts))
 # gsm8k_cot (its YAML's 8 examples by default, in order; 3 with --num-fewshot) and gsm8k_cot_zeroshot ("Let's think
-# step by step.", 0-shot): the same checks, stopping at "Q:"
-for task, nshot, maxgen in (("gsm8k_cot", None, 8), ("gsm8k_cot", 3, 8), ("gsm8k_cot_zeroshot", None, GSM_MAXGEN)):
+# step by step.", 0-shot: its YAML's num_fewshot 0, which the harness keeps over --num_fewshot 2): the same checks,
+# stopping at "Q:"
+for task, nshot, maxgen in (("gsm8k_cot", None, 8), ("gsm8k_cot", 3, 8), ("gsm8k_cot_zeroshot", None, GSM_MAXGEN),
+                            ("gsm8k_cot_zeroshot", 2, GSM_MAXGEN)):
     js = os.path.join(tmp, "%s_%s.json" % (task, nshot))
     rc, out = evaluate([task], ["--max-gen-toks", str(maxgen), "--output-path", js] +
                        (["--num-fewshot", str(nshot)] if nshot is not None else []))
-    k = (8 if task == "gsm8k_cot" else 0) if nshot is None else nshot
+    k = 0 if task == "gsm8k_cot_zeroshot" else 8 if nshot is None else nshot
     m, ntok, texts = gsm8k_oracle(task, data[task], maxgen, k, pools[task])
     got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}, "config": {}}
     g = got["results"].get(task, {})
     ok = set(g) == set(m) | {"alias"} and all(abs(g[q] - v) <= 1e-12 for q, v in m.items())
     check(rc == 0 and ok and gens_of(out).get(task) == (len(TQ), ntok) and got["versions"][task] == 3.0 and
           got["n-shot"][task] == k and got["config"]["num_fewshot"] == nshot and
-          (k == 0 or "the examples of its YAML" in out),
+          (k == 0 or "the examples of its YAML" in out) and
+          (nshot is None or k > 0 or "num_fewshot is 0 in its YAML, which the harness keeps over --num-fewshot" in out),
           "%s %d-shot%s: %d tokens generated, %s, as the full-forward oracle, re and NumPy %s" %
-          (task, k, "" if nshot is not None else " (default)", ntok, m, texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+          (task, k, " (default)" if nshot is None else "" if k else " (--num-fewshot %d kept at 0)" % nshot, ntok, m,
+           texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+
+
 def tool_scores(task, docs, preds):
     """eval_tool em: each document's score per filter of its continuation ([] when the tool fails)."""
     em_file = os.path.join(tmp, task + "_em.jsonl")
@@ -1346,6 +1380,18 @@ refused("--fewshot-data for gsm8k_cot (its examples are its YAML's)", ["gsm8k_co
 refused("gsm8k_cot with 9 examples", ["gsm8k_cot"], ["--num-fewshot", "9"], "--num-fewshot 9: gsm8k_cot's examples "
         "are the 8 of its YAML, taken in order (the harness's first_n sampler stops: \"number of fewshot samples "
         "requested exceeds the 8 that are available\")")
+refused("--fewshot-data for gsm8k_cot_zeroshot (always 0-shot)", ["gsm8k_cot_zeroshot"], ["--num-fewshot", "2",
+        "--fewshot-data", "gsm8k_cot_zeroshot=" + pool_paths["gsm8k"]], "--fewshot-data gsm8k_cot_zeroshot=%s: "
+        "gsm8k_cot_zeroshot runs 0-shot (its YAML sets num_fewshot: 0, which the harness keeps over --num-fewshot)"
+        % pool_paths["gsm8k"])
+refused("the truthfulqa tag", ["truthfulqa"], [], "truthfulqa is not supported yet: it is the harness's tag",
+        {"truthfulqa": paths["truthfulqa_mc1"]})
+refused("truthfulqa_gen (BLEU and ROUGE)", ["truthfulqa_gen"], [], "truthfulqa_gen is not supported yet: it scores "
+        "generations by BLEU, ROUGE", {"truthfulqa_gen": paths["truthfulqa_mc1"]})
+open(bad, "w").write(json.dumps(dict(data["truthfulqa_mc2"][0], mc2_targets={"choices": ["a", "b"], "labels": [1]}))
+                     + "\n")
+refused("truthfulqa_mc2 labels not one per choice", ["truthfulqa_mc2"], [], 'bad.jsonl:1: "mc2_targets.labels" is not '
+        "a list of 2 labels (one per choice)", {"truthfulqa_mc2": bad})
 refused("gsm8k_cot_llama (a chat-template prompt)", ["gsm8k_cot_llama"], [], "gsm8k_cot_llama is not supported yet: "
         "it is written for Llama-3-Instruct's chat template", {"gsm8k_cot_llama": paths["gsm8k"]})
 open(bad, "w").write(json.dumps(dict(data["gsm8k"][0], answer="so #### [1, 2] ")) + "\n")

@@ -1,18 +1,18 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
- * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race;
- * bit 5: lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte,
- * wic, wsc, webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost,
- * pubmedqa, mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch) and the number of few-shot examples
- * (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot pool (gsm8k_cot:
- * its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among its choices; each
- * context is built (Python's random.sample over the pool) and each request encoded by _encode_pair, whose context and
- * continuation tokens must together be the encoding of the whole text (with an empty context: [eod] then the
- * continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its own. The
- * tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A generation task's scores of
- * any text (the context) are 0 or 1; triviaqa's of an ASCII alias without leading whitespace 1; gsm8k's of "#### N"
- * both 1 when the answer ends in "#### N" (N ASCII digits), the CoT tasks' of "The answer is N." both 1 when N is
- * the target (gsm8k_cot) or ends the answer after "#### " (gsm8k_cot_zeroshot). A refused file's documents
- * read so far are freed (zt_mc_free): 450k refusals leaked 2.5 GB before, an out-of-memory finding of a long run. */
+ * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; bit 5:
+ * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
+ * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
+ * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2) and the number of
+ * few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot
+ * pool (gsm8k_cot: its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among
+ * its choices; each context is built (Python's random.sample over the pool) and each request encoded by _encode_pair,
+ * whose context and continuation tokens must together be the encoding of the whole text (with an empty context: [eod]
+ * then the continuation's own encoding). RACE's "problems" field is a Python literal, parsed by a small reader of its
+ * own. The tokenizer is GPT-2 BPE over a byte-level vocabulary (every byte one token, no merges). A generation task's
+ * scores of any text (the context) are 0 or 1; triviaqa's of an ASCII alias without leading whitespace 1; gsm8k's of
+ * "#### N" both 1 when the answer ends in "#### N" (N ASCII digits), the CoT tasks' of "The answer is N." both 1 when N
+ * is the target (gsm8k_cot) or ends the answer after "#### " (gsm8k_cot_zeroshot). A refused file's documents read so
+ * far are freed (zt_mc_free): 450k refusals leaked 2.5 GB before, an out-of-memory finding of a long run. */
 #include "data/tokenizer/tokenizer.h"
 #include "evaluate/harness_tasks.h"
 #include "evaluate/zeroshot_data.h"
@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                      "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
                                      "gsm8k_cot", "gsm8k_cot_zeroshot"};
   static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
-                                      "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch"};
+                                      "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
+                                      "truthfulqa_mc1", "truthfulqa_mc2"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
