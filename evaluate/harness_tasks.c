@@ -97,12 +97,10 @@ int zt_mc_filters(const char *name, const char *names[2]) { /* each YAML's filte
   names[0] = !strcmp(name, "triviaqa") ? "remove_whitespace" : "none";
   return 1;
 }
-int zt_mc_default_fewshot(const char *name) {
+int zt_mc_yaml_fewshot(const char *name) {
   const int g = gsm8k_kind(name);
-  return g == GSM8K_PLAIN ? 5 : g == GSM8K_COT ? 8 : 0;
-}
-int zt_mc_zero_shot_only(const char *name) {
-  return gsm8k_kind(name) == GSM8K_COT_ZEROSHOT || !strncmp(name, "truthfulqa_mc", 13);
+  if (g) return g == GSM8K_PLAIN ? 5 : g == GSM8K_COT ? 8 : 0;
+  return !strncmp(name, "truthfulqa_mc", 13) ? 0 : -1;
 }
 int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
 int zt_mc_is_loglikelihood(const char *name) {
@@ -1795,17 +1793,19 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     }
     out[2] = f1 / 3.0;
     out[3] = NAN;
-  } else if (is(t->name, BINARY_F1) || !strcmp(t->name, "cola")) {
-    /* metric f1 (aggregation f1_score: sklearn's binary f1) or mcc (matthews_corrcoef) of the (gold, pred) pairs;
-     * both bootstrappable. cola's one metric takes slot 0 */
+  }
+  const char *keys[2];
+  const int nk = zt_mc_metric_names(t->name, keys), sl = nk - 1;
+  if (is(t->name, BINARY_F1) || !strcmp(keys[sl], "mcc")) {
+    /* the last metric: f1 (aggregation f1_score: sklearn's binary f1) or mcc (matthews_corrcoef) of the (gold, pred)
+     * pairs, both bootstrappable; a slot past the task's metrics is NaN */
     int *gold = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
     for (int64_t i = 0; i < t->n; i++) gold[i] = t->docs[i].gold;
     const resample_of r = {.gold = gold, .pred = pred};
-    const int cola = !strcmp(t->name, "cola");
-    double (*f)(const int64_t *, int64_t, const resample_of *) = cola ? mcc_of : binary_f1;
-    out[cola ? 0 : 2] = f(NULL, t->n, &r);
-    out[cola ? 1 : 3] = bootstrap_stderr(f, &r, t->n, bootstrap_iters);
-    if (cola) out[2] = out[3] = NAN;
+    double (*f)(const int64_t *, int64_t, const resample_of *) = !strcmp(keys[sl], "mcc") ? mcc_of : binary_f1;
+    out[2 * sl] = f(NULL, t->n, &r);
+    out[2 * sl + 1] = bootstrap_stderr(f, &r, t->n, bootstrap_iters);
+    if (nk == 1) out[2] = out[3] = NAN;
     free(gold);
   }
   free(acc);

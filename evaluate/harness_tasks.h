@@ -60,12 +60,9 @@ const char *const *zt_mc_until(const char *name);
 /* The filters the task's metrics are reported under, in its filter_list's order, into names; returns how many:
  * triviaqa "remove_whitespace", the GSM8K tasks "strict-match" and "flexible-extract", the other tasks "none". */
 int zt_mc_filters(const char *name, const char *names[2]);
-/* The task's few-shot examples when --num-fewshot is not given (its YAML's num_fewshot: gsm8k 5, gsm8k_cot 8, the
- * others 0). */
-int zt_mc_default_fewshot(const char *name);
-/* A task whose YAML sets num_fewshot: 0 (gsm8k_cot_zeroshot, truthfulqa_mc1/mc2), which the harness keeps over
- * --num_fewshot. */
-int zt_mc_zero_shot_only(const char *name);
+/* The task's YAML num_fewshot: gsm8k 5, gsm8k_cot 8, gsm8k_cot_zeroshot and truthfulqa_mc1/mc2 0 (which the harness
+ * keeps over --num_fewshot), -1 where the YAML sets none (0-shot without --num-fewshot). */
+int zt_mc_yaml_fewshot(const char *name);
 /* A task whose few-shot examples are fixed in its YAML (gsm8k_cot: fewshot_config.samples, taken in order by the
  * first_n sampler): fills pool with them and returns 1; otherwise leaves pool empty and returns 0 (the examples come
  * from a --fewshot-data file). */

@@ -108,8 +108,8 @@ static void usage(void) {
          "Megatron-DeepSpeed's tasks/eval_harness/evaluate.py command line (its ds_evalharness scripts) also runs:\n"
          "  --task_list a,b --results_path FILE --num_fewshot N   as --tasks, --output-path (default results.json)\n"
          "                           and --num-fewshot; the old harness's lambada is lambada_openai, its sst\n"
-         "                           sst2; the model\n"
-         "                           arguments come from the checkpoint (the scripts' -1 placeholders), as there\n"
+         "                           sst2; the model arguments come from the checkpoint (the scripts' -1\n"
+         "                           placeholders), as there\n"
          "  --adaptive_seq_len       each micro batch runs at its longest request's length, the requests longest\n"
          "                           first (the harness's order): the same scores, less work\n"
          "  --eval_fp32              the model computes in fp32 (always here; the weights rounded as the run held\n"
@@ -442,10 +442,10 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
              "docs/evaluate.md lists the fields)", name, name);
     zt_mc_load(&d->mc[k], name, path, "--task-data");
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
-    /* without --num-fewshot the harness leaves each task its YAML's num_fewshot; a YAML's num_fewshot: 0 it keeps over
-     * --num_fewshot too (evaluator.py: "Manual configuration will be ignored") */
-    const int pinned = zt_mc_zero_shot_only(name);
-    const int nshot = tf->nshot_given && !pinned ? tf->nshot : zt_mc_default_fewshot(name);
+    /* evaluator.py: --num_fewshot sets each task's num_fewshot except where its YAML sets 0 ("Manual configuration
+     * will be ignored"); without it a YAML's num_fewshot stands, and none is 0 */
+    const int yaml = zt_mc_yaml_fewshot(name), pinned = yaml == 0;
+    const int nshot = tf->nshot_given && !pinned ? tf->nshot : yaml > 0 ? yaml : 0;
     if (pinned && tf->nshot_given && tf->nshot > 0)
       zt_log("> %s: num_fewshot is 0 in its YAML, which the harness keeps over --num-fewshot %d: it runs 0-shot\n",
              name, tf->nshot);
