@@ -45,8 +45,70 @@ static const char *const LATER[][2] = {
                                    "majority votes; evaluate_zeroshot decodes greedily (gsm8k_cot is the greedy "
                                    "task)"}};
 
+/* MMLU (lm-eval 0.4.9 mmlu/default): each subject's task (mmlu_<subject>.yaml: its tag names its group) */
+enum { HUMANITIES, OTHER, SOCIAL, STEM };
+static const char *const MMLU_GROUPS[][2] = {/* the groups of the tags, alphabetical, and their group_alias */
+                                             {"mmlu_humanities", "humanities"},
+                                             {"mmlu_other", "other"},
+                                             {"mmlu_social_sciences", "social sciences"},
+                                             {"mmlu_stem", "stem"}};
+static const struct {
+  const char *name;
+  int group;
+} MMLU[] = {
+    {"mmlu_abstract_algebra", STEM}, {"mmlu_anatomy", STEM}, {"mmlu_astronomy", STEM}, {"mmlu_business_ethics", OTHER},
+    {"mmlu_clinical_knowledge", OTHER}, {"mmlu_college_biology", STEM}, {"mmlu_college_chemistry", STEM},
+    {"mmlu_college_computer_science", STEM}, {"mmlu_college_mathematics", STEM}, {"mmlu_college_medicine", OTHER},
+    {"mmlu_college_physics", STEM}, {"mmlu_computer_security", STEM}, {"mmlu_conceptual_physics", STEM},
+    {"mmlu_econometrics", SOCIAL}, {"mmlu_electrical_engineering", STEM}, {"mmlu_elementary_mathematics", STEM},
+    {"mmlu_formal_logic", HUMANITIES}, {"mmlu_global_facts", OTHER}, {"mmlu_high_school_biology", STEM},
+    {"mmlu_high_school_chemistry", STEM}, {"mmlu_high_school_computer_science", STEM},
+    {"mmlu_high_school_european_history", HUMANITIES}, {"mmlu_high_school_geography", SOCIAL},
+    {"mmlu_high_school_government_and_politics", SOCIAL}, {"mmlu_high_school_macroeconomics", SOCIAL},
+    {"mmlu_high_school_mathematics", STEM}, {"mmlu_high_school_microeconomics", SOCIAL},
+    {"mmlu_high_school_physics", STEM}, {"mmlu_high_school_psychology", SOCIAL}, {"mmlu_high_school_statistics", STEM},
+    {"mmlu_high_school_us_history", HUMANITIES}, {"mmlu_high_school_world_history", HUMANITIES},
+    {"mmlu_human_aging", OTHER}, {"mmlu_human_sexuality", SOCIAL}, {"mmlu_international_law", HUMANITIES},
+    {"mmlu_jurisprudence", HUMANITIES}, {"mmlu_logical_fallacies", HUMANITIES}, {"mmlu_machine_learning", STEM},
+    {"mmlu_management", OTHER}, {"mmlu_marketing", OTHER}, {"mmlu_medical_genetics", OTHER},
+    {"mmlu_miscellaneous", OTHER}, {"mmlu_moral_disputes", HUMANITIES}, {"mmlu_moral_scenarios", HUMANITIES},
+    {"mmlu_nutrition", OTHER}, {"mmlu_philosophy", HUMANITIES}, {"mmlu_prehistory", HUMANITIES},
+    {"mmlu_professional_accounting", OTHER}, {"mmlu_professional_law", HUMANITIES},
+    {"mmlu_professional_medicine", OTHER}, {"mmlu_professional_psychology", SOCIAL}, {"mmlu_public_relations", SOCIAL},
+    {"mmlu_security_studies", SOCIAL}, {"mmlu_sociology", SOCIAL}, {"mmlu_us_foreign_policy", SOCIAL},
+    {"mmlu_virology", OTHER}, {"mmlu_world_religions", HUMANITIES},
+};
+enum { N_MMLU = sizeof MMLU / sizeof MMLU[0] };
+_Static_assert(N_MMLU == ZT_MC_MMLU_SUBJECTS, "MMLU has 57 subjects");
+
+/* the subject's index in MMLU, or -1 */
+static int mmlu_index(const char *name) {
+  if (strncmp(name, "mmlu_", 5) != 0) return -1;
+  for (int i = 0; i < N_MMLU; i++)
+    if (!strcmp(name, MMLU[i].name)) return i;
+  return -1;
+}
+/* the group's index in MMLU_GROUPS, N_MMLU_GROUPS for "mmlu", -1 for another name */
+enum { N_MMLU_GROUPS = sizeof MMLU_GROUPS / sizeof MMLU_GROUPS[0] };
+static int mmlu_group(const char *name) {
+  if (!strcmp(name, "mmlu")) return N_MMLU_GROUPS;
+  for (int g = 0; g < N_MMLU_GROUPS; g++)
+    if (!strcmp(name, MMLU_GROUPS[g][0])) return g;
+  return -1;
+}
+
+int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS]) {
+  const int g = mmlu_group(group);
+  int n = 0;
+  if (g >= 0)
+    for (int i = 0; i < N_MMLU; i++)
+      if (g == N_MMLU_GROUPS || MMLU[i].group == g) names[n++] = MMLU[i].name;
+  return n;
+}
+
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
+  if (mmlu_index(name) >= 0) return 1;
   for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
     if (!strcmp(name, SUPPORTED[i])) return 1;
   for (size_t i = 0; i < sizeof LATER / sizeof LATER[0]; i++)
@@ -56,9 +118,12 @@ int zt_mc_supported(const char *name, const char **why) {
 
 const char *zt_mc_task_names(void) {
   static char all[1024];
-  if (!all[0])
+  if (!all[0]) {
     for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", SUPPORTED[i]);
+    snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
+             "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...)");
+  }
   return all;
 }
 
@@ -1128,6 +1193,33 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->gold = !strcmp(fd, "yes") ? 0 : !strcmp(fd, "no") ? 1 : !strcmp(fd, "maybe") ? 2 : -1;
     zt_check(d->gold >= 0, "bad task file", "%s:%ld: \"final_decision\" is \"%s\"; expected yes, no or maybe",
              w.path, w.line, fd);
+  } else if (mmlu_index(name) >= 0) { /* mmlu/default/_default_template_yaml */
+    char *q = strip(str_field(j, "question", w)); /* question.strip() */
+    puts_(&t, q);
+    free(q);
+    char **c;
+    const int nc = str_list(j, "choices", "choices", w, &c);
+    zt_check(nc >= 4, "bad task file", "%s:%ld: \"choices\" has %d entries; the prompt shows choices[0] to "
+             "choices[3]", w.path, w.line, nc);
+    for (int k = 0; k < 4; k++) {
+      const char letter[5] = {'\n', (char)('A' + k), '.', ' ', 0};
+      puts_(&t, letter);
+      puts_(&t, c[k]);
+    }
+    free_list(c, nc);
+    puts_(&t, "\nAnswer:");
+    static const char *const abcd[] = {"A", "B", "C", "D"};
+    fixed_choices(d, 4, abcd); /* doc_to_choice: the letters; doc_to_target: answer, their index */
+    const cJSON *a = field(j, "answer", w); /* cais/mmlu's ClassLabel: 0-3; a letter is choices.index(letter) */
+    if (cJSON_IsString(a) && a->valuestring) {
+      const char *l = a->valuestring;
+      zt_check(l[0] >= 'A' && l[0] <= 'D' && !l[1], "bad task file", "%s:%ld: \"answer\" is \"%s\"; expected 0-3 "
+               "or one of the letters A, B, C, D (the harness scores another string as never right)", w.path, w.line,
+               l);
+      d->gold = l[0] - 'A';
+    } else {
+      d->gold = int_field(j, "answer", w);
+    }
   } else {
     zt_fatal("bad task", "%s: not a supported task", name);
   }
@@ -1136,14 +1228,32 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
   d->text = take(&t);
 }
 
-void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag) {
+/* room for one more document in t (the capacity: 16, then doubled at each power of two) */
+static void grow_docs(zt_mc_task *t) {
+  if (t->n != 0 && (t->n < 16 || (t->n & (t->n - 1)) != 0)) return;
+  const size_t cap = t->n ? 2 * (size_t)t->n : 16;
+  zt_mc_doc *nd = realloc(t->docs, cap * sizeof *nd);
+  zt_check(nd != NULL, "out of memory", "%s documents: %zu", t->name, cap);
+  t->docs = nd;
+}
+
+void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
+                      int64_t *set_aside) {
   const char *why;
-  zt_check(zt_mc_supported(name, &why), "unsupported argument", "%s %s=%s: %s is not a supported task", flag, name,
-           path, name);
-  memset(t, 0, sizeof *t);
-  t->name = name;
+  const int mmlu = mmlu_index(ts[0].name) >= 0;
+  zt_check(n == 1 || mmlu, "bad task", "%s: one file for %d tasks", key, n);
+  for (int k = 0; k < n; k++) {
+    const char *name = ts[k].name;
+    zt_check(zt_mc_supported(name, &why), "unsupported argument", "%s %s=%s: %s is not a supported task", flag, key,
+             path, name);
+    zt_check(mmlu_index(name) >= 0 || !mmlu, "bad task", "%s: %s is not an MMLU subject", key, name);
+    memset(&ts[k], 0, sizeof ts[k]);
+    ts[k].name = name;
+  }
+  *set_aside = 0;
+  zt_mc_task *t = &ts[0]; /* holds the file's bytes and the current line's JSON while it is read */
   FILE *f = fopen(path, "rb");
-  zt_check(f != NULL, "bad task file", "%s %s=%s: cannot open: %s", flag, name, path, strerror(errno));
+  zt_check(f != NULL, "bad task file", "%s %s=%s: cannot open: %s", flag, key, path, strerror(errno));
   zt_strbuf all = {0};
   char chunk[65536];
   size_t got;
@@ -1151,14 +1261,14 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
   const int rerr = ferror(f);
   fclose(f);
   t->raw = all.p;
-  zt_check(!rerr, "bad task file", "%s %s=%s: read error", flag, name, path);
+  zt_check(!rerr, "bad task file", "%s %s=%s: read error", flag, key, path);
   const char *buf = all.p ? all.p : "";
-  const size_t n = all.n;
-  size_t cap = 0;
+  const size_t size = all.n;
   long no = 0;
-  for (size_t pos = 0; pos < n;) {
-    const char *line = buf + pos, *nl = memchr(line, '\n', n - pos);
-    const size_t len = nl ? (size_t)(nl - line) + 1 : n - pos;
+  int64_t lines = 0;
+  for (size_t pos = 0; pos < size;) {
+    const char *line = buf + pos, *nl = memchr(line, '\n', size - pos);
+    const size_t len = nl ? (size_t)(nl - line) + 1 : size - pos;
     pos += len;
     no++;
     const where w = {path, no};
@@ -1172,31 +1282,52 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
     size_t k = 0;
     while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
     zt_check(k < len, "bad task file", "%s:%ld: empty line (each line must be one JSON object: a %s document)", path,
-             no, name);
+             no, key);
     cJSON *j = cJSON_ParseWithLength(line, len);
     t->json = j;
     if (!j) {
       const char *at = cJSON_GetErrorPtr();
       const long col = at && at >= line && at <= line + len ? (long)(at - line) + 1 : 0;
       zt_fatal("bad task file", "%s:%ld: not valid JSON (near column %ld); each line must be one JSON object: a %s "
-               "document", path, no, col, name);
+               "document", path, no, col, key);
     }
-    zt_check(cJSON_IsObject(j), "bad task file", "%s:%ld: not a JSON object (a %s document)", path, no, name);
-    if ((size_t)t->n == cap) {
-      cap = cap ? 2 * cap : 256;
-      zt_mc_doc *nd = realloc(t->docs, cap * sizeof *nd);
-      zt_check(nd != NULL, "out of memory", "%s documents: %zu", name, cap);
-      t->docs = nd;
+    zt_check(cJSON_IsObject(j), "bad task file", "%s:%ld: not a JSON object (a %s document)", path, no, key);
+    lines++;
+    zt_mc_task *to = t;
+    if (mmlu) { /* the task of its subject (cais/mmlu's "subject" field) */
+      const char *subject = str_field(j, "subject", w);
+      char task[96];
+      snprintf(task, sizeof task, "mmlu_%s", subject);
+      const int s = strlen(subject) < 80 ? mmlu_index(task) : -1;
+      zt_check(s >= 0, "bad task file", "%s:%ld: \"subject\" is \"%s\", not one of MMLU's 57 subjects (cais/mmlu's "
+               "configs: abstract_algebra, anatomy, ..., world_religions)", path, no, subject);
+      to = NULL;
+      for (int q = 0; q < n && !to; q++)
+        if (!strcmp(ts[q].name, MMLU[s].name)) to = &ts[q];
     }
-    memset(&t->docs[t->n], 0, sizeof t->docs[t->n]);
-    build_doc(&t->docs[t->n], name, j, w);
-    t->n++;
+    if (to) {
+      grow_docs(to);
+      memset(&to->docs[to->n], 0, sizeof to->docs[to->n]);
+      build_doc(&to->docs[to->n], to->name, j, w);
+      to->n++;
+    } else {
+      (*set_aside)++;
+    }
     cJSON_Delete(j);
     t->json = NULL;
   }
   free(all.p);
   t->raw = NULL;
-  zt_check(t->n > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, name, path);
+  zt_check(lines > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, key, path);
+  for (int q = 0; q < n; q++)
+    zt_check(ts[q].n > 0, "bad task file", "%s %s=%s: none of its %lld documents is of subject \"%s\"%s", flag,
+             key, path, (long long)lines, ts[q].name + 5, n > 1 ? " (the group needs each of its subjects)" : "");
+}
+
+void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag) {
+  int64_t aside;
+  t->name = name;
+  zt_mc_load_split(t, 1, name, path, flag, &aside);
 }
 
 void zt_mc_free(zt_mc_task *t) {
@@ -1261,6 +1392,8 @@ int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name) {
   }
   return 1;
 }
+
+int zt_mc_first_n(const char *name) { return gsm8k_kind(name) == GSM8K_COT || mmlu_index(name) >= 0; }
 
 /* ---- Python's random ------------------------------------------------------------------------------------------ */
 static void mt_init(zt_pyrandom *r, uint32_t s) {
@@ -1553,9 +1686,15 @@ static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
 
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd) {
   zt_strbuf b = {0};
+  const int mmlu = mmlu_index(t->name);
+  if (mmlu >= 0) { /* each mmlu_<subject>.yaml's description, the subject's words */
+    puts_(&b, "The following are multiple choice questions (with answers) about ");
+    for (const char *c = MMLU[mmlu].name + 5; *c; c++) zt_strbuf_put(&b, *c == '_' ? " " : c, 1);
+    puts_(&b, ".\n\n");
+  }
   if (nshot > 0) {
     const int64_t want = nshot + samples_extra(t->name);
-    const int first_n = gsm8k_kind(t->name) == GSM8K_COT; /* FirstNSampler: the YAML's samples in order */
+    const int first_n = zt_mc_first_n(t->name);
     zt_check(want <= pool->n, "bad task file", "--num-fewshot %d: the %s few-shot pool holds %lld documents; the "
              "harness's sampler draws %lld", nshot, t->name, (long long)pool->n, (long long)want);
     int64_t *pick = zt_malloc((size_t)want * sizeof(int64_t), "sampler");
@@ -1567,7 +1706,7 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
     for (int64_t s = 0; s < want && used < nshot; s++) {
       const zt_mc_doc *e = &pool->docs[pick[s]];
       /* [x for x in fewshotex if x != doc][:num_fewshot]; a YAML sample ({question, target}) never equals a doc */
-      if (!first_n && same_doc(e, &t->docs[i])) continue;
+      if (gsm8k_kind(t->name) != GSM8K_COT && same_doc(e, &t->docs[i])) continue;
       if (e->target) { /* a multiple-input task: the gold option's context, then the target */
         puts_(&b, e->choices[e->gold]);
         puts_(&b, " ");
@@ -1813,48 +1952,165 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   free(pred);
 }
 
-/* One metric of a task as the harness writes it: "<key>,<filter>" and "<key>_stderr,<filter>" ("N/A" for a NaN), and
- * whether higher is better (once per key). */
-static void add_metric(cJSON *r, cJSON *h, const char *key, const char *filter, double v, double se, int higher) {
+/* ---- results: the harness's entries (evaluator_utils.prepare_print_tasks, consolidate_group_results) ---------- */
+typedef struct {
+  const char *key, *filter;
+  double v, se;
+  int higher;
+} item;
+typedef struct {
+  const char *key; /* the task's or the group's name */
+  char alias[64];
+  int task;        /* its index in tasks, or -1: a group */
+  item it[6];      /* its metrics */
+  int n_it;
+} row;
+
+/* task k's metrics as zt_mc_metrics wrote them (metric slot sl: filter sl / nk, key sl % nk) */
+static int task_items(const zt_mc_task *t, const double *m, item *it) {
+  const char *name = t->name;
+  if (zt_mc_is_rolling(name)) { /* the harness gives these no standard error */
+    static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
+    for (int q = 0; q < 3; q++) it[q] = (item){keys[q], "none", m[q], NAN, 0};
+    return 3;
+  }
+  if (zt_mc_is_loglikelihood(name)) {
+    it[0] = (item){"perplexity", "none", m[0], m[1], 0};
+    it[1] = (item){"acc", "none", m[2], m[3], 1};
+    return 2;
+  }
+  const char *keys[2], *filters[2];
+  const int nk = zt_mc_metric_names(name, keys), nf = zt_mc_filters(name, filters);
+  for (int sl = 0; sl < nf * nk; sl++) it[sl] = (item){keys[sl % nk], filters[sl / nk], m[2 * sl], m[2 * sl + 1], 1};
+  return nf * nk;
+}
+
+/* whether t was named by the group root and is in its subgroup sub (-1: any) */
+static int in_group(const zt_mc_task *t, const char *root, int sub) {
+  const int i = mmlu_index(t->name);
+  return t->group && !strcmp(t->group, root) && (sub < 0 || (i >= 0 && MMLU[i].group == sub));
+}
+
+static row *add_row(row *rows, int *n, const char *key, const char *alias, int depth, int task) {
+  row *r = &rows[(*n)++];
+  memset(r, 0, sizeof *r);
+  r->key = key;
+  r->task = task;
+  snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
+  return r;
+}
+
+/* A group's row: acc over its tasks weighted by their documents (aggregate_subtask_metrics, weight_by_size), its
+ * stderr pooled_sample_stderr, "N/A" when a task's is */
+static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, const double *metrics, const char *root,
+                      int sub, const char *key, const char *alias, int depth) {
+  row *r = add_row(rows, n, key, alias, depth, -1);
+  double sum = 0, size = 0, var = 0;
+  int k = 0, na = 0;
+  for (int q = 0; q < n_tasks; q++)
+    if (in_group(&tasks[q], root, sub)) {
+      const double nq = (double)tasks[q].n, acc = metrics[4 * q], se = metrics[4 * q + 1];
+      sum += acc * nq;
+      size += nq;
+      var += (nq - 1) * se * se * nq;
+      na |= isnan(se);
+      k++;
+    }
+  r->it[0] = (item){"acc", "none", sum / size, na ? NAN : sqrt(var / (size - k) / size), 1};
+  r->n_it = 1;
+  for (int q = 0; q < n_tasks; q++) /* then its tasks, in alphabetical order (tasks holds a group's so) */
+    if (sub >= 0 && in_group(&tasks[q], root, sub)) {
+      row *t = add_row(rows, n, tasks[q].name, tasks[q].name + 5, depth + 1, q); /* task_alias: the subject */
+      t->n_it = task_items(&tasks[q], metrics + 4 * q, t->it);
+    }
+}
+
+/* The entries in the harness's order: the tasks and groups named by --tasks sorted by name, each group followed by
+ * its subgroups and tasks, sorted by name too. Returns how many; *out malloc'd. */
+static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metrics, row **out) {
+  const char **top = zt_malloc(((size_t)n_tasks + 1) * sizeof(char *), "results");
+  int n_top = 0;
+  for (int k = 0; k < n_tasks; k++) {
+    const char *key = tasks[k].group ? tasks[k].group : tasks[k].name;
+    int seen = 0;
+    for (int q = 0; q < n_top; q++) seen |= !strcmp(top[q], key);
+    if (!seen) top[n_top++] = key;
+  }
+  qsort(top, (size_t)n_top, sizeof *top, cmp_str);
+  row *rows = zt_malloc(((size_t)n_tasks + 5 * (size_t)n_top) * sizeof(row), "results");
+  int n = 0;
+  for (int e = 0; e < n_top; e++) {
+    const int g = mmlu_group(top[e]);
+    if (g == N_MMLU_GROUPS) { /* mmlu: its four groups (no group_alias: the name), each with its subjects */
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0);
+      for (int sub = 0; sub < N_MMLU_GROUPS; sub++)
+        add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][0], MMLU_GROUPS[sub][1], 1);
+    } else if (g >= 0) { /* mmlu_stem, ...: its group_alias, then its subjects */
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], g, top[e], MMLU_GROUPS[g][1], 0);
+    } else {
+      int k = 0;
+      while (strcmp(tasks[k].name, top[e])) k++;
+      row *r = add_row(rows, &n, top[e], mmlu_index(top[e]) >= 0 ? top[e] + 5 : top[e], 0, k);
+      r->n_it = task_items(&tasks[k], metrics + 4 * k, r->it);
+    }
+  }
+  free(top);
+  *out = rows;
+  return n;
+}
+
+/* One metric as the harness writes it: "<key>,<filter>" and "<key>_stderr,<filter>" ("N/A" for a NaN), and whether
+ * higher is better (once per key). */
+static void add_metric(cJSON *r, cJSON *h, const item *it) {
   char k[80];
-  snprintf(k, sizeof k, "%s,%s", key, filter);
-  if (isnan(v)) cJSON_AddStringToObject(r, k, "N/A");
-  else cJSON_AddNumberToObject(r, k, v);
-  snprintf(k, sizeof k, "%s_stderr,%s", key, filter);
-  if (isnan(se)) cJSON_AddStringToObject(r, k, "N/A");
-  else cJSON_AddNumberToObject(r, k, se);
-  if (!cJSON_GetObjectItemCaseSensitive(h, key)) cJSON_AddBoolToObject(h, key, higher);
+  snprintf(k, sizeof k, "%s,%s", it->key, it->filter);
+  if (isnan(it->v)) cJSON_AddStringToObject(r, k, "N/A");
+  else cJSON_AddNumberToObject(r, k, it->v);
+  snprintf(k, sizeof k, "%s_stderr,%s", it->key, it->filter);
+  if (isnan(it->se)) cJSON_AddStringToObject(r, k, "N/A");
+  else cJSON_AddNumberToObject(r, k, it->se);
+  if (!cJSON_GetObjectItemCaseSensitive(h, it->key)) cJSON_AddBoolToObject(h, it->key, it->higher);
 }
 
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed) {
+  row *rows;
+  const int n = results_rows(tasks, n_tasks, metrics, &rows);
   cJSON *root = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(root, "results");
+  cJSON *groups = NULL;
+  for (int i = 0; i < n; i++)
+    if (rows[i].task < 0 && !groups) groups = cJSON_AddObjectToObject(root, "groups");
+  cJSON *sub = cJSON_AddObjectToObject(root, "group_subtasks");
   cJSON *ver = cJSON_AddObjectToObject(root, "versions"), *shots = cJSON_AddObjectToObject(root, "n-shot");
   cJSON *hib = cJSON_AddObjectToObject(root, "higher_is_better"), *ns = cJSON_AddObjectToObject(root, "n-samples");
-  for (int k = 0; k < n_tasks; k++) {
-    const char *name = tasks[k].name;
-    const double *m = metrics + 4 * k;
-    cJSON *r = cJSON_AddObjectToObject(res, name);
-    cJSON_AddStringToObject(r, "alias", name);
-    cJSON *h = cJSON_AddObjectToObject(hib, name);
-    if (zt_mc_is_rolling(name)) { /* the harness gives these no standard error */
-      add_metric(r, h, "word_perplexity", "none", m[0], NAN, 0);
-      add_metric(r, h, "byte_perplexity", "none", m[1], NAN, 0);
-      add_metric(r, h, "bits_per_byte", "none", m[2], NAN, 0);
-    } else if (zt_mc_is_loglikelihood(name)) {
-      add_metric(r, h, "perplexity", "none", m[0], m[1], 0);
-      add_metric(r, h, "acc", "none", m[2], m[3], 1);
-    } else { /* metric slot sl: filter sl / nk, key sl % nk */
-      const char *keys[2], *filters[2];
-      const int nk = zt_mc_metric_names(name, keys), nf = zt_mc_filters(name, filters);
-      for (int sl = 0; sl < nf * nk; sl++)
-        add_metric(r, h, keys[sl % nk], filters[sl / nk], m[2 * sl], m[2 * sl + 1], 1);
+  for (int i = 0; i < n; i++) {
+    const row *w = &rows[i];
+    cJSON *h = cJSON_AddObjectToObject(hib, w->key);
+    for (int pass = 0; pass < 1 + (w->task < 0); pass++) { /* a group: in results and in groups */
+      cJSON *r = cJSON_AddObjectToObject(pass ? groups : res, w->key);
+      cJSON_AddStringToObject(r, "alias", w->alias);
+      for (int q = 0; q < w->n_it; q++) add_metric(r, h, &w->it[q]);
     }
-    cJSON_AddNumberToObject(ver, name, zt_mc_version(name));
-    cJSON_AddNumberToObject(shots, name, tasks[k].nshot);
-    cJSON *c = cJSON_AddObjectToObject(ns, name);
-    cJSON_AddNumberToObject(c, "original", (double)tasks[k].n);
-    cJSON_AddNumberToObject(c, "effective", (double)tasks[k].n);
+    if (w->task < 0) { /* its subtasks: the groups of its task list (_mmlu.yaml's order), or its tag's tasks */
+      cJSON *l = cJSON_AddArrayToObject(sub, w->key);
+      static const int yaml_order[N_MMLU_GROUPS] = {STEM, OTHER, SOCIAL, HUMANITIES};
+      if (!strcmp(w->key, "mmlu"))
+        for (int g = 0; g < N_MMLU_GROUPS; g++)
+          cJSON_AddItemToArray(l, cJSON_CreateString(MMLU_GROUPS[yaml_order[g]][0]));
+      else
+        for (int q = i + 1; q < n && rows[q].task >= 0 && tasks[rows[q].task].group; q++)
+          cJSON_AddItemToArray(l, cJSON_CreateString(rows[q].key));
+      cJSON_AddNumberToObject(ver, w->key, 2.0); /* the groups' metadata.version */
+      continue;
+    }
+    const zt_mc_task *t = &tasks[w->task];
+    if (!t->group) cJSON_AddArrayToObject(sub, w->key);
+    cJSON_AddNumberToObject(ver, w->key, zt_mc_version(t->name));
+    cJSON_AddNumberToObject(shots, w->key, t->nshot);
+    cJSON *c = cJSON_AddObjectToObject(ns, w->key);
+    cJSON_AddNumberToObject(c, "original", (double)t->n);
+    cJSON_AddNumberToObject(c, "effective", (double)t->n);
   }
+  free(rows);
   cJSON *cfg = cJSON_AddObjectToObject(root, "config");
   cJSON_AddStringToObject(cfg, "model", "zerotron evaluate_zeroshot");
   if (num_fewshot < 0) cJSON_AddNullToObject(cfg, "num_fewshot");
@@ -1866,54 +2122,65 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
   return s;
 }
 
-char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics) {
-  /* lm_eval.utils.make_table's columns: Tasks|Version|Filter|n-shot|Metric| |Value| |Stderr */
-  size_t wt = 5, wf = 6;
-  for (int k = 0; k < n_tasks; k++) {
-    if (strlen(tasks[k].name) > wt) wt = strlen(tasks[k].name);
-    const char *filters[2];
-    for (int f = 0, nf = zt_mc_filters(tasks[k].name, filters); f < nf; f++)
-      if (strlen(filters[f]) > wf) wf = strlen(filters[f]);
+static int cmp_item(const void *a, const void *b) { /* make_table's sorted(metric_items): by "key,filter" */
+  const item *x = a, *y = b;
+  char kx[96], ky[96];
+  snprintf(kx, sizeof kx, "%s,%s", x->key, x->filter);
+  snprintf(ky, sizeof ky, "%s,%s", y->key, y->filter);
+  return strcmp(kx, ky);
+}
+
+/* make_table (lm_eval.utils) of the rows of one column: the tasks' ("Tasks") or the groups' ("Groups") */
+static void table_of(zt_strbuf *b, const zt_mc_task *tasks, const row *rows, int n, int groups_only) {
+  size_t wt = groups_only ? 6 : 5, wf = 6;
+  for (int i = 0; i < n; i++) {
+    if (groups_only && rows[i].task >= 0) continue;
+    if (strlen(rows[i].alias) > wt) wt = strlen(rows[i].alias);
+    for (int q = 0; q < rows[i].n_it; q++)
+      if (strlen(rows[i].it[q].filter) > wf) wf = strlen(rows[i].it[q].filter);
   }
-  zt_strbuf b = {0};
   char line[512];
-  snprintf(line, sizeof line, "|%-*s|Version|%-*s|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt, "Tasks", (int)wf,
-           "Filter");
-  puts_(&b, line);
-  puts_(&b, "|");
-  for (size_t i = 0; i < wt; i++) puts_(&b, "-");
-  puts_(&b, "|------:|");
-  for (size_t i = 0; i < wf; i++) puts_(&b, "-");
-  puts_(&b, "|-----:|--------|---|-----:|---|-----:|\n");
-  for (int k = 0; k < n_tasks; k++) {
-    const double *m = metrics + 4 * k;
-    const int ll = zt_mc_is_loglikelihood(tasks[k].name), roll = zt_mc_is_rolling(tasks[k].name);
-    const int nshot = tasks[k].nshot;
-    if (roll) {
-      static const char *const keys[3] = {"word_perplexity", "byte_perplexity", "bits_per_byte"};
-      for (int q = 0; q < 3; q++) {
-        char ver[16];
-        snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-        snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%s|\xe2\x86\x93  |%6.4f|\xc2\xb1  |%6s|\n", (int)wt,
-                 q ? "" : tasks[k].name, q ? "" : ver, (int)wf, "none", nshot, keys[q], m[q], "N/A");
-        puts_(&b, line);
-      }
-      continue;
-    }
-    const char *keys[2] = {"perplexity", "acc"}, *filters[2];
-    const int nf = zt_mc_filters(tasks[k].name, filters), nk = ll ? 2 : zt_mc_metric_names(tasks[k].name, keys);
-    for (int sl = 0; sl < nf * nk; sl++) { /* metric slot sl: filter sl / nk, key sl % nk */
-      const int q = sl % nk;
+  snprintf(line, sizeof line, "|%-*s|Version|%-*s|n-shot| Metric |   |Value |   |Stderr|\n", (int)wt,
+           groups_only ? "Groups" : "Tasks", (int)wf, "Filter");
+  puts_(b, line);
+  puts_(b, "|");
+  for (size_t i = 0; i < wt; i++) puts_(b, "-");
+  puts_(b, "|------:|");
+  for (size_t i = 0; i < wf; i++) puts_(b, "-");
+  puts_(b, "|-----:|--------|---|-----:|---|-----:|\n");
+  for (int i = 0; i < n; i++) {
+    const row *w = &rows[i];
+    if (groups_only && w->task >= 0) continue;
+    item it[6];
+    memcpy(it, w->it, sizeof it);
+    qsort(it, (size_t)w->n_it, sizeof it[0], cmp_item);
+    char ver[16], shot[16];
+    snprintf(ver, sizeof ver, "%g", w->task >= 0 ? zt_mc_version(tasks[w->task].name) : 2.0);
+    if (w->task >= 0) snprintf(shot, sizeof shot, "%d", tasks[w->task].nshot);
+    else snprintf(shot, sizeof shot, " "); /* n-shot holds the tasks only */
+    for (int q = 0; q < w->n_it; q++) {
       char se[32];
-      if (isnan(m[2 * sl + 1])) snprintf(se, sizeof se, "%6s", "N/A");
-      else snprintf(se, sizeof se, "%6.4f", m[2 * sl + 1]);
-      char ver[16];
-      snprintf(ver, sizeof ver, "%g", zt_mc_version(tasks[k].name));
-      snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6d|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt,
-               sl ? "" : tasks[k].name, sl ? "" : ver, (int)wf, filters[sl / nk], nshot, keys[q],
-               ll && !q ? "\xe2\x86\x93" : "\xe2\x86\x91", m[2 * sl], se);
-      puts_(&b, line);
+      if (isnan(it[q].se)) snprintf(se, sizeof se, "%6s", "N/A");
+      else snprintf(se, sizeof se, "%6.4f", it[q].se);
+      snprintf(line, sizeof line, "|%-*s|%7s|%-*s|%6s|%-8s|%s  |%6.4f|\xc2\xb1  |%s|\n", (int)wt, q ? "" : w->alias,
+               q ? "" : ver, (int)wf, it[q].filter, shot, it[q].key, it[q].higher ? "\xe2\x86\x91" : "\xe2\x86\x93",
+               it[q].v, se);
+      puts_(b, line);
     }
   }
+}
+
+char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics) {
+  row *rows;
+  const int n = results_rows(tasks, n_tasks, metrics, &rows);
+  zt_strbuf b = {0};
+  table_of(&b, tasks, rows, n, 0);
+  for (int i = 0; i < n; i++)
+    if (rows[i].task < 0) { /* the CLI prints the groups' table after the tasks' */
+      puts_(&b, "\n");
+      table_of(&b, tasks, rows, n, 1);
+      break;
+    }
+  free(rows);
   return take(&b);
 }

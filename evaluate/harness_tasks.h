@@ -1,13 +1,14 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
- * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc, record,
- * rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch, mrpc,
- * qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2), loglikelihood (lambada_openai, lambada_standard),
- * loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and
- * the scoring of the generated text): the task files (the harness's Hugging Face field names, one JSON object per
- * line), each task's prompt and choices as its lm_eval/tasks YAML/utils.py builds them, the few-shot context drawn by
- * Python's random.Random(seed).sample (the harness's ContextSampler), the (context, continuation) encoding of
- * HFLM._encode_pair, the acc / acc_norm metrics with mean_stderr (f1 and mcc with bootstrap_stderr), and the results as
- * the harness's JSON and markdown table. No model here: evaluate/zeroshot.c scores the requests these build. */
+ * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc,
+ * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
+ * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; MMLU's 57 subjects and its groups), loglikelihood
+ * (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot,
+ * gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the harness's Hugging Face
+ * field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks YAML/utils.py builds
+ * them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's ContextSampler), the
+ * (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm metrics with mean_stderr (f1 and mcc with
+ * bootstrap_stderr), and the results as the harness's JSON and markdown table. No model here: evaluate/zeroshot.c
+ * scores the requests these build. */
 #ifndef ZT_EVAL_HARNESS_TASKS_H
 #define ZT_EVAL_HARNESS_TASKS_H
 
@@ -33,6 +34,8 @@ typedef struct {
 
 typedef struct {
   const char *name;   /* one of the supported tasks (zt_mc_supported) */
+  const char *group;  /* the group --tasks named it in (mmlu, mmlu_stem, ...; zt_mc_group_tasks), or NULL: set by the
+                       * caller, read by the results (the group rows) */
   int nshot;          /* its few-shot examples (set by the caller: --num-fewshot, or the task's default) */
   int64_t n;
   zt_mc_doc *docs;
@@ -44,6 +47,11 @@ typedef struct {
 
 /* Whether the harness task `name` is supported here; for a known task that is not, *why names what it lands with. */
 int zt_mc_supported(const char *name, const char **why);
+/* MMLU (lm-eval 0.4.9's mmlu/default): the task mmlu_<subject> of each of its 57 subjects, and its groups mmlu (the
+ * four below, its score over all 57 subjects), mmlu_humanities, mmlu_other, mmlu_social_sciences and mmlu_stem (their
+ * subjects'). A group's task names, in alphabetical order, into names; returns how many (0: not a group). */
+#define ZT_MC_MMLU_SUBJECTS 57
+int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS]);
 /* The supported tasks' names, ", "-separated. */
 const char *zt_mc_task_names(void);
 /* The task's version (the harness's metadata.version). */
@@ -67,6 +75,9 @@ int zt_mc_yaml_fewshot(const char *name);
  * first_n sampler): fills pool with them and returns 1; otherwise leaves pool empty and returns 0 (the examples come
  * from a --fewshot-data file). */
 int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name);
+/* Whether the task's examples are its pool's first N, in order (the harness's first_n sampler): gsm8k_cot (its YAML's
+ * samples) and the MMLU subjects (their dev documents). */
+int zt_mc_first_n(const char *name);
 /* A generation task's scores of document i, one per filter (zt_mc_filters): text[0..len) (the continuation cut at
  * the stop strings) through the filter and exact_match_hf_evaluate as NumPy computes it (np.char.lower's result cut
  * to the array's itemsize), 1 or 0. triviaqa: lstrip, take_first, then ignore_case and ignore_punctuation against
@@ -83,8 +94,15 @@ int zt_mc_is_rolling(const char *name);
 
 /* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
  * unreadable or empty file, an empty or malformed line, a missing field or one of the wrong type, or a gold label
- * outside the choices. `flag` names where the path came from (--task-data or --fewshot-data). */
+ * outside the choices. `flag` names where the path came from (--task-data or --fewshot-data). An MMLU subject task
+ * keeps the documents of its "subject" (the file may hold all of MMLU's: cais/mmlu "all"). */
 void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag);
+/* One file for the n MMLU subject tasks ts[0..n) (their names set; key, the --tasks entry the file is given for, names
+ * it in messages): each document goes to the task of its "subject"; those of MMLU's other subjects are counted into
+ * *set_aside; a subject outside MMLU, or a task left without documents, is refused. n == 1 with a task that is not an
+ * MMLU subject: zt_mc_load. */
+void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
+                      int64_t *set_aside);
 void zt_mc_free(zt_mc_task *t);
 
 /* Python's random.Random(seed) (MT19937, init_by_array of the seed's 32-bit words) and its sample(range(n), k). */
@@ -97,9 +115,11 @@ uint32_t zt_pyrandom_u32(zt_pyrandom *r);
 /* random.sample(range(n), k) into out[k] (k <= n). */
 void zt_pyrandom_sample(zt_pyrandom *r, int64_t n, int64_t k, int64_t *out);
 
-/* The context of doc `i` of t with nshot examples (Task.fewshot_context with ContextSampler.get_context): the
- * examples are sample(pool, nshot + 1) with doc i left out (pool == t: the harness's fewshot split equal to the test
- * split) or sample(pool, nshot) (a separate --fewshot-data pool) or the pool's first nshot (zt_mc_fixed_fewshot's),
+/* The context of doc `i` of t with nshot examples (Task.fewshot_context with ContextSampler.get_context): the task's
+ * description (MMLU: "The following are multiple choice questions (with answers) about {subject}.\n\n"), then the
+ * examples: sample(pool, nshot + 1) with doc i left out (pool == t: the harness's fewshot split equal to the test
+ * split) or sample(pool, nshot) (a separate --fewshot-data pool) or the pool's first nshot (the first_n sampler:
+ * zt_mc_fixed_fewshot's, an MMLU subject's dev documents),
  * each "text target" joined by "\n\n", then "\n\n" and the doc's text (a multiple-input task: the examples only;
  * each request's context is that plus a choice). malloc'd. */
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd);
@@ -123,11 +143,15 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
 
-/* The results of several tasks as the harness's JSON ({"results": {...}, "versions", "n-shot", "config"}) and its
- * markdown table. metrics[4 * k] belongs to tasks[k], as zt_mc_metrics writes it: each metric and its stderr in slot
- * sl (metrics[4 k + 2 sl], then the stderr) of filter sl / nk and key sl % nk (nk: zt_mc_metric_names's count; the
- * loglikelihood tasks perplexity then acc, wikitext its three); each task's n-shot is its nshot; num_fewshot is the command
- * line's (-1: not given, written null as the harness does). Both malloc'd. */
+/* The results of several tasks as the harness's JSON ({"results": {...}, "groups", "group_subtasks", "versions",
+ * "n-shot", "higher_is_better", "n-samples", "config"}) and its markdown tables (the tasks', then the groups'), the
+ * entries sorted by name at each level as prepare_print_tasks sorts them, a group's subtasks after it, their aliases
+ * indented ("mmlu", " - humanities", "  - formal_logic"); a group's acc is its subjects' weighted by their documents
+ * (aggregate_subtask_metrics) with pooled_sample_stderr. metrics[4 * k] belongs to tasks[k], as zt_mc_metrics writes
+ * it: each metric and its stderr in slot sl (metrics[4 k + 2 sl], then the stderr) of filter sl / nk and key sl % nk
+ * (nk: zt_mc_metric_names's count; the loglikelihood tasks perplexity then acc, wikitext its three); each task's
+ * n-shot is its nshot; num_fewshot is the command line's (-1: not given, written null as the harness does). Both
+ * malloc'd. */
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed);
 char *zt_mc_results_table(const zt_mc_task *tasks, int n_tasks, const double *metrics);
 

@@ -89,16 +89,21 @@ static void usage(void) {
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
          "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
-         "                           greedy continuation), wikitext (word/byte perplexity, bits per byte)\n"
-         "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md)\n"
+         "                           greedy continuation), wikitext (word/byte perplexity, bits per byte),\n"
+         "                           mmlu (acc of its 57 subjects mmlu_<subject> and of its groups mmlu_humanities,\n"
+         "                           mmlu_other, mmlu_social_sciences, mmlu_stem, each weighted by its documents;\n"
+         "                           a group or a subject may be named alone)\n"
+         "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md);\n"
+         "                           a group's one file holds its subjects' (cais/mmlu \"all\", split by \"subject\")\n"
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
          "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
-         "                           the 8 examples in its YAML; gsm8k_cot_zeroshot, truthfulqa_mc1 and\n"
+         "                           the 8 examples in its YAML, an MMLU subject: the first N of its dev\n"
+         "                           documents; gsm8k_cot_zeroshot, truthfulqa_mc1 and\n"
          "                           truthfulqa_mc2 stay 0-shot, their YAMLs' num_fewshot: 0 kept as the harness\n"
          "                           keeps it)\n"
-         "  --fewshot-data T=FILE    the pool the examples come from (the task's training split); needed with N > 0\n"
-         "                           (not for gsm8k_cot)\n"
+         "  --fewshot-data T=FILE    the pool the examples come from (the task's training split, MMLU's dev split);\n"
+         "                           needed with N > 0 (not for gsm8k_cot)\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
          "  --bootstrap-iters N      resamples for the stderr of lambada_openai's perplexity, the f1 of mrpc,\n"
@@ -418,30 +423,53 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   d->harness = 1;
   int n = 1;
   for (const char *c = tf->tasks; *c; c++) n += *c == ',';
+  n *= ZT_MC_MMLU_SUBJECTS; /* a group names up to 57 tasks */
   d->mc = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
   zt_mc_task *pools = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
+  memset(pools, 0, (size_t)n * sizeof(zt_mc_task));
   char *names = d->names = zt_malloc(strlen(tf->tasks) + 1, "tasks");
   memcpy(names, tf->tasks, strlen(tf->tasks) + 1);
   char *save = NULL;
   for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    const char *why;
-    if (!zt_mc_supported(t, &why)) {
+    const char *why, *members[ZT_MC_MMLU_SUBJECTS];
+    int nm = zt_mc_group_tasks(t, members); /* a group (mmlu, mmlu_stem, ...): its tasks */
+    if (!nm && !zt_mc_supported(t, &why)) {
       zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
       zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: %s)", tf->tasks, t,
                zt_mc_task_names());
     }
-    for (int k = 0; k < d->n_mc; k++)
-      zt_check(strcmp(d->mc[k].name, t) != 0, "bad argument value", "--tasks %s: %s is listed twice", tf->tasks, t);
-    d->mc[d->n_mc++].name = t;
+    const int group = nm > 0;
+    if (!group) members[nm++] = t;
+    for (int i = 0; i < nm; i++) {
+      for (int k = 0; k < d->n_mc; k++) {
+        if (strcmp(d->mc[k].name, members[i]) != 0) continue;
+        char where[160] = ""; /* the groups that named it */
+        const char *g0 = d->mc[k].group, *g1 = group ? t : NULL;
+        if (g0 || g1)
+          snprintf(where, sizeof where, " (in %s%s%s)", g0 ? g0 : g1, g0 && g1 ? " and in " : "", g0 && g1 ? g1 : "");
+        zt_fatal("bad argument value", "--tasks %s: %s is listed twice%s", tf->tasks, members[i], where);
+      }
+      memset(&d->mc[d->n_mc], 0, sizeof d->mc[d->n_mc]);
+      d->mc[d->n_mc].name = members[i];
+      d->mc[d->n_mc++].group = group ? t : NULL;
+    }
   }
   zt_check(d->n_mc > 0, "bad argument value", "--tasks '%s': no task named", tf->tasks);
   for (int k = 0; k < d->n_mc; k++) {
-    const char *name = d->mc[k].name;
-    const char *path = entry_for(tf->data, tf->n_data, name, "--task-data", tf->tasks);
+    const char *name = d->mc[k].name, *group = d->mc[k].group, *key = group ? group : name;
+    /* a group's tasks read its one file (and pool) together: k starts the run of them */
+    int run = 1;
+    while (group && k + run < d->n_mc && d->mc[k + run].group == group) run++;
+    const int first = !group || k == 0 || d->mc[k - 1].group != group;
+    const char *path = entry_for(tf->data, tf->n_data, key, "--task-data", tf->tasks);
     zt_check(path != NULL, "missing argument", "--task-data %s=FILE.jsonl is required (the %s documents; "
-             "docs/evaluate.md lists the fields)", name, name);
-    zt_mc_load(&d->mc[k], name, path, "--task-data");
-    const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, name, "--fewshot-data", tf->tasks);
+             "docs/evaluate.md lists the fields)", key, key);
+    int64_t aside = 0, fewshot_aside = 0;
+    if (first) {
+      zt_mc_load_split(&d->mc[k], run, key, path, "--task-data", &aside);
+      for (int q = k; q < k + run; q++) d->mc[q].group = group;
+    }
+    const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, key, "--fewshot-data", tf->tasks);
     /* evaluator.py: --num_fewshot sets each task's num_fewshot except where its YAML sets 0 ("Manual configuration
      * will be ignored"); without it a YAML's num_fewshot stands, and none is 0 */
     const int yaml = zt_mc_yaml_fewshot(name), pinned = yaml == 0;
@@ -450,7 +478,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
       zt_log("> %s: num_fewshot is 0 in its YAML, which the harness keeps over --num-fewshot %d: it runs 0-shot\n",
              name, tf->nshot);
     d->mc[k].nshot = nshot;
-    const int fixed = zt_mc_fixed_fewshot(&pools[k], name); /* gsm8k_cot: the YAML's samples, in order */
+    const int fixed = !group && zt_mc_fixed_fewshot(&pools[k], name); /* gsm8k_cot: the YAML's samples, in order */
     zt_check(!fixed || !fpath, "inconsistent arguments", "--fewshot-data %s=%s: %s's examples are the %lld of its YAML "
              "(fewshot_config.samples, sampler first_n); it reads no few-shot file", name, fpath, name,
              (long long)pools[k].n);
@@ -464,21 +492,42 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
              "examples are not well defined in the harness (its target is the list of every answer's index: 0.4.9's "
              "sampler writes the index \"0\" as the answer, later versions fail on it); run webqs zero-shot",
              nshot);
-    zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (%s)", name, fpath,
-             name, pinned ? "its YAML sets num_fewshot: 0, which the harness keeps over --num-fewshot"
+    zt_check(!fpath || nshot > 0, "inconsistent arguments", "--fewshot-data %s=%s: %s runs 0-shot (%s)", key, fpath,
+             key, pinned ? "its YAML sets num_fewshot: 0, which the harness keeps over --num-fewshot"
                           : "its YAML's num_fewshot; give --num-fewshot N > 0 for examples");
     if (nshot > 0 && !fixed) {
       if (tf->nshot_given)
         zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
-                 "harness draws %s's examples from its training split)", nshot, name, name);
+                 "harness draws %s's examples from its %s split)", nshot, key, key,
+                 zt_mc_first_n(name) ? "dev" : "training");
       else
         zt_check(fpath != NULL, "missing argument", "%s runs %d-shot by default (its YAML's num_fewshot, as the "
                  "harness does without --num-fewshot): --fewshot-data %s=FILE.jsonl is required (the harness draws the "
                  "examples from its training split), or give --num-fewshot 0", name, nshot, name);
-      zt_mc_load(&pools[k], name, fpath, "--fewshot-data");
+      if (first) {
+        for (int q = k; q < k + run; q++) pools[q].name = d->mc[q].name;
+        zt_mc_load_split(&pools[k], run, key, fpath, "--fewshot-data", &fewshot_aside);
+      }
     }
-    zt_log("> %s: %lld documents from %s%s%s\n", name, (long long)d->mc[k].n, path, fpath ? ", few-shot pool " :
-           fixed && nshot ? ", the examples of its YAML" : "", fpath ? fpath : "");
+    if (nshot > 0 && !fixed && zt_mc_first_n(name)) /* an MMLU subject: its dev documents in order */
+      zt_check(nshot <= pools[k].n, "bad argument value", "--num-fewshot %d: --fewshot-data %s=%s holds %lld %s "
+               "documents, taken in order (the harness's first_n sampler stops: \"number of fewshot samples requested "
+               "exceeds the %lld that are available\")", nshot, key, fpath, (long long)pools[k].n, name + 5,
+               (long long)pools[k].n);
+    if (!first) continue;
+    if (group) {
+      int64_t docs = 0;
+      for (int q = k; q < k + run; q++) docs += d->mc[q].n;
+      zt_log("> %s: %lld documents of its %d subjects from %s", group, (long long)docs, run, path);
+      if (aside) zt_log(" (%lld of other subjects set aside)", (long long)aside);
+      if (fpath) zt_log(", few-shot pool %s (each subject's first %d%s)", fpath, nshot,
+                        fewshot_aside ? "; other subjects' set aside" : "");
+      zt_log("\n");
+    } else {
+      zt_log("> %s: %lld documents from %s%s%s%s\n", name, (long long)d->mc[k].n, path, aside ? " (its subject's; "
+             "the others set aside)" : "", fpath ? ", few-shot pool " : fixed && nshot ? ", the examples of its YAML" :
+             "", fpath ? fpath : "");
+    }
   }
   zt_tok_state *st = zt_tok_state_new(tok);
   size_t cap = 0, gcap = 0;

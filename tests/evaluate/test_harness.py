@@ -176,7 +176,36 @@ def doc_of(task, d):
     if task == "pubmedqa":  # pubmedqa.yaml, preprocess_pubmedqa.py; gold = choices.index(final_decision)
         return ("Abstract: {}\nQuestion: {}\nAnswer:".format("\n".join(d["CONTEXTS"]), d["QUESTION"]),
                 ["yes", "no", "maybe"], ["yes", "no", "maybe"].index(d["final_decision"]))
+    if task.startswith("mmlu_"):  # mmlu/default/_default_template_yaml; a letter answer: choices.index(answer)
+        c, a = d["choices"], d["answer"]
+        return ("%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer:" % (d["question"].strip(), c[0], c[1], c[2], c[3]),
+                ["A", "B", "C", "D"], "ABCD".index(a) if isinstance(a, str) else a)
     raise ValueError(task)
+
+
+# lm-eval 0.4.9 mmlu/default: each subject's tag (its group), from the 57 mmlu_<subject>.yaml files; the groups'
+# group_alias (_mmlu_<group>.yaml); each subject's description
+MMLU_GROUP_OF = dict(
+    [(s, "stem") for s in "abstract_algebra anatomy astronomy college_biology college_chemistry "
+     "college_computer_science college_mathematics college_physics computer_security conceptual_physics "
+     "electrical_engineering elementary_mathematics high_school_biology high_school_chemistry "
+     "high_school_computer_science high_school_mathematics high_school_physics high_school_statistics "
+     "machine_learning".split()] +
+    [(s, "other") for s in "business_ethics clinical_knowledge college_medicine global_facts human_aging management "
+     "marketing medical_genetics miscellaneous nutrition professional_accounting professional_medicine "
+     "virology".split()] +
+    [(s, "social_sciences") for s in "econometrics high_school_geography high_school_government_and_politics "
+     "high_school_macroeconomics high_school_microeconomics high_school_psychology human_sexuality "
+     "professional_psychology public_relations security_studies sociology us_foreign_policy".split()] +
+    [(s, "humanities") for s in "formal_logic high_school_european_history high_school_us_history "
+     "high_school_world_history international_law jurisprudence logical_fallacies moral_disputes moral_scenarios "
+     "philosophy prehistory professional_law world_religions".split()])
+MMLU_ALIAS = {"mmlu_stem": "stem", "mmlu_other": "other", "mmlu_social_sciences": "social sciences",
+              "mmlu_humanities": "humanities"}
+
+
+def mmlu_description(task):
+    return "The following are multiple choice questions (with answers) about %s.\n\n" % task[5:].replace("_", " ")
 
 
 # truthfulqa_mc1.yaml's prompt_qa, as PyYAML reads the double-quoted scalar (escaped line breaks joined)
@@ -313,18 +342,21 @@ def contexts(task, docs, nshot, pool, seed=1234):
     tasks without a test split (NO_TEST_SPLIT) draw nshot + 1 and drop the document itself."""
     rnd = random.Random(seed)
     out = []
+    desc = mmlu_description(task) if task.startswith("mmlu_") else ""  # the YAML's description, before the examples
     for d in docs:
         text = doc_of(task, d)[0] or ""  # multiple input: the examples only
         if nshot == 0:
-            out.append(text)
+            out.append(desc + text)
             continue
         n = nshot + 1 if task in NO_TEST_SPLIT else nshot
         if task == "gsm8k_cot":  # FirstNSampler: the YAML's samples in order (a sample dict never equals a doc)
             ex = GSM8K_COT_SAMPLES[:nshot]
+        elif task.startswith("mmlu_"):  # FirstNSampler over the subject's dev documents
+            ex = [x for x in pool[:n] if doc_of(task, x) != doc_of(task, d)][:nshot]
         else:
             ex = [x for x in rnd.sample(pool, n) if doc_of(task, x) != doc_of(task, d)][:nshot]
         shots = "\n\n".join(example(task, x) for x in ex) + "\n\n"
-        out.append(shots + text)
+        out.append(desc + shots + text)
     return out
 
 
@@ -541,6 +573,25 @@ def gsm8k_oracle(task, docs, maxgen, nshot, pool):
     return m, sum(ntok), texts
 
 
+def score_requests(reqs):
+    """each (context, continuation) request's log-likelihood and whether it is greedy, from ckpt_logits's logits of
+    its last SEQ + 1 tokens"""
+    rows, spans = [], []
+    for ctx, cont in reqs:
+        whole = (ctx + cont)[-(SEQ + 1):]
+        inp = whole[:-1]
+        spans.append((len(inp) - len(cont), cont))
+        rows.append(inp + [EOD] * (SEQ - len(inp)))
+    np.save(os.path.join(tmp, "tok.npy"), np.array(rows, dtype=np.int32))
+    run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")])
+    lg = np.load(os.path.join(tmp, "logits.npy")).astype(np.float64)
+    mx = lg.max(-1, keepdims=True)
+    logp = lg - (np.log(np.exp(lg - mx).sum(-1, keepdims=True)) + mx)
+    lls = [float(sum(logp[i, a + k, t] for k, t in enumerate(cont))) for i, (a, cont) in enumerate(spans)]
+    greedy = [all(int(np.argmax(lg[i, a + k])) == t for k, t in enumerate(cont)) for i, (a, cont) in enumerate(spans)]
+    return lls, greedy
+
+
 def oracle(tasks, nshot=0, pools=None):
     """The harness's numbers for {task: docs}: per task (summed ll, {metric: value})."""
     reqs, meta = [], []
@@ -558,19 +609,7 @@ def oracle(tasks, nshot=0, pools=None):
             for ch in choices:
                 reqs.append(encode_pair(c, " " + ch) if tgt is None else encode_pair(c + ch, " " + tgt))
             meta.append((task, choices, gold, d))
-    rows, spans = [], []
-    for ctx, cont in reqs:
-        whole = (ctx + cont)[-(SEQ + 1):]
-        inp = whole[:-1]
-        spans.append((len(inp) - len(cont), len(inp), cont))
-        rows.append(inp + [EOD] * (SEQ - len(inp)))
-    np.save(os.path.join(tmp, "tok.npy"), np.array(rows, dtype=np.int32))
-    run([LOGITS, ck, os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")])
-    lg = np.load(os.path.join(tmp, "logits.npy")).astype(np.float64)
-    mx = lg.max(-1, keepdims=True)
-    logp = lg - (np.log(np.exp(lg - mx).sum(-1, keepdims=True)) + mx)
-    lls = [float(sum(logp[i, a + k, t] for k, t in enumerate(cont))) for i, (a, b, cont) in enumerate(spans)]
-    greedy = [all(int(np.argmax(lg[i, a + k])) == t for k, t in enumerate(cont)) for i, (a, b, cont) in enumerate(spans)]
+    lls, greedy = score_requests(reqs)
     res, at = {}, 0
     for task, choices, gold, d in meta:
         if task == "wikitext":  # choices: the number of windows, gold: (words, bytes)
@@ -1132,9 +1171,12 @@ check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
 table = [line for line in out.splitlines() if line.startswith("|")]
 rows = sum(len([k for k in want[t][1] if "stderr" not in k]) for t in TASKS)
-check(len(table) == 2 + rows and table[0].startswith("|Tasks") and "|acc_norm|" in table[3] and
-      ("%.4f" % want["piqa"][1]["acc,none"]) in table[2] and any("|f1" in r and "N/A" in r for r in table),
-      "the markdown table: %d metric rows (cb's f1 without a stderr)" % rows, "\n".join(table))
+names = [r[1:r.index("|", 1)].strip() for r in table[2:]]
+check(len(table) == 2 + rows and table[0].startswith("|Tasks") and [n for n in names if n] == sorted(TASKS) and
+      "|acc_norm|" in table[2 + names.index("piqa") + 1] and ("%.4f" % want["piqa"][1]["acc,none"]) in
+      table[2 + names.index("piqa")] and any("|f1" in r and "N/A" in r for r in table),
+      "the markdown table: %d metric rows, the tasks sorted by name as prepare_print_tasks sorts them (cb's f1 "
+      "without a stderr)" % rows, "\n".join(table))
 rc, o1 = evaluate(["boolq", "piqa"], mbs="1")
 s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
@@ -1222,9 +1264,10 @@ for nshot, maxgen in ((None, 8), (0, GSM_MAXGEN), (2, 8)):
               "gsm8k %d-shot: the left-truncated contexts are said" % k, out[-1500:])
     if nshot == 0:
         table = [line for line in out.splitlines() if line.startswith("|gsm8k") or line.startswith("|     |")]
-        check(0 < m["exact_match,strict-match"] < 1 and len(table) == 2 and "|strict-match    |" in table[0] and
-              "|flexible-extract|     0|exact_match|" in table[1],
-              "gsm8k: one table row per filter; the fallback [invalid] counts as the harness counts it (%s)" %
+        check(0 < m["exact_match,strict-match"] < 1 and len(table) == 2 and "|strict-match    |" in table[1] and
+              table[0].startswith("|gsm8k|") and "|flexible-extract|     0|exact_match|" in table[0],
+              "gsm8k: one table row per filter, sorted as make_table sorts \"metric,filter\"; the fallback "
+              "[invalid] counts as the harness counts it (%s)" %
               m["exact_match,strict-match"], "\n".join(table) + "\n" + str(texts))
 # gsm8k_cot (its YAML's 8 examples by default, in order; 3 with --num-fewshot) and gsm8k_cot_zeroshot ("Let's think
 # step by step.", 0-shot: its YAML's num_fewshot 0, which the harness keeps over --num_fewshot 2): the same checks,
@@ -1295,6 +1338,136 @@ check(got == want and 0 < sum(x[0] for x in want) < 3000,
       "gsm8k_cot's strict-match and flexible-extract exact_match of 3000 random continuations (%d and %d matches) as "
       "re and NumPy compute them" % (sum(x[0] for x in want), sum(x[1] for x in want)),
       "%s\n%s" % (got[:10], want[:10]))
+
+# 3d. MMLU: its 57 subjects read from one file of them all (cais/mmlu "all", the subjects interleaved), each
+# subject's prompt after its description; --tasks mmlu scores every subject and its groups: acc weighted by the
+# subjects' documents (aggregate_subtask_metrics) with pooled_sample_stderr, the entries in prepare_print_tasks's order
+# and aliases; 2-shot from each subject's first dev documents (first_n); a subject and a group alone
+subjects = sorted(MMLU_GROUP_OF)
+mdata, mdev = {}, {}
+for i, sub in enumerate(subjects):
+    t = "mmlu_" + sub
+    mdata[t] = [{"question": " %s %s? " % (sub.split("_")[0], w(2)) if j == 0 else "which %s %s" % (
+        rng.choice(NOUNS), w(2)), "subject": sub, "choices": distinct(4, 2),
+        "answer": "ABCD"[rng.randint(0, 3)] if j == 1 else rng.randint(0, 3)} for j in range(2 + i % 3)]
+    mdev[t] = [{"question": "the %s %s" % (rng.choice(NOUNS), w(1)), "subject": sub, "choices": distinct(4, 1),
+                "answer": rng.randint(0, 3)} for j in range(3)]
+mmlu_all = [d for j in range(4) for t in sorted(mdata) for d in mdata[t][j:j + 1]]  # interleaved subjects
+mmlu_path, mmlu_dev = os.path.join(tmp, "mmlu_test.jsonl"), os.path.join(tmp, "mmlu_dev.jsonl")
+open(mmlu_path, "w").write("".join(json.dumps(d) + "\n" for d in mmlu_all))
+open(mmlu_dev, "w").write("".join(json.dumps(d) + "\n" for t in sorted(mdev) for d in mdev[t]))
+for t in ("mmlu_abstract_algebra", "mmlu_us_foreign_policy", "mmlu_world_religions"):
+    for nshot in (0, 2):
+        rc, out = run([TOOL, "mc", t, mmlu_path, str(nshot), mmlu_dev if nshot else "-", "1234"])
+        got = [json.loads(line) for line in out.splitlines()]
+        want = [{"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]}
+                for d, c in zip(mdata[t], contexts(t, mdata[t], nshot, mdev[t]))]
+        check(rc == 0 and got == want, "%s %d-shot from the file of all subjects: its description, prompts, choices "
+              "and gold as the harness builds them" % (t, nshot), "\n%s\n%s" % (got[:1], want[:1]))
+
+
+def mmlu_oracle(tasks, nshot):
+    """per subject task: (summed ll, acc, acc stderr, n), from the checkpoint's logits"""
+    ctxs = {t: contexts(t, mdata[t], nshot, mdev[t]) for t in tasks}
+    lls = score_requests([encode_pair(c, " " + ch) for t in tasks for d, c in zip(mdata[t], ctxs[t])
+                          for ch in doc_of(t, d)[1]])[0]
+    out, at = {}, 0
+    for t in tasks:
+        accs, s = [], 0.0
+        for d in mdata[t]:
+            ll = np.array(lls[at:at + 4])
+            at += 4
+            s += float(ll.sum())
+            accs.append(1.0 if int(np.argmax(ll)) == doc_of(t, d)[2] else 0.0)
+        out[t] = (s, np.mean(accs), mean_stderr(accs), len(accs))
+    return out
+
+
+def mmlu_group(res, members):
+    """consolidate_group_results: aggregate_subtask_metrics (weight_by_size) and pooled_sample_stderr"""
+    m, se, n = [res[t][1] for t in members], [res[t][2] for t in members], [res[t][3] for t in members]
+    acc = sum(a * k for a, k in zip(m, n)) / sum(n)
+    var = sum((k - 1) * e ** 2 * k for k, e in zip(n, se)) / (sum(n) - len(n))
+    return acc, math.sqrt(var / sum(n))
+
+
+def mmlu_expected(top, res):
+    """prepare_print_tasks: [(key, alias, acc, stderr)] sorted by name at each level, groups before their tasks"""
+    rows = []
+    for e in sorted(top):
+        if e == "mmlu":
+            rows.append(("mmlu", "mmlu") + mmlu_group(res, ["mmlu_" + s for s in subjects]))
+            for g in sorted(MMLU_ALIAS):
+                mem = ["mmlu_" + s for s in subjects if MMLU_GROUP_OF[s] == g[5:]]
+                rows.append((g, " - " + MMLU_ALIAS[g]) + mmlu_group(res, mem))
+                rows += [(t, "  - " + t[5:]) + res[t][1:3] for t in mem]
+        elif e in MMLU_ALIAS:
+            mem = ["mmlu_" + s for s in subjects if MMLU_GROUP_OF[s] == e[5:]]
+            rows.append((e, MMLU_ALIAS[e]) + mmlu_group(res, mem))
+            rows += [(t, " - " + t[5:]) + res[t][1:3] for t in mem]
+        else:
+            rows.append((e, e[5:] if e.startswith("mmlu_") else e, None, None))
+    return rows
+
+
+def mmlu_run(tasks, data_args, extra=()):
+    js = os.path.join(tmp, "mmlu_%d.json" % len(os.listdir(tmp)))
+    rc, out = run([EVAL, "--tasks", ",".join(tasks), "--task-data"] + data_args + ["--load", ck, "--micro-batch-size",
+                  "4", "--output-path", js] + MODEL + list(extra), ok=False)
+    return rc, out, json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}}
+
+
+all_tasks = ["mmlu_" + s for s in subjects]
+rc, out, got = mmlu_run(["mmlu"], ["mmlu=" + mmlu_path])
+res, sums = mmlu_oracle(all_tasks, 0), sums_of(out)
+bad = [t for t in all_tasks if t not in sums or abs(sums[t] - res[t][0]) > 1e-5 * abs(res[t][0])]
+check(rc == 0 and not bad and "> mmlu: %d documents of its 57 subjects from %s\n" % (len(mmlu_all), mmlu_path) in out,
+      "mmlu 0-shot: the summed log-likelihood of each of the 57 subjects (%d documents, routed by \"subject\") equal "
+      "to NumPy's" % len(mmlu_all), "%s\n%s" % (bad[:3], out[-1500:]))
+want = mmlu_expected(["mmlu"], res)
+r = got["results"]
+ok = list(r) == [k for k, *_ in want] and all(
+    r[k]["alias"] == a and abs(r[k]["acc,none"] - acc) <= 1e-12 and abs(r[k]["acc_stderr,none"] - se) <= 1e-12 and
+    set(r[k]) == {"alias", "acc,none", "acc_stderr,none"} for k, a, acc, se in want)
+check(ok, "mmlu: the results in the harness's order and aliases (mmlu, \" - humanities\", \"  - formal_logic\", ...), "
+      "each subject's acc and stderr, each group's acc weighted by its subjects' documents with the pooled stderr "
+      "(mmlu %.6f +- %.6f)" % want[0][2:], "%s\n%s" % ([(k, r[k]) for k in list(r)[:3]], want[:3]))
+groups = ["mmlu", "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"]
+check(list(got.get("groups", {})) == groups and all(got["groups"][g] == r[g] for g in groups) and
+      {k: got["versions"][k] for k in groups} == {g: 2 for g in groups} and
+      all(got["versions"][t] == 1.0 and got["n-shot"][t] == 0 and got["n-samples"][t]["original"] ==
+          len(mdata[t]) for t in all_tasks) and set(got["n-shot"]) == set(all_tasks) and
+      got["group_subtasks"]["mmlu"] == ["mmlu_stem", "mmlu_other", "mmlu_social_sciences", "mmlu_humanities"] and
+      got["group_subtasks"]["mmlu_stem"] == [t for t in all_tasks if MMLU_GROUP_OF[t[5:]] == "stem"] and
+      got["higher_is_better"]["mmlu_other"] == {"acc": True},
+      "mmlu: the JSON's groups, versions (groups 2, subjects 1), n-shot and n-samples (the subjects), group_subtasks, "
+      "higher_is_better", json.dumps({k: got.get(k) for k in ("groups", "group_subtasks")})[:1500])
+table = [line for line in out.splitlines() if line.startswith("|")]
+check(len(table) == 2 + 62 + 2 + 5 and table[0].startswith("|Tasks") and table[2].startswith("|mmlu ") and
+      table[3].startswith("| - humanities") and table[4].startswith("|  - formal_logic") and
+      table[64].startswith("|Groups") and table[66].startswith("|mmlu ") and table[70].startswith("| - stem") and
+      "|      2|none  |      |acc     |" in table[2] and "|      1|none  |     0|acc     |" in table[4],
+      "mmlu: the tables, 62 task and group rows then the 5 groups'", "\n".join(table[:6] + table[62:]))
+# 2-shot: mmlu_stem (its subjects from the file of all, the others set aside) and piqa, each subject's first 2 dev
+# documents after its description; a subject alone
+stem = [t for t in all_tasks if MMLU_GROUP_OF[t[5:]] == "stem"]
+rc, out, got = mmlu_run(["piqa", "mmlu_stem"], ["mmlu_stem=" + mmlu_path, "piqa=" + paths["piqa"]],
+                        ["--num-fewshot", "2", "--fewshot-data", "mmlu_stem=" + mmlu_dev, "piqa=" + pool_paths["piqa"]])
+res, sums = mmlu_oracle(stem, 2), sums_of(out)
+bad = [t for t in stem if t not in sums or abs(sums[t] - res[t][0]) > 1e-5 * abs(res[t][0])]
+want = mmlu_expected(["mmlu_stem", "piqa"], res)
+r = got["results"]
+check(rc == 0 and not bad and list(r) == [k for k, *_ in want] and r["mmlu_stem"]["alias"] == "stem" and
+      abs(r["mmlu_stem"]["acc,none"] - want[0][2]) <= 1e-12 and r["mmlu_anatomy"]["alias"] == " - anatomy" and
+      r["piqa"]["alias"] == "piqa" and got["n-shot"]["mmlu_anatomy"] == 2 and "piqa" not in got["group_subtasks"][
+          "mmlu_stem"] and "(%d of other subjects set aside), few-shot pool %s" % (
+          len(mmlu_all) - sum(len(mdata[t]) for t in stem), mmlu_dev) in out,
+      "mmlu_stem 2-shot with piqa: its 19 subjects' sums (first_n dev examples), the group's acc, the order and aliases",
+      "%s\n%s" % (bad[:3], out[-1500:]))
+rc, out, got = mmlu_run(["mmlu_anatomy"], ["mmlu_anatomy=" + mmlu_path])
+check(rc == 0 and list(got["results"]) == ["mmlu_anatomy"] and got["results"]["mmlu_anatomy"]["alias"] == "anatomy"
+      and "groups" not in got and got["group_subtasks"] == {"mmlu_anatomy": []},
+      "mmlu_anatomy alone: its task_alias, no groups", out[-800:])
 
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
@@ -1432,8 +1605,33 @@ refused("an existing --output-path", ["piqa"], ["--output-path", js], "the file 
 refused("--tasks with --task", ["piqa"], ["--task", "LAMBADA"], "goes without --task")
 refused("--task-data naming a task not in --tasks", ["piqa"], ["--task-data", "boolq=" + paths["boolq"]],
         "boolq is not one of --tasks piqa")
+# MMLU: a subject outside MMLU, fewer than 4 choices, an answer outside A-D or 0-3, a group's file without one of its
+# subjects, a subject named twice, more examples than a subject's dev documents, no --fewshot-data
+m0 = mdata["mmlu_anatomy"][0]
+paths["mmlu"], paths["mmlu_stem"] = mmlu_path, mmlu_path
+for name, doc, needle in [
+        ("an MMLU subject that is not one", dict(m0, subject="cooking"),
+         'bad.jsonl:2: "subject" is "cooking", not one of MMLU\'s 57 subjects'),
+        ("MMLU choices fewer than 4", dict(m0, choices=["a", "b", "c"]), 'bad.jsonl:2: "choices" has 3 entries'),
+        ("an MMLU answer letter outside A-D", dict(m0, answer="E"), 'bad.jsonl:2: "answer" is "E"; expected 0-3'),
+        ("an MMLU answer past the choices", dict(m0, answer=4), "bad.jsonl:2: the gold label 4 is outside the 4 "
+         "choices")]:
+    open(bad, "w").write(json.dumps(mmlu_all[0]) + "\n" + json.dumps(doc) + "\n")
+    refused(name, ["mmlu"], [], needle, {"mmlu": bad})
+open(bad, "w").write("".join(json.dumps(d) + "\n" for d in mmlu_all if d["subject"] != "virology"))
+refused("an MMLU file without one of the group's subjects", ["mmlu"], [], '--task-data mmlu=%s: none of its %d '
+        'documents is of subject "virology" (the group needs each of its subjects)' %
+        (bad, len(mmlu_all) - len(mdata["mmlu_virology"])), {"mmlu": bad})
+refused("a subject named twice (alone and in a group)", ["mmlu_stem", "mmlu_anatomy"], [],
+        "--tasks mmlu_stem,mmlu_anatomy: mmlu_anatomy is listed twice (in mmlu_stem)", {"mmlu_anatomy": mmlu_path})
+refused("more MMLU examples than a subject's dev documents", ["mmlu_stem"], ["--num-fewshot", "4", "--fewshot-data",
+        "mmlu_stem=" + mmlu_dev], "--num-fewshot 4: --fewshot-data mmlu_stem=%s holds 3 abstract_algebra documents, "
+        "taken in order (the harness's first_n sampler stops" % mmlu_dev)
+refused("MMLU examples without --fewshot-data", ["mmlu"], ["--num-fewshot", "1"], "--fewshot-data mmlu=FILE.jsonl is "
+        "required (the harness draws mmlu's examples from its dev split)")
 h = run([EVAL, "--help"])[1]
-unlisted = [t for t in TASKS + ["lambada_standard", "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]
+unlisted = [t for t in TASKS + ["lambada_standard", "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot", "mmlu",
+                                 "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"]
             if not re.search(r"[ (]%s[,) \n]" % t, h)]
 check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task_list" in h and not unlisted,
       "--help lists the harness flags, evaluate.py's and every task", "not listed: %s" % unlisted)

@@ -2,7 +2,8 @@
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; bit 5:
  * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
  * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
- * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2) and the number of
+ * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2, mmlu_anatomy,
+ * mmlu_world_religions: the documents of their "subject", the others set aside) and the number of
  * few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot
  * pool (gsm8k_cot: its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among
  * its choices; each context is built (Python's random.sample over the pool) and each request encoded by _encode_pair,
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                      "gsm8k_cot", "gsm8k_cot_zeroshot"};
   static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
                                       "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
-                                      "truthfulqa_mc1", "truthfulqa_mc2"};
+                                      "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
