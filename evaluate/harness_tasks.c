@@ -17,13 +17,56 @@
 #include "runtime/base/error.h"
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
-static const char *const SUPPORTED[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
-                                        "winogrande", "race", "lambada_openai", "lambada_standard", "wikitext",
-                                        "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "record", "rte",
-                                        "sglue_rte", "wic", "wsc", "webqs", "triviaqa", "gsm8k", "gsm8k_cot",
-                                        "gsm8k_cot_zeroshot", "sciq", "logiqa", "mathqa", "prost", "pubmedqa",
-                                        "mc_taco", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2",
-                                        "wnli", "truthfulqa_mc1", "truthfulqa_mc2"};
+/* Each supported task's YAML facts in one place (lm-eval 0.4.9's lm_eval/tasks): its output_type, metadata.version,
+ * metric_list (acc then acc_norm or f1; f1 then em; mcc; exact_match; none for the loglikelihood and rolling tasks,
+ * whose metrics are fixed), whether its config has no test split (its fewshot split, null too, equals it: the sampler
+ * then draws N + 1 and drops the document itself), and its num_fewshot (-1: the YAML sets none). The prompts are
+ * build_doc's. */
+enum { MC, LOGLIK, ROLLING, GEN };
+typedef struct {
+  const char *name;
+  int type;
+  double version;
+  const char *metrics[2];
+  int no_test, fewshot;
+} task_spec;
+#define ACC {"acc", NULL}
+#define ACC_NORM {"acc", "acc_norm"}
+#define ACC_F1 {"acc", "f1"}
+#define EM {"exact_match", NULL}
+#define NONE {NULL, NULL}
+static const task_spec TASKS[] = {
+    {"piqa", MC, 1, ACC_NORM, 1, -1},          {"arc_easy", MC, 1, ACC_NORM, 0, -1},
+    {"arc_challenge", MC, 1, ACC_NORM, 0, -1}, {"openbookqa", MC, 1, ACC_NORM, 0, -1},
+    {"hellaswag", MC, 1, ACC_NORM, 1, -1},     {"boolq", MC, 2, ACC, 1, -1},
+    {"winogrande", MC, 1, ACC, 1, -1},         {"race", MC, 2, ACC, 0, -1},
+    {"lambada_openai", LOGLIK, 1, NONE, 0, -1}, {"lambada_standard", LOGLIK, 1, NONE, 0, -1},
+    {"wikitext", ROLLING, 2, NONE, 0, -1},     {"anli_r1", MC, 1, ACC, 0, -1},
+    {"anli_r2", MC, 1, ACC, 0, -1},            {"anli_r3", MC, 1, ACC, 0, -1},
+    {"cb", MC, 1, ACC_F1, 1, -1},              {"copa", MC, 1, ACC, 1, -1},
+    {"multirc", MC, 2, ACC, 1, -1},            {"record", MC, 2, {"f1", "em"}, 1, -1},
+    {"rte", MC, 1, ACC, 1, -1},                {"sglue_rte", MC, 0, ACC, 1, -1},
+    {"wic", MC, 1, ACC, 1, -1},                {"wsc", MC, 1, ACC, 1, -1},
+    {"webqs", MC, 2, EM, 0, -1},               {"triviaqa", GEN, 3, EM, 1, -1},
+    {"gsm8k", GEN, 3, EM, 0, 5},               {"gsm8k_cot", GEN, 3, EM, 0, 8},
+    {"gsm8k_cot_zeroshot", GEN, 3, EM, 0, 0},  {"sciq", MC, 1, ACC_NORM, 0, -1},
+    {"logiqa", MC, 1, ACC_NORM, 0, -1},        {"mathqa", MC, 1, ACC_NORM, 0, -1},
+    {"prost", MC, 1, ACC_NORM, 0, -1},         {"pubmedqa", MC, 1, ACC, 0, -1},
+    {"mc_taco", MC, 1, ACC_F1, 0, -1},         {"cola", MC, 1, {"mcc", NULL}, 1, -1},
+    {"mnli", MC, 1, ACC, 1, -1},               {"mnli_mismatch", MC, 1, ACC, 1, -1},
+    {"mrpc", MC, 1, ACC_F1, 1, -1},            {"qnli", MC, 1, ACC, 1, -1},
+    {"qqp", MC, 2, ACC_F1, 1, -1},             {"sst2", MC, 1, ACC, 1, -1},
+    {"wnli", MC, 2, ACC, 1, -1},               {"truthfulqa_mc1", MC, 2, ACC, 1, 0},
+    {"truthfulqa_mc2", MC, 3, ACC, 1, 0},
+};
+/* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples) */
+static const task_spec MMLU_SPEC = {"mmlu_<subject>", MC, 1, ACC, 0, -1};
+#undef ACC
+#undef ACC_NORM
+#undef ACC_F1
+#undef EM
+#undef NONE
+
 static const char *const LATER[][2] = {
     {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
                 "--task LAMBADA runs Megatron's LAMBADA)"},
@@ -106,11 +149,20 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS])
   return n;
 }
 
+/* the task's facts, or NULL for a name that is not a supported task */
+static const task_spec *spec_of(const char *name) {
+  for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
+    if (!strcmp(name, TASKS[i].name)) return &TASKS[i];
+  return mmlu_index(name) >= 0 ? &MMLU_SPEC : NULL;
+}
+static int type_of(const char *name) {
+  const task_spec *sp = spec_of(name);
+  return sp ? sp->type : -1;
+}
+
 int zt_mc_supported(const char *name, const char **why) {
   *why = NULL;
-  if (mmlu_index(name) >= 0) return 1;
-  for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
-    if (!strcmp(name, SUPPORTED[i])) return 1;
+  if (spec_of(name)) return 1;
   for (size_t i = 0; i < sizeof LATER / sizeof LATER[0]; i++)
     if (!strcmp(name, LATER[i][0])) *why = LATER[i][1];
   return 0;
@@ -119,8 +171,8 @@ int zt_mc_supported(const char *name, const char **why) {
 const char *zt_mc_task_names(void) {
   static char all[1024];
   if (!all[0]) {
-    for (size_t i = 0; i < sizeof SUPPORTED / sizeof SUPPORTED[0]; i++)
-      snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", SUPPORTED[i]);
+    for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
+      snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", TASKS[i].name);
     snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
              "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...)");
   }
@@ -129,12 +181,6 @@ const char *zt_mc_task_names(void) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int is(const char *name, const char *const *list) {
-  for (; *list; list++)
-    if (!strcmp(name, *list)) return 1;
-  return 0;
-}
-
 /* gsm8k.yaml, gsm8k-cot.yaml, gsm8k-cot-zeroshot.yaml: GSM8K_PLAIN, GSM8K_COT, GSM8K_COT_ZEROSHOT; 0 for other tasks */
 enum { GSM8K_PLAIN = 1, GSM8K_COT, GSM8K_COT_ZEROSHOT };
 static int gsm8k_kind(const char *name) {
@@ -142,13 +188,20 @@ static int gsm8k_kind(const char *name) {
          : !strcmp(name, "gsm8k_cot_zeroshot") ? GSM8K_COT_ZEROSHOT : 0;
 }
 
-double zt_mc_version(const char *name) { /* each YAML's metadata.version */
-  static const char *const v2[] = {"boolq", "race",  "wikitext", "multirc",        "record",
-                                   "webqs", "qqp",   "wnli",     "truthfulqa_mc1", NULL};
-  if (!strcmp(name, "triviaqa") || !strcmp(name, "truthfulqa_mc2") || gsm8k_kind(name)) return 3.0;
-  return !strcmp(name, "sglue_rte") ? 0.0 : is(name, v2) ? 2.0 : 1.0;
+double zt_mc_version(const char *name) { return spec_of(name) ? spec_of(name)->version : 0.0; }
+int zt_mc_is_generation(const char *name) { return type_of(name) == GEN; }
+int zt_mc_is_rolling(const char *name) { return type_of(name) == ROLLING; }
+int zt_mc_is_loglikelihood(const char *name) { return type_of(name) == LOGLIK; }
+int zt_mc_yaml_fewshot(const char *name) { return spec_of(name) ? spec_of(name)->fewshot : -1; }
+int zt_mc_metric_names(const char *name, const char *keys[2]) {
+  const task_spec *sp = spec_of(name);
+  keys[0] = sp ? sp->metrics[0] : NULL;
+  keys[1] = sp ? sp->metrics[1] : NULL;
+  return (keys[0] != NULL) + (keys[1] != NULL);
 }
-int zt_mc_is_generation(const char *name) { return !strcmp(name, "triviaqa") || gsm8k_kind(name); }
+/* the harness's sampler draws nshot + 1 and drops the doc itself (the task has no test split) */
+static int samples_extra(const char *name) { return spec_of(name) && spec_of(name)->no_test; }
+
 const char *const *zt_mc_until(const char *name) { /* each YAML's generation_kwargs.until */
   static const char *const triviaqa[] = {"\n", ".", ",", NULL};
   static const char *const gsm8k[] = {"Question:", "</s>", "<|im_end|>", NULL};
@@ -161,40 +214,6 @@ int zt_mc_filters(const char *name, const char *names[2]) { /* each YAML's filte
   if (gsm8k_kind(name)) return names[0] = "strict-match", names[1] = "flexible-extract", 2;
   names[0] = !strcmp(name, "triviaqa") ? "remove_whitespace" : "none";
   return 1;
-}
-int zt_mc_yaml_fewshot(const char *name) {
-  const int g = gsm8k_kind(name);
-  if (g) return g == GSM8K_PLAIN ? 5 : g == GSM8K_COT ? 8 : 0;
-  return !strncmp(name, "truthfulqa_mc", 13) ? 0 : -1;
-}
-int zt_mc_is_rolling(const char *name) { return !strcmp(name, "wikitext"); }
-int zt_mc_is_loglikelihood(const char *name) {
-  return !strcmp(name, "lambada_openai") || !strcmp(name, "lambada_standard");
-}
-/* the tasks with metric f1 (aggregation f1_score: sklearn's binary f1, bootstrap stderr) besides acc */
-static const char *const BINARY_F1[] = {"mrpc", "qqp", "mc_taco", NULL};
-int zt_mc_metric_names(const char *name, const char *keys[2]) {
-  static const char *const with_norm[] = {"piqa",  "arc_easy", "arc_challenge", "openbookqa", "hellaswag",
-                                          "sciq",  "logiqa",   "mathqa",        "prost",      NULL};
-  keys[0] = keys[1] = NULL;
-  if (zt_mc_is_loglikelihood(name) || zt_mc_is_rolling(name)) return 0;
-  if (!strcmp(name, "webqs") || zt_mc_is_generation(name)) return keys[0] = "exact_match", 1;
-  if (!strcmp(name, "record")) return keys[0] = "f1", keys[1] = "em", 2;
-  if (!strcmp(name, "cola")) return keys[0] = "mcc", 1; /* its metric_list: mcc alone */
-  keys[0] = "acc";
-  if (is(name, with_norm)) keys[1] = "acc_norm";
-  else if (!strcmp(name, "cb") || is(name, BINARY_F1)) keys[1] = "f1";
-  return keys[1] ? 2 : 1;
-}
-
-/* the harness's test_split is null for these (their fewshot_split, null too, equals it): its sampler then draws
- * nshot + 1 and drops the doc itself */
-static int samples_extra(const char *name) {
-  static const char *const no_test[] = {"piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record",
-                                        "rte", "sglue_rte", "wic", "wsc", "triviaqa", "cola", "mnli",
-                                        "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1",
-                                        "truthfulqa_mc2", NULL};
-  return is(name, no_test);
 }
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
@@ -1935,7 +1954,8 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   }
   const char *keys[2];
   const int nk = zt_mc_metric_names(t->name, keys), sl = nk - 1;
-  if (is(t->name, BINARY_F1) || !strcmp(keys[sl], "mcc")) {
+  /* cb's f1 is its aggregate.py's multi-class mean above; the others' f1 sklearn's binary f1_score */
+  if ((!strcmp(keys[sl], "f1") && nk == 2 && strcmp(t->name, "cb") != 0) || !strcmp(keys[sl], "mcc")) {
     /* the last metric: f1 (aggregation f1_score: sklearn's binary f1) or mcc (matthews_corrcoef) of the (gold, pred)
      * pairs, both bootstrappable; a slot past the task's metrics is NaN */
     int *gold = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
