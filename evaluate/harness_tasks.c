@@ -165,6 +165,10 @@ int zt_mc_supported(const char *name, const char **why) {
   if (spec_of(name)) return 1;
   for (size_t i = 0; i < sizeof LATER / sizeof LATER[0]; i++)
     if (!strcmp(name, LATER[i][0])) *why = LATER[i][1];
+  if (!strncmp(name, "hendrycksTest-", 14)) /* the --task_list names of tasks/eval_harness/evaluate.py's lm-eval */
+    *why = "is lm-eval 0.2's MMLU subject, which prompts \"Question: ...\\nChoices:\\nA. ...\", scores the answers' "
+           "texts and samples its dev examples at random; evaluate_zeroshot scores lm-eval 0.4's: ask for "
+           "mmlu_<subject> or the group mmlu (docs/evaluate.md)";
   return 0;
 }
 

@@ -1627,6 +1627,8 @@ refused("a subject named twice (alone and in a group)", ["mmlu_stem", "mmlu_anat
 refused("more MMLU examples than a subject's dev documents", ["mmlu_stem"], ["--num-fewshot", "4", "--fewshot-data",
         "mmlu_stem=" + mmlu_dev], "--num-fewshot 4: --fewshot-data mmlu_stem=%s holds 3 abstract_algebra documents, "
         "taken in order (the harness's first_n sampler stops" % mmlu_dev)
+refused("lm-eval 0.2's MMLU name", ["hendrycksTest-anatomy"], [], "hendrycksTest-anatomy is not supported yet: it is "
+        "lm-eval 0.2's MMLU subject", {"hendrycksTest-anatomy": mmlu_path})
 refused("MMLU examples without --fewshot-data", ["mmlu"], ["--num-fewshot", "1"], "--fewshot-data mmlu=FILE.jsonl is "
         "required (the harness draws mmlu's examples from its dev split)")
 h = run([EVAL, "--help"])[1]
