@@ -192,11 +192,17 @@ static int gsm8k_kind(const char *name) {
          : !strcmp(name, "gsm8k_cot_zeroshot") ? GSM8K_COT_ZEROSHOT : 0;
 }
 
-double zt_mc_version(const char *name) { return spec_of(name) ? spec_of(name)->version : 0.0; }
+double zt_mc_version(const char *name) {
+  const task_spec *sp = spec_of(name);
+  return sp ? sp->version : 0.0;
+}
 int zt_mc_is_generation(const char *name) { return type_of(name) == GEN; }
 int zt_mc_is_rolling(const char *name) { return type_of(name) == ROLLING; }
 int zt_mc_is_loglikelihood(const char *name) { return type_of(name) == LOGLIK; }
-int zt_mc_yaml_fewshot(const char *name) { return spec_of(name) ? spec_of(name)->fewshot : -1; }
+int zt_mc_yaml_fewshot(const char *name) {
+  const task_spec *sp = spec_of(name);
+  return sp ? sp->fewshot : -1;
+}
 int zt_mc_metric_names(const char *name, const char *keys[2]) {
   const task_spec *sp = spec_of(name);
   keys[0] = sp ? sp->metrics[0] : NULL;
@@ -204,7 +210,10 @@ int zt_mc_metric_names(const char *name, const char *keys[2]) {
   return (keys[0] != NULL) + (keys[1] != NULL);
 }
 /* the harness's sampler draws nshot + 1 and drops the doc itself (the task has no test split) */
-static int samples_extra(const char *name) { return spec_of(name) && spec_of(name)->no_test; }
+static int samples_extra(const char *name) {
+  const task_spec *sp = spec_of(name);
+  return sp && sp->no_test;
+}
 
 const char *const *zt_mc_until(const char *name) { /* each YAML's generation_kwargs.until */
   static const char *const triviaqa[] = {"\n", ".", ",", NULL};
@@ -1270,8 +1279,10 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
     zt_check(zt_mc_supported(name, &why), "unsupported argument", "%s %s=%s: %s is not a supported task", flag, key,
              path, name);
     zt_check(mmlu_index(name) >= 0 || !mmlu, "bad task", "%s: %s is not an MMLU subject", key, name);
+    const char *group = ts[k].group;
     memset(&ts[k], 0, sizeof ts[k]);
     ts[k].name = name;
+    ts[k].group = group;
   }
   *set_aside = 0;
   zt_mc_task *t = &ts[0]; /* holds the file's bytes and the current line's JSON while it is read */
@@ -1350,6 +1361,7 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
 void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag) {
   int64_t aside;
   t->name = name;
+  t->group = NULL;
   zt_mc_load_split(t, 1, name, path, flag, &aside);
 }
 
@@ -1941,6 +1953,8 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
   out[1] = stderr_of(acc, t->n);
   out[2] = sn / (double)t->n;
   out[3] = stderr_of(norm, t->n);
+  const char *keys[2];
+  const int nk = zt_mc_metric_names(t->name, keys), sl = nk - 1; /* the last metric's slot */
   if (!strcmp(t->name, "cb")) { /* aggregate.cb_multi_fi: the mean over the 3 classes of sklearn's binary f1_score,
                                  * 0 where a class is neither predicted nor gold; no stderr (not bootstrappable) */
     double f1 = 0.0;
@@ -1955,11 +1969,7 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     }
     out[2] = f1 / 3.0;
     out[3] = NAN;
-  }
-  const char *keys[2];
-  const int nk = zt_mc_metric_names(t->name, keys), sl = nk - 1;
-  /* cb's f1 is its aggregate.py's multi-class mean above; the others' f1 sklearn's binary f1_score */
-  if ((!strcmp(keys[sl], "f1") && nk == 2 && strcmp(t->name, "cb") != 0) || !strcmp(keys[sl], "mcc")) {
+  } else if (!strcmp(keys[sl], "f1") || !strcmp(keys[sl], "mcc")) {
     /* the last metric: f1 (aggregation f1_score: sklearn's binary f1) or mcc (matthews_corrcoef) of the (gold, pred)
      * pairs, both bootstrappable; a slot past the task's metrics is NaN */
     int *gold = zt_malloc((size_t)t->n * sizeof(int) + 8, "metrics");
@@ -1986,6 +1996,7 @@ typedef struct {
   const char *key; /* the task's or the group's name */
   char alias[64];
   int task;        /* its index in tasks, or -1: a group */
+  double version;  /* metadata.version: the task's, 2 for MMLU's groups */
   item it[6];      /* its metrics */
   int n_it;
 } row;
@@ -2015,11 +2026,13 @@ static int in_group(const zt_mc_task *t, const char *root, int sub) {
   return t->group && !strcmp(t->group, root) && (sub < 0 || (i >= 0 && MMLU[i].group == sub));
 }
 
-static row *add_row(row *rows, int *n, const char *key, const char *alias, int depth, int task) {
+static row *add_row(row *rows, int *n, const zt_mc_task *tasks, const char *key, const char *alias, int depth,
+                    int task) {
   row *r = &rows[(*n)++];
   memset(r, 0, sizeof *r);
   r->key = key;
   r->task = task;
+  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : 2.0; /* _mmlu*.yaml's metadata.version */
   snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
   return r;
 }
@@ -2028,7 +2041,7 @@ static row *add_row(row *rows, int *n, const char *key, const char *alias, int d
  * stderr pooled_sample_stderr, "N/A" when a task's is */
 static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, const double *metrics, const char *root,
                       int sub, const char *key, const char *alias, int depth) {
-  row *r = add_row(rows, n, key, alias, depth, -1);
+  row *r = add_row(rows, n, tasks, key, alias, depth, -1);
   double sum = 0, size = 0, var = 0;
   int k = 0, na = 0;
   for (int q = 0; q < n_tasks; q++)
@@ -2044,7 +2057,7 @@ static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, c
   r->n_it = 1;
   for (int q = 0; q < n_tasks; q++) /* then its tasks, in alphabetical order (tasks holds a group's so) */
     if (sub >= 0 && in_group(&tasks[q], root, sub)) {
-      row *t = add_row(rows, n, tasks[q].name, tasks[q].name + 5, depth + 1, q); /* task_alias: the subject */
+      row *t = add_row(rows, n, tasks, tasks[q].name, tasks[q].name + 5, depth + 1, q); /* task_alias: the subject */
       t->n_it = task_items(&tasks[q], metrics + 4 * q, t->it);
     }
 }
@@ -2074,7 +2087,7 @@ static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metr
     } else {
       int k = 0;
       while (strcmp(tasks[k].name, top[e])) k++;
-      row *r = add_row(rows, &n, top[e], mmlu_index(top[e]) >= 0 ? top[e] + 5 : top[e], 0, k);
+      row *r = add_row(rows, &n, tasks, top[e], mmlu_index(top[e]) >= 0 ? top[e] + 5 : top[e], 0, k);
       r->n_it = task_items(&tasks[k], metrics + 4 * k, r->it);
     }
   }
@@ -2123,12 +2136,12 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
       else
         for (int q = i + 1; q < n && rows[q].task >= 0 && tasks[rows[q].task].group; q++)
           cJSON_AddItemToArray(l, cJSON_CreateString(rows[q].key));
-      cJSON_AddNumberToObject(ver, w->key, 2.0); /* the groups' metadata.version */
+      cJSON_AddNumberToObject(ver, w->key, w->version);
       continue;
     }
     const zt_mc_task *t = &tasks[w->task];
     if (!t->group) cJSON_AddArrayToObject(sub, w->key);
-    cJSON_AddNumberToObject(ver, w->key, zt_mc_version(t->name));
+    cJSON_AddNumberToObject(ver, w->key, w->version);
     cJSON_AddNumberToObject(shots, w->key, t->nshot);
     cJSON *c = cJSON_AddObjectToObject(ns, w->key);
     cJSON_AddNumberToObject(c, "original", (double)t->n);
@@ -2179,7 +2192,7 @@ static void table_of(zt_strbuf *b, const zt_mc_task *tasks, const row *rows, int
     memcpy(it, w->it, sizeof it);
     qsort(it, (size_t)w->n_it, sizeof it[0], cmp_item);
     char ver[16], shot[16];
-    snprintf(ver, sizeof ver, "%g", w->task >= 0 ? zt_mc_version(tasks[w->task].name) : 2.0);
+    snprintf(ver, sizeof ver, "%g", w->version);
     if (w->task >= 0) snprintf(shot, sizeof shot, "%d", tasks[w->task].nshot);
     else snprintf(shot, sizeof shot, " "); /* n-shot holds the tasks only */
     for (int q = 0; q < w->n_it; q++) {

@@ -100,7 +100,7 @@ void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *f
 /* One file for the n MMLU subject tasks ts[0..n) (their names set; key, the --tasks entry the file is given for, names
  * it in messages): each document goes to the task of its "subject"; those of MMLU's other subjects are counted into
  * *set_aside; a subject outside MMLU, or a task left without documents, is refused. n == 1 with a task that is not an
- * MMLU subject: zt_mc_load. */
+ * MMLU subject: zt_mc_load. Each task keeps its name and group; its other fields are reset. */
 void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
                       int64_t *set_aside);
 void zt_mc_free(zt_mc_task *t);

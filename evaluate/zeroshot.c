@@ -465,10 +465,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     zt_check(path != NULL, "missing argument", "--task-data %s=FILE.jsonl is required (the %s documents; "
              "docs/evaluate.md lists the fields)", key, key);
     int64_t aside = 0, fewshot_aside = 0;
-    if (first) {
-      zt_mc_load_split(&d->mc[k], run, key, path, "--task-data", &aside);
-      for (int q = k; q < k + run; q++) d->mc[q].group = group;
-    }
+    if (first) zt_mc_load_split(&d->mc[k], run, key, path, "--task-data", &aside);
     const char *fpath = entry_for(tf->fewshot, tf->n_fewshot, key, "--fewshot-data", tf->tasks);
     /* evaluator.py: --num_fewshot sets each task's num_fewshot except where its YAML sets 0 ("Manual configuration
      * will be ignored"); without it a YAML's num_fewshot stands, and none is 0 */
