@@ -17,11 +17,11 @@
 #include "runtime/base/error.h"
 
 /* ---- the tasks ------------------------------------------------------------------------------------------------- */
-/* Each supported task's YAML facts in one place (lm-eval 0.4.9's lm_eval/tasks): its output_type, metadata.version,
- * metric_list (acc then acc_norm or f1; f1 then em; mcc; exact_match; none for the loglikelihood and rolling tasks,
- * whose metrics are fixed), whether its config has no test split (its fewshot split, null too, equals it: the sampler
- * then draws N + 1 and drops the document itself), and its num_fewshot (-1: the YAML sets none). The prompts are
- * build_doc's. */
+/* Each supported task's YAML facts in one place (lm-eval 0.4.9's lm_eval/tasks): its output_type, metadata.version
+ * (YAML: none, the harness then reports the class's "Yaml"), metric_list (acc then acc_norm or f1; f1 then em; mcc;
+ * exact_match; the loglikelihood tasks' perplexity then acc, or acc alone; none for the rolling task, whose three are
+ * fixed), whether its config has no test split (its fewshot split, null too, equals it: the sampler then draws N + 1
+ * and drops the document itself), and its num_fewshot (-1: the YAML sets none). The prompts are build_doc's. */
 enum { MC, LOGLIK, ROLLING, GEN };
 typedef struct {
   const char *name;
@@ -30,17 +30,20 @@ typedef struct {
   const char *metrics[2];
   int no_test, fewshot;
 } task_spec;
+#define YAML NAN
 #define ACC {"acc", NULL}
 #define ACC_NORM {"acc", "acc_norm"}
 #define ACC_F1 {"acc", "f1"}
+#define PPL_ACC {"perplexity", "acc"}
 #define EM {"exact_match", NULL}
 #define NONE {NULL, NULL}
+#define ARITHMETIC(k) {"arithmetic_" k, LOGLIK, 2, ACC, 1, -1}
 static const task_spec TASKS[] = {
     {"piqa", MC, 1, ACC_NORM, 1, -1},          {"arc_easy", MC, 1, ACC_NORM, 0, -1},
     {"arc_challenge", MC, 1, ACC_NORM, 0, -1}, {"openbookqa", MC, 1, ACC_NORM, 0, -1},
     {"hellaswag", MC, 1, ACC_NORM, 1, -1},     {"boolq", MC, 2, ACC, 1, -1},
     {"winogrande", MC, 1, ACC, 1, -1},         {"race", MC, 2, ACC, 0, -1},
-    {"lambada_openai", LOGLIK, 1, NONE, 0, -1}, {"lambada_standard", LOGLIK, 1, NONE, 0, -1},
+    {"lambada_openai", LOGLIK, 1, PPL_ACC, 0, -1}, {"lambada_standard", LOGLIK, 1, PPL_ACC, 0, -1},
     {"wikitext", ROLLING, 2, NONE, 0, -1},     {"anli_r1", MC, 1, ACC, 0, -1},
     {"anli_r2", MC, 1, ACC, 0, -1},            {"anli_r3", MC, 1, ACC, 0, -1},
     {"cb", MC, 1, ACC_F1, 1, -1},              {"copa", MC, 1, ACC, 1, -1},
@@ -57,30 +60,47 @@ static const task_spec TASKS[] = {
     {"mrpc", MC, 1, ACC_F1, 1, -1},            {"qnli", MC, 1, ACC, 1, -1},
     {"qqp", MC, 2, ACC_F1, 1, -1},             {"sst2", MC, 1, ACC, 1, -1},
     {"wnli", MC, 2, ACC, 1, -1},               {"truthfulqa_mc1", MC, 2, ACC, 1, 0},
-    {"truthfulqa_mc2", MC, 3, ACC, 1, 0},
+    {"truthfulqa_mc2", MC, 3, ACC, 1, 0},      {"social_iqa", MC, 0, ACC, 1, -1},
+    {"commonsense_qa", MC, YAML, ACC, 1, -1},  {"lambada_openai_cloze_yaml", LOGLIK, 1, PPL_ACC, 0, -1},
+    {"lambada_standard_cloze_yaml", LOGLIK, 1, PPL_ACC, 0, -1},
+    ARITHMETIC("1dc"), ARITHMETIC("2da"), ARITHMETIC("2dm"), ARITHMETIC("2ds"), ARITHMETIC("3da"),
+    ARITHMETIC("3ds"), ARITHMETIC("4da"), ARITHMETIC("4ds"), ARITHMETIC("5da"), ARITHMETIC("5ds"),
 };
-/* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples) */
+/* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples); every BLiMP phenomenon
+ * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
 static const task_spec MMLU_SPEC = {"mmlu_<subject>", MC, 1, ACC, 0, -1};
+static const task_spec BLIMP_SPEC = {"blimp_<uid>", MC, 1, ACC, 1, 0};
+#undef YAML
 #undef ACC
 #undef ACC_NORM
 #undef ACC_F1
+#undef PPL_ACC
 #undef EM
 #undef NONE
+#undef ARITHMETIC
+
+/* The harness's tags among the supported tasks (a tag names tasks; unlike a group it adds no entry of its own to the
+ * results): each tag's tasks, in its YAMLs' order */
+static const struct {
+  const char *tag, *tasks[11];
+} TAGS[] = {
+    {"anli", {"anli_r1", "anli_r2", "anli_r3"}},
+    {"arithmetic", {"arithmetic_1dc", "arithmetic_2da", "arithmetic_2dm", "arithmetic_2ds", "arithmetic_3da",
+                    "arithmetic_3ds", "arithmetic_4da", "arithmetic_4ds", "arithmetic_5da", "arithmetic_5ds"}},
+    {"glue", {"cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "rte", "sst2", "wnli"}},
+    {"lambada", {"lambada_openai", "lambada_standard"}},
+    {"lambada_cloze", {"lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml"}},
+};
 
 static const char *const LATER[][2] = {
-    {"lambada", "is the harness's group name: ask for lambada_openai and/or lambada_standard (evaluate_zeroshot "
-                "--task LAMBADA runs Megatron's LAMBADA)"},
     {"wikitext103", "is not a harness task name: ask for wikitext (wikitext-2 documents) or run evaluate_zeroshot "
                     "--task WIKITEXT103 (Megatron's WikiText perplexity)"},
-    {"anli", "is the harness's group name: ask for anli_r1, anli_r2 and/or anli_r3"},
     {"sst", "is lm-eval 0.2.0's name (the --task_list of tasks/eval_harness/evaluate.py maps it): ask for sst2"},
     {"truthfulqa", "is the harness's tag for truthfulqa_mc1, truthfulqa_mc2 and truthfulqa_gen: ask for "
                    "truthfulqa_mc1 and/or truthfulqa_mc2"},
     {"truthfulqa_gen", "scores generations by BLEU, ROUGE and their max-over-answers differences (sacrebleu, "
                        "rouge_score), which evaluate_zeroshot does not compute; truthfulqa_mc1 and truthfulqa_mc2 "
                        "score the same questions by log-likelihood"},
-    {"glue", "is the harness's tag for cola, mnli, mnli_mismatch, mrpc, qnli, qqp, rte, sst2 and wnli: ask for them "
-             "by name, each with its --task-data file"},
     {"gsm8k_cot_llama", "is written for Llama-3-Instruct's chat template (the harness's --apply_chat_template "
                         "--fewshot_as_multiturn), which evaluate_zeroshot does not apply; gsm8k_cot asks the same 8 "
                         "examples in the plain Q:/A: prompt"},
@@ -122,13 +142,48 @@ static const struct {
     {"mmlu_virology", OTHER}, {"mmlu_world_religions", HUMANITIES},
 };
 enum { N_MMLU = sizeof MMLU / sizeof MMLU[0] };
-_Static_assert(N_MMLU == ZT_MC_MMLU_SUBJECTS, "MMLU has 57 subjects");
+_Static_assert(N_MMLU == 57, "MMLU has 57 subjects");
+
+/* BLiMP (lm-eval 0.4.9 blimp): the task blimp_<uid> of each of its 67 phenomena, in _blimp.yaml's order (the
+ * dataset's configs and its rows' "UID") */
+static const char *const BLIMP[] = {
+    "adjunct_island", "anaphor_gender_agreement", "anaphor_number_agreement", "animate_subject_passive",
+    "animate_subject_trans", "causative", "complex_NP_island", "coordinate_structure_constraint_complex_left_branch",
+    "coordinate_structure_constraint_object_extraction", "determiner_noun_agreement_1", "determiner_noun_agreement_2",
+    "determiner_noun_agreement_irregular_1", "determiner_noun_agreement_irregular_2",
+    "determiner_noun_agreement_with_adj_2", "determiner_noun_agreement_with_adj_irregular_1",
+    "determiner_noun_agreement_with_adj_irregular_2", "determiner_noun_agreement_with_adjective_1",
+    "distractor_agreement_relational_noun", "distractor_agreement_relative_clause", "drop_argument",
+    "ellipsis_n_bar_1", "ellipsis_n_bar_2", "existential_there_object_raising", "existential_there_quantifiers_1",
+    "existential_there_quantifiers_2", "existential_there_subject_raising", "expletive_it_object_raising",
+    "inchoative", "intransitive", "irregular_past_participle_adjectives", "irregular_past_participle_verbs",
+    "irregular_plural_subject_verb_agreement_1", "irregular_plural_subject_verb_agreement_2",
+    "left_branch_island_echo_question", "left_branch_island_simple_question", "matrix_question_npi_licensor_present",
+    "npi_present_1", "npi_present_2", "only_npi_licensor_present", "only_npi_scope", "passive_1", "passive_2",
+    "principle_A_c_command", "principle_A_case_1", "principle_A_case_2", "principle_A_domain_1",
+    "principle_A_domain_2", "principle_A_domain_3", "principle_A_reconstruction",
+    "regular_plural_subject_verb_agreement_1", "regular_plural_subject_verb_agreement_2",
+    "sentential_negation_npi_licensor_present", "sentential_negation_npi_scope", "sentential_subject_island",
+    "superlative_quantifiers_1", "superlative_quantifiers_2", "tough_vs_raising_1", "tough_vs_raising_2",
+    "transitive", "wh_island", "wh_questions_object_gap", "wh_questions_subject_gap",
+    "wh_questions_subject_gap_long_distance", "wh_vs_that_no_gap", "wh_vs_that_no_gap_long_distance",
+    "wh_vs_that_with_gap", "wh_vs_that_with_gap_long_distance",
+};
+enum { N_BLIMP = sizeof BLIMP / sizeof BLIMP[0] };
+_Static_assert(N_BLIMP <= ZT_MC_GROUP_MAX, "a group's tasks fit ZT_MC_GROUP_MAX");
 
 /* the subject's index in MMLU, or -1 */
 static int mmlu_index(const char *name) {
   if (strncmp(name, "mmlu_", 5) != 0) return -1;
   for (int i = 0; i < N_MMLU; i++)
     if (!strcmp(name, MMLU[i].name)) return i;
+  return -1;
+}
+/* the phenomenon's index in BLIMP (name: blimp_<uid>), or -1 */
+static int blimp_index(const char *name) {
+  if (strncmp(name, "blimp_", 6) != 0) return -1;
+  for (int i = 0; i < N_BLIMP; i++)
+    if (!strcmp(name + 6, BLIMP[i])) return i;
   return -1;
 }
 /* the group's index in MMLU_GROUPS, N_MMLU_GROUPS for "mmlu", -1 for another name */
@@ -140,12 +195,35 @@ static int mmlu_group(const char *name) {
   return -1;
 }
 
-int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS]) {
-  const int g = mmlu_group(group);
+/* The families whose tasks may share one file, each document routed by a field: MMLU's subjects ("subject") and
+ * BLiMP's phenomena ("UID"). family_of: FAMILY_MMLU, FAMILY_BLIMP, or 0 for another task. */
+enum { FAMILY_MMLU = 1, FAMILY_BLIMP };
+static int family_of(const char *name) {
+  return mmlu_index(name) >= 0 ? FAMILY_MMLU : blimp_index(name) >= 0 ? FAMILY_BLIMP : 0;
+}
+
+int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
   int n = 0;
+  if (!strcmp(group, "blimp")) { /* _blimp.yaml: its 67 tasks */
+    static char full[N_BLIMP][64];
+    for (int i = 0; i < N_BLIMP; i++) {
+      snprintf(full[i], sizeof full[i], "blimp_%s", BLIMP[i]);
+      names[n++] = full[i];
+    }
+    return n;
+  }
+  const int g = mmlu_group(group);
   if (g >= 0)
     for (int i = 0; i < N_MMLU; i++)
       if (g == N_MMLU_GROUPS || MMLU[i].group == g) names[n++] = MMLU[i].name;
+  return n;
+}
+
+int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]) {
+  int n = 0;
+  for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
+    if (!strcmp(tag, TAGS[i].tag))
+      for (int k = 0; k < 11 && TAGS[i].tasks[k]; k++) names[n++] = TAGS[i].tasks[k];
   return n;
 }
 
@@ -153,7 +231,7 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS])
 static const task_spec *spec_of(const char *name) {
   for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
     if (!strcmp(name, TASKS[i].name)) return &TASKS[i];
-  return mmlu_index(name) >= 0 ? &MMLU_SPEC : NULL;
+  return mmlu_index(name) >= 0 ? &MMLU_SPEC : blimp_index(name) >= 0 ? &BLIMP_SPEC : NULL;
 }
 static int type_of(const char *name) {
   const task_spec *sp = spec_of(name);
@@ -173,12 +251,13 @@ int zt_mc_supported(const char *name, const char **why) {
 }
 
 const char *zt_mc_task_names(void) {
-  static char all[1024];
+  static char all[2048];
   if (!all[0]) {
     for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", TASKS[i].name);
     snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
-             "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...)");
+             "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), blimp (its tasks "
+             "blimp_<uid>: blimp_adjunct_island, ...); the tags anli, arithmetic, glue, lambada, lambada_cloze");
   }
   return all;
 }
@@ -658,6 +737,19 @@ static void fixed_choices(zt_mc_doc *d, int n, const char *const *texts) {
   for (int c = 0; c < n; c++) d->choices[c] = dup(texts[c]);
 }
 
+/* MMLU's and CommonsenseQA's options after the question, "\nA. {opts[0]}" ... "\nAnswer:", and their letters as the
+ * choices (doc_to_choice ["A", "B", ...]) */
+static void lettered(zt_strbuf *t, zt_mc_doc *d, char *const *opts, int n) {
+  static const char *const letters[] = {"A", "B", "C", "D", "E"};
+  for (int k = 0; k < n; k++) {
+    const char head[5] = {'\n', letters[k][0], '.', ' ', 0};
+    puts_(t, head);
+    puts_(t, opts[k]);
+  }
+  puts_(t, "\nAnswer:");
+  fixed_choices(d, n, letters);
+}
+
 /* The YAMLs whose doc_to_text is one Jinja template of string fields ("{field}" here), doc_to_choice a fixed list
  * and doc_to_target the integer "label": glue/{cola,sst2,mrpc,qnli,qqp,wnli}/default.yaml, mc_taco/default.yaml. */
 static const struct {
@@ -844,12 +936,62 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->gold = 0;
     d->text = take(&t);
     return;
-  } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last */
-    const char *text = str_field(j, "text", w), *sp = strrchr(text, ' ');
-    if (sp) zt_strbuf_put(&t, text, (size_t)(sp - text));
+  } else if (!strncmp(name, "arithmetic_", 11)) { /* arithmetic_1dc.yaml: "{{context}}", "{{completion}}" */
+    puts_(&t, str_field(j, "context", w));
     d->n_choices = 1;
     d->choices = zt_malloc(sizeof(char *), "choices");
-    d->choices[0] = dup(sp ? sp + 1 : text); /* the request's continuation is " " + this */
+    d->choices[0] = dup(str_field(j, "completion", w)); /* the request's continuation, as it is */
+    d->gold = 0;
+  } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last;
+                                              * lambada_openai_cloze.yaml: the same with " ____. ->" after the words */
+    const char *text = str_field(j, "text", w), *sp = strrchr(text, ' '), *last = sp ? sp + 1 : text;
+    if (sp) zt_strbuf_put(&t, text, (size_t)(sp - text));
+    if (strstr(name, "_cloze_yaml")) puts_(&t, " ____. ->");
+    d->n_choices = 1;
+    d->choices = zt_malloc(sizeof(char *), "choices");
+    d->choices[0] = zt_malloc(strlen(last) + 2, "choices"); /* doc_to_target: ' ' + the last word */
+    d->choices[0][0] = ' ';
+    memcpy(d->choices[0] + 1, last, strlen(last) + 1);
+    d->gold = 0;
+  } else if (!strcmp(name, "social_iqa")) { /* siqa/siqa.yaml */
+    puts_(&t, "Q: ");
+    puts_(&t, str_field(j, "context", w));
+    puts_(&t, " ");
+    puts_(&t, str_field(j, "question", w));
+    puts_(&t, "\nA:");
+    d->n_choices = 3;
+    d->choices = zt_malloc(3 * sizeof(char *), "choices");
+    d->choices[0] = dup(str_field(j, "answerA", w));
+    d->choices[1] = dup(str_field(j, "answerB", w));
+    d->choices[2] = dup(str_field(j, "answerC", w));
+    const int label = int_field(j, "label", w); /* doc_to_target "{{ (label|int) - 1 }}" */
+    zt_check(label >= 1 && label <= 3, "bad task file", "%s:%ld: \"label\" is %d; expected 1, 2 or 3 (answerA-C)",
+             w.path, w.line, label);
+    d->gold = label - 1;
+  } else if (!strcmp(name, "commonsense_qa")) { /* commonsense_qa/default.yaml */
+    char *q = strip(str_field(j, "question", w)); /* question.strip() */
+    puts_(&t, "Question: ");
+    puts_(&t, q);
+    free(q);
+    const cJSON *c = field(j, "choices", w);
+    zt_check(cJSON_IsObject(c), "bad task file", "%s:%ld: \"choices\" is not an object {\"label\": [...], \"text\": "
+             "[...]}", w.path, w.line);
+    char **texts;
+    const int nt = str_list(c, "text", "choices.text", w, &texts);
+    zt_check(nt == 5, "bad task file", "%s:%ld: \"choices.text\" has %d entries; the prompt shows choices.text[0] "
+             "to [4] (A-E)", w.path, w.line, nt);
+    lettered(&t, d, texts, 5); /* doc_to_target: answerKey, the letter's index */
+    free_list(texts, nt);
+    const char *key = str_field(j, "answerKey", w);
+    zt_check(key[0] >= 'A' && key[0] <= 'E' && !key[1], "bad task file", "%s:%ld: \"answerKey\" is \"%s\"; expected "
+             "one of A, B, C, D, E (tau/commonsense_qa's test split is unlabelled: the harness scores validation)",
+             w.path, w.line, key);
+    d->gold = key[0] - 'A';
+  } else if (blimp_index(name) >= 0) { /* blimp/_template_yaml: no context, the good sentence then the bad */
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    d->choices[0] = dup(str_field(j, "sentence_good", w));
+    d->choices[1] = dup(str_field(j, "sentence_bad", w));
     d->gold = 0;
   } else if (!strcmp(name, "race")) { /* race/preprocess_race.py: the article, the earlier problems answered, the last
                                           * problem's question; its four options */
@@ -1233,15 +1375,8 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     const int nc = str_list(j, "choices", "choices", w, &c);
     zt_check(nc >= 4, "bad task file", "%s:%ld: \"choices\" has %d entries; the prompt shows choices[0] to "
              "choices[3]", w.path, w.line, nc);
-    for (int k = 0; k < 4; k++) {
-      const char letter[5] = {'\n', (char)('A' + k), '.', ' ', 0};
-      puts_(&t, letter);
-      puts_(&t, c[k]);
-    }
+    lettered(&t, d, c, 4); /* doc_to_target: answer, the letter's index */
     free_list(c, nc);
-    puts_(&t, "\nAnswer:");
-    static const char *const abcd[] = {"A", "B", "C", "D"};
-    fixed_choices(d, 4, abcd); /* doc_to_choice: the letters; doc_to_target: answer, their index */
     const cJSON *a = field(j, "answer", w); /* cais/mmlu's ClassLabel: 0-3; a letter is choices.index(letter) */
     if (cJSON_IsString(a) && a->valuestring) {
       const char *l = a->valuestring;
@@ -1272,13 +1407,14 @@ static void grow_docs(zt_mc_task *t) {
 void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
                       int64_t *set_aside) {
   const char *why;
-  const int mmlu = mmlu_index(ts[0].name) >= 0;
-  zt_check(n == 1 || mmlu, "bad task", "%s: one file for %d tasks", key, n);
+  const int family = family_of(ts[0].name), mmlu = family == FAMILY_MMLU;
+  const char *route = mmlu ? "subject" : "UID"; /* the field that routes each document */
+  zt_check(n == 1 || family, "bad task", "%s: one file for %d tasks", key, n);
   for (int k = 0; k < n; k++) {
     const char *name = ts[k].name;
     zt_check(zt_mc_supported(name, &why), "unsupported argument", "%s %s=%s: %s is not a supported task", flag, key,
              path, name);
-    zt_check(mmlu_index(name) >= 0 || !mmlu, "bad task", "%s: %s is not an MMLU subject", key, name);
+    zt_check(family_of(name) == family, "bad task", "%s: %s is not of %s's family", key, name, ts[0].name);
     const char *group = ts[k].group;
     memset(&ts[k], 0, sizeof ts[k]);
     ts[k].name = name;
@@ -1328,16 +1464,19 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
     zt_check(cJSON_IsObject(j), "bad task file", "%s:%ld: not a JSON object (a %s document)", path, no, key);
     lines++;
     zt_mc_task *to = t;
-    if (mmlu) { /* the task of its subject (cais/mmlu's "subject" field) */
-      const char *subject = str_field(j, "subject", w);
+    if (family) { /* the task of its subject (cais/mmlu's "subject" field) or phenomenon (blimp's "UID") */
+      const char *value = str_field(j, route, w);
       char task[96];
-      snprintf(task, sizeof task, "mmlu_%s", subject);
-      const int s = strlen(subject) < 80 ? mmlu_index(task) : -1;
-      zt_check(s >= 0, "bad task file", "%s:%ld: \"subject\" is \"%s\", not one of MMLU's 57 subjects (cais/mmlu's "
-               "configs: abstract_algebra, anatomy, ..., world_religions)", path, no, subject);
+      snprintf(task, sizeof task, "%s%s", mmlu ? "mmlu_" : "blimp_", value);
+      const int ok = strlen(value) < 80 && family_of(task) == family;
+      zt_check(ok || !mmlu, "bad task file", "%s:%ld: \"subject\" is \"%s\", not one of MMLU's 57 subjects (cais/mmlu's "
+               "configs: abstract_algebra, anatomy, ..., world_religions)", path, no, value);
+      zt_check(ok, "bad task file", "%s:%ld: \"UID\" is \"%s\", not one of BLiMP's 67 phenomena (the blimp dataset's "
+               "configs: adjunct_island, anaphor_gender_agreement, ..., wh_vs_that_with_gap_long_distance)", path, no,
+               value);
       to = NULL;
       for (int q = 0; q < n && !to; q++)
-        if (!strcmp(ts[q].name, MMLU[s].name)) to = &ts[q];
+        if (!strcmp(ts[q].name, task)) to = &ts[q];
     }
     if (to) {
       grow_docs(to);
@@ -1354,8 +1493,9 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
   t->raw = NULL;
   zt_check(lines > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, key, path);
   for (int q = 0; q < n; q++)
-    zt_check(ts[q].n > 0, "bad task file", "%s %s=%s: none of its %lld documents is of subject \"%s\"%s", flag,
-             key, path, (long long)lines, ts[q].name + 5, n > 1 ? " (the group needs each of its subjects)" : "");
+    zt_check(ts[q].n > 0, "bad task file", "%s %s=%s: none of its %lld documents is of %s \"%s\"%s", flag, key,
+             path, (long long)lines, route, ts[q].name + (mmlu ? 5 : 6),
+             n > 1 ? (mmlu ? " (the group needs each of its subjects)" : " (the group needs each of its phenomena)") : "");
 }
 
 void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag) {
@@ -1748,8 +1888,10 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
         puts_(&b, e->target);
       } else {
         puts_(&b, e->text);
-        /* target_delimiter + target; lambada_openai's target is " " + word itself: two spaces, as the harness writes */
-        puts_(&b, zt_mc_is_loglikelihood(t->name) ? "  " : " ");
+        /* target_delimiter + target (lambada's target is " " + word itself: two spaces, as the harness writes;
+         * arithmetic's delimiter is ""; a loglikelihood task's empty target string goes without its delimiter) */
+        if (!zt_mc_is_loglikelihood(t->name) || e->choices[e->gold][0])
+          puts_(&b, strncmp(t->name, "arithmetic_", 11) ? " " : "");
         puts_(&b, e->choices[e->gold]);
       }
       puts_(&b, "\n\n");
@@ -1888,13 +2030,19 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
     out[3] = NAN;
     return;
   }
-  if (zt_mc_is_loglikelihood(t->name)) { /* perplexity = exp(-mean(ll)) (bootstrap stderr), acc = mean(is_greedy) */
+  if (zt_mc_is_loglikelihood(t->name)) { /* perplexity = exp(-mean(ll)) (bootstrap stderr), acc = mean(is_greedy);
+                                          * arithmetic: acc alone */
+    const char *keys[2];
+    const int ppl = zt_mc_metric_names(t->name, keys) == 2, a = ppl ? 2 : 0; /* acc's slot */
     double sl = 0.0, sg = 0.0;
     for (int64_t i = 0; i < t->n; i++) sl += lls[i], sg += greedy[i];
-    out[0] = exp(-(sl / (double)t->n));
-    out[1] = bootstrap_stderr(perplexity_of, &(resample_of){.xs = lls}, t->n, bootstrap_iters);
-    out[2] = sg / (double)t->n;
-    out[3] = stderr_of(greedy, t->n);
+    out[2] = out[3] = NAN;
+    if (ppl) {
+      out[0] = exp(-(sl / (double)t->n));
+      out[1] = bootstrap_stderr(perplexity_of, &(resample_of){.xs = lls}, t->n, bootstrap_iters);
+    }
+    out[a] = sg / (double)t->n;
+    out[a + 1] = stderr_of(greedy, t->n);
     return;
   }
   if (zt_mc_is_generation(t->name)) { /* greedy[2 i + f]: the document's exact_match under filter f */
@@ -1994,9 +2142,9 @@ typedef struct {
 } item;
 typedef struct {
   const char *key; /* the task's or the group's name */
-  char alias[64];
+  char alias[96];
   int task;        /* its index in tasks, or -1: a group */
-  double version;  /* metadata.version: the task's, 2 for MMLU's groups */
+  double version;  /* metadata.version: the task's (NaN: "Yaml"), 2 for the groups (_mmlu*.yaml's, _blimp.yaml's) */
   item it[6];      /* its metrics */
   int n_it;
 } row;
@@ -2009,14 +2157,10 @@ static int task_items(const zt_mc_task *t, const double *m, item *it) {
     for (int q = 0; q < 3; q++) it[q] = (item){keys[q], "none", m[q], NAN, 0};
     return 3;
   }
-  if (zt_mc_is_loglikelihood(name)) {
-    it[0] = (item){"perplexity", "none", m[0], m[1], 0};
-    it[1] = (item){"acc", "none", m[2], m[3], 1};
-    return 2;
-  }
   const char *keys[2], *filters[2];
   const int nk = zt_mc_metric_names(name, keys), nf = zt_mc_filters(name, filters);
-  for (int sl = 0; sl < nf * nk; sl++) it[sl] = (item){keys[sl % nk], filters[sl / nk], m[2 * sl], m[2 * sl + 1], 1};
+  for (int sl = 0; sl < nf * nk; sl++) /* lower is better for perplexity alone */
+    it[sl] = (item){keys[sl % nk], filters[sl / nk], m[2 * sl], m[2 * sl + 1], strcmp(keys[sl % nk], "perplexity") != 0};
   return nf * nk;
 }
 
@@ -2032,32 +2176,35 @@ static row *add_row(row *rows, int *n, const zt_mc_task *tasks, const char *key,
   memset(r, 0, sizeof *r);
   r->key = key;
   r->task = task;
-  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : 2.0; /* _mmlu*.yaml's metadata.version */
+  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : 2.0; /* _mmlu*.yaml's, _blimp.yaml's metadata.version */
   snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
   return r;
 }
 
-/* A group's row: acc over its tasks weighted by their documents (aggregate_subtask_metrics, weight_by_size), its
- * stderr pooled_sample_stderr, "N/A" when a task's is */
+/* A group's row: acc over its tasks, weighted by their documents for MMLU's groups (aggregate_subtask_metrics,
+ * weight_by_size) and their plain mean for blimp (weight_by_size False), its stderr pooled_sample_stderr either way
+ * ("N/A" when a task's is); then, with list, its tasks' rows */
 static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, const double *metrics, const char *root,
-                      int sub, const char *key, const char *alias, int depth) {
+                      int sub, const char *key, const char *alias, int depth, int list) {
   row *r = add_row(rows, n, tasks, key, alias, depth, -1);
   double sum = 0, size = 0, var = 0;
-  int k = 0, na = 0;
+  int k = 0, na = 0, weighted = 1;
   for (int q = 0; q < n_tasks; q++)
     if (in_group(&tasks[q], root, sub)) {
       const double nq = (double)tasks[q].n, acc = metrics[4 * q], se = metrics[4 * q + 1];
-      sum += acc * nq;
+      weighted = family_of(tasks[q].name) == FAMILY_MMLU;
+      sum += weighted ? acc * nq : acc;
       size += nq;
       var += (nq - 1) * se * se * nq;
       na |= isnan(se);
       k++;
     }
-  r->it[0] = (item){"acc", "none", sum / size, na ? NAN : sqrt(var / (size - k) / size), 1};
+  r->it[0] = (item){"acc", "none", sum / (weighted ? size : k), na ? NAN : sqrt(var / (size - k) / size), 1};
   r->n_it = 1;
-  for (int q = 0; q < n_tasks; q++) /* then its tasks, in alphabetical order (tasks holds a group's so) */
-    if (sub >= 0 && in_group(&tasks[q], root, sub)) {
-      row *t = add_row(rows, n, tasks, tasks[q].name, tasks[q].name + 5, depth + 1, q); /* task_alias: the subject */
+  for (int q = 0; q < n_tasks; q++) /* then its tasks, in name order (tasks holds a group's so) */
+    if (list && in_group(&tasks[q], root, sub)) {
+      const char *name = tasks[q].name; /* an MMLU subject's task_alias is the subject; a BLiMP task has none */
+      row *t = add_row(rows, n, tasks, name, name + (family_of(name) == FAMILY_MMLU ? 5 : 0), depth + 1, q);
       t->n_it = task_items(&tasks[q], metrics + 4 * q, t->it);
     }
 }
@@ -2079,11 +2226,13 @@ static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metr
   for (int e = 0; e < n_top; e++) {
     const int g = mmlu_group(top[e]);
     if (g == N_MMLU_GROUPS) { /* mmlu: its four groups (no group_alias: the name), each with its subjects */
-      add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0);
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0, 0);
       for (int sub = 0; sub < N_MMLU_GROUPS; sub++)
-        add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][0], MMLU_GROUPS[sub][1], 1);
+        add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][0], MMLU_GROUPS[sub][1], 1, 1);
     } else if (g >= 0) { /* mmlu_stem, ...: its group_alias, then its subjects */
-      add_group(rows, &n, tasks, n_tasks, metrics, top[e], g, top[e], MMLU_GROUPS[g][1], 0);
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], g, top[e], MMLU_GROUPS[g][1], 0, 1);
+    } else if (!strcmp(top[e], "blimp")) { /* no group_alias: the name, then its tasks */
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0, 1);
     } else {
       int k = 0;
       while (strcmp(tasks[k].name, top[e])) k++;
@@ -2107,6 +2256,12 @@ static void add_metric(cJSON *r, cJSON *h, const item *it) {
   if (isnan(it->se)) cJSON_AddStringToObject(r, k, "N/A");
   else cJSON_AddNumberToObject(r, k, it->se);
   if (!cJSON_GetObjectItemCaseSensitive(h, it->key)) cJSON_AddBoolToObject(h, it->key, it->higher);
+}
+
+/* a version as the harness writes it: the YAML's number, or "Yaml" (ConfigurableTask.VERSION) where it sets none */
+static void add_version(cJSON *ver, const char *key, double v) {
+  if (isnan(v)) cJSON_AddStringToObject(ver, key, "Yaml");
+  else cJSON_AddNumberToObject(ver, key, v);
 }
 
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed) {
@@ -2136,12 +2291,12 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
       else
         for (int q = i + 1; q < n && rows[q].task >= 0 && tasks[rows[q].task].group; q++)
           cJSON_AddItemToArray(l, cJSON_CreateString(rows[q].key));
-      cJSON_AddNumberToObject(ver, w->key, w->version);
+      add_version(ver, w->key, w->version);
       continue;
     }
     const zt_mc_task *t = &tasks[w->task];
     if (!t->group) cJSON_AddArrayToObject(sub, w->key);
-    cJSON_AddNumberToObject(ver, w->key, w->version);
+    add_version(ver, w->key, w->version);
     cJSON_AddNumberToObject(shots, w->key, t->nshot);
     cJSON *c = cJSON_AddObjectToObject(ns, w->key);
     cJSON_AddNumberToObject(c, "original", (double)t->n);
@@ -2192,7 +2347,8 @@ static void table_of(zt_strbuf *b, const zt_mc_task *tasks, const row *rows, int
     memcpy(it, w->it, sizeof it);
     qsort(it, (size_t)w->n_it, sizeof it[0], cmp_item);
     char ver[16], shot[16];
-    snprintf(ver, sizeof ver, "%g", w->version);
+    if (isnan(w->version)) snprintf(ver, sizeof ver, "Yaml");
+    else snprintf(ver, sizeof ver, "%g", w->version);
     if (w->task >= 0) snprintf(shot, sizeof shot, "%d", tasks[w->task].nshot);
     else snprintf(shot, sizeof shot, " "); /* n-shot holds the tasks only */
     for (int q = 0; q < w->n_it; q++) {

@@ -1,8 +1,9 @@
 /* lm-evaluation-harness-style tasks for evaluate_zeroshot --tasks (issue 19 item 2; docs/evaluate.md): multiple choice
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc,
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
- * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; MMLU's 57 subjects and its groups), loglikelihood
- * (lambada_openai, lambada_standard), loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot,
+ * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
+ * its groups; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
+ * prompts, arithmetic_*), loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot,
  * gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the harness's Hugging Face
  * field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks YAML/utils.py builds
  * them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's ContextSampler), the
@@ -47,18 +48,26 @@ typedef struct {
 
 /* Whether the harness task `name` is supported here; for a known task that is not, *why names what it lands with. */
 int zt_mc_supported(const char *name, const char **why);
-/* MMLU (lm-eval 0.4.9's mmlu/default): the task mmlu_<subject> of each of its 57 subjects, and its groups mmlu (the
- * four below, its score over all 57 subjects), mmlu_humanities, mmlu_other, mmlu_social_sciences and mmlu_stem (their
- * subjects'). A group's task names, in alphabetical order, into names; returns how many (0: not a group). */
-#define ZT_MC_MMLU_SUBJECTS 57
-int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_MMLU_SUBJECTS]);
+/* The groups (a group adds its own entry to the results, its acc aggregated over its tasks):
+ * - MMLU (lm-eval 0.4.9's mmlu/default): the task mmlu_<subject> of each of its 57 subjects, and its groups mmlu (the
+ *   four below, its score over all 57 subjects), mmlu_humanities, mmlu_other, mmlu_social_sciences and mmlu_stem
+ *   (their subjects'); acc weighted by the subjects' documents;
+ * - BLiMP (blimp): the task blimp_<uid> of each of its 67 phenomena; acc the plain mean of theirs (weight_by_size
+ *   False).
+ * A group's task names, in name order, into names; returns how many (0: not a group). */
+#define ZT_MC_GROUP_MAX 67
+int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]);
+/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze): a tag's tasks into names; returns how many (0:
+ * not a tag). Each is then a task of its own, as if named alone. */
+int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]);
 /* The supported tasks' names, ", "-separated. */
 const char *zt_mc_task_names(void);
-/* The task's version (the harness's metadata.version). */
+/* The task's version (the harness's metadata.version; NaN where its YAML sets none: the harness reports "Yaml"). */
 double zt_mc_version(const char *name);
-/* A multiple-choice task's metrics (its YAML's metric_list), into keys: "acc" then "acc_norm" (piqa, arc_*,
- * openbookqa, hellaswag, sciq, logiqa, mathqa, prost) or "f1" (cb, mrpc, qqp, mc_taco), "f1" then "em" (record),
- * "mcc" alone (cola) or "exact_match" alone (webqs); returns how many (0 for the loglikelihood and rolling tasks). */
+/* A task's metrics (its YAML's metric_list), into keys: "acc" then "acc_norm" (piqa, arc_*, openbookqa, hellaswag,
+ * sciq, logiqa, mathqa, prost) or "f1" (cb, mrpc, qqp, mc_taco), "f1" then "em" (record), "mcc" alone (cola),
+ * "exact_match" alone (webqs, the generation tasks), "perplexity" then "acc" (the lambada tasks), "acc" alone (the
+ * other multiple-choice tasks, arithmetic_*); returns how many (0 for the rolling task). */
 int zt_mc_metric_names(const char *name, const char *keys[2]);
 /* triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: output_type generate_until (one greedy generation per document,
  * evaluate/harness_generate.c; metric exact_match after each of the task's filters). */
@@ -86,7 +95,8 @@ int zt_mc_first_n(const char *name);
  * "(-?[$0-9.,]{2,})|(-?[0-9]+)"; "[invalid]" when none), then exact_match against the target with regexes_to_ignore
  * ",", "\$", "(?s).*#### ", "\.$" and ignore_case. */
 void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, size_t len, double scores[2]);
-/* lambada_openai: output_type loglikelihood (one request per document, perplexity and acc). */
+/* The lambada tasks and arithmetic_*: output_type loglikelihood (one request per document, (context, target) with no
+ * delimiter; perplexity and acc, or acc alone). */
 int zt_mc_is_loglikelihood(const char *name);
 /* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
  * tokens, the first after [eod]; word_perplexity, byte_perplexity, bits_per_byte). */
@@ -95,12 +105,14 @@ int zt_mc_is_rolling(const char *name);
 /* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
  * unreadable or empty file, an empty or malformed line, a missing field or one of the wrong type, or a gold label
  * outside the choices. `flag` names where the path came from (--task-data or --fewshot-data). An MMLU subject task
- * keeps the documents of its "subject" (the file may hold all of MMLU's: cais/mmlu "all"). */
+ * keeps the documents of its "subject" (the file may hold all of MMLU's: cais/mmlu "all"), a BLiMP task those of its
+ * "UID". */
 void zt_mc_load(zt_mc_task *t, const char *name, const char *path, const char *flag);
-/* One file for the n MMLU subject tasks ts[0..n) (their names set; key, the --tasks entry the file is given for, names
- * it in messages): each document goes to the task of its "subject"; those of MMLU's other subjects are counted into
- * *set_aside; a subject outside MMLU, or a task left without documents, is refused. n == 1 with a task that is not an
- * MMLU subject: zt_mc_load. Each task keeps its name and group; its other fields are reset. */
+/* One file for the n tasks ts[0..n) of one group's family (their names set; key, the --tasks entry the file is given
+ * for, names it in messages): each document goes to the task of its "subject" (MMLU) or "UID" (BLiMP); those of the
+ * family's other tasks are counted into *set_aside; a value outside the family, or a task left without documents, is
+ * refused. n == 1 with a task of no family: zt_mc_load. Each task keeps its name and group; its other fields are
+ * reset. */
 void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
                       int64_t *set_aside);
 void zt_mc_free(zt_mc_task *t);
@@ -138,7 +150,8 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
  * choices labelled 1; webqs: exact_match, its stderr; record: f1, its stderr, em, its stderr; a generation task:
  * greedy[2 i + f] is document i's score under filter f, exact_match and its stderr per filter, NaN past the task's
  * filters); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap stderr (the harness's
- * bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr; for a rolling task (wikitext; lls in
+ * bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr (arithmetic_*: acc, acc_stderr, NaN,
+ * NaN); for a rolling task (wikitext; lls in
  * each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);
@@ -146,10 +159,10 @@ void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy,
 /* The results of several tasks as the harness's JSON ({"results": {...}, "groups", "group_subtasks", "versions",
  * "n-shot", "higher_is_better", "n-samples", "config"}) and its markdown tables (the tasks', then the groups'), the
  * entries sorted by name at each level as prepare_print_tasks sorts them, a group's subtasks after it, their aliases
- * indented ("mmlu", " - humanities", "  - formal_logic"); a group's acc is its subjects' weighted by their documents
- * (aggregate_subtask_metrics) with pooled_sample_stderr. metrics[4 * k] belongs to tasks[k], as zt_mc_metrics writes
+ * indented ("mmlu", " - humanities", "  - formal_logic"); a group's acc is its tasks' weighted by their documents
+ * (aggregate_subtask_metrics; blimp's their plain mean) with pooled_sample_stderr. metrics[4 * k] belongs to tasks[k], as zt_mc_metrics writes
  * it: each metric and its stderr in slot sl (metrics[4 k + 2 sl], then the stderr) of filter sl / nk and key sl % nk
- * (nk: zt_mc_metric_names's count; the loglikelihood tasks perplexity then acc, wikitext its three); each task's
+ * (nk: zt_mc_metric_names's count; wikitext its three); each task's
  * n-shot is its nshot; num_fewshot is the command line's (-1: not given, written null as the harness does). Both
  * malloc'd. */
 char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *metrics, int num_fewshot, int seed);

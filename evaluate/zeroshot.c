@@ -84,23 +84,31 @@ static void usage(void) {
          "                           race, anli_r1, anli_r2, anli_r3, copa, multirc, rte, sglue_rte, wic, wsc,\n"
          "                           pubmedqa, mnli, mnli_mismatch, qnli, sst2, wnli (acc), cb, mrpc, qqp,\n"
          "                           mc_taco (acc, f1), cola (mcc), truthfulqa_mc1, truthfulqa_mc2 (acc; mc2's\n"
-         "                           is the probability mass of the true answers), record (f1, em),\n"
+         "                           is the probability mass of the true answers), social_iqa, commonsense_qa\n"
+         "                           (acc), record (f1, em),\n"
          "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
-         "                           lambada_openai, lambada_standard (perplexity of the last word, acc: it is the\n"
-         "                           greedy continuation), wikitext (word/byte perplexity, bits per byte),\n"
+         "                           lambada_openai, lambada_standard, lambada_openai_cloze_yaml,\n"
+         "                           lambada_standard_cloze_yaml (perplexity of the last word, acc: it is the\n"
+         "                           greedy continuation), arithmetic_1dc, arithmetic_2da, arithmetic_2dm,\n"
+         "                           arithmetic_2ds, arithmetic_3da, arithmetic_3ds, arithmetic_4da,\n"
+         "                           arithmetic_4ds, arithmetic_5da, arithmetic_5ds (acc: the greedy answer),\n"
+         "                           wikitext (word/byte perplexity, bits per byte),\n"
          "                           mmlu (acc of its 57 subjects mmlu_<subject> and of its groups mmlu_humanities,\n"
-         "                           mmlu_other, mmlu_social_sciences, mmlu_stem, each weighted by its documents;\n"
-         "                           a group or a subject may be named alone)\n"
+         "                           mmlu_other, mmlu_social_sciences, mmlu_stem, each weighted by its documents),\n"
+         "                           blimp (acc of its 67 phenomena blimp_<uid> and their plain mean); a group or\n"
+         "                           one of its tasks may be named alone; the tags anli, arithmetic, glue, lambada,\n"
+         "                           lambada_cloze name their tasks, each with its own --task-data\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md);\n"
-         "                           a group's one file holds its subjects' (cais/mmlu \"all\", split by \"subject\")\n"
+         "                           a group's one file holds its tasks' (cais/mmlu \"all\", split by \"subject\";\n"
+         "                           BLiMP's phenomena, split by \"UID\")\n"
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
          "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
          "                           the 8 examples in its YAML, an MMLU subject: the first N of its dev\n"
-         "                           documents; gsm8k_cot_zeroshot, truthfulqa_mc1 and\n"
-         "                           truthfulqa_mc2 stay 0-shot, their YAMLs' num_fewshot: 0 kept as the harness\n"
+         "                           documents; gsm8k_cot_zeroshot, truthfulqa_mc1, truthfulqa_mc2 and\n"
+         "                           BLiMP's tasks stay 0-shot, their YAMLs' num_fewshot: 0 kept as the harness\n"
          "                           keeps it)\n"
          "  --fewshot-data T=FILE    the pool the examples come from (the task's training split, MMLU's dev split);\n"
          "                           needed with N > 0 (not for gsm8k_cot)\n"
@@ -362,8 +370,17 @@ typedef struct {
   int64_t gen_truncated, gen_dropped;
 } task_data;
 
+/* the tasks of the tag s[0..len) into members (zt_mc_tag_tasks); 0 when it names none */
+static int tag_tasks(const char *s, size_t len, const char *members[ZT_MC_GROUP_MAX]) {
+  char tag[64];
+  if (len >= sizeof tag) return 0;
+  memcpy(tag, s, len);
+  tag[len] = 0;
+  return zt_mc_tag_tasks(tag, members);
+}
+
 /* The path of NAME's entry in a --task-data / --fewshot-data list (NAME=PATH), or NULL; every entry must name one
- * of the --tasks. */
+ * of the --tasks or a task of a tag there, and none a tag itself (its tasks read a file each). */
 static const char *entry_for(const char *const *list, int n, const char *name, const char *flag, const char *tasks) {
   const char *found = NULL;
   for (int i = 0; i < n; i++) {
@@ -371,13 +388,21 @@ static const char *entry_for(const char *const *list, int n, const char *name, c
     zt_check(eq && eq != list[i] && eq[1], "bad argument value", "%s %s: expected TASK=FILE.jsonl", flag, list[i]);
     const size_t k = (size_t)(eq - list[i]);
     int listed = 0;
-    for (const char *t = tasks; *t;) {
+    for (const char *t = tasks; *t;) { /* an entry of --tasks, or a task of a tag there (each has its own file) */
       const size_t tl = strcspn(t, ",");
       listed |= tl == k && !strncmp(t, list[i], k);
+      const char *members[ZT_MC_GROUP_MAX];
+      const int nm = tag_tasks(t, tl, members);
+      for (int m = 0; m < nm; m++) listed |= strlen(members[m]) == k && !strncmp(members[m], list[i], k);
       t += tl + (t[tl] == ',');
     }
-    zt_check(listed, "bad argument value", "%s %s: %.*s is not one of --tasks %s", flag, list[i], (int)k, list[i],
-             tasks);
+    zt_check(listed, "bad argument value", "%s %s: %.*s is not one of --tasks %s (nor a task of a tag there)", flag,
+             list[i], (int)k, list[i], tasks);
+    const char *members[ZT_MC_GROUP_MAX];
+    const int nm = tag_tasks(list[i], k, members);
+    zt_check(nm == 0, "bad argument value", "%s %s: %.*s is the harness's tag for %d tasks (%s, ...), each read from "
+             "its own file: give %s %s=FILE.jsonl and the others'", flag, list[i], (int)k, list[i], nm, members[0],
+             flag, members[0]);
     if (strlen(name) == k && !strncmp(list[i], name, k)) {
       zt_check(!found, "bad argument value", "%s: two files for %s", flag, name);
       found = eq + 1;
@@ -423,7 +448,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   d->harness = 1;
   int n = 1;
   for (const char *c = tf->tasks; *c; c++) n += *c == ',';
-  n *= ZT_MC_MMLU_SUBJECTS; /* a group names up to 57 tasks */
+  n *= ZT_MC_GROUP_MAX; /* a group or a tag names up to 67 tasks */
   d->mc = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
   zt_mc_task *pools = zt_malloc((size_t)n * sizeof(zt_mc_task), "tasks");
   memset(pools, 0, (size_t)n * sizeof(zt_mc_task));
@@ -431,15 +456,16 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   memcpy(names, tf->tasks, strlen(tf->tasks) + 1);
   char *save = NULL;
   for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    const char *why, *members[ZT_MC_MMLU_SUBJECTS];
-    int nm = zt_mc_group_tasks(t, members); /* a group (mmlu, mmlu_stem, ...): its tasks */
+    const char *why, *members[ZT_MC_GROUP_MAX];
+    int nm = zt_mc_group_tasks(t, members); /* a group (mmlu, mmlu_stem, blimp, ...): its tasks */
+    const int group = nm > 0;
+    if (!group) nm = zt_mc_tag_tasks(t, members); /* a tag (arithmetic, glue, ...): its tasks, each on its own */
     if (!nm && !zt_mc_supported(t, &why)) {
       zt_check(why == NULL, "unsupported argument", "--tasks %s: %s is not supported yet: it %s", tf->tasks, t, why);
       zt_fatal("unsupported argument", "--tasks %s: unknown task %s (supported: %s)", tf->tasks, t,
                zt_mc_task_names());
     }
-    const int group = nm > 0;
-    if (!group) members[nm++] = t;
+    if (!nm) members[nm++] = t;
     for (int i = 0; i < nm; i++) {
       for (int k = 0; k < d->n_mc; k++) {
         if (strcmp(d->mc[k].name, members[i]) != 0) continue;
@@ -512,18 +538,20 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
                "exceeds the %lld that are available\")", nshot, key, fpath, (long long)pools[k].n, name + 5,
                (long long)pools[k].n);
     if (!first) continue;
+    const int blimp = !strncmp(name, "blimp_", 6); /* its documents are routed by "UID", MMLU's by "subject" */
     if (group) {
       int64_t docs = 0;
       for (int q = k; q < k + run; q++) docs += d->mc[q].n;
-      zt_log("> %s: %lld documents of its %d subjects from %s", group, (long long)docs, run, path);
-      if (aside) zt_log(" (%lld of other subjects set aside)", (long long)aside);
+      zt_log("> %s: %lld documents of its %d %s from %s", group, (long long)docs, run, blimp ? "phenomena" :
+             "subjects", path);
+      if (aside) zt_log(" (%lld of other %s set aside)", (long long)aside, blimp ? "phenomena" : "subjects");
       if (fpath) zt_log(", few-shot pool %s (each subject's first %d%s)", fpath, nshot,
                         fewshot_aside ? "; other subjects' set aside" : "");
       zt_log("\n");
     } else {
-      zt_log("> %s: %lld documents from %s%s%s%s\n", name, (long long)d->mc[k].n, path, aside ? " (its subject's; "
-             "the others set aside)" : "", fpath ? ", few-shot pool " : fixed && nshot ? ", the examples of its YAML" :
-             "", fpath ? fpath : "");
+      zt_log("> %s: %lld documents from %s%s%s%s%s\n", name, (long long)d->mc[k].n, path, aside ? " (its " : "",
+             aside ? (blimp ? "phenomenon's; the others set aside)" : "subject's; the others set aside)") : "",
+             fpath ? ", few-shot pool " : fixed && nshot ? ", the examples of its YAML" : "", fpath ? fpath : "");
     }
   }
   zt_tok_state *st = zt_tok_state_new(tok);
@@ -582,11 +610,13 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
       d->mc[k].docs[i].n_req = d->mc[k].docs[i].n_choices;
       for (int c = 0; c < d->mc[k].docs[i].n_choices; c++) {
         const zt_mc_doc *doc = &d->mc[k].docs[i];
-        /* (context, " " + choice), or for a multiple-input task (context + choice, " " + target) */
+        /* (context, " " + choice), or for a multiple-input task (context + choice, " " + target); a loglikelihood
+         * task's (context, target) */
         const char *choice = doc->choices[c], *after = doc->target ? doc->target : choice;
+        const int delim = !zt_mc_is_loglikelihood(d->mc[k].name); /* the task's target_delimiter, " " */
         char *cont = zt_malloc(strlen(after) + 2, "request"), *full = NULL;
-        cont[0] = ' '; /* the task's target_delimiter */
-        memcpy(cont + 1, after, strlen(after) + 1);
+        cont[0] = ' ';
+        memcpy(cont + delim, after, strlen(after) + 1);
         if (doc->target) {
           full = zt_malloc(strlen(ctx) + strlen(choice) + 1, "request");
           memcpy(full, ctx, strlen(ctx));

@@ -89,8 +89,20 @@ def doc_of(task, d):
         return text, [probs[-1]["options"][i] for i in range(4)], {"A": 0, "B": 1, "C": 2, "D": 3}[probs[-1]["answer"]]
     if task == "wikitext":  # loglikelihood_rolling: the detokenized page, no choices
         return wikitext_detokenizer(d["page"]), [], 0
-    if task == "lambada_openai":  # output_type loglikelihood: the one "choice" is the target without its space
-        return " ".join(d["text"].split(" ")[:-1]), [d["text"].split(" ")[-1]], 0
+    if task in LAMBADA:  # output_type loglikelihood: the one "choice" is doc_to_target, " " + the last word
+        cloze = " ____. ->" if task.endswith("_cloze_yaml") else ""  # lambada_openai_cloze.yaml
+        return " ".join(d["text"].split(" ")[:-1]) + cloze, [" " + d["text"].split(" ")[-1]], 0
+    if task.startswith("arithmetic_"):  # arithmetic_1dc.yaml: loglikelihood of "{{completion}}" after "{{context}}"
+        return d["context"], [d["completion"]], 0
+    if task == "social_iqa":  # siqa.yaml: doc_to_target "{{ (label|int) - 1 }}"
+        return ("Q: " + d["context"] + " " + d["question"] + "\nA:", [d["answerA"], d["answerB"], d["answerC"]],
+                int(d["label"]) - 1)
+    if task == "commonsense_qa":  # commonsense_qa/default.yaml; gold = choices.index(answerKey)
+        t = d["choices"]["text"]
+        return ("Question: " + d["question"].strip() + "".join("\n%s. %s" % (l, t[i]) for i, l in enumerate("ABCDE")) +
+                "\nAnswer:", list("ABCDE"), "ABCDE".index(d["answerKey"]))
+    if task.startswith("blimp_"):  # blimp/_template_yaml: doc_to_text "" (the context [EOD]), good then bad
+        return "", [d["sentence_good"], d["sentence_bad"]], 0
     if task in ("anli_r1", "anli_r2", "anli_r3"):  # anli_r1.yaml: doc_to_target renders the label's word
         ch = ["True", "Neither", "False"]
         return (d["premise"] + "\nQuestion: " + d["hypothesis"] + " True, False, or Neither?\nAnswer:", ch,
@@ -281,7 +293,9 @@ def record_scores(d):
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
                  "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
-                 "truthfulqa_mc1", "truthfulqa_mc2")
+                 "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da")
+LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml")
+LOGLIK = LAMBADA + ("arithmetic_2da",)  # output_type loglikelihood: (context, doc_to_target), no delimiter
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
 BINARY_F1 = ("mrpc", "qqp", "mc_taco")  # metric f1, aggregation f1_score: bootstrappable
 # gsm8k-cot.yaml fewshot_config.samples (lm-eval 0.4.9), as PyYAML reads the folded scalars: the first_n sampler's
@@ -332,8 +346,8 @@ def example(task, x):
     text, choices, gold = doc_of(task, x)
     if target_of(task, x) is not None:
         return choices[gold] + " " + target_of(task, x)
-    if task == "lambada_openai":  # target_delimiter + doc_to_target, which is " " + word
-        return text + " " + " " + choices[0]
+    if task in LOGLIK:  # target_delimiter (arithmetic's "") + doc_to_target, lambada's " " + word; none if it is ""
+        return text + ("" if task.startswith("arithmetic_") or not choices[0] else " ") + choices[0]
     return text + " " + choices[gold]
 
 
@@ -607,7 +621,8 @@ def oracle(tasks, nshot=0, pools=None):
             _, choices, gold = doc_of(task, d)
             tgt = target_of(task, d)
             for ch in choices:
-                reqs.append(encode_pair(c, " " + ch) if tgt is None else encode_pair(c + ch, " " + tgt))
+                reqs.append(encode_pair(c, ch) if task in LOGLIK else encode_pair(c, " " + ch) if tgt is None else
+                            encode_pair(c + ch, " " + tgt))
             meta.append((task, choices, gold, d))
     lls, greedy = score_requests(reqs)
     res, at = {}, 0
@@ -618,7 +633,7 @@ def oracle(tasks, nshot=0, pools=None):
             r["wb"].append((sum(lls[at:at + choices]), gold))
             at += choices
             continue
-        if task == "lambada_openai":
+        if task in LOGLIK:
             r = res.setdefault(task, {"sum": 0.0, "ll": [], "greedy": []})
             r["sum"] += lls[at]
             r["ll"].append(lls[at])
@@ -653,10 +668,11 @@ def oracle(tasks, nshot=0, pools=None):
                  "bits_per_byte,none": -ll / nbytes / math.log(2)}
             out[task] = (r["sum"], m)
             continue
-        if task == "lambada_openai":
-            m = {"perplexity,none": math.exp(-np.mean(r["ll"])), "perplexity_stderr,none":
-                 bootstrap_stderr(perplexity, r["ll"], BOOT), "acc,none": np.mean(r["greedy"]),
-                 "acc_stderr,none": mean_stderr(r["greedy"])}
+        if task in LOGLIK:  # arithmetic: acc alone
+            m = {"acc,none": np.mean(r["greedy"]), "acc_stderr,none": mean_stderr(r["greedy"])}
+            if task in LAMBADA:
+                m.update({"perplexity,none": math.exp(-np.mean(r["ll"])), "perplexity_stderr,none":
+                          bootstrap_stderr(perplexity, r["ll"], BOOT)})
             out[task] = (r["sum"], m)
             continue
         if task == "record":  # aggregation mean (sum / len), stderr mean_stderr
@@ -759,9 +775,22 @@ def make_docs(task, n):
                 " %s , and the %s @-@ %s ( %s ) . \n" % (sentence()[:-1], rng.choice(NOUNS), rng.choice(NOUNS),
                                                         rng.choice(VERBS)) for _ in range(rng.randint(1, 5)))
             docs.append({"page": page if i != 2 else ""})  # an empty page: no window, one "word"
-        elif task == "lambada_openai":
+        elif task in LAMBADA:
             t = " ".join(sentence() for _ in range(rng.randint(1, 2)))[:-1]  # "... the fox": learnt, often greedy
-            docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD]
+            docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD] (the cloze's " ____. ->")
+        elif task.startswith("arithmetic_"):  # EleutherAI/arithmetic: the completion starts with its space; a
+            a, b = rng.randint(10, 99), rng.randint(10, 99)  # context's trailing space moves to the continuation
+            docs.append({"context": "Question: What is %d plus %d?\nAnswer:%s" % (a, b, " " if i % 3 == 0 else ""),
+                         "completion": ("%d" if i % 3 == 0 else " %d") % (a + b)})
+        elif task == "social_iqa":  # social_i_qa's label is a string "1"-"3" (an integer is read too)
+            a, b, c = distinct(3, 2)
+            docs.append({"context": sentence(), "question": "what will the %s want?" % rng.choice(NOUNS),
+                         "answerA": a, "answerB": b, "answerC": c,
+                         "label": str(rng.randint(1, 3)) if i % 4 else rng.randint(1, 3)})
+        elif task == "commonsense_qa":  # question.strip() (Unicode whitespace too)
+            docs.append({"id": "c%d" % i, "question": ["which %s %s?", " which %s %s? \u2003\n", "\nthe %s %s"][i % 3] % (
+                rng.choice(NOUNS), rng.choice(VERBS)), "question_concept": "c",
+                "choices": {"label": list("ABCDE"), "text": distinct(5, 2)}, "answerKey": rng.choice("ABCDE")})
         elif task == "race":
             probs = []
             for q in range(rng.randint(1, 3)):
@@ -889,7 +918,8 @@ def greedy_word(context, n=4):
 TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq", "winogrande", "race",
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
          "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
-         "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2"]
+         "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa",
+         "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -902,6 +932,9 @@ for t in TASKS:
     data[t], pools[t] = make_docs(t, 9), make_docs(t, 7)
     if t == "lambada_openai":
         data[t] = greedy_docs + data[t]
+    if t == "arithmetic_2da":  # completions that are the model's greedy continuation, their space included (no
+        data[t] = [{"context": g["text"].rsplit(" ", 1)[0], "completion": " " + g["text"].rsplit(" ", 1)[1]}
+                   for g in greedy_docs] + data[t]  # delimiter: acc counts them)
     paths[t], pool_paths[t] = os.path.join(tmp, t + "_validation.jsonl"), os.path.join(tmp, t + "_train.jsonl")
     for docs, p in ((data[t], paths[t]), (pools[t], pool_paths[t])):
         open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
@@ -1155,18 +1188,20 @@ for t in TASKS:
         g[k] == v if isinstance(v, str) else  # mc2's acc: continuous in the log-likelihoods (float forward)
         abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k or "per_byte" in k or t == "truthfulqa_mc2" else 1e-12)
         for k, v in m.items())
-    if t == "lambada_openai":
+    if t in ("lambada_openai", "arithmetic_2da"):
         check(len(greedy_docs) >= 1 and g.get("acc,none", 0) >= len(greedy_docs) / len(data[t]) - 1e-12,
-              "lambada_openai: the %d greedy-continuation texts count in acc (%s)" % (len(greedy_docs), g.get("acc,none")))
+              "%s: the %d greedy-continuation texts count in acc (%s)" % (t, len(greedy_docs), g.get("acc,none")))
     check(ok, "%s 0-shot: summed log-likelihood %s (NumPy %.9g), %s" % (t, sums.get(t), s, m), "\n%s\n%s" % (g, out[-1500:]))
-want_lambada = sums.get("lambada_openai", 0.0)
+want_lambada, want_cloze = sums.get("lambada_openai", 0.0), sums.get("lambada_openai_cloze_yaml", 0.0)
 vers = got.get("versions", {})
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq") == 2.0 and
       vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and
       vers.get("cb") == 1.0 and vers.get("record") == 2.0 and vers.get("qqp") == 2.0 and vers.get("wnli") == 2.0 and
       vers.get("mrpc") == 1.0 and vers.get("sciq") == 1.0 and vers.get("cola") == 1.0 and
-      vers.get("truthfulqa_mc1") == 2.0 and vers.get("truthfulqa_mc2") == 3.0,
-      "results JSON: the harness's shape (results, versions, n-shot)")
+      vers.get("truthfulqa_mc1") == 2.0 and vers.get("truthfulqa_mc2") == 3.0 and vers.get("social_iqa") == 0.0 and
+      vers.get("commonsense_qa") == "Yaml" and vers.get("arithmetic_2da") == 2.0 and
+      vers.get("lambada_openai_cloze_yaml") == 1.0 and got["higher_is_better"].get("arithmetic_2da") == {"acc": True},
+      "results JSON: the harness's shape (results, versions: commonsense_qa's YAML sets none, \"Yaml\"; n-shot)")
 check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the model's greedy continuation count in "
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
 table = [line for line in out.splitlines() if line.startswith("|")]
@@ -1182,7 +1217,7 @@ s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
 FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc", "mrpc",
-      "multirc", "record", "logiqa", "pubmedqa")
+      "multirc", "record", "logiqa", "pubmedqa", "social_iqa", "commonsense_qa", "arithmetic_2da")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -1469,6 +1504,79 @@ check(rc == 0 and list(got["results"]) == ["mmlu_anatomy"] and got["results"]["m
       and "groups" not in got and got["group_subtasks"] == {"mmlu_anatomy": []},
       "mmlu_anatomy alone: its task_alias, no groups", out[-800:])
 
+# 3e. BLiMP: its 67 phenomena read from one file of them all (routed by "UID"), each pair scored with no context
+# ([EOD] before each sentence); --tasks blimp: each phenomenon's acc and the group's plain mean (weight_by_size False)
+# with pooled_sample_stderr; 0-shot whatever --num-fewshot says (num_fewshot: 0 in its YAML)
+BLIMP = [t.strip() for t in """adjunct_island anaphor_gender_agreement anaphor_number_agreement animate_subject_passive
+animate_subject_trans causative complex_NP_island coordinate_structure_constraint_complex_left_branch
+coordinate_structure_constraint_object_extraction determiner_noun_agreement_1 determiner_noun_agreement_2
+determiner_noun_agreement_irregular_1 determiner_noun_agreement_irregular_2 determiner_noun_agreement_with_adj_2
+determiner_noun_agreement_with_adj_irregular_1 determiner_noun_agreement_with_adj_irregular_2
+determiner_noun_agreement_with_adjective_1 distractor_agreement_relational_noun distractor_agreement_relative_clause
+drop_argument ellipsis_n_bar_1 ellipsis_n_bar_2 existential_there_object_raising existential_there_quantifiers_1
+existential_there_quantifiers_2 existential_there_subject_raising expletive_it_object_raising inchoative intransitive
+irregular_past_participle_adjectives irregular_past_participle_verbs irregular_plural_subject_verb_agreement_1
+irregular_plural_subject_verb_agreement_2 left_branch_island_echo_question left_branch_island_simple_question
+matrix_question_npi_licensor_present npi_present_1 npi_present_2 only_npi_licensor_present only_npi_scope passive_1
+passive_2 principle_A_c_command principle_A_case_1 principle_A_case_2 principle_A_domain_1 principle_A_domain_2
+principle_A_domain_3 principle_A_reconstruction regular_plural_subject_verb_agreement_1
+regular_plural_subject_verb_agreement_2 sentential_negation_npi_licensor_present sentential_negation_npi_scope
+sentential_subject_island superlative_quantifiers_1 superlative_quantifiers_2 tough_vs_raising_1 tough_vs_raising_2
+transitive wh_island wh_questions_object_gap wh_questions_subject_gap wh_questions_subject_gap_long_distance
+wh_vs_that_no_gap wh_vs_that_no_gap_long_distance wh_vs_that_with_gap wh_vs_that_with_gap_long_distance""".split()]
+bdata = {}
+for j, uid in enumerate(BLIMP):  # 2-4 pairs each (a plain mean of the accs differs from the weighted one)
+    bdata["blimp_" + uid] = []
+    for p in range(2 + j % 3):
+        good = sentence()
+        words = good[:-1].split(" ")
+        bad_ = " ".join(words[1:] + words[:1]) + "." if p % 2 else good.replace("the ", "a ", 1)
+        if (j + p) % 3 == 0:  # the corpus's sentence as the "bad" one: the model prefers it (acc 0)
+            good, bad_ = bad_, good
+        bdata["blimp_" + uid].append({"sentence_good": good, "sentence_bad": bad_, "field": "syntax",
+                                      "linguistics_term": "t", "UID": uid, "simple_LM_method": True,
+                                      "one_prefix_method": False, "two_prefix_method": False,
+                                      "lexically_identical": False, "pair_id": p})
+blimp_all = [d for p in range(4) for t in sorted(bdata) for d in bdata[t][p:p + 1]]  # interleaved phenomena
+blimp_path = os.path.join(tmp, "blimp_all.jsonl")
+open(blimp_path, "w").write("".join(json.dumps(d) + "\n" for d in blimp_all))
+bres = oracle(bdata)
+rc, out, got = mmlu_run(["blimp"], ["blimp=" + blimp_path], ["--num-fewshot", "2"])
+bsums = sums_of(out)
+bad = [t for t in bdata if t not in bsums or abs(bsums[t] - bres[t][0]) > 1e-5 * abs(bres[t][0])]
+check(rc == 0 and not bad and "> blimp: %d documents of its 67 phenomena from %s\n" % (len(blimp_all), blimp_path)
+      in out and "num_fewshot is 0 in its YAML, which the harness keeps over --num-fewshot 2" in out,
+      "blimp: the summed log-likelihood of each of the 67 phenomena (%d pairs, routed by \"UID\", no context) equal to "
+      "NumPy's; 0-shot under --num-fewshot 2" % len(blimp_all), "%s\n%s" % (bad[:3], out[-1500:]))
+accs = [bres[t][1]["acc,none"] for t in sorted(bdata)]
+ses = [bres[t][1]["acc_stderr,none"] for t in sorted(bdata)]
+ns = [len(bdata[t]) for t in sorted(bdata)]
+b_acc = sum(accs) / len(accs)  # aggregate_subtask_metrics(weight_by_size=False)
+b_se = math.sqrt(sum((k - 1) * e ** 2 * k for k, e in zip(ns, ses)) / (sum(ns) - len(ns)) / sum(ns))
+r = got["results"]
+gb = r.get("blimp", {})
+check(rc == 0 and list(r) == ["blimp"] + sorted(bdata) and gb.get("alias") == "blimp" and
+      abs(gb.get("acc,none", -1) - b_acc) <= 1e-12 and abs(gb.get("acc_stderr,none", -1) - b_se) <= 1e-12 and
+      abs(b_acc - sum(a * k for a, k in zip(accs, ns)) / sum(ns)) > 1e-6 and
+      r["blimp_adjunct_island"]["alias"] == " - blimp_adjunct_island" and
+      all(abs(r[t]["acc,none"] - bres[t][1]["acc,none"]) <= 1e-12 for t in bdata) and
+      got["group_subtasks"]["blimp"] == ["blimp_" + u for u in BLIMP] and got["versions"]["blimp"] == 2.0 and
+      got["versions"]["blimp_causative"] == 1.0 and got["n-shot"]["blimp_causative"] == 0,
+      "blimp: the group's acc the plain mean of its 67 (%.6f; weighted would be %.6f), stderr pooled (%s), the "
+      "tasks' aliases, group_subtasks in _blimp.yaml's order, versions" % (
+          b_acc, sum(a * k for a, k in zip(accs, ns)) / sum(ns), b_se), "%s\n%s" % (gb, out[-1500:]))
+table = [line for line in out.splitlines() if line.startswith("|")]
+check(table[2].startswith("|blimp ") and table[3].startswith("| - blimp_adjunct_island ") and
+      any(t.startswith("|blimp ") for t in table[70:]), "blimp: the tables (the group, its tasks; the groups' table)",
+      "\n".join(table[:4] + table[68:]))
+rc, out, got = mmlu_run(["blimp_npi_present_1", "blimp_wh_island"], ["blimp_npi_present_1=" + blimp_path,
+                                                                       "blimp_wh_island=" + blimp_path])
+check(rc == 0 and list(got["results"]) == ["blimp_npi_present_1", "blimp_wh_island"] and "groups" not in got and
+      got["results"]["blimp_wh_island"]["alias"] == "blimp_wh_island" and
+      abs(sums_of(out).get("blimp_wh_island", 0) - bres["blimp_wh_island"][0]) <= 1e-6 and
+      "(its phenomenon's; the others set aside)" in out,
+      "blimp_<uid> alone, from the file of all: its own pairs, no group entry", out[-800:])
+
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
     global paths
@@ -1507,8 +1615,26 @@ refused("wikitext103 (not a harness name)", ["wikitext103"], [], "wikitext103 is
         "harness task name", {"wikitext103": paths["piqa"]})
 refused("--num-fewshot with wikitext", ["wikitext"], ["--num-fewshot", "1", "--fewshot-data",
                                                      "wikitext=" + paths["wikitext"]], "wikitext scores whole documents")
-refused("the lambada group", ["lambada"], [], "lambada is not supported yet: it is the harness's group name",
-        {"lambada": paths["piqa"]})
+# the harness's tags lambada and lambada_cloze: their four tasks, each from its own file, each an entry of its own
+tags_js = os.path.join(tmp, "tags.json")
+rc, out = run([EVAL, "--tasks", "lambada_cloze,lambada", "--task-data", "lambada_openai=" + paths["lambada_openai"],
+               "lambada_standard=" + paths["lambada_openai"], "lambada_openai_cloze_yaml=" +
+               paths["lambada_openai_cloze_yaml"], "lambada_standard_cloze_yaml=" + paths["lambada_openai_cloze_yaml"],
+               "--load", ck, "--micro-batch-size", "4", "--output-path", tags_js] + MODEL, ok=False)
+got, ts = json.load(open(tags_js)) if rc == 0 else {"results": {}}, sums_of(out)
+four = ["lambada_openai", "lambada_openai_cloze_yaml", "lambada_standard", "lambada_standard_cloze_yaml"]
+check(rc == 0 and list(got["results"]) == four and "groups" not in got and got["group_subtasks"] == {t: [] for t in four}
+      and all(abs(ts.get(t, 0) - (want_cloze if "cloze" in t else want_lambada)) <= 1e-6 * abs(want_lambada)
+              for t in four) and want_cloze != want_lambada,
+      "the tags lambada and lambada_cloze: their four tasks, each from its file, no group entry; the cloze prompt "
+      "scores differently (%s)" % ts, out[-1200:])
+refused("one file for a tag", ["glue"], [], "--task-data glue=%s: glue is the harness's tag for 9 tasks (cola, ...), "
+        "each read from its own file: give --task-data cola=FILE.jsonl and the others'" % paths["cola"],
+        {"glue": paths["cola"]})
+rc, out = run([EVAL, "--tasks", "anli", "--task-data", "anli_r1=" + paths["anli_r1"], "--load", ck,
+               "--micro-batch-size", "2"] + MODEL, ok=False)
+check(rc == 1 and "--task-data anli_r2=FILE.jsonl is required" in out, "refused: a tag's task without its file",
+      out[-600:])
 rc, out = run([EVAL, "--tasks", "lambada_standard", "--task-data", "lambada_standard=" + paths["lambada_openai"],
                "--load", ck, "--micro-batch-size", "4", "--bootstrap-iters", "0"] + MODEL, ok=False)
 check(rc == 0 and '"perplexity_stderr,none":\t"N/A"' in out and
@@ -1592,8 +1718,6 @@ refused("a PubMedQA final_decision other than yes/no/maybe", ["pubmedqa"], [], '
         "; expected yes, no or maybe", {"pubmedqa": bad})
 refused("sst (lm-eval 0.2.0's name)", ["sst"], [], "sst is not supported yet: it is lm-eval 0.2.0's name",
         {"sst": paths["sst2"]})
-refused("the glue tag", ["glue"], [], "glue is not supported yet: it is the harness's tag for cola, mnli",
-        {"glue": paths["sst2"]})
 open(bad, "w").write(json.dumps(dict(data["webqs"][0], answers=[])) + "\n")
 refused("webqs without answers", ["webqs"], [], 'bad.jsonl:1: "answers" is empty', {"webqs": bad})
 refused("--num-fewshot without --fewshot-data", ["piqa"], ["--num-fewshot", "1"], "--fewshot-data piqa=FILE.jsonl "
@@ -1618,6 +1742,30 @@ for name, doc, needle in [
          "choices")]:
     open(bad, "w").write(json.dumps(mmlu_all[0]) + "\n" + json.dumps(doc) + "\n")
     refused(name, ["mmlu"], [], needle, {"mmlu": bad})
+b0 = blimp_all[0]
+for name, doc, needle in [
+        ("a BLiMP UID that is not one", dict(b0, UID="cooking"), 'bad.jsonl:2: "UID" is "cooking", not one of '
+         "BLiMP's 67 phenomena"),
+        ("a BLiMP pair without its bad sentence", {k: v for k, v in b0.items() if k != "sentence_bad"},
+         'bad.jsonl:2: no "sentence_bad" field')]:
+    open(bad, "w").write(json.dumps(b0) + "\n" + json.dumps(doc) + "\n")
+    refused(name, ["blimp_adjunct_island"], [], needle, {"blimp_adjunct_island": bad})
+open(bad, "w").write("".join(json.dumps(d) + "\n" for d in blimp_all if d["UID"] != "passive_2"))
+refused("a BLiMP file without one of the group's phenomena", ["blimp"], [], '--task-data blimp=%s: none of its %d '
+        'documents is of UID "passive_2" (the group needs each of its phenomena)' %
+        (bad, len(blimp_all) - len(bdata["blimp_passive_2"])), {"blimp": bad})
+for name, task, doc, needle in [
+        ("a Social IQa label outside 1-3", "social_iqa", dict(data["social_iqa"][0], label="0"),
+         'bad.jsonl:1: "label" is 0; expected 1, 2 or 3'),
+        ("CommonsenseQA's unlabelled test split", "commonsense_qa", dict(data["commonsense_qa"][0], answerKey=""),
+         'bad.jsonl:1: "answerKey" is ""; expected one of A, B, C, D, E (tau/commonsense_qa\'s test split is '
+         'unlabelled'),
+        ("CommonsenseQA with 4 choices", "commonsense_qa", dict(data["commonsense_qa"][0], choices={
+            "label": list("ABCD"), "text": ["a", "b", "c", "d"]}), 'bad.jsonl:1: "choices.text" has 4 entries'),
+        ("an arithmetic document without its completion", "arithmetic_2da", {"context": "Q"},
+         'bad.jsonl:1: no "completion" field')]:
+    open(bad, "w").write(json.dumps(doc) + "\n")
+    refused(name, [task], [], needle, {task: bad})
 open(bad, "w").write("".join(json.dumps(d) + "\n" for d in mmlu_all if d["subject"] != "virology"))
 refused("an MMLU file without one of the group's subjects", ["mmlu"], [], '--task-data mmlu=%s: none of its %d '
         'documents is of subject "virology" (the group needs each of its subjects)' %

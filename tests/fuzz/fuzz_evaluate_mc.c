@@ -3,7 +3,8 @@
  * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
  * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
  * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2, mmlu_anatomy,
- * mmlu_world_religions: the documents of their "subject", the others set aside) and the number of
+ * mmlu_world_religions (the documents of their "subject", the others set aside), social_iqa, commonsense_qa,
+ * lambada_openai_cloze_yaml, arithmetic_3ds, blimp_passive_1, blimp_wh_island (those of their "UID")) and the number of
  * few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot
  * pool (gsm8k_cot: its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among
  * its choices; each context is built (Python's random.sample over the pool) and each request encoded by _encode_pair,
@@ -27,7 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                      "gsm8k_cot", "gsm8k_cot_zeroshot"};
   static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
                                       "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
-                                      "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions"};
+                                      "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions",
+                                      "social_iqa", "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_3ds",
+                                      "blimp_passive_1", "blimp_wh_island"};
   if (size < 1) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
   const int hi = data[0] >> 6;
@@ -82,14 +85,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
       }
       for (int c = 0; c < d->n_choices; c++) {
-        /* (ctx, " " + choice), or a multiple-input task's (ctx + choice, " " + target) */
+        /* (ctx, " " + choice), or a multiple-input task's (ctx + choice, " " + target), or a loglikelihood task's
+         * (ctx, target) (evaluate_zeroshot refuses an empty continuation) */
         const char *pre = d->target ? d->choices[c] : "", *after = d->target ? d->target : d->choices[c];
-        const size_t lp = strlen(ctx) + strlen(pre), lo = strlen(after);
+        const int delim = !zt_mc_is_loglikelihood(name);
+        if (!delim && !*after) continue;
+        const size_t lp = strlen(ctx) + strlen(pre), lo = strlen(after) + (size_t)delim - 1;
         char *whole = malloc(lp + lo + 2);
         memcpy(whole, ctx, strlen(ctx));
         memcpy(whole + strlen(ctx), pre, strlen(pre));
         whole[lp] = ' ';
-        memcpy(whole + lp + 1, after, lo + 1);
+        memcpy(whole + lp + (size_t)delim, after, strlen(after) + 1);
         char *ctxc = malloc(lp + 1);
         memcpy(ctxc, whole, lp);
         ctxc[lp] = 0;
