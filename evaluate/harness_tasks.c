@@ -62,7 +62,8 @@ static const task_spec TASKS[] = {
     {"wnli", MC, 2, ACC, 1, -1},               {"truthfulqa_mc1", MC, 2, ACC, 1, 0},
     {"truthfulqa_mc2", MC, 3, ACC, 1, 0},      {"social_iqa", MC, 0, ACC, 1, -1},
     {"commonsense_qa", MC, YAML, ACC, 1, -1},  {"lambada_openai_cloze_yaml", LOGLIK, 1, PPL_ACC, 0, -1},
-    {"lambada_standard_cloze_yaml", LOGLIK, 1, PPL_ACC, 0, -1},
+    {"lambada_standard_cloze_yaml", LOGLIK, 1, PPL_ACC, 0, -1}, {"c4", ROLLING, 0, NONE, 1, -1},
+    {"pile_10k", ROLLING, 1, NONE, 0, -1},
     ARITHMETIC("1dc"), ARITHMETIC("2da"), ARITHMETIC("2dm"), ARITHMETIC("2ds"), ARITHMETIC("3da"),
     ARITHMETIC("3ds"), ARITHMETIC("4da"), ARITHMETIC("4ds"), ARITHMETIC("5da"), ARITHMETIC("5ds"),
 };
@@ -70,6 +71,7 @@ static const task_spec TASKS[] = {
  * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
 static const task_spec MMLU_SPEC = {"mmlu_<subject>", MC, 1, ACC, 0, -1};
 static const task_spec BLIMP_SPEC = {"blimp_<uid>", MC, 1, ACC, 1, 0};
+static const task_spec PALOMA_SPEC = {"paloma_<subset>", ROLLING, 1, NONE, 0, -1}; /* paloma/_paloma_template */
 #undef YAML
 #undef ACC
 #undef ACC_NORM
@@ -79,10 +81,37 @@ static const task_spec BLIMP_SPEC = {"blimp_<uid>", MC, 1, ACC, 1, 0};
 #undef NONE
 #undef ARITHMETIC
 
+/* Paloma (lm-eval 0.4.9 paloma, allenai/paloma): each subset's task and its task_alias */
+static const char *const PALOMA[][2] = {
+    {"paloma_4chan_meta_sep", "4chan"},
+    {"paloma_c4_100_domains", "C4 100 Domains"},
+    {"paloma_c4_en", "C4"},
+    {"paloma_dolma-v1_5", "Dolma V1.5"},
+    {"paloma_dolma_100_programing_languages", "100 PLs"},
+    {"paloma_dolma_100_subreddits", "100 Subreddits"},
+    {"paloma_falcon-refinedweb", "Falcon"},
+    {"paloma_gab", "Gab"},
+    {"paloma_m2d2_s2orc_unsplit", "M2D2 S2ORC"},
+    {"paloma_m2d2_wikipedia_unsplit", "M2D2 Wikipedia"},
+    {"paloma_manosphere_meta_sep", "Manosphere"},
+    {"paloma_mc4", "mC4"},
+    {"paloma_ptb", "PTB"},
+    {"paloma_redpajama", "RedPajama"},
+    {"paloma_twitterAAE_HELM_fixed", "Twitter AAE"},
+    {"paloma_wikitext_103", "Wikitext-103"},
+};
+enum { N_PALOMA = sizeof PALOMA / sizeof PALOMA[0] };
+static int paloma_index(const char *name) {
+  for (int i = 0; i < N_PALOMA; i++)
+    if (!strcmp(name, PALOMA[i][0])) return i;
+  return -1;
+}
+
 /* The harness's tags among the supported tasks (a tag names tasks; unlike a group it adds no entry of its own to the
- * results): each tag's tasks, in its YAMLs' order */
+ * results): each tag's tasks, in its YAMLs' order; and paloma, PALOMA's */
+enum { TAG_MAX = 16 };
 static const struct {
-  const char *tag, *tasks[11];
+  const char *tag, *tasks[TAG_MAX];
 } TAGS[] = {
     {"anli", {"anli_r1", "anli_r2", "anli_r3"}},
     {"arithmetic", {"arithmetic_1dc", "arithmetic_2da", "arithmetic_2dm", "arithmetic_2ds", "arithmetic_3da",
@@ -221,17 +250,28 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
 
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]) {
   int n = 0;
+  if (!strcmp(tag, "paloma"))
+    for (int i = 0; i < N_PALOMA; i++) names[n++] = PALOMA[i][0];
   for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
     if (!strcmp(tag, TAGS[i].tag))
-      for (int k = 0; k < 11 && TAGS[i].tasks[k]; k++) names[n++] = TAGS[i].tasks[k];
+      for (int k = 0; k < TAG_MAX && TAGS[i].tasks[k]; k++) names[n++] = TAGS[i].tasks[k];
   return n;
+}
+
+/* the task's task_alias where its YAML sets one (an MMLU subject's: the subject; a Paloma subset's), else its name */
+static const char *alias_of(const char *name) {
+  const int p = paloma_index(name);
+  return mmlu_index(name) >= 0 ? name + 5 : p >= 0 ? PALOMA[p][1] : name;
 }
 
 /* the task's facts, or NULL for a name that is not a supported task */
 static const task_spec *spec_of(const char *name) {
   for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
     if (!strcmp(name, TASKS[i].name)) return &TASKS[i];
-  return mmlu_index(name) >= 0 ? &MMLU_SPEC : blimp_index(name) >= 0 ? &BLIMP_SPEC : NULL;
+  return mmlu_index(name) >= 0    ? &MMLU_SPEC
+         : blimp_index(name) >= 0 ? &BLIMP_SPEC
+         : paloma_index(name) >= 0 ? &PALOMA_SPEC
+                                   : NULL;
 }
 static int type_of(const char *name) {
   const task_spec *sp = spec_of(name);
@@ -257,7 +297,8 @@ const char *zt_mc_task_names(void) {
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", TASKS[i].name);
     snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
              "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), blimp (its tasks "
-             "blimp_<uid>: blimp_adjunct_island, ...); the tags anli, arithmetic, glue, lambada, lambada_cloze");
+             "blimp_<uid>: blimp_adjunct_island, ...), paloma_<subset> (paloma_4chan_meta_sep, ..., "
+             "paloma_wikitext_103); the tags anli, arithmetic, glue, lambada, lambada_cloze, paloma");
   }
   return all;
 }
@@ -913,21 +954,28 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     zt_check(!strcmp(ans, "1") || !strcmp(ans, "2"), "bad task file", "%s:%ld: \"answer\" is \"%s\"; expected \"1\" "
              "or \"2\"", w.path, w.line, ans);
     d->gold = ans[0] - '1';
-  } else if (zt_mc_is_rolling(name)) { /* wikitext: the detokenized page; words and bytes of the original */
-    const char *page = str_field(j, "page", w);
-    size_t dn;
-    char *det = zt_wikitext_detokenize(page, strlen(page), &dn);
-    puts_(&t, det);
-    free(det);
+  } else if (zt_mc_is_rolling(name)) { /* wikitext's "page", c4's "text": detokenized (wikitext_detokenizer,
+                                         * c4_detokenizer: the same rules); pile_10k's and Paloma's "text" as it is;
+                                         * words and bytes of the original */
+    const int wiki = !strcmp(name, "wikitext");
+    const char *page = str_field(j, wiki ? "page" : "text", w), *end = page + strlen(page);
+    if (wiki || !strcmp(name, "c4")) {
+      size_t dn;
+      char *det = zt_wikitext_detokenize(page, strlen(page), &dn);
+      puts_(&t, det);
+      free(det);
+    } else {
+      puts_(&t, page);
+    }
     d->bytes = (int64_t)strlen(page);
     d->words = 1; /* len(re.split(r"\s+", page)): one more than the whitespace runs */
     for (const char *p = page; *p;) {
-      const int k = zt_utf8_space(p, strlen(p));
+      const int k = zt_utf8_space(p, (size_t)(end - p));
       if (k > 0) {
         d->words++;
         p += k;
         int k2;
-        while (*p && (k2 = zt_utf8_space(p, strlen(p))) > 0) p += k2;
+        while (*p && (k2 = zt_utf8_space(p, (size_t)(end - p))) > 0) p += k2;
       } else {
         p++;
       }
@@ -2203,8 +2251,7 @@ static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, c
   r->n_it = 1;
   for (int q = 0; q < n_tasks; q++) /* then its tasks, in name order (tasks holds a group's so) */
     if (list && in_group(&tasks[q], root, sub)) {
-      const char *name = tasks[q].name; /* an MMLU subject's task_alias is the subject; a BLiMP task has none */
-      row *t = add_row(rows, n, tasks, name, name + (family_of(name) == FAMILY_MMLU ? 5 : 0), depth + 1, q);
+      row *t = add_row(rows, n, tasks, tasks[q].name, alias_of(tasks[q].name), depth + 1, q);
       t->n_it = task_items(&tasks[q], metrics + 4 * q, t->it);
     }
 }
@@ -2236,7 +2283,7 @@ static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metr
     } else {
       int k = 0;
       while (strcmp(tasks[k].name, top[e])) k++;
-      row *r = add_row(rows, &n, tasks, top[e], mmlu_index(top[e]) >= 0 ? top[e] + 5 : top[e], 0, k);
+      row *r = add_row(rows, &n, tasks, top[e], alias_of(top[e]), 0, k);
       r->n_it = task_items(&tasks[k], metrics + 4 * k, r->it);
     }
   }

@@ -3,13 +3,13 @@
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
  * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
  * its groups; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
- * prompts, arithmetic_*), loglikelihood_rolling (wikitext) and generate_until (triviaqa, gsm8k, gsm8k_cot,
- * gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the harness's Hugging Face
- * field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks YAML/utils.py builds
- * them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's ContextSampler), the
- * (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm metrics with mean_stderr (f1 and mcc with
- * bootstrap_stderr), and the results as the harness's JSON and markdown table. No model here: evaluate/zeroshot.c
- * scores the requests these build. */
+ * prompts, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*) and generate_until (triviaqa,
+ * gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
+ * harness's Hugging Face field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks
+ * YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's
+ * ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm metrics with
+ * mean_stderr (f1 and mcc with bootstrap_stderr), and the results as the harness's JSON and markdown table. No model
+ * here: evaluate/zeroshot.c scores the requests these build. */
 #ifndef ZT_EVAL_HARNESS_TASKS_H
 #define ZT_EVAL_HARNESS_TASKS_H
 
@@ -57,8 +57,8 @@ int zt_mc_supported(const char *name, const char **why);
  * A group's task names, in name order, into names; returns how many (0: not a group). */
 #define ZT_MC_GROUP_MAX 67
 int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]);
-/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze): a tag's tasks into names; returns how many (0:
- * not a tag). Each is then a task of its own, as if named alone. */
+/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze, paloma): a tag's tasks into names; returns how
+ * many (0: not a tag). Each is then a task of its own, as if named alone. */
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]);
 /* The supported tasks' names, ", "-separated. */
 const char *zt_mc_task_names(void);
@@ -98,8 +98,9 @@ void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, si
 /* The lambada tasks and arithmetic_*: output_type loglikelihood (one request per document, (context, target) with no
  * delimiter; perplexity and acc, or acc alone). */
 int zt_mc_is_loglikelihood(const char *name);
-/* wikitext: output_type loglikelihood_rolling (the detokenized page scored in disjoint windows of --seq-length
- * tokens, the first after [eod]; word_perplexity, byte_perplexity, bits_per_byte). */
+/* wikitext, c4, pile_10k, paloma_*: output_type loglikelihood_rolling (the text, wikitext's and c4's detokenized,
+ * scored in disjoint windows of --seq-length tokens, the first after [eod]; word_perplexity, byte_perplexity,
+ * bits_per_byte). */
 int zt_mc_is_rolling(const char *name);
 
 /* Reads path (jsonl, the task's fields; docs/evaluate.md) into t. Fatal, naming the file and the line, on an
@@ -151,7 +152,7 @@ void zt_mc_encode_pair(const zt_tokenizer *tok, zt_tok_state *st, const char *co
  * greedy[2 i + f] is document i's score under filter f, exact_match and its stderr per filter, NaN past the task's
  * filters); for a loglikelihood task (lambada_openai): perplexity = exp(-mean(ll)), its bootstrap stderr (the harness's
  * bootstrap_stderr with bootstrap_iters resamples, NaN when 0), acc, acc_stderr (arithmetic_*: acc, acc_stderr, NaN,
- * NaN); for a rolling task (wikitext; lls in
+ * NaN); for a rolling task (wikitext, c4, pile_10k, paloma_*; lls in
  * each doc's n_req windows): word_perplexity, byte_perplexity, bits_per_byte, NaN. */
 void zt_mc_metrics(const zt_mc_task *t, const double *lls, const double *greedy, int bootstrap_iters,
                    double out[4]);

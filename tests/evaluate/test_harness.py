@@ -89,6 +89,10 @@ def doc_of(task, d):
         return text, [probs[-1]["options"][i] for i in range(4)], {"A": 0, "B": 1, "C": 2, "D": 3}[probs[-1]["answer"]]
     if task == "wikitext":  # loglikelihood_rolling: the detokenized page, no choices
         return wikitext_detokenizer(d["page"]), [], 0
+    if task == "c4":  # preprocess_c4.c4_detokenizer: wikitext_detokenizer's rules on "text"
+        return wikitext_detokenizer(d["text"]), [], 0
+    if task in ("pile_10k", "paloma_ptb"):  # doc_to_target "text", paloma_utils.doc_to_target: str(text)
+        return d["text"], [], 0
     if task in LAMBADA:  # output_type loglikelihood: the one "choice" is doc_to_target, " " + the last word
         cloze = " ____. ->" if task.endswith("_cloze_yaml") else ""  # lambada_openai_cloze.yaml
         return " ".join(d["text"].split(" ")[:-1]) + cloze, [" " + d["text"].split(" ")[-1]], 0
@@ -294,6 +298,8 @@ def record_scores(d):
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
                  "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
                  "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da")
+ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
+ALIAS = {"paloma_ptb": "PTB"}  # task_alias
 LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml")
 LOGLIK = LAMBADA + ("arithmetic_2da",)  # output_type loglikelihood: (context, doc_to_target), no delimiter
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
@@ -610,11 +616,12 @@ def oracle(tasks, nshot=0, pools=None):
     """The harness's numbers for {task: docs}: per task (summed ll, {metric: value})."""
     reqs, meta = [], []
     for task, docs in tasks.items():
-        if task == "wikitext":
+        if task in ROLLING:
             for d in docs:
-                wins = rolling_windows(tok_encode(wikitext_detokenizer(d["page"])), SEQ)
+                raw = d["page" if task == "wikitext" else "text"]
+                wins = rolling_windows(tok_encode(doc_of(task, d)[0]), SEQ)
                 reqs.extend(wins)
-                meta.append((task, len(wins), (len(re.split(r"\s+", d["page"])), len(d["page"].encode("utf-8"))), d))
+                meta.append((task, len(wins), (len(re.split(r"\s+", raw)), len(raw.encode("utf-8"))), d))
             continue
         ctxs = contexts(task, docs, nshot, (pools or {}).get(task))
         for d, c in zip(docs, ctxs):
@@ -627,7 +634,7 @@ def oracle(tasks, nshot=0, pools=None):
     lls, greedy = score_requests(reqs)
     res, at = {}, 0
     for task, choices, gold, d in meta:
-        if task == "wikitext":  # choices: the number of windows, gold: (words, bytes)
+        if task in ROLLING:  # choices: the number of windows, gold: (words, bytes)
             r = res.setdefault(task, {"sum": 0.0, "wb": []})
             r["sum"] += sum(lls[at:at + choices])
             r["wb"].append((sum(lls[at:at + choices]), gold))
@@ -661,7 +668,7 @@ def oracle(tasks, nshot=0, pools=None):
         at += len(choices)
     out = {}
     for task, r in res.items():
-        if task == "wikitext":  # weighted_perplexity, bits_per_byte
+        if task in ROLLING:  # weighted_perplexity, bits_per_byte
             ll = sum(x for x, _ in r["wb"])
             words, nbytes = sum(g[0] for _, g in r["wb"]), sum(g[1] for _, g in r["wb"])
             m = {"word_perplexity,none": math.exp(-ll / words), "byte_perplexity,none": math.exp(-ll / nbytes),
@@ -775,6 +782,10 @@ def make_docs(task, n):
                 " %s , and the %s @-@ %s ( %s ) . \n" % (sentence()[:-1], rng.choice(NOUNS), rng.choice(NOUNS),
                                                         rng.choice(VERBS)) for _ in range(rng.randint(1, 5)))
             docs.append({"page": page if i != 2 else ""})  # an empty page: no window, one "word"
+        elif task in ("c4", "pile_10k", "paloma_ptb"):  # c4's detokenized, the others' as they are (Unicode
+            text = "".join(" %s , the %s @-@ %s ( %s ) .\u2003\n" % (sentence()[:-1], rng.choice(NOUNS), w(1), w(1))
+                           for _ in range(rng.randint(1, 5)))  # whitespace splits words)
+            docs.append({"text": text if i != 2 else "", "timestamp": "t", "url": "u", "meta": {"pile_set_name": "x"}})
         elif task in LAMBADA:
             t = " ".join(sentence() for _ in range(rng.randint(1, 2)))[:-1]  # "... the fox": learnt, often greedy
             docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD] (the cloze's " ____. ->")
@@ -919,7 +930,7 @@ TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
          "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
          "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa",
-         "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da"]
+         "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da", "c4", "pile_10k", "paloma_ptb"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -1003,7 +1014,7 @@ def gens_of(out):
 
 
 def sums_of(out):
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^> (\w+): \d+ documents, \d+ requests, summed "
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^> ([\w-]+): \d+ documents, \d+ requests, summed "
                                                                r"log-likelihood (\S+)$", out, re.M)}
 
 
@@ -1081,7 +1092,7 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
 for t in TASKS + ["triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]:
-    for nshot in ((0,) if t in ("wikitext", "webqs") else (0, 2, 8) if t == "gsm8k_cot" else (0, 2)):
+    for nshot in ((0,) if t in ROLLING + ("webqs",) else (0, 2, 8) if t == "gsm8k_cot" else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
         want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
@@ -1183,7 +1194,7 @@ for t in TASKS:
     s, m = want[t]
     g = got["results"].get(t, {})
     ok = t in sums and abs(sums[t] - s) <= 1e-5 * abs(s)
-    se = {k.replace(",none", "_stderr,none") for k in m if t == "wikitext"}  # their stderr: "N/A"
+    se = {k.replace(",none", "_stderr,none") for k in m if t in ROLLING}  # their stderr: "N/A"
     ok = ok and set(g) == set(m) | {"alias"} | se and all(g[k] == "N/A" for k in se) and all(
         g[k] == v if isinstance(v, str) else  # mc2's acc: continuous in the log-likelihoods (float forward)
         abs(g[k] - v) <= (1e-5 * abs(v) if "perplexity" in k or "per_byte" in k or t == "truthfulqa_mc2" else 1e-12)
@@ -1193,6 +1204,7 @@ for t in TASKS:
               "%s: the %d greedy-continuation texts count in acc (%s)" % (t, len(greedy_docs), g.get("acc,none")))
     check(ok, "%s 0-shot: summed log-likelihood %s (NumPy %.9g), %s" % (t, sums.get(t), s, m), "\n%s\n%s" % (g, out[-1500:]))
 want_lambada, want_cloze = sums.get("lambada_openai", 0.0), sums.get("lambada_openai_cloze_yaml", 0.0)
+want_paloma = sums.get("paloma_ptb", 0.0)
 vers = got.get("versions", {})
 check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq") == 2.0 and
       vers.get("sglue_rte") == 0.0 and vers.get("multirc") == 2.0 and vers.get("webqs") == 2.0 and
@@ -1200,14 +1212,18 @@ check(rc == 0 and got.get("n-shot") == {t: 0 for t in TASKS} and vers.get("boolq
       vers.get("mrpc") == 1.0 and vers.get("sciq") == 1.0 and vers.get("cola") == 1.0 and
       vers.get("truthfulqa_mc1") == 2.0 and vers.get("truthfulqa_mc2") == 3.0 and vers.get("social_iqa") == 0.0 and
       vers.get("commonsense_qa") == "Yaml" and vers.get("arithmetic_2da") == 2.0 and
-      vers.get("lambada_openai_cloze_yaml") == 1.0 and got["higher_is_better"].get("arithmetic_2da") == {"acc": True},
+      vers.get("lambada_openai_cloze_yaml") == 1.0 and got["higher_is_better"].get("arithmetic_2da") == {"acc": True}
+      and vers.get("c4") == 0.0 and vers.get("pile_10k") == 1.0 and vers.get("paloma_ptb") == 1.0 and
+      got["results"].get("paloma_ptb", {}).get("alias") == "PTB" and
+      got["higher_is_better"].get("c4") == {"word_perplexity": False, "byte_perplexity": False, "bits_per_byte": False},
       "results JSON: the harness's shape (results, versions: commonsense_qa's YAML sets none, \"Yaml\"; n-shot)")
 check(want["webqs"][1]["exact_match,none"] > 0, "webqs: the answers that are the model's greedy continuation count in "
       "exact_match (%s)" % want["webqs"][1]["exact_match,none"])
 table = [line for line in out.splitlines() if line.startswith("|")]
 rows = sum(len([k for k in want[t][1] if "stderr" not in k]) for t in TASKS)
 names = [r[1:r.index("|", 1)].strip() for r in table[2:]]
-check(len(table) == 2 + rows and table[0].startswith("|Tasks") and [n for n in names if n] == sorted(TASKS) and
+check(len(table) == 2 + rows and table[0].startswith("|Tasks") and [n for n in names if n] == [
+      ALIAS.get(t, t) for t in sorted(TASKS)] and
       "|acc_norm|" in table[2 + names.index("piqa") + 1] and ("%.4f" % want["piqa"][1]["acc,none"]) in
       table[2 + names.index("piqa")] and any("|f1" in r and "N/A" in r for r in table),
       "the markdown table: %d metric rows, the tasks sorted by name as prepare_print_tasks sorts them (cb's f1 "
@@ -1628,6 +1644,23 @@ check(rc == 0 and list(got["results"]) == four and "groups" not in got and got["
               for t in four) and want_cloze != want_lambada,
       "the tags lambada and lambada_cloze: their four tasks, each from its file, no group entry; the cloze prompt "
       "scores differently (%s)" % ts, out[-1200:])
+# the tag paloma: its 16 tasks (here all from paloma_ptb's file), each an entry under its task_alias, sorted by name
+PALOMA = {"paloma_4chan_meta_sep": "4chan", "paloma_c4_100_domains": "C4 100 Domains", "paloma_c4_en": "C4",
+          "paloma_dolma-v1_5": "Dolma V1.5", "paloma_dolma_100_programing_languages": "100 PLs",
+          "paloma_dolma_100_subreddits": "100 Subreddits", "paloma_falcon-refinedweb": "Falcon", "paloma_gab": "Gab",
+          "paloma_m2d2_s2orc_unsplit": "M2D2 S2ORC", "paloma_m2d2_wikipedia_unsplit": "M2D2 Wikipedia",
+          "paloma_manosphere_meta_sep": "Manosphere", "paloma_mc4": "mC4", "paloma_ptb": "PTB",
+          "paloma_redpajama": "RedPajama", "paloma_twitterAAE_HELM_fixed": "Twitter AAE",
+          "paloma_wikitext_103": "Wikitext-103"}  # lm-eval 0.4.9's paloma_*.yaml: task and task_alias
+rc, out = run([EVAL, "--tasks", "paloma", "--task-data"] + ["%s=%s" % (t, paths["paloma_ptb"]) for t in PALOMA] +
+              ["--load", ck, "--micro-batch-size", "4"] + MODEL, ok=False)
+got = json.loads(out[out.index("{"):out.rindex("}") + 1]) if rc == 0 else {"results": {}}
+ps = sums_of(out)
+check(rc == 0 and list(got["results"]) == sorted(PALOMA) and "groups" not in got and
+      [got["results"][t]["alias"] for t in sorted(PALOMA)] == [PALOMA[t] for t in sorted(PALOMA)] and
+      all(abs(ps.get(t, 0) - want_paloma) <= 1e-6 * abs(want_paloma) for t in PALOMA) and want_paloma != 0,
+      "the tag paloma: its 16 tasks under their task_alias (PTB, 4chan, ...), sorted by name, each one's sum",
+      out[-1500:])
 refused("one file for a tag", ["glue"], [], "--task-data glue=%s: glue is the harness's tag for 9 tasks (cola, ...), "
         "each read from its own file: give --task-data cola=FILE.jsonl and the others'" % paths["cola"],
         {"glue": paths["cola"]})
@@ -1782,7 +1815,7 @@ refused("MMLU examples without --fewshot-data", ["mmlu"], ["--num-fewshot", "1"]
 h = run([EVAL, "--help"])[1]
 unlisted = [t for t in TASKS + ["lambada_standard", "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot", "mmlu",
                                  "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"]
-            if not re.search(r"[ (]%s[,) \n]" % t, h)]
+            if not re.search(r"[ (]%s[,) \n]" % t, h) and not (t.startswith("paloma_") and "paloma_<subset>" in h)]
 check("--tasks" in h and "--num-fewshot" in h and "--task-data" in h and "--task_list" in h and not unlisted,
       "--help lists the harness flags, evaluate.py's and every task", "not listed: %s" % unlisted)
 

@@ -1,7 +1,8 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; bit 5:
  * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
- * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
+ * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, c4, pile_10k, paloma_gab (loglikelihood_rolling: one
+ * text, its words and bytes), or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
  * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2, mmlu_anatomy,
  * mmlu_world_religions (the documents of their "subject", the others set aside), social_iqa, commonsense_qa,
  * lambada_openai_cloze_yaml, arithmetic_3ds, blimp_passive_1, blimp_wh_island (those of their "UID")) and the number of
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                       "hellaswag", "boolq",    "winogrande",    "race"};
   static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
                                      "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
-                                     "gsm8k_cot", "gsm8k_cot_zeroshot"};
+                                     "gsm8k_cot", "gsm8k_cot_zeroshot", "c4", "pile_10k", "paloma_gab"};
   static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
                                       "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
                                       "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions",
@@ -48,6 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zt_pyrandom_seed(&rnd, 1234);
     for (int64_t i = 0; i < t.n; i++) {
       const zt_mc_doc *d = &t.docs[i];
+      if (zt_mc_is_rolling(name)) { /* a whole text, no choices: at least one word, and no more than its bytes + 1 */
+        if (d->n_choices != 0 || !d->text || d->words < 1 || d->words > d->bytes + 1) abort();
+        continue;
+      }
       if (d->n_choices < 1 || d->gold < 0 || d->gold >= d->n_choices || !d->text) abort();
       if (nshot + 1 > t.n) break; /* refused by zt_mc_context (a pool smaller than the draw) */
       char *ctx = zt_mc_context(&t, i, &t, nshot, &rnd);
