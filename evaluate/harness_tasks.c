@@ -38,6 +38,7 @@ typedef struct {
 #define EM {"exact_match", NULL}
 #define NONE {NULL, NULL}
 #define ARITHMETIC(k) {"arithmetic_" k, LOGLIK, 2, ACC, 1, -1}
+#define LAMBADA_MT(l) {"lambada_openai_mt_" l, LOGLIK, 1, PPL_ACC, 0, -1}
 static const task_spec TASKS[] = {
     {"piqa", MC, 1, ACC_NORM, 1, -1},          {"arc_easy", MC, 1, ACC_NORM, 0, -1},
     {"arc_challenge", MC, 1, ACC_NORM, 0, -1}, {"openbookqa", MC, 1, ACC_NORM, 0, -1},
@@ -66,6 +67,7 @@ static const task_spec TASKS[] = {
     {"pile_10k", ROLLING, 1, NONE, 0, -1},
     ARITHMETIC("1dc"), ARITHMETIC("2da"), ARITHMETIC("2dm"), ARITHMETIC("2ds"), ARITHMETIC("3da"),
     ARITHMETIC("3ds"), ARITHMETIC("4da"), ARITHMETIC("4ds"), ARITHMETIC("5da"), ARITHMETIC("5ds"),
+    LAMBADA_MT("de"), LAMBADA_MT("en"), LAMBADA_MT("es"), LAMBADA_MT("fr"), LAMBADA_MT("it"),
 };
 /* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples); every BLiMP phenomenon
  * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
@@ -80,6 +82,7 @@ static const task_spec PALOMA_SPEC = {"paloma_<subset>", ROLLING, 1, NONE, 0, -1
 #undef EM
 #undef NONE
 #undef ARITHMETIC
+#undef LAMBADA_MT
 
 /* Paloma (lm-eval 0.4.9 paloma, allenai/paloma): each subset's task and its task_alias */
 static const char *const PALOMA[][2] = {
@@ -119,6 +122,8 @@ static const struct {
     {"glue", {"cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "rte", "sst2", "wnli"}},
     {"lambada", {"lambada_openai", "lambada_standard"}},
     {"lambada_cloze", {"lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml"}},
+    {"lambada_multilingual", {"lambada_openai_mt_de", "lambada_openai_mt_en", "lambada_openai_mt_es",
+                              "lambada_openai_mt_fr", "lambada_openai_mt_it"}},
 };
 
 static const char *const LATER[][2] = {
@@ -298,7 +303,8 @@ const char *zt_mc_task_names(void) {
     snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
              "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), blimp (its tasks "
              "blimp_<uid>: blimp_adjunct_island, ...), paloma_<subset> (paloma_4chan_meta_sep, ..., "
-             "paloma_wikitext_103); the tags anli, arithmetic, glue, lambada, lambada_cloze, paloma");
+             "paloma_wikitext_103); the tags anli, arithmetic, glue, lambada, lambada_cloze, lambada_multilingual, "
+             "paloma");
   }
   return all;
 }
@@ -991,7 +997,8 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->choices[0] = dup(str_field(j, "completion", w)); /* the request's continuation, as it is */
     d->gold = 0;
   } else if (zt_mc_is_loglikelihood(name)) { /* lambada_openai.yaml: text.split(' ')[:-1] joined, ' ' + the last;
-                                              * lambada_openai_cloze.yaml: the same with " ____. ->" after the words */
+                                              * lambada_openai_cloze.yaml: the same with " ____. ->" after the words;
+                                              * lambada_mt_<lang>.yaml: lambada_openai's */
     const char *text = str_field(j, "text", w), *sp = strrchr(text, ' '), *last = sp ? sp + 1 : text;
     if (sp) zt_strbuf_put(&t, text, (size_t)(sp - text));
     if (strstr(name, "_cloze_yaml")) puts_(&t, " ____. ->");

@@ -3,7 +3,7 @@
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
  * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
  * its groups; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
- * prompts, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*) and generate_until (triviaqa,
+ * prompts, lambada_openai_mt_*, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*) and generate_until (triviaqa,
  * gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
  * harness's Hugging Face field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks
  * YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's
@@ -57,8 +57,8 @@ int zt_mc_supported(const char *name, const char **why);
  * A group's task names, in name order, into names; returns how many (0: not a group). */
 #define ZT_MC_GROUP_MAX 67
 int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]);
-/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze, paloma): a tag's tasks into names; returns how
- * many (0: not a tag). Each is then a task of its own, as if named alone. */
+/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze, lambada_multilingual, paloma): a tag's tasks
+ * into names; returns how many (0: not a tag). Each is then a task of its own, as if named alone. */
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]);
 /* The supported tasks' names, ", "-separated. */
 const char *zt_mc_task_names(void);

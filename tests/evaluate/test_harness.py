@@ -300,7 +300,8 @@ NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "mult
                  "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da")
 ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
 ALIAS = {"paloma_ptb": "PTB"}  # task_alias
-LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml")
+LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml",
+           "lambada_openai_mt_de")
 LOGLIK = LAMBADA + ("arithmetic_2da",)  # output_type loglikelihood: (context, doc_to_target), no delimiter
 WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
 BINARY_F1 = ("mrpc", "qqp", "mc_taco")  # metric f1, aggregation f1_score: bootstrappable
@@ -788,6 +789,8 @@ def make_docs(task, n):
             docs.append({"text": text if i != 2 else "", "timestamp": "t", "url": "u", "meta": {"pile_set_name": "x"}})
         elif task in LAMBADA:
             t = " ".join(sentence() for _ in range(rng.randint(1, 2)))[:-1]  # "... the fox": learnt, often greedy
+            if task.endswith("_mt_de"):  # non-ASCII words, split at single spaces only
+                t = t.replace("the", "die").replace("sees", "sieht\u00a0\u00fcber")
             docs.append({"text": t if i != 3 else "fox"})  # one word: the context is [EOD] (the cloze's " ____. ->")
         elif task.startswith("arithmetic_"):  # EleutherAI/arithmetic: the completion starts with its space; a
             a, b = rng.randint(10, 99), rng.randint(10, 99)  # context's trailing space moves to the continuation
@@ -930,7 +933,8 @@ TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"
          "lambada_openai", "wikitext", "anli_r1", "anli_r2", "anli_r3", "cb", "copa", "multirc", "rte", "sglue_rte",
          "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
          "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa",
-         "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da", "c4", "pile_10k", "paloma_ptb"]
+         "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da", "c4", "pile_10k", "paloma_ptb",
+         "lambada_openai_mt_de"]
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
