@@ -72,6 +72,9 @@ static const task_spec TASKS[] = {
 /* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples); every BLiMP phenomenon
  * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
 static const task_spec MMLU_SPEC = {"mmlu_<subject>", MC, 1, ACC, 0, -1};
+/* every MMLU subject's continuation task (mmlu/continuation/_continuation_template_yaml: no metric_list, so the
+ * harness's default acc and acc_norm) */
+static const task_spec MMLU_CONT_SPEC = {"mmlu_continuation_<subject>", MC, 1, ACC_NORM, 0, -1};
 static const task_spec BLIMP_SPEC = {"blimp_<uid>", MC, 1, ACC, 1, 0};
 static const task_spec PALOMA_SPEC = {"paloma_<subset>", ROLLING, 1, NONE, 0, -1}; /* paloma/_paloma_template */
 #undef YAML
@@ -213,6 +216,18 @@ static int mmlu_index(const char *name) {
     if (!strcmp(name, MMLU[i].name)) return i;
   return -1;
 }
+/* the subject's index in MMLU of a continuation task (mmlu_continuation_<subject>), or -1 */
+static int mmlu_cont_index(const char *name) {
+  char plain[96];
+  if (strncmp(name, "mmlu_continuation_", 18) != 0 || strlen(name) > 80) return -1;
+  snprintf(plain, sizeof plain, "mmlu_%s", name + 18);
+  return mmlu_index(plain);
+}
+/* the subject's index in MMLU of either MMLU task, or -1 */
+static int subject_index(const char *name) {
+  const int i = mmlu_index(name);
+  return i >= 0 ? i : mmlu_cont_index(name);
+}
 /* the phenomenon's index in BLIMP (name: blimp_<uid>), or -1 */
 static int blimp_index(const char *name) {
   if (strncmp(name, "blimp_", 6) != 0) return -1;
@@ -229,11 +244,19 @@ static int mmlu_group(const char *name) {
   return -1;
 }
 
-/* The families whose tasks may share one file, each document routed by a field: MMLU's subjects ("subject") and
- * BLiMP's phenomena ("UID"). family_of: FAMILY_MMLU, FAMILY_BLIMP, or 0 for another task. */
-enum { FAMILY_MMLU = 1, FAMILY_BLIMP };
+/* The families whose tasks may share one file, each document routed by a field: MMLU's subjects ("subject"; the
+ * default tasks and the continuation tasks) and BLiMP's phenomena ("UID"). family_of: FAMILY_MMLU, FAMILY_MMLU_CONT,
+ * FAMILY_BLIMP, or 0 for another task. */
+enum { FAMILY_MMLU = 1, FAMILY_MMLU_CONT, FAMILY_BLIMP };
 static int family_of(const char *name) {
-  return mmlu_index(name) >= 0 ? FAMILY_MMLU : blimp_index(name) >= 0 ? FAMILY_BLIMP : 0;
+  return mmlu_index(name) >= 0        ? FAMILY_MMLU
+         : mmlu_cont_index(name) >= 0 ? FAMILY_MMLU_CONT
+         : blimp_index(name) >= 0     ? FAMILY_BLIMP
+                                      : 0;
+}
+/* a family's task name prefix (the subject or UID follows) */
+static const char *family_prefix(int family) {
+  return family == FAMILY_MMLU ? "mmlu_" : family == FAMILY_MMLU_CONT ? "mmlu_continuation_" : "blimp_";
 }
 
 int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
@@ -242,6 +265,14 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
     static char full[N_BLIMP][64];
     for (int i = 0; i < N_BLIMP; i++) {
       snprintf(full[i], sizeof full[i], "blimp_%s", BLIMP[i]);
+      names[n++] = full[i];
+    }
+    return n;
+  }
+  if (!strcmp(group, "mmlu_continuation")) { /* continuation/_mmlu.yaml: the 57 subjects' continuation tasks */
+    static char full[N_MMLU][96];
+    for (int i = 0; i < N_MMLU; i++) {
+      snprintf(full[i], sizeof full[i], "mmlu_continuation_%s", MMLU[i].name + 5);
       names[n++] = full[i];
     }
     return n;
@@ -273,10 +304,11 @@ static const char *alias_of(const char *name) {
 static const task_spec *spec_of(const char *name) {
   for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
     if (!strcmp(name, TASKS[i].name)) return &TASKS[i];
-  return mmlu_index(name) >= 0    ? &MMLU_SPEC
-         : blimp_index(name) >= 0 ? &BLIMP_SPEC
-         : paloma_index(name) >= 0 ? &PALOMA_SPEC
-                                   : NULL;
+  return mmlu_index(name) >= 0        ? &MMLU_SPEC
+         : mmlu_cont_index(name) >= 0 ? &MMLU_CONT_SPEC
+         : blimp_index(name) >= 0     ? &BLIMP_SPEC
+         : paloma_index(name) >= 0    ? &PALOMA_SPEC
+                                      : NULL;
 }
 static int type_of(const char *name) {
   const task_spec *sp = spec_of(name);
@@ -301,7 +333,8 @@ const char *zt_mc_task_names(void) {
     for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", TASKS[i].name);
     snprintf(all + strlen(all), sizeof all - strlen(all), ", mmlu (its groups mmlu_humanities, mmlu_other, "
-             "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), blimp (its tasks "
+             "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), mmlu_continuation "
+             "(its tasks mmlu_continuation_<subject>), blimp (its tasks "
              "blimp_<uid>: blimp_adjunct_island, ...), paloma_<subset> (paloma_4chan_meta_sep, ..., "
              "paloma_wikitext_103); the tags anli, arithmetic, glue, lambada, lambada_cloze, lambada_multilingual, "
              "paloma");
@@ -1422,6 +1455,19 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->gold = !strcmp(fd, "yes") ? 0 : !strcmp(fd, "no") ? 1 : !strcmp(fd, "maybe") ? 2 : -1;
     zt_check(d->gold >= 0, "bad task file", "%s:%ld: \"final_decision\" is \"%s\"; expected yes, no or maybe",
              w.path, w.line, fd);
+  } else if (mmlu_cont_index(name) >= 0) { /* mmlu/continuation/_continuation_template_yaml */
+    char *q = strip(str_field(j, "question", w)); /* "Question: {{question.strip()}}\nAnswer:" */
+    puts_(&t, "Question: ");
+    puts_(&t, q);
+    free(q);
+    puts_(&t, "\nAnswer:");
+    d->n_choices = str_list(j, "choices", "choices", w, &d->choices); /* doc_to_choice "{{choices}}": every one */
+    const cJSON *a = field(j, "answer", w); /* doc_to_target "{{answer}}": a digit string is the choice's index */
+    zt_check(!cJSON_IsString(a) || (a->valuestring[0] && strspn(a->valuestring, "0123456789") ==
+             strlen(a->valuestring)), "bad task file", "%s:%ld: \"answer\" is \"%s\"; a continuation task's target is "
+             "the answer's index (cais/mmlu's 0-3: the harness would look a letter up among the choices' texts)",
+             w.path, w.line, a->valuestring);
+    d->gold = int_field(j, "answer", w);
   } else if (mmlu_index(name) >= 0) { /* mmlu/default/_default_template_yaml */
     char *q = strip(str_field(j, "question", w)); /* question.strip() */
     puts_(&t, q);
@@ -1462,7 +1508,7 @@ static void grow_docs(zt_mc_task *t) {
 void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, const char *flag,
                       int64_t *set_aside) {
   const char *why;
-  const int family = family_of(ts[0].name), mmlu = family == FAMILY_MMLU;
+  const int family = family_of(ts[0].name), mmlu = family == FAMILY_MMLU || family == FAMILY_MMLU_CONT;
   const char *route = mmlu ? "subject" : "UID"; /* the field that routes each document */
   zt_check(n == 1 || family, "bad task", "%s: one file for %d tasks", key, n);
   for (int k = 0; k < n; k++) {
@@ -1522,7 +1568,7 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
     if (family) { /* the task of its subject (cais/mmlu's "subject" field) or phenomenon (blimp's "UID") */
       const char *value = str_field(j, route, w);
       char task[96];
-      snprintf(task, sizeof task, "%s%s", mmlu ? "mmlu_" : "blimp_", value);
+      snprintf(task, sizeof task, "%s%s", family_prefix(family), value);
       const int ok = strlen(value) < 80 && family_of(task) == family;
       zt_check(ok || !mmlu, "bad task file", "%s:%ld: \"subject\" is \"%s\", not one of MMLU's 57 subjects (cais/mmlu's "
                "configs: abstract_algebra, anatomy, ..., world_religions)", path, no, value);
@@ -1549,7 +1595,7 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
   zt_check(lines > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, key, path);
   for (int q = 0; q < n; q++)
     zt_check(ts[q].n > 0, "bad task file", "%s %s=%s: none of its %lld documents is of %s \"%s\"%s", flag, key,
-             path, (long long)lines, route, ts[q].name + (mmlu ? 5 : 6),
+             path, (long long)lines, route, ts[q].name + strlen(family_prefix(family)),
              n > 1 ? (mmlu ? " (the group needs each of its subjects)" : " (the group needs each of its phenomena)") : "");
 }
 
@@ -1623,7 +1669,7 @@ int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name) {
   return 1;
 }
 
-int zt_mc_first_n(const char *name) { return gsm8k_kind(name) == GSM8K_COT || mmlu_index(name) >= 0; }
+int zt_mc_first_n(const char *name) { return gsm8k_kind(name) == GSM8K_COT || subject_index(name) >= 0; }
 
 /* ---- Python's random ------------------------------------------------------------------------------------------ */
 static void mt_init(zt_pyrandom *r, uint32_t s) {
@@ -1916,9 +1962,10 @@ static int same_doc(const zt_mc_doc *a, const zt_mc_doc *b) {
 
 char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int nshot, zt_pyrandom *rnd) {
   zt_strbuf b = {0};
-  const int mmlu = mmlu_index(t->name);
-  if (mmlu >= 0) { /* each mmlu_<subject>.yaml's description, the subject's words */
-    puts_(&b, "The following are multiple choice questions (with answers) about ");
+  const int mmlu = subject_index(t->name);
+  if (mmlu >= 0) { /* each mmlu_<subject>.yaml's description, the subject's words (a continuation task's: "questions") */
+    puts_(&b, mmlu_index(t->name) >= 0 ? "The following are multiple choice questions (with answers) about "
+                                       : "The following are questions (with answers) about ");
     for (const char *c = MMLU[mmlu].name + 5; *c; c++) zt_strbuf_put(&b, *c == '_' ? " " : c, 1);
     puts_(&b, ".\n\n");
   }
@@ -2199,7 +2246,8 @@ typedef struct {
   const char *key; /* the task's or the group's name */
   char alias[96];
   int task;        /* its index in tasks, or -1: a group */
-  double version;  /* metadata.version: the task's (NaN: "Yaml"), 2 for the groups (_mmlu*.yaml's, _blimp.yaml's) */
+  double version;  /* metadata.version: the task's (NaN: "Yaml"), 2 for the groups (_mmlu*.yaml's, _blimp.yaml's),
+                   * -1 for mmlu_continuation's inline subgroups (none: the harness writes no version) */
   item it[6];      /* its metrics */
   int n_it;
 } row;
@@ -2221,7 +2269,7 @@ static int task_items(const zt_mc_task *t, const double *m, item *it) {
 
 /* whether t was named by the group root and is in its subgroup sub (-1: any) */
 static int in_group(const zt_mc_task *t, const char *root, int sub) {
-  const int i = mmlu_index(t->name);
+  const int i = subject_index(t->name);
   return t->group && !strcmp(t->group, root) && (sub < 0 || (i >= 0 && MMLU[i].group == sub));
 }
 
@@ -2231,7 +2279,9 @@ static row *add_row(row *rows, int *n, const zt_mc_task *tasks, const char *key,
   memset(r, 0, sizeof *r);
   r->key = key;
   r->task = task;
-  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : 2.0; /* _mmlu*.yaml's, _blimp.yaml's metadata.version */
+  /* _mmlu*.yaml's, _blimp.yaml's metadata.version; continuation/_mmlu.yaml's inline subgroups have none */
+  const int inline_group = task < 0 && strcmp(key, "blimp") && strncmp(key, "mmlu", 4);
+  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : inline_group ? -1.0 : 2.0;
   snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
   return r;
 }
@@ -2247,7 +2297,7 @@ static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, c
   for (int q = 0; q < n_tasks; q++)
     if (in_group(&tasks[q], root, sub)) {
       const double nq = (double)tasks[q].n, acc = metrics[4 * q], se = metrics[4 * q + 1];
-      weighted = family_of(tasks[q].name) == FAMILY_MMLU;
+      weighted = family_of(tasks[q].name) != FAMILY_BLIMP;
       sum += weighted ? acc * nq : acc;
       size += nq;
       var += (nq - 1) * se * se * nq;
@@ -2285,6 +2335,11 @@ static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metr
         add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][0], MMLU_GROUPS[sub][1], 1, 1);
     } else if (g >= 0) { /* mmlu_stem, ...: its group_alias, then its subjects */
       add_group(rows, &n, tasks, n_tasks, metrics, top[e], g, top[e], MMLU_GROUPS[g][1], 0, 1);
+    } else if (!strcmp(top[e], "mmlu_continuation")) { /* its group_alias; its inline groups stem, other, ... (named
+                                                         * as the default groups' aliases), each with its subjects */
+      add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], "mmlu (continuation)", 0, 0);
+      for (int sub = 0; sub < N_MMLU_GROUPS; sub++)
+        add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][1], MMLU_GROUPS[sub][1], 1, 1);
     } else if (!strcmp(top[e], "blimp")) { /* no group_alias: the name, then its tasks */
       add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0, 1);
     } else {
@@ -2312,8 +2367,10 @@ static void add_metric(cJSON *r, cJSON *h, const item *it) {
   if (!cJSON_GetObjectItemCaseSensitive(h, it->key)) cJSON_AddBoolToObject(h, it->key, it->higher);
 }
 
-/* a version as the harness writes it: the YAML's number, or "Yaml" (ConfigurableTask.VERSION) where it sets none */
+/* a version as the harness writes it: the YAML's number, or "Yaml" (ConfigurableTask.VERSION) where a task's sets
+ * none; none at all for an inline group */
 static void add_version(cJSON *ver, const char *key, double v) {
+  if (v < 0) return;
   if (isnan(v)) cJSON_AddStringToObject(ver, key, "Yaml");
   else cJSON_AddNumberToObject(ver, key, v);
 }
@@ -2339,9 +2396,9 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     if (w->task < 0) { /* its subtasks: the groups of its task list (_mmlu.yaml's order), or its tag's tasks */
       cJSON *l = cJSON_AddArrayToObject(sub, w->key);
       static const int yaml_order[N_MMLU_GROUPS] = {STEM, OTHER, SOCIAL, HUMANITIES};
-      if (!strcmp(w->key, "mmlu"))
+      if (!strcmp(w->key, "mmlu") || !strcmp(w->key, "mmlu_continuation")) /* the default's or the inline groups */
         for (int g = 0; g < N_MMLU_GROUPS; g++)
-          cJSON_AddItemToArray(l, cJSON_CreateString(MMLU_GROUPS[yaml_order[g]][0]));
+          cJSON_AddItemToArray(l, cJSON_CreateString(MMLU_GROUPS[yaml_order[g]][w->key[4] ? 1 : 0]));
       else
         for (int q = i + 1; q < n && rows[q].task >= 0 && tasks[rows[q].task].group; q++)
           cJSON_AddItemToArray(l, cJSON_CreateString(rows[q].key));
@@ -2401,7 +2458,8 @@ static void table_of(zt_strbuf *b, const zt_mc_task *tasks, const row *rows, int
     memcpy(it, w->it, sizeof it);
     qsort(it, (size_t)w->n_it, sizeof it[0], cmp_item);
     char ver[16], shot[16];
-    if (isnan(w->version)) snprintf(ver, sizeof ver, "Yaml");
+    if (w->version < 0) snprintf(ver, sizeof ver, "    N/A"); /* make_table's default */
+    else if (isnan(w->version)) snprintf(ver, sizeof ver, "Yaml");
     else snprintf(ver, sizeof ver, "%g", w->version);
     if (w->task >= 0) snprintf(shot, sizeof shot, "%d", tasks[w->task].nshot);
     else snprintf(shot, sizeof shot, " "); /* n-shot holds the tasks only */

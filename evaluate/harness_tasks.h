@@ -2,7 +2,7 @@
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc,
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
  * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
- * its groups; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
+ * its groups, as letters and as continuations; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
  * prompts, lambada_openai_mt_*, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*) and generate_until (triviaqa,
  * gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
  * harness's Hugging Face field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks
@@ -52,6 +52,8 @@ int zt_mc_supported(const char *name, const char **why);
  * - MMLU (lm-eval 0.4.9's mmlu/default): the task mmlu_<subject> of each of its 57 subjects, and its groups mmlu (the
  *   four below, its score over all 57 subjects), mmlu_humanities, mmlu_other, mmlu_social_sciences and mmlu_stem
  *   (their subjects'); acc weighted by the subjects' documents;
+ * - mmlu_continuation (mmlu/continuation): the task mmlu_continuation_<subject> of each subject, its inline groups
+ *   stem, other, social sciences and humanities (not named alone), weighted as MMLU's;
  * - BLiMP (blimp): the task blimp_<uid> of each of its 67 phenomena; acc the plain mean of theirs (weight_by_size
  *   False).
  * A group's task names, in name order, into names; returns how many (0: not a group). */

@@ -101,6 +101,9 @@ static void usage(void) {
          "                           perplexity, bits per byte of whole documents),\n"
          "                           mmlu (acc of its 57 subjects mmlu_<subject> and of its groups mmlu_humanities,\n"
          "                           mmlu_other, mmlu_social_sciences, mmlu_stem, each weighted by its documents),\n"
+         "                           mmlu_continuation (the same subjects scored on the answers' texts,\n"
+         "                           mmlu_continuation_<subject>: acc, acc_norm; its groups stem, other, social\n"
+         "                           sciences, humanities),\n"
          "                           blimp (acc of its 67 phenomena blimp_<uid> and their plain mean); a group or\n"
          "                           one of its tasks may be named alone; the tags anli, arithmetic, glue, lambada,\n"
          "                           lambada_cloze, lambada_multilingual, paloma name their tasks, each with its\n"
@@ -540,7 +543,8 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     if (nshot > 0 && !fixed && zt_mc_first_n(name)) /* an MMLU subject: its dev documents in order */
       zt_check(nshot <= pools[k].n, "bad argument value", "--num-fewshot %d: --fewshot-data %s=%s holds %lld %s "
                "documents, taken in order (the harness's first_n sampler stops: \"number of fewshot samples requested "
-               "exceeds the %lld that are available\")", nshot, key, fpath, (long long)pools[k].n, name + 5,
+               "exceeds the %lld that are available\")", nshot, key, fpath, (long long)pools[k].n,
+               name + (strncmp(name, "mmlu_continuation_", 18) ? 5 : 18),
                (long long)pools[k].n);
     if (!first) continue;
     const int blimp = !strncmp(name, "blimp_", 6); /* its documents are routed by "UID", MMLU's by "subject" */

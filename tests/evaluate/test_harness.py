@@ -192,6 +192,8 @@ def doc_of(task, d):
     if task == "pubmedqa":  # pubmedqa.yaml, preprocess_pubmedqa.py; gold = choices.index(final_decision)
         return ("Abstract: {}\nQuestion: {}\nAnswer:".format("\n".join(d["CONTEXTS"]), d["QUESTION"]),
                 ["yes", "no", "maybe"], ["yes", "no", "maybe"].index(d["final_decision"]))
+    if task.startswith("mmlu_continuation_"):  # mmlu/continuation: the answers' texts, every choice, gold the index
+        return "Question: " + d["question"].strip() + "\nAnswer:", d["choices"], int(d["answer"])
     if task.startswith("mmlu_"):  # mmlu/default/_default_template_yaml; a letter answer: choices.index(answer)
         c, a = d["choices"], d["answer"]
         return ("%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer:" % (d["question"].strip(), c[0], c[1], c[2], c[3]),
@@ -220,7 +222,9 @@ MMLU_ALIAS = {"mmlu_stem": "stem", "mmlu_other": "other", "mmlu_social_sciences"
               "mmlu_humanities": "humanities"}
 
 
-def mmlu_description(task):
+def mmlu_description(task):  # the continuation tasks' (mmlu/continuation): "questions", the subject after the prefix
+    if task.startswith("mmlu_continuation_"):
+        return "The following are questions (with answers) about %s.\n\n" % task[18:].replace("_", " ")
     return "The following are multiple choice questions (with answers) about %s.\n\n" % task[5:].replace("_", " ")
 
 
@@ -697,7 +701,7 @@ def oracle(tasks, nshot=0, pools=None):
                                     "mcc_stderr,none": bootstrap_stderr(matthews_corrcoef, pairs, BOOT)})
             continue
         m = {"acc,none": np.mean(r["acc"]), "acc_stderr,none": mean_stderr(r["acc"])}
-        if task in WITH_NORM:
+        if task in WITH_NORM or task.startswith("mmlu_continuation_"):  # the default metric_list: acc, acc_norm
             m["acc_norm,none"] = np.mean(r["acc_norm"])
             m["acc_norm_stderr,none"] = mean_stderr(r["acc_norm"])
         if task == "cb":  # aggregation cb_multi_fi: not bootstrappable, so no stderr
@@ -1597,6 +1601,62 @@ check(rc == 0 and list(got["results"]) == ["blimp_npi_present_1", "blimp_wh_isla
       "(its phenomenon's; the others set aside)" in out,
       "blimp_<uid> alone, from the file of all: its own pairs, no group entry", out[-800:])
 
+# 3f. mmlu_continuation: the same subjects scored on the answers' texts (acc, acc_norm), 1-shot from the first dev
+# document; the group's acc weighted by documents, its inline groups stem/other/social sciences/humanities (no
+# version), their subjects without task_alias
+def cont_doc(d):  # hails/mmlu_no_train's answer: the index (a letter of this fixture's becomes its index)
+    a = d["answer"]
+    return dict(d, answer="ABCD".index(a) if isinstance(a, str) else a)
+
+
+cdata = {"mmlu_continuation_" + t[5:]: [cont_doc(d) for d in mdata[t]] for t in mdata}
+cdev = {"mmlu_continuation_" + t[5:]: [cont_doc(d) for d in mdev[t]] for t in mdev}
+cont_path, cont_dev = os.path.join(tmp, "mmlu_cont_test.jsonl"), os.path.join(tmp, "mmlu_cont_dev.jsonl")
+open(cont_path, "w").write("".join(json.dumps(cont_doc(d)) + "\n" for d in mmlu_all))
+open(cont_dev, "w").write("".join(json.dumps(d) + "\n" for t in sorted(cdev) for d in cdev[t]))
+for nshot in (0, 2):
+    t = "mmlu_continuation_anatomy"
+    rc, out = run([TOOL, "mc", t, cont_path, str(nshot), cont_dev if nshot else "-", "1234"])
+    got = [json.loads(line) for line in out.splitlines()] if rc == 0 else None
+    want = [{"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]}
+            for d, c in zip(cdata[t], contexts(t, cdata[t], nshot, cdev[t]))]
+    check(got == want, "%s %d-shot from the file of all subjects: its description, prompts, choices and gold as the "
+          "harness builds them" % (t, nshot), "\n%s\n%s" % (got and got[:1], want[:1]))
+cres = oracle(cdata, 1, cdev)
+rc, out, got = mmlu_run(["mmlu_continuation"], ["mmlu_continuation=" + cont_path],
+                        ["--num-fewshot", "1", "--fewshot-data", "mmlu_continuation=" + cont_dev])
+csums = sums_of(out)
+bad = [t for t in cdata if t not in csums or abs(csums[t] - cres[t][0]) > 1e-5 * abs(cres[t][0])]
+check(rc == 0 and not bad, "mmlu_continuation 1-shot: each subject's summed log-likelihood (the answers' texts after "
+      "its description and first dev example) equal to NumPy's", "%s\n%s" % (bad[:3], out[-1500:]))
+
+
+def cont_group(members):  # aggregate_subtask_metrics (weight_by_size) and pooled_sample_stderr of acc
+    m = [cres[t][1]["acc,none"] for t in members]
+    se = [cres[t][1]["acc_stderr,none"] for t in members]
+    n = [len(cdata[t]) for t in members]
+    var = sum((k - 1) * e ** 2 * k for k, e in zip(n, se)) / (sum(n) - len(n))
+    return sum(a * k for a, k in zip(m, n)) / sum(n), math.sqrt(var / sum(n))
+
+
+want = [("mmlu_continuation", "mmlu (continuation)") + cont_group(sorted(cdata))]
+for g in ("humanities", "other", "social sciences", "stem"):
+    mem = sorted(t for t in cdata if MMLU_GROUP_OF[t[18:]] == g.replace(" ", "_"))
+    want.append((g, " - " + g) + cont_group(mem))
+    want += [(t, "  - " + t, cres[t][1]["acc,none"], cres[t][1]["acc_stderr,none"]) for t in mem]
+r = got["results"]
+ok = rc == 0 and list(r) == [k for k, *_ in want] and all(
+    r[k]["alias"] == a and abs(r[k]["acc,none"] - v) <= 1e-12 and abs(r[k]["acc_stderr,none"] - e) <= 1e-12
+    for k, a, v, e in want) and all(abs(r[t]["acc_norm,none"] - cres[t][1]["acc_norm,none"]) <= 1e-12 for t in cdata)
+check(ok and "acc_norm,none" not in r["stem"] and got["versions"]["mmlu_continuation"] == 2 and
+      "stem" not in got["versions"] and got["versions"]["mmlu_continuation_anatomy"] == 1.0 and
+      got["group_subtasks"]["mmlu_continuation"] == ["stem", "other", "social sciences", "humanities"] and
+      got["n-shot"]["mmlu_continuation_anatomy"] == 1 and
+      any(line.startswith("| - stem ") and "|    N/A|" in line for line in out.splitlines()),
+      "mmlu_continuation: every entry's acc (and the subjects' acc_norm) and stderr, the order and aliases (mmlu "
+      "(continuation), \" - humanities\", \"  - mmlu_continuation_formal_logic\"), the inline groups without a version",
+      "%s\n%s" % ([(k, r.get(k)) for k, *_ in want[:3]], want[:3]))
+
 # 4. bad input: exit 1 with one error naming the file and line, the field, the flag
 def refused(what, tasks, extra, needle, pth=None):
     global paths
@@ -1779,6 +1839,9 @@ for name, doc, needle in [
          "choices")]:
     open(bad, "w").write(json.dumps(mmlu_all[0]) + "\n" + json.dumps(doc) + "\n")
     refused(name, ["mmlu"], [], needle, {"mmlu": bad})
+open(bad, "w").write(json.dumps(dict(cdata["mmlu_continuation_anatomy"][0], answer="B")) + "\n")
+refused("an mmlu_continuation answer letter", ["mmlu_continuation_anatomy"], [], 'bad.jsonl:1: "answer" is "B"; a '
+        "continuation task's target is the answer's index", {"mmlu_continuation_anatomy": bad})
 b0 = blimp_all[0]
 for name, doc, needle in [
         ("a BLiMP UID that is not one", dict(b0, UID="cooking"), 'bad.jsonl:2: "UID" is "cooking", not one of '
