@@ -6,7 +6,10 @@
 #      lambada, so no detokenizer: Brown's text is already plain), with Megatron's adjusted (word-level) perplexity;
 #   2. a LAMBADA-style last-word set built here, deterministically, from the same documents: every sentence of 8 to
 #      60 words whose last word is alphabetic and of 3 letters or more, with the two sentences before it as context,
-#      the sentence's final punctuation removed (one JSON line each); scored non-strict and --strict-lambada.
+#      the sentence's final punctuation removed (one JSON line each); scored non-strict and --strict-lambada;
+#   3. the same two as lm-evaluation-harness scores them (evaluate_zeroshot --tasks): the documents, one JSON line
+#      each, as pile_10k (word and byte perplexity of whole documents, bits per byte) and the last-word set as
+#      lambada_openai (the last word's perplexity, acc: it is the greedy continuation).
 # The checkpoint: $ZT_EVAL_CKPT (default $CACHE/brown/gpt_ckpt); when it holds none, the main job is run first with
 # `--save` there. ZT_BIN: where the binaries are (default ./build/bin). Extra arguments go to evaluate_zeroshot.
 set -euo pipefail
@@ -30,6 +33,8 @@ assert len(docs) == 500, "expected the 500 Brown documents of scripts/fetch_data
 test = docs[475:]
 with open(out + "/brown_test.txt", "w", encoding="utf-8") as f:
     f.write("\n".join(d.strip() for d in test) + "\n")
+with open(out + "/brown_test.jsonl", "w", encoding="utf-8") as f:
+    f.write("".join(json.dumps({"text": d.strip()}) + "\n" for d in test))
 n = 0
 with open(out + "/brown_lastword.jsonl", "w", encoding="utf-8") as f:
     for d in test:
@@ -49,3 +54,6 @@ MODEL=(--num-layers 4 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-siz
 "$BIN/evaluate_zeroshot" --task WIKITEXT103 --valid-data "$OUT/brown_test.txt" "${MODEL[@]}" "$@"
 "$BIN/evaluate_zeroshot" --task LAMBADA --valid-data "$OUT/brown_lastword.jsonl" "${MODEL[@]}" "$@"
 "$BIN/evaluate_zeroshot" --task LAMBADA --strict-lambada --valid-data "$OUT/brown_lastword.jsonl" "${MODEL[@]}" "$@"
+rm -f "$OUT/harness.json" # --output-path never overwrites: this run's results replace the last run's
+"$BIN/evaluate_zeroshot" --tasks pile_10k,lambada_openai --task-data pile_10k="$OUT/brown_test.jsonl" \
+  lambada_openai="$OUT/brown_lastword.jsonl" --output-path "$OUT/harness.json" "${MODEL[@]}" "$@"
