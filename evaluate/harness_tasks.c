@@ -39,6 +39,9 @@ typedef struct {
 #define NONE {NULL, NULL}
 #define ARITHMETIC(k) {"arithmetic_" k, LOGLIK, 2, ACC, 1, -1}
 #define LAMBADA_MT(l) {"lambada_openai_mt_" l, LOGLIK, 1, PPL_ACC, 0, -1}
+#define XCOPA(l) {"xcopa_" l, MC, 1, ACC, 0, -1}
+#define XSTORYCLOZE(l) {"xstorycloze_" l, MC, 1, ACC, 1, -1}
+#define XWINOGRAD(l) {"xwinograd_" l, MC, 1, ACC, 0, -1}
 static const task_spec TASKS[] = {
     {"piqa", MC, 1, ACC_NORM, 1, -1},          {"arc_easy", MC, 1, ACC_NORM, 0, -1},
     {"arc_challenge", MC, 1, ACC_NORM, 0, -1}, {"openbookqa", MC, 1, ACC_NORM, 0, -1},
@@ -68,6 +71,17 @@ static const task_spec TASKS[] = {
     ARITHMETIC("1dc"), ARITHMETIC("2da"), ARITHMETIC("2dm"), ARITHMETIC("2ds"), ARITHMETIC("3da"),
     ARITHMETIC("3ds"), ARITHMETIC("4da"), ARITHMETIC("4ds"), ARITHMETIC("5da"), ARITHMETIC("5ds"),
     LAMBADA_MT("de"), LAMBADA_MT("en"), LAMBADA_MT("es"), LAMBADA_MT("fr"), LAMBADA_MT("it"),
+    {"swag", MC, 1, ACC_NORM, 1, -1},          {"wsc273", MC, 1, ACC, 0, -1},
+    {"headqa_en", MC, 1, ACC_NORM, 0, -1},     {"headqa_es", MC, 1, ACC_NORM, 0, -1},
+    {"qa4mre_2011", MC, 1, ACC_NORM, 0, -1},   {"qa4mre_2012", MC, 1, ACC_NORM, 0, -1},
+    {"qa4mre_2013", MC, 1, ACC_NORM, 0, -1},   {"storycloze_2016", MC, 1, ACC, 0, -1},
+    {"storycloze_2018", MC, 1, ACC, 0, -1},
+    XCOPA("et"), XCOPA("ht"), XCOPA("id"), XCOPA("it"), XCOPA("qu"), XCOPA("sw"), XCOPA("ta"), XCOPA("th"),
+    XCOPA("tr"), XCOPA("vi"), XCOPA("zh"),
+    XSTORYCLOZE("ar"), XSTORYCLOZE("en"), XSTORYCLOZE("es"), XSTORYCLOZE("eu"), XSTORYCLOZE("hi"),
+    XSTORYCLOZE("id"), XSTORYCLOZE("my"), XSTORYCLOZE("ru"), XSTORYCLOZE("sw"), XSTORYCLOZE("te"),
+    XSTORYCLOZE("zh"),
+    XWINOGRAD("en"), XWINOGRAD("fr"), XWINOGRAD("jp"), XWINOGRAD("pt"), XWINOGRAD("ru"), XWINOGRAD("zh"),
 };
 /* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples); every BLiMP phenomenon
  * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
@@ -86,6 +100,9 @@ static const task_spec PALOMA_SPEC = {"paloma_<subset>", ROLLING, 1, NONE, 0, -1
 #undef NONE
 #undef ARITHMETIC
 #undef LAMBADA_MT
+#undef XCOPA
+#undef XSTORYCLOZE
+#undef XWINOGRAD
 
 /* Paloma (lm-eval 0.4.9 paloma, allenai/paloma): each subset's task and its task_alias */
 static const char *const PALOMA[][2] = {
@@ -123,10 +140,48 @@ static const struct {
     {"arithmetic", {"arithmetic_1dc", "arithmetic_2da", "arithmetic_2dm", "arithmetic_2ds", "arithmetic_3da",
                     "arithmetic_3ds", "arithmetic_4da", "arithmetic_4ds", "arithmetic_5da", "arithmetic_5ds"}},
     {"glue", {"cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "rte", "sst2", "wnli"}},
+    {"headqa", {"headqa_en", "headqa_es"}},
     {"lambada", {"lambada_openai", "lambada_standard"}},
     {"lambada_cloze", {"lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml"}},
     {"lambada_multilingual", {"lambada_openai_mt_de", "lambada_openai_mt_en", "lambada_openai_mt_es",
                               "lambada_openai_mt_fr", "lambada_openai_mt_it"}},
+    {"qa4mre", {"qa4mre_2011", "qa4mre_2012", "qa4mre_2013"}},
+    {"storycloze", {"storycloze_2016", "storycloze_2018"}},
+};
+
+/* The groups whose tasks read a file each (one dataset config per language; lm-eval 0.4.9 xcopa/_xcopa.yaml,
+ * xstorycloze/_xstorycloze.yaml, xwinograd/_xwinograd.yaml): their acc aggregated into the group's own entry,
+ * weighted by the tasks' documents (weight_by_size), the group's metadata.version 1.0; the tasks in the YAML's order
+ * (their names' order). Each XCOPA language's cause and effect connectors (xcopa/utils.py). */
+static const struct {
+  const char *group, *tasks[TAG_MAX];
+} LANG_GROUPS[] = {
+    {"xcopa", {"xcopa_et", "xcopa_ht", "xcopa_id", "xcopa_it", "xcopa_qu", "xcopa_sw", "xcopa_ta", "xcopa_th",
+               "xcopa_tr", "xcopa_vi", "xcopa_zh"}},
+    {"xstorycloze", {"xstorycloze_ar", "xstorycloze_en", "xstorycloze_es", "xstorycloze_eu", "xstorycloze_hi",
+                     "xstorycloze_id", "xstorycloze_my", "xstorycloze_ru", "xstorycloze_sw", "xstorycloze_te",
+                     "xstorycloze_zh"}},
+    {"xwinograd", {"xwinograd_en", "xwinograd_fr", "xwinograd_jp", "xwinograd_pt", "xwinograd_ru", "xwinograd_zh"}},
+};
+static int lang_group(const char *name) {
+  for (size_t i = 0; i < sizeof LANG_GROUPS / sizeof LANG_GROUPS[0]; i++)
+    if (!strcmp(name, LANG_GROUPS[i].group)) return (int)i;
+  return -1;
+}
+static const char *const XCOPA_CONNECTORS[][3] = {
+    {"xcopa_et", "sest", "seet\xc3\xb5ttu"},
+    {"xcopa_ht", "poukisa", "donk sa"},
+    {"xcopa_id", "karena", "maka"},
+    {"xcopa_it", "perch\xc3\xa9", "quindi"},
+    {"xcopa_qu", "imataq", "chaymi"},
+    {"xcopa_sw", "kwa sababu", "kwa hiyo"},
+    {"xcopa_ta", "\xe0\xae\x95\xe0\xae\xbe\xe0\xae\xb0\xe0\xae\xa3\xe0\xae\xae\xe0\xae\xbe\xe0\xae\x95",
+     "\xe0\xae\x8e\xe0\xae\xa9\xe0\xae\xb5\xe0\xaf\x87"},
+    {"xcopa_th", "\xe0\xb9\x80\xe0\xb8\x9e\xe0\xb8\xa3\xe0\xb8\xb2\xe0\xb8\xb0",
+     "\xe0\xb8\x94\xe0\xb8\xb1\xe0\xb8\x87\xe0\xb8\x99\xe0\xb8\xb1\xe0\xb9\x89\xe0\xb8\x99"},
+    {"xcopa_tr", "\xc3\xa7\xc3\xbcnk\xc3\xbc", "bu y\xc3\xbczden"},
+    {"xcopa_vi", "b\xe1\xbb\x9fi v\xc3\xac", "v\xc3\xac v\xe1\xba\xady"},
+    {"xcopa_zh", "\xe5\x9b\xa0\xe4\xb8\xba", "\xe6\x89\x80\xe4\xbb\xa5"},
 };
 
 static const char *const LATER[][2] = {
@@ -277,11 +332,20 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
     }
     return n;
   }
+  const int l = lang_group(group);
+  if (l >= 0)
+    for (int k = 0; k < TAG_MAX && LANG_GROUPS[l].tasks[k]; k++) names[n++] = LANG_GROUPS[l].tasks[k];
   const int g = mmlu_group(group);
   if (g >= 0)
     for (int i = 0; i < N_MMLU; i++)
       if (g == N_MMLU_GROUPS || MMLU[i].group == g) names[n++] = MMLU[i].name;
   return n;
+}
+
+int zt_mc_group_one_file(const char *group) { return lang_group(group) < 0; }
+
+int zt_mc_own_file_tasks(const char *name, const char *names[ZT_MC_GROUP_MAX]) {
+  return lang_group(name) >= 0 ? zt_mc_group_tasks(name, names) : zt_mc_tag_tasks(name, names);
 }
 
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]) {
@@ -328,7 +392,7 @@ int zt_mc_supported(const char *name, const char **why) {
 }
 
 const char *zt_mc_task_names(void) {
-  static char all[2048];
+  static char all[4096];
   if (!all[0]) {
     for (size_t i = 0; i < sizeof TASKS / sizeof TASKS[0]; i++)
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", TASKS[i].name);
@@ -336,8 +400,9 @@ const char *zt_mc_task_names(void) {
              "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), mmlu_continuation "
              "(its tasks mmlu_continuation_<subject>), blimp (its tasks "
              "blimp_<uid>: blimp_adjunct_island, ...), paloma_<subset> (paloma_4chan_meta_sep, ..., "
-             "paloma_wikitext_103); the tags anli, arithmetic, glue, lambada, lambada_cloze, lambada_multilingual, "
-             "paloma");
+             "paloma_wikitext_103); the groups xcopa, xstorycloze, xwinograd; the tags anli, arithmetic, glue, headqa, "
+             "lambada, lambada_cloze, lambada_multilingual, paloma, qa4mre, storycloze");
+    zt_check(strlen(all) + 1 < sizeof all, "internal error", "the task list outgrew its buffer");
   }
   return all;
 }
@@ -974,7 +1039,8 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     puts_(&t, "?\nAnswer:");
     fixed_choices(d, 2, NO_YES);
     d->gold = int_field(j, "label", w);
-  } else if (!strcmp(name, "winogrande")) { /* winogrande/preprocess_winogrande.py: partial scoring */
+  } else if (!strcmp(name, "winogrande") || !strncmp(name, "xwinograd_", 10)) {
+    /* winogrande/preprocess_winogrande.py, xwinograd/utils.py: partial scoring */
     const char *sentence = str_field(j, "sentence", w);
     const size_t pre = strcspn(sentence, "_"); /* sentence.index("_") */
     zt_check(sentence[pre] == '_', "bad task file", "%s:%ld: \"sentence\" has no \"_\" (the blank the options fill)", w.path,
@@ -1145,24 +1211,28 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
                                                  : ". True, False, or Neither?\nAnswer:");
     fixed_choices(d, nli3 ? 3 : 2, is_anli ? anli : cb);
     d->gold = int_field(j, "label", w);
-  } else if (!strcmp(name, "copa")) { /* super_glue/copa/utils.py */
-    const char *q = str_field(j, "question", w);
+  } else if (!strcmp(name, "copa") || !strncmp(name, "xcopa_", 6)) { /* super_glue/copa/utils.py, xcopa/utils.py */
+    const int x = name[0] == 'x';
+    const char *q = str_field(j, "question", w), *conn[2] = {"because", "therefore"};
     zt_check(!strcmp(q, "cause") || !strcmp(q, "effect"), "bad task file", "%s:%ld: \"question\" is \"%s\"; "
              "expected \"cause\" or \"effect\"", w.path, w.line, q);
+    for (size_t c = 0; x && c < sizeof XCOPA_CONNECTORS / sizeof XCOPA_CONNECTORS[0]; c++)
+      if (!strcmp(name, XCOPA_CONNECTORS[c][0])) conn[0] = XCOPA_CONNECTORS[c][1], conn[1] = XCOPA_CONNECTORS[c][2];
     char *premise = strip(str_field(j, "premise", w));
     size_t *off;
     const size_t np = cp_offsets(premise, &off);
     zt_strbuf_put(&t, premise, np ? off[np - 1] : 0); /* premise.strip()[:-1]: the period dropped */
     free(off);
     free(premise);
-    puts_(&t, q[0] == 'c' ? " because" : " therefore");
+    puts_(&t, " ");
+    puts_(&t, conn[q[0] != 'c']);
     d->n_choices = 2;
     d->choices = zt_malloc(2 * sizeof(char *), "choices");
-    for (int c = 0; c < 2; c++) { /* " " + choice[0].lower() + choice[1:] */
+    for (int c = 0; c < 2; c++) { /* [" " +] choice[0].lower() + choice[1:] (XCOPA's without the space) */
       const char *ch = str_field(j, c ? "choice2" : "choice1", w);
       zt_check(ch[0] != 0, "bad task file", "%s:%ld: \"choice%d\" is empty", w.path, w.line, c + 1);
       zt_strbuf o = {0};
-      puts_(&o, " ");
+      if (!x) puts_(&o, " ");
       size_t used;
       const uint32_t first = zt_utf8_decode((const uint8_t *)ch, strlen(ch), &used);
       uint32_t low[3];
@@ -1171,8 +1241,9 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
       d->choices[c] = take(&o);
     }
     d->gold = int_field(j, "label", w);
-    /* doc_to_target is the gold choice's text: the harness's gold is choices.index(it), the first equal one */
-    if (d->gold == 1 && !strcmp(d->choices[0], d->choices[1])) d->gold = 0;
+    /* copa's doc_to_target is the gold choice's text: the harness's gold is choices.index(it), the first equal one
+     * (XCOPA's is the label itself) */
+    if (!x && d->gold == 1 && !strcmp(d->choices[0], d->choices[1])) d->gold = 0;
   } else if (!strcmp(name, "multirc")) { /* super_glue/multirc/default.yaml */
     puts_(&t, str_field(j, "paragraph", w));
     puts_(&t, "\nQuestion: ");
@@ -1455,6 +1526,117 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->gold = !strcmp(fd, "yes") ? 0 : !strcmp(fd, "no") ? 1 : !strcmp(fd, "maybe") ? 2 : -1;
     zt_check(d->gold >= 0, "bad task file", "%s:%ld: \"final_decision\" is \"%s\"; expected yes, no or maybe",
              w.path, w.line, fd);
+  } else if (!strcmp(name, "swag")) { /* swag.yaml */
+    puts_(&t, str_field(j, "startphrase", w));
+    const char *texts[4] = {str_field(j, "ending0", w), str_field(j, "ending1", w), str_field(j, "ending2", w),
+                            str_field(j, "ending3", w)};
+    fixed_choices(d, 4, texts);
+    d->gold = int_field(j, "label", w);
+  } else if (!strncmp(name, "storycloze_", 11) || !strncmp(name, "xstorycloze_", 12)) { /* storycloze_2016.yaml,
+                                                                                      * xstorycloze/default_ar.yaml */
+    static const char *const keys[] = {"input_sentence_1", "input_sentence_2", "input_sentence_3",
+                                       "input_sentence_4"};
+    for (int k = 0; k < 4; k++) { /* the four sentences, " "-joined */
+      if (k) puts_(&t, " ");
+      puts_(&t, str_field(j, keys[k], w));
+    }
+    const char *texts[2] = {str_field(j, "sentence_quiz1", w), str_field(j, "sentence_quiz2", w)};
+    fixed_choices(d, 2, texts);
+    const int e = int_field(j, "answer_right_ending", w); /* doc_to_target "{{answer_right_ending-1}}" */
+    zt_check(e == 1 || e == 2, "bad task file", "%s:%ld: \"answer_right_ending\" is %d; expected 1 or 2 "
+             "(sentence_quiz1 or sentence_quiz2)", w.path, w.line, e);
+    d->gold = e - 1;
+  } else if (!strncmp(name, "headqa_", 7)) { /* headqa_en.yaml */
+    render(&t, "Question: {qtext}\nAnswer:", j, w);
+    const cJSON *a = field(j, "answers", w); /* doc_to_choice "{{answers|map(attribute='atext')|list}}" */
+    zt_check(cJSON_IsArray(a) && cJSON_GetArraySize(a) > 0, "bad task file", "%s:%ld: \"answers\" is not a "
+             "non-empty list of {\"aid\", \"atext\"}", w.path, w.line);
+    d->n_choices = cJSON_GetArraySize(a);
+    d->choices = zt_malloc((size_t)d->n_choices * sizeof(char *), "choices");
+    int i = 0;
+    for (const cJSON *e = a->child; e; e = e->next, i++) {
+      const cJSON *at = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "atext") : NULL;
+      zt_check(cJSON_IsString(at) && at->valuestring, "bad task file", "%s:%ld: \"answers\"[%d] has no \"atext\" "
+               "string", w.path, w.line, i);
+      d->choices[i] = dup(at->valuestring);
+    }
+    const int ra = int_field(j, "ra", w); /* doc_to_target "{{ra - 1}}" */
+    zt_check(ra >= 1, "bad task file", "%s:%ld: \"ra\" is %d; expected the right answer's number, from 1", w.path,
+             w.line, ra);
+    d->gold = ra - 1;
+  } else if (!strncmp(name, "qa4mre_", 7)) { /* qa4mre_2011.yaml */
+    char *doc = strip(str_field(j, "document_str", w)); /* "{{document_str.strip()}}\nQuestion: ..." */
+    puts_(&t, doc);
+    free(doc);
+    puts_(&t, "\nQuestion: ");
+    puts_(&t, str_field(j, "question_str", w));
+    puts_(&t, "\nAnswer:");
+    const cJSON *o = field(j, "answer_options", w); /* doc_to_choice "{{answer_options.answer_str}}" */
+    zt_check(cJSON_IsObject(o), "bad task file", "%s:%ld: \"answer_options\" is not an object {\"answer_id\": "
+             "[...], \"answer_str\": [...]}", w.path, w.line);
+    d->n_choices = str_list(o, "answer_str", "answer_options.answer_str", w, &d->choices);
+    const int id = int_field(j, "correct_answer_id", w); /* doc_to_target "{{correct_answer_id|int - 1}}" */
+    zt_check(id >= 1, "bad task file", "%s:%ld: \"correct_answer_id\" is %d; expected the answer's number, from 1",
+             w.path, w.line, id);
+    d->gold = id - 1;
+  } else if (!strcmp(name, "wsc273")) { /* wsc273/default.yaml and utils.py process_doc: partial scoring */
+    char *text = replace(str_field(j, "text", w), "  ", " ");
+    const char *pronoun = str_field(j, "pronoun", w);
+    const int loc = int_field(j, "pronoun_loc", w);
+    char **opts;
+    const int no = str_list(j, "options", "options", w, &opts);
+    zt_check(no >= 2, "bad task file", "%s:%ld: \"options\" has %d entry; the choices are options[0] and "
+             "options[1]", w.path, w.line, no);
+    size_t nc;
+    uint32_t *cp = code_points(text, strlen(text), &nc);
+    int64_t at = (int64_t)loc - 2; /* text[pronoun_loc - 2], negative indices from the end as Python's */
+    if (at < 0) at += (int64_t)nc;
+    zt_check(at >= 0 && at < (int64_t)nc, "bad task file", "%s:%ld: \"pronoun_loc\" is %d: text[%d] is outside the "
+             "%zu-character text (utils.py looks there for the sentence's start)", w.path, w.line, loc, loc - 2, nc);
+    const int sentence_start = cp[at] == '.';
+    free(cp);
+    char low[8] = "";
+    for (int k = 0; k < 7 && pronoun[k]; k++) /* pronoun.lower(): only ASCII letters can make these words */
+      low[k] = pronoun[k] >= 'A' && pronoun[k] <= 'Z' ? (char)(pronoun[k] + 32) : pronoun[k], low[k + 1] = 0;
+    const int possessive = strlen(pronoun) < 7 && (!strcmp(low, "my") || !strcmp(low, "his") ||
+                                                   !strcmp(low, "her") || !strcmp(low, "our") || !strcmp(low, "their"));
+    static const char *const upper[] = {"A", "An", "The", "She", "He", "It", "They", "My", "His", "Her", "Their"};
+    char *prefix = cp_slice(text, 0, loc); /* text[:pronoun_loc] */
+    d->n_choices = 2;
+    d->choices = zt_malloc(2 * sizeof(char *), "choices");
+    for (int c = 0; c < 2; c++) { /* __normalize_option: "'s" after a possessive; the option's first word lowered
+                                   * (every occurrence, str.replace) unless the pronoun starts a sentence */
+      zt_strbuf o = {0};
+      puts_(&o, opts[c]);
+      if (possessive) puts_(&o, "'s");
+      char *opt = take(&o), *first = first_words(opt, 1);
+      zt_check(first[0] != 0, "bad task file", "%s:%ld: \"options\"[%d] has no words (utils.py takes its first)",
+               w.path, w.line, c);
+      int is_upper = 0;
+      for (size_t k = 0; k < sizeof upper / sizeof upper[0]; k++) is_upper |= !strcmp(first, upper[k]);
+      if (!sentence_start && is_upper) {
+        char lowered[8] = ""; /* first is one of upper[]: ASCII, at most 5 letters */
+        for (int k = 0; first[k]; k++)
+          lowered[k] = first[k] >= 'A' && first[k] <= 'Z' ? (char)(first[k] + 32) : first[k];
+        char *r = replace(opt, first, lowered);
+        free(opt);
+        opt = r;
+      }
+      zt_strbuf ch = {0};
+      puts_(&ch, prefix);
+      puts_(&ch, opt);
+      d->choices[c] = take(&ch);
+      free(opt);
+      free(first);
+    }
+    free(prefix);
+    size_t *off; /* doc_to_target: text[pronoun_loc + len(pronoun):] (code points) */
+    const size_t npron = cp_offsets(pronoun, &off);
+    free(off);
+    d->target = cp_slice(text, (int64_t)loc + (int64_t)npron, INT64_MAX);
+    free(text);
+    free_list(opts, no);
+    d->gold = int_field(j, "label", w); /* doc_to_text: label, the gold context's index */
   } else if (mmlu_cont_index(name) >= 0) { /* mmlu/continuation/_continuation_template_yaml */
     char *q = strip(str_field(j, "question", w)); /* "Question: {{question.strip()}}\nAnswer:" */
     puts_(&t, "Question: ");
@@ -1670,6 +1852,18 @@ int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name) {
 }
 
 int zt_mc_first_n(const char *name) { return gsm8k_kind(name) == GSM8K_COT || subject_index(name) >= 0; }
+
+const char *zt_mc_fewshot_split(const char *name) { /* Task.fewshot_docs: training, else validation, else test */
+  static const char *const validation[] = {"mc_taco", "storycloze_", "xcopa_", "arithmetic_", "lambada_standard"};
+  static const char *const test[] = {"prost", "wsc273", "xwinograd_", "qa4mre_", "race", "lambada_openai"};
+  if (subject_index(name) >= 0) return "dev split";
+  for (size_t i = 0; i < sizeof validation / sizeof validation[0]; i++)
+    if (!strncmp(name, validation[i], strlen(validation[i])))
+      return !strncmp(name, "arithmetic_", 11) ? "validation split (its only one)" : "validation split";
+  for (size_t i = 0; i < sizeof test / sizeof test[0]; i++)
+    if (!strncmp(name, test[i], strlen(test[i]))) return "test split (its only one; a document is not its own example)";
+  return "training split";
+}
 
 /* ---- Python's random ------------------------------------------------------------------------------------------ */
 static void mt_init(zt_pyrandom *r, uint32_t s) {
@@ -2279,16 +2473,17 @@ static row *add_row(row *rows, int *n, const zt_mc_task *tasks, const char *key,
   memset(r, 0, sizeof *r);
   r->key = key;
   r->task = task;
-  /* _mmlu*.yaml's, _blimp.yaml's metadata.version; continuation/_mmlu.yaml's inline subgroups have none */
-  const int inline_group = task < 0 && strcmp(key, "blimp") && strncmp(key, "mmlu", 4);
-  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : inline_group ? -1.0 : 2.0;
+  /* _mmlu*.yaml's, _blimp.yaml's metadata.version; _xcopa.yaml's and its siblings'; continuation/_mmlu.yaml's inline
+   * subgroups have none */
+  const int inline_group = task < 0 && strcmp(key, "blimp") && strncmp(key, "mmlu", 4) && lang_group(key) < 0;
+  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : inline_group ? -1.0 : lang_group(key) >= 0 ? 1.0 : 2.0;
   snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
   return r;
 }
 
-/* A group's row: acc over its tasks, weighted by their documents for MMLU's groups (aggregate_subtask_metrics,
- * weight_by_size) and their plain mean for blimp (weight_by_size False), its stderr pooled_sample_stderr either way
- * ("N/A" when a task's is); then, with list, its tasks' rows */
+/* A group's row: acc over its tasks, weighted by their documents for MMLU's groups and XCOPA's, XStoryCloze's and
+ * XWinograd's (aggregate_subtask_metrics, weight_by_size) and their plain mean for blimp (weight_by_size False), its
+ * stderr pooled_sample_stderr either way ("N/A" when a task's is); then, with list, its tasks' rows */
 static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, const double *metrics, const char *root,
                       int sub, const char *key, const char *alias, int depth, int list) {
   row *r = add_row(rows, n, tasks, key, alias, depth, -1);
@@ -2340,7 +2535,7 @@ static int results_rows(const zt_mc_task *tasks, int n_tasks, const double *metr
       add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], "mmlu (continuation)", 0, 0);
       for (int sub = 0; sub < N_MMLU_GROUPS; sub++)
         add_group(rows, &n, tasks, n_tasks, metrics, top[e], sub, MMLU_GROUPS[sub][1], MMLU_GROUPS[sub][1], 1, 1);
-    } else if (!strcmp(top[e], "blimp")) { /* no group_alias: the name, then its tasks */
+    } else if (!strcmp(top[e], "blimp") || lang_group(top[e]) >= 0) { /* no group_alias: the name, then its tasks */
       add_group(rows, &n, tasks, n_tasks, metrics, top[e], -1, top[e], top[e], 0, 1);
     } else {
       int k = 0;

@@ -2,9 +2,10 @@
  * (piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; anli_r1-3, cb, copa, multirc,
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
  * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
- * its groups, as letters and as continuations; BLiMP's 67 phenomena and its group), loglikelihood (lambada_openai, lambada_standard, their cloze
- * prompts, lambada_openai_mt_*, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*) and generate_until (triviaqa,
- * gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
+ * its groups, as letters and as continuations; BLiMP's 67 phenomena and its group; swag, headqa_*, qa4mre_*,
+ * storycloze_*, wsc273; the groups xcopa, xstorycloze, xwinograd), loglikelihood (lambada_openai, lambada_standard,
+ * their cloze prompts, lambada_openai_mt_*, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*)
+ * and generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
  * harness's Hugging Face field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks
  * YAML/utils.py builds them, the few-shot context drawn by Python's random.Random(seed).sample (the harness's
  * ContextSampler), the (context, continuation) encoding of HFLM._encode_pair, the acc / acc_norm metrics with
@@ -55,13 +56,21 @@ int zt_mc_supported(const char *name, const char **why);
  * - mmlu_continuation (mmlu/continuation): the task mmlu_continuation_<subject> of each subject, its inline groups
  *   stem, other, social sciences and humanities (not named alone), weighted as MMLU's;
  * - BLiMP (blimp): the task blimp_<uid> of each of its 67 phenomena; acc the plain mean of theirs (weight_by_size
- *   False).
+ *   False);
+ * - xcopa, xstorycloze, xwinograd: the task of each language (xcopa_et, ...), weighted as MMLU's.
  * A group's task names, in name order, into names; returns how many (0: not a group). */
 #define ZT_MC_GROUP_MAX 67
 int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]);
-/* The harness's tags (anli, arithmetic, glue, lambada, lambada_cloze, lambada_multilingual, paloma): a tag's tasks
- * into names; returns how many (0: not a tag). Each is then a task of its own, as if named alone. */
+/* Whether a group's tasks share one file (MMLU's, routed by "subject"; BLiMP's, by "UID"), 0 where each reads its
+ * own (xcopa, xstorycloze, xwinograd: one dataset config per language). */
+int zt_mc_group_one_file(const char *group);
+/* The harness's tags (anli, arithmetic, glue, headqa, lambada, lambada_cloze, lambada_multilingual, paloma, qa4mre,
+ * storycloze): a tag's tasks into names; returns how many (0: not a tag). Each is then a task of its own, as if named
+ * alone. */
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]);
+/* The tasks that `name` names and that each read their own --task-data / --fewshot-data file: a tag's, or a group's
+ * whose tasks do not share one (zt_mc_group_one_file); 0 for another name. */
+int zt_mc_own_file_tasks(const char *name, const char *names[ZT_MC_GROUP_MAX]);
 /* The supported tasks' names, ", "-separated. */
 const char *zt_mc_task_names(void);
 /* The task's version (the harness's metadata.version; NaN where its YAML sets none: the harness reports "Yaml"). */
@@ -89,6 +98,9 @@ int zt_mc_fixed_fewshot(zt_mc_task *pool, const char *name);
 /* Whether the task's examples are its pool's first N, in order (the harness's first_n sampler): gsm8k_cot (its YAML's
  * samples) and the MMLU subjects (their dev documents). */
 int zt_mc_first_n(const char *name);
+/* Where the harness draws the task's examples from (Task.fewshot_docs: its training split, else its validation split,
+ * else its test split), as words: "training split", "dev split" (MMLU), "validation split", ... */
+const char *zt_mc_fewshot_split(const char *name);
 /* A generation task's scores of document i, one per filter (zt_mc_filters): text[0..len) (the continuation cut at
  * the stop strings) through the filter and exact_match_hf_evaluate as NumPy computes it (np.char.lower's result cut
  * to the array's itemsize), 1 or 0. triviaqa: lstrip, take_first, then ignore_case and ignore_punctuation against

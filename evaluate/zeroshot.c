@@ -85,7 +85,9 @@ static void usage(void) {
          "                           pubmedqa, mnli, mnli_mismatch, qnli, sst2, wnli (acc), cb, mrpc, qqp,\n"
          "                           mc_taco (acc, f1), cola (mcc), truthfulqa_mc1, truthfulqa_mc2 (acc; mc2's\n"
          "                           is the probability mass of the true answers), social_iqa, commonsense_qa\n"
-         "                           (acc), record (f1, em),\n"
+         "                           (acc), record (f1, em), swag, headqa_en, headqa_es, qa4mre_2011,\n"
+         "                           qa4mre_2012, qa4mre_2013 (acc, acc_norm), storycloze_2016, storycloze_2018,\n"
+         "                           wsc273 (acc),\n"
          "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
@@ -104,13 +106,21 @@ static void usage(void) {
          "                           mmlu_continuation (the same subjects scored on the answers' texts,\n"
          "                           mmlu_continuation_<subject>: acc, acc_norm; its groups stem, other, social\n"
          "                           sciences, humanities),\n"
-         "                           blimp (acc of its 67 phenomena blimp_<uid> and their plain mean); a group or\n"
-         "                           one of its tasks may be named alone; the tags anli, arithmetic, glue, lambada,\n"
-         "                           lambada_cloze, lambada_multilingual, paloma name their tasks, each with its\n"
-         "                           own --task-data\n"
+         "                           blimp (acc of its 67 phenomena blimp_<uid> and their plain mean),\n"
+         "                           xcopa (xcopa_et, xcopa_ht, xcopa_id, xcopa_it, xcopa_qu, xcopa_sw, xcopa_ta,\n"
+         "                           xcopa_th, xcopa_tr, xcopa_vi, xcopa_zh), xstorycloze (xstorycloze_ar,\n"
+         "                           xstorycloze_en, xstorycloze_es, xstorycloze_eu, xstorycloze_hi,\n"
+         "                           xstorycloze_id, xstorycloze_my, xstorycloze_ru, xstorycloze_sw,\n"
+         "                           xstorycloze_te, xstorycloze_zh), xwinograd (xwinograd_en, xwinograd_fr,\n"
+         "                           xwinograd_jp, xwinograd_pt, xwinograd_ru, xwinograd_zh) (acc of each\n"
+         "                           language's task and of the group, weighted by documents); a group or one of\n"
+         "                           its tasks may be named alone; the tags anli, arithmetic, glue, headqa, lambada, lambada_cloze,\n"
+         "                           lambada_multilingual, paloma, qa4mre, storycloze name their tasks, each with\n"
+         "                           its own --task-data\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md);\n"
          "                           a group's one file holds its tasks' (cais/mmlu \"all\", split by \"subject\";\n"
-         "                           BLiMP's phenomena, split by \"UID\")\n"
+         "                           BLiMP's phenomena, split by \"UID\"); xcopa's, xstorycloze's and\n"
+         "                           xwinograd's tasks read a file each (xcopa_et=FILE ...)\n"
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
          "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
@@ -118,7 +128,8 @@ static void usage(void) {
          "                           documents; gsm8k_cot_zeroshot, truthfulqa_mc1, truthfulqa_mc2 and\n"
          "                           BLiMP's tasks stay 0-shot, their YAMLs' num_fewshot: 0 kept as the harness\n"
          "                           keeps it)\n"
-         "  --fewshot-data T=FILE    the pool the examples come from (the task's training split, MMLU's dev split);\n"
+         "  --fewshot-data T=FILE    the pool the examples come from (the task's training split, else its\n"
+         "                           validation split, else its test split, as the harness draws; MMLU's dev split);\n"
          "                           needed with N > 0 (not for gsm8k_cot)\n"
          "  --fewshot-seed S         default 1234 (the harness's fewshot_random_seed)\n"
          "  --output-path FILE       the results JSON (the harness's shape); a new file (else printed)\n"
@@ -378,17 +389,20 @@ typedef struct {
   int64_t gen_truncated, gen_dropped;
 } task_data;
 
-/* the tasks of the tag s[0..len) into members (zt_mc_tag_tasks); 0 when it names none */
-static int tag_tasks(const char *s, size_t len, const char *members[ZT_MC_GROUP_MAX]) {
+/* the tasks of the tag or group s[0..len) that read a file each into members (zt_mc_own_file_tasks); 0 when it names
+ * none; *is_tag whether it is a tag */
+static int tag_tasks(const char *s, size_t len, const char *members[ZT_MC_GROUP_MAX], int *is_tag) {
   char tag[64];
   if (len >= sizeof tag) return 0;
   memcpy(tag, s, len);
   tag[len] = 0;
-  return zt_mc_tag_tasks(tag, members);
+  if (is_tag) *is_tag = zt_mc_tag_tasks(tag, members) > 0;
+  return zt_mc_own_file_tasks(tag, members);
 }
 
 /* The path of NAME's entry in a --task-data / --fewshot-data list (NAME=PATH), or NULL; every entry must name one
- * of the --tasks or a task of a tag there, and none a tag itself (its tasks read a file each). */
+ * of the --tasks or a task of a tag or group there whose tasks read a file each, and none such a tag or group
+ * itself. */
 static const char *entry_for(const char *const *list, int n, const char *name, const char *flag, const char *tasks) {
   const char *found = NULL;
   for (int i = 0; i < n; i++) {
@@ -400,17 +414,18 @@ static const char *entry_for(const char *const *list, int n, const char *name, c
       const size_t tl = strcspn(t, ",");
       listed |= tl == k && !strncmp(t, list[i], k);
       const char *members[ZT_MC_GROUP_MAX];
-      const int nm = tag_tasks(t, tl, members);
+      const int nm = tag_tasks(t, tl, members, NULL);
       for (int m = 0; m < nm; m++) listed |= strlen(members[m]) == k && !strncmp(members[m], list[i], k);
       t += tl + (t[tl] == ',');
     }
-    zt_check(listed, "bad argument value", "%s %s: %.*s is not one of --tasks %s (nor a task of a tag there)", flag,
-             list[i], (int)k, list[i], tasks);
+    zt_check(listed, "bad argument value", "%s %s: %.*s is not one of --tasks %s (nor a task of a tag or group "
+             "there)", flag, list[i], (int)k, list[i], tasks);
     const char *members[ZT_MC_GROUP_MAX];
-    const int nm = tag_tasks(list[i], k, members);
-    zt_check(nm == 0, "bad argument value", "%s %s: %.*s is the harness's tag for %d tasks (%s, ...), each read from "
-             "its own file: give %s %s=FILE.jsonl and the others'", flag, list[i], (int)k, list[i], nm, members[0],
-             flag, members[0]);
+    int is_tag = 0;
+    const int nm = tag_tasks(list[i], k, members, &is_tag);
+    zt_check(nm == 0, "bad argument value", "%s %s: %.*s is the harness's %s for %d tasks (%s, ...), each read from "
+             "its own file: give %s %s=FILE.jsonl and the others'", flag, list[i], (int)k, list[i],
+             is_tag ? "tag" : "group", nm, members[0], flag, members[0]);
     if (strlen(name) == k && !strncmp(list[i], name, k)) {
       zt_check(!found, "bad argument value", "%s: two files for %s", flag, name);
       found = eq + 1;
@@ -490,11 +505,14 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   }
   zt_check(d->n_mc > 0, "bad argument value", "--tasks '%s': no task named", tf->tasks);
   for (int k = 0; k < d->n_mc; k++) {
-    const char *name = d->mc[k].name, *group = d->mc[k].group, *key = group ? group : name;
-    /* a group's tasks read its one file (and pool) together: k starts the run of them */
+    const char *name = d->mc[k].name, *group = d->mc[k].group;
+    /* the tasks of a group that shares one file (MMLU's, BLiMP's) read it (and its pool) together: k starts the run
+     * of them; XCOPA's and its siblings' read a file each */
+    const int shared = group && zt_mc_group_one_file(group);
+    const char *key = shared ? group : name;
     int run = 1;
-    while (group && k + run < d->n_mc && d->mc[k + run].group == group) run++;
-    const int first = !group || k == 0 || d->mc[k - 1].group != group;
+    while (shared && k + run < d->n_mc && d->mc[k + run].group == group) run++;
+    const int first = !shared || k == 0 || d->mc[k - 1].group != group;
     const char *path = entry_for(tf->data, tf->n_data, key, "--task-data", tf->tasks);
     zt_check(path != NULL, "missing argument", "--task-data %s=FILE.jsonl is required (the %s documents; "
              "docs/evaluate.md lists the fields)", key, key);
@@ -529,12 +547,11 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
     if (nshot > 0 && !fixed) {
       if (tf->nshot_given)
         zt_check(fpath != NULL, "missing argument", "--num-fewshot %d: --fewshot-data %s=FILE.jsonl is required (the "
-                 "harness draws %s's examples from its %s split)", nshot, key, key,
-                 zt_mc_first_n(name) ? "dev" : "training");
+                 "harness draws %s's examples from its %s)", nshot, key, key, zt_mc_fewshot_split(name));
       else
         zt_check(fpath != NULL, "missing argument", "%s runs %d-shot by default (its YAML's num_fewshot, as the "
                  "harness does without --num-fewshot): --fewshot-data %s=FILE.jsonl is required (the harness draws the "
-                 "examples from its training split), or give --num-fewshot 0", name, nshot, name);
+                 "examples from its %s), or give --num-fewshot 0", name, nshot, name, zt_mc_fewshot_split(name));
       if (first) {
         for (int q = k; q < k + run; q++) pools[q].name = d->mc[q].name;
         zt_mc_load_split(&pools[k], run, key, fpath, "--fewshot-data", &fewshot_aside);
@@ -548,7 +565,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
                (long long)pools[k].n);
     if (!first) continue;
     const int blimp = !strncmp(name, "blimp_", 6); /* its documents are routed by "UID", MMLU's by "subject" */
-    if (group) {
+    if (shared) {
       int64_t docs = 0;
       for (int q = k; q < k + run; q++) docs += d->mc[q].n;
       zt_log("> %s: %lld documents of its %d %s from %s", group, (long long)docs, run, blimp ? "phenomena" :

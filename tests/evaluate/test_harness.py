@@ -162,7 +162,24 @@ def doc_of(task, d):
         text = initial + "\n\n" + "".join("  - %s.\n" % h for h in highlights)
         choices = [("  - " + d["query"]).replace("@placeholder", e) for e in ent]
         return text, choices, ent.index(ans[0])  # doc_to_target: the first answer's choice
-    if task == "winogrande":  # preprocess_winogrande.py: the options fill the blank in the contexts
+    if task.startswith("xcopa_"):  # xcopa/utils.py: the language's connector, choices without a leading space
+        conv = lambda c: c[0].lower() + c[1:]
+        text = d["premise"].strip()[:-1] + " " + XCOPA_CONNECTOR[task[6:]][d["question"]]
+        return text, [conv(d["choice1"]), conv(d["choice2"])], d["label"]
+    if task == "swag":  # swag.yaml
+        return d["startphrase"], [d["ending0"], d["ending1"], d["ending2"], d["ending3"]], d["label"]
+    if task.startswith(("storycloze_", "xstorycloze_")):  # storycloze_2016.yaml, xstorycloze/default_ar.yaml
+        return (" ".join([d["input_sentence_1"], d["input_sentence_2"], d["input_sentence_3"], d["input_sentence_4"]]),
+                [d["sentence_quiz1"], d["sentence_quiz2"]], d["answer_right_ending"] - 1)
+    if task.startswith("headqa_"):  # headqa_en.yaml: "{{answers|map(attribute='atext')|list}}", "{{ra - 1}}"
+        return "Question: " + d["qtext"] + "\nAnswer:", [a["atext"] for a in d["answers"]], d["ra"] - 1
+    if task.startswith("qa4mre_"):  # qa4mre_2011.yaml: "{{correct_answer_id|int - 1}}"
+        return (d["document_str"].strip() + "\nQuestion: " + d["question_str"] + "\nAnswer:",
+                d["answer_options"]["answer_str"], int(d["correct_answer_id"]) - 1)
+    if task == "wsc273":  # wsc273/default.yaml after utils.process_doc: the options after text[:pronoun_loc]
+        p = wsc273_process(d)
+        return None, [p["text"][:p["pronoun_loc"]] + o for o in p["options"][:2]], p["label"]
+    if task == "winogrande" or task.startswith("xwinograd_"):  # preprocess_winogrande.py, xwinograd/utils.py
         i = d["sentence"].index("_")
         return None, [d["sentence"][:i] + o for o in (d["option1"], d["option2"])], {"1": 0, "2": 1}[d["answer"]]
     if task in GLUE_LIKE:  # glue/*/default.yaml, mc_taco/default.yaml: a Jinja template, fixed choices, label
@@ -249,6 +266,37 @@ GLUE_LIKE = {  # lm-eval 0.4.9's YAMLs: doc_to_text, doc_to_choice
 }
 
 
+XCOPA_CONNECTOR = {  # xcopa/utils.py (the languages in the fixtures)
+    "et": {"cause": "sest", "effect": "seet\u00f5ttu"},
+    "zh": {"cause": "\u56e0\u4e3a", "effect": "\u6240\u4ee5"},
+    "th": {"cause": "\u0e40\u0e1e\u0e23\u0e32\u0e30", "effect": "\u0e14\u0e31\u0e07\u0e19\u0e31\u0e49\u0e19"},
+    "ht": {"cause": "poukisa", "effect": "donk sa"}, "id": {"cause": "karena", "effect": "maka"},
+    "it": {"cause": "perch\u00e9", "effect": "quindi"}, "qu": {"cause": "imataq", "effect": "chaymi"},
+    "sw": {"cause": "kwa sababu", "effect": "kwa hiyo"},
+    "ta": {"cause": "\u0b95\u0bbe\u0bb0\u0ba3\u0bae\u0bbe\u0b95", "effect": "\u0b8e\u0ba9\u0bb5\u0bc7"},
+    "tr": {"cause": "\u00e7\u00fcnk\u00fc", "effect": "bu y\u00fczden"},
+    "vi": {"cause": "b\u1edfi v\u00ec", "effect": "v\u00ec v\u1eady"}}
+
+
+def wsc273_process(doc):  # wsc273/utils.py process_doc
+    doc = json.loads(json.dumps(doc))
+    upper_pronouns = ["A", "An", "The", "She", "He", "It", "They", "My", "His", "Her", "Their"]
+
+    def normalize(option):
+        if doc["pronoun"].lower() in ["my", "his", "her", "our", "their"]:
+            option += "'s"
+        pronoun = option.split()[0]
+        start_of_sentence = doc["text"][doc["pronoun_loc"] - 2] == "."
+        if not start_of_sentence and pronoun in upper_pronouns:
+            return option.replace(pronoun, pronoun.lower())
+        return option
+
+    doc["text"] = doc["text"].replace("  ", " ")
+    doc["options"][0] = normalize(doc["options"][0])
+    doc["options"][1] = normalize(doc["options"][1])
+    return doc
+
+
 def general_detokenize(string):  # lm_eval.utils
     string = string.replace(" n't", "n't")
     string = string.replace(" )", ")")
@@ -301,13 +349,15 @@ def record_scores(d):
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
                  "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
-                 "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da")
+                 "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da", "swag",
+                 "xstorycloze_en")
 ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
 ALIAS = {"paloma_ptb": "PTB"}  # task_alias
 LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml",
            "lambada_openai_mt_de")
 LOGLIK = LAMBADA + ("arithmetic_2da",)  # output_type loglikelihood: (context, doc_to_target), no delimiter
-WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost")
+WITH_NORM = ("piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "sciq", "logiqa", "mathqa", "prost",
+             "swag", "headqa_en", "qa4mre_2011")
 BINARY_F1 = ("mrpc", "qqp", "mc_taco")  # metric f1, aggregation f1_score: bootstrappable
 # gsm8k-cot.yaml fewshot_config.samples (lm-eval 0.4.9), as PyYAML reads the folded scalars: the first_n sampler's
 # examples of gsm8k_cot, in order
@@ -347,8 +397,11 @@ GSM8K_COT_SAMPLES = [
 
 def target_of(task, d):
     """A multiple-input task's one continuation (partial_target), else None."""
-    if task == "winogrande":
+    if task == "winogrande" or task.startswith("xwinograd_"):
         return d["sentence"][d["sentence"].index("_") + 1:].strip()
+    if task == "wsc273":  # "{% set index = pronoun_loc + pronoun | length %}{{text[index:]}}"
+        p = wsc273_process(d)
+        return p["text"][p["pronoun_loc"] + len(p["pronoun"]):]
     return None
 
 
@@ -776,8 +829,10 @@ def make_docs(task, n):
                          (rng.choice(NOUNS), rng.choice(NOUNS)), "ctx_b": rng.choice(["THE Fox", "a [step] cow", ""]),
                          "endings": [" %s [header] %s " % (c, w(1)) for c in distinct(4, 3)],
                          "label": str(rng.randint(0, 3))})
-        elif task == "winogrande":
+        elif task == "winogrande" or task.startswith("xwinograd_"):
             s = "the %s %s the _ %s." % (rng.choice(NOUNS), rng.choice(VERBS), w(2))
+            if task.startswith("xwinograd_") and i % 2:
+                s = s.replace("the _", "\u306e _")  # a blank after non-ASCII text
             if i % 3 == 0:
                 s = "_ " + s  # the blank first: the context is the option alone
             a, b = distinct(2, 1)
@@ -909,6 +964,43 @@ def make_docs(task, n):
         elif task == "pubmedqa":
             docs.append({"QUESTION": "does the %s see the fox?" % rng.choice(NOUNS), "CONTEXTS": [sentence() for _ in
                          range(i % 3)], "final_decision": rng.choice(["yes", "no", "maybe"]), "LABELS": ["A"]})
+        elif task.startswith("xcopa_"):  # premise.strip()[:-1] drops a last character of several bytes too; the
+            a, b = distinct(2, 2)  # choices' first letters lowered as Python's str.lower (U+0130 lengthens)
+            cap = ["\u00c9", "\u0130", "T", ""][i % 4]
+            docs.append({"premise": [" the %s %s the %s.\u2003", "the %s %s the %s\u3002", "the %s %s %s."][i % 3] %
+                         (rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)), "choice1": cap + a,
+                         "choice2": cap.lower() + b, "question": rng.choice(["cause", "effect"]),
+                         "label": rng.randint(0, 1), "idx": i, "changed": False})
+        elif task == "swag":
+            docs.append({"video-id": "v", "fold-ind": "1", "startphrase": "the %s %s the" % (rng.choice(NOUNS),
+                         rng.choice(VERBS)), "sent1": "s", "sent2": "t", "gold-source": "gold",
+                         **{"ending%d" % k: e for k, e in enumerate(distinct(4, 2))}, "label": rng.randint(0, 3)})
+        elif task.startswith(("storycloze_", "xstorycloze_")):
+            a, b = distinct(2, 3)
+            docs.append({"story_id": "s%d" % i, **{"input_sentence_%d" % k: sentence() for k in range(1, 5)},
+                         "sentence_quiz1": a, "sentence_quiz2": b, "answer_right_ending": rng.randint(1, 2)})
+        elif task.startswith("headqa_"):  # 4 or 5 answers, in their listed order
+            k = 5 if i % 2 else 4
+            docs.append({"name": "n", "year": "2016", "category": "c", "qid": i, "qtext": "which %s %s the fox?" %
+                         (rng.choice(NOUNS), rng.choice(VERBS)), "ra": rng.randint(1, k), "image": "",
+                         "answers": [{"aid": q + 1, "atext": t} for q, t in enumerate(distinct(k, 2))]})
+        elif task.startswith("qa4mre_"):  # correct_answer_id: a digit string; document_str stripped
+            opts = distinct(5, 2)
+            docs.append({"topic_id": "1", "topic_name": "t", "test_id": "1", "document_id": "1",
+                         "document_str": " \n" + sentence() + " \u2003", "question_id": str(i),
+                         "question_str": "what does the %s see?" % rng.choice(NOUNS),
+                         "answer_options": {"answer_id": ["1", "2", "3", "4", "5"], "answer_str": opts},
+                         "correct_answer_id": str(rng.randint(1, 5)), "correct_answer_str": "x"})
+        elif task == "wsc273":  # utils.py: a double space, "'s" after a possessive pronoun, the option's first word
+            # lowered (every occurrence) unless the pronoun follows ". "; pronoun_loc 0 or 1 looks at text[-2], text[-1]
+            n1, n2 = rng.sample(NOUNS, 2)
+            pron, possessive = [("it", False), ("his", True), ("They", False), ("Her", True)][i % 4]
+            head = ["the %s saw the %s.  " % (n1, n2), "the %s saw the %s and " % (n1, n2), "", "x"][i % 4]
+            text = head + pron + " ran to the fox."
+            opts = ["The " + n1 + " The", "the " + n2] if i % 2 else ["It " + n1, "a " + n2]
+            docs.append({"text": text, "pronoun": pron, "pronoun_loc": text.replace("  ", " ").index(pron) if i % 4 != 3
+                         else 1, "quote": "q", "quote_loc": 0, "options": opts, "label": rng.randint(0, 1),
+                         "source": "s"})
     return docs
 
 
@@ -938,7 +1030,9 @@ TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"
          "wic", "wsc", "webqs", "record", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "cola", "mnli",
          "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa",
          "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da", "c4", "pile_10k", "paloma_ptb",
-         "lambada_openai_mt_de"]
+         "lambada_openai_mt_de", "xcopa_et", "xcopa_zh", "swag", "storycloze_2016", "xstorycloze_en", "headqa_en",
+         "qa4mre_2011", "wsc273", "xwinograd_jp"]
+SELF_POOL = ("qa4mre_2011", "wsc273", "xwinograd_jp")  # test split only: the sampler draws from it, drops the doc
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
 # lambada_openai texts whose last word is the model's greedy continuation (acc counts them)
@@ -949,6 +1043,8 @@ for c in ["the cat sees the", "the dog likes the", "the fox hears the", "the cow
         greedy_docs.append({"text": c + " " + gw})
 for t in TASKS:
     data[t], pools[t] = make_docs(t, 9), make_docs(t, 7)
+    if t in SELF_POOL:
+        pools[t] = data[t]
     if t == "lambada_openai":
         data[t] = greedy_docs + data[t]
     if t == "arithmetic_2da":  # completions that are the model's greedy continuation, their space included (no
@@ -1241,7 +1337,8 @@ s1 = sums_of(o1)
 check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(sums["piqa"]) and '"boolq"' in o1,
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
 FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc", "mrpc",
-      "multirc", "record", "logiqa", "pubmedqa", "social_iqa", "commonsense_qa", "arithmetic_2da")
+      "multirc", "record", "logiqa", "pubmedqa", "social_iqa", "commonsense_qa", "arithmetic_2da", "xcopa_zh", "swag",
+      "xstorycloze_en", "headqa_en", "qa4mre_2011", "wsc273", "xwinograd_jp")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -1597,9 +1694,10 @@ rc, out, got = mmlu_run(["blimp_npi_present_1", "blimp_wh_island"], ["blimp_npi_
                                                                        "blimp_wh_island=" + blimp_path])
 check(rc == 0 and list(got["results"]) == ["blimp_npi_present_1", "blimp_wh_island"] and "groups" not in got and
       got["results"]["blimp_wh_island"]["alias"] == "blimp_wh_island" and
-      abs(sums_of(out).get("blimp_wh_island", 0) - bres["blimp_wh_island"][0]) <= 1e-6 and
-      "(its phenomenon's; the others set aside)" in out,
-      "blimp_<uid> alone, from the file of all: its own pairs, no group entry", out[-800:])
+      abs(sums_of(out).get("blimp_wh_island", 0) - bres["blimp_wh_island"][0]) <= 1e-6 * abs(bres["blimp_wh_island"][0])
+      and "(its phenomenon's; the others set aside)" in out,
+      "blimp_<uid> alone, from the file of all: its own pairs, no group entry (%s, NumPy %.9g)" % (
+          sums_of(out).get("blimp_wh_island"), bres["blimp_wh_island"][0]), out[-800:])
 
 # 3f. mmlu_continuation: the same subjects scored on the answers' texts (acc, acc_norm), 1-shot from the first dev
 # document; the group's acc weighted by documents, its inline groups stem/other/social sciences/humanities (no
@@ -1725,6 +1823,49 @@ check(rc == 0 and list(got["results"]) == sorted(PALOMA) and "groups" not in got
       all(abs(ps.get(t, 0) - want_paloma) <= 1e-6 * abs(want_paloma) for t in PALOMA) and want_paloma != 0,
       "the tag paloma: its 16 tasks under their task_alias (PTB, 4chan, ...), sorted by name, each one's sum",
       out[-1500:])
+# the group xcopa: its 11 languages' tasks, each from its own file (here the first 3-9 of the xcopa_et fixture's
+# documents, so that the sizes differ), each with its language's connectors; the group's acc weighted by documents
+# and its stderr pooled (_xcopa.yaml: weight_by_size True), version 1.0, the tasks' aliases " - xcopa_et"
+XCOPA = sorted("xcopa_" + lang for lang in XCOPA_CONNECTOR)
+xdata = {t: data["xcopa_et"][:3 + k % 7] for k, t in enumerate(XCOPA)}
+for t in XCOPA:
+    open(os.path.join(tmp, t + ".jsonl"), "w").write("".join(json.dumps(d) + "\n" for d in xdata[t]))
+xres = oracle(xdata)
+xjs = os.path.join(tmp, "xcopa.json")
+rc, out = run([EVAL, "--tasks", "xcopa", "--task-data"] + ["%s=%s" % (t, os.path.join(tmp, t + ".jsonl"))
+              for t in XCOPA] + ["--load", ck, "--micro-batch-size", "4", "--output-path", xjs] + MODEL, ok=False)
+got = json.load(open(xjs)) if rc == 0 else {"results": {}}
+xs, r = sums_of(out), got["results"]
+n_ = [len(xdata[t]) for t in XCOPA]
+accs, ses = [xres[t][1]["acc,none"] for t in XCOPA], [xres[t][1]["acc_stderr,none"] for t in XCOPA]
+gacc = sum(a * k for a, k in zip(accs, n_)) / sum(n_)
+gse = math.sqrt(sum((k - 1) * e ** 2 * k for k, e in zip(n_, ses)) / (sum(n_) - len(n_)) / sum(n_))
+table = [line for line in out.splitlines() if line.startswith("|")]
+conds = rc == 0 and {
+    "entries": list(r) == ["xcopa"] + XCOPA,
+    "sums": all(abs(xs.get(t, 0) - xres[t][0]) <= 1e-6 * abs(xres[t][0]) for t in XCOPA),
+    "11 sums": len({round(xres[t][0], 6) for t in XCOPA}) == len(XCOPA),
+    "tasks": all(abs(r[t]["acc,none"] - xres[t][1]["acc,none"]) <= 1e-12 and r[t]["alias"] == " - " + t
+                 for t in XCOPA),
+    "group": r["xcopa"]["alias"] == "xcopa" and abs(r["xcopa"]["acc,none"] - gacc) <= 1e-12 and
+    abs(r["xcopa"]["acc_stderr,none"] - gse) <= 1e-12 and abs(gacc - np.mean(accs)) > 1e-9 and
+    got["groups"]["xcopa"]["acc,none"] == r["xcopa"]["acc,none"],
+    "json": got["group_subtasks"]["xcopa"] == XCOPA and got["versions"]["xcopa"] == 1.0 and
+    got["versions"]["xcopa_zh"] == 1.0,
+    "tables": table[2].startswith("|xcopa ") and table[3].startswith("| - xcopa_et|") and
+    any(t.startswith("|Groups") for t in table) and table[-1].startswith("|xcopa ")}
+check(conds and all(conds.values()),
+      "the group xcopa: its 11 tasks from a file each, each language's connectors (11 different sums, as NumPy's); "
+      "the group's acc weighted by documents (%.6f; the plain mean would be %.6f), stderr pooled; aliases, "
+      "group_subtasks, versions, both tables" % (gacc, np.mean(accs)), "%s\n%s\n%s" % (conds, r.get("xcopa"),
+                                                                                        out[-1500:]))
+rc, out = run([EVAL, "--tasks", "xcopa", "--task-data"] + ["%s=%s" % (t, paths["xcopa_et"]) for t in XCOPA[1:]] +
+              ["--load", ck, "--micro-batch-size", "2"] + MODEL, ok=False)
+check(rc == 1 and "--task-data xcopa_et=FILE.jsonl is required" in out, "refused: a group's task without its file",
+      out[-600:])
+refused("one file for xcopa", ["xcopa"], [], "--task-data xcopa=%s: xcopa is the harness's group for 11 tasks "
+        "(xcopa_et, ...), each read from its own file: give --task-data xcopa_et=FILE.jsonl and the others'" %
+        paths["xcopa_et"], {"xcopa": paths["xcopa_et"]})
 refused("one file for a tag", ["glue"], [], "--task-data glue=%s: glue is the harness's tag for 9 tasks (cola, ...), "
         "each read from its own file: give --task-data cola=FILE.jsonl and the others'" % paths["cola"],
         {"glue": paths["cola"]})
@@ -1863,7 +2004,23 @@ for name, task, doc, needle in [
         ("CommonsenseQA with 4 choices", "commonsense_qa", dict(data["commonsense_qa"][0], choices={
             "label": list("ABCD"), "text": ["a", "b", "c", "d"]}), 'bad.jsonl:1: "choices.text" has 4 entries'),
         ("an arithmetic document without its completion", "arithmetic_2da", {"context": "Q"},
-         'bad.jsonl:1: no "completion" field')]:
+         'bad.jsonl:1: no "completion" field'),
+        ("a StoryCloze ending 3", "storycloze_2016", dict(data["storycloze_2016"][0], answer_right_ending=3),
+         'bad.jsonl:1: "answer_right_ending" is 3; expected 1 or 2'),
+        ("a HeadQA right answer 0", "headqa_en", dict(data["headqa_en"][0], ra=0), 'bad.jsonl:1: "ra" is 0; '
+         'expected the right answer\'s number, from 1'),
+        ("a HeadQA answer without its text", "headqa_en", dict(data["headqa_en"][0], answers=[{"aid": 1}]),
+         'bad.jsonl:1: "answers"[0] has no "atext" string'),
+        ("a QA4MRE answer id that is not a number", "qa4mre_2011", dict(data["qa4mre_2011"][0],
+         correct_answer_id="x"), 'bad.jsonl:1: "correct_answer_id" is not a non-negative integer label'),
+        ("a QA4MRE answer id past the options", "qa4mre_2011", dict(data["qa4mre_2011"][0], correct_answer_id="6"),
+         'bad.jsonl:1: the gold label 5 is outside the 5 choices'),
+        ("a WSC273 pronoun_loc past the text", "wsc273", dict(data["wsc273"][0], pronoun_loc=500),
+         'bad.jsonl:1: "pronoun_loc" is 500: text[498] is outside the'),
+        ("a WSC273 option without words", "wsc273", dict(data["wsc273"][0], options=["a", " "]),
+         'bad.jsonl:1: "options"[1] has no words'),
+        ("an XCOPA question other than cause/effect", "xcopa_zh", dict(data["xcopa_zh"][0], question="why"),
+         'bad.jsonl:1: "question" is "why"; expected "cause" or "effect"')]:
     open(bad, "w").write(json.dumps(doc) + "\n")
     refused(name, [task], [], needle, {task: bad})
 open(bad, "w").write("".join(json.dumps(d) + "\n" for d in mmlu_all if d["subject"] != "virology"))
@@ -1879,6 +2036,11 @@ refused("lm-eval 0.2's MMLU name", ["hendrycksTest-anatomy"], [], "hendrycksTest
         "lm-eval 0.2's MMLU subject", {"hendrycksTest-anatomy": mmlu_path})
 refused("MMLU examples without --fewshot-data", ["mmlu"], ["--num-fewshot", "1"], "--fewshot-data mmlu=FILE.jsonl is "
         "required (the harness draws mmlu's examples from its dev split)")
+refused("XCOPA examples without --fewshot-data", ["xcopa_zh"], ["--num-fewshot", "1"], "--fewshot-data "
+        "xcopa_zh=FILE.jsonl is required (the harness draws xcopa_zh's examples from its validation split)")
+refused("WSC273 examples without --fewshot-data", ["wsc273"], ["--num-fewshot", "1"], "--fewshot-data "
+        "wsc273=FILE.jsonl is required (the harness draws wsc273's examples from its test split (its only one; a "
+        "document is not its own example))")
 h = run([EVAL, "--help"])[1]
 unlisted = [t for t in TASKS + ["lambada_standard", "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot", "mmlu",
                                  "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"]

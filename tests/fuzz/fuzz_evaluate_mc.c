@@ -2,7 +2,7 @@
  * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; bit 5:
  * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
  * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, c4, pile_10k, paloma_gab (loglikelihood_rolling: one
- * text, its words and bytes), mmlu_continuation_anatomy, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
+ * text, its words and bytes), mmlu_continuation_anatomy, xcopa_zh, wsc273, qa4mre_2011, headqa_en, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
  * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2, mmlu_anatomy,
  * mmlu_world_religions (the documents of their "subject", the others set aside), social_iqa, commonsense_qa,
  * lambada_openai_cloze_yaml, arithmetic_3ds, blimp_passive_1, blimp_wh_island (those of their "UID")) and the number of
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
                                      "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
                                      "gsm8k_cot", "gsm8k_cot_zeroshot", "c4", "pile_10k", "paloma_gab",
-                                     "mmlu_continuation_anatomy"};
+                                     "mmlu_continuation_anatomy", "xcopa_zh", "wsc273", "qa4mre_2011", "headqa_en"};
   static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
                                       "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
                                       "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions",
