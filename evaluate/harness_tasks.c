@@ -42,6 +42,8 @@ typedef struct {
 #define XCOPA(l) {"xcopa_" l, MC, 1, ACC, 0, -1}
 #define XSTORYCLOZE(l) {"xstorycloze_" l, MC, 1, ACC, 1, -1}
 #define XWINOGRAD(l) {"xwinograd_" l, MC, 1, ACC, 0, -1}
+#define XNLI(l) {"xnli_" l, MC, 1, ACC, 1, -1}
+#define PAWS(l) {"paws_" l, MC, 1, ACC, 0, -1}
 static const task_spec TASKS[] = {
     {"piqa", MC, 1, ACC_NORM, 1, -1},          {"arc_easy", MC, 1, ACC_NORM, 0, -1},
     {"arc_challenge", MC, 1, ACC_NORM, 0, -1}, {"openbookqa", MC, 1, ACC_NORM, 0, -1},
@@ -82,6 +84,9 @@ static const task_spec TASKS[] = {
     XSTORYCLOZE("id"), XSTORYCLOZE("my"), XSTORYCLOZE("ru"), XSTORYCLOZE("sw"), XSTORYCLOZE("te"),
     XSTORYCLOZE("zh"),
     XWINOGRAD("en"), XWINOGRAD("fr"), XWINOGRAD("jp"), XWINOGRAD("pt"), XWINOGRAD("ru"), XWINOGRAD("zh"),
+    XNLI("ar"), XNLI("bg"), XNLI("de"), XNLI("el"), XNLI("en"), XNLI("es"), XNLI("fr"), XNLI("hi"), XNLI("ru"),
+    XNLI("sw"), XNLI("th"), XNLI("tr"), XNLI("ur"), XNLI("vi"), XNLI("zh"),
+    PAWS("de"), PAWS("en"), PAWS("es"), PAWS("fr"), PAWS("ja"), PAWS("ko"), PAWS("zh"),
 };
 /* every MMLU subject (mmlu/default/_default_template_yaml: test split, dev examples); every BLiMP phenomenon
  * (blimp/_template_yaml: its train split, which has no test split, and num_fewshot 0) */
@@ -103,6 +108,8 @@ static const task_spec PALOMA_SPEC = {"paloma_<subset>", ROLLING, 1, NONE, 0, -1
 #undef XCOPA
 #undef XSTORYCLOZE
 #undef XWINOGRAD
+#undef XNLI
+#undef PAWS
 
 /* Paloma (lm-eval 0.4.9 paloma, allenai/paloma): each subset's task and its task_alias */
 static const char *const PALOMA[][2] = {
@@ -150,24 +157,87 @@ static const struct {
 };
 
 /* The groups whose tasks read a file each (one dataset config per language; lm-eval 0.4.9 xcopa/_xcopa.yaml,
- * xstorycloze/_xstorycloze.yaml, xwinograd/_xwinograd.yaml): their acc aggregated into the group's own entry,
- * weighted by the tasks' documents (weight_by_size), the group's metadata.version 1.0; the tasks in the YAML's order
- * (their names' order). Each XCOPA language's cause and effect connectors (xcopa/utils.py). */
+ * xstorycloze/_xstorycloze.yaml, xwinograd/_xwinograd.yaml, xnli/_xnli.yaml, paws-x/_pawsx.yaml): their acc
+ * aggregated into the group's own entry, weighted by the tasks' documents (weight_by_size); the group's
+ * metadata.version; the tasks in the YAML's order (group_subtasks'; the results sort them by name). */
 static const struct {
-  const char *group, *tasks[TAG_MAX];
+  const char *group;
+  double version;
+  const char *tasks[TAG_MAX];
 } LANG_GROUPS[] = {
-    {"xcopa", {"xcopa_et", "xcopa_ht", "xcopa_id", "xcopa_it", "xcopa_qu", "xcopa_sw", "xcopa_ta", "xcopa_th",
-               "xcopa_tr", "xcopa_vi", "xcopa_zh"}},
-    {"xstorycloze", {"xstorycloze_ar", "xstorycloze_en", "xstorycloze_es", "xstorycloze_eu", "xstorycloze_hi",
-                     "xstorycloze_id", "xstorycloze_my", "xstorycloze_ru", "xstorycloze_sw", "xstorycloze_te",
-                     "xstorycloze_zh"}},
-    {"xwinograd", {"xwinograd_en", "xwinograd_fr", "xwinograd_jp", "xwinograd_pt", "xwinograd_ru", "xwinograd_zh"}},
+    {"pawsx", 0, {"paws_en", "paws_de", "paws_es", "paws_fr", "paws_ja", "paws_ko", "paws_zh"}},
+    {"xcopa", 1, {"xcopa_et", "xcopa_ht", "xcopa_id", "xcopa_it", "xcopa_qu", "xcopa_sw", "xcopa_ta", "xcopa_th",
+                  "xcopa_tr", "xcopa_vi", "xcopa_zh"}},
+    {"xstorycloze", 1, {"xstorycloze_ar", "xstorycloze_en", "xstorycloze_es", "xstorycloze_eu", "xstorycloze_hi",
+                        "xstorycloze_id", "xstorycloze_my", "xstorycloze_ru", "xstorycloze_sw", "xstorycloze_te",
+                        "xstorycloze_zh"}},
+    {"xwinograd", 1, {"xwinograd_en", "xwinograd_fr", "xwinograd_jp", "xwinograd_pt", "xwinograd_ru",
+                      "xwinograd_zh"}},
+    {"xnli", 1, {"xnli_ar", "xnli_bg", "xnli_de", "xnli_el", "xnli_en", "xnli_es", "xnli_fr", "xnli_hi", "xnli_ru",
+                 "xnli_sw", "xnli_th", "xnli_tr", "xnli_ur", "xnli_vi", "xnli_zh"}},
 };
 static int lang_group(const char *name) {
   for (size_t i = 0; i < sizeof LANG_GROUPS / sizeof LANG_GROUPS[0]; i++)
     if (!strcmp(name, LANG_GROUPS[i].group)) return (int)i;
   return -1;
 }
+/* Each XNLI language's words (xnli/xnli_<lang>.yaml's doc_to_choice: premise + ", {right}? {word}, " + hypothesis,
+ * the words for entailment, neutral, contradiction) */
+static const struct {
+  const char *task, *right, *word[3];
+} XNLI_WORDS[] = {
+    {"xnli_ar", "\xd8\xb5\xd8\xad\xd9\x8a\xd8\xad",
+     {"\xd9\x86\xd8\xb9\xd9\x85", "\xd9\x84\xd8\xb0\xd8\xa7", "\xd8\xb1\xd9\x82\xd9\x85"}},
+    {"xnli_bg", "\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xb8\xd0\xbb\xd0\xbd\xd0\xbe",
+     {"\xd0\xb4\xd0\xb0", "\xd1\x82\xd0\xb0\xd0\xba\xd0\xb0", "\xd0\xbd\xd0\xb5"}},
+    {"xnli_de", "richtig", {"Ja", "Auch", "Nein"}},
+    {"xnli_el", "\xcf\x83\xcf\x89\xcf\x83\xcf\x84\xcf\x8c\xcf\x82",
+     {"\xce\x9d\xce\xb1\xce\xaf", "\xce\x88\xcf\x84\xcf\x83\xce\xb9", "\xcf\x8c\xcf\x87\xce\xb9"}},
+    {"xnli_en", "right", {"Yes", "Also", "No"}},
+    {"xnli_es", "correcto", {"S\xc3\xad", "Asi que", "No"}},
+    {"xnli_fr", "correct", {"Oui", "Aussi", "Non"}},
+    {"xnli_hi", "\xe0\xa4\xb8\xe0\xa4\xb9\xe0\xa5\x80",
+     {"\xe0\xa4\xb9\xe0\xa4\xbe\xe0\xa4\x81",
+      "\xe0\xa4\x87\xe0\xa4\xb8\xe0\xa4\xb2\xe0\xa4\xbf\xe0\xa4\x8f",
+      "\xe0\xa4\xa8\xe0\xa4\xb9\xe0\xa5\x80\xe0\xa4\x82"}},
+    {"xnli_ru", "\xd0\xbf\xd1\x80\xd0\xb0\xd0\xb2\xd0\xb8\xd0\xbb\xd1\x8c\xd0\xbd\xd0\xbe",
+     {"\xd0\x94\xd0\xb0", "\xd0\xa2\xd0\xb0\xd0\xba", "\xd0\x9d\xd0\xb5\xd1\x82"}},
+    {"xnli_sw", "sahihi", {"Ndiyo", "Hivyo", "Hapana"}},
+    {"xnli_th", "\xe0\xb8\x96\xe0\xb8\xb9\xe0\xb8\x81\xe0\xb8\x95\xe0\xb9\x89\xe0\xb8\xad\xe0\xb8\x87",
+     {"\xe0\xb9\x83\xe0\xb8\x8a\xe0\xb9\x88",
+      "\xe0\xb8\x94\xe0\xb8\xb1\xe0\xb8\x87\xe0\xb8\x99\xe0\xb8\xb1\xe0\xb9\x89\xe0\xb8\x99",
+      "\xe0\xb9\x84\xe0\xb8\xa1\xe0\xb9\x88"}},
+    {"xnli_tr", "do\xc4\x9fru", {"Evet", "B\xc3\xb6ylece", "Hay\xc4\xb1r"}},
+    {"xnli_ur", "\xd8\xb5\xd8\xad\xdb\x8c\xd8\xad",
+     {"\xd8\xac\xdb\x8c \xdb\x81\xd8\xa7\xda\xba",
+      "\xd8\xa7\xd8\xb3 \xd9\x84\xd8\xa6\xdb\x92",
+      "\xd9\x86\xdb\x81\xdb\x8c\xda\xba"}},
+    {"xnli_vi", "\xc4\x91\xc3\xbang", {"V\xc3\xa2ng", "V\xc3\xac v\xe1\xba\xady", "Kh\xc3\xb4ng"}},
+    {"xnli_zh", "\xe6\xad\xa3\xe7\xa1\xae",
+     {"\xe6\x98\xaf\xe7\x9a\x84", "\xe6\x89\x80\xe4\xbb\xa5", "\xe4\xb8\x8d\xe6\x98\xaf\xe7\x9a\x84"}},
+};
+/* Each PAWS-X language's words (paws-x/paws_<lang>.yaml's doc_to_choice: sentence1 + ", {right}? {word}, " +
+ * sentence2, the words for "not a paraphrase" and "a paraphrase"), and whether its YAML sets process_docs
+ * (utils.process_docs_paraphrases) */
+static const struct {
+  const char *task, *right, *word[2];
+  int process;
+} PAWS_WORDS[] = {
+    {"paws_de", "richtig", {"Nein", "Ja"}, 1},
+    {"paws_en", "right", {"No", "Yes"}, 1},
+    {"paws_es", "verdad", {"No", "S\xc3\xad"}, 1},
+    {"paws_fr", "n'est-ce pas", {"Non", "Oui"}, 1},
+    {"paws_ja", "\xe3\x81\xa7\xe3\x81\x99\xe3\x81\xad",
+     {"\xe3\x81\x84\xe3\x81\x84\xe3\x81\x88", "\xe3\x81\xaf\xe3\x81\x84"}, 0},
+    {"paws_ko", "\xeb\xa7\x9e\xec\xa3\xa0", {"\xec\x95\x84\xeb\x8b\x88\xec\x9a\x94", "\xec\x98\x88"}, 0},
+    {"paws_zh", "\xe5\xaf\xb9\xe5\x90\xa7", {"\xe4\xb8\x8d\xe6\x98\xaf", "\xe6\x98\xaf"}, 0},
+};
+static int paws_index(const char *name) {
+  for (size_t i = 0; i < sizeof PAWS_WORDS / sizeof PAWS_WORDS[0]; i++)
+    if (!strcmp(name, PAWS_WORDS[i].task)) return (int)i;
+  return -1;
+}
+/* each XCOPA language's cause and effect connectors (xcopa/utils.py) */
 static const char *const XCOPA_CONNECTORS[][3] = {
     {"xcopa_et", "sest", "seet\xc3\xb5ttu"},
     {"xcopa_ht", "poukisa", "donk sa"},
@@ -344,6 +414,10 @@ int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]) {
 
 int zt_mc_group_one_file(const char *group) { return lang_group(group) < 0; }
 
+const char *zt_mc_target_delimiter(const char *name) {
+  return !strncmp(name, "arithmetic_", 11) || paws_index(name) >= 0 ? "" : " ";
+}
+
 int zt_mc_own_file_tasks(const char *name, const char *names[ZT_MC_GROUP_MAX]) {
   return lang_group(name) >= 0 ? zt_mc_group_tasks(name, names) : zt_mc_tag_tasks(name, names);
 }
@@ -400,8 +474,8 @@ const char *zt_mc_task_names(void) {
              "mmlu_social_sciences, mmlu_stem; its tasks mmlu_<subject>: mmlu_abstract_algebra, ...), mmlu_continuation "
              "(its tasks mmlu_continuation_<subject>), blimp (its tasks "
              "blimp_<uid>: blimp_adjunct_island, ...), paloma_<subset> (paloma_4chan_meta_sep, ..., "
-             "paloma_wikitext_103); the groups xcopa, xstorycloze, xwinograd; the tags anli, arithmetic, glue, headqa, "
-             "lambada, lambada_cloze, lambada_multilingual, paloma, qa4mre, storycloze");
+             "paloma_wikitext_103); the groups pawsx, xcopa, xnli, xstorycloze, xwinograd; the tags anli, "
+             "arithmetic, glue, headqa, lambada, lambada_cloze, lambada_multilingual, paloma, qa4mre, storycloze");
     zt_check(strlen(all) + 1 < sizeof all, "internal error", "the task list outgrew its buffer");
   }
   return all;
@@ -545,6 +619,15 @@ static char *capitalize(const char *s) {
   }
   free(cp);
   return take(&o);
+}
+
+/* Appends Python's s[0].lower() + s[1:] for a non-empty s (the one-character string's lower(): U+0130 lengthens). */
+static void put_lower_first(zt_strbuf *o, const char *s) {
+  size_t used;
+  const uint32_t first = zt_utf8_decode((const uint8_t *)s, strlen(s), &used);
+  uint32_t low[3];
+  put_cps(o, low, zt_unicode_lower_at(&first, 1, 0, low));
+  puts_(o, s + used);
 }
 
 /* The code points of s as byte offsets: off[i] is where code point i starts, off[n] = strlen(s); returns n. */
@@ -895,6 +978,19 @@ static void lettered(zt_strbuf *t, zt_mc_doc *d, char *const *opts, int n) {
   fixed_choices(d, n, letters);
 }
 
+/* XNLI's and PAWS-X's choices, one per word: a + ", " + right + "? " + word + ", " + b */
+static void pair_choices(zt_mc_doc *d, int n, const char *a, const char *right, const char *const *words,
+                         const char *b) {
+  d->n_choices = n;
+  d->choices = zt_malloc((size_t)n * sizeof(char *), "choices");
+  for (int c = 0; c < n; c++) {
+    zt_strbuf o = {0};
+    const char *parts[] = {a, ", ", right, "? ", words[c], ", ", b};
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) puts_(&o, parts[k]);
+    d->choices[c] = take(&o);
+  }
+}
+
 /* The YAMLs whose doc_to_text is one Jinja template of string fields ("{field}" here), doc_to_choice a fixed list
  * and doc_to_target the integer "label": glue/{cola,sst2,mrpc,qnli,qqp,wnli}/default.yaml, mc_taco/default.yaml. */
 static const struct {
@@ -1233,11 +1329,7 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
       zt_check(ch[0] != 0, "bad task file", "%s:%ld: \"choice%d\" is empty", w.path, w.line, c + 1);
       zt_strbuf o = {0};
       if (!x) puts_(&o, " ");
-      size_t used;
-      const uint32_t first = zt_utf8_decode((const uint8_t *)ch, strlen(ch), &used);
-      uint32_t low[3];
-      put_cps(&o, low, zt_unicode_lower_at(&first, 1, 0, low)); /* the one-character string's lower() */
-      puts_(&o, ch + used);
+      put_lower_first(&o, ch);
       d->choices[c] = take(&o);
     }
     d->gold = int_field(j, "label", w);
@@ -1526,6 +1618,38 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
     d->gold = !strcmp(fd, "yes") ? 0 : !strcmp(fd, "no") ? 1 : !strcmp(fd, "maybe") ? 2 : -1;
     zt_check(d->gold >= 0, "bad task file", "%s:%ld: \"final_decision\" is \"%s\"; expected yes, no or maybe",
              w.path, w.line, fd);
+  } else if (!strncmp(name, "xnli_", 5)) { /* xnli/xnli_<lang>.yaml: doc_to_text '' (the context [eod]); each choice
+                                            * the whole pair with the language's words */
+    size_t l = 0;
+    while (strcmp(name, XNLI_WORDS[l].task)) l++;
+    const char *premise = str_field(j, "premise", w), *hypothesis = str_field(j, "hypothesis", w);
+    pair_choices(d, 3, premise, XNLI_WORDS[l].right, XNLI_WORDS[l].word, hypothesis);
+    d->gold = int_field(j, "label", w);
+  } else if (paws_index(name) >= 0) { /* paws-x/paws_<lang>.yaml: doc_to_text '' (the context [eod]), each choice the
+                                       * whole pair, target_delimiter "" */
+    const int p = paws_index(name);
+    char *s1 = dup(str_field(j, "sentence1", w)), *s2 = dup(str_field(j, "sentence2", w));
+    if (PAWS_WORDS[p].process) { /* utils.process_docs_paraphrases (its filter, paws_dropped, came first) */
+      char *a = general_detokenize(s1), *b = general_detokenize(s2);
+      free(s1);
+      free(s2);
+      s1 = strip(a);
+      s2 = strip(b);
+      free(a);
+      free(b);
+      const size_t n1 = strlen(s1);
+      if (n1 && (s1[n1 - 1] == '.' || s1[n1 - 1] == ',' || s1[n1 - 1] == ';')) s1[n1 - 1] = 0; /* its last mark */
+      zt_check(s2[0] != 0, "bad task file", "%s:%ld: \"sentence2\" is whitespace only: process_docs_paraphrases "
+               "lowers the first letter of what strip() leaves (the harness fails on it)", w.path, w.line);
+      zt_strbuf o = {0};
+      put_lower_first(&o, s2);
+      free(s2);
+      s2 = take(&o);
+    }
+    pair_choices(d, 2, s1, PAWS_WORDS[p].right, PAWS_WORDS[p].word, s2);
+    free(s1);
+    free(s2);
+    d->gold = int_field(j, "label", w);
   } else if (!strcmp(name, "swag")) { /* swag.yaml */
     puts_(&t, str_field(j, "startphrase", w));
     const char *texts[4] = {str_field(j, "ending0", w), str_field(j, "ending1", w), str_field(j, "ending2", w),
@@ -1678,6 +1802,16 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
   d->text = take(&t);
 }
 
+/* PAWS-X's process_docs_paraphrases filter (en, de, es, fr): a document whose sentence1 or sentence2 is null or ""
+ * is dropped */
+static int paws_dropped(const char *name, const cJSON *j) {
+  const int p = paws_index(name);
+  if (p < 0 || !PAWS_WORDS[p].process) return 0;
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "sentence1"), *b = cJSON_GetObjectItemCaseSensitive(j, "sentence2");
+  return cJSON_IsNull(a) || cJSON_IsNull(b) || (cJSON_IsString(a) && !a->valuestring[0]) ||
+         (cJSON_IsString(b) && !b->valuestring[0]);
+}
+
 /* room for one more document in t (the capacity: 16, then doubled at each power of two) */
 static void grow_docs(zt_mc_task *t) {
   if (t->n != 0 && (t->n < 16 || (t->n & (t->n - 1)) != 0)) return;
@@ -1761,7 +1895,9 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
       for (int q = 0; q < n && !to; q++)
         if (!strcmp(ts[q].name, task)) to = &ts[q];
     }
-    if (to) {
+    if (to && paws_dropped(to->name, j)) {
+      to->filtered++;
+    } else if (to) {
       grow_docs(to);
       memset(&to->docs[to->n], 0, sizeof to->docs[to->n]);
       build_doc(&to->docs[to->n], to->name, j, w);
@@ -1775,6 +1911,8 @@ void zt_mc_load_split(zt_mc_task *ts, int n, const char *key, const char *path, 
   free(all.p);
   t->raw = NULL;
   zt_check(lines > 0, "bad task file", "%s %s=%s: no documents (an empty file)", flag, key, path);
+  zt_check(n > 1 || ts[0].n > 0 || !ts[0].filtered, "bad task file", "%s %s=%s: each of its %lld documents has an "
+           "empty sentence1 or sentence2, which the harness's process_docs drops", flag, key, path, (long long)lines);
   for (int q = 0; q < n; q++)
     zt_check(ts[q].n > 0, "bad task file", "%s %s=%s: none of its %lld documents is of %s \"%s\"%s", flag, key,
              path, (long long)lines, route, ts[q].name + strlen(family_prefix(family)),
@@ -2186,8 +2324,7 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
         puts_(&b, e->text);
         /* target_delimiter + target (lambada's target is " " + word itself: two spaces, as the harness writes;
          * arithmetic's delimiter is ""; a loglikelihood task's empty target string goes without its delimiter) */
-        if (!zt_mc_is_loglikelihood(t->name) || e->choices[e->gold][0])
-          puts_(&b, strncmp(t->name, "arithmetic_", 11) ? " " : "");
+        if (!zt_mc_is_loglikelihood(t->name) || e->choices[e->gold][0]) puts_(&b, zt_mc_target_delimiter(t->name));
         puts_(&b, e->choices[e->gold]);
       }
       puts_(&b, "\n\n");
@@ -2476,7 +2613,9 @@ static row *add_row(row *rows, int *n, const zt_mc_task *tasks, const char *key,
   /* _mmlu*.yaml's, _blimp.yaml's metadata.version; _xcopa.yaml's and its siblings'; continuation/_mmlu.yaml's inline
    * subgroups have none */
   const int inline_group = task < 0 && strcmp(key, "blimp") && strncmp(key, "mmlu", 4) && lang_group(key) < 0;
-  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : inline_group ? -1.0 : lang_group(key) >= 0 ? 1.0 : 2.0;
+  const int l = task < 0 ? lang_group(key) : -1;
+  r->version = task >= 0 ? zt_mc_version(tasks[task].name) : inline_group ? -1.0 : l >= 0 ? LANG_GROUPS[l].version
+                                                                                          : 2.0;
   snprintf(r->alias, sizeof r->alias, "%*s%s%s", depth, "", depth ? "- " : "", alias); /* tab_string */
   return r;
 }
@@ -2501,11 +2640,15 @@ static void add_group(row *rows, int *n, const zt_mc_task *tasks, int n_tasks, c
     }
   r->it[0] = (item){"acc", "none", sum / (weighted ? size : k), na ? NAN : sqrt(var / (size - k) / size), 1};
   r->n_it = 1;
-  for (int q = 0; q < n_tasks; q++) /* then its tasks, in name order (tasks holds a group's so) */
-    if (list && in_group(&tasks[q], root, sub)) {
-      row *t = add_row(rows, n, tasks, tasks[q].name, alias_of(tasks[q].name), depth + 1, q);
-      t->n_it = task_items(&tasks[q], metrics + 4 * q, t->it);
-    }
+  for (int done = 0; list && done < k; done++) { /* then its tasks, in name order (PAWS-X's YAML lists them not so) */
+    int next = -1;
+    for (int q = 0; q < n_tasks; q++)
+      if (in_group(&tasks[q], root, sub) && (done == 0 || strcmp(tasks[q].name, rows[*n - 1].key) > 0) &&
+          (next < 0 || strcmp(tasks[q].name, tasks[next].name) < 0))
+        next = q;
+    row *t = add_row(rows, n, tasks, tasks[next].name, alias_of(tasks[next].name), depth + 1, next);
+    t->n_it = task_items(&tasks[next], metrics + 4 * next, t->it);
+  }
 }
 
 /* The entries in the harness's order: the tasks and groups named by --tasks sorted by name, each group followed by
@@ -2591,9 +2734,13 @@ char *zt_mc_results_json(const zt_mc_task *tasks, int n_tasks, const double *met
     if (w->task < 0) { /* its subtasks: the groups of its task list (_mmlu.yaml's order), or its tag's tasks */
       cJSON *l = cJSON_AddArrayToObject(sub, w->key);
       static const int yaml_order[N_MMLU_GROUPS] = {STEM, OTHER, SOCIAL, HUMANITIES};
+      const int lg = lang_group(w->key);
       if (!strcmp(w->key, "mmlu") || !strcmp(w->key, "mmlu_continuation")) /* the default's or the inline groups */
         for (int g = 0; g < N_MMLU_GROUPS; g++)
           cJSON_AddItemToArray(l, cJSON_CreateString(MMLU_GROUPS[yaml_order[g]][w->key[4] ? 1 : 0]));
+      else if (lg >= 0) /* its YAML's task list */
+        for (int q = 0; q < TAG_MAX && LANG_GROUPS[lg].tasks[q]; q++)
+          cJSON_AddItemToArray(l, cJSON_CreateString(LANG_GROUPS[lg].tasks[q]));
       else
         for (int q = i + 1; q < n && rows[q].task >= 0 && tasks[rows[q].task].group; q++)
           cJSON_AddItemToArray(l, cJSON_CreateString(rows[q].key));

@@ -3,7 +3,7 @@
  * record, rte, sglue_rte, wic, wsc, webqs; sciq, logiqa, mathqa, prost, pubmedqa, mc_taco; cola, mnli, mnli_mismatch,
  * mrpc, qnli, qqp, sst2, wnli; truthfulqa_mc1, truthfulqa_mc2; social_iqa, commonsense_qa; MMLU's 57 subjects and
  * its groups, as letters and as continuations; BLiMP's 67 phenomena and its group; swag, headqa_*, qa4mre_*,
- * storycloze_*, wsc273; the groups xcopa, xstorycloze, xwinograd), loglikelihood (lambada_openai, lambada_standard,
+ * storycloze_*, wsc273; the groups pawsx, xcopa, xnli, xstorycloze, xwinograd), loglikelihood (lambada_openai, lambada_standard,
  * their cloze prompts, lambada_openai_mt_*, arithmetic_*), loglikelihood_rolling (wikitext, c4, pile_10k, paloma_*)
  * and generate_until (triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot: the prompts and the scoring of the generated text): the task files (the
  * harness's Hugging Face field names, one JSON object per line), each task's prompt and choices as its lm_eval/tasks
@@ -41,6 +41,7 @@ typedef struct {
   int nshot;          /* its few-shot examples (set by the caller: --num-fewshot, or the task's default) */
   int64_t n;
   zt_mc_doc *docs;
+  int64_t filtered;   /* documents the task's process_docs dropped (PAWS-X's with an empty sentence) */
   /* while zt_mc_load reads the file: its bytes and the current line's JSON; zt_mc_load releases them, and zt_mc_free
    * does when a fatal hook (the fuzzers') caught a refusal midway, as it frees the documents read so far */
   char *raw;
@@ -57,17 +58,21 @@ int zt_mc_supported(const char *name, const char **why);
  *   stem, other, social sciences and humanities (not named alone), weighted as MMLU's;
  * - BLiMP (blimp): the task blimp_<uid> of each of its 67 phenomena; acc the plain mean of theirs (weight_by_size
  *   False);
- * - xcopa, xstorycloze, xwinograd: the task of each language (xcopa_et, ...), weighted as MMLU's.
- * A group's task names, in name order, into names; returns how many (0: not a group). */
+ * - pawsx, xcopa, xnli, xstorycloze, xwinograd: the task of each language (xcopa_et, ...), weighted as MMLU's.
+ * A group's task names, in its YAML's order (the names' order but for pawsx's), into names; returns how many (0: not
+ * a group). */
 #define ZT_MC_GROUP_MAX 67
 int zt_mc_group_tasks(const char *group, const char *names[ZT_MC_GROUP_MAX]);
 /* Whether a group's tasks share one file (MMLU's, routed by "subject"; BLiMP's, by "UID"), 0 where each reads its
- * own (xcopa, xstorycloze, xwinograd: one dataset config per language). */
+ * own (pawsx, xcopa, xnli, xstorycloze, xwinograd: one dataset config per language). */
 int zt_mc_group_one_file(const char *group);
 /* The harness's tags (anli, arithmetic, glue, headqa, lambada, lambada_cloze, lambada_multilingual, paloma, qa4mre,
  * storycloze): a tag's tasks into names; returns how many (0: not a tag). Each is then a task of its own, as if named
  * alone. */
 int zt_mc_tag_tasks(const char *tag, const char *names[ZT_MC_GROUP_MAX]);
+/* The task's target_delimiter, between an example's text and its answer and before each choice: " ", "" for
+ * arithmetic_* and PAWS-X's paws_* (their YAMLs'). */
+const char *zt_mc_target_delimiter(const char *name);
 /* The tasks that `name` names and that each read their own --task-data / --fewshot-data file: a tag's, or a group's
  * whose tasks do not share one (zt_mc_group_one_file); 0 for another name. */
 int zt_mc_own_file_tasks(const char *name, const char *names[ZT_MC_GROUP_MAX]);

@@ -112,15 +112,18 @@ static void usage(void) {
          "                           xstorycloze_en, xstorycloze_es, xstorycloze_eu, xstorycloze_hi,\n"
          "                           xstorycloze_id, xstorycloze_my, xstorycloze_ru, xstorycloze_sw,\n"
          "                           xstorycloze_te, xstorycloze_zh), xwinograd (xwinograd_en, xwinograd_fr,\n"
-         "                           xwinograd_jp, xwinograd_pt, xwinograd_ru, xwinograd_zh) (acc of each\n"
+         "                           xwinograd_jp, xwinograd_pt, xwinograd_ru, xwinograd_zh), xnli (xnli_ar,\n"
+         "                           xnli_bg, xnli_de, xnli_el, xnli_en, xnli_es, xnli_fr, xnli_hi, xnli_ru,\n"
+         "                           xnli_sw, xnli_th, xnli_tr, xnli_ur, xnli_vi, xnli_zh), pawsx (paws_de,\n"
+         "                           paws_en, paws_es, paws_fr, paws_ja, paws_ko, paws_zh) (acc of each\n"
          "                           language's task and of the group, weighted by documents); a group or one of\n"
          "                           its tasks may be named alone; the tags anli, arithmetic, glue, headqa, lambada, lambada_cloze,\n"
          "                           lambada_multilingual, paloma, qa4mre, storycloze name their tasks, each with\n"
          "                           its own --task-data\n"
          "  --task-data T=FILE ...   each task's documents, jsonl with the Hugging Face fields (docs/evaluate.md);\n"
          "                           a group's one file holds its tasks' (cais/mmlu \"all\", split by \"subject\";\n"
-         "                           BLiMP's phenomena, split by \"UID\"); xcopa's, xstorycloze's and\n"
-         "                           xwinograd's tasks read a file each (xcopa_et=FILE ...)\n"
+         "                           BLiMP's phenomena, split by \"UID\"); pawsx's, xcopa's, xnli's,\n"
+         "                           xstorycloze's and xwinograd's tasks read a file each (xcopa_et=FILE ...)\n"
          "  --num-fewshot N          N examples before each document (default: each task's YAML num_fewshot, 5\n"
          "                           for gsm8k, 8 for gsm8k_cot, 0 for the others), drawn as the harness's sampler\n"
          "                           does (Python's random.Random(--fewshot-seed).sample; gsm8k_cot: the first N of\n"
@@ -385,6 +388,7 @@ typedef struct {
   zt_ids ids;
   zt_lm_windows win;
   int64_t n_examples, num_original, truncated, dropped;
+  int64_t long_continuations; /* --tasks requests whose continuation alone exceeds --seq-length tokens */
   zt_gen_requests gen; /* the generation tasks' requests, one per document, in task order */
   int64_t gen_truncated, gen_dropped;
 } task_data;
@@ -575,9 +579,13 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
                         fewshot_aside ? "; other subjects' set aside" : "");
       zt_log("\n");
     } else {
-      zt_log("> %s: %lld documents from %s%s%s%s%s\n", name, (long long)d->mc[k].n, path, aside ? " (its " : "",
+      zt_log("> %s: %lld documents from %s%s%s%s%s", name, (long long)d->mc[k].n, path, aside ? " (its " : "",
              aside ? (blimp ? "phenomenon's; the others set aside)" : "subject's; the others set aside)") : "",
              fpath ? ", few-shot pool " : fixed && nshot ? ", the examples of its YAML" : "", fpath ? fpath : "");
+      if (d->mc[k].filtered)
+        zt_log(" (%lld more with an empty sentence dropped, as the harness's process_docs drops them)",
+               (long long)d->mc[k].filtered);
+      zt_log("\n");
     }
   }
   zt_tok_state *st = zt_tok_state_new(tok);
@@ -639,10 +647,12 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
         /* (context, " " + choice), or for a multiple-input task (context + choice, " " + target); a loglikelihood
          * task's (context, target) */
         const char *choice = doc->choices[c], *after = doc->target ? doc->target : choice;
-        const int delim = !zt_mc_is_loglikelihood(d->mc[k].name); /* the task's target_delimiter, " " */
-        char *cont = zt_malloc(strlen(after) + 2, "request"), *full = NULL;
-        cont[0] = ' ';
-        memcpy(cont + delim, after, strlen(after) + 1);
+        /* the task's target_delimiter (" ", PAWS-X's ""); a loglikelihood request's target is sent as it is */
+        const char *delim = zt_mc_is_loglikelihood(d->mc[k].name) ? "" : zt_mc_target_delimiter(d->mc[k].name);
+        const size_t nd = strlen(delim);
+        char *cont = zt_malloc(nd + strlen(after) + 1, "request"), *full = NULL;
+        memcpy(cont, delim, nd);
+        memcpy(cont + nd, after, strlen(after) + 1);
         if (doc->target) {
           full = zt_malloc(strlen(ctx) + strlen(choice) + 1, "request");
           memcpy(full, ctx, strlen(ctx));
@@ -659,6 +669,7 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
           d->truncated++;
           d->dropped += total - (a->seq_length + 1);
         }
+        d->long_continuations += (int)co.n > a->seq_length;
         zt_ids_free(&ci);
         zt_ids_free(&co);
         free(cont);
@@ -681,6 +692,10 @@ static void load_harness(task_data *d, const task_flags *tf, const zt_args *a, c
   if (d->truncated)
     zt_log(" > %lld of them are longer than --seq-length %d + 1 tokens: their first %lld tokens in all are dropped "
            "(left truncation, as the harness does)\n", (long long)d->truncated, a->seq_length, (long long)d->dropped);
+  if (d->long_continuations)
+    zt_log(" > %lld of them have a continuation longer than --seq-length %d tokens: only its last %d tokens are "
+           "scored (the harness cannot score such a request: its scored logits and the continuation's tokens differ "
+           "in length)\n", (long long)d->long_continuations, a->seq_length, a->seq_length);
 }
 
 static void load_task(task_data *d, const task_flags *tf, const zt_args *a, const zt_tokenizer *tok) {

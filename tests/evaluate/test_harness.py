@@ -166,6 +166,13 @@ def doc_of(task, d):
         conv = lambda c: c[0].lower() + c[1:]
         text = d["premise"].strip()[:-1] + " " + XCOPA_CONNECTOR[task[6:]][d["question"]]
         return text, [conv(d["choice1"]), conv(d["choice2"])], d["label"]
+    if task.startswith("paws_"):  # paws-x/paws_<lang>.yaml: doc_to_text '', the YAML's choices after process_docs
+        p = paws_process(task, d)
+        right, words = PAWS_WORDS[task[5:]]
+        return "", [p["sentence1"] + ", %s? %s, " % (right, wd) + p["sentence2"] for wd in words], d["label"]
+    if task.startswith("xnli_"):  # xnli_<lang>.yaml: doc_to_text '' (no context), the YAML's rendered choices
+        right, words = XNLI_WORDS[task[5:]]
+        return "", [d["premise"] + ", %s? %s, " % (right, wd) + d["hypothesis"] for wd in words], d["label"]
     if task == "swag":  # swag.yaml
         return d["startphrase"], [d["ending0"], d["ending1"], d["ending2"], d["ending3"]], d["label"]
     if task.startswith(("storycloze_", "xstorycloze_")):  # storycloze_2016.yaml, xstorycloze/default_ar.yaml
@@ -278,6 +285,41 @@ XCOPA_CONNECTOR = {  # xcopa/utils.py (the languages in the fixtures)
     "vi": {"cause": "b\u1edfi v\u00ec", "effect": "v\u00ec v\u1eady"}}
 
 
+XNLI_WORDS = {"en": ("right", ["Yes", "Also", "No"]),  # xnli/xnli_en.yaml, xnli_zh.yaml, xnli_ur.yaml's doc_to_choice
+              "zh": ("\u6b63\u786e", ["\u662f\u7684", "\u6240\u4ee5", "\u4e0d\u662f\u7684"]),
+              "ur": ("\u0635\u062d\u06cc\u062d", ["\u062c\u06cc \u06c1\u0627\u06ba",
+                                                 "\u0627\u0633 \u0644\u0626\u06d2", "\u0646\u06c1\u06cc\u06ba"])}
+
+
+PAWS_WORDS = {"en": ("right", ["No", "Yes"]),  # paws-x/paws_en.yaml, paws_ja.yaml's doc_to_choice
+              "ja": ("\u3067\u3059\u306d", ["\u3044\u3044\u3048", "\u306f\u3044"])}
+
+
+def paws_dropped(task, doc):  # paws-x/utils.py process_docs_paraphrases's filter (en, de, es, fr)
+    return task in ("paws_en", "paws_de", "paws_es", "paws_fr") and (doc["sentence1"] in [None, ""] or
+                                                                    doc["sentence2"] in [None, ""])
+
+
+def kept(task, docs):
+    return [d for d in docs if not paws_dropped(task, d)]
+
+
+def paws_process(task, doc):  # paws-x/utils.py process_docs_paraphrases's _process_doc (en, de, es, fr)
+    if task not in ("paws_en", "paws_de", "paws_es", "paws_fr"):
+        return doc
+    doc = dict(doc)
+    doc["sentence1"] = general_detokenize(doc["sentence1"]).strip()
+    doc["sentence2"] = general_detokenize(doc["sentence2"]).strip()
+    if doc["sentence1"].endswith((".", ",", ";")):
+        doc["sentence1"] = doc["sentence1"][:-1]
+    doc["sentence2"] = doc["sentence2"][0].lower() + doc["sentence2"][1:]
+    return doc
+
+
+def delimiter(task):  # target_delimiter: arithmetic's and PAWS-X's ""
+    return "" if task.startswith(("arithmetic_", "paws_")) else " "
+
+
 def wsc273_process(doc):  # wsc273/utils.py process_doc
     doc = json.loads(json.dumps(doc))
     upper_pronouns = ["A", "An", "The", "She", "He", "It", "They", "My", "His", "Her", "Their"]
@@ -350,7 +392,7 @@ def record_scores(d):
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
                  "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
                  "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da", "swag",
-                 "xstorycloze_en")
+                 "xstorycloze_en", "xnli_en", "xnli_zh", "xnli_ur")
 ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
 ALIAS = {"paloma_ptb": "PTB"}  # task_alias
 LAMBADA = ("lambada_openai", "lambada_standard", "lambada_openai_cloze_yaml", "lambada_standard_cloze_yaml",
@@ -411,8 +453,8 @@ def example(task, x):
     if target_of(task, x) is not None:
         return choices[gold] + " " + target_of(task, x)
     if task in LOGLIK:  # target_delimiter (arithmetic's "") + doc_to_target, lambada's " " + word; none if it is ""
-        return text + ("" if task.startswith("arithmetic_") or not choices[0] else " ") + choices[0]
-    return text + " " + choices[gold]
+        return text + ("" if not choices[0] else delimiter(task)) + choices[0]
+    return text + delimiter(task) + choices[gold]
 
 
 def contexts(task, docs, nshot, pool, seed=1234):
@@ -420,6 +462,7 @@ def contexts(task, docs, nshot, pool, seed=1234):
     tasks without a test split (NO_TEST_SPLIT) draw nshot + 1 and drop the document itself."""
     rnd = random.Random(seed)
     out = []
+    docs, pool = kept(task, docs), pool and kept(task, pool)  # process_docs's filter on both splits
     desc = mmlu_description(task) if task.startswith("mmlu_") else ""  # the YAML's description, before the examples
     for d in docs:
         text = doc_of(task, d)[0] or ""  # multiple input: the examples only
@@ -682,12 +725,12 @@ def oracle(tasks, nshot=0, pools=None):
                 meta.append((task, len(wins), (len(re.split(r"\s+", raw)), len(raw.encode("utf-8"))), d))
             continue
         ctxs = contexts(task, docs, nshot, (pools or {}).get(task))
-        for d, c in zip(docs, ctxs):
+        for d, c in zip(kept(task, docs), ctxs):
             _, choices, gold = doc_of(task, d)
             tgt = target_of(task, d)
             for ch in choices:
-                reqs.append(encode_pair(c, ch) if task in LOGLIK else encode_pair(c, " " + ch) if tgt is None else
-                            encode_pair(c + ch, " " + tgt))
+                reqs.append(encode_pair(c, ch) if task in LOGLIK else encode_pair(c, delimiter(task) + ch)
+                            if tgt is None else encode_pair(c + ch, " " + tgt))
             meta.append((task, choices, gold, d))
     lls, greedy = score_requests(reqs)
     res, at = {}, 0
@@ -971,6 +1014,15 @@ def make_docs(task, n):
                          (rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)), "choice1": cap + a,
                          "choice2": cap.lower() + b, "question": rng.choice(["cause", "effect"]),
                          "label": rng.randint(0, 1), "idx": i, "changed": False})
+        elif task.startswith("paws_"):  # short pairs (each choice is the whole pair); en's through
+            s1 = ["a %s .", "( %s ) ,", " %s n't ;", "\u00e9 %s"][i % 4] % rng.choice(NOUNS)  # process_docs: an
+            s2 = ["The %s", " \u0130t %s 's ", "( %s )"][i % 3] % rng.choice(NOUNS)  # empty or null sentence dropped
+            if task == "paws_en" and i in (4, 6):
+                s1, s2 = (None, s2) if i == 4 else (s1, "")
+            docs.append({"id": i, "sentence1": s1, "sentence2": s2, "label": rng.randint(0, 1)})
+        elif task.startswith("xnli_"):  # short: each choice is the whole pair, within the 64 positions
+            docs.append({"premise": "a " + rng.choice(NOUNS), "hypothesis": "the " + rng.choice(NOUNS),
+                         "label": rng.randint(0, 2)})
         elif task == "swag":
             docs.append({"video-id": "v", "fold-ind": "1", "startphrase": "the %s %s the" % (rng.choice(NOUNS),
                          rng.choice(VERBS)), "sent1": "s", "sent2": "t", "gold-source": "gold",
@@ -1031,7 +1083,7 @@ TASKS = ["piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq"
          "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa",
          "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_2da", "c4", "pile_10k", "paloma_ptb",
          "lambada_openai_mt_de", "xcopa_et", "xcopa_zh", "swag", "storycloze_2016", "xstorycloze_en", "headqa_en",
-         "qa4mre_2011", "wsc273", "xwinograd_jp"]
+         "qa4mre_2011", "wsc273", "xwinograd_jp", "xnli_en", "xnli_zh", "xnli_ur", "paws_en", "paws_ja"]
 SELF_POOL = ("qa4mre_2011", "wsc273", "xwinograd_jp")  # test split only: the sampler draws from it, drops the doc
 BOOT = 3000  # --bootstrap-iters (the harness's 100000 takes long in Python)
 data, pools, paths, pool_paths = {}, {}, {}, {}
@@ -1202,7 +1254,7 @@ for t in TASKS + ["triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]:
         want = [dict({"context": c, "choices": doc_of(t, d)[1], "gold": doc_of(t, d)[2]},
                      **({"target": target_of(t, d)} if target_of(t, d) is not None else {}),
                      **({"scores": record_scores(d)} if t == "record" else {}))
-                for d, c in zip(data[t], contexts(t, data[t], nshot, pools[t]))]
+                for d, c in zip(kept(t, data[t]), contexts(t, data[t], nshot, pools[t]))]
         check(rc == 0 and got == want, "%s %d-shot: prompts, choices and gold as the harness builds them" % (t, nshot),
               "\n%s\n%s" % (got[:1], want[:1]))
 
@@ -1338,7 +1390,7 @@ check(rc == 0 and "piqa" in s1 and abs(s1["piqa"] - sums["piqa"]) <= 1e-6 * abs(
       "micro batch 1 = micro batch 3; the JSON printed without --output-path")
 FS = ("piqa", "arc_easy", "hellaswag", "winogrande", "race", "lambada_openai", "anli_r2", "cb", "copa", "wsc", "mrpc",
       "multirc", "record", "logiqa", "pubmedqa", "social_iqa", "commonsense_qa", "arithmetic_2da", "xcopa_zh", "swag",
-      "xstorycloze_en", "headqa_en", "qa4mre_2011", "wsc273", "xwinograd_jp")
+      "xstorycloze_en", "headqa_en", "qa4mre_2011", "wsc273", "xwinograd_jp", "xnli_zh", "paws_en")
 fs = ["--num-fewshot", "2", "--fewshot-data"] + ["%s=%s" % (t, pool_paths[t]) for t in FS]
 rc, out = evaluate(list(FS), fs)
 want = oracle({t: data[t] for t in FS}, 2, pools)
@@ -1347,6 +1399,13 @@ for t in FS:
     check(rc == 0 and t in sums and abs(sums[t] - want[t][0]) <= 1e-5 * abs(want[t][0]),
           "%s 2-shot (seed 1234): summed log-likelihood %s, NumPy %.9g" % (t, sums.get(t), want[t][0]), out[-1200:])
 check("of them are longer than --seq-length 64 + 1 tokens" in out, "2-shot: the left-truncated requests are said")
+long_xnli = os.path.join(tmp, "xnli_long.jsonl")
+open(long_xnli, "w").write(json.dumps({"premise": sentence() * 3, "hypothesis": "the cat", "label": 0}) + "\n")
+rc, out = run([EVAL, "--tasks", "xnli_ur", "--task-data", "xnli_ur=" + long_xnli, "--load", ck, "--micro-batch-size",
+               "3"] + MODEL, ok=False)
+check(rc == 0 and " > 3 of them have a continuation longer than --seq-length 64 tokens: only its last 64 tokens are "
+      "scored (the harness cannot score such a request" in out, "a continuation longer than the positions: its last "
+      "--seq-length tokens scored, and said", out[-800:])
 
 # 3b. triviaqa (generate_until): each document's greedy continuation (the key/value-cache decoder against full
 # forwards of the prefix), cut at the stop strings, through the filters and exact_match as NumPy computes it; 0- and
@@ -1859,6 +1918,22 @@ check(conds and all(conds.values()),
       "the group's acc weighted by documents (%.6f; the plain mean would be %.6f), stderr pooled; aliases, "
       "group_subtasks, versions, both tables" % (gacc, np.mean(accs)), "%s\n%s\n%s" % (conds, r.get("xcopa"),
                                                                                         out[-1500:]))
+# the group pawsx: group_subtasks in its YAML's order (en first), the entries sorted by name, version 0.0; the
+# documents with an empty sentence dropped from en's file, as process_docs drops them (and said)
+PAWSX = ["paws_en", "paws_de", "paws_es", "paws_fr", "paws_ja", "paws_ko", "paws_zh"]
+rc, out = run([EVAL, "--tasks", "pawsx", "--task-data"] + ["%s=%s" % (t, paths["paws_en" if t < "paws_g" else
+              "paws_ja"]) for t in PAWSX] + ["--load", ck, "--micro-batch-size", "4"] + MODEL, ok=False)
+got = json.loads(out[out.index("{"):out.rindex("}") + 1]) if rc == 0 else {"results": {}}
+n_en, n_ja = len(kept("paws_en", data["paws_en"])), len(data["paws_ja"])
+check(rc == 0 and list(got["results"]) == ["pawsx"] + sorted(PAWSX) and got["group_subtasks"]["pawsx"] == PAWSX and
+      got["versions"]["pawsx"] == 0 and got["versions"]["paws_en"] == 1.0 and
+      "> paws_en: %d documents from %s (%d more with an empty sentence dropped, as the harness's process_docs drops "
+      "them)" % (n_en, paths["paws_en"], len(data["paws_en"]) - n_en) in out and
+      "> paws_ja: %d documents from %s\n" % (n_ja, paths["paws_ja"]) in out and
+      abs(got["results"]["pawsx"]["acc,none"] - sum((n_en if t < "paws_g" else n_ja) * got["results"][t]["acc,none"]
+                                                    for t in PAWSX) / (4 * n_en + 3 * n_ja)) < 1e-12,
+      "the group pawsx: group_subtasks in its YAML's order, the entries by name, version 0; en's empty sentences "
+      "dropped (and said), ja's kept; acc weighted by documents", out[-1500:])
 rc, out = run([EVAL, "--tasks", "xcopa", "--task-data"] + ["%s=%s" % (t, paths["xcopa_et"]) for t in XCOPA[1:]] +
               ["--load", ck, "--micro-batch-size", "2"] + MODEL, ok=False)
 check(rc == 1 and "--task-data xcopa_et=FILE.jsonl is required" in out, "refused: a group's task without its file",
@@ -2020,7 +2095,13 @@ for name, task, doc, needle in [
         ("a WSC273 option without words", "wsc273", dict(data["wsc273"][0], options=["a", " "]),
          'bad.jsonl:1: "options"[1] has no words'),
         ("an XCOPA question other than cause/effect", "xcopa_zh", dict(data["xcopa_zh"][0], question="why"),
-         'bad.jsonl:1: "question" is "why"; expected "cause" or "effect"')]:
+         'bad.jsonl:1: "question" is "why"; expected "cause" or "effect"'),
+        ("a PAWS-X sentence2 of whitespace (process_docs fails on it)", "paws_en", dict(data["paws_en"][0],
+         sentence2=" \u2003"), 'bad.jsonl:1: "sentence2" is whitespace only'),
+        ("a PAWS-X file of empty sentences only", "paws_en", dict(data["paws_en"][0], sentence1=""),
+         "each of its 1 documents has an empty sentence1 or sentence2, which the harness's process_docs drops"),
+        ("a null sentence where process_docs does not drop it", "paws_ja", dict(data["paws_ja"][0], sentence1=None),
+         'bad.jsonl:1: "sentence1" is not a string')]:
     open(bad, "w").write(json.dumps(doc) + "\n")
     refused(name, [task], [], needle, {task: bad})
 open(bad, "w").write("".join(json.dumps(d) + "\n" for d in mmlu_all if d["subject"] != "virology"))
