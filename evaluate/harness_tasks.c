@@ -57,6 +57,7 @@ static const task_spec TASKS[] = {
     {"rte", MC, 1, ACC, 1, -1},                {"sglue_rte", MC, 0, ACC, 1, -1},
     {"wic", MC, 1, ACC, 1, -1},                {"wsc", MC, 1, ACC, 1, -1},
     {"webqs", MC, 2, EM, 0, -1},               {"triviaqa", GEN, 3, EM, 1, -1},
+    {"nq_open", GEN, 4, EM, 1, -1},
     {"gsm8k", GEN, 3, EM, 0, 5},               {"gsm8k_cot", GEN, 3, EM, 0, 8},
     {"gsm8k_cot_zeroshot", GEN, 3, EM, 0, 0},  {"sciq", MC, 1, ACC_NORM, 0, -1},
     {"logiqa", MC, 1, ACC_NORM, 0, -1},        {"mathqa", MC, 1, ACC_NORM, 0, -1},
@@ -458,6 +459,10 @@ int zt_mc_supported(const char *name, const char **why) {
   if (spec_of(name)) return 1;
   for (size_t i = 0; i < sizeof LATER / sizeof LATER[0]; i++)
     if (!strcmp(name, LATER[i][0])) *why = LATER[i][1];
+  if (!strncmp(name, "lambada_openai_mt_stablelm_", 27) || !strcmp(name, "lambada_multilingual_stablelm"))
+    *why = "cannot be run by lm-eval 0.4.9 (its YAMLs carry a `group:` key, which TaskConfig rejects, and the name "
+           "lambada_multilingual_stablelm is registered neither as a group nor as a tag), so there is no harness "
+           "behaviour to match; lambada_openai_mt_de/en/es/fr/it score the multilingual LAMBADA";
   if (!strncmp(name, "hendrycksTest-", 14)) /* the --task_list names of tasks/eval_harness/evaluate.py's lm-eval */
     *why = "is lm-eval 0.2's MMLU subject, which prompts \"Question: ...\\nChoices:\\nA. ...\", scores the answers' "
            "texts and samples its dev examples at random; evaluate_zeroshot scores lm-eval 0.4's: ask for "
@@ -518,12 +523,12 @@ const char *const *zt_mc_until(const char *name) { /* each YAML's generation_kwa
   static const char *const gsm8k[] = {"Question:", "</s>", "<|im_end|>", NULL};
   static const char *const cot[] = {"Q:", "</s>", "<|im_end|>", NULL};
   const int g = gsm8k_kind(name);
-  return !strcmp(name, "triviaqa") ? triviaqa : g == GSM8K_PLAIN ? gsm8k : g ? cot : NULL;
+  return !strcmp(name, "triviaqa") || !strcmp(name, "nq_open") ? triviaqa : g == GSM8K_PLAIN ? gsm8k : g ? cot : NULL;
 }
 int zt_mc_filters(const char *name, const char *names[2]) { /* each YAML's filter_list */
   names[1] = NULL;
   if (gsm8k_kind(name)) return names[0] = "strict-match", names[1] = "flexible-extract", 2;
-  names[0] = !strcmp(name, "triviaqa") ? "remove_whitespace" : "none";
+  names[0] = !strcmp(name, "triviaqa") || !strcmp(name, "nq_open") ? "remove_whitespace" : "none";
   return 1;
 }
 
@@ -1482,6 +1487,11 @@ static void build_doc(zt_mc_doc *d, const char *name, const cJSON *j, where w) {
      * one is refused (the harness's exact_match fails on it: np.char.lower of an empty float array) */
     d->n_choices = str_list(ans, "aliases", "answer.aliases", w, &d->choices);
     d->gold = 0;
+  } else if (!strcmp(name, "nq_open")) { /* nq_open.yaml: generate_until */
+    render(&t, "Q: {question}?\nA:", j, w);
+    /* doc_to_target "{{answer}}": the list of answers, in the file's order (the few-shot target is the first) */
+    d->n_choices = str_list(j, "answer", "answer", w, &d->choices);
+    d->gold = 0;
   } else if (gsm8k_kind(name)) { /* gsm8k.yaml, gsm8k-cot.yaml, gsm8k-cot-zeroshot.yaml (main): generate_until */
     const int g = gsm8k_kind(name);
     puts_(&t, g == GSM8K_PLAIN ? "Question: " : "Q: ");
@@ -2126,18 +2136,49 @@ static int same_cps(const uint32_t *a, size_t na, const uint32_t *b, size_t nb) 
   return na == nb && (na == 0 || !memcmp(a, b, na * sizeof(uint32_t)));
 }
 
-static double triviaqa_score(const zt_mc_doc *d, const char *text, size_t len) {
+/* nq_open.yaml's regexes_to_ignore "\\b(?:The |the |An |A |The |a |an )" as re.sub(pattern, "", s[0..n)): each
+ * alternative, tried in order, removed where it starts a word (the code point before it, in the original string, not
+ * a word character: Python's \\b, Unicode \\w); malloc'd, its length in *out_n */
+static char *drop_articles(const char *s, size_t n, size_t *out_n) {
+  static const char *const alts[] = {"The ", "the ", "An ", "A ", "The ", "a ", "an "};
+  zt_strbuf o = {0};
+  uint32_t prev = ' ';
+  for (size_t i = 0; i < n;) {
+    size_t hit = 0;
+    for (size_t a = 0; !py_word(prev) && !hit && a < sizeof alts / sizeof alts[0]; a++)
+      if (n - i >= strlen(alts[a]) && !memcmp(s + i, alts[a], strlen(alts[a]))) hit = strlen(alts[a]);
+    if (hit) {
+      prev = ' ';
+      i += hit;
+      continue;
+    }
+    size_t used;
+    prev = zt_utf8_decode((const uint8_t *)s + i, n - i, &used);
+    zt_strbuf_put(&o, s + i, used);
+    i += used;
+  }
+  return zt_strbuf_take(&o, out_n);
+}
+
+static double triviaqa_score(const zt_mc_doc *d, const char *text, size_t len, int articles) {
   /* remove_whitespace: resp.lstrip(); take_first: the one response */
   int k;
   while (len > 0 && (k = zt_utf8_space(text, len)) > 0) text += k, len -= (size_t)k;
+  /* nq_open: its regexes_to_ignore first, on the strings as Python holds them */
+  char *cut = articles ? drop_articles(text, len, &len) : NULL;
+  if (cut) text = cut;
   /* process_results with multiple targets: exact_match(references=aliases, predictions=[pred] * len(aliases)) > 0:
    * the predictions array's itemsize is the prediction's length, the references' the longest alias's */
   size_t np, width = 1;
   uint32_t *pred = code_points(text, len, &np);
+  free(cut);
   uint32_t **al = zt_malloc((size_t)d->n_choices * sizeof(uint32_t *), "answer");
   size_t *nal = zt_malloc((size_t)d->n_choices * sizeof(size_t), "answer");
   for (int a = 0; a < d->n_choices; a++) {
-    al[a] = code_points(d->choices[a], strlen(d->choices[a]), &nal[a]);
+    size_t n = strlen(d->choices[a]);
+    char *c = articles ? drop_articles(d->choices[a], n, &n) : NULL;
+    al[a] = code_points(c ? c : d->choices[a], n, &nal[a]);
+    free(c);
     if (nal[a] > width) width = nal[a];
   }
   uint32_t *pn = zt_malloc((3 * np + 1) * sizeof(uint32_t), "answer");
@@ -2261,7 +2302,7 @@ void zt_mc_score_generation(const zt_mc_task *t, int64_t i, const char *text, si
   const zt_mc_doc *d = &t->docs[i];
   scores[1] = NAN;
   if (!gsm8k_kind(t->name)) {
-    scores[0] = triviaqa_score(d, text, len);
+    scores[0] = triviaqa_score(d, text, len, !strcmp(t->name, "nq_open"));
     return;
   }
   uint32_t *ref;
@@ -2301,6 +2342,8 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
     for (const char *c = MMLU[mmlu].name + 5; *c; c++) zt_strbuf_put(&b, *c == '_' ? " " : c, 1);
     puts_(&b, ".\n\n");
   }
+  const int nq = !strcmp(t->name, "nq_open");
+  if (nq) puts_(&b, "Answer these questions:\n\n"); /* nq_open.yaml's description */
   if (nshot > 0) {
     const int64_t want = nshot + samples_extra(t->name);
     const int first_n = zt_mc_first_n(t->name);
@@ -2327,7 +2370,7 @@ char *zt_mc_context(const zt_mc_task *t, int64_t i, const zt_mc_task *pool, int 
         if (!zt_mc_is_loglikelihood(t->name) || e->choices[e->gold][0]) puts_(&b, zt_mc_target_delimiter(t->name));
         puts_(&b, e->choices[e->gold]);
       }
-      puts_(&b, "\n\n");
+      puts_(&b, nq ? "\n" : "\n\n"); /* the fewshot_delimiter: nq_open.yaml's "\n" */
       used++;
     }
     free(pick);

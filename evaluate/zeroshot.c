@@ -88,7 +88,7 @@ static void usage(void) {
          "                           (acc), record (f1, em), swag, headqa_en, headqa_es, qa4mre_2011,\n"
          "                           qa4mre_2012, qa4mre_2013 (acc, acc_norm), storycloze_2016, storycloze_2018,\n"
          "                           wsc273 (acc),\n"
-         "                           webqs (exact_match), triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
+         "                           webqs (exact_match), triviaqa, nq_open, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot\n"
          "                           (exact_match of a greedy generation; the GSM8K tasks under the filters\n"
          "                           strict-match and flexible-extract),\n"
          "                           lambada_openai, lambada_standard, lambada_openai_cloze_yaml,\n"

@@ -147,6 +147,8 @@ def doc_of(task, d):
             if not a.startswith(ret[-1]):
                 ret.append(a)
         return "Question: " + d["question"] + "\nAnswer:", ret, 0
+    if task == "nq_open":  # nq_open.yaml: doc_to_target "{{answer}}", the list
+        return "Q: " + d["question"] + "?\nA:", d["answer"], 0
     if task == "triviaqa":  # triviaqa/default.yaml: doc_to_target "{{answer.aliases}}" is the list (literal_eval)
         return "Question: " + d["question"] + "?\nAnswer:", d["answer"]["aliases"], 0
     if task == "gsm8k":  # gsm8k.yaml: doc_to_target "{{answer}}", the whole worked answer
@@ -390,7 +392,7 @@ def record_scores(d):
 
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
-                 "wic", "wsc", "triviaqa", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
+                 "wic", "wsc", "triviaqa", "nq_open", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
                  "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da", "swag",
                  "xstorycloze_en", "xnli_en", "xnli_zh", "xnli_ur")
 ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
@@ -463,7 +465,8 @@ def contexts(task, docs, nshot, pool, seed=1234):
     rnd = random.Random(seed)
     out = []
     docs, pool = kept(task, docs), pool and kept(task, pool)  # process_docs's filter on both splits
-    desc = mmlu_description(task) if task.startswith("mmlu_") else ""  # the YAML's description, before the examples
+    desc = (mmlu_description(task) if task.startswith("mmlu_") else "Answer these questions:\n\n" if task == "nq_open"
+            else "")  # the YAML's description, before the examples
     for d in docs:
         text = doc_of(task, d)[0] or ""  # multiple input: the examples only
         if nshot == 0:
@@ -476,7 +479,7 @@ def contexts(task, docs, nshot, pool, seed=1234):
             ex = [x for x in pool[:n] if doc_of(task, x) != doc_of(task, d)][:nshot]
         else:
             ex = [x for x in rnd.sample(pool, n) if doc_of(task, x) != doc_of(task, d)][:nshot]
-        shots = "\n\n".join(example(task, x) for x in ex) + "\n\n"
+        shots = "".join(example(task, x) + ("\n" if task == "nq_open" else "\n\n") for x in ex)  # fewshot_delimiter
         out.append(desc + shots + text)
     return out
 
@@ -632,19 +635,27 @@ def generate_uncached(ctxs, maxgen, until):
     return texts, [len(g) for g in gen]
 
 
-def exact_match(pred, aliases):
+NQ_IGNORE = "\\b(?:The |the |An |A |The |a |an )"  # nq_open.yaml's regexes_to_ignore
+
+
+def exact_match(pred, aliases, regexes=None):
     """remove_whitespace, take_first, then process_results' multiple targets through exact_match_hf_evaluate
-    (ignore_case, ignore_punctuation): 1.0 if any alias matches."""
-    preds, refs = np.asarray([pred.lstrip()] * len(aliases)), np.asarray(aliases)
+    (regexes_to_ignore, ignore_case, ignore_punctuation): 1.0 if any alias matches."""
+    preds, refs = [pred.lstrip()] * len(aliases), aliases
+    if regexes:
+        for r in regexes:
+            preds, refs = np.array([re.sub(r, "", x) for x in preds]), np.array([re.sub(r, "", x) for x in refs])
+    preds, refs = np.asarray(preds), np.asarray(refs)
     preds, refs = np.char.lower(preds), np.char.lower(refs)
     table = string.punctuation.maketrans("", "", string.punctuation)
     preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
     return 1.0 if np.mean(preds == refs) > 0.0 else 0.0
 
 
-def triviaqa_oracle(docs, maxgen, nshot=0, pool=None):
-    texts, ntok = generate(contexts("triviaqa", docs, nshot, pool), maxgen)
-    em = [exact_match(t, d["answer"]["aliases"]) for t, d in zip(texts, docs)]
+def triviaqa_oracle(docs, maxgen, nshot=0, pool=None, task="triviaqa"):
+    texts, ntok = generate(contexts(task, docs, nshot, pool), maxgen)
+    em = [exact_match(t, d["answer"]["aliases"]) if task == "triviaqa" else exact_match(t, d["answer"], [NQ_IGNORE])
+          for t, d in zip(texts, docs)]
     return {"exact_match,remove_whitespace": sum(em) / len(em),
             "exact_match_stderr,remove_whitespace": mean_stderr(em)}, sum(ntok), texts
 
@@ -1130,6 +1141,23 @@ paths["triviaqa"] = os.path.join(tmp, "triviaqa_validation.jsonl")
 pool_paths["triviaqa"] = os.path.join(tmp, "triviaqa_train.jsonl")
 for docs, p in ((data["triviaqa"], paths["triviaqa"]), (pools["triviaqa"], pool_paths["triviaqa"])):
     open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+# nq_open: the same questions under its prompt; of every third document the answers hold the model's own answer with
+# an article before it and in other case ("The X!": the article is ignored), of the next the answer behind "the" inside
+# a word ("xthe X": \b keeps it, no match), of the others unrelated ones
+_, _, nq_text = triviaqa_oracle([{"question": q, "answer": ["x"]} for q in TQ], MAXGEN, task="nq_open")
+data["nq_open"], pools["nq_open"] = [], []
+for i, (q, g) in enumerate(zip(TQ, nq_text)):
+    g = g.strip() or "x"
+    answer = (["The " + g.upper() + "!", "zz"] if i % 3 == 0 else ["xthe " + g, "an"] if i % 3 == 1 else
+              ["a zz " + w(1), "\u0130"])
+    data["nq_open"].append({"question": q, "answer": answer})
+    pools["nq_open"].append({"question": "which %s %s it" % (rng.choice(NOUNS), rng.choice(VERBS)),
+                             "answer": ["the " + rng.choice(NOUNS), "a " + w(1)]})
+pools["nq_open"] += pools["nq_open"][:2]
+paths["nq_open"] = os.path.join(tmp, "nq_open_validation.jsonl")
+pool_paths["nq_open"] = os.path.join(tmp, "nq_open_train.jsonl")
+for docs, p in ((data["nq_open"], paths["nq_open"]), (pools["nq_open"], pool_paths["nq_open"])):
+    open(p, "w").write("".join(json.dumps(d) + "\n" for d in docs))
 # gsm8k: the same questions; of every third document the answer ends in "#### [invalid]" (the filters' fallback, which
 # exact_match then counts), of the next in "#### [INVALID]." (ignore_case and "\\.$"), of the others in "#### 1,234"
 # (the model writes no digits); the pool's answers end in "#### N"
@@ -1247,7 +1275,7 @@ check(bad == 0, "sampler: 300 random (seed, n, k) x 3 draws equal to Python's ra
       "%d differ" % bad)
 
 # 2. every task's prompts and choices, zero-shot and 2-shot, equal to the transcription of the harness
-for t in TASKS + ["triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]:
+for t in TASKS + ["triviaqa", "nq_open", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot"]:
     for nshot in ((0,) if t in ROLLING + ("webqs",) else (0, 2, 8) if t == "gsm8k_cot" else (0, 2)):
         rc, out = run([TOOL, "mc", t, paths[t], str(nshot), pool_paths[t] if nshot else "-", "1234"])
         got = [json.loads(line) for line in out.splitlines()]
@@ -1455,6 +1483,41 @@ got = [float(x) for x in p_.stdout.decode().split()] if p_.returncode == 0 else 
 want = [exact_match(p, d["answer"]["aliases"]) for p, d in zip(preds, docs)]
 check(got == want, "triviaqa's exact_match of 300 random predictions (%d matches) as NumPy's np.char computes it" %
       sum(want), "%s\n%s" % (got[:20], want[:20]))
+
+# nq_open: the same checks (its description, "\n" between examples, the articles ignored), 0- and 2-shot
+for nshot in (0, 2):
+    js = os.path.join(tmp, "nq_open_%d.json" % nshot)
+    extra = ["--max-gen-toks", str(MAXGEN), "--output-path", js]
+    if nshot:
+        extra += ["--num-fewshot", str(nshot), "--fewshot-data", "nq_open=" + pool_paths["nq_open"]]
+    rc, out = evaluate(["nq_open"], extra)
+    m, ntok, texts = triviaqa_oracle(data["nq_open"], MAXGEN, nshot, pools["nq_open"], task="nq_open")
+    got = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"results": {}}
+    g = got["results"].get("nq_open", {})
+    ok = set(g) == set(m) | {"alias"} and all(abs(g[k] - v) <= 1e-12 for k, v in m.items())
+    check(rc == 0 and ok and gens_of(out).get("nq_open") == (len(TQ), ntok) and got["versions"]["nq_open"] == 4.0 and
+          (nshot or 0 < m["exact_match,remove_whitespace"] < 1),
+          "nq_open %d-shot: %d tokens generated, %s, as the full-forward oracle and NumPy (articles ignored by re) %s" %
+          (nshot, ntok, m, texts), "%s\n%s\n%s" % (g, texts, out[-1500:]))
+# its scorer alone on 300 random predictions and answers with articles at word starts and inside words, Unicode word
+# characters before them (Python's \b), case, punctuation and NULs
+r9 = random.Random(9)
+alpha2 = alpha + ["The ", "the ", "An ", "A ", "a ", "an ", "\u00e9", "1", "_", "-"]
+docs, preds = [], []
+for i in range(300):
+    answers = ["".join(r9.choice(alpha2) for _ in range(r9.randint(0, 6))) for _ in range(r9.randint(1, 4))]
+    pred = r9.choice(answers) if i % 2 else "".join(r9.choice(alpha2) for _ in range(r9.randint(0, 6)))
+    pred = r9.choice(["", " ", "The ", "\u2003a "]) + pred + r9.choice(["", "\x00", "!", " a"])
+    docs.append({"question": "q", "answer": answers})
+    preds.append(pred)
+open(em_file, "w").write("".join(json.dumps(d) + "\n" for d in docs))
+stdin = b"".join(b"%d\n%s" % (len(p.encode()), p.encode()) for p in preds)
+p_ = subprocess.run([TOOL, "em", "nq_open", em_file], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+got = [float(x) for x in p_.stdout.decode().split()] if p_.returncode == 0 else []
+want = [exact_match(p, d["answer"], [NQ_IGNORE]) for p, d in zip(preds, docs)]
+changed = sum(re.sub(NQ_IGNORE, "", p.lstrip()) != p.lstrip() for p in preds)
+check(got == want and changed > 50, "nq_open's exact_match of 300 random predictions (%d matches, %d with articles "
+      "removed) as re.sub and NumPy's np.char compute it" % (sum(want), changed), "%s\n%s" % (got[:20], want[:20]))
 
 # 3c. gsm8k (generate_until, two filters): without --num-fewshot its YAML's 5 shots (config num_fewshot null), with
 # --num-fewshot 0 and 2; each against the full-forward oracle, the filters by Python's re and exact_match by NumPy
@@ -1996,6 +2059,9 @@ refused("--fewshot-data for gsm8k_cot_zeroshot (always 0-shot)", ["gsm8k_cot_zer
         "--fewshot-data", "gsm8k_cot_zeroshot=" + pool_paths["gsm8k"]], "--fewshot-data gsm8k_cot_zeroshot=%s: "
         "gsm8k_cot_zeroshot runs 0-shot (its YAML sets num_fewshot: 0, which the harness keeps over --num-fewshot)"
         % pool_paths["gsm8k"])
+refused("lambada_openai_mt_stablelm_de (0.4.9 cannot load it)", ["lambada_openai_mt_stablelm_de"], [],
+        "lambada_openai_mt_stablelm_de is not supported yet: it cannot be run by lm-eval 0.4.9",
+        {"lambada_openai_mt_stablelm_de": paths["lambada_openai"]})
 refused("the truthfulqa tag", ["truthfulqa"], [], "truthfulqa is not supported yet: it is the harness's tag",
         {"truthfulqa": paths["truthfulqa_mc1"]})
 refused("truthfulqa_gen (BLEU and ROUGE)", ["truthfulqa_gen"], [], "truthfulqa_gen is not supported yet: it scores "
