@@ -392,8 +392,8 @@ def record_scores(d):
 
 
 NO_TEST_SPLIT = ("piqa", "hellaswag", "boolq", "winogrande", "cb", "copa", "multirc", "record", "rte", "sglue_rte",
-                 "wic", "wsc", "triviaqa", "nq_open", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2", "wnli",
-                 "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da", "swag",
+                 "wic", "wsc", "triviaqa", "nq_open", "cola", "mnli", "mnli_mismatch", "mrpc", "qnli", "qqp", "sst2",
+                 "wnli", "truthfulqa_mc1", "truthfulqa_mc2", "social_iqa", "commonsense_qa", "arithmetic_2da", "swag",
                  "xstorycloze_en", "xnli_en", "xnli_zh", "xnli_ur")
 ROLLING = ("wikitext", "c4", "pile_10k", "paloma_ptb")  # loglikelihood_rolling; the words and bytes of the raw text
 ALIAS = {"paloma_ptb": "PTB"}  # task_alias
