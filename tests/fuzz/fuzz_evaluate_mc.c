@@ -1,12 +1,8 @@
 /* libFuzzer harness: evaluate_zeroshot --tasks's task side (evaluate/harness_tasks.c) on arbitrary bytes. The first
- * byte picks the task (bits 0-2: piqa, arc_easy, arc_challenge, openbookqa, hellaswag, boolq, winogrande, race; bit 5:
- * lambada_openai; bits 6-7 not 0: with bits 0-2, one of anli_r1-3, cb, copa, multirc, record, rte, sglue_rte, wic, wsc,
- * webqs, triviaqa, gsm8k, gsm8k_cot, gsm8k_cot_zeroshot, c4, pile_10k, paloma_gab (loglikelihood_rolling: one
- * text, its words and bytes), mmlu_continuation_anatomy, xcopa_zh, wsc273, qa4mre_2011, headqa_en, or with bit 5 one of sciq, logiqa, mathqa, prost, pubmedqa,
- * mc_taco, mrpc, qnli, qqp, sst2, wnli, cola, mnli, mnli_mismatch, truthfulqa_mc1, truthfulqa_mc2, mmlu_anatomy,
- * mmlu_world_religions (the documents of their "subject", the others set aside), social_iqa, commonsense_qa,
- * lambada_openai_cloze_yaml, arithmetic_3ds, blimp_passive_1, blimp_wh_island (those of their "UID")) and the number of
- * few-shot examples (bits 3-4: 0-3); the rest is the task's jsonl file, read both as the documents and as the few-shot
+ * byte picks the task from the list below (its value modulo the list's length: the multiple-choice, loglikelihood,
+ * rolling (one text, its words and bytes) and generation tasks, MMLU's and BLiMP's with the documents of their
+ * "subject" or "UID", the others set aside), the second byte's bits 0-1 the number of few-shot examples (0-3); the
+ * rest is the task's jsonl file, read both as the documents and as the few-shot
  * pool (gsm8k_cot: its first N, as its first_n sampler takes the YAML's). Each document must have its gold label among
  * its choices; each context is built (Python's random.sample over the pool) and each request encoded by _encode_pair,
  * whose context and continuation tokens must together be the encoding of the whole text (with an empty context: [eod]
@@ -22,26 +18,23 @@
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const char *const names[] = {"piqa",      "arc_easy", "arc_challenge", "openbookqa",
-                                      "hellaswag", "boolq",    "winogrande",    "race"};
-  static const char *const more[] = {"anli_r1", "anli_r2",   "anli_r3", "cb",  "copa", "multirc",
-                                     "record",  "sglue_rte", "rte",     "wic", "wsc",  "webqs", "triviaqa", "gsm8k",
-                                     "gsm8k_cot", "gsm8k_cot_zeroshot", "c4", "pile_10k", "paloma_gab",
-                                     "mmlu_continuation_anatomy", "xcopa_zh", "wsc273", "qa4mre_2011", "headqa_en"};
-  static const char *const later[] = {"sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco", "mrpc",
-                                      "qnli", "qqp",    "sst2",   "wnli",  "cola",     "mnli",    "mnli_mismatch",
+  static const char *const tasks[] = {"piqa", "arc_easy", "arc_challenge", "openbookqa", "hellaswag", "boolq",
+                                      "winogrande", "race", "lambada_openai", "anli_r1", "anli_r2", "anli_r3", "cb",
+                                      "copa", "multirc", "record", "sglue_rte", "rte", "wic", "wsc", "webqs",
+                                      "triviaqa", "gsm8k", "gsm8k_cot", "gsm8k_cot_zeroshot", "c4", "pile_10k",
+                                      "paloma_gab", "mmlu_continuation_anatomy", "xcopa_zh", "wsc273", "qa4mre_2011",
+                                      "headqa_en", "sciq", "logiqa", "mathqa", "prost", "pubmedqa", "mc_taco",
+                                      "mrpc", "qnli", "qqp", "sst2", "wnli", "cola", "mnli", "mnli_mismatch",
                                       "truthfulqa_mc1", "truthfulqa_mc2", "mmlu_anatomy", "mmlu_world_religions",
                                       "social_iqa", "commonsense_qa", "lambada_openai_cloze_yaml", "arithmetic_3ds",
-                                      "blimp_passive_1", "blimp_wh_island"};
-  if (size < 1) return 0;
+                                      "blimp_passive_1", "blimp_wh_island", "swag", "storycloze_2016",
+                                      "xstorycloze_en", "xwinograd_jp", "xnli_ur", "paws_en", "paws_ja", "nq_open"};
+  enum { N_TASKS = sizeof tasks / sizeof tasks[0] };
+  if (size < 2) return 0;
   zt_tokenizer *tok = zt_fuzz_byte_tokenizer();
-  const int hi = data[0] >> 6;
-  const int slot = (hi - 1) * 8 + (data[0] & 7);
-  const char *name = !hi ? (data[0] & 0x20 ? "lambada_openai" : names[data[0] & 7])
-                     : data[0] & 0x20 ? later[slot % (int)(sizeof later / sizeof later[0])]
-                                      : more[slot % (int)(sizeof more / sizeof more[0])];
-  const int nshot = (data[0] >> 3) & 3;
-  const char *path = zt_fuzz_file("task.jsonl", data + 1, size - 1);
+  const char *name = tasks[data[0] % N_TASKS];
+  const int nshot = data[1] & 3;
+  const char *path = zt_fuzz_file("task.jsonl", data + 2, size - 2);
   static zt_mc_task t; /* static: its contents survive the longjmp of a refusal, which zt_mc_free then releases */
   ZT_FUZZ_TRY {
     zt_mc_load(&t, name, path, "--task-data");
